@@ -1,0 +1,199 @@
+//! The command line as typed: subcommands, flags and their help. Values are parsed here only as
+//! far as clap needs to report a bad one with the flag's name; turning them into a runnable,
+//! cross-checked configuration is `options`' job.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::options::values::{parse_count, parse_duration, parse_rate, parse_size};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "msgbench",
+    version,
+    about = "Honest load generator and benchmark for NATS",
+    long_about = "Honest load generator and benchmark for NATS.\n\n\
+        With no --server (and no NATS_URL), msgbench starts a local nats-server itself.\n\
+        With no subcommand, it runs the short default suite (same as `msgbench demo`)."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Publish messages, as fast as possible or at a rate.
+    Pub(PubArgs),
+    /// Subscribe and count messages published by someone else, with per-publisher accounting.
+    Sub(SubArgs),
+    /// Publishers and subscribers in one process: throughput and exact delivery accounting.
+    Pubsub(PubSubArgs),
+    /// Run the short default suite (pub, then pubsub) and print the results.
+    Demo(DemoArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PubArgs {
+    /// Number of publishing connections.
+    #[arg(long, visible_alias = "pubs", default_value_t = 1, value_parser = parse_clients)]
+    pub clients: u32,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SubArgs {
+    /// Number of subscribing connections; each expects every message.
+    #[arg(long, visible_alias = "subs", default_value_t = 1, value_parser = parse_clients)]
+    pub clients: u32,
+    /// How long to wait for the first message before giving up.
+    #[arg(long, default_value = "60s", value_parser = parse_duration, value_name = "DURATION")]
+    pub start_timeout: Duration,
+    #[command(flatten)]
+    pub stall: StallArgs,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct PubSubArgs {
+    /// Number of publishing connections.
+    #[arg(long, default_value_t = 1, value_parser = parse_clients)]
+    pub pubs: u32,
+    /// Number of subscribing connections; each receives every message.
+    #[arg(long, default_value_t = 1, value_parser = parse_clients)]
+    pub subs: u32,
+    #[command(flatten)]
+    pub stall: StallArgs,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    /// Do not draw progress bars.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+/// What to send and for how long.
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// Messages per publisher (or expected by each subscriber). Accepts 100000, 1_000_000, 20M.
+    #[arg(long, default_value = "100000", value_parser = parse_count,
+          allow_hyphen_values = true, conflicts_with = "duration")]
+    pub msgs: u64,
+    /// Run for this long instead of a message count (e.g. 10s, 1m).
+    #[arg(long, value_parser = parse_duration, allow_hyphen_values = true)]
+    pub duration: Option<Duration>,
+    /// Payload size: 16, 16B, 1KiB, 4kb (multiples are binary: 1 KB = 1024 B).
+    #[arg(long, default_value = "128", value_parser = parse_size, allow_hyphen_values = true,
+          conflicts_with = "payload")]
+    pub size: usize,
+    /// Subject to publish to (and subscribe on).
+    #[arg(long, default_value = "msgbench")]
+    pub subject: String,
+    /// Publish each message on SUBJECT.<n>, n = sequence modulo --multisubject-max;
+    /// subscribers listen on SUBJECT.*.
+    #[arg(long)]
+    pub multisubject: bool,
+    /// Number of distinct subjects in --multisubject mode.
+    #[arg(long, default_value = "100000", value_parser = parse_count, requires = "multisubject")]
+    pub multisubject_max: u64,
+    /// Aggregate publish rate in msgs/s, paced on a fixed schedule; 0 = as fast as possible.
+    #[arg(long, default_value = "0", value_parser = parse_rate, allow_hyphen_values = true)]
+    pub rate: f64,
+    /// Send the contents of FILE as every message's payload (no delivery stamp: see README).
+    #[arg(long, value_name = "FILE")]
+    pub payload: Option<PathBuf>,
+    /// Add a header to every message (repeatable): -H 'Key:Value'.
+    #[arg(short = 'H', long = "header", value_name = "K:V")]
+    pub headers: Vec<String>,
+    /// How long subscribers wait without progress, and publishers wait for the final flush.
+    #[arg(long, default_value = "5s", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub timeout: Duration,
+    /// Exit 0 even if messages were lost.
+    #[arg(long)]
+    pub allow_loss: bool,
+}
+
+/// Deliberately slow subscribers, to see what loss looks like.
+#[derive(Debug, Args)]
+pub struct StallArgs {
+    /// Each subscriber stops reading for DURATION after N messages, e.g. 1000:3s. The server
+    /// may then cut it off as a slow consumer; the loss shows in the delivery accounting.
+    #[arg(long, value_name = "N:DURATION", value_parser = parse_stall)]
+    pub sub_stall: Option<(u64, Duration)>,
+}
+
+/// Where the server is and how to reach it.
+#[derive(Debug, Args)]
+pub struct ConnArgs {
+    /// Server URLs, comma separated: nats://[user:pass@|token@]host:port. Without it (and
+    /// without NATS_URL) msgbench starts a local nats-server.
+    #[arg(
+        short = 's',
+        long,
+        env = "NATS_URL",
+        value_name = "URLS",
+        hide_env_values = true
+    )]
+    pub server: Option<String>,
+    /// The nats-server binary to start when no server is given (default: found on PATH).
+    #[arg(long, env = "MSGBENCH_NATS_SERVER", value_name = "PATH")]
+    pub nats_server: Option<PathBuf>,
+    /// How long to wait for a TCP connection and the server's handshake.
+    #[arg(long, default_value = "2s", value_parser = parse_duration, value_name = "DURATION")]
+    pub connect_timeout: Duration,
+}
+
+/// Where results go.
+#[derive(Debug, Args)]
+pub struct OutputArgs {
+    /// Write the result as JSON to FILE ('-' for stdout; the text report then goes to stderr).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write per-client rows in nats bench's CSV columns to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Do not draw a progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+fn parse_clients(s: &str) -> Result<u32, String> {
+    let n = parse_count(s)?;
+    if n == 0 {
+        return Err("must be at least 1".into());
+    }
+    // Each client is a connection and a thread; past this the machine, not the server, is
+    // what gets measured.
+    if n > 10_000 {
+        return Err("at most 10000 clients".into());
+    }
+    Ok(n as u32)
+}
+
+fn parse_stall(s: &str) -> Result<(u64, Duration), String> {
+    let (n, d) = s
+        .split_once(':')
+        .ok_or_else(|| "expected N:DURATION such as 1000:3s".to_string())?;
+    Ok((parse_count(n)?, parse_duration(d)?))
+}

@@ -1,0 +1,501 @@
+//! The load loops: one publish loop and one subscribe loop, each parametrised by values (when to
+//! stop, how to pace, what to send) rather than copied per mode.
+//!
+//! The publish loop never allocates: each message is one `extend_from_slice` of a prebuilt frame
+//! plus an 8-byte sequence patch into a reused buffer. The buffer goes to the socket when it is
+//! large or when nothing more is ready (the next message is not due yet), never on a timer.
+//! The subscribe loop sees each message as a borrowed slice of the read buffer and records only
+//! counters and the stamp.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::engine::conn::{io_kind, End, Event, Flow, Reader, Shared};
+use crate::engine::proto;
+use crate::engine::stamp::{self, STAMP_LEN};
+use crate::error::ErrorKind;
+use crate::options::{Pace, Stop};
+use crate::stats::delivery::DeliveryLog;
+use crate::stats::throughput::{ClientRun, Role};
+
+/// Hand the buffer to the socket once it holds this much. Large enough that syscalls are rare
+/// (one per ~2,000 small messages), small enough to stay in cache and keep the server's reads
+/// full-sized.
+pub const FLUSH_AT: usize = 64 * 1024;
+
+/// In the unpaced loop, clocks and the stop flag are looked at once per this many messages.
+const CHECK_EVERY: u64 = 256;
+
+/// How often an idle subscriber wakes to check its clocks.
+pub const TICK: Duration = Duration::from_millis(50);
+
+/// What a publisher sends: the bytes of one message, prebuilt, with the place of the sequence
+/// number known.
+#[derive(Debug, Clone)]
+pub struct Frame {
+    /// For a fixed subject: the whole `PUB …\r\n<headers><payload>\r\n`. For multisubject: the
+    /// part after the control line.
+    bytes: Vec<u8>,
+    /// Offset of the stamp's sequence within `bytes`, when the payload is stamped.
+    seq_at: Option<usize>,
+    /// `--multisubject`: the subject prefix and the number of distinct subjects.
+    multi: Option<(Vec<u8>, u64)>,
+    headers_len: usize,
+    payload_len: usize,
+}
+
+impl Frame {
+    /// Builds the frame for one publisher. With `stamp = Some((run_tag, id))` and a payload of
+    /// at least [`STAMP_LEN`] bytes, the payload's first bytes carry the delivery stamp.
+    pub fn new(
+        subject: &str,
+        multisubject: Option<u64>,
+        headers: &[u8],
+        payload: &[u8],
+        stamp: Option<(u16, u32)>,
+    ) -> Self {
+        let mut bytes = Vec::with_capacity(subject.len() + headers.len() + payload.len() + 32);
+        if multisubject.is_none() {
+            proto::encode_pub_line(
+                &mut bytes,
+                subject.as_bytes(),
+                None,
+                headers.len(),
+                payload.len(),
+            );
+        }
+        bytes.extend_from_slice(headers);
+        let payload_at = bytes.len();
+        bytes.extend_from_slice(payload);
+        bytes.extend_from_slice(b"\r\n");
+        let seq_at = match stamp {
+            Some((tag, id)) if payload.len() >= STAMP_LEN => {
+                stamp::write_template(&mut bytes[payload_at..payload_at + STAMP_LEN], tag, id);
+                Some(payload_at + stamp::SEQ_OFFSET)
+            }
+            _ => None,
+        };
+        Self {
+            bytes,
+            seq_at,
+            multi: multisubject.map(|max| (subject.as_bytes().to_vec(), max)),
+            headers_len: headers.len(),
+            payload_len: payload.len(),
+        }
+    }
+
+    /// Whether messages carry a delivery stamp.
+    pub fn stamped(&self) -> bool {
+        self.seq_at.is_some()
+    }
+
+    /// Appends message `seq` to `out`.
+    #[inline]
+    pub fn append(&self, out: &mut Vec<u8>, seq: u64) {
+        if let Some((prefix, max)) = &self.multi {
+            let mut n = itoa::Buffer::new();
+            let suffix = n.format(seq % max).as_bytes();
+            let mut subject = [0u8; 256];
+            let len = prefix.len() + 1 + suffix.len();
+            if len <= subject.len() {
+                subject[..prefix.len()].copy_from_slice(prefix);
+                subject[prefix.len()] = b'.';
+                subject[prefix.len() + 1..len].copy_from_slice(suffix);
+                proto::encode_pub_line(
+                    out,
+                    &subject[..len],
+                    None,
+                    self.headers_len,
+                    self.payload_len,
+                );
+            } else {
+                // Long subjects are rare; write the parts without the stack copy.
+                let mut s = prefix.clone();
+                s.push(b'.');
+                s.extend_from_slice(suffix);
+                proto::encode_pub_line(out, &s, None, self.headers_len, self.payload_len);
+            }
+        }
+        let at = out.len();
+        out.extend_from_slice(&self.bytes);
+        if let Some(off) = self.seq_at {
+            stamp::write_seq(&mut out[at + off - stamp::SEQ_OFFSET..], seq);
+        }
+    }
+}
+
+/// One publisher's parameters.
+#[derive(Debug, Clone, Copy)]
+pub struct PubSpec {
+    pub id: u32,
+    pub stop: Stop,
+    /// This publisher's own pace (its share of the aggregate rate).
+    pub pace: Pace,
+    /// How long to wait for the server to confirm the final flush.
+    pub flush_timeout: Duration,
+}
+
+/// The publish loop. Returns what was sent and the error that ended it early, if any.
+pub fn publish(
+    shared: &Shared,
+    frame: &Frame,
+    spec: &PubSpec,
+    stop: &AtomicBool,
+    progress: &AtomicU64,
+) -> (ClientRun, Option<ErrorKind>) {
+    let mut buf: Vec<u8> = Vec::with_capacity(FLUSH_AT + frame.bytes.len() + 300);
+    let limit = match spec.stop {
+        Stop::Count(n) => n,
+        Stop::For(_) => u64::MAX,
+    };
+    let start = Instant::now();
+    let deadline = match spec.stop {
+        Stop::For(d) => Some(start + d),
+        Stop::Count(_) => None,
+    };
+    let interval_ns = match spec.pace {
+        Pace::Unlimited => None,
+        Pace::Rate { per_sec } => Some(1e9 / per_sec),
+    };
+    let mut seq: u64 = 0;
+    // Messages known to be in the socket (the buffer's contents are not, until written).
+    let mut written: u64 = 0;
+    let mut failed = None;
+    let write = |buf: &mut Vec<u8>| -> Result<(), ErrorKind> {
+        let r = shared.write_all(buf).map_err(|e| io_kind(&e));
+        buf.clear();
+        r
+    };
+
+    while seq < limit {
+        if let Some(iv) = interval_ns {
+            // Open loop: message `seq` is due at start + seq * interval whether or not earlier
+            // ones went out late, so a stall shows up as a burst, not as a shifted schedule.
+            let due = start + Duration::from_nanos((seq as f64 * iv) as u64);
+            if deadline.is_some_and(|d| due >= d) || stop.load(Ordering::Relaxed) {
+                break;
+            }
+            if Instant::now() < due {
+                if !buf.is_empty() {
+                    if let Err(k) = write(&mut buf) {
+                        failed = Some(k);
+                        break;
+                    }
+                    written = seq;
+                    progress.store(written, Ordering::Relaxed);
+                }
+                if !wait_until(due, stop) {
+                    break;
+                }
+            }
+        } else if seq % CHECK_EVERY == 0 {
+            if stop.load(Ordering::Relaxed)
+                || shared.is_ended()
+                || deadline.is_some_and(|d| Instant::now() >= d)
+            {
+                break;
+            }
+            progress.store(written, Ordering::Relaxed);
+        }
+        frame.append(&mut buf, seq);
+        seq += 1;
+        if buf.len() >= FLUSH_AT {
+            if let Err(k) = write(&mut buf) {
+                failed = Some(k);
+                break;
+            }
+            written = seq;
+        }
+    }
+
+    if failed.is_none() {
+        // The end of a publisher's run is when the server confirms it has everything, not when
+        // the last bytes left our buffer.
+        match shared.flush(&mut buf, spec.flush_timeout) {
+            Ok(()) => written = seq,
+            Err(ErrorKind::FlushTimeout) => {
+                // The bytes were written; the server just did not confirm in time.
+                written = seq;
+                failed = Some(ErrorKind::FlushTimeout);
+            }
+            Err(k) => failed = Some(k),
+        }
+    }
+    if let Some(k) = failed {
+        // Counted once here; a disconnect the reader saw too is the same event.
+        if k != ErrorKind::Disconnected || !shared.is_ended() {
+            shared.errors.add(k);
+        }
+    }
+    progress.store(written, Ordering::Relaxed);
+    let run = ClientRun {
+        role: Role::Pub,
+        id: spec.id,
+        msgs: written,
+        bytes: written * frame.payload_len as u64,
+        start: Some(start),
+        end: Some(Instant::now()),
+    };
+    (run, failed)
+}
+
+/// Waits until `due`: sleeps while it is far, yields while it is near, spins for the last few
+/// microseconds. Returns false when the stop flag was raised.
+fn wait_until(due: Instant, stop: &AtomicBool) -> bool {
+    loop {
+        let now = Instant::now();
+        if now >= due {
+            return true;
+        }
+        let left = due - now;
+        if left > Duration::from_millis(2) {
+            if stop.load(Ordering::Relaxed) {
+                return false;
+            }
+            // Sleep overshoots by tens of microseconds; stop short and finish by yielding.
+            std::thread::sleep((left - Duration::from_millis(1)).min(Duration::from_millis(50)));
+        } else if left > Duration::from_micros(50) {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// When a subscriber's expectation is not known yet (publishers still running).
+pub const UNKNOWN: u64 = u64::MAX;
+
+/// What the scenario tells running subscribers: how many messages to wait for, and since when
+/// that is known (the idle clock starts there).
+#[derive(Debug)]
+pub struct SubControl {
+    epoch: Instant,
+    expected: AtomicU64,
+    armed_ns: AtomicU64,
+}
+
+impl SubControl {
+    pub fn new(expected: u64) -> Self {
+        Self {
+            epoch: Instant::now(),
+            expected: AtomicU64::new(expected),
+            armed_ns: AtomicU64::new(0),
+        }
+    }
+
+    /// Sets the count each subscriber waits for, and starts the idle clock now.
+    pub fn arm(&self, expected: u64) {
+        let ns = self.epoch.elapsed().as_nanos() as u64;
+        self.armed_ns.store(ns, Ordering::Release);
+        self.expected.store(expected, Ordering::Release);
+    }
+
+    fn expected(&self) -> u64 {
+        self.expected.load(Ordering::Acquire)
+    }
+
+    fn armed_at(&self) -> Instant {
+        self.epoch + Duration::from_nanos(self.armed_ns.load(Ordering::Acquire))
+    }
+}
+
+/// One subscriber's parameters.
+#[derive(Debug, Clone, Copy)]
+pub struct SubSpec {
+    pub id: u32,
+    /// Give up after this long without a message, once the expectation is known.
+    pub idle_timeout: Duration,
+    /// Give up after this long if no message at all arrived.
+    pub start_timeout: Duration,
+    /// Stop this long after the first message (`sub --duration`).
+    pub duration: Option<Duration>,
+    /// Stop reading for a while after this many messages (slow-consumer simulation).
+    pub stall: Option<(u64, Duration)>,
+    /// Track only stamps of this run.
+    pub run_tag: Option<u16>,
+}
+
+/// What a subscriber saw.
+#[derive(Debug, Clone)]
+pub struct SubOutcome {
+    pub run: ClientRun,
+    pub log: DeliveryLog,
+    pub end: End,
+}
+
+/// The subscribe loop, run on the connection's reader after its SUB was sent.
+pub fn subscribe(
+    reader: &mut Reader,
+    shared: &Shared,
+    spec: &SubSpec,
+    ctl: &SubControl,
+    stop: &AtomicBool,
+    progress: &AtomicU64,
+) -> SubOutcome {
+    let mut log = DeliveryLog::new(spec.run_tag);
+    let (mut received, mut bytes) = (0u64, 0u64);
+    // Clocks are read once per socket read (at each tick), not per message: a read carries
+    // thousands of small messages, and the error is one read's duration.
+    let (mut first, mut last): (Option<Instant>, Option<Instant>) = (None, None);
+    let mut seen_at_tick = 0u64;
+    let end = reader.run(shared, TICK, |event| match event {
+        Event::Msg(m) => {
+            received += 1;
+            bytes += m.payload.len() as u64;
+            log.record(stamp::read(m.payload));
+            if let Some((after, pause)) = spec.stall {
+                if received == after {
+                    sleep_unless_stopped(pause, stop);
+                }
+            }
+            if received >= ctl.expected() {
+                Flow::Stop
+            } else {
+                Flow::Continue
+            }
+        }
+        Event::Tick => {
+            let now = Instant::now();
+            if received > seen_at_tick {
+                first.get_or_insert(now);
+                last = Some(now);
+                seen_at_tick = received;
+                progress.store(received, Ordering::Relaxed);
+            }
+            if stop.load(Ordering::Relaxed) {
+                return Flow::Stop;
+            }
+            if let (Some(d), Some(f)) = (spec.duration, first) {
+                if now >= f + d {
+                    return Flow::Stop;
+                }
+            }
+            if ctl.expected() == UNKNOWN {
+                return Flow::Continue;
+            }
+            let armed = ctl.armed_at();
+            let (since, limit) = match last {
+                Some(l) => (l.max(armed), spec.idle_timeout),
+                None => (armed, spec.start_timeout),
+            };
+            if now.saturating_duration_since(since) > limit {
+                Flow::Stop
+            } else {
+                Flow::Continue
+            }
+        }
+    });
+    if received > seen_at_tick {
+        let now = Instant::now();
+        first.get_or_insert(now);
+        last = Some(now);
+    }
+    progress.store(received, Ordering::Relaxed);
+    SubOutcome {
+        run: ClientRun {
+            role: Role::Sub,
+            id: spec.id,
+            msgs: received,
+            bytes,
+            start: first,
+            end: last,
+        },
+        log,
+        end,
+    }
+}
+
+fn sleep_unless_stopped(total: Duration, stop: &AtomicBool) {
+    let until = Instant::now() + total;
+    while !stop.load(Ordering::Relaxed) {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(50)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::proto::{parse, Parsed, ServerOp};
+
+    fn messages(bytes: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        // Re-read what a publisher wrote as if the server echoed each PUB back as MSG.
+        let echoed = String::from_utf8_lossy(bytes)
+            .replace("HPUB ", "HMSG ")
+            .replace("PUB ", "MSG ");
+        let echoed = echoed.replace("MSG s ", "MSG s 1 ");
+        let mut out = Vec::new();
+        let mut at = 0;
+        let b = echoed.as_bytes();
+        while at < b.len() {
+            match parse(&b[at..]).unwrap() {
+                Parsed::Op(ServerOp::Msg(m), n) => {
+                    out.push((m.subject.to_vec(), m.payload.to_vec()));
+                    at += n;
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn frame_stamps_each_message_with_its_sequence() {
+        let payload = vec![7u8; 20];
+        let f = Frame::new("s", None, b"", &payload, Some((0x1234, 3)));
+        assert!(f.stamped());
+        let mut out = Vec::new();
+        for seq in 0..3 {
+            f.append(&mut out, seq);
+        }
+        let msgs = messages(&out);
+        assert_eq!(msgs.len(), 3);
+        for (seq, (subject, p)) in msgs.iter().enumerate() {
+            assert_eq!(subject, b"s");
+            let s = stamp::read(p).unwrap();
+            assert_eq!((s.run_tag, s.publisher, s.seq), (0x1234, 3, seq as u64));
+            assert_eq!(&p[STAMP_LEN..], &[7u8; 4]);
+        }
+    }
+
+    #[test]
+    fn frame_without_room_for_a_stamp_sends_the_payload_as_is() {
+        let f = Frame::new("s", None, b"", b"abcdefgh", Some((1, 0)));
+        assert!(!f.stamped());
+        let mut out = Vec::new();
+        f.append(&mut out, 5);
+        assert_eq!(out, b"PUB s 8\r\nabcdefgh\r\n");
+    }
+
+    #[test]
+    fn multisubject_frames_cycle_through_subjects() {
+        let f = Frame::new("s", Some(3), b"", &[0u8; 16], Some((1, 0)));
+        let mut out = Vec::new();
+        for seq in 0..4 {
+            f.append(&mut out, seq);
+        }
+        let text = String::from_utf8_lossy(&out);
+        let lines: Vec<&str> = text
+            .split("\r\n")
+            .filter(|l| l.starts_with("PUB"))
+            .collect();
+        assert_eq!(
+            lines,
+            ["PUB s.0 16", "PUB s.1 16", "PUB s.2 16", "PUB s.0 16"]
+        );
+    }
+
+    #[test]
+    fn frame_with_headers_uses_hpub() {
+        let block = proto::header_block(&[("A".into(), "b".into())]);
+        let f = Frame::new("s", None, &block, &[0u8; 16], Some((9, 1)));
+        let mut out = Vec::new();
+        f.append(&mut out, 42);
+        assert!(out.starts_with(b"HPUB s 18 34\r\nNATS/1.0\r\nA: b\r\n\r\n"));
+        let msgs = messages(&out);
+        assert_eq!(stamp::read(&msgs[0].1).unwrap().seq, 42);
+    }
+}

@@ -1,0 +1,7 @@
+//! The native NATS engine: the wire protocol, connections, the payload stamp and the load loops.
+//! Built for generating load: no allocation per message, zero-copy parsing, explicit flushing.
+
+pub mod conn;
+pub mod load;
+pub mod proto;
+pub mod stamp;

@@ -1,0 +1,318 @@
+//! Error kinds and exit codes: what can go wrong, as values code can branch on, and the one
+//! table that maps each outcome to the process's exit status.
+//!
+//! Two families live here. [`Error`] ends a run (bad input, no server, a refused connection).
+//! [`ErrorKind`] is counted during a run (a slow-consumer notice, a dropped connection) and lands
+//! in the result's `errors` map; a run with counted errors still produces a result.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Exit statuses. The README's table is written from these; keep them in step.
+pub mod exit {
+    /// The run completed and nothing was lost.
+    pub const OK: u8 = 0;
+    /// An unexpected failure during the run (I/O error, protocol violation by the server).
+    pub const FAILURE: u8 = 1;
+    /// Bad input or an unusable setup: a malformed flag, a refused connection, a size above the
+    /// server's limit, no `nats-server` to start.
+    pub const USAGE: u8 = 2;
+    /// The run completed but messages were lost, and `--allow-loss` was not given.
+    pub const LOSS: u8 = 3;
+    /// Interrupted by SIGINT or SIGTERM; partial results were written.
+    pub const INTERRUPTED: u8 = 130;
+}
+
+/// A failure that ends a run before or instead of producing a result.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A flag or value is wrong; the message names it.
+    #[error("{0}")]
+    Usage(String),
+    /// No TCP connection could be made to any of the given servers.
+    #[error("cannot connect to {url}: {reason}")]
+    Connect { url: String, reason: String },
+    /// The server answered the handshake with `-ERR`.
+    #[error("{url} refused the connection: {kind} ({text})")]
+    Rejected {
+        url: String,
+        kind: ServerErrorKind,
+        text: String,
+    },
+    /// `--size` is larger than the server accepts.
+    #[error("--size {size} is larger than the server's max_payload of {max_payload} bytes")]
+    PayloadTooLarge { size: usize, max_payload: usize },
+    /// The embedded server could not be found or started.
+    #[error("{0}")]
+    EmbeddedServer(String),
+    /// The server broke the protocol.
+    #[error("protocol error from {url}: {source}")]
+    Protocol {
+        url: String,
+        source: crate::engine::proto::ProtocolError,
+    },
+    /// An I/O failure outside the load loops, with what was being done.
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// The exit status this failure maps to.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Usage(_)
+            | Error::Connect { .. }
+            | Error::Rejected { .. }
+            | Error::PayloadTooLarge { .. }
+            | Error::EmbeddedServer(_) => exit::USAGE,
+            Error::Protocol { .. } | Error::Io { .. } => exit::FAILURE,
+        }
+    }
+
+    /// A usage error naming a flag and what is wrong with its value.
+    pub fn flag(flag: &str, value: &str, why: impl fmt::Display) -> Self {
+        Error::Usage(format!("invalid value '{value}' for {flag}: {why}"))
+    }
+
+    /// Wraps an I/O error with what was being attempted.
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The kinds of `-ERR` a NATS server sends, recognised from their text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ServerErrorKind {
+    SlowConsumer,
+    AuthorizationViolation,
+    AuthenticationTimeout,
+    AuthenticationExpired,
+    MaxPayload,
+    MaxConnections,
+    MaxSubscriptions,
+    ParserError,
+    UnknownOperation,
+    StaleConnection,
+    PermissionsViolation,
+    InvalidSubject,
+    TlsRequired,
+    Other,
+}
+
+impl ServerErrorKind {
+    /// Classifies the text of a `-ERR` (without quotes). Matching is on stable phrases the server
+    /// has used for years, case-insensitively; anything unrecognised is `Other` and still counted.
+    pub fn from_text(text: &[u8]) -> Self {
+        let t = String::from_utf8_lossy(text).to_ascii_lowercase();
+        let has = |p: &str| t.contains(p);
+        if has("slow consumer") {
+            Self::SlowConsumer
+        } else if has("authorization violation") {
+            Self::AuthorizationViolation
+        } else if has("authentication timeout") {
+            Self::AuthenticationTimeout
+        } else if has("expired") {
+            Self::AuthenticationExpired
+        } else if has("maximum payload") {
+            Self::MaxPayload
+        } else if has("maximum connections") {
+            Self::MaxConnections
+        } else if has("maximum subscriptions") {
+            Self::MaxSubscriptions
+        } else if has("parser error") {
+            Self::ParserError
+        } else if has("unknown protocol operation") {
+            Self::UnknownOperation
+        } else if has("stale connection") {
+            Self::StaleConnection
+        } else if has("permissions violation") {
+            Self::PermissionsViolation
+        } else if has("invalid subject") {
+            Self::InvalidSubject
+        } else if has("tls required") || has("secure connection") {
+            Self::TlsRequired
+        } else {
+            Self::Other
+        }
+    }
+
+    /// Whether the server closes the connection after sending this error. Permission and subject
+    /// errors are reported but the connection stays up.
+    pub fn closes_connection(self) -> bool {
+        !matches!(
+            self,
+            Self::PermissionsViolation | Self::InvalidSubject | Self::Other
+        )
+    }
+
+    /// The counted kind for this server error.
+    pub fn counted(self) -> ErrorKind {
+        match self {
+            Self::SlowConsumer => ErrorKind::SlowConsumer,
+            Self::AuthorizationViolation
+            | Self::AuthenticationTimeout
+            | Self::AuthenticationExpired => ErrorKind::Authorization,
+            Self::MaxPayload => ErrorKind::MaxPayload,
+            Self::MaxConnections | Self::MaxSubscriptions => ErrorKind::ServerLimit,
+            Self::ParserError | Self::UnknownOperation => ErrorKind::ParserError,
+            Self::StaleConnection => ErrorKind::StaleConnection,
+            Self::PermissionsViolation => ErrorKind::PermissionsViolation,
+            Self::InvalidSubject => ErrorKind::InvalidSubject,
+            Self::TlsRequired => ErrorKind::TlsRequired,
+            Self::Other => ErrorKind::ServerOther,
+        }
+    }
+}
+
+impl fmt::Display for ServerErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.counted().as_str())
+    }
+}
+
+/// What is counted in a result's `errors` map. The names are part of the result schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(usize)]
+pub enum ErrorKind {
+    SlowConsumer,
+    Authorization,
+    MaxPayload,
+    ServerLimit,
+    ParserError,
+    StaleConnection,
+    PermissionsViolation,
+    InvalidSubject,
+    TlsRequired,
+    ServerOther,
+    /// The connection ended without the client asking (EOF or reset).
+    Disconnected,
+    /// The server sent bytes that are not the NATS protocol.
+    ProtocolError,
+    /// A write or read failed for another reason.
+    Io,
+    /// A flush (PING/PONG) was not answered within `--timeout`.
+    FlushTimeout,
+}
+
+impl ErrorKind {
+    pub const ALL: [ErrorKind; 14] = [
+        ErrorKind::SlowConsumer,
+        ErrorKind::Authorization,
+        ErrorKind::MaxPayload,
+        ErrorKind::ServerLimit,
+        ErrorKind::ParserError,
+        ErrorKind::StaleConnection,
+        ErrorKind::PermissionsViolation,
+        ErrorKind::InvalidSubject,
+        ErrorKind::TlsRequired,
+        ErrorKind::ServerOther,
+        ErrorKind::Disconnected,
+        ErrorKind::ProtocolError,
+        ErrorKind::Io,
+        ErrorKind::FlushTimeout,
+    ];
+
+    /// The key used in results.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::SlowConsumer => "slow_consumer",
+            ErrorKind::Authorization => "authorization",
+            ErrorKind::MaxPayload => "max_payload",
+            ErrorKind::ServerLimit => "server_limit",
+            ErrorKind::ParserError => "parser_error",
+            ErrorKind::StaleConnection => "stale_connection",
+            ErrorKind::PermissionsViolation => "permissions_violation",
+            ErrorKind::InvalidSubject => "invalid_subject",
+            ErrorKind::TlsRequired => "tls_required",
+            ErrorKind::ServerOther => "server_other",
+            ErrorKind::Disconnected => "disconnected",
+            ErrorKind::ProtocolError => "protocol_error",
+            ErrorKind::Io => "io",
+            ErrorKind::FlushTimeout => "flush_timeout",
+        }
+    }
+}
+
+/// Lock-free counters, one per [`ErrorKind`], shared by every connection of a run.
+#[derive(Debug, Default)]
+pub struct ErrorCounts([AtomicU64; ErrorKind::ALL.len()]);
+
+impl ErrorCounts {
+    pub fn add(&self, kind: ErrorKind) {
+        self.0[kind as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The non-zero counts, in a stable order.
+    pub fn snapshot(&self) -> Vec<(ErrorKind, u64)> {
+        ErrorKind::ALL
+            .iter()
+            .map(|k| (*k, self.0[*k as usize].load(Ordering::Relaxed)))
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_server_error_texts() {
+        let cases: [(&[u8], ServerErrorKind); 8] = [
+            (b"Slow Consumer", ServerErrorKind::SlowConsumer),
+            (
+                b"Authorization Violation",
+                ServerErrorKind::AuthorizationViolation,
+            ),
+            (b"Maximum Payload Violation", ServerErrorKind::MaxPayload),
+            (
+                b"Unknown Protocol Operation",
+                ServerErrorKind::UnknownOperation,
+            ),
+            (b"Stale Connection", ServerErrorKind::StaleConnection),
+            (
+                b"Permissions Violation for Publish to \"x\"",
+                ServerErrorKind::PermissionsViolation,
+            ),
+            (
+                b"maximum connections exceeded",
+                ServerErrorKind::MaxConnections,
+            ),
+            (b"something new", ServerErrorKind::Other),
+        ];
+        for (text, kind) in cases {
+            assert_eq!(ServerErrorKind::from_text(text), kind, "{text:?}");
+        }
+        assert!(!ServerErrorKind::PermissionsViolation.closes_connection());
+        assert!(ServerErrorKind::SlowConsumer.closes_connection());
+    }
+
+    #[test]
+    fn error_counts_snapshot_only_non_zero_in_order() {
+        let c = ErrorCounts::default();
+        c.add(ErrorKind::Disconnected);
+        c.add(ErrorKind::SlowConsumer);
+        c.add(ErrorKind::Disconnected);
+        assert_eq!(
+            c.snapshot(),
+            vec![(ErrorKind::SlowConsumer, 1), (ErrorKind::Disconnected, 2)]
+        );
+    }
+
+    #[test]
+    fn exit_codes_follow_the_table() {
+        assert_eq!(Error::Usage("x".into()).exit_code(), exit::USAGE);
+        assert_eq!(
+            Error::io("x", std::io::Error::other("y")).exit_code(),
+            exit::FAILURE
+        );
+    }
+}

@@ -1,0 +1,171 @@
+//! The human report, laid out like `nats bench`: the aggregate line, then per role the role's
+//! line, one line per client and the spread of client rates; then delivery, loudly when
+//! anything was lost, and errors.
+
+use std::fmt::Write;
+
+use super::Exporter;
+use crate::result::{RoleStats, RunResult};
+use crate::stats::throughput::Throughput;
+
+pub struct Text;
+
+impl Exporter for Text {
+    fn serialize(&self, r: &RunResult) -> Vec<u8> {
+        let mut o = String::new();
+        let embedded = if r.server.embedded { ", embedded" } else { "" };
+        let _ = writeln!(
+            o,
+            "msgbench {} against {} (nats-server {}{embedded})",
+            r.scenario, r.server.url, r.server.version
+        );
+        let title = match r.scenario {
+            "pub" => "NATS Core publisher stats",
+            "sub" => "NATS Core subscriber stats",
+            _ => "NATS Pub/Sub stats",
+        };
+        let _ = writeln!(o, "{title}: {}", rate_line(&r.throughput));
+        for (role, stats) in &r.by_role {
+            if r.by_role.len() > 1 {
+                let name = if *role == "pub" {
+                    "Pub stats"
+                } else {
+                    "Sub stats"
+                };
+                let _ = writeln!(o, " {name}: {}", rate_line(&stats.throughput));
+            }
+            role_detail(&mut o, r, role, stats);
+        }
+        delivery(&mut o, r);
+        if !r.errors.is_empty() {
+            let list: Vec<String> = r.errors.iter().map(|(k, n)| format!("{k} {n}")).collect();
+            let _ = writeln!(o, "Errors: {}", list.join(", "));
+        }
+        if r.interrupted {
+            let _ = writeln!(o, "Interrupted: these are partial results.");
+        }
+        o.into_bytes()
+    }
+}
+
+fn rate_line(t: &Throughput) -> String {
+    format!(
+        "{} msgs/sec ~ {}/sec ~ {} msgs in {:.3} s",
+        group(t.msgs_per_sec.round() as u64),
+        ibytes(t.bytes_per_sec),
+        group(t.msgs),
+        t.seconds
+    )
+}
+
+fn role_detail(o: &mut String, r: &RunResult, role: &str, stats: &RoleStats) {
+    if stats.clients < 2 {
+        return;
+    }
+    for c in r.clients.iter().filter(|c| c.role.as_str() == role) {
+        let _ = writeln!(
+            o,
+            "  [{}] {} msgs/sec ~ {}/sec ({} msgs)",
+            c.id + 1,
+            group(c.msgs_per_sec.round() as u64),
+            ibytes(c.bytes_per_sec),
+            group(c.msgs)
+        );
+    }
+    let s = &stats.client_rates;
+    let _ = writeln!(
+        o,
+        "  min {} | avg {} | max {} | stddev {} msgs",
+        group(s.min.round() as u64),
+        group(s.avg.round() as u64),
+        group(s.max.round() as u64),
+        group(s.stddev.round() as u64)
+    );
+}
+
+fn delivery(o: &mut String, r: &RunResult) {
+    let d = &r.delivery;
+    if d.accounting == "none" {
+        let _ = writeln!(o, "Delivery: {} sent (no subscribers)", group(d.sent));
+        return;
+    }
+    let opt = |v: Option<u64>| v.map_or("unknown".to_string(), group);
+    let _ = writeln!(
+        o,
+        "Delivery ({}): received {} of {} expected, lost {}, duplicated {}, reordered {}",
+        d.accounting,
+        group(d.received),
+        group(d.expected),
+        group(d.lost),
+        opt(d.duplicated),
+        opt(d.reordered)
+    );
+    if d.accounting == "count" {
+        let _ = writeln!(
+            o,
+            "  messages carry no stamp (size < 16 B or --payload): loss is counted from totals"
+        );
+    }
+    if d.lost > 0 {
+        let pct = if d.expected > 0 {
+            100.0 * d.lost as f64 / d.expected as f64
+        } else {
+            100.0
+        };
+        let _ = writeln!(
+            o,
+            "!! LOSS: {} of {} expected messages were not delivered ({pct:.2}%) !!",
+            group(d.lost),
+            group(d.expected)
+        );
+    }
+}
+
+/// 1234567 -> "1,234,567".
+pub fn group(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// Bytes in binary units, as `nats bench` prints them: "87 MiB", "1.5 KiB".
+pub fn ibytes(b: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b;
+    let mut i = 0;
+    while v >= 1024.0 && i < UNITS.len() - 1 {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 || v >= 10.0 {
+        format!("{v:.0} {}", UNITS[i])
+    } else {
+        format!("{v:.1} {}", UNITS[i])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_thousands() {
+        assert_eq!(group(0), "0");
+        assert_eq!(group(999), "999");
+        assert_eq!(group(1000), "1,000");
+        assert_eq!(group(5_676_218), "5,676,218");
+    }
+
+    #[test]
+    fn binary_byte_units() {
+        assert_eq!(ibytes(512.0), "512 B");
+        assert_eq!(ibytes(1536.0), "1.5 KiB");
+        assert_eq!(ibytes(87.0 * 1024.0 * 1024.0), "87 MiB");
+    }
+}

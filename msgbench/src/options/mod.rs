@@ -1,0 +1,298 @@
+//! Validated run options: the CLI's values checked against each other and turned into the plain
+//! values the scenario runs on. Everything a user can get wrong is rejected here, before any
+//! connection is made, with a message that names the flag.
+
+pub mod url;
+pub mod values;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use self::url::ServerUrl;
+use crate::cli::{ConnArgs, LoadArgs, OutputArgs, StallArgs};
+use crate::error::{Error, Result};
+
+/// Which scenario runs. The scenario code is one; this only names it and fixes its shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScenarioKind {
+    Pub,
+    Sub,
+    Pubsub,
+}
+
+impl ScenarioKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScenarioKind::Pub => "pub",
+            ScenarioKind::Sub => "sub",
+            ScenarioKind::Pubsub => "pubsub",
+        }
+    }
+}
+
+/// When a load loop stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// After this many messages per publisher (or per subscriber, for `sub`).
+    Count(u64),
+    /// After this long.
+    For(Duration),
+}
+
+/// How a publisher spaces its messages.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pace {
+    /// Closed loop: the next message goes as soon as the previous one is in the buffer.
+    Unlimited,
+    /// Open loop: message i is due at start + i / rate, whatever happened to earlier ones.
+    Rate { per_sec: f64 },
+}
+
+/// Which server to use.
+#[derive(Debug, Clone)]
+pub enum ServerChoice {
+    /// Servers the user named.
+    Urls(Vec<ServerUrl>),
+    /// Start a local nats-server; `binary` overrides the PATH lookup.
+    Embedded { binary: Option<PathBuf> },
+}
+
+/// Where output goes.
+#[derive(Debug, Clone, Default)]
+pub struct Output {
+    /// `-` means stdout.
+    pub json: Option<PathBuf>,
+    pub csv: Option<PathBuf>,
+    pub progress: bool,
+}
+
+impl Output {
+    pub fn json_to_stdout(&self) -> bool {
+        self.json.as_deref() == Some(std::path::Path::new("-"))
+    }
+}
+
+/// Everything one run needs, validated.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub scenario: ScenarioKind,
+    pub server: ServerChoice,
+    pub connect_timeout: Duration,
+    pub pubs: u32,
+    pub subs: u32,
+    pub stop: Stop,
+    pub pace: Pace,
+    /// Payload bytes per message (the stamp included).
+    pub size: usize,
+    /// A fixed payload from `--payload`; when set, messages carry no stamp.
+    pub payload: Option<Vec<u8>>,
+    pub subject: String,
+    /// `--multisubject`: the number of distinct subjects.
+    pub multisubject: Option<u64>,
+    pub headers: Vec<(String, String)>,
+    pub timeout: Duration,
+    pub start_timeout: Duration,
+    pub allow_loss: bool,
+    pub sub_stall: Option<(u64, Duration)>,
+    pub output: Output,
+}
+
+impl Options {
+    /// Builds options for a scenario from its parsed arguments.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] naming the flag whose value is wrong or conflicts with another.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        scenario: ScenarioKind,
+        pubs: u32,
+        subs: u32,
+        load: &LoadArgs,
+        conn: &ConnArgs,
+        out: &OutputArgs,
+        stall: Option<&StallArgs>,
+        start_timeout: Option<Duration>,
+    ) -> Result<Self> {
+        let server = server_choice(conn)?;
+        let stop = match load.duration {
+            Some(d) => Stop::For(d),
+            None if load.msgs == 0 => {
+                return Err(Error::flag("--msgs", "0", "must be at least 1"));
+            }
+            None => Stop::Count(load.msgs),
+        };
+        let pace = if load.rate == 0.0 {
+            Pace::Unlimited
+        } else {
+            Pace::Rate { per_sec: load.rate }
+        };
+        let payload = match &load.payload {
+            Some(path) => Some(std::fs::read(path).map_err(|e| {
+                Error::Usage(format!("cannot read --payload '{}': {e}", path.display()))
+            })?),
+            None => None,
+        };
+        let size = payload.as_ref().map_or(load.size, Vec::len);
+        // A sub only listens, so wildcards are fine there; anyone who publishes needs a literal.
+        if scenario == ScenarioKind::Sub {
+            check_subject(&load.subject, true)
+        } else {
+            check_subject(&load.subject, false)
+        }
+        .map_err(|why| Error::flag("--subject", &load.subject, why))?;
+        if load.multisubject && load.multisubject_max == 0 {
+            return Err(Error::flag("--multisubject-max", "0", "must be at least 1"));
+        }
+        let headers = load
+            .headers
+            .iter()
+            .map(|h| parse_header(h).map_err(|why| Error::flag("-H", h, why)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Options {
+            scenario,
+            server,
+            connect_timeout: conn.connect_timeout,
+            pubs,
+            subs,
+            stop,
+            pace,
+            size,
+            payload,
+            subject: load.subject.clone(),
+            multisubject: load.multisubject.then_some(load.multisubject_max),
+            headers,
+            timeout: load.timeout,
+            start_timeout: start_timeout.unwrap_or(load.timeout),
+            allow_loss: load.allow_loss,
+            sub_stall: stall.and_then(|s| s.sub_stall),
+            output: Output {
+                json: out.json.clone(),
+                csv: out.csv.clone(),
+                progress: !out.no_progress,
+            },
+        })
+    }
+
+    /// The subject subscribers listen on.
+    pub fn sub_subject(&self) -> String {
+        match self.multisubject {
+            Some(_) => format!("{}.*", self.subject),
+            None => self.subject.clone(),
+        }
+    }
+
+    /// The parameters as they go into a result, without secrets.
+    pub fn params(&self) -> serde_json::Value {
+        let (msgs, duration) = match self.stop {
+            Stop::Count(n) => (Some(n), None),
+            Stop::For(d) => (None, Some(d.as_secs_f64())),
+        };
+        let rate = match self.pace {
+            Pace::Unlimited => 0.0,
+            Pace::Rate { per_sec } => per_sec,
+        };
+        serde_json::json!({
+            "pubs": self.pubs,
+            "subs": self.subs,
+            "msgs": msgs,
+            "duration_secs": duration,
+            "size": self.size,
+            "subject": self.subject,
+            "multisubject": self.multisubject,
+            "rate": rate,
+            "payload_file": self.payload.is_some(),
+            "headers": self.headers.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+            "timeout_secs": self.timeout.as_secs_f64(),
+            "allow_loss": self.allow_loss,
+            "sub_stall": self.sub_stall.map(|(n, d)| serde_json::json!({"after_msgs": n, "for_secs": d.as_secs_f64()})),
+        })
+    }
+}
+
+fn server_choice(conn: &ConnArgs) -> Result<ServerChoice> {
+    match conn.server.as_deref().map(str::trim) {
+        // An empty NATS_URL is treated as unset, as the NATS CLI does.
+        None | Some("") => Ok(ServerChoice::Embedded {
+            binary: conn.nats_server.clone(),
+        }),
+        Some(list) => url::parse_servers(list)
+            .map(ServerChoice::Urls)
+            .map_err(|why| Error::Usage(format!("invalid value for --server: {why}"))),
+    }
+}
+
+/// Checks a subject: non-empty tokens separated by dots, no whitespace, and wildcards (`*` as a
+/// whole token, `>` as the last token) only where `wildcards_ok`.
+pub fn check_subject(subject: &str, wildcards_ok: bool) -> std::result::Result<(), String> {
+    if subject.is_empty() {
+        return Err("a subject cannot be empty".into());
+    }
+    if subject.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("a subject cannot contain spaces or control characters".into());
+    }
+    let tokens: Vec<&str> = subject.split('.').collect();
+    for (i, t) in tokens.iter().enumerate() {
+        if t.is_empty() {
+            return Err("a subject cannot have an empty token (leading, trailing or '..')".into());
+        }
+        let wildcard = *t == "*" || (*t == ">" && i == tokens.len() - 1);
+        if wildcard && !wildcards_ok {
+            return Err("a publish subject cannot contain wildcards ('*' or '>')".into());
+        }
+        if !wildcard && (t.contains('*') || t.contains('>')) {
+            return Err("'*' and '>' are only allowed as whole tokens ('>' only last)".into());
+        }
+    }
+    Ok(())
+}
+
+fn parse_header(h: &str) -> std::result::Result<(String, String), String> {
+    let (k, v) = h
+        .split_once(':')
+        .ok_or_else(|| "expected Key:Value".to_string())?;
+    let (k, v) = (k.trim(), v.trim());
+    // Header names are HTTP-style tokens; a CR or LF anywhere would break the header block.
+    if k.is_empty() || !k.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
+        return Err("the header name must be non-empty printable ASCII without ':'".into());
+    }
+    if v.bytes().any(|b| b == b'\r' || b == b'\n') {
+        return Err("the header value cannot contain CR or LF".into());
+    }
+    Ok((k.to_string(), v.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subjects() {
+        for ok in ["a", "a.b.c", "foo_bar-1.2", "$JS.API"] {
+            assert!(check_subject(ok, false).is_ok(), "{ok}");
+        }
+        for ok in ["a.*", "a.>", "*", ">", "a.*.c"] {
+            assert!(check_subject(ok, true).is_ok(), "{ok}");
+            assert!(check_subject(ok, false).is_err(), "{ok}");
+        }
+        for bad in [
+            "", "a b", "a..b", ".a", "a.", "a.>.b", "a*", "a\tb", "a\r\n",
+        ] {
+            assert!(check_subject(bad, true).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn headers() {
+        assert_eq!(
+            parse_header("X-Id: 42").unwrap(),
+            ("X-Id".to_string(), "42".to_string())
+        );
+        assert_eq!(parse_header("K:a:b").unwrap().1, "a:b");
+        for bad in ["novalue", ":v", "a b:c", "k:v\r\nx"] {
+            assert!(parse_header(bad).is_err(), "{bad}");
+        }
+    }
+}

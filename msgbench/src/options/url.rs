@@ -1,0 +1,222 @@
+//! Server URLs: parsing `nats://user:pass@host:port,…` lists and printing them without secrets.
+//!
+//! Credentials found in a URL are moved into [`Auth`] and never printed: `Display` on a
+//! [`ServerUrl`] shows only scheme, host and port, so logs, text output and result files cannot
+//! leak them by accident.
+
+use std::fmt;
+
+/// How the client proves who it is. TLS client certificates, NKeys and credentials files will be
+/// further variants; the handshake already takes this value, not loose strings.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub enum Auth {
+    #[default]
+    None,
+    UserPass {
+        user: String,
+        pass: String,
+    },
+    Token(String),
+}
+
+impl fmt::Debug for Auth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Debug output can end up in logs and panics; keep secrets out of it as well.
+        match self {
+            Auth::None => f.write_str("None"),
+            Auth::UserPass { user, .. } => write!(f, "UserPass({user}, ***)"),
+            Auth::Token(_) => f.write_str("Token(***)"),
+        }
+    }
+}
+
+impl Auth {
+    /// A short description safe to print: the method, never the secret.
+    pub fn method(&self) -> &'static str {
+        match self {
+            Auth::None => "none",
+            Auth::UserPass { .. } => "user_password",
+            Auth::Token(_) => "token",
+        }
+    }
+}
+
+/// One server to connect to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerUrl {
+    pub host: String,
+    pub port: u16,
+    pub auth: Auth,
+}
+
+impl ServerUrl {
+    /// `host:port` for connecting, with IPv6 literals bracketed.
+    pub fn host_port(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+}
+
+impl fmt::Display for ServerUrl {
+    /// The URL with any credentials removed.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "nats://{}", self.host_port())
+    }
+}
+
+pub const DEFAULT_PORT: u16 = 4222;
+
+/// Parses a comma-separated list of server URLs. Entries may omit the scheme (`host:port`) and
+/// the port (4222).
+pub fn parse_servers(list: &str) -> Result<Vec<ServerUrl>, String> {
+    let mut out = Vec::new();
+    for entry in list.split(',').map(str::trim) {
+        if entry.is_empty() {
+            return Err("empty entry in the server list".into());
+        }
+        out.push(parse_one(entry)?);
+    }
+    Ok(out)
+}
+
+fn parse_one(entry: &str) -> Result<ServerUrl, String> {
+    let with_scheme = if entry.contains("://") {
+        entry.to_string()
+    } else {
+        format!("nats://{entry}")
+    };
+    let url = url::Url::parse(&with_scheme).map_err(|e| format!("'{}': {e}", redact(entry)))?;
+    match url.scheme() {
+        "nats" => {}
+        "tls" => {
+            return Err(format!(
+                "'{}': TLS is not supported yet; use a nats:// URL",
+                redact(entry)
+            ))
+        }
+        other => {
+            return Err(format!(
+                "'{}': unsupported scheme '{other}' (use nats://)",
+                redact(entry)
+            ))
+        }
+    }
+    if url.path() != "" && url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
+        return Err(format!(
+            "'{}': a server URL has no path, query or fragment",
+            redact(entry)
+        ));
+    }
+    let host = match url.host() {
+        Some(url::Host::Ipv6(ip)) => ip.to_string(),
+        Some(h) => h.to_string(),
+        None => return Err(format!("'{}': no host", redact(entry))),
+    };
+    let port = url.port().unwrap_or(DEFAULT_PORT);
+    if port == 0 {
+        return Err(format!("'{}': port 0 is not a server port", redact(entry)));
+    }
+    let decode = |s: &str| {
+        percent_decode(s).ok_or_else(|| format!("'{}': bad percent-encoding", redact(entry)))
+    };
+    let auth = match (url.username(), url.password()) {
+        ("", None) => Auth::None,
+        (user, Some(pass)) => Auth::UserPass {
+            user: decode(user)?,
+            pass: decode(pass)?,
+        },
+        // A user part with no password is a token, as in every NATS client.
+        (token, None) => Auth::Token(decode(token)?),
+    };
+    Ok(ServerUrl { host, port, auth })
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Removes a `userinfo@` part from a URL-ish string so it can be quoted in an error.
+pub fn redact(entry: &str) -> String {
+    let (scheme, rest) = match entry.find("://") {
+        Some(i) => (&entry[..i + 3], &entry[i + 3..]),
+        None => ("", entry),
+    };
+    match rest.rfind('@') {
+        Some(at) => format!("{scheme}***@{}", &rest[at + 1..]),
+        None => entry.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_lists_defaults_and_credentials() {
+        let v = parse_servers(
+            "nats://127.0.0.1:4333, localhost,nats://u:p%40ss@h:1,tok@[::1]:5,nats://[::1]",
+        )
+        .unwrap();
+        assert_eq!(v.len(), 5);
+        assert_eq!(v[0].host_port(), "127.0.0.1:4333");
+        assert_eq!(v[1].port, DEFAULT_PORT);
+        assert_eq!(
+            v[2].auth,
+            Auth::UserPass {
+                user: "u".into(),
+                pass: "p@ss".into()
+            }
+        );
+        assert_eq!(v[3].auth, Auth::Token("tok".into()));
+        assert_eq!(v[3].host_port(), "[::1]:5");
+        assert_eq!(v[4].to_string(), "nats://[::1]:4222");
+    }
+
+    #[test]
+    fn display_and_debug_never_show_secrets() {
+        let v = parse_servers("nats://alice:s3cret@h:1,t0ken@h:2").unwrap();
+        for s in &v {
+            let shown = format!("{s} {s:?}");
+            assert!(
+                !shown.contains("s3cret") && !shown.contains("t0ken"),
+                "{shown}"
+            );
+        }
+        assert_eq!(redact("nats://alice:s3cret@h:1"), "nats://***@h:1");
+    }
+
+    #[test]
+    fn rejects_malformed() {
+        for bad in [
+            "",
+            "nats://",
+            "nats://h:99999",
+            "http://h:1",
+            "tls://h:1",
+            "nats://h:1/path",
+            "nats://h:0",
+            "a,,b",
+            "nats://u:p@:1",
+        ] {
+            assert!(parse_servers(bad).is_err(), "{bad}");
+        }
+        let err = parse_servers("nats://u:secret@h:1/x").unwrap_err();
+        assert!(!err.contains("secret"), "{err}");
+    }
+}

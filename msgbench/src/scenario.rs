@@ -1,0 +1,247 @@
+//! The pub / sub / pubsub scenario: one orchestration for all three, shaped only by how many
+//! publishers and subscribers there are and what subscribers expect.
+//!
+//! Order of a run: connect everyone (nothing is timed while connecting), check the message size
+//! against the server's limit, subscribe and wait until the server has confirmed every
+//! subscription, release the publishers together, wait for them, tell the subscribers how many
+//! messages were really sent, wait for the subscribers, then assemble the result.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::SystemTime;
+
+use crate::engine::conn::{self, Conn, ConnectSpec};
+use crate::engine::load::{self, Frame, PubSpec, SubControl, SubOutcome, SubSpec, UNKNOWN};
+use crate::engine::{proto, stamp};
+use crate::error::{Error, ErrorCounts, ErrorKind, Result};
+use crate::options::{Options, Pace, ScenarioKind, Stop};
+use crate::output::progress::Progress;
+use crate::result::{throughput_sections, RunResult, ServerMeta, ToolInfo, SCHEMA};
+use crate::server::Target;
+use crate::stats::delivery::{self, Delivery, Expectation};
+use crate::stats::throughput::ClientRun;
+
+/// Runs one scenario against `target` until it completes or `stop` is raised.
+///
+/// # Errors
+/// Failures before any load runs: connection, handshake, or a size the server would reject.
+/// Failures during the run are counted in the result instead.
+pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResult> {
+    let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let errors = Arc::new(ErrorCounts::default());
+    let connect = |role: &str, id: u32| {
+        let name = format!("msgbench-{role}-{id}");
+        conn::connect(
+            &ConnectSpec {
+                servers: &target.urls,
+                name: &name,
+                timeout: opts.connect_timeout,
+            },
+            errors.clone(),
+        )
+    };
+
+    let pubs: Vec<Conn> = (0..opts.pubs)
+        .map(|i| connect("pub", i))
+        .collect::<Result<_>>()?;
+    let header_block = proto::header_block(&opts.headers);
+    if let Some(first) = pubs.first() {
+        let max = first.info.max_payload;
+        if max > 0 && opts.size + header_block.len() > max {
+            return Err(Error::PayloadTooLarge {
+                size: opts.size + header_block.len(),
+                max_payload: max,
+            });
+        }
+        if !opts.headers.is_empty() && !first.info.headers {
+            return Err(Error::Usage(
+                "-H: this server does not support message headers".into(),
+            ));
+        }
+    }
+    let mut subs: Vec<Conn> = (0..opts.subs)
+        .map(|i| connect("sub", i))
+        .collect::<Result<_>>()?;
+    let info = pubs
+        .first()
+        .or(subs.first())
+        .map(|c| (c.info.clone(), c.url.clone()));
+
+    let run_tag = stamp::new_run_tag();
+    let payload = opts
+        .payload
+        .clone()
+        .unwrap_or_else(|| vec![b'm'; opts.size]);
+    // A user's --payload goes out byte for byte: no stamp is written into it.
+    let stamp_with = opts.payload.is_none().then_some(run_tag);
+    let per_pub_pace = match opts.pace {
+        Pace::Rate { per_sec } => Pace::Rate {
+            per_sec: per_sec / f64::from(opts.pubs.max(1)),
+        },
+        p => p,
+    };
+
+    // Subscribers in `sub` expect --msgs each from the start; in pubsub the count is only
+    // known once the publishers are done (a --duration run sends an unknown number).
+    let ctl = SubControl::new(UNKNOWN);
+    if opts.scenario == ScenarioKind::Sub {
+        ctl.arm(match opts.stop {
+            Stop::Count(n) => n,
+            Stop::For(_) => UNKNOWN - 1,
+        });
+    }
+    let sub_spec = |id: u32| SubSpec {
+        id,
+        idle_timeout: opts.timeout,
+        start_timeout: opts.start_timeout,
+        duration: match (opts.scenario, opts.stop) {
+            (ScenarioKind::Sub, Stop::For(d)) => Some(d),
+            _ => None,
+        },
+        stall: opts.sub_stall,
+        run_tag: (opts.scenario == ScenarioKind::Pubsub).then_some(run_tag),
+    };
+
+    let pub_progress: Arc<[AtomicU64]> = (0..opts.pubs).map(|_| AtomicU64::new(0)).collect();
+    let sub_progress: Arc<[AtomicU64]> = (0..opts.subs).map(|_| AtomicU64::new(0)).collect();
+    let progress = Progress::start(opts, pub_progress.clone(), sub_progress.clone());
+
+    let subject = opts.sub_subject();
+    let barrier = Barrier::new(pubs.len());
+    let (pub_runs, sub_outcomes) = std::thread::scope(|s| -> Result<_> {
+        let mut sub_threads = Vec::new();
+        for (i, conn) in subs.drain(..).enumerate() {
+            let Conn {
+                mut reader, shared, ..
+            } = conn;
+            let mut cmd = Vec::new();
+            proto::encode_sub(&mut cmd, &subject, None, 1);
+            let ticket = shared
+                .write_with_ping(&mut cmd)
+                .map_err(|e| Error::io("cannot subscribe", e))?;
+            let spec = sub_spec(i as u32);
+            let (ctl, progress) = (&ctl, &sub_progress[i]);
+            let sh = shared.clone();
+            let handle = s.spawn(move || {
+                let out = load::subscribe(&mut reader, &sh, &spec, ctl, stop, progress);
+                sh.close();
+                out
+            });
+            sub_threads.push((shared, ticket, handle));
+        }
+        // The PONG after SUB means the server has registered the interest: only then can a
+        // publisher's first message be counted on to reach the subscriber.
+        for (shared, ticket, _) in &sub_threads {
+            if !shared.wait_pong(*ticket, opts.timeout) {
+                stop.store(true, Ordering::Relaxed);
+                return Err(Error::Connect {
+                    url: info.as_ref().map(|i| i.1.to_string()).unwrap_or_default(),
+                    reason: "the server did not confirm the subscription".into(),
+                });
+            }
+        }
+        if opts.scenario == ScenarioKind::Sub && progress.is_none() {
+            eprintln!("waiting for messages on '{subject}'");
+        }
+
+        let mut pub_threads = Vec::new();
+        for (i, conn) in pubs.into_iter().enumerate() {
+            let Conn {
+                mut reader, shared, ..
+            } = conn;
+            let frame = Frame::new(
+                &opts.subject,
+                opts.multisubject,
+                &header_block,
+                &payload,
+                stamp_with.map(|t| (t, i as u32)),
+            );
+            let spec = PubSpec {
+                id: i as u32,
+                stop: opts.stop,
+                pace: per_pub_pace,
+                flush_timeout: opts.timeout,
+            };
+            let reader_shared = shared.clone();
+            // A publisher's own read side answers PINGs and collects PONGs and -ERRs.
+            s.spawn(move || reader.run(&reader_shared, load::TICK, |_| conn::Flow::Continue));
+            let (barrier, progress) = (&barrier, &pub_progress[i]);
+            pub_threads.push(s.spawn(move || {
+                barrier.wait();
+                let out = load::publish(&shared, &frame, &spec, stop, progress);
+                shared.close();
+                out
+            }));
+        }
+        let pub_runs: Vec<(ClientRun, Option<ErrorKind>)> = pub_threads
+            .into_iter()
+            .map(|h| h.join().expect("publisher thread panicked"))
+            .collect();
+        let sent: u64 = pub_runs.iter().map(|(r, _)| r.msgs).sum();
+        if opts.scenario == ScenarioKind::Pubsub {
+            ctl.arm(sent);
+        }
+        let sub_outcomes: Vec<SubOutcome> = sub_threads
+            .into_iter()
+            .map(|(_, _, h)| h.join().expect("subscriber thread panicked"))
+            .collect();
+        Ok((pub_runs, sub_outcomes))
+    })?;
+    drop(progress);
+
+    let runs: Vec<ClientRun> = pub_runs
+        .iter()
+        .map(|(r, _)| *r)
+        .chain(sub_outcomes.iter().map(|o| o.run))
+        .collect();
+    let (throughput, by_role, clients) = throughput_sections(&runs);
+    let sent: Vec<u64> = pub_runs.iter().map(|(r, _)| r.msgs).collect();
+    let delivery = match opts.scenario {
+        ScenarioKind::Pub => Delivery {
+            sent: sent.iter().sum(),
+            accounting: "none",
+            ..Delivery::default()
+        },
+        ScenarioKind::Pubsub | ScenarioKind::Sub => {
+            let logs: Vec<(u64, &delivery::DeliveryLog)> =
+                sub_outcomes.iter().map(|o| (o.run.msgs, &o.log)).collect();
+            let expect = match (opts.scenario, opts.stop) {
+                (ScenarioKind::Pubsub, _) => Expectation::Published {
+                    run_tag,
+                    sent: &sent,
+                },
+                (_, Stop::Count(n)) => Expectation::PerSubscriber(n),
+                // `sub --duration` has no expected count; what arrived is what was expected.
+                (_, Stop::For(_)) => Expectation::PerSubscriber(0),
+            };
+            delivery::summarize(&logs, &expect)
+        }
+    };
+    let (server_info, url) = info.expect("at least one client");
+    Ok(RunResult {
+        schema: SCHEMA,
+        tool: ToolInfo::default(),
+        scenario: opts.scenario.as_str(),
+        run_id: format!("{}-{run_tag:04x}", started_at.replace([':', '-'], "")),
+        started_at,
+        interrupted: stop.load(Ordering::Relaxed),
+        params: opts.params(),
+        server: ServerMeta {
+            url: url.to_string(),
+            version: server_info.version,
+            embedded: target.embedded.is_some(),
+            max_payload: server_info.max_payload,
+            auth: url.auth.method(),
+        },
+        throughput,
+        by_role,
+        clients,
+        delivery,
+        errors: errors
+            .snapshot()
+            .into_iter()
+            .map(|(k, n)| (k.as_str(), n))
+            .collect(),
+        publisher_failed: pub_runs.iter().any(|(_, e)| e.is_some()),
+    })
+}

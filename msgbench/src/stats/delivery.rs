@@ -1,0 +1,472 @@
+//! Delivery accounting: from the stamps a subscriber saw, exactly how many messages of each
+//! publisher arrived, arrived twice, or arrived out of order; and from what publishers sent,
+//! how many were lost.
+//!
+//! Memory is fixed per (subscriber, publisher) pair, whatever the message count: a sliding
+//! bitmap remembers the last [`WINDOW`] sequence numbers below the highest one seen, which is
+//! enough to tell a duplicate from a late arrival. NATS keeps order per connection, so anything
+//! older than the window is not expected; if it happens it is counted as reordered and in
+//! `beyond_window`, and the duplicate count is then a lower bound.
+
+use serde::Serialize;
+
+use crate::engine::stamp::Stamp;
+
+/// Sequence numbers remembered below the highest one seen.
+pub const WINDOW: u64 = 8192;
+const WORDS: usize = (WINDOW / 64) as usize;
+
+/// What one subscriber saw of one publisher.
+#[derive(Debug, Clone)]
+pub struct SeqTracker {
+    /// One past the highest sequence seen.
+    next: u64,
+    /// Bit `s % WINDOW` is set when sequence `s` (within the window below `next`) was seen.
+    seen: Box<[u64; WORDS]>,
+    pub unique: u64,
+    pub duplicated: u64,
+    pub reordered: u64,
+    pub beyond_window: u64,
+}
+
+impl Default for SeqTracker {
+    fn default() -> Self {
+        Self {
+            next: 0,
+            seen: Box::new([0; WORDS]),
+            unique: 0,
+            duplicated: 0,
+            reordered: 0,
+            beyond_window: 0,
+        }
+    }
+}
+
+impl SeqTracker {
+    #[inline]
+    fn bit(seq: u64) -> (usize, u64) {
+        let slot = seq % WINDOW;
+        ((slot / 64) as usize, 1u64 << (slot % 64))
+    }
+
+    /// Records one arrival of `seq`.
+    #[inline]
+    pub fn record(&mut self, seq: u64) {
+        if seq >= self.next {
+            // Slots between the old high mark and `seq` now stand for newer sequences that have
+            // not been seen: clear them. A jump of a whole window clears everything.
+            if seq - self.next >= WINDOW {
+                self.seen.fill(0);
+            } else {
+                for s in self.next..seq {
+                    let (w, m) = Self::bit(s);
+                    self.seen[w] &= !m;
+                }
+            }
+            let (w, m) = Self::bit(seq);
+            self.seen[w] |= m;
+            self.next = seq + 1;
+            self.unique += 1;
+        } else if self.next - seq > WINDOW {
+            self.beyond_window += 1;
+            self.reordered += 1;
+            self.unique += 1;
+        } else {
+            let (w, m) = Self::bit(seq);
+            if self.seen[w] & m != 0 {
+                self.duplicated += 1;
+            } else {
+                self.seen[w] |= m;
+                self.unique += 1;
+                self.reordered += 1;
+            }
+        }
+    }
+
+    /// One past the highest sequence seen: every sequence below it was sent.
+    pub fn high_mark(&self) -> u64 {
+        self.next
+    }
+}
+
+/// Identifies a publisher across runs: the run tag and its id within the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PublisherKey {
+    pub run_tag: u16,
+    pub publisher: u32,
+}
+
+/// Everything one subscriber counts.
+#[derive(Debug, Clone, Default)]
+pub struct DeliveryLog {
+    /// Trackers per publisher. Few publishers per run, so a vector with a remembered last hit
+    /// beats a hash map on the per-message path.
+    trackers: Vec<(PublisherKey, SeqTracker)>,
+    last: usize,
+    /// Messages without a stamp (too small, a fixed `--payload`, or someone else's).
+    pub unstamped: u64,
+    /// Stamped messages from a run other than the one this subscriber belongs to.
+    pub foreign: u64,
+    /// When set, only stamps with this run tag are tracked.
+    pub run_tag: Option<u16>,
+}
+
+impl DeliveryLog {
+    pub fn new(run_tag: Option<u16>) -> Self {
+        Self {
+            run_tag,
+            ..Self::default()
+        }
+    }
+
+    /// Records one message's stamp (or its absence).
+    #[inline]
+    pub fn record(&mut self, stamp: Option<Stamp>) {
+        let Some(s) = stamp else {
+            self.unstamped += 1;
+            return;
+        };
+        if self.run_tag.is_some_and(|t| t != s.run_tag) {
+            self.foreign += 1;
+            return;
+        }
+        let key = PublisherKey {
+            run_tag: s.run_tag,
+            publisher: s.publisher,
+        };
+        if self.trackers.get(self.last).map(|(k, _)| *k) != Some(key) {
+            self.last = match self.trackers.iter().position(|(k, _)| *k == key) {
+                Some(i) => i,
+                None => {
+                    self.trackers.push((key, SeqTracker::default()));
+                    self.trackers.len() - 1
+                }
+            };
+        }
+        self.trackers[self.last].1.record(s.seq);
+    }
+
+    /// The tracker for a publisher, if it was heard from.
+    pub fn tracker(&self, key: PublisherKey) -> Option<&SeqTracker> {
+        self.trackers
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, t)| t)
+    }
+
+    pub fn trackers(&self) -> impl Iterator<Item = &(PublisherKey, SeqTracker)> {
+        self.trackers.iter()
+    }
+}
+
+/// The delivery section of a result.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Delivery {
+    /// Messages published (by this run's publishers; for `sub`, as far as stamps tell).
+    pub sent: u64,
+    /// Deliveries expected: each subscriber expects every message.
+    pub expected: u64,
+    /// Deliveries that arrived, duplicates included.
+    pub received: u64,
+    pub lost: u64,
+    /// `null` when messages carry no stamp and duplicates cannot be told apart.
+    pub duplicated: Option<u64>,
+    pub reordered: Option<u64>,
+    /// Received messages without a stamp.
+    pub unstamped: u64,
+    /// `exact` when every message was stamped, `count` when only totals could be compared.
+    pub accounting: &'static str,
+    /// Per publisher, summed over subscribers (empty without stamps).
+    pub publishers: Vec<PublisherDelivery>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PublisherDelivery {
+    pub id: u32,
+    pub sent: u64,
+    pub received: u64,
+    pub lost: u64,
+    pub duplicated: u64,
+    pub reordered: u64,
+}
+
+/// How many messages each subscriber should have had.
+#[derive(Debug, Clone)]
+pub enum Expectation<'a> {
+    /// This run's publishers sent these counts (index = publisher id), under this run tag.
+    Published { run_tag: u16, sent: &'a [u64] },
+    /// Publishers are elsewhere; each subscriber expected this many messages.
+    PerSubscriber(u64),
+}
+
+/// Combines subscriber logs with what was sent into the result's delivery section.
+///
+/// `received` holds each subscriber's total message count (stamped or not) next to its log.
+pub fn summarize(subs: &[(u64, &DeliveryLog)], expect: &Expectation<'_>) -> Delivery {
+    let received: u64 = subs.iter().map(|(n, _)| *n).sum();
+    let unstamped: u64 = subs.iter().map(|(_, l)| l.unstamped).sum();
+    let stamped = unstamped == 0 && subs.iter().all(|(_, l)| l.foreign == 0);
+    let dup: u64 = subs
+        .iter()
+        .flat_map(|(_, l)| l.trackers())
+        .map(|(_, t)| t.duplicated)
+        .sum();
+    let reo: u64 = subs
+        .iter()
+        .flat_map(|(_, l)| l.trackers())
+        .map(|(_, t)| t.reordered)
+        .sum();
+    let n_subs = subs.len() as u64;
+    match expect {
+        Expectation::Published { run_tag, sent } => {
+            let total_sent: u64 = sent.iter().sum();
+            let expected = total_sent * n_subs;
+            if stamped {
+                let publishers: Vec<PublisherDelivery> = sent
+                    .iter()
+                    .enumerate()
+                    .map(|(id, &sent)| {
+                        let key = PublisherKey {
+                            run_tag: *run_tag,
+                            publisher: id as u32,
+                        };
+                        let mut p = PublisherDelivery {
+                            id: id as u32,
+                            sent,
+                            received: 0,
+                            lost: 0,
+                            duplicated: 0,
+                            reordered: 0,
+                        };
+                        for (_, log) in subs {
+                            let t = log.tracker(key);
+                            let unique = t.map_or(0, |t| t.unique);
+                            p.received += unique + t.map_or(0, |t| t.duplicated);
+                            p.lost += sent.saturating_sub(unique);
+                            p.duplicated += t.map_or(0, |t| t.duplicated);
+                            p.reordered += t.map_or(0, |t| t.reordered);
+                        }
+                        p
+                    })
+                    .collect();
+                Delivery {
+                    sent: total_sent,
+                    expected,
+                    received,
+                    lost: publishers.iter().map(|p| p.lost).sum(),
+                    duplicated: Some(dup),
+                    reordered: Some(reo),
+                    unstamped,
+                    accounting: "exact",
+                    publishers,
+                }
+            } else {
+                count_only(total_sent, expected, received, subs, unstamped)
+            }
+        }
+        Expectation::PerSubscriber(each) => {
+            let expected = each * n_subs;
+            // Stamps still bound what was sent: every sequence below a publisher's high mark
+            // was published. Losses beyond the highest sequence seen are only visible in totals.
+            let sent = subs
+                .iter()
+                .flat_map(|(_, l)| l.trackers())
+                .fold(std::collections::BTreeMap::new(), |mut m, (k, t)| {
+                    let e = m.entry(*k).or_insert(0u64);
+                    *e = (*e).max(t.high_mark());
+                    m
+                })
+                .values()
+                .sum::<u64>();
+            if stamped {
+                let lost = subs
+                    .iter()
+                    .map(|(_, l)| {
+                        let unique: u64 = l.trackers().map(|(_, t)| t.unique).sum();
+                        let gaps: u64 = l
+                            .trackers()
+                            .map(|(_, t)| t.high_mark().saturating_sub(t.unique))
+                            .sum();
+                        each.saturating_sub(unique).max(gaps)
+                    })
+                    .sum();
+                Delivery {
+                    sent,
+                    expected,
+                    received,
+                    lost,
+                    duplicated: Some(dup),
+                    reordered: Some(reo),
+                    unstamped,
+                    accounting: "exact",
+                    publishers: Vec::new(),
+                }
+            } else {
+                count_only(sent, expected, received, subs, unstamped)
+            }
+        }
+    }
+}
+
+fn count_only(
+    sent: u64,
+    expected: u64,
+    received: u64,
+    subs: &[(u64, &DeliveryLog)],
+    unstamped: u64,
+) -> Delivery {
+    let each = expected.checked_div(subs.len() as u64).unwrap_or(0);
+    let lost = subs.iter().map(|(n, _)| each.saturating_sub(*n)).sum();
+    Delivery {
+        sent,
+        expected,
+        received,
+        lost,
+        duplicated: None,
+        reordered: None,
+        unstamped,
+        accounting: "count",
+        publishers: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stamp(publisher: u32, seq: u64) -> Option<Stamp> {
+        Some(Stamp {
+            run_tag: 1,
+            publisher,
+            seq,
+        })
+    }
+
+    #[test]
+    fn in_order_stream_is_clean() {
+        let mut t = SeqTracker::default();
+        for s in 0..100_000 {
+            t.record(s);
+        }
+        assert_eq!((t.unique, t.duplicated, t.reordered), (100_000, 0, 0));
+        assert_eq!(t.high_mark(), 100_000);
+    }
+
+    #[test]
+    fn counts_gaps_duplicates_and_late_arrivals() {
+        let mut t = SeqTracker::default();
+        for s in [0, 1, 2, 5, 5, 3, 2, 7] {
+            t.record(s);
+        }
+        // Seen: 0 1 2 3 5 7 -> 6 unique; 5 and 2 again -> 2 duplicates; 3 late -> 1 reordered.
+        assert_eq!((t.unique, t.duplicated, t.reordered), (6, 2, 1));
+        // 4 and 6 were never seen: a late 4 is reordered, not duplicated.
+        t.record(4);
+        assert_eq!((t.unique, t.duplicated, t.reordered), (7, 2, 2));
+    }
+
+    #[test]
+    fn window_slots_are_reused_correctly_after_jumps() {
+        let mut t = SeqTracker::default();
+        t.record(3);
+        // Jump by more than a window: slot of 3 now belongs to 3 + WINDOW, unseen.
+        t.record(3 + 2 * WINDOW);
+        t.record(3 + WINDOW + 1); // within the window below the high mark, never seen
+        assert_eq!((t.unique, t.duplicated, t.reordered), (3, 0, 1));
+        // A small jump clears exactly the skipped slots.
+        let mut t = SeqTracker::default();
+        t.record(10);
+        t.record(10 + WINDOW - 1);
+        t.record(10 + WINDOW + 5); // slots of 10+WINDOW..=10+WINDOW+5 cleared, incl. seq 10's
+        t.record(10 + WINDOW); // unseen, late
+        assert_eq!((t.duplicated, t.reordered), (0, 1));
+        t.record(10 + WINDOW - 1); // seen before, still inside the window
+        assert_eq!(t.duplicated, 1);
+        t.record(5); // older than the window
+        assert_eq!((t.beyond_window, t.reordered), (1, 2));
+    }
+
+    #[test]
+    fn memory_is_fixed_per_publisher() {
+        assert_eq!(std::mem::size_of::<[u64; WORDS]>(), (WINDOW / 8) as usize);
+    }
+
+    #[test]
+    fn summary_exact_with_loss_duplicates_and_reorder() {
+        let mut a = DeliveryLog::new(Some(1));
+        let mut b = DeliveryLog::new(Some(1));
+        for s in 0..10 {
+            a.record(stamp(0, s));
+            a.record(stamp(1, s));
+        }
+        // b misses 0:3..=4, sees 1:2 twice and 1:5 late.
+        for s in (0..10).filter(|s| !(3..=4).contains(s)) {
+            b.record(stamp(0, s));
+        }
+        for s in [0, 1, 2, 2, 3, 4, 6, 7, 5, 8, 9] {
+            b.record(stamp(1, s));
+        }
+        let d = summarize(
+            &[(20, &a), (19, &b)],
+            &Expectation::Published {
+                run_tag: 1,
+                sent: &[10, 10],
+            },
+        );
+        assert_eq!(d.sent, 20);
+        assert_eq!(d.expected, 40);
+        assert_eq!(d.received, 39);
+        assert_eq!(d.lost, 2);
+        assert_eq!(d.duplicated, Some(1));
+        assert_eq!(d.reordered, Some(1));
+        assert_eq!(d.accounting, "exact");
+        assert_eq!(d.publishers[0].lost, 2);
+        assert_eq!(d.publishers[1].received, 21);
+    }
+
+    #[test]
+    fn publisher_never_heard_from_is_all_lost() {
+        let mut a = DeliveryLog::new(Some(1));
+        for s in 0..5 {
+            a.record(stamp(0, s));
+        }
+        let d = summarize(
+            &[(5, &a)],
+            &Expectation::Published {
+                run_tag: 1,
+                sent: &[5, 7],
+            },
+        );
+        assert_eq!((d.lost, d.publishers[1].lost), (7, 7));
+    }
+
+    #[test]
+    fn unstamped_falls_back_to_counts() {
+        let mut a = DeliveryLog::new(Some(1));
+        for _ in 0..8 {
+            a.record(None);
+        }
+        let d = summarize(
+            &[(8, &a)],
+            &Expectation::Published {
+                run_tag: 1,
+                sent: &[10],
+            },
+        );
+        assert_eq!((d.lost, d.duplicated, d.accounting), (2, None, "count"));
+    }
+
+    #[test]
+    fn sub_only_uses_expected_count_and_gaps() {
+        let mut a = DeliveryLog::new(None);
+        for s in [0, 1, 2, 5, 6] {
+            a.record(stamp(0, s));
+        }
+        // Expected 10: 5 unique arrived -> 5 lost (of which 2 are gaps below the high mark).
+        let d = summarize(&[(5, &a)], &Expectation::PerSubscriber(10));
+        assert_eq!((d.sent, d.expected, d.lost), (7, 10, 5));
+        // Expected only 5 but a gap of 2 is certain loss.
+        let d = summarize(&[(5, &a)], &Expectation::PerSubscriber(5));
+        assert_eq!(d.lost, 2);
+    }
+}

@@ -1,0 +1,5 @@
+//! Recorders and the arithmetic on them: delivery accounting from stamps, and throughput from
+//! per-client counts and clocks. Nothing here does I/O.
+
+pub mod delivery;
+pub mod throughput;
