@@ -341,6 +341,10 @@ pub fn subscribe(
     let end = reader.run(shared, TICK, |event| match event {
         Event::Msg(m) => {
             received += 1;
+            if received == 1 {
+                // The start of a subscriber's span is exact; later instants are per read.
+                first = Some(Instant::now());
+            }
             bytes += m.payload.len() as u64;
             log.record(stamp::read(m.payload));
             if let Some((after, pause)) = spec.stall {

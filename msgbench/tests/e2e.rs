@@ -1,0 +1,589 @@
+//! End-to-end tests: the msgbench binary against a real nats-server on a free loopback port.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::{bin, run, run_json, schema_errors, scratch_dir, stderr, TestServer};
+
+fn u(v: &Value) -> u64 {
+    v.as_u64()
+        .unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
+}
+
+#[test]
+fn pub_sends_exactly_the_requested_messages_and_the_result_fits_the_schema() {
+    let s = TestServer::start();
+    let (out, v) = run_json(&[
+        "pub",
+        "--server",
+        &s.url,
+        "--clients",
+        "2",
+        "--msgs",
+        "20000",
+        "--size",
+        "16",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    assert_eq!(v["scenario"], "pub");
+    assert_eq!(u(&v["throughput"]["msgs"]), 40_000);
+    assert_eq!(u(&v["throughput"]["bytes"]), 40_000 * 16);
+    assert_eq!(u(&v["by_role"]["pub"]["clients"]), 2);
+    assert_eq!(u(&v["delivery"]["sent"]), 40_000);
+    assert_eq!(v["delivery"]["accounting"], "none");
+    assert_eq!(v["server"]["url"], s.url.as_str());
+    assert_eq!(v["server"]["embedded"], false);
+    assert!(v["server"]["version"].as_str().unwrap().starts_with('2'));
+    assert!(v["throughput"]["msgs_per_sec"].as_f64().unwrap() > 0.0);
+    // The text report still goes somewhere when stdout carries JSON.
+    assert!(stderr(&out).contains("NATS Core publisher stats"));
+}
+
+#[test]
+fn schema_rejects_a_broken_document() {
+    // The schema check above is only worth something if it can fail.
+    let s = TestServer::start();
+    let (_, mut v) = run_json(&["pub", "--server", &s.url, "--msgs", "10"]);
+    v["delivery"]["lost"] = Value::from(-1);
+    v.as_object_mut().unwrap().remove("throughput");
+    assert_eq!(schema_errors(&v).len(), 2, "{:?}", schema_errors(&v));
+}
+
+#[test]
+fn pubsub_many_to_many_accounts_every_message_exactly() {
+    let s = TestServer::start();
+    let (out, v) = run_json(&[
+        "pubsub", "--server", &s.url, "--pubs", "3", "--subs", "2", "--msgs", "20000", "--size",
+        "64",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    let d = &v["delivery"];
+    assert_eq!(u(&d["sent"]), 60_000);
+    assert_eq!(u(&d["expected"]), 120_000);
+    assert_eq!(u(&d["received"]), 120_000);
+    assert_eq!(u(&d["lost"]), 0);
+    assert_eq!(u(&d["duplicated"]), 0);
+    assert_eq!(u(&d["reordered"]), 0);
+    assert_eq!(d["accounting"], "exact");
+    let pubs = d["publishers"].as_array().unwrap();
+    assert_eq!(pubs.len(), 3);
+    for p in pubs {
+        assert_eq!(
+            (u(&p["sent"]), u(&p["received"]), u(&p["lost"])),
+            (20_000, 40_000, 0)
+        );
+    }
+    assert_eq!(u(&v["by_role"]["sub"]["msgs"]), 120_000);
+    assert_eq!(v["clients"].as_array().unwrap().len(), 5);
+}
+
+#[test]
+fn multisubject_and_headers_still_account_exactly() {
+    let s = TestServer::start();
+    let (out, v) = run_json(&[
+        "pubsub",
+        "--server",
+        &s.url,
+        "--pubs",
+        "2",
+        "--subs",
+        "2",
+        "--msgs",
+        "5000",
+        "--size",
+        "32",
+        "--multisubject",
+        "--multisubject-max",
+        "7",
+        "-H",
+        "X-Run:e2e",
+        "-H",
+        "X-Two: 2",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let d = &v["delivery"];
+    assert_eq!(
+        (u(&d["received"]), u(&d["lost"]), d["accounting"].as_str()),
+        (20_000, 0, Some("exact"))
+    );
+    assert_eq!(v["params"]["multisubject"], 7);
+    assert_eq!(
+        v["params"]["headers"],
+        serde_json::json!(["X-Run", "X-Two"])
+    );
+}
+
+#[test]
+fn sub_in_its_own_process_counts_what_separate_publishers_sent() {
+    let s = TestServer::start();
+    let dir = scratch_dir("sub");
+    let json = dir.join("sub.json");
+    let mut sub = bin()
+        .args([
+            "sub",
+            "--server",
+            &s.url,
+            "--clients",
+            "2",
+            "--msgs",
+            "20000",
+            "--subject",
+            "split.test",
+            "--no-progress",
+            "--json",
+            json.to_str().unwrap(),
+            "--start-timeout",
+            "20s",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The subscriber says when its subscriptions are confirmed; publish only after that.
+    let mut lines = BufReader::new(sub.stderr.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    assert!(
+        first.contains("waiting for messages on 'split.test'"),
+        "{first}"
+    );
+    let out = run(&[
+        "pub",
+        "--server",
+        &s.url,
+        "--clients",
+        "2",
+        "--msgs",
+        "10000",
+        "--subject",
+        "split.test",
+        "--no-progress",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let status = sub.wait().unwrap();
+    assert!(status.success(), "sub exited {status:?}");
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    let d = &v["delivery"];
+    assert_eq!(u(&d["expected"]), 40_000);
+    assert_eq!(u(&d["received"]), 40_000);
+    assert_eq!(u(&d["lost"]), 0);
+    // Two publishers of 10,000 each, as read from the stamps.
+    assert_eq!(u(&d["sent"]), 20_000);
+    assert_eq!(d["accounting"], "exact");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn messages_too_small_for_a_stamp_are_counted_by_totals() {
+    let s = TestServer::start();
+    let (out, v) = run_json(&[
+        "pubsub", "--server", &s.url, "--msgs", "3000", "--size", "8",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let d = &v["delivery"];
+    assert_eq!(d["accounting"], "count");
+    assert_eq!(
+        (u(&d["received"]), u(&d["lost"]), u(&d["unstamped"])),
+        (3000, 0, 3000)
+    );
+    assert!(d["duplicated"].is_null() && d["reordered"].is_null());
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+}
+
+#[test]
+fn a_payload_file_is_sent_unchanged() {
+    let s = TestServer::start();
+    let dir = scratch_dir("payload");
+    let file = dir.join("p.json");
+    std::fs::write(&file, br#"{"order":42,"note":"sent as is"}"#).unwrap();
+    let (out, v) = run_json(&[
+        "pubsub",
+        "--server",
+        &s.url,
+        "--msgs",
+        "1000",
+        "--payload",
+        file.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(u(&v["params"]["size"]), 32);
+    assert_eq!(u(&v["by_role"]["sub"]["bytes"]), 32_000);
+    assert_eq!(v["delivery"]["accounting"], "count");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_stalled_subscriber_is_cut_off_and_the_loss_is_reported_and_fails_the_run() {
+    // A tiny pending limit and write deadline make the server drop a subscriber that stops
+    // reading within a second.
+    let s = TestServer::with_config(
+        "max_pending: 256KB\nmax_payload: 64KB\nwrite_deadline: \"500ms\"\n",
+    );
+    let args = [
+        "pubsub",
+        "--server",
+        &s.url,
+        "--msgs",
+        "1000000",
+        "--size",
+        "16",
+        "--sub-stall",
+        "1000:2s",
+        "--timeout",
+        "3s",
+    ];
+    let (out, v) = run_json(&args);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let d = &v["delivery"];
+    let lost = u(&d["lost"]);
+    assert!(lost > 0, "{d}");
+    assert_eq!(u(&d["received"]) + lost, u(&d["expected"]));
+    assert_eq!(u(&d["sent"]), 1_000_000);
+    assert!(
+        v["errors"].get("disconnected").is_some() || v["errors"].get("slow_consumer").is_some(),
+        "{}",
+        v["errors"]
+    );
+    assert!(stderr(&out).contains("!! LOSS:"), "{}", stderr(&out));
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+
+    let mut allowed = args.to_vec();
+    allowed.push("--allow-loss");
+    let (out, v) = run_json(&allowed);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(u(&v["delivery"]["lost"]) > 0);
+}
+
+#[test]
+fn paced_publishing_sends_exactly_the_scheduled_messages() {
+    // Open loop: message i is due at i/rate, so a 1 s run at 2,000/s has exactly 2,000 due,
+    // however the machine was doing.
+    let s = TestServer::start();
+    let (out, v) = run_json(&[
+        "pub",
+        "--server",
+        &s.url,
+        "--rate",
+        "2000",
+        "--duration",
+        "1s",
+        "--size",
+        "16",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(u(&v["delivery"]["sent"]), 2000);
+    // And a count at a rate cannot finish before its last message is due.
+    let (out, v) = run_json(&[
+        "pub",
+        "--server",
+        &s.url,
+        "--clients",
+        "2",
+        "--rate",
+        "1000",
+        "--msgs",
+        "250",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(u(&v["delivery"]["sent"]), 500);
+    assert!(
+        v["throughput"]["seconds"].as_f64().unwrap() >= 0.498,
+        "{}",
+        v["throughput"]
+    );
+}
+
+#[test]
+fn csv_has_nats_bench_columns_and_a_row_per_client() {
+    let s = TestServer::start();
+    let dir = scratch_dir("csv");
+    let csv = dir.join("r.csv");
+    let out = run(&[
+        "pubsub",
+        "--server",
+        &s.url,
+        "--pubs",
+        "2",
+        "--subs",
+        "1",
+        "--msgs",
+        "1000",
+        "--no-progress",
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "#RunID,ClientID,MsgCount,MsgBytes,MsgsPerSec,BytesPerSec,DurationSecs"
+    );
+    assert_eq!(lines.len(), 4);
+    let ids: Vec<&str> = lines[1..]
+        .iter()
+        .map(|l| l.split(',').nth(1).unwrap())
+        .collect();
+    assert_eq!(ids, ["P0", "P1", "S0"]);
+    let sub_row: Vec<&str> = lines[3].split(',').collect();
+    assert_eq!((sub_row[2], sub_row[3]), ("2000", "256000"));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn credentials_in_the_url_authenticate_and_never_appear_in_output() {
+    let s = TestServer::with_config("authorization { user: alice, password: \"pw-9f3k\" }\n");
+    let url = s.url.replace("nats://", "nats://alice:pw-9f3k@");
+    let (out, v) = run_json(&["pub", "--server", &url, "--msgs", "100"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(v["server"]["auth"], "user_password");
+    let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    assert!(
+        !all.contains("pw-9f3k") && !all.contains("alice:"),
+        "secret leaked: {all}"
+    );
+
+    let bad = s.url.replace("nats://", "nats://alice:wrong@");
+    let out = run(&["pub", "--server", &bad, "--msgs", "100"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("authorization") && !err.contains("wrong"),
+        "{err}"
+    );
+
+    let t = TestServer::with_config("authorization { token: \"tok-55x\" }\n");
+    let url = t.url.replace("nats://", "nats://tok-55x@");
+    let (out, v) = run_json(&["pub", "--server", &url, "--msgs", "100"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(v["server"]["auth"], "token");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("tok-55x"));
+}
+
+/// Asserts a bad-input failure: exit 2, exactly one line on stderr containing `needle`, no panic.
+fn assert_bad_input(args: &[&str], needle: &str) {
+    let out = run(args);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{args:?}: expected one line, got {err:?}");
+    assert!(lines[0].starts_with("error: "), "{args:?}: {err}");
+    assert!(
+        lines[0].contains(needle),
+        "{args:?}: {err:?} lacks {needle:?}"
+    );
+    assert!(
+        !err.contains("panicked") && !err.contains("backtrace"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "{args:?} wrote to stdout");
+}
+
+#[test]
+fn bad_input_gets_one_line_naming_the_flag_and_exit_2() {
+    let s = TestServer::start();
+    let srv = ["--server", s.url.as_str()];
+    let with = |extra: &[&'static str]| -> Vec<String> {
+        let mut v: Vec<String> = vec!["pub".into()];
+        v.extend(srv.iter().map(|s| s.to_string()));
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (with(&["--size", "10XB"]), "--size"),
+        (with(&["--msgs", "-1"]), "--msgs"),
+        (with(&["--msgs", "0"]), "--msgs"),
+        (with(&["--rate", "abc"]), "--rate"),
+        (with(&["--duration", "soon"]), "--duration"),
+        (with(&["--frobnicate"]), "--frobnicate"),
+        (with(&["--subject", "orders.*"]), "--subject"),
+        (with(&["--subject", "has space"]), "--subject"),
+        (with(&["--subject", "a..b"]), "--subject"),
+        (with(&["-H", "no-colon"]), "-H"),
+        (with(&["--msgs", "10", "--duration", "1s"]), "--duration"),
+        (
+            with(&["--size", "16", "--payload", "/no/such/file"]),
+            "--payload",
+        ),
+        (
+            vec!["pub".into(), "--server".into(), "nats://host:99999".into()],
+            "--server",
+        ),
+        (
+            vec!["pub".into(), "--server".into(), "http://host:4222".into()],
+            "--server",
+        ),
+        (vec!["pubsub".into(), "--subs".into(), "0".into()], "--subs"),
+        (
+            vec!["sub".into(), "--sub-stall".into(), "ten".into()],
+            "--sub-stall",
+        ),
+        (vec!["nosuchcommand".into()], "nosuchcommand"),
+    ];
+    for (args, needle) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert_bad_input(&args, needle);
+    }
+}
+
+#[test]
+fn size_above_the_servers_max_payload_is_refused_before_the_run() {
+    let s = TestServer::with_config("max_payload: 1KB\n");
+    assert_bad_input(&["pub", "--server", &s.url, "--size", "2KB"], "max_payload");
+    // Headers count toward the limit too.
+    assert_bad_input(
+        &["pub", "--server", &s.url, "--size", "1KB", "-H", "K:V"],
+        "max_payload",
+    );
+    let out = run(&[
+        "pub",
+        "--server",
+        &s.url,
+        "--size",
+        "1KB",
+        "--msgs",
+        "10",
+        "--no-progress",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn a_refused_connection_is_reported_within_the_connect_timeout() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let url = format!("nats://127.0.0.1:{port}");
+    let started = Instant::now();
+    assert_bad_input(
+        &["pub", "--server", &url, "--connect-timeout", "1s"],
+        "cannot connect",
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn without_nats_server_the_error_says_how_to_install_it() {
+    let home = scratch_dir("home");
+    let out = bin()
+        .args(["pub", "--msgs", "10"])
+        .env("PATH", "")
+        .env("HOME", &home)
+        .env_remove("GOPATH")
+        .env_remove("GOBIN")
+        .env_remove("MSGBENCH_NATS_SERVER")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("go install github.com/nats-io/nats-server/v2@"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let _ = std::fs::remove_dir_all(home);
+}
+
+/// Processes whose command line mentions `needle`.
+fn processes_mentioning(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmd) = std::fs::read(entry.path().join("cmdline")) {
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            if cmd.contains(needle) {
+                found.push(cmd);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_embedded_server_is_started_and_removed_on_a_normal_exit() {
+    let tmp = scratch_dir("embedded");
+    let binary = msgbench::server::find_binary(None).unwrap();
+    let out = bin()
+        .args(["pubsub", "--msgs", "2000", "--json", "-", "--no-progress"])
+        .env("TMPDIR", &tmp)
+        .env("MSGBENCH_NATS_SERVER", &binary)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["server"]["embedded"], true);
+    assert!(v["server"]["url"]
+        .as_str()
+        .unwrap()
+        .starts_with("nats://127.0.0.1:"));
+    assert_eq!(u(&v["delivery"]["lost"]), 0);
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "temporary directory left behind"
+    );
+    assert_eq!(
+        processes_mentioning(tmp.to_str().unwrap()),
+        Vec::<String>::new()
+    );
+    let _ = std::fs::remove_dir_all(tmp);
+}
+
+#[test]
+fn a_signal_stops_the_run_writes_partial_results_and_cleans_up() {
+    let binary = msgbench::server::find_binary(None).unwrap();
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let tmp = scratch_dir("signal");
+        let json = tmp.join("partial.json");
+        let results = scratch_dir("signal-out");
+        let json_out = results.join("partial.json");
+        let child = bin()
+            .args([
+                "pubsub",
+                "--duration",
+                "60s",
+                "--rate",
+                "2000",
+                "--no-progress",
+                "--json",
+            ])
+            .arg(&json_out)
+            .env("TMPDIR", &tmp)
+            .env("MSGBENCH_NATS_SERVER", &binary)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1500));
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, signal);
+        }
+        let started = Instant::now();
+        let out = child.wait_with_output().unwrap();
+        assert!(started.elapsed() < Duration::from_secs(10), "slow to stop");
+        assert_eq!(out.status.code(), Some(130), "signal {signal}");
+        let v: Value = serde_json::from_slice(&std::fs::read(&json_out).unwrap()).unwrap();
+        assert_eq!(v["interrupted"], true);
+        let sent = u(&v["delivery"]["sent"]);
+        assert!(sent > 0 && sent < 120_000, "sent {sent}");
+        assert_eq!(schema_errors(&v), Vec::<String>::new());
+        assert!(!json.exists());
+        assert_eq!(
+            std::fs::read_dir(&tmp).unwrap().count(),
+            0,
+            "temporary directory left behind"
+        );
+        assert_eq!(
+            processes_mentioning(tmp.to_str().unwrap()),
+            Vec::<String>::new()
+        );
+        let _ = std::fs::remove_dir_all(tmp);
+        let _ = std::fs::remove_dir_all(results);
+    }
+}

@@ -1,0 +1,111 @@
+//! Test support: a real nats-server on a free loopback port per test (stopped on drop), and a
+//! way to run the msgbench binary and read what it wrote.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use msgbench::server::{find_binary, EmbeddedServer};
+
+/// A nats-server for one test.
+pub struct TestServer {
+    server: EmbeddedServer,
+    config: Option<PathBuf>,
+    pub url: String,
+}
+
+impl TestServer {
+    /// A server with default settings.
+    pub fn start() -> Self {
+        Self::with_config("")
+    }
+
+    /// A server with extra configuration-file lines (e.g. `max_payload: 1KB`).
+    pub fn with_config(config: &str) -> Self {
+        let binary = find_binary(None)
+            .expect("these tests need nats-server on PATH (the README's test command installs it)");
+        let config_path = (!config.is_empty()).then(|| {
+            let p = scratch_dir("conf").join("server.conf");
+            std::fs::write(&p, config).unwrap();
+            p
+        });
+        let extra: Vec<&str> = match &config_path {
+            Some(p) => vec!["-c", p.to_str().unwrap()],
+            None => vec![],
+        };
+        let server = EmbeddedServer::start(&binary, &extra).expect("nats-server starts");
+        let url = server.url.to_string();
+        TestServer {
+            server,
+            config: config_path,
+            url,
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.server.stop();
+        if let Some(p) = &self.config {
+            let _ = std::fs::remove_dir_all(p.parent().unwrap());
+        }
+    }
+}
+
+/// A fresh directory for one test's files.
+pub fn scratch_dir(tag: &str) -> PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "msgbench-test-{}-{tag}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+pub fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_msgbench"));
+    // Tests choose the server explicitly; a developer's NATS_URL must not leak in.
+    c.env_remove("NATS_URL");
+    c
+}
+
+/// Runs msgbench with `args` and returns its output.
+pub fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("msgbench runs")
+}
+
+/// Runs msgbench with `--json -` added and parses stdout.
+pub fn run_json(args: &[&str]) -> (Output, serde_json::Value) {
+    let mut all = args.to_vec();
+    all.extend(["--json", "-", "--no-progress"]);
+    let out = run(&all);
+    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}); status {:?}; stderr: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out, v)
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Validates a result against the checked-in JSON Schema, returning the error messages.
+pub fn schema_errors(doc: &serde_json::Value) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../schema/result-v1.schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    validator
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect()
+}
