@@ -188,7 +188,7 @@ pub fn publish(
                     break;
                 }
             }
-        } else if seq % CHECK_EVERY == 0 {
+        } else if seq.is_multiple_of(CHECK_EVERY) {
             if stop.load(Ordering::Relaxed)
                 || shared.is_ended()
                 || deadline.is_some_and(|d| Instant::now() >= d)

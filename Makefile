@@ -1,0 +1,37 @@
+# The two entry points of the README: `make run` and `make test`. Both install the pinned
+# nats-server into .tools/bin first when it is missing, and put it on PATH for what follows.
+
+export PATH := $(CURDIR)/.tools/bin:$(PATH)
+CARGO ?= cargo
+
+.PHONY: run test build nats-server lint unit bench-ref fuzz bench
+
+run: nats-server build
+	./target/release/msgbench
+
+build:
+	$(CARGO) build --release --locked
+
+nats-server:
+	@bash scripts/install-nats-server.sh
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --locked --all-targets -- -D warnings
+
+unit: nats-server
+	$(CARGO) test --locked
+
+# The Go reference client used by bench/: vet and its own tests.
+bench-ref:
+	cd bench/ref && gofmt -l . | (! grep .) && go vet ./... && go test ./...
+
+test: nats-server lint unit bench-ref
+
+# Brief fuzzing of the protocol parser (installs cargo-fuzz on first use).
+fuzz:
+	bash fuzz/run.sh 20
+
+# The side-by-side benchmark; a benchmark, never part of `make test`.
+bench: nats-server
+	python3 bench/run.py
