@@ -426,16 +426,12 @@ mod tests {
     use crate::engine::proto::{parse, Parsed, ServerOp};
 
     fn messages(bytes: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
-        // Re-read what a publisher wrote as if the server echoed each PUB back as MSG.
-        let echoed = String::from_utf8_lossy(bytes)
-            .replace("HPUB ", "HMSG ")
-            .replace("PUB ", "MSG ");
-        let echoed = echoed.replace("MSG s ", "MSG s 1 ");
+        // Re-read what a publisher wrote as the server would deliver it.
+        let delivered = proto::deliver_as_server(bytes, 1);
         let mut out = Vec::new();
         let mut at = 0;
-        let b = echoed.as_bytes();
-        while at < b.len() {
-            match parse(&b[at..]).unwrap() {
+        while at < delivered.len() {
+            match parse(&delivered[at..]).unwrap() {
                 Parsed::Op(ServerOp::Msg(m), n) => {
                     out.push((m.subject.to_vec(), m.payload.to_vec()));
                     at += n;

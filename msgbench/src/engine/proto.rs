@@ -408,6 +408,34 @@ impl fmt::Display for Msg<'_> {
     }
 }
 
+/// Test support: what a server would deliver to a subscription with id `sid` for a stream of
+/// PUB/HPUB commands, byte for byte (MSG/HMSG with the same subject, sizes and bodies). Lets
+/// tests feed what a publisher encoded straight into the parser without a server.
+///
+/// # Panics
+/// On anything that is not a well-formed PUB/HPUB stream.
+pub fn deliver_as_server(published: &[u8], sid: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(published.len() + published.len() / 8);
+    let mut at = 0;
+    while at < published.len() {
+        let line_end = at + memchr::memmem::find(&published[at..], b"\r\n").expect("CRLF");
+        let line = std::str::from_utf8(&published[at..line_end]).expect("ASCII control line");
+        let parts: Vec<&str> = line.split(' ').collect();
+        let (op, total) = match parts[..] {
+            ["PUB", subject, size] => (format!("MSG {subject} {sid} {size}\r\n"), size),
+            ["HPUB", subject, hdr, size] => {
+                (format!("HMSG {subject} {sid} {hdr} {size}\r\n"), size)
+            }
+            _ => panic!("not a PUB/HPUB line: {line:?}"),
+        };
+        let body = line_end + 2 + total.parse::<usize>().expect("size") + 2;
+        out.extend_from_slice(op.as_bytes());
+        out.extend_from_slice(&published[line_end + 2..body]);
+        at = body;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
