@@ -172,10 +172,7 @@ fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
             println!();
         }
         first = false;
-        println!(
-            "== {}: {pubs} pub, {subs} sub, {msgs} msgs of {size} B",
-            kind.as_str()
-        );
+        println!("== {}", kind.as_str());
         let result = scenario::run(&opts, &t, stop)?;
         output::write::emit(&result, &opts.output)?;
         worst = worst.max(result.exit_code(false));

@@ -16,8 +16,11 @@ impl Exporter for Text {
         let embedded = if r.server.embedded { ", embedded" } else { "" };
         let _ = writeln!(
             o,
-            "msgbench {} against {} (nats-server {}{embedded})",
-            r.scenario, r.server.url, r.server.version
+            "msgbench {} against {} (nats-server {}{embedded}): {}",
+            r.scenario,
+            r.server.url,
+            r.server.version,
+            shape(&r.params)
         );
         let title = match r.scenario {
             "pub" => "NATS Core publisher stats",
@@ -46,6 +49,38 @@ impl Exporter for Text {
         }
         o.into_bytes()
     }
+}
+
+/// "2 pubs, 1 sub; 16 B messages; 1,000,000 per publisher at 10,000 msgs/s" from the
+/// run's parameters.
+fn shape(p: &serde_json::Value) -> String {
+    let n = |k: &str| p[k].as_u64().unwrap_or(0);
+    let plural = |n: u64, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
+    let mut who = Vec::new();
+    if n("pubs") > 0 {
+        who.push(plural(n("pubs"), "pub"));
+    }
+    if n("subs") > 0 {
+        who.push(plural(n("subs"), "sub"));
+    }
+    let each = if n("pubs") > 0 {
+        "publisher"
+    } else {
+        "subscriber"
+    };
+    let mut amount = match p["duration_secs"].as_f64() {
+        Some(d) => format!("for {d} s"),
+        None => format!("{} per {each}", group(n("msgs"))),
+    };
+    let rate = p["rate"].as_f64().unwrap_or(0.0);
+    if rate > 0.0 {
+        let _ = write!(amount, " at {} msgs/s", group(rate.round() as u64));
+    }
+    format!(
+        "{}; {} B messages; {amount}",
+        who.join(", "),
+        group(n("size"))
+    )
 }
 
 fn rate_line(t: &Throughput) -> String {
