@@ -189,10 +189,17 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
     })?;
     drop(progress);
 
+    // In pubsub a subscriber's span starts when publishing starts, not at its first message:
+    // delivery rate is end to end, and a short run that arrives in one read is not "infinitely"
+    // fast. A lone `sub` has no publish clock and spans first to last message.
+    let publish_start = pub_runs.iter().filter_map(|(r, _)| r.start).min();
     let runs: Vec<ClientRun> = pub_runs
         .iter()
         .map(|(r, _)| *r)
-        .chain(sub_outcomes.iter().map(|o| o.run))
+        .chain(sub_outcomes.iter().map(|o| ClientRun {
+            start: publish_start.or(o.run.start),
+            ..o.run
+        }))
         .collect();
     let (throughput, by_role, clients) = throughput_sections(&runs);
     let sent: Vec<u64> = pub_runs.iter().map(|(r, _)| r.msgs).collect();

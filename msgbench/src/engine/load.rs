@@ -374,8 +374,13 @@ pub fn subscribe(
                     return Flow::Stop;
                 }
             }
-            if ctl.expected() == UNKNOWN {
+            let expected = ctl.expected();
+            if expected == UNKNOWN {
                 return Flow::Continue;
+            }
+            // Everything may have arrived before the count was known.
+            if received >= expected {
+                return Flow::Stop;
             }
             let armed = ctl.armed_at();
             let (since, limit) = match last {
