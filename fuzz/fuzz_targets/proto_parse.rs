@@ -8,25 +8,20 @@
 //!   same operation);
 //! - `Incomplete { need: Some(n) }` has n beyond the buffer, and once the buffer has n bytes the
 //!   operation is no longer incomplete; `need: None` only while the control line is unfinished;
+//! - no control line longer than `MAX_CONTROL_LINE` is accepted;
 //! - nothing panics (overflow checks and debug assertions are on).
 //!
 //! And for the stream as a whole: the sequence of operations, and how the loop ended (error, or
 //! bytes left waiting), is the same when the stream arrives in one read, in two reads cut at a
-//! fuzzer-chosen point, or in many small reads, with unconsumed bytes kept between reads.
+//! fuzzer-chosen point, in reads that each end between a CR and its LF, or in many small reads,
+//! with unconsumed bytes kept between reads.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use msgbench::engine::proto::{
-    Parsed, ProtocolError, ServerOp, MAX_CONTROL_LINE, MAX_MESSAGE_SIZE,
+    parse, Parsed, ProtocolError, ServerOp, MAX_CONTROL_LINE, MAX_MESSAGE_SIZE,
 };
-// TEMPORARY injected bug: `need` off by one.
-fn parse(buf: &[u8]) -> Result<Parsed<'_>, ProtocolError> {
-    match msgbench::engine::proto::parse(buf) {
-        Ok(Parsed::Incomplete { need: Some(n) }) => Ok(Parsed::Incomplete { need: Some(n - 1) }),
-        other => other,
-    }
-}
 
 /// An owned copy of one operation, so operations parsed from different buffers can be compared.
 #[derive(Debug, PartialEq, Eq)]
@@ -108,6 +103,7 @@ fn checked_parse(buf: &[u8]) -> Result<Parsed<'_>, ProtocolError> {
             let used = &buf[..n];
             assert!(used.ends_with(b"\r\n"), "operation does not end in CRLF");
             let line_end = find_crlf(used).expect("consumed bytes hold a control line");
+            assert!(line_end <= MAX_CONTROL_LINE, "accepted a {line_end}-byte control line");
             let line = &used[..line_end];
             match op {
                 ServerOp::Info(b) | ServerOp::Err(b) => {
@@ -156,6 +152,7 @@ fn checked_parse(buf: &[u8]) -> Result<Parsed<'_>, ProtocolError> {
         Ok(Parsed::Incomplete { need: Some(need) }) => {
             assert!(*need > buf.len(), "need {need} but already have {}", buf.len());
             let line_end = find_crlf(buf).expect("need known without a complete control line");
+            assert!(line_end <= MAX_CONTROL_LINE, "accepted a {line_end}-byte control line");
             assert!(
                 *need <= line_end + 2 + MAX_MESSAGE_SIZE + 2,
                 "need {need} beyond the largest message"
@@ -222,6 +219,19 @@ fuzz_target!(|data: &[u8]| {
     let cut = usize::from(first) * data.len() / 255;
     let two = read_loop([&data[..cut], &data[cut..]]);
     assert_eq!(two, whole, "two reads cut at {cut} differ from one read");
+
+    // A read boundary between the CR and the LF of every line end.
+    let mut pieces = Vec::new();
+    let mut from = 0;
+    for (i, w) in data.windows(2).enumerate() {
+        if w == b"\r\n" {
+            pieces.push(&data[from..=i]);
+            from = i + 1;
+        }
+    }
+    pieces.push(&data[from..]);
+    let torn = read_loop(pieces);
+    assert_eq!(torn, whole, "reads torn between CR and LF differ from one read");
 
     // Many small reads; bounded so the quadratic rescans stay cheap.
     if data.len() <= 2048 {

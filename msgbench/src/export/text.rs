@@ -76,6 +76,10 @@ fn shape(p: &serde_json::Value) -> String {
     if rate > 0.0 {
         let _ = write!(amount, " at {} msgs/s", group(rate.round() as u64));
     }
+    if n("pubs") == 0 {
+        // A subscriber takes whatever size arrives; --size does not apply.
+        return format!("{}; {amount}", who.join(", "));
+    }
     format!(
         "{}; {} B messages; {amount}",
         who.join(", "),
