@@ -23,38 +23,66 @@ use msgbench::engine::proto::{
     parse, Parsed, ProtocolError, ServerOp, MAX_CONTROL_LINE, MAX_MESSAGE_SIZE,
 };
 
+/// Owned bytes whose `Debug` is short and readable, so a failure report stays small.
+#[derive(PartialEq, Eq)]
+struct Bytes(Vec<u8>);
+
+impl std::fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const SHOWN: usize = 48;
+        let head: String = self
+            .0
+            .iter()
+            .take(SHOWN)
+            .flat_map(|b| b.escape_ascii())
+            .map(char::from)
+            .collect();
+        if self.0.len() > SHOWN {
+            write!(f, "b\"{head}\"...({} bytes)", self.0.len())
+        } else {
+            write!(f, "b\"{head}\"")
+        }
+    }
+}
+
+impl From<&[u8]> for Bytes {
+    fn from(b: &[u8]) -> Self {
+        Bytes(b.to_vec())
+    }
+}
+
 /// An owned copy of one operation, so operations parsed from different buffers can be compared.
 #[derive(Debug, PartialEq, Eq)]
 enum Op {
-    Info(Vec<u8>),
+    Info(Bytes),
     Msg {
-        subject: Vec<u8>,
+        subject: Bytes,
         sid: u64,
-        reply: Option<Vec<u8>>,
-        headers: Option<Vec<u8>>,
-        payload: Vec<u8>,
+        reply: Option<Bytes>,
+        headers: Option<Bytes>,
+        payload: Bytes,
     },
     Ping,
     Pong,
     Ok,
-    Err(Vec<u8>),
+    Err(Bytes),
 }
 
 impl From<&ServerOp<'_>> for Op {
     fn from(op: &ServerOp<'_>) -> Self {
         match op {
-            ServerOp::Info(b) => Op::Info(b.to_vec()),
+            ServerOp::Info(b) => Op::Info((*b).into()),
             ServerOp::Msg(m) => Op::Msg {
-                subject: m.subject.to_vec(),
+                subject: m.subject.into(),
                 sid: m.sid,
-                reply: m.reply.map(<[u8]>::to_vec),
-                headers: m.headers.map(<[u8]>::to_vec),
-                payload: m.payload.to_vec(),
+                reply: m.reply.map(Bytes::from),
+                headers: m.headers.map(Bytes::from),
+                payload: m.payload.into(),
             },
             ServerOp::Ping => Op::Ping,
             ServerOp::Pong => Op::Pong,
             ServerOp::Ok => Op::Ok,
-            ServerOp::Err(b) => Op::Err(b.to_vec()),
+            ServerOp::Err(b) => Op::Err((*b).into()),
         }
     }
 }
@@ -84,7 +112,8 @@ fn assert_token(what: &str, t: &[u8], line: &[u8]) {
     assert!(!t.is_empty(), "empty {what}");
     assert!(
         !t.iter().any(|b| *b == b' ' || *b == b'\t'),
-        "{what} {t:?} contains a separator"
+        "{what} {:?} contains a separator",
+        Bytes::from(t)
     );
     assert!(
         offset_in(line, t).is_some(),
@@ -103,7 +132,10 @@ fn checked_parse(buf: &[u8]) -> Result<Parsed<'_>, ProtocolError> {
             let used = &buf[..n];
             assert!(used.ends_with(b"\r\n"), "operation does not end in CRLF");
             let line_end = find_crlf(used).expect("consumed bytes hold a control line");
-            assert!(line_end <= MAX_CONTROL_LINE, "accepted a {line_end}-byte control line");
+            assert!(
+                line_end <= MAX_CONTROL_LINE,
+                "accepted a {line_end}-byte control line"
+            );
             let line = &used[..line_end];
             match op {
                 ServerOp::Info(b) | ServerOp::Err(b) => {
@@ -142,28 +174,48 @@ fn checked_parse(buf: &[u8]) -> Result<Parsed<'_>, ProtocolError> {
                 }
             }
             // Self-delimiting: the bytes after an operation cannot change it.
-            match parse(used) {
-                Ok(Parsed::Op(again, m)) => {
-                    assert_eq!((&again, m), (op, n), "op changes when later bytes go away")
-                }
-                other => panic!("op {op:?} ({n} bytes) reparsed alone as {other:?}"),
-            }
+            let alone = match parse(used) {
+                Ok(Parsed::Op(again, m)) => Ok((Op::from(&again), m)),
+                Ok(Parsed::Incomplete { need }) => Err(format!("incomplete, need {need:?}")),
+                Err(e) => Err(e.to_string()),
+            };
+            assert_eq!(
+                alone,
+                Ok((Op::from(op), n)),
+                "op changes when later bytes go away"
+            );
         }
         Ok(Parsed::Incomplete { need: Some(need) }) => {
-            assert!(*need > buf.len(), "need {need} but already have {}", buf.len());
+            assert!(
+                *need > buf.len(),
+                "need {need} but already have {}",
+                buf.len()
+            );
             let line_end = find_crlf(buf).expect("need known without a complete control line");
-            assert!(line_end <= MAX_CONTROL_LINE, "accepted a {line_end}-byte control line");
+            assert!(
+                line_end <= MAX_CONTROL_LINE,
+                "accepted a {line_end}-byte control line"
+            );
             assert!(
                 *need <= line_end + 2 + MAX_MESSAGE_SIZE + 2,
                 "need {need} beyond the largest message"
             );
         }
         Ok(Parsed::Incomplete { need: None }) => {
-            assert!(find_crlf(buf).is_none(), "complete control line reported incomplete");
-            assert!(buf.len() <= MAX_CONTROL_LINE, "unbounded wait for a control line");
+            assert!(
+                find_crlf(buf).is_none(),
+                "complete control line reported incomplete"
+            );
+            assert!(
+                buf.len() <= MAX_CONTROL_LINE,
+                "unbounded wait for a control line"
+            );
         }
         Err(ProtocolError::ControlLineTooLong) => {
-            assert!(buf.len() > MAX_CONTROL_LINE, "short line rejected as too long");
+            assert!(
+                buf.len() > MAX_CONTROL_LINE,
+                "short line rejected as too long"
+            );
         }
         Err(_) => {}
     }
@@ -195,7 +247,10 @@ fn read_loop<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> (Vec<Op>, End) {
                 }
                 Ok(Parsed::Incomplete { need }) => {
                     if let Some(p) = promised {
-                        assert!(rest.len() < p, "still incomplete with the {p} bytes promised");
+                        assert!(
+                            rest.len() < p,
+                            "still incomplete with the {p} bytes promised"
+                        );
                         assert_eq!(need, Some(p), "promised length changed while waiting");
                     }
                     promised = need;
@@ -231,7 +286,10 @@ fuzz_target!(|data: &[u8]| {
     }
     pieces.push(&data[from..]);
     let torn = read_loop(pieces);
-    assert_eq!(torn, whole, "reads torn between CR and LF differ from one read");
+    assert_eq!(
+        torn, whole,
+        "reads torn between CR and LF differ from one read"
+    );
 
     // Many small reads; bounded so the quadratic rescans stay cheap.
     if data.len() <= 2048 {

@@ -82,7 +82,13 @@ fn deliver(p: &Publish) -> Delivery {
     let sid = p.sid % 10_000_000_000_000_000_000;
 
     let mut published = Vec::new();
-    encode_pub(&mut published, &subject, reply.as_deref(), &block, &p.payload);
+    encode_pub(
+        &mut published,
+        &subject,
+        reply.as_deref(),
+        &block,
+        &p.payload,
+    );
 
     // Check the encoder's control line, then rewrite it the way a server delivers it.
     let line_end = published
@@ -107,7 +113,11 @@ fn deliver(p: &Publish) -> Delivery {
     expected_words.push(total.as_bytes());
     let published_op: &[u8] = if block.is_empty() { b"PUB" } else { b"HPUB" };
     assert_eq!(words[0], published_op, "encoded control line {line:?}");
-    assert_eq!(&words[1..], &expected_words[..], "encoded control line {line:?}");
+    assert_eq!(
+        &words[1..],
+        &expected_words[..],
+        "encoded control line {line:?}"
+    );
     assert_eq!(body.len(), block.len() + p.payload.len() + 2);
     assert!(body.ends_with(b"\r\n"));
 
@@ -147,7 +157,11 @@ fuzz_target!(|publishes: Vec<Publish>| {
         }
         let line_len = d.wire.windows(2).position(|w| w == b"\r\n").unwrap() + 2;
         for cut in 0..d.wire.len() {
-            let want = if cut >= line_len { Some(d.wire.len()) } else { None };
+            let want = if cut >= line_len {
+                Some(d.wire.len())
+            } else {
+                None
+            };
             match parse(&d.wire[..cut]) {
                 Ok(Parsed::Incomplete { need }) => assert_eq!(need, want, "prefix of {cut}"),
                 other => panic!("prefix of {cut} bytes parsed as {other:?}"),
@@ -156,7 +170,10 @@ fuzz_target!(|publishes: Vec<Publish>| {
     }
 
     // All deliveries back to back in one buffer.
-    let stream: Vec<u8> = deliveries.iter().flat_map(|d| d.wire.iter().copied()).collect();
+    let stream: Vec<u8> = deliveries
+        .iter()
+        .flat_map(|d| d.wire.iter().copied())
+        .collect();
     let mut at = 0;
     for d in &deliveries {
         match parse(&stream[at..]) {
