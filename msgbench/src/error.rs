@@ -200,10 +200,12 @@ pub enum ErrorKind {
     Io,
     /// A flush (PING/PONG) was not answered within `--timeout`.
     FlushTimeout,
+    /// A write made no progress for `--timeout`: the server stopped reading.
+    WriteStalled,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 14] = [
+    pub const ALL: [ErrorKind; 15] = [
         ErrorKind::SlowConsumer,
         ErrorKind::Authorization,
         ErrorKind::MaxPayload,
@@ -218,6 +220,7 @@ impl ErrorKind {
         ErrorKind::ProtocolError,
         ErrorKind::Io,
         ErrorKind::FlushTimeout,
+        ErrorKind::WriteStalled,
     ];
 
     /// The key used in results.
@@ -237,6 +240,7 @@ impl ErrorKind {
             ErrorKind::ProtocolError => "protocol_error",
             ErrorKind::Io => "io",
             ErrorKind::FlushTimeout => "flush_timeout",
+            ErrorKind::WriteStalled => "write_stalled",
         }
     }
 }

@@ -36,6 +36,7 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
                 servers: &target.urls,
                 name: &name,
                 timeout: opts.connect_timeout,
+                stall_limit: opts.timeout,
             },
             errors.clone(),
         )

@@ -605,3 +605,43 @@ fn a_signal_stops_the_run_writes_partial_results_and_cleans_up() {
         let _ = std::fs::remove_dir_all(results);
     }
 }
+
+#[test]
+fn a_server_that_stops_reading_ends_the_run_within_the_timeout() {
+    let s = TestServer::start();
+    let child = bin()
+        .args([
+            "pub",
+            "--server",
+            &s.url,
+            "--msgs",
+            "200M",
+            "--size",
+            "16",
+            "--timeout",
+            "2s",
+            "--json",
+            "-",
+            "--no-progress",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    s.freeze(true);
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    s.freeze(false);
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(u(&v["errors"]["write_stalled"]), 1, "{}", v["errors"]);
+    let sent = u(&v["delivery"]["sent"]);
+    assert!(sent > 0 && sent < 200_000_000, "sent {sent}");
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+}

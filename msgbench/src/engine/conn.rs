@@ -18,6 +18,9 @@ use crate::engine::proto::{
 use crate::error::{Error, ErrorCounts, ErrorKind, Result, ServerErrorKind};
 use crate::options::url::{Auth, ServerUrl};
 
+/// Send timeout of the socket: how often a blocked write looks at the clock.
+const WRITE_WAKEUP: Duration = Duration::from_millis(100);
+
 /// Read buffer size. Large enough that one read syscall carries thousands of small messages.
 const READ_BUF: usize = 128 * 1024;
 
@@ -28,6 +31,8 @@ pub struct ConnectSpec<'a> {
     /// Shown by the server in its connection list (`connz`).
     pub name: &'a str,
     pub timeout: Duration,
+    /// A write that makes no progress for this long fails (the server stopped reading).
+    pub stall_limit: Duration,
 }
 
 /// A connection after a successful handshake.
@@ -88,7 +93,11 @@ fn connect_one(url: &ServerUrl, spec: &ConnectSpec<'_>, errors: Arc<ErrorCounts>
     let reader_stream = stream
         .try_clone()
         .map_err(|e| fail(format!("cannot clone socket: {e}")))?;
-    let shared = Arc::new(Shared::new(stream, errors));
+    // Writes wake up this often to notice a stalled server or a close; see `write_locked`.
+    stream
+        .set_write_timeout(Some(WRITE_WAKEUP))
+        .map_err(|e| fail(format!("cannot set a send timeout: {e}")))?;
+    let shared = Arc::new(Shared::new(stream, errors, spec.stall_limit));
     let mut reader = Reader::new(reader_stream);
     let protocol = |source| Error::Protocol {
         url: url.to_string(),
@@ -207,12 +216,15 @@ pub struct Shared {
     closing: AtomicBool,
     /// Set when the read side has ended, so nobody waits for a PONG that cannot come.
     ended: AtomicBool,
+    /// How long a write may make no progress before the connection counts as stalled.
+    stall_limit: Duration,
     pub errors: Arc<ErrorCounts>,
 }
 
 impl Shared {
-    fn new(stream: TcpStream, errors: Arc<ErrorCounts>) -> Self {
+    fn new(stream: TcpStream, errors: Arc<ErrorCounts>, stall_limit: Duration) -> Self {
         Self {
+            stall_limit,
             writer: Mutex::new(stream),
             pings_sent: AtomicU64::new(0),
             pongs: Mutex::new(0),
@@ -224,9 +236,13 @@ impl Shared {
     }
 
     /// Writes all of `bytes` to the socket.
+    ///
+    /// # Errors
+    /// The socket's error, or `TimedOut` when the server accepted nothing for `stall_limit`
+    /// (it stopped reading), or when the connection is being closed.
     pub fn write_all(&self, bytes: &[u8]) -> io::Result<()> {
         let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-        w.write_all(bytes)
+        self.write_locked(&mut w, bytes)
     }
 
     /// Writes `bytes` followed by a PING in one write, and returns the PONG number to wait for.
@@ -234,8 +250,41 @@ impl Shared {
         proto::encode_ping(bytes);
         let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let ticket = self.pings_sent.fetch_add(1, Ordering::Relaxed) + 1;
-        w.write_all(bytes)?;
+        self.write_locked(&mut w, bytes)?;
         Ok(ticket)
+    }
+
+    /// `write_all` that cannot block forever: the socket has a short send timeout, and each
+    /// timeout checks whether the server has taken nothing for `stall_limit`.
+    fn write_locked(&self, w: &mut TcpStream, mut bytes: &[u8]) -> io::Result<()> {
+        let mut progress_at = Instant::now();
+        while !bytes.is_empty() {
+            match w.write(bytes) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    bytes = &bytes[n..];
+                    progress_at = Instant::now();
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    if self.closing.load(Ordering::Acquire)
+                        || progress_at.elapsed() >= self.stall_limit
+                    {
+                        return Err(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            "the server stopped reading",
+                        ));
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 
     /// Waits until the PONG for `ticket` arrived. False on timeout or when the connection ended.
@@ -301,6 +350,8 @@ pub fn io_kind(e: &io::Error) -> ErrorKind {
         | io::ErrorKind::ConnectionReset
         | io::ErrorKind::ConnectionAborted
         | io::ErrorKind::UnexpectedEof => ErrorKind::Disconnected,
+        // Only `write_locked` gives up with TimedOut.
+        io::ErrorKind::TimedOut => ErrorKind::WriteStalled,
         _ => ErrorKind::Io,
     }
 }

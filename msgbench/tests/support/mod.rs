@@ -44,8 +44,20 @@ impl TestServer {
     }
 }
 
+impl TestServer {
+    /// Freezes (SIGSTOP) or thaws (SIGCONT) the server process: a server that stops
+    /// responding without closing anything.
+    pub fn freeze(&self, frozen: bool) {
+        let sig = if frozen { libc::SIGSTOP } else { libc::SIGCONT };
+        unsafe {
+            libc::kill(self.server.pid().unwrap() as libc::pid_t, sig);
+        }
+    }
+}
+
 impl Drop for TestServer {
     fn drop(&mut self) {
+        self.freeze(false);
         self.server.stop();
         if let Some(p) = &self.config {
             let _ = std::fs::remove_dir_all(p.parent().unwrap());
