@@ -48,6 +48,21 @@ fn token(raw: &[u8]) -> Vec<u8> {
     t
 }
 
+/// The first bytes of `b`, escaped, for failure reports.
+fn show(b: &[u8]) -> String {
+    let head: String = b
+        .iter()
+        .take(120)
+        .flat_map(|c| c.escape_ascii())
+        .map(char::from)
+        .collect();
+    if b.len() > 120 {
+        format!("\"{head}\"...({} bytes)", b.len())
+    } else {
+        format!("\"{head}\"")
+    }
+}
+
 /// A delivery: the bytes a server sends, and the message they must parse to.
 struct Delivery {
     wire: Vec<u8>,
@@ -112,11 +127,17 @@ fn deliver(p: &Publish) -> Delivery {
     };
     expected_words.push(total.as_bytes());
     let published_op: &[u8] = if block.is_empty() { b"PUB" } else { b"HPUB" };
-    assert_eq!(words[0], published_op, "encoded control line {line:?}");
+    assert_eq!(
+        words[0],
+        published_op,
+        "encoded control line {}",
+        show(line)
+    );
     assert_eq!(
         &words[1..],
         &expected_words[..],
-        "encoded control line {line:?}"
+        "encoded control line {}",
+        show(line)
     );
     assert_eq!(body.len(), block.len() + p.payload.len() + 2);
     assert!(body.ends_with(b"\r\n"));
@@ -153,7 +174,7 @@ fuzz_target!(|publishes: Vec<Publish>| {
                 assert_eq!(m, d.expected());
                 assert_eq!(n, d.wire.len());
             }
-            other => panic!("delivery {:?} parsed as {other:?}", d.wire),
+            other => panic!("delivery {} parsed as {other:?}", show(&d.wire)),
         }
         let line_len = d.wire.windows(2).position(|w| w == b"\r\n").unwrap() + 2;
         for cut in 0..d.wire.len() {

@@ -75,11 +75,16 @@ pub enum Parsed<'a> {
 /// A [`ProtocolError`] when the bytes cannot be a valid server operation.
 pub fn parse(buf: &[u8]) -> Result<Parsed<'_>, ProtocolError> {
     let Some(line_end) = memchr::memmem::find(buf, b"\r\n") else {
-        if buf.len() > MAX_CONTROL_LINE {
+        // The limit must not depend on how the bytes arrived: a line of exactly the limit may
+        // be waiting for its LF with the CR already here.
+        if buf.len() > MAX_CONTROL_LINE + 1 {
             return Err(ProtocolError::ControlLineTooLong);
         }
         return Ok(Parsed::Incomplete { need: None });
     };
+    if line_end > MAX_CONTROL_LINE {
+        return Err(ProtocolError::ControlLineTooLong);
+    }
     let line = &buf[..line_end];
     let after_line = line_end + 2;
     let (op, rest) = split_op(line);
@@ -214,7 +219,7 @@ impl<'a> Iterator for Args<'a> {
 }
 
 fn parse_u64(digits: &[u8]) -> Option<u64> {
-    if digits.is_empty() || digits.len() > 19 {
+    if digits.is_empty() {
         return None;
     }
     let mut n: u64 = 0;
@@ -222,7 +227,7 @@ fn parse_u64(digits: &[u8]) -> Option<u64> {
         if !d.is_ascii_digit() {
             return None;
         }
-        n = n * 10 + u64::from(d - b'0');
+        n = n.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
     }
     Some(n)
 }
@@ -587,8 +592,41 @@ mod tests {
             parse(b"MSG a 1 99999999999\r\n"),
             Err(ProtocolError::MessageTooLarge(99_999_999_999))
         );
-        let long = vec![b'A'; MAX_CONTROL_LINE + 1];
+        let long = vec![b'A'; MAX_CONTROL_LINE + 2];
         assert_eq!(parse(&long), Err(ProtocolError::ControlLineTooLong));
+        assert_eq!(
+            parse(b"MSG a 18446744073709551616 1\r\n"),
+            Err(ProtocolError::MalformedArgs("MSG"))
+        );
+    }
+
+    #[test]
+    fn control_line_limit_does_not_depend_on_how_bytes_arrive() {
+        // A line of exactly the limit: accepted whole, and still pending with only its CR.
+        let mut line = b"INFO ".to_vec();
+        line.resize(MAX_CONTROL_LINE, b'x');
+        let mut whole = line.clone();
+        whole.extend_from_slice(b"\r\n");
+        assert!(matches!(
+            parse(&whole),
+            Ok(Parsed::Op(ServerOp::Info(_), _))
+        ));
+        assert_eq!(
+            parse(&whole[..whole.len() - 1]),
+            Ok(Parsed::Incomplete { need: None })
+        );
+        // One byte longer: rejected whether or not the CRLF is already there.
+        let mut over = line.clone();
+        over.push(b'x');
+        let mut over_whole = over.clone();
+        over_whole.extend_from_slice(b"\r\n");
+        assert_eq!(parse(&over_whole), Err(ProtocolError::ControlLineTooLong));
+        over.push(b'\r');
+        assert_eq!(parse(&over), Err(ProtocolError::ControlLineTooLong));
+        assert_eq!(
+            parse(b"MSG a 18446744073709551615 1\r\nx\r\n").map(|p| matches!(p, Parsed::Op(..))),
+            Ok(true)
+        );
     }
 
     #[test]

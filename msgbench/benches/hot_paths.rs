@@ -1,0 +1,65 @@
+//! Criterion benchmarks of msgbench's own per-message work: encoding a publish into the write
+//! buffer, parsing a delivered message out of the read buffer, and recording its stamp. These
+//! are the costs the tool adds on top of the server; whole-run comparisons live in `bench/`.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use std::hint::black_box;
+
+use msgbench::engine::load::Frame;
+use msgbench::engine::proto::{self, Parsed, ServerOp};
+use msgbench::engine::stamp;
+use msgbench::stats::delivery::DeliveryLog;
+
+const SIZES: [usize; 3] = [32, 1024, 8192];
+const BATCH: u64 = 1024;
+
+fn encode_publish(c: &mut Criterion) {
+    let mut g = c.benchmark_group("encode_publish");
+    for size in SIZES {
+        let frame = Frame::new("bench.subject", None, b"", &vec![0u8; size], Some((1, 0)));
+        let mut buf = Vec::with_capacity(BATCH as usize * (size + 64));
+        g.throughput(Throughput::Elements(BATCH));
+        g.bench_with_input(BenchmarkId::from_parameter(size), &size, |b, _| {
+            b.iter(|| {
+                buf.clear();
+                for seq in 0..BATCH {
+                    frame.append(&mut buf, black_box(seq));
+                }
+                black_box(buf.len())
+            })
+        });
+    }
+    g.finish();
+}
+
+fn parse_and_record(c: &mut Criterion) {
+    let mut g = c.benchmark_group("parse_and_record");
+    for size in SIZES {
+        let frame = Frame::new("bench.subject", None, b"", &vec![0u8; size], Some((1, 0)));
+        let mut published = Vec::new();
+        for seq in 0..BATCH {
+            frame.append(&mut published, seq);
+        }
+        let delivered = proto::deliver_as_server(&published, 1);
+        g.throughput(Throughput::Elements(BATCH));
+        g.bench_with_input(BenchmarkId::from_parameter(size), &size, |b, _| {
+            let mut log = DeliveryLog::new(Some(1));
+            b.iter(|| {
+                let mut at = 0;
+                while at < delivered.len() {
+                    match proto::parse(black_box(&delivered[at..])) {
+                        Ok(Parsed::Op(ServerOp::Msg(m), used)) => {
+                            log.record(stamp::read(m.payload));
+                            at += used;
+                        }
+                        other => panic!("unexpected {other:?}"),
+                    }
+                }
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, encode_publish, parse_and_record);
+criterion_main!(benches);
