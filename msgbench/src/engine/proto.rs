@@ -57,6 +57,8 @@ pub enum ProtocolError {
     MessageTooLarge(usize),
     #[error("message payload not terminated by CRLF")]
     MissingPayloadEnd,
+    #[error("control line ended by LF without CR")]
+    MissingCr,
 }
 
 /// The result of looking at the front of a read buffer.
@@ -74,7 +76,15 @@ pub enum Parsed<'a> {
 /// # Errors
 /// A [`ProtocolError`] when the bytes cannot be a valid server operation.
 pub fn parse(buf: &[u8]) -> Result<Parsed<'_>, ProtocolError> {
-    let Some(line_end) = memchr::memmem::find(buf, b"\r\n") else {
+    // memchr for the LF is a SIMD scan with no set-up; a substring search for CRLF would build
+    // a searcher per call, which showed as a third of the per-message parse cost.
+    let line_end = match memchr::memchr(b'\n', buf) {
+        Some(0) => return Err(ProtocolError::MissingCr),
+        Some(lf) if buf[lf - 1] == b'\r' => Some(lf - 1),
+        Some(_) => return Err(ProtocolError::MissingCr),
+        None => None,
+    };
+    let Some(line_end) = line_end else {
         // The limit must not depend on how the bytes arrived: a line of exactly the limit may
         // be waiting for its LF with the CR already here.
         if buf.len() > MAX_CONTROL_LINE + 1 {
@@ -564,6 +574,8 @@ mod tests {
 
     #[test]
     fn rejects_malformed_input() {
+        assert_eq!(parse(b"PING\n"), Err(ProtocolError::MissingCr));
+        assert_eq!(parse(b"\n"), Err(ProtocolError::MissingCr));
         assert_eq!(
             parse(b"FOO\r\n"),
             Err(ProtocolError::UnknownOp("FOO".into()))
