@@ -645,3 +645,46 @@ fn a_server_that_stops_reading_ends_the_run_within_the_timeout() {
     assert!(sent > 0 && sent < 200_000_000, "sent {sent}");
     assert_eq!(schema_errors(&v), Vec::<String>::new());
 }
+
+#[test]
+fn nats_url_and_server_lists_are_honoured() {
+    let s = TestServer::start();
+    // NATS_URL is used when --server is absent.
+    let out = bin()
+        .args(["pub", "--msgs", "100", "--json", "-", "--no-progress"])
+        .env("NATS_URL", &s.url)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (v["server"]["url"].as_str(), &v["server"]["embedded"]),
+        (Some(s.url.as_str()), &Value::Bool(false))
+    );
+
+    // In a list, a server that refuses is skipped for the next one.
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let list = format!("nats://127.0.0.1:{closed},{}", s.url);
+    let (out, v) = run_json(&["pubsub", "--server", &list, "--msgs", "1000"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(v["server"]["url"].as_str(), Some(s.url.as_str()));
+    assert_eq!(u(&v["delivery"]["received"]), 1000);
+}
+
+#[test]
+fn the_default_suite_runs_pub_then_pubsub() {
+    let s = TestServer::start();
+    let out = run(&["demo", "--server", &s.url, "--no-progress"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let pub_at = text.find("== pub\n").expect("pub section");
+    let pubsub_at = text.find("== pubsub\n").expect("pubsub section");
+    assert!(pub_at < pubsub_at, "{text}");
+    assert!(
+        text.contains("Delivery (exact): received 1,000,000 of 1,000,000 expected, lost 0"),
+        "{text}"
+    );
+}

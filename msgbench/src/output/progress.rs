@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::export::text::group;
 use crate::options::{Options, Stop};
 
 /// A running progress bar; dropping it removes the bar.
@@ -57,19 +58,16 @@ impl Progress {
                     Stop::Count(_) => b.set_position(sent + got),
                     Stop::For(d) => b.set_position(started.elapsed().min(d).as_millis() as u64),
                 }
-                b.set_message(format!(
-                    "{}{}",
-                    if pubs.is_empty() {
-                        String::new()
-                    } else {
-                        format!("sent {sent} ")
-                    },
-                    if subs.is_empty() {
-                        String::new()
-                    } else {
-                        format!("received {got}")
-                    },
-                ));
+                // The bar appears a second in; its own clock would start there.
+                b.set_prefix(format!("{:.0}s", started.elapsed().as_secs_f64()));
+                let mut msg = Vec::new();
+                if !pubs.is_empty() {
+                    msg.push(format!("sent {}", group(sent)));
+                }
+                if !subs.is_empty() {
+                    msg.push(format!("received {}", group(got)));
+                }
+                b.set_message(msg.join(", "));
             }
             if let Some(b) = bar {
                 b.finish_and_clear();
@@ -88,7 +86,7 @@ fn new_bar(stop: Stop, pubs: usize, subs: usize, per_pub: u64, sub_target: u64) 
         Stop::For(d) => d.as_millis() as u64,
     };
     let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
-    let style = ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {percent:>3}% {msg}")
+    let style = ProgressStyle::with_template("{prefix:>5} [{bar:30}] {percent:>3}% {msg}")
         .unwrap_or_else(|_| ProgressStyle::default_bar())
         .progress_chars("=> ");
     bar.set_style(style);
