@@ -523,6 +523,21 @@ fn processes_mentioning(needle: &str) -> Vec<String> {
     found
 }
 
+/// The embedded server kept its files in `tmp` (msgbench's TMPDIR): nothing may remain there,
+/// and no process may still refer to it.
+fn assert_nothing_left_in(tmp: &std::path::Path) {
+    let left: Vec<_> = std::fs::read_dir(tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    assert_eq!(
+        processes_mentioning(tmp.to_str().unwrap()),
+        Vec::<String>::new()
+    );
+}
+
 #[test]
 fn the_embedded_server_is_started_and_removed_on_a_normal_exit() {
     let tmp = scratch_dir("embedded");
@@ -541,15 +556,7 @@ fn the_embedded_server_is_started_and_removed_on_a_normal_exit() {
         .unwrap()
         .starts_with("nats://127.0.0.1:"));
     assert_eq!(u(&v["delivery"]["lost"]), 0);
-    assert_eq!(
-        std::fs::read_dir(&tmp).unwrap().count(),
-        0,
-        "temporary directory left behind"
-    );
-    assert_eq!(
-        processes_mentioning(tmp.to_str().unwrap()),
-        Vec::<String>::new()
-    );
+    assert_nothing_left_in(&tmp);
     let _ = std::fs::remove_dir_all(tmp);
 }
 
@@ -558,7 +565,6 @@ fn a_signal_stops_the_run_writes_partial_results_and_cleans_up() {
     let binary = msgbench::server::find_binary(None).unwrap();
     for signal in [libc::SIGINT, libc::SIGTERM] {
         let tmp = scratch_dir("signal");
-        let json = tmp.join("partial.json");
         let results = scratch_dir("signal-out");
         let json_out = results.join("partial.json");
         let child = bin()
@@ -591,16 +597,7 @@ fn a_signal_stops_the_run_writes_partial_results_and_cleans_up() {
         let sent = u(&v["delivery"]["sent"]);
         assert!(sent > 0 && sent < 120_000, "sent {sent}");
         assert_eq!(schema_errors(&v), Vec::<String>::new());
-        assert!(!json.exists());
-        assert_eq!(
-            std::fs::read_dir(&tmp).unwrap().count(),
-            0,
-            "temporary directory left behind"
-        );
-        assert_eq!(
-            processes_mentioning(tmp.to_str().unwrap()),
-            Vec::<String>::new()
-        );
+        assert_nothing_left_in(&tmp);
         let _ = std::fs::remove_dir_all(tmp);
         let _ = std::fs::remove_dir_all(results);
     }
