@@ -18,7 +18,11 @@ use crate::options::values::{parse_count, parse_duration, parse_rate, parse_size
         With no --server (and no NATS_URL), msgbench starts a local nats-server itself.\n\
         With no subcommand, it runs the short default suite (same as `msgbench demo`)."
 )]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct Cli {
+    /// With no subcommand, the default suite's flags apply (`msgbench --server URL`).
+    #[command(flatten)]
+    pub demo: DemoArgs,
     #[command(subcommand)]
     pub command: Option<Command>,
 }

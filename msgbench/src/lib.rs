@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use cli::{Cli, Command, ConnArgs, DemoArgs, LoadArgs, OutputArgs};
+use cli::{Cli, Command, DemoArgs, LoadArgs, OutputArgs};
 use error::{exit, Result};
 use options::{Options, ScenarioKind};
 
@@ -74,14 +74,7 @@ fn clap_exit(e: &clap::Error) -> u8 {
 /// # Errors
 /// Failures that prevent a result: bad input, no server, refused connections.
 pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
-    let command = cli.command.unwrap_or(Command::Demo(DemoArgs {
-        conn: ConnArgs {
-            server: std::env::var("NATS_URL").ok(),
-            nats_server: std::env::var_os("MSGBENCH_NATS_SERVER").map(Into::into),
-            connect_timeout: Duration::from_secs(2),
-        },
-        no_progress: false,
-    }));
+    let command = cli.command.unwrap_or(Command::Demo(cli.demo));
     match command {
         Command::Pub(a) => {
             let o = Options::new(

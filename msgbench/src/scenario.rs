@@ -134,7 +134,8 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
         // publisher's first message be counted on to reach the subscriber.
         for (shared, ticket, _) in &sub_threads {
             if !shared.wait_pong(*ticket, opts.timeout) {
-                stop.store(true, Ordering::Relaxed);
+                // Closing ends every subscriber's read loop, so the scope can be left.
+                sub_threads.iter().for_each(|(sh, _, _)| sh.close());
                 return Err(Error::Connect {
                     url: info.as_ref().map(|i| i.1.to_string()).unwrap_or_default(),
                     reason: "the server did not confirm the subscription".into(),

@@ -63,10 +63,8 @@ pub fn find_binary(explicit: Option<&Path>) -> Result<PathBuf> {
         .map(|p| std::env::split_paths(&p).collect())
         .unwrap_or_default();
     // `go install` puts binaries in $GOBIN or $GOPATH/bin (default ~/go/bin), often not on PATH.
-    for var in ["GOBIN"] {
-        if let Some(d) = std::env::var_os(var) {
-            dirs.push(PathBuf::from(d));
-        }
+    if let Some(d) = std::env::var_os("GOBIN") {
+        dirs.push(PathBuf::from(d));
     }
     if let Some(gopath) = std::env::var_os("GOPATH") {
         dirs.extend(std::env::split_paths(&gopath).map(|p| p.join("bin")));

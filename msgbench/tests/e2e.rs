@@ -685,3 +685,31 @@ fn the_default_suite_runs_pub_then_pubsub() {
         "{text}"
     );
 }
+
+#[test]
+fn messages_larger_than_the_read_buffer_are_delivered_whole() {
+    // 600 KiB is several times the reader's initial buffer: the reader must grow it once to the
+    // announced size and keep every message intact.
+    let s = TestServer::start();
+    let (out, v) = run_json(&[
+        "pubsub", "--server", &s.url, "--msgs", "200", "--size", "600KiB", "--subs", "2",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let d = &v["delivery"];
+    assert_eq!(
+        (u(&d["received"]), u(&d["lost"]), d["accounting"].as_str()),
+        (400, 0, Some("exact"))
+    );
+    assert_eq!(u(&v["by_role"]["sub"]["bytes"]), 400 * 600 * 1024);
+}
+
+#[test]
+fn without_a_subcommand_the_default_suite_takes_its_flags() {
+    let out = run(&["--server", "nats://127.0.0.1:1", "--connect-timeout", "1s"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("cannot connect to nats://127.0.0.1:1"),
+        "{}",
+        stderr(&out)
+    );
+}

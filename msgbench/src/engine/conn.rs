@@ -448,10 +448,13 @@ impl Reader {
             self.start = 0;
             self.end = pending;
             if want > self.buf.len() {
-                let grown = want
-                    .max(self.buf.len() * 2)
-                    .min(proto::MAX_CONTROL_LINE + 2);
-                self.buf.resize(grown.max(want), 0);
+                // A message announced its size: grow to exactly that. A control line without
+                // its CRLF yet: double, up to the longest line the parser accepts.
+                let target = match self.need {
+                    Some(n) => n,
+                    None => (self.buf.len() * 2).min(proto::MAX_CONTROL_LINE + 2),
+                };
+                self.buf.resize(target.max(want), 0);
             }
         }
         match self.stream.read(&mut self.buf[self.end..]) {
