@@ -161,7 +161,12 @@ pub struct ConnArgs {
     )]
     pub server: Option<String>,
     /// The nats-server binary to start when no server is given (default: found on PATH).
-    #[arg(long, env = "MSGBENCH_NATS_SERVER", value_name = "PATH")]
+    #[arg(
+        long,
+        env = "MSGBENCH_NATS_SERVER",
+        value_name = "PATH",
+        hide_env_values = true
+    )]
     pub nats_server: Option<PathBuf>,
     /// How long to wait for a TCP connection and the server's handshake.
     #[arg(long, default_value = "2s", value_parser = parse_duration, value_name = "DURATION")]

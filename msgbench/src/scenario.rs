@@ -162,6 +162,7 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
                 id: i as u32,
                 stop: opts.stop,
                 pace: per_pub_pace,
+                phase: i as f64 / f64::from(opts.pubs.max(1)),
                 flush_timeout: opts.timeout,
             };
             let reader_shared = shared.clone();

@@ -296,6 +296,20 @@ fn paced_publishing_sends_exactly_the_scheduled_messages() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(u(&v["delivery"]["sent"]), 2000);
+    // Split over 3 publishers with interleaved schedules, the total due is still exact.
+    let (out, v) = run_json(&[
+        "pub",
+        "--server",
+        &s.url,
+        "--clients",
+        "3",
+        "--rate",
+        "3000",
+        "--duration",
+        "1s",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(u(&v["delivery"]["sent"]), 3000);
     // And a count at a rate cannot finish before its last message is due.
     let (out, v) = run_json(&[
         "pub",

@@ -131,6 +131,9 @@ pub struct PubSpec {
     pub stop: Stop,
     /// This publisher's own pace (its share of the aggregate rate).
     pub pace: Pace,
+    /// Where in its interval this publisher's schedule starts (0 ≤ phase < 1). Publisher i of
+    /// n takes i/n, so n paced publishers interleave evenly instead of sending in bursts of n.
+    pub phase: f64,
     /// How long to wait for the server to confirm the final flush.
     pub flush_timeout: Duration,
 }
@@ -171,7 +174,7 @@ pub fn publish(
         if let Some(iv) = interval_ns {
             // Open loop: message `seq` is due at start + seq * interval whether or not earlier
             // ones went out late, so a stall shows up as a burst, not as a shifted schedule.
-            let due = start + Duration::from_nanos((seq as f64 * iv) as u64);
+            let due = start + Duration::from_nanos(((seq as f64 + spec.phase) * iv) as u64);
             if deadline.is_some_and(|d| due >= d) || stop.load(Ordering::Relaxed) {
                 break;
             }
