@@ -553,7 +553,7 @@ fn assert_nothing_left_in(tmp: &std::path::Path) {
 }
 
 #[test]
-fn the_embedded_server_is_started_and_removed_on_a_normal_exit() {
+fn the_embedded_server_is_removed_on_a_normal_exit_and_on_an_error() {
     let tmp = scratch_dir("embedded");
     let binary = msgbench::server::find_binary(None).unwrap();
     let out = bin()
@@ -570,6 +570,17 @@ fn the_embedded_server_is_started_and_removed_on_a_normal_exit() {
         .unwrap()
         .starts_with("nats://127.0.0.1:"));
     assert_eq!(u(&v["delivery"]["lost"]), 0);
+    assert_nothing_left_in(&tmp);
+
+    // An error after the server started (a size it refuses) cleans up the same way.
+    let out = bin()
+        .args(["pub", "--size", "4MiB", "--no-progress"])
+        .env("TMPDIR", &tmp)
+        .env("MSGBENCH_NATS_SERVER", &binary)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("max_payload"), "{}", stderr(&out));
     assert_nothing_left_in(&tmp);
     let _ = std::fs::remove_dir_all(tmp);
 }
