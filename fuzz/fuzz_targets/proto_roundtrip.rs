@@ -93,8 +93,8 @@ fn deliver(p: &Publish) -> Delivery {
         Headers::Pairs(pairs) => header_block(pairs),
         Headers::Raw(raw) => raw.clone(),
     };
-    // The parser takes at most 19 digits for a sid, as servers never hand out larger ones.
-    let sid = p.sid % 10_000_000_000_000_000_000;
+    // Any u64 is a valid sid: the parser accepts the full range.
+    let sid = p.sid;
 
     let mut published = Vec::new();
     encode_pub(
