@@ -5,7 +5,7 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
 
-use msgbench::engine::load::Frame;
+use msgbench::engine::load::{Frame, StampKind};
 use msgbench::engine::proto::{self, Parsed, ServerOp};
 use msgbench::engine::stamp;
 use msgbench::stats::delivery::DeliveryLog;
@@ -16,7 +16,16 @@ const BATCH: u64 = 1024;
 fn encode_publish(c: &mut Criterion) {
     let mut g = c.benchmark_group("encode_publish");
     for size in SIZES {
-        let frame = Frame::new("bench.subject", None, b"", &vec![0u8; size], Some((1, 0)));
+        let frame = Frame::new(
+            "bench.subject",
+            None,
+            b"",
+            &vec![0u8; size],
+            StampKind::Delivery {
+                run_tag: 1,
+                publisher: 0,
+            },
+        );
         let mut buf = Vec::with_capacity(BATCH as usize * (size + 64));
         g.throughput(Throughput::Elements(BATCH));
         g.bench_with_input(BenchmarkId::from_parameter(size), &size, |b, _| {
@@ -35,7 +44,16 @@ fn encode_publish(c: &mut Criterion) {
 fn parse_and_record(c: &mut Criterion) {
     let mut g = c.benchmark_group("parse_and_record");
     for size in SIZES {
-        let frame = Frame::new("bench.subject", None, b"", &vec![0u8; size], Some((1, 0)));
+        let frame = Frame::new(
+            "bench.subject",
+            None,
+            b"",
+            &vec![0u8; size],
+            StampKind::Delivery {
+                run_tag: 1,
+                publisher: 0,
+            },
+        );
         let mut published = Vec::new();
         for seq in 0..BATCH {
             frame.append(&mut published, seq);

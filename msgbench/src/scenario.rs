@@ -8,12 +8,14 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use crate::engine::conn::{self, Conn, ConnectSpec};
-use crate::engine::load::{self, Frame, PubSpec, SubControl, SubOutcome, SubSpec, UNKNOWN};
+use crate::engine::load::{
+    self, Frame, PubOutcome, PubSpec, StampKind, SubControl, SubOutcome, SubSpec, UNKNOWN,
+};
 use crate::engine::{proto, stamp};
-use crate::error::{Error, ErrorCounts, ErrorKind, Result};
+use crate::error::{Error, ErrorCounts, Result};
 use crate::options::{Options, Pace, ScenarioKind, Stop};
 use crate::output::progress::Progress;
 use crate::result::{throughput_sections, RunResult, ServerMeta, ToolInfo, SCHEMA};
@@ -156,13 +158,21 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
                 opts.multisubject,
                 &header_block,
                 &payload,
-                stamp_with.map(|t| (t, i as u32)),
+                match stamp_with {
+                    Some(run_tag) => StampKind::Delivery {
+                        run_tag,
+                        publisher: i as u32,
+                    },
+                    None => StampKind::None,
+                },
             );
             let spec = PubSpec {
                 id: i as u32,
                 stop: opts.stop,
                 pace: per_pub_pace,
                 phase: i as f64 / f64::from(opts.pubs.max(1)),
+                start_at: None,
+                late_bound: Duration::MAX,
                 flush_timeout: opts.timeout,
             };
             let reader_shared = shared.clone();
@@ -171,16 +181,16 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
             let (barrier, progress) = (&barrier, &pub_progress[i]);
             pub_threads.push(s.spawn(move || {
                 barrier.wait();
-                let out = load::publish(&shared, &frame, &spec, stop, progress);
+                let out = load::publish(&shared, &frame, &spec, stop, progress, None);
                 shared.close();
                 out
             }));
         }
-        let pub_runs: Vec<(ClientRun, Option<ErrorKind>)> = pub_threads
+        let pub_runs: Vec<PubOutcome> = pub_threads
             .into_iter()
             .map(|h| h.join().expect("publisher thread panicked"))
             .collect();
-        let sent: u64 = pub_runs.iter().map(|(r, _)| r.msgs).sum();
+        let sent: u64 = pub_runs.iter().map(|o| o.run.msgs).sum();
         if opts.scenario == ScenarioKind::Pubsub {
             ctl.arm(sent);
         }
@@ -195,17 +205,17 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
     // In pubsub a subscriber's span starts when publishing starts, not at its first message:
     // delivery rate is end to end, and a short run that arrives in one read is not "infinitely"
     // fast. A lone `sub` has no publish clock and spans first to last message.
-    let publish_start = pub_runs.iter().filter_map(|(r, _)| r.start).min();
+    let publish_start = pub_runs.iter().filter_map(|o| o.run.start).min();
     let runs: Vec<ClientRun> = pub_runs
         .iter()
-        .map(|(r, _)| *r)
+        .map(|o| o.run)
         .chain(sub_outcomes.iter().map(|o| ClientRun {
             start: publish_start.or(o.run.start),
             ..o.run
         }))
         .collect();
     let (throughput, by_role, clients) = throughput_sections(&runs);
-    let sent: Vec<u64> = pub_runs.iter().map(|(r, _)| r.msgs).collect();
+    let sent: Vec<u64> = pub_runs.iter().map(|o| o.run.msgs).collect();
     let delivery = match opts.scenario {
         ScenarioKind::Pub => Delivery {
             sent: sent.iter().sum(),
@@ -252,6 +262,6 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
             .into_iter()
             .map(|(k, n)| (k.as_str(), n))
             .collect(),
-        publisher_failed: pub_runs.iter().any(|(_, e)| e.is_some()),
+        publisher_failed: pub_runs.iter().any(|o| o.error.is_some()),
     })
 }

@@ -5,7 +5,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use msgbench::engine::load::Frame;
+use msgbench::engine::load::{Frame, StampKind};
 use msgbench::engine::proto::{self, Parsed, ServerOp};
 use msgbench::engine::stamp;
 use msgbench::stats::delivery::DeliveryLog;
@@ -47,7 +47,16 @@ fn publishing_and_receiving_allocate_nothing_per_message() {
         ("multi", Some(1000), &b""[..]),
         ("hdrs", None, &headers[..]),
     ] {
-        let frame = Frame::new(subject, multi, headers, &[0u8; 32], Some((7, 0)));
+        let frame = Frame::new(
+            subject,
+            multi,
+            headers,
+            &[0u8; 32],
+            StampKind::Delivery {
+                run_tag: 7,
+                publisher: 0,
+            },
+        );
         // The buffer is sized once up front, as the publish loop does.
         let mut buf = Vec::with_capacity(8 << 20);
         let n = allocations_during(|| {

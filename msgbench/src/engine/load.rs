@@ -16,7 +16,9 @@ use crate::engine::stamp::{self, STAMP_LEN};
 use crate::error::ErrorKind;
 use crate::options::{Pace, Stop};
 use crate::stats::delivery::DeliveryLog;
+use crate::stats::latency::{self, SendTimes};
 use crate::stats::throughput::{ClientRun, Role};
+use hdrhistogram::Histogram;
 
 /// Hand the buffer to the socket once it holds this much. Large enough that syscalls are rare
 /// (one per ~2,000 small messages), small enough to stay in cache and keep the server's reads
@@ -45,14 +47,14 @@ pub struct Frame {
 }
 
 impl Frame {
-    /// Builds the frame for one publisher. With `stamp = Some((run_tag, id))` and a payload of
-    /// at least [`STAMP_LEN`] bytes, the payload's first bytes carry the delivery stamp.
+    /// Builds the frame for one publisher. When the payload has room for the chosen stamp, its
+    /// first bytes carry it; otherwise the payload goes out as given.
     pub fn new(
         subject: &str,
         multisubject: Option<u64>,
         headers: &[u8],
         payload: &[u8],
-        stamp: Option<(u16, u32)>,
+        stamp: StampKind,
     ) -> Self {
         let mut bytes = Vec::with_capacity(subject.len() + headers.len() + payload.len() + 32);
         if multisubject.is_none() {
@@ -69,10 +71,15 @@ impl Frame {
         bytes.extend_from_slice(payload);
         bytes.extend_from_slice(b"\r\n");
         let seq_at = match stamp {
-            Some((tag, id)) if payload.len() >= STAMP_LEN => {
-                stamp::write_template(&mut bytes[payload_at..payload_at + STAMP_LEN], tag, id);
+            StampKind::Delivery { run_tag, publisher } if payload.len() >= STAMP_LEN => {
+                stamp::write_template(
+                    &mut bytes[payload_at..payload_at + STAMP_LEN],
+                    run_tag,
+                    publisher,
+                );
                 Some(payload_at + stamp::SEQ_OFFSET)
             }
+            StampKind::Sequence if payload.len() >= stamp::SEQ_LEN => Some(payload_at),
             _ => None,
         };
         Self {
@@ -119,9 +126,21 @@ impl Frame {
         let at = out.len();
         out.extend_from_slice(&self.bytes);
         if let Some(off) = self.seq_at {
-            stamp::write_seq(&mut out[at + off - stamp::SEQ_OFFSET..], seq);
+            out[at + off..at + off + 8].copy_from_slice(&seq.to_le_bytes());
         }
     }
+}
+
+/// What a publisher writes at the front of each payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StampKind {
+    /// Nothing: the payload goes out byte for byte.
+    None,
+    /// The 16-byte delivery stamp (run tag, publisher id, sequence).
+    Delivery { run_tag: u16, publisher: u32 },
+    /// Only the 8-byte sequence: with a time-driven schedule it alone says when the message
+    /// was due, so latency runs work down to 8-byte messages.
+    Sequence,
 }
 
 /// One publisher's parameters.
@@ -136,6 +155,23 @@ pub struct PubSpec {
     pub phase: f64,
     /// How long to wait for the server to confirm the final flush.
     pub flush_timeout: Duration,
+    /// The schedule's time zero, when several parties must share it (latency runs); otherwise
+    /// the loop's own start.
+    pub start_at: Option<Instant>,
+    /// A paced send later than this behind its schedule counts as late.
+    pub late_bound: Duration,
+}
+
+/// What a publish loop did.
+#[derive(Debug, Clone)]
+pub struct PubOutcome {
+    pub run: ClientRun,
+    /// The error that ended it early, if any.
+    pub error: Option<ErrorKind>,
+    /// Paced sends that went out more than `late_bound` behind schedule.
+    pub late_sends: u64,
+    /// How far behind schedule each paced send went out (paced runs only).
+    pub send_lag: Option<Histogram<u64>>,
 }
 
 /// The publish loop. Returns what was sent and the error that ended it early, if any.
@@ -145,13 +181,14 @@ pub fn publish(
     spec: &PubSpec,
     stop: &AtomicBool,
     progress: &AtomicU64,
-) -> (ClientRun, Option<ErrorKind>) {
+    send_times: Option<&SendTimes>,
+) -> PubOutcome {
     let mut buf: Vec<u8> = Vec::with_capacity(FLUSH_AT + frame.bytes.len() + 300);
     let limit = match spec.stop {
         Stop::Count(n) => n,
         Stop::For(_) => u64::MAX,
     };
-    let start = Instant::now();
+    let start = spec.start_at.unwrap_or_else(Instant::now);
     let deadline = match spec.stop {
         Stop::For(d) => Some(start + d),
         Stop::Count(_) => None,
@@ -164,6 +201,9 @@ pub fn publish(
     // Messages known to be in the socket (the buffer's contents are not, until written).
     let mut written: u64 = 0;
     let mut failed = None;
+    let mut send_lag = interval_ns.map(|_| latency::new_histogram());
+    let mut late_sends = 0u64;
+    let late_ns = spec.late_bound.as_nanos() as u64;
     let write = |buf: &mut Vec<u8>| -> Result<(), ErrorKind> {
         let r = shared.write_all(buf).map_err(|e| io_kind(&e));
         buf.clear();
@@ -190,6 +230,17 @@ pub fn publish(
                 if !wait_until(due, stop) {
                     break;
                 }
+            }
+            // The send time is when the message joins the outgoing buffer; the buffer goes out
+            // at once unless the next message is already due too.
+            let now = Instant::now();
+            let lag = now.saturating_duration_since(due).as_nanos() as u64;
+            if let Some(h) = send_lag.as_mut() {
+                h.saturating_record(lag.max(1));
+            }
+            late_sends += u64::from(lag > late_ns);
+            if let Some(t) = send_times {
+                t.put(seq, now.saturating_duration_since(start).as_nanos() as u64);
             }
         } else if seq.is_multiple_of(CHECK_EVERY) {
             if stop.load(Ordering::Relaxed)
@@ -231,15 +282,19 @@ pub fn publish(
         }
     }
     progress.store(written, Ordering::Relaxed);
-    let run = ClientRun {
-        role: Role::Pub,
-        id: spec.id,
-        msgs: written,
-        bytes: written * frame.payload_len as u64,
-        start: Some(start),
-        end: Some(Instant::now()),
-    };
-    (run, failed)
+    PubOutcome {
+        run: ClientRun {
+            role: Role::Pub,
+            id: spec.id,
+            msgs: written,
+            bytes: written * frame.payload_len as u64,
+            start: Some(start),
+            end: Some(Instant::now()),
+        },
+        error: failed,
+        late_sends,
+        send_lag,
+    }
 }
 
 /// Waits until `due`: sleeps while it is far, yields while it is near, spins for the last few
@@ -453,7 +508,16 @@ mod tests {
     #[test]
     fn frame_stamps_each_message_with_its_sequence() {
         let payload = vec![7u8; 20];
-        let f = Frame::new("s", None, b"", &payload, Some((0x1234, 3)));
+        let f = Frame::new(
+            "s",
+            None,
+            b"",
+            &payload,
+            StampKind::Delivery {
+                run_tag: 0x1234,
+                publisher: 3,
+            },
+        );
         assert!(f.stamped());
         let mut out = Vec::new();
         for seq in 0..3 {
@@ -471,16 +535,35 @@ mod tests {
 
     #[test]
     fn frame_without_room_for_a_stamp_sends_the_payload_as_is() {
-        let f = Frame::new("s", None, b"", b"abcdefgh", Some((1, 0)));
+        let f = Frame::new("s", None, b"", b"abcdefg", StampKind::Sequence);
         assert!(!f.stamped());
         let mut out = Vec::new();
         f.append(&mut out, 5);
-        assert_eq!(out, b"PUB s 8\r\nabcdefgh\r\n");
+        assert_eq!(out, b"PUB s 7\r\nabcdefg\r\n");
+    }
+
+    #[test]
+    fn sequence_stamp_is_the_first_eight_bytes() {
+        let f = Frame::new("s", None, b"", &[0xEEu8; 10], StampKind::Sequence);
+        assert!(f.stamped());
+        let mut out = Vec::new();
+        f.append(&mut out, 0x0102_0304_0506_0708);
+        let msgs = messages(&out);
+        assert_eq!(msgs[0].1, [8, 7, 6, 5, 4, 3, 2, 1, 0xEE, 0xEE]);
     }
 
     #[test]
     fn multisubject_frames_cycle_through_subjects() {
-        let f = Frame::new("s", Some(3), b"", &[0u8; 16], Some((1, 0)));
+        let f = Frame::new(
+            "s",
+            Some(3),
+            b"",
+            &[0u8; 16],
+            StampKind::Delivery {
+                run_tag: 1,
+                publisher: 0,
+            },
+        );
         let mut out = Vec::new();
         for seq in 0..4 {
             f.append(&mut out, seq);
@@ -499,7 +582,16 @@ mod tests {
     #[test]
     fn frame_with_headers_uses_hpub() {
         let block = proto::header_block(&[("A".into(), "b".into())]);
-        let f = Frame::new("s", None, &block, &[0u8; 16], Some((9, 1)));
+        let f = Frame::new(
+            "s",
+            None,
+            &block,
+            &[0u8; 16],
+            StampKind::Delivery {
+                run_tag: 9,
+                publisher: 1,
+            },
+        );
         let mut out = Vec::new();
         f.append(&mut out, 42);
         assert!(out.starts_with(b"HPUB s 18 34\r\nNATS/1.0\r\nA: b\r\n\r\n"));

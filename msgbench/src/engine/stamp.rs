@@ -15,6 +15,8 @@
 
 pub const STAMP_LEN: usize = 16;
 pub const SEQ_OFFSET: usize = 8;
+/// Length of the sequence-only stamp of latency runs.
+pub const SEQ_LEN: usize = 8;
 const MAGIC: [u8; 2] = *b"mB";
 
 /// What a stamp says.

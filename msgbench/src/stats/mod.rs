@@ -2,4 +2,5 @@
 //! per-client counts and clocks. Nothing here does I/O.
 
 pub mod delivery;
+pub mod latency;
 pub mod throughput;
