@@ -377,20 +377,36 @@ pub struct SubSpec {
 #[derive(Debug, Clone)]
 pub struct SubOutcome {
     pub run: ClientRun,
-    pub log: DeliveryLog,
     pub end: End,
 }
 
+/// What a subscriber does with each payload: the one thing that differs between a throughput
+/// subscriber and a latency subscriber.
+pub trait Recorder {
+    /// Whether `on_message` needs each message's receive time. Reading the clock per message
+    /// costs ~20 ns, so recorders that do not need it do not get it.
+    const CLOCK: bool;
+    fn on_message(&mut self, payload: &[u8], received_at: Option<Instant>);
+}
+
+impl Recorder for DeliveryLog {
+    const CLOCK: bool = false;
+    #[inline]
+    fn on_message(&mut self, payload: &[u8], _: Option<Instant>) {
+        self.record(stamp::read(payload));
+    }
+}
+
 /// The subscribe loop, run on the connection's reader after its SUB was sent.
-pub fn subscribe(
+pub fn subscribe<R: Recorder>(
     reader: &mut Reader,
     shared: &Shared,
     spec: &SubSpec,
     ctl: &SubControl,
     stop: &AtomicBool,
     progress: &AtomicU64,
+    recorder: &mut R,
 ) -> SubOutcome {
-    let mut log = DeliveryLog::new(spec.run_tag);
     let (mut received, mut bytes) = (0u64, 0u64);
     // Clocks are read once per socket read (at each tick), not per message: a read carries
     // thousands of small messages, and the error is one read's duration.
@@ -404,7 +420,8 @@ pub fn subscribe(
                 first = Some(Instant::now());
             }
             bytes += m.payload.len() as u64;
-            log.record(stamp::read(m.payload));
+            let at = R::CLOCK.then(Instant::now);
+            recorder.on_message(m.payload, at);
             if let Some((after, pause)) = spec.stall {
                 if received == after {
                     sleep_unless_stopped(pause, stop);
@@ -467,7 +484,6 @@ pub fn subscribe(
             start: first,
             end: last,
         },
-        log,
         end,
     }
 }

@@ -20,7 +20,7 @@ use crate::options::{Options, Pace, ScenarioKind, Stop};
 use crate::output::progress::Progress;
 use crate::result::{throughput_sections, RunResult, ServerMeta, ToolInfo, SCHEMA};
 use crate::server::Target;
-use crate::stats::delivery::{self, Delivery, Expectation};
+use crate::stats::delivery::{self, Delivery, DeliveryLog, Expectation};
 use crate::stats::throughput::ClientRun;
 
 /// Runs one scenario against `target` until it completes or `stop` is raised.
@@ -126,9 +126,10 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
             let (ctl, progress) = (&ctl, &sub_progress[i]);
             let sh = shared.clone();
             let handle = s.spawn(move || {
-                let out = load::subscribe(&mut reader, &sh, &spec, ctl, stop, progress);
+                let mut log = DeliveryLog::new(spec.run_tag);
+                let out = load::subscribe(&mut reader, &sh, &spec, ctl, stop, progress, &mut log);
                 sh.close();
-                out
+                (out, log)
             });
             sub_threads.push((shared, ticket, handle));
         }
@@ -194,7 +195,7 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
         if opts.scenario == ScenarioKind::Pubsub {
             ctl.arm(sent);
         }
-        let sub_outcomes: Vec<SubOutcome> = sub_threads
+        let sub_outcomes: Vec<(SubOutcome, DeliveryLog)> = sub_threads
             .into_iter()
             .map(|(_, _, h)| h.join().expect("subscriber thread panicked"))
             .collect();
@@ -209,7 +210,7 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
     let runs: Vec<ClientRun> = pub_runs
         .iter()
         .map(|o| o.run)
-        .chain(sub_outcomes.iter().map(|o| ClientRun {
+        .chain(sub_outcomes.iter().map(|(o, _)| ClientRun {
             start: publish_start.or(o.run.start),
             ..o.run
         }))
@@ -223,8 +224,10 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
             ..Delivery::default()
         },
         ScenarioKind::Pubsub | ScenarioKind::Sub => {
-            let logs: Vec<(u64, &delivery::DeliveryLog)> =
-                sub_outcomes.iter().map(|o| (o.run.msgs, &o.log)).collect();
+            let logs: Vec<(u64, &delivery::DeliveryLog)> = sub_outcomes
+                .iter()
+                .map(|(o, log)| (o.run.msgs, log))
+                .collect();
             let expect = match (opts.scenario, opts.stop) {
                 (ScenarioKind::Pubsub, _) => Expectation::Published {
                     run_tag,
