@@ -35,8 +35,54 @@ pub enum Command {
     Sub(SubArgs),
     /// Publishers and subscribers in one process: throughput and exact delivery accounting.
     Pubsub(PubSubArgs),
+    /// End-to-end latency at a fixed rate, open loop, corrected for coordinated omission.
+    Latency(LatencyArgs),
     /// Run the short default suite (pub, then pubsub) and print the results.
     Demo(DemoArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LatencyArgs {
+    /// Messages per second, on a fixed schedule: message i is due at start + i/rate.
+    #[arg(long, default_value = "1000", value_parser = parse_rate, allow_hyphen_values = true)]
+    pub rate: f64,
+    /// Send this many messages instead of running for --duration.
+    #[arg(long, value_parser = parse_count, allow_hyphen_values = true, conflicts_with = "duration")]
+    pub msgs: Option<u64>,
+    /// How long to send (default 5s).
+    #[arg(long, value_parser = parse_duration, allow_hyphen_values = true)]
+    pub duration: Option<Duration>,
+    /// Payload size, at least 8 B (the sequence number).
+    #[arg(long, default_value = "8", value_parser = parse_size, allow_hyphen_values = true)]
+    pub size: usize,
+    /// Messages due in this first part of the run are sent but not recorded.
+    #[arg(long, default_value = "1s", value_parser = parse_duration_or_zero)]
+    pub warmup: Duration,
+    /// Subject to publish and subscribe on.
+    #[arg(long, default_value = "msgbench.latency")]
+    pub subject: String,
+    /// Publish to this server (default: --server, or the embedded one).
+    #[arg(long, value_name = "URLS")]
+    pub server_a: Option<String>,
+    /// Subscribe on this server (default: the publishing server).
+    #[arg(long, value_name = "URLS")]
+    pub server_b: Option<String>,
+    /// A send this far behind its schedule counts as late (reported, like dropped iterations).
+    #[arg(long, default_value = "1ms", value_parser = parse_duration)]
+    pub late_bound: Duration,
+    /// Write PREFIX.hgrm, PREFIX.uncorrected.hgrm and the per-second interval log PREFIX.hlog.
+    #[arg(long, value_name = "PREFIX")]
+    pub hist: Option<std::path::PathBuf>,
+    /// How long to wait for the last messages after the publisher is done.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Exit 0 even if messages were lost.
+    #[arg(long)]
+    pub allow_loss: bool,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    #[command(flatten)]
+    pub out: OutputArgs,
 }
 
 #[derive(Debug, Args)]
@@ -185,6 +231,13 @@ pub struct OutputArgs {
     /// Do not draw a progress bar.
     #[arg(long)]
     pub no_progress: bool,
+}
+
+fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
+    match s.trim() {
+        "0" | "0s" | "0ms" => Ok(Duration::ZERO),
+        other => parse_duration(other),
+    }
 }
 
 fn parse_clients(s: &str) -> Result<u32, String> {

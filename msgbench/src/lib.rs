@@ -115,6 +115,12 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
             )?;
             run_one(&o, stop)
         }
+        Command::Latency(a) => {
+            let o = options::latency::LatencyOptions::new(&a)?;
+            let result = scenario::latency::run(&o, stop)?;
+            output::write::emit(&result, &o.output)?;
+            Ok(result.exit_code(o.allow_loss))
+        }
         Command::Demo(a) => demo(&a, stop),
     }
 }

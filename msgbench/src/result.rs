@@ -35,6 +35,18 @@ pub struct RunResult {
     pub delivery: Delivery,
     /// Counted error kinds; absent kinds are zero.
     pub errors: BTreeMap<&'static str, u64>,
+    /// Latency from each message's intended send time (corrected for coordinated omission).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencyStats>,
+    /// Latency from each message's actual send time (what tools without correction report).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_uncorrected: Option<LatencyStats>,
+    /// How well a paced publisher kept its schedule.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pacing: Option<Pacing>,
+    /// PING/PONG round trips to each server before the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rtt_ns: Option<Rtt>,
     /// A publisher's connection failed before it sent everything it was asked to.
     #[serde(skip)]
     pub publisher_failed: bool,
@@ -101,6 +113,98 @@ impl From<&ClientRun> for ClientStats {
             bytes_per_sec: t.bytes_per_sec,
         }
     }
+}
+
+/// The percentiles every latency result reports, in order.
+pub const PERCENTILES: [(&str, f64); 9] = [
+    ("10", 10.0),
+    ("50", 50.0),
+    ("75", 75.0),
+    ("90", 90.0),
+    ("99", 99.0),
+    ("99.9", 99.9),
+    ("99.99", 99.99),
+    ("99.999", 99.999),
+    ("100", 100.0),
+];
+
+/// A latency histogram's summary, plus the histogram itself for anyone who wants more.
+#[derive(Debug, Clone, Serialize)]
+pub struct LatencyStats {
+    pub count: u64,
+    pub min_ns: u64,
+    pub mean_ns: f64,
+    pub stddev_ns: f64,
+    pub max_ns: u64,
+    pub percentiles_ns: Percentiles,
+    /// base64 of the V2 deflate-compressed HdrHistogram encoding.
+    pub hdr: String,
+}
+
+/// Percentile → value, serialised as a JSON object in ascending order.
+#[derive(Debug, Clone)]
+pub struct Percentiles(pub Vec<(&'static str, u64)>);
+
+impl Serialize for Percentiles {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+impl LatencyStats {
+    pub fn of(h: &hdrhistogram::Histogram<u64>) -> Self {
+        Self {
+            count: h.len(),
+            min_ns: if h.is_empty() { 0 } else { h.min() },
+            mean_ns: h.mean(),
+            stddev_ns: h.stdev(),
+            max_ns: h.max(),
+            percentiles_ns: Percentiles(
+                PERCENTILES
+                    .iter()
+                    .map(|(k, p)| (*k, h.value_at_percentile(*p)))
+                    .collect(),
+            ),
+            hdr: crate::export::hdr::encode_base64(h),
+        }
+    }
+
+    /// The value at a reported percentile ("50", "99.9", …).
+    pub fn at(&self, key: &str) -> u64 {
+        self.percentiles_ns
+            .0
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map_or(0, |(_, v)| *v)
+    }
+}
+
+/// Schedule-keeping of a paced publisher.
+#[derive(Debug, Clone, Serialize)]
+pub struct Pacing {
+    pub target_rate: f64,
+    pub actual_rate: f64,
+    /// (actual − target) / target.
+    pub rate_error: f64,
+    pub late_bound_ns: u64,
+    /// Sends that went out more than `late_bound_ns` behind their schedule.
+    pub late_sends: u64,
+    /// How far behind schedule sends went out: p50, p99, max.
+    pub send_lag_p50_ns: u64,
+    pub send_lag_p99_ns: u64,
+    pub send_lag_max_ns: u64,
+}
+
+/// Round trips to the publishing (a) and subscribing (b) servers: the median of several.
+#[derive(Debug, Clone, Serialize)]
+pub struct Rtt {
+    pub a: u64,
+    pub b: u64,
 }
 
 /// Builds the throughput sections from the clients' raw facts.

@@ -184,6 +184,35 @@ fn connect_one(url: &ServerUrl, spec: &ConnectSpec<'_>, errors: Arc<ErrorCounts>
     })
 }
 
+impl Conn {
+    /// Times `n` PING/PONG round trips, one after another, before the read loop has started.
+    ///
+    /// # Errors
+    /// [`Error::Connect`] when the server does not answer within `timeout`.
+    pub fn ping_rtts(&mut self, n: usize, timeout: Duration) -> Result<Vec<Duration>> {
+        let mut rtts = Vec::with_capacity(n);
+        for _ in 0..n {
+            let sent = Instant::now();
+            self.shared
+                .write_all(b"PING\r\n")
+                .map_err(|e| handshake_error(ReadError::Io(e), &self.url, "measuring RTT"))?;
+            let shared = &self.shared;
+            self.reader
+                .until(sent + timeout, |op| match op {
+                    ServerOp::Pong => true,
+                    ServerOp::Ping => {
+                        let _ = shared.write_all(b"PONG\r\n");
+                        false
+                    }
+                    _ => false,
+                })
+                .map_err(|e| handshake_error(e, &self.url, "measuring RTT"))?;
+            rtts.push(sent.elapsed());
+        }
+        Ok(rtts)
+    }
+}
+
 fn handshake_error(e: ReadError, url: &ServerUrl, doing: &str) -> Error {
     match e {
         ReadError::Protocol(source) => Error::Protocol {

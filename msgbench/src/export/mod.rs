@@ -2,6 +2,7 @@
 //! so adding a format never touches the scenarios and every format sees the same facts.
 
 pub mod csv;
+pub mod hdr;
 pub mod json;
 pub mod text;
 

@@ -25,6 +25,7 @@ impl Exporter for Text {
         let title = match r.scenario {
             "pub" => "NATS Core publisher stats",
             "sub" => "NATS Core subscriber stats",
+            "latency" => "NATS latency run",
             _ => "NATS Pub/Sub stats",
         };
         let _ = writeln!(o, "{title}: {}", rate_line(&r.throughput));
@@ -39,6 +40,7 @@ impl Exporter for Text {
             }
             role_detail(&mut o, r, role, stats);
         }
+        latency(&mut o, r);
         delivery(&mut o, r);
         if !r.errors.is_empty() {
             let list: Vec<String> = r.errors.iter().map(|(k, n)| format!("{k} {n}")).collect();
@@ -120,6 +122,79 @@ fn role_detail(o: &mut String, r: &RunResult, role: &str, stats: &RoleStats) {
         group(s.max.round() as u64),
         group(s.stddev.round() as u64)
     );
+}
+
+fn latency(o: &mut String, r: &RunResult) {
+    let (Some(c), Some(u)) = (&r.latency, &r.latency_uncorrected) else {
+        return;
+    };
+    if let Some(rtt) = &r.rtt_ns {
+        let _ = writeln!(
+            o,
+            "RTT: server A {}, server B {} (median of 5 PING/PONG before the run)",
+            duration_ns(rtt.a as f64),
+            duration_ns(rtt.b as f64)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "Latency of {} messages, from intended send (corrected) and from actual send (uncorrected):",
+        group(c.count)
+    );
+    let _ = writeln!(
+        o,
+        "  {:>10} {:>12} {:>12}",
+        "percentile", "corrected", "uncorrected"
+    );
+    for (key, value) in &c.percentiles_ns.0 {
+        let _ = writeln!(
+            o,
+            "  {:>10} {:>12} {:>12}",
+            format!("P{key}"),
+            duration_ns(*value as f64),
+            duration_ns(u.at(key) as f64)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "  {:>10} {:>12} {:>12}\n  {:>10} {:>12} {:>12}\n  {:>10} {:>12} {:>12}",
+        "min",
+        duration_ns(c.min_ns as f64),
+        duration_ns(u.min_ns as f64),
+        "median",
+        duration_ns(c.at("50") as f64),
+        duration_ns(u.at("50") as f64),
+        "max",
+        duration_ns(c.max_ns as f64),
+        duration_ns(u.max_ns as f64)
+    );
+    if let Some(p) = &r.pacing {
+        let _ = writeln!(
+            o,
+            "Pacing: {} msgs/s achieved of {} ({:+.3}%); send lag P50 {}, P99 {}, max {}; {} sends later than {}",
+            group(p.actual_rate.round() as u64),
+            group(p.target_rate.round() as u64),
+            p.rate_error * 100.0,
+            duration_ns(p.send_lag_p50_ns as f64),
+            duration_ns(p.send_lag_p99_ns as f64),
+            duration_ns(p.send_lag_max_ns as f64),
+            group(p.late_sends),
+            duration_ns(p.late_bound_ns as f64)
+        );
+    }
+}
+
+/// 45_663 ns -> "45.7 µs"; 1_262_591 -> "1.26 ms".
+pub fn duration_ns(ns: f64) -> String {
+    if ns < 1e3 {
+        format!("{ns:.0} ns")
+    } else if ns < 1e6 {
+        format!("{:.1} µs", ns / 1e3)
+    } else if ns < 1e9 {
+        format!("{:.2} ms", ns / 1e6)
+    } else {
+        format!("{:.2} s", ns / 1e9)
+    }
 }
 
 fn delivery(o: &mut String, r: &RunResult) {

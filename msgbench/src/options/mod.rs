@@ -2,6 +2,7 @@
 //! values the scenario runs on. Everything a user can get wrong is rejected here, before any
 //! connection is made, with a message that names the flag.
 
+pub mod latency;
 pub mod url;
 pub mod values;
 
@@ -213,14 +214,21 @@ impl Options {
 }
 
 fn server_choice(conn: &ConnArgs) -> Result<ServerChoice> {
-    match conn.server.as_deref().map(str::trim) {
+    server_choice_from(conn.server.as_deref(), "--server", conn.nats_server.clone())
+}
+
+/// A server list given with `flag`, or the embedded server (started from `binary`) when none.
+pub(crate) fn server_choice_from(
+    list: Option<&str>,
+    flag: &str,
+    binary: Option<PathBuf>,
+) -> Result<ServerChoice> {
+    match list.map(str::trim) {
         // An empty NATS_URL is treated as unset, as the NATS CLI does.
-        None | Some("") => Ok(ServerChoice::Embedded {
-            binary: conn.nats_server.clone(),
-        }),
+        None | Some("") => Ok(ServerChoice::Embedded { binary }),
         Some(list) => url::parse_servers(list)
             .map(ServerChoice::Urls)
-            .map_err(|why| Error::Usage(format!("invalid value for --server: {why}"))),
+            .map_err(|why| Error::Usage(format!("invalid value for {flag}: {why}"))),
     }
 }
 

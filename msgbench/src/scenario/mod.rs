@@ -23,6 +23,8 @@ use crate::server::Target;
 use crate::stats::delivery::{self, Delivery, DeliveryLog, Expectation};
 use crate::stats::throughput::ClientRun;
 
+pub mod latency;
+
 /// Runs one scenario against `target` until it completes or `stop` is raised.
 ///
 /// # Errors
@@ -265,6 +267,10 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
             .into_iter()
             .map(|(k, n)| (k.as_str(), n))
             .collect(),
+        latency: None,
+        latency_uncorrected: None,
+        pacing: None,
+        rtt_ns: None,
         publisher_failed: pub_runs.iter().any(|o| o.error.is_some()),
     })
 }

@@ -1,0 +1,131 @@
+//! Validated options of the latency scenario: a rate, a length, a size with room for the
+//! sequence number, and which server each side uses.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::cli::LatencyArgs;
+use crate::engine::stamp::SEQ_LEN;
+use crate::error::{Error, Result};
+use crate::options::{check_subject, server_choice_from, Output, ServerChoice, Stop};
+
+#[derive(Debug, Clone)]
+pub struct LatencyOptions {
+    pub rate: f64,
+    pub stop: Stop,
+    pub size: usize,
+    pub warmup: Duration,
+    pub subject: String,
+    /// Where the publisher connects.
+    pub server_a: ServerChoice,
+    /// Where the subscriber connects; `None` means the same server as A.
+    pub server_b: Option<ServerChoice>,
+    pub connect_timeout: Duration,
+    pub late_bound: Duration,
+    pub hist: Option<PathBuf>,
+    pub timeout: Duration,
+    pub allow_loss: bool,
+    pub output: Output,
+}
+
+impl LatencyOptions {
+    /// # Errors
+    /// [`Error::Usage`] naming the flag whose value cannot work.
+    pub fn new(a: &LatencyArgs) -> Result<Self> {
+        if a.rate.is_nan() || a.rate <= 0.0 || a.rate.is_infinite() {
+            return Err(Error::flag(
+                "--rate",
+                &a.rate.to_string(),
+                "must be more than 0 msgs/s",
+            ));
+        }
+        if a.size < SEQ_LEN {
+            return Err(Error::flag(
+                "--size",
+                &a.size.to_string(),
+                "must be at least 8 bytes (the sequence number)",
+            ));
+        }
+        let interval = Duration::from_secs_f64(1.0 / a.rate);
+        let stop = match (a.msgs, a.duration) {
+            (Some(0), _) => return Err(Error::flag("--msgs", "0", "must be at least 1")),
+            (Some(n), _) => Stop::Count(n),
+            (None, Some(d)) if d < interval => {
+                return Err(Error::flag(
+                    "--duration",
+                    &humantime::format_duration(d).to_string(),
+                    format!("is shorter than one message at {} msgs/s", a.rate),
+                ))
+            }
+            (None, Some(d)) => Stop::For(d),
+            (None, None) => Stop::For(Duration::from_secs(5)),
+        };
+        let length = match stop {
+            Stop::For(d) => d,
+            Stop::Count(n) => interval * u32::try_from(n).unwrap_or(u32::MAX),
+        };
+        if a.warmup >= length {
+            return Err(Error::flag(
+                "--warmup",
+                &humantime::format_duration(a.warmup).to_string(),
+                "leaves nothing to measure: it must be shorter than the run",
+            ));
+        }
+        check_subject(&a.subject, false)
+            .map_err(|why| Error::flag("--subject", &a.subject, why))?;
+        let server_a = match &a.server_a {
+            Some(list) => server_choice_from(Some(list), "--server-a", None)?,
+            None => server_choice_from(
+                a.conn.server.as_deref(),
+                "--server",
+                a.conn.nats_server.clone(),
+            )?,
+        };
+        let server_b = a
+            .server_b
+            .as_deref()
+            .map(|list| server_choice_from(Some(list), "--server-b", None))
+            .transpose()?;
+        Ok(Self {
+            rate: a.rate,
+            stop,
+            size: a.size,
+            warmup: a.warmup,
+            subject: a.subject.clone(),
+            server_a,
+            server_b,
+            connect_timeout: a.conn.connect_timeout,
+            late_bound: a.late_bound,
+            hist: a.hist.clone(),
+            timeout: a.timeout,
+            allow_loss: a.allow_loss,
+            output: Output {
+                json: a.out.json.clone(),
+                csv: a.out.csv.clone(),
+                progress: !a.out.no_progress,
+            },
+        })
+    }
+
+    /// The parameters as they go into a result.
+    pub fn params(&self) -> serde_json::Value {
+        let (msgs, duration) = match self.stop {
+            Stop::Count(n) => (Some(n), None),
+            Stop::For(d) => (None, Some(d.as_secs_f64())),
+        };
+        serde_json::json!({
+            "pubs": 1,
+            "subs": 1,
+            "rate": self.rate,
+            "msgs": msgs,
+            "duration_secs": duration,
+            "size": self.size,
+            "warmup_secs": self.warmup.as_secs_f64(),
+            "subject": self.subject,
+            "late_bound_secs": self.late_bound.as_secs_f64(),
+            "separate_servers": self.server_b.is_some(),
+            "timeout_secs": self.timeout.as_secs_f64(),
+            "allow_loss": self.allow_loss,
+        })
+    }
+}

@@ -1,0 +1,371 @@
+//! The latency scenario: one publisher on server A at a fixed rate, one subscriber on server B
+//! (the same server unless told otherwise), one monotonic clock in one process.
+//!
+//! Order of a run: connect both sides, measure the round trip to each server, subscribe and
+//! wait until the interest is in place (across servers, until a probe published on A arrives
+//! on B), fix time zero, run the open-loop publisher, then wait for the last messages. Each
+//! delivery is recorded from its intended send time (derived from its sequence number alone)
+//! and from its actual send time (looked up in a ring the publisher fills).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::engine::conn::{self, Conn, ConnectSpec, Flow};
+use crate::engine::load::{
+    self, Frame, PubSpec, Recorder, StampKind, SubControl, SubSpec, UNKNOWN,
+};
+use crate::engine::{proto, stamp};
+use crate::error::{Error, ErrorCounts, Result};
+use crate::export::hdr::{percentile_distribution, IntervalLog};
+use crate::options::latency::LatencyOptions;
+use crate::options::{Pace, ServerChoice};
+use crate::result::{
+    throughput_sections, LatencyStats, Pacing, Rtt, RunResult, ServerMeta, ToolInfo, SCHEMA,
+};
+use crate::server::{self, Target};
+use crate::stats::delivery::{Delivery, PublisherDelivery};
+use crate::stats::latency::{IntervalSink, LatencyRecorder, Schedule, SendTimes};
+use crate::stats::throughput::ClientRun;
+
+/// The sequence number of a probe message (never a real sequence).
+const PROBE: u64 = u64::MAX;
+
+/// Round trips measured per server before the run.
+const RTT_SAMPLES: usize = 5;
+
+/// Runs the latency scenario.
+///
+/// # Errors
+/// Failures before any load runs: servers, connections, interest that never arrives.
+pub fn run(opts: &LatencyOptions, stop: &AtomicBool) -> Result<RunResult> {
+    let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let target_a = server::resolve(&opts.server_a)?;
+    let target_b = match &opts.server_b {
+        Some(choice @ ServerChoice::Urls(_)) => Some(server::resolve(choice)?),
+        _ => None,
+    };
+    let errors = Arc::new(ErrorCounts::default());
+    let connect = |t: &Target, name: &str| {
+        conn::connect(
+            &ConnectSpec {
+                servers: &t.urls,
+                name,
+                timeout: opts.connect_timeout,
+                stall_limit: opts.timeout,
+            },
+            errors.clone(),
+        )
+    };
+    let mut pub_conn = connect(&target_a, "msgbench-latency-pub")?;
+    let mut sub_conn = connect(
+        target_b.as_ref().unwrap_or(&target_a),
+        "msgbench-latency-sub",
+    )?;
+    let max = pub_conn.info.max_payload;
+    let version = pub_conn.info.version.clone();
+    if max > 0 && opts.size > max {
+        return Err(Error::PayloadTooLarge {
+            size: opts.size,
+            max_payload: max,
+        });
+    }
+    let rtt = Rtt {
+        a: median_ns(pub_conn.ping_rtts(RTT_SAMPLES, opts.timeout)?),
+        b: median_ns(sub_conn.ping_rtts(RTT_SAMPLES, opts.timeout)?),
+    };
+
+    let schedule = Schedule::at_rate(opts.rate);
+    // Four seconds of sends (at least 64 Ki) in flight before a send time is forgotten.
+    let send_times = SendTimes::new(((opts.rate * 4.0) as usize).clamp(1 << 16, 1 << 22));
+    let epoch: OnceLock<Instant> = OnceLock::new();
+    let probes = AtomicU64::new(0);
+    let ctl = SubControl::new(UNKNOWN);
+    let sub_progress = AtomicU64::new(0);
+    let pub_progress = AtomicU64::new(0);
+    let mut interval_log = match &opts.hist {
+        Some(prefix) => Some(IntervalLog::create(
+            &with_suffix(prefix, "hlog"),
+            SystemTime::now(),
+        )?),
+        None => None,
+    };
+    let payload = vec![b'l'; opts.size];
+    let frame = Frame::new(&opts.subject, None, b"", &payload, StampKind::Sequence);
+    let mut probe = Vec::new();
+    let mut probe_payload = payload.clone();
+    probe_payload[..stamp::SEQ_LEN].copy_from_slice(&PROBE.to_le_bytes());
+    proto::encode_pub(
+        &mut probe,
+        opts.subject.as_bytes(),
+        None,
+        b"",
+        &probe_payload,
+    );
+
+    let (pub_out, (sub_out, recorder)) = std::thread::scope(|s| -> Result<_> {
+        let Conn {
+            mut reader,
+            shared: sub_shared,
+            ..
+        } = sub_conn;
+        let mut cmd = Vec::new();
+        proto::encode_sub(&mut cmd, &opts.subject, None, 1);
+        let ticket = sub_shared
+            .write_with_ping(&mut cmd)
+            .map_err(|e| Error::io("cannot subscribe", e))?;
+        let sink: Option<Box<IntervalSink<'_>>> = interval_log.as_mut().map(|log| {
+            Box::new(move |h: &hdrhistogram::Histogram<u64>, start, end| {
+                // A full disk must not end the measurement; the file simply stops growing.
+                let _ = log.append(h, start, end);
+            }) as Box<IntervalSink<'_>>
+        });
+        let mut recorder = LatencySubscriber {
+            rec: LatencyRecorder::new(opts.warmup.as_nanos() as u64, 1_000_000_000, sink),
+            schedule,
+            epoch: &epoch,
+            send_times: &send_times,
+            probes: &probes,
+            unstamped: 0,
+        };
+        let spec = SubSpec {
+            id: 0,
+            idle_timeout: opts.timeout,
+            start_timeout: opts.timeout,
+            duration: None,
+            stall: None,
+            run_tag: None,
+        };
+        let (ctl_ref, sub_progress) = (&ctl, &sub_progress);
+        let sh = sub_shared.clone();
+        let sub_thread = s.spawn(move || {
+            let out = load::subscribe(
+                &mut reader,
+                &sh,
+                &spec,
+                ctl_ref,
+                stop,
+                sub_progress,
+                &mut recorder,
+            );
+            let now = recorder.now_ns(Instant::now());
+            recorder.rec.finish(now);
+            sh.close();
+            (out, recorder)
+        });
+        let fail = |why: &str| {
+            sub_shared.close();
+            Error::Connect {
+                url: pub_conn_url(&target_a),
+                reason: why.to_string(),
+            }
+        };
+        if !sub_shared.wait_pong(ticket, opts.timeout) {
+            return Err(fail("the server did not confirm the subscription"));
+        }
+
+        let Conn {
+            mut reader, shared, ..
+        } = pub_conn;
+        let reader_shared = shared.clone();
+        s.spawn(move || reader.run(&reader_shared, load::TICK, |_| Flow::Continue));
+        if target_b.is_some() {
+            // Interest travels from B to A over the route asynchronously: publish probes on A
+            // until one arrives on B, so the first measured message cannot be dropped for lack
+            // of interest.
+            let deadline = Instant::now() + opts.timeout;
+            while probes.load(Ordering::Acquire) == 0 {
+                if Instant::now() >= deadline || stop.load(Ordering::Relaxed) {
+                    shared.close();
+                    return Err(fail("the subscription's interest never reached server A"));
+                }
+                let _ = shared.write_all(&probe);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+
+        let zero = *epoch.get_or_init(Instant::now);
+        let spec = PubSpec {
+            id: 0,
+            stop: opts.stop,
+            pace: Pace::Rate { per_sec: opts.rate },
+            phase: 0.0,
+            flush_timeout: opts.timeout,
+            start_at: Some(zero),
+            late_bound: opts.late_bound,
+        };
+        let pub_out = load::publish(
+            &shared,
+            &frame,
+            &spec,
+            stop,
+            &pub_progress,
+            Some(&send_times),
+        );
+        shared.close();
+        // Probes that were still in flight arrive before the measured messages (same route,
+        // same order), so by now their count is final.
+        ctl.arm(pub_out.run.msgs + probes.load(Ordering::Acquire));
+        let sub = sub_thread.join().expect("subscriber thread panicked");
+        Ok((pub_out, sub))
+    })?;
+
+    if let Some(prefix) = &opts.hist {
+        for (suffix, h) in [
+            ("hgrm", &recorder.rec.corrected),
+            ("uncorrected.hgrm", &recorder.rec.uncorrected),
+        ] {
+            let path = with_suffix(prefix, suffix);
+            std::fs::write(&path, percentile_distribution(h)).map_err(|e| {
+                Error::io(format!("cannot write --hist file '{}'", path.display()), e)
+            })?;
+        }
+    }
+
+    let sent = pub_out.run.msgs;
+    let zero = epoch.get().copied();
+    let probes_seen = probes.load(Ordering::Acquire);
+    let sub_run = ClientRun {
+        msgs: sub_out.run.msgs.saturating_sub(probes_seen),
+        bytes: sub_out
+            .run
+            .bytes
+            .saturating_sub(probes_seen * opts.size as u64),
+        start: zero.or(sub_out.run.start),
+        ..sub_out.run
+    };
+    let (throughput, by_role, clients) = throughput_sections(&[pub_out.run, sub_run]);
+    let t = &recorder.rec.tracker;
+    let lost = sent.saturating_sub(t.unique);
+    let delivery = Delivery {
+        sent,
+        expected: sent,
+        received: sub_run.msgs,
+        lost,
+        duplicated: Some(t.duplicated),
+        reordered: Some(t.reordered),
+        unstamped: recorder.unstamped,
+        accounting: "exact",
+        publishers: vec![PublisherDelivery {
+            id: 0,
+            sent,
+            received: t.unique + t.duplicated,
+            lost,
+            duplicated: t.duplicated,
+            reordered: t.reordered,
+        }],
+    };
+    let last_send_ns = sent.checked_sub(1).and_then(|last| send_times.get(last));
+    let actual_rate = match last_send_ns {
+        Some(ns) if sent > 1 && ns > 0 => (sent - 1) as f64 / (ns as f64 / 1e9),
+        _ => 0.0,
+    };
+    let pacing = pub_out.send_lag.as_ref().map(|lag| Pacing {
+        target_rate: opts.rate,
+        actual_rate,
+        rate_error: if actual_rate > 0.0 {
+            actual_rate / opts.rate - 1.0
+        } else {
+            0.0
+        },
+        late_bound_ns: opts.late_bound.as_nanos() as u64,
+        late_sends: pub_out.late_sends,
+        send_lag_p50_ns: lag.value_at_quantile(0.5),
+        send_lag_p99_ns: lag.value_at_quantile(0.99),
+        send_lag_max_ns: lag.max(),
+    });
+    let url = pub_conn_url(&target_a);
+    Ok(RunResult {
+        schema: SCHEMA,
+        tool: ToolInfo::default(),
+        scenario: "latency",
+        run_id: format!("{}-lat", started_at.replace([':', '-'], "")),
+        started_at,
+        interrupted: stop.load(Ordering::Relaxed),
+        params: opts.params(),
+        server: ServerMeta {
+            url,
+            version,
+            embedded: target_a.embedded.is_some(),
+            max_payload: max,
+            auth: target_a.urls.first().map_or("none", |u| u.auth.method()),
+        },
+        throughput,
+        by_role,
+        clients,
+        delivery,
+        errors: errors
+            .snapshot()
+            .into_iter()
+            .map(|(k, n)| (k.as_str(), n))
+            .collect(),
+        latency: Some(LatencyStats::of(&recorder.rec.corrected)),
+        latency_uncorrected: Some(LatencyStats::of(&recorder.rec.uncorrected)),
+        pacing,
+        rtt_ns: Some(rtt),
+        publisher_failed: pub_out.error.is_some(),
+    })
+}
+
+/// The subscriber's per-message work: sequence → due time, ring → send time, clock → receive.
+struct LatencySubscriber<'a> {
+    rec: LatencyRecorder<'a>,
+    schedule: Schedule,
+    epoch: &'a OnceLock<Instant>,
+    send_times: &'a SendTimes,
+    probes: &'a AtomicU64,
+    unstamped: u64,
+}
+
+impl LatencySubscriber<'_> {
+    fn now_ns(&self, at: Instant) -> u64 {
+        self.epoch.get().map_or(0, |zero| {
+            at.saturating_duration_since(*zero).as_nanos() as u64
+        })
+    }
+}
+
+impl Recorder for LatencySubscriber<'_> {
+    const CLOCK: bool = true;
+
+    #[inline]
+    fn on_message(&mut self, payload: &[u8], received_at: Option<Instant>) {
+        let Some(seq) = payload
+            .get(..stamp::SEQ_LEN)
+            .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+        else {
+            self.unstamped += 1;
+            return;
+        };
+        if seq == PROBE || self.epoch.get().is_none() {
+            self.probes.fetch_add(1, Ordering::Release);
+            return;
+        }
+        let recv_ns = self.now_ns(received_at.expect("CLOCK recorders get the time"));
+        self.rec.record(
+            seq,
+            self.schedule.due_ns(seq),
+            self.send_times.get(seq),
+            recv_ns,
+        );
+    }
+}
+
+fn median_ns(mut samples: Vec<Duration>) -> u64 {
+    samples.sort();
+    samples
+        .get(samples.len() / 2)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+fn with_suffix(prefix: &std::path::Path, suffix: &str) -> PathBuf {
+    let mut s = prefix.as_os_str().to_os_string();
+    s.push(".");
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+fn pub_conn_url(t: &Target) -> String {
+    t.urls.first().map(ToString::to_string).unwrap_or_default()
+}
