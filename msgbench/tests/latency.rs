@@ -83,8 +83,8 @@ fn a_latency_run_records_every_message_after_warmup_and_exports_agree() {
     let hgrm = std::fs::read_to_string(dir.join("run.hgrm")).unwrap();
     let last_row = hgrm
         .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .last()
+        .rev()
+        .find(|l| !l.starts_with('#') && !l.trim().is_empty())
         .unwrap();
     let cols: Vec<&str> = last_row.split_whitespace().collect();
     assert_eq!((cols[1], cols[2]), ("1.000000000000", "2000"), "{last_row}");
