@@ -1,16 +1,21 @@
 // Command ref is the reference side of the msgbench side-by-side benchmark.
 //
-// It has three subcommands, each of which prints exactly one JSON line on
+// It has five subcommands, each of which prints exactly one JSON line on
 // stdout:
 //
-//	ref pub    -url URL -msgs N -size S -subject SUBJ
-//	ref pubsub -url URL -msgs N -size S -subject SUBJ
-//	ref raw    -url URL -msgs N -size S -subject SUBJ
+//	ref pub     -url URL -msgs N -size S -subject SUBJ
+//	ref pubsub  -url URL -msgs N -size S -subject SUBJ
+//	ref raw     -url URL -msgs N -size S -subject SUBJ
+//	ref latency -url URL -rate R -duration D -warmup W -size S -subject SUBJ
+//	ref request -url URL -msgs N -size S -subject SUBJ
 //
 // pub and pubsub use the official Go client (nats.go) the way an ordinary
 // application would. raw bypasses any client library and writes prebuilt
 // PUB frames on a plain TCP connection, which measures how fast the server
-// can ingest messages from a single connection.
+// can ingest messages from a single connection. latency measures end-to-end
+// latency at a target rate the way nats-io's latency-tests tool does (see
+// latency.go); request measures closed-loop request/reply round trips with
+// one requester (see request.go).
 package main
 
 import (
@@ -52,7 +57,8 @@ type result struct {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: ref pub|pubsub|raw -url nats://HOST:PORT -msgs N -size S -subject SUBJ")
+	fmt.Fprintln(w, "usage: ref pub|pubsub|raw|request -url nats://HOST:PORT -msgs N -size S -subject SUBJ")
+	fmt.Fprintln(w, "       ref latency -url nats://HOST:PORT -rate R -duration D -warmup W -size S -subject SUBJ")
 }
 
 func main() {
@@ -65,21 +71,33 @@ func main() {
 		usage(os.Stdout)
 		return
 	}
-	cfg, err := parseFlags(mode, os.Args[2:])
-	if err != nil {
+	var res any
+	var err error
+	if mode == "latency" {
+		var lcfg latencyConfig
+		if lcfg, err = parseLatencyFlags(os.Args[2:]); err == nil {
+			res, err = runLatency(lcfg)
+		}
+	} else {
+		var cfg config
+		if cfg, err = parseFlags(mode, os.Args[2:]); err == nil {
+			switch mode {
+			case "pub":
+				res, err = runPub(cfg)
+			case "pubsub":
+				res, err = runPubSub(cfg)
+			case "raw":
+				res, err = runRaw(cfg)
+			case "request":
+				res, err = runRequest(cfg)
+			}
+		}
+	}
+	var usageErr usageError
+	if errors.As(err, &usageErr) {
 		fmt.Fprintf(os.Stderr, "ref: %v\n", err)
 		usage(os.Stderr)
 		os.Exit(2)
-	}
-
-	var res result
-	switch mode {
-	case "pub":
-		res, err = runPub(cfg)
-	case "pubsub":
-		res, err = runPubSub(cfg)
-	case "raw":
-		res, err = runRaw(cfg)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "ref %s: %v\n", mode, err)
@@ -118,10 +136,17 @@ func parseFlags(mode string, args []string) (config, error) {
 	if cfg.size < 0 {
 		return config{}, errors.New("-size must be >= 0")
 	}
-	if cfg.subject == "" || strings.ContainsAny(cfg.subject, " \t\r\n") {
-		return config{}, fmt.Errorf("invalid subject %q", cfg.subject)
+	if err := checkSubject(cfg.subject); err != nil {
+		return config{}, err
 	}
 	return cfg, nil
+}
+
+func checkSubject(subject string) error {
+	if subject == "" || strings.ContainsAny(subject, " \t\r\n") {
+		return fmt.Errorf("invalid subject %q", subject)
+	}
+	return nil
 }
 
 func payload(size int) []byte {

@@ -35,13 +35,13 @@ pub const TICK: Duration = Duration::from_millis(50);
 /// number known.
 #[derive(Debug, Clone)]
 pub struct Frame {
-    /// For a fixed subject: the whole `PUB …\r\n<headers><payload>\r\n`. For multisubject: the
-    /// part after the control line.
+    /// With a fixed control line: the whole `PUB …\r\n<headers><payload>\r\n`. With a
+    /// per-message one: the part after the control line.
     bytes: Vec<u8>,
     /// Offset of the stamp's sequence within `bytes`, when the payload is stamped.
     seq_at: Option<usize>,
-    /// `--multisubject`: the subject prefix and the number of distinct subjects.
-    multi: Option<(Vec<u8>, u64)>,
+    /// The control line when it changes per message (multisubject, per-request reply subject).
+    line: Option<DynamicLine>,
     headers_len: usize,
     payload_len: usize,
 }
@@ -56,8 +56,22 @@ impl Frame {
         payload: &[u8],
         stamp: StampKind,
     ) -> Self {
+        Self::with_reply(subject, multisubject, None, headers, payload, stamp)
+    }
+
+    /// A frame whose messages carry the reply subject `reply_prefix<seq>`, so each reply names
+    /// the request it answers.
+    pub fn with_reply(
+        subject: &str,
+        multisubject: Option<u64>,
+        reply_prefix: Option<&str>,
+        headers: &[u8],
+        payload: &[u8],
+        stamp: StampKind,
+    ) -> Self {
+        let dynamic = multisubject.is_some() || reply_prefix.is_some();
         let mut bytes = Vec::with_capacity(subject.len() + headers.len() + payload.len() + 32);
-        if multisubject.is_none() {
+        if !dynamic {
             proto::encode_pub_line(
                 &mut bytes,
                 subject.as_bytes(),
@@ -85,7 +99,11 @@ impl Frame {
         Self {
             bytes,
             seq_at,
-            multi: multisubject.map(|max| (subject.as_bytes().to_vec(), max)),
+            line: dynamic.then(|| DynamicLine {
+                subject: subject.as_bytes().to_vec(),
+                multi: multisubject,
+                reply_prefix: reply_prefix.map(|r| r.as_bytes().to_vec()),
+            }),
             headers_len: headers.len(),
             payload_len: payload.len(),
         }
@@ -99,29 +117,22 @@ impl Frame {
     /// Appends message `seq` to `out`.
     #[inline]
     pub fn append(&self, out: &mut Vec<u8>, seq: u64) {
-        if let Some((prefix, max)) = &self.multi {
-            let mut n = itoa::Buffer::new();
-            let suffix = n.format(seq % max).as_bytes();
-            let mut subject = [0u8; 256];
-            let len = prefix.len() + 1 + suffix.len();
-            if len <= subject.len() {
-                subject[..prefix.len()].copy_from_slice(prefix);
-                subject[prefix.len()] = b'.';
-                subject[prefix.len() + 1..len].copy_from_slice(suffix);
-                proto::encode_pub_line(
-                    out,
-                    &subject[..len],
-                    None,
-                    self.headers_len,
-                    self.payload_len,
-                );
+        if let Some(l) = &self.line {
+            let (mut n1, mut n2) = (itoa::Buffer::new(), itoa::Buffer::new());
+            let suffix: [&[u8]; 3] = match l.multi {
+                Some(max) => [&l.subject, b".", n1.format(seq % max).as_bytes()],
+                None => [&l.subject, b"", b""],
+            };
+            let reply: [&[u8]; 2] = match &l.reply_prefix {
+                Some(prefix) => [prefix, n2.format(seq).as_bytes()],
+                None => [b"", b""],
+            };
+            let reply: &[&[u8]] = if l.reply_prefix.is_some() {
+                &reply
             } else {
-                // Long subjects are rare; write the parts without the stack copy.
-                let mut s = prefix.clone();
-                s.push(b'.');
-                s.extend_from_slice(suffix);
-                proto::encode_pub_line(out, &s, None, self.headers_len, self.payload_len);
-            }
+                &[]
+            };
+            proto::encode_pub_line_parts(out, &suffix, reply, self.headers_len, self.payload_len);
         }
         let at = out.len();
         out.extend_from_slice(&self.bytes);
@@ -129,6 +140,16 @@ impl Frame {
             out[at + off..at + off + 8].copy_from_slice(&seq.to_le_bytes());
         }
     }
+}
+
+/// A control line built per message.
+#[derive(Debug, Clone)]
+struct DynamicLine {
+    subject: Vec<u8>,
+    /// `--multisubject`: the subject gets `.<seq mod n>`.
+    multi: Option<u64>,
+    /// Request/reply: the reply subject is this prefix followed by the sequence number.
+    reply_prefix: Option<Vec<u8>>,
 }
 
 /// What a publisher writes at the front of each payload.
@@ -593,6 +614,27 @@ mod tests {
             lines,
             ["PUB s.0 16", "PUB s.1 16", "PUB s.2 16", "PUB s.0 16"]
         );
+    }
+
+    #[test]
+    fn reply_subjects_name_each_request() {
+        let f = Frame::with_reply(
+            "svc",
+            None,
+            Some("_INBOX.t.0."),
+            b"",
+            &[0u8; 8],
+            StampKind::Sequence,
+        );
+        let mut out = Vec::new();
+        f.append(&mut out, 7);
+        f.append(&mut out, 12);
+        let text = String::from_utf8_lossy(&out);
+        let lines: Vec<&str> = text
+            .split("\r\n")
+            .filter(|l| l.starts_with("PUB"))
+            .collect();
+        assert_eq!(lines, ["PUB svc _INBOX.t.0.7 8", "PUB svc _INBOX.t.0.12 8"]);
     }
 
     #[test]

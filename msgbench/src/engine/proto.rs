@@ -307,12 +307,28 @@ pub fn encode_pub_line(
     headers_len: usize,
     payload_len: usize,
 ) {
+    let reply: &[&[u8]] = match &reply {
+        Some(r) => std::slice::from_ref(r),
+        None => &[],
+    };
+    encode_pub_line_parts(buf, &[subject], reply, headers_len, payload_len);
+}
+
+/// [`encode_pub_line`] with the subject and reply given as pieces that are written back to back,
+/// so a per-message subject (`orders.17`) or reply (`_INBOX.x.17`) needs no staging copy.
+pub fn encode_pub_line_parts(
+    buf: &mut Vec<u8>,
+    subject: &[&[u8]],
+    reply: &[&[u8]],
+    headers_len: usize,
+    payload_len: usize,
+) {
     let mut num = itoa::Buffer::new();
     buf.extend_from_slice(if headers_len > 0 { b"HPUB " } else { b"PUB " });
-    buf.extend_from_slice(subject);
+    subject.iter().for_each(|p| buf.extend_from_slice(p));
     buf.push(b' ');
-    if let Some(reply) = reply {
-        buf.extend_from_slice(reply);
+    if !reply.is_empty() {
+        reply.iter().for_each(|p| buf.extend_from_slice(p));
         buf.push(b' ');
     }
     if headers_len > 0 {
