@@ -111,9 +111,27 @@ func main() {
 	fmt.Println(string(line))
 }
 
+// usageError is a bad command line (exit status 2 and the usage text), as
+// opposed to a failed run (exit status 1).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
 func parseFlags(mode string, args []string) (config, error) {
+	cfg, err := parseCommonFlags(mode, args)
+	if err != nil {
+		return config{}, usageError{err}
+	}
+	return cfg, nil
+}
+
+func parseCommonFlags(mode string, args []string) (config, error) {
+	defaultMsgs := 1000000
 	switch mode {
 	case "pub", "pubsub", "raw":
+	case "request":
+		defaultMsgs = 20000
 	default:
 		return config{}, fmt.Errorf("unknown subcommand %q", mode)
 	}
@@ -121,7 +139,7 @@ func parseFlags(mode string, args []string) (config, error) {
 	fs := flag.NewFlagSet(mode, flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
 	fs.StringVar(&cfg.url, "url", "nats://127.0.0.1:4222", "server URL")
-	fs.IntVar(&cfg.msgs, "msgs", 1000000, "number of messages to publish")
+	fs.IntVar(&cfg.msgs, "msgs", defaultMsgs, "number of messages (requests) to send")
 	fs.IntVar(&cfg.size, "size", 16, "payload size in bytes")
 	fs.StringVar(&cfg.subject, "subject", "bench.ref", "subject to publish on")
 	if err := fs.Parse(args); err != nil {

@@ -202,10 +202,14 @@ pub enum ErrorKind {
     FlushTimeout,
     /// A write made no progress for `--timeout`: the server stopped reading.
     WriteStalled,
+    /// A request got no reply within `--timeout`.
+    RequestTimeout,
+    /// The server said no one is listening on a request's subject.
+    NoResponders,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 15] = [
+    pub const ALL: [ErrorKind; 17] = [
         ErrorKind::SlowConsumer,
         ErrorKind::Authorization,
         ErrorKind::MaxPayload,
@@ -221,6 +225,8 @@ impl ErrorKind {
         ErrorKind::Io,
         ErrorKind::FlushTimeout,
         ErrorKind::WriteStalled,
+        ErrorKind::RequestTimeout,
+        ErrorKind::NoResponders,
     ];
 
     /// The key used in results.
@@ -241,6 +247,8 @@ impl ErrorKind {
             ErrorKind::Io => "io",
             ErrorKind::FlushTimeout => "flush_timeout",
             ErrorKind::WriteStalled => "write_stalled",
+            ErrorKind::RequestTimeout => "request_timeout",
+            ErrorKind::NoResponders => "no_responders",
         }
     }
 }

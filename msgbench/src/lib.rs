@@ -121,6 +121,18 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
             output::write::emit(&result, &o.output)?;
             Ok(result.exit_code(o.allow_loss))
         }
+        Command::Request(a) => {
+            let o = options::request::RequestOptions::new(&a)?;
+            let result = scenario::request::run_request(&o, stop)?;
+            output::write::emit(&result, &o.output)?;
+            Ok(result.exit_code(o.allow_loss))
+        }
+        Command::Reply(a) => {
+            let o = options::request::ReplyOptions::new(&a)?;
+            let result = scenario::request::run_reply(&o, stop)?;
+            output::write::emit(&result, &o.output)?;
+            Ok(result.exit_code(false))
+        }
         Command::Demo(a) => demo(&a, stop),
     }
 }

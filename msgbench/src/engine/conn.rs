@@ -190,26 +190,39 @@ impl Conn {
     /// # Errors
     /// [`Error::Connect`] when the server does not answer within `timeout`.
     pub fn ping_rtts(&mut self, n: usize, timeout: Duration) -> Result<Vec<Duration>> {
-        let mut rtts = Vec::with_capacity(n);
-        for _ in 0..n {
-            let sent = Instant::now();
-            self.shared
-                .write_all(b"PING\r\n")
-                .map_err(|e| handshake_error(ReadError::Io(e), &self.url, "measuring RTT"))?;
-            let shared = &self.shared;
-            self.reader
-                .until(sent + timeout, |op| match op {
-                    ServerOp::Pong => true,
-                    ServerOp::Ping => {
-                        let _ = shared.write_all(b"PONG\r\n");
-                        false
-                    }
-                    _ => false,
-                })
-                .map_err(|e| handshake_error(e, &self.url, "measuring RTT"))?;
-            rtts.push(sent.elapsed());
-        }
-        Ok(rtts)
+        (0..n)
+            .map(|_| {
+                let sent = Instant::now();
+                self.send_and_confirm(b"", timeout, "measuring RTT")?;
+                Ok(sent.elapsed())
+            })
+            .collect()
+    }
+
+    /// Sends `cmd` then PING and waits for the PONG, before the read loop has started: when it
+    /// returns, the server has processed `cmd` (a SUB, say). Messages arriving meanwhile are
+    /// dropped, so use it only before any can arrive.
+    ///
+    /// # Errors
+    /// [`Error::Connect`] when the server does not answer within `timeout`.
+    pub fn send_and_confirm(&mut self, cmd: &[u8], timeout: Duration, doing: &str) -> Result<()> {
+        let mut out = cmd.to_vec();
+        proto::encode_ping(&mut out);
+        let deadline = Instant::now() + timeout;
+        self.shared
+            .write_all(&out)
+            .map_err(|e| handshake_error(ReadError::Io(e), &self.url, doing))?;
+        let shared = &self.shared;
+        self.reader
+            .until(deadline, |op| match op {
+                ServerOp::Pong => true,
+                ServerOp::Ping => {
+                    let _ = shared.write_all(b"PONG\r\n");
+                    false
+                }
+                _ => false,
+            })
+            .map_err(|e| handshake_error(e, &self.url, doing))
     }
 }
 

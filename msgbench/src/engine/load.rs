@@ -109,6 +109,11 @@ impl Frame {
         }
     }
 
+    /// Bytes of payload per message.
+    pub fn payload_len(&self) -> usize {
+        self.payload_len
+    }
+
     /// Whether messages carry a delivery stamp.
     pub fn stamped(&self) -> bool {
         self.seq_at.is_some()
@@ -203,6 +208,7 @@ pub fn publish(
     stop: &AtomicBool,
     progress: &AtomicU64,
     send_times: Option<&SendTimes>,
+    window: Option<&Window>,
 ) -> PubOutcome {
     let mut buf: Vec<u8> = Vec::with_capacity(FLUSH_AT + frame.bytes.len() + 300);
     let limit = match spec.stop {
@@ -272,6 +278,28 @@ pub fn publish(
             }
             progress.store(written, Ordering::Relaxed);
         }
+        if let Some(w) = window {
+            // No free slot means nothing more is ready: what is buffered must go out before
+            // waiting, or the replies that free a slot could never come.
+            if !w.try_acquire(seq) {
+                if !buf.is_empty() {
+                    if let Err(k) = write(&mut buf) {
+                        failed = Some(k);
+                        break;
+                    }
+                    written = seq;
+                    progress.store(written, Ordering::Relaxed);
+                }
+                if !w.acquire(seq, stop) {
+                    break;
+                }
+            }
+            if interval_ns.is_none() {
+                if let Some(t) = send_times {
+                    t.put(seq, start.elapsed().as_nanos() as u64);
+                }
+            }
+        }
         frame.append(&mut buf, seq);
         seq += 1;
         if buf.len() >= FLUSH_AT {
@@ -315,6 +343,129 @@ pub fn publish(
         error: failed,
         late_sends,
         send_lag,
+    }
+}
+
+/// The requests one requester has in flight: at most `limit`, each given up on after `timeout`.
+/// The publish loop takes a slot per request; the reply's arrival frees it.
+pub struct Window {
+    limit: usize,
+    timeout: Duration,
+    state: std::sync::Mutex<WindowState>,
+    freed: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct WindowState {
+    /// Sequence and send time of each request in flight, oldest first.
+    outstanding: std::collections::VecDeque<(u64, Instant)>,
+    timeouts: u64,
+}
+
+impl Window {
+    pub fn new(limit: usize, timeout: Duration) -> Self {
+        Self {
+            limit: limit.max(1),
+            timeout,
+            state: std::sync::Mutex::new(WindowState::default()),
+            freed: std::sync::Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, WindowState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Counts requests older than the timeout as timed out, freeing their slots.
+    fn expire(&self, st: &mut WindowState, now: Instant) {
+        while let Some(&(_, sent)) = st.outstanding.front() {
+            if now.saturating_duration_since(sent) < self.timeout {
+                break;
+            }
+            st.outstanding.pop_front();
+            st.timeouts += 1;
+        }
+    }
+
+    /// Takes a slot for `seq` if one is free now.
+    pub fn try_acquire(&self, seq: u64) -> bool {
+        let mut st = self.lock();
+        let now = Instant::now();
+        self.expire(&mut st, now);
+        if st.outstanding.len() < self.limit {
+            st.outstanding.push_back((seq, now));
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Waits for a slot for `seq`. False when the stop flag was raised.
+    pub fn acquire(&self, seq: u64, stop: &AtomicBool) -> bool {
+        let mut st = self.lock();
+        loop {
+            let now = Instant::now();
+            self.expire(&mut st, now);
+            if st.outstanding.len() < self.limit {
+                st.outstanding.push_back((seq, now));
+                return true;
+            }
+            if stop.load(Ordering::Relaxed) {
+                return false;
+            }
+            let oldest = st.outstanding.front().map_or(now, |&(_, t)| t);
+            let wait = (oldest + self.timeout)
+                .saturating_duration_since(now)
+                .min(TICK)
+                .max(Duration::from_micros(100));
+            st = self
+                .freed
+                .wait_timeout(st, wait)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    /// A reply for `seq` arrived. True when it was still awaited; false when it came after its
+    /// request had timed out (or was never sent).
+    pub fn complete(&self, seq: u64) -> bool {
+        let mut st = self.lock();
+        // Replies mostly come in order: the match is almost always at the front.
+        let Some(i) = st.outstanding.iter().position(|&(s, _)| s == seq) else {
+            return false;
+        };
+        st.outstanding.remove(i);
+        drop(st);
+        self.freed.notify_one();
+        true
+    }
+
+    /// Waits until every request in flight is answered or timed out, or `stop` is raised.
+    pub fn drain(&self, stop: &AtomicBool) {
+        let mut st = self.lock();
+        loop {
+            self.expire(&mut st, Instant::now());
+            if st.outstanding.is_empty() || stop.load(Ordering::Relaxed) {
+                return;
+            }
+            st = self
+                .freed
+                .wait_timeout(st, TICK)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    /// Requests in flight now (after expiring the overdue ones).
+    pub fn in_flight(&self) -> usize {
+        let mut st = self.lock();
+        self.expire(&mut st, Instant::now());
+        st.outstanding.len()
+    }
+
+    /// Requests given up on so far.
+    pub fn timeouts(&self) -> u64 {
+        self.lock().timeouts
     }
 }
 
@@ -509,6 +660,80 @@ pub fn subscribe<R: Recorder>(
     }
 }
 
+/// A responder's parameters.
+#[derive(Debug, Clone, Copy)]
+pub struct RespondSpec {
+    pub id: u32,
+    /// Simulated processing time per request.
+    pub delay: Duration,
+    /// Stop once all responders together have served this many requests.
+    pub max: Option<u64>,
+    /// Stop at this instant.
+    pub until: Option<Instant>,
+}
+
+/// The reply loop: answers every request with its own payload. Replies collected while one read
+/// is dispatched go out in one write after it, so a burst of requests costs one syscall.
+pub fn respond(
+    reader: &mut Reader,
+    shared: &Shared,
+    spec: &RespondSpec,
+    total: &AtomicU64,
+    done: &AtomicBool,
+    stop: &AtomicBool,
+) -> ClientRun {
+    let mut out = Vec::with_capacity(FLUSH_AT);
+    let (mut served, mut bytes) = (0u64, 0u64);
+    let (mut first, mut last) = (None, None);
+    let mut failed = false;
+    reader.run(shared, TICK, |event| {
+        match event {
+            Event::Msg(m) => {
+                let Some(reply) = m.reply else {
+                    return Flow::Continue;
+                };
+                if !spec.delay.is_zero() {
+                    std::thread::sleep(spec.delay);
+                }
+                proto::encode_pub(&mut out, reply, None, b"", m.payload);
+                served += 1;
+                total.fetch_add(1, Ordering::Relaxed);
+                bytes += m.payload.len() as u64;
+                first.get_or_insert_with(Instant::now);
+                if out.len() >= FLUSH_AT {
+                    failed |= shared.write_all(&out).is_err();
+                    out.clear();
+                }
+            }
+            Event::Tick => {
+                if !out.is_empty() {
+                    failed |= shared.write_all(&out).is_err();
+                    out.clear();
+                    last = Some(Instant::now());
+                }
+                let over = spec.max.is_some_and(|m| total.load(Ordering::Relaxed) >= m)
+                    || spec.until.is_some_and(|t| Instant::now() >= t);
+                if failed || over || done.load(Ordering::Relaxed) || stop.load(Ordering::Relaxed) {
+                    return Flow::Stop;
+                }
+            }
+        }
+        Flow::Continue
+    });
+    if !out.is_empty() {
+        let _ = shared.write_all(&out);
+        last = Some(Instant::now());
+    }
+    ClientRun {
+        role: Role::Sub,
+        id: spec.id,
+        msgs: served,
+        bytes,
+        start: first,
+        end: last.or(first),
+    }
+}
+
 fn sleep_unless_stopped(total: Duration, stop: &AtomicBool) {
     let until = Instant::now() + total;
     while !stop.load(Ordering::Relaxed) {
@@ -614,6 +839,28 @@ mod tests {
             lines,
             ["PUB s.0 16", "PUB s.1 16", "PUB s.2 16", "PUB s.0 16"]
         );
+    }
+
+    #[test]
+    fn window_limits_in_flight_and_expires_old_requests() {
+        let w = Window::new(2, Duration::from_millis(30));
+        let stop = AtomicBool::new(false);
+        assert!(w.try_acquire(0) && w.try_acquire(1));
+        assert!(!w.try_acquire(2));
+        assert!(w.complete(1));
+        assert!(
+            !w.complete(1),
+            "a second reply for the same request is not awaited"
+        );
+        assert!(w.try_acquire(2));
+        // Nothing answers 0 and 2: acquire waits for them to time out, then proceeds.
+        let t = Instant::now();
+        assert!(w.acquire(3, &stop));
+        assert!(t.elapsed() >= Duration::from_millis(25));
+        assert!(w.timeouts() >= 1);
+        assert!(!w.complete(0), "a reply after the timeout is late");
+        w.drain(&stop);
+        assert_eq!(w.timeouts(), 3);
     }
 
     #[test]

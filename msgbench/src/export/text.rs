@@ -20,21 +20,24 @@ impl Exporter for Text {
             r.scenario,
             r.server.url,
             r.server.version,
-            shape(&r.params)
+            shape(r.scenario, &r.params)
         );
         let title = match r.scenario {
             "pub" => "NATS Core publisher stats",
             "sub" => "NATS Core subscriber stats",
             "latency" => "NATS latency run",
+            "request" => "NATS request/reply stats",
+            "reply" => "NATS reply service stats",
             _ => "NATS Pub/Sub stats",
         };
         let _ = writeln!(o, "{title}: {}", rate_line(&r.throughput));
         for (role, stats) in &r.by_role {
             if r.by_role.len() > 1 {
-                let name = if *role == "pub" {
-                    "Pub stats"
-                } else {
-                    "Sub stats"
+                let name = match (r.scenario, *role) {
+                    ("request", "pub") => "Requests",
+                    ("request", _) => "Replies",
+                    (_, "pub") => "Pub stats",
+                    _ => "Sub stats",
                 };
                 let _ = writeln!(o, " {name}: {}", rate_line(&stats.throughput));
             }
@@ -55,15 +58,19 @@ impl Exporter for Text {
 
 /// "2 pubs, 1 sub; 16 B messages; 1,000,000 per publisher at 10,000 msgs/s" from the
 /// run's parameters.
-fn shape(p: &serde_json::Value) -> String {
+fn shape(scenario: &str, p: &serde_json::Value) -> String {
     let n = |k: &str| p[k].as_u64().unwrap_or(0);
     let plural = |n: u64, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
+    let (pubs, subs) = match scenario {
+        "request" | "reply" => ("client", "responder"),
+        _ => ("pub", "sub"),
+    };
     let mut who = Vec::new();
     if n("pubs") > 0 {
-        who.push(plural(n("pubs"), "pub"));
+        who.push(plural(n("pubs"), pubs));
     }
     if n("subs") > 0 {
-        who.push(plural(n("subs"), "sub"));
+        who.push(plural(n("subs"), subs));
     }
     let each = if n("pubs") > 0 {
         "publisher"
@@ -125,7 +132,7 @@ fn role_detail(o: &mut String, r: &RunResult, role: &str, stats: &RoleStats) {
 }
 
 fn latency(o: &mut String, r: &RunResult) {
-    let (Some(c), Some(u)) = (&r.latency, &r.latency_uncorrected) else {
+    let Some(c) = &r.latency else {
         return;
     };
     if let Some(rtt) = &r.rtt_ns {
@@ -136,38 +143,43 @@ fn latency(o: &mut String, r: &RunResult) {
             duration_ns(rtt.b as f64)
         );
     }
-    let _ = writeln!(
-        o,
-        "Latency of {} messages, from intended send (corrected) and from actual send (uncorrected):",
-        group(c.count)
-    );
-    let _ = writeln!(
-        o,
-        "  {:>10} {:>12} {:>12}",
-        "percentile", "corrected", "uncorrected"
-    );
-    for (key, value) in &c.percentiles_ns.0 {
-        let _ = writeln!(
-            o,
-            "  {:>10} {:>12} {:>12}",
-            format!("P{key}"),
-            duration_ns(*value as f64),
-            duration_ns(u.at(key) as f64)
-        );
+    // Closed-loop request/reply has no schedule, so only one latency: the round trip.
+    let u = r.latency_uncorrected.as_ref();
+    match u {
+        Some(_) => {
+            let _ = writeln!(
+                o,
+                "Latency of {} messages, from intended send (corrected) and from actual send (uncorrected):",
+                group(c.count)
+            );
+            let _ = writeln!(
+                o,
+                "  {:>10} {:>12} {:>12}",
+                "percentile", "corrected", "uncorrected"
+            );
+        }
+        None => {
+            let _ = writeln!(o, "Round-trip latency of {} requests:", group(c.count));
+            let _ = writeln!(o, "  {:>10} {:>12}", "percentile", "round trip");
+        }
     }
-    let _ = writeln!(
-        o,
-        "  {:>10} {:>12} {:>12}\n  {:>10} {:>12} {:>12}\n  {:>10} {:>12} {:>12}",
-        "min",
-        duration_ns(c.min_ns as f64),
-        duration_ns(u.min_ns as f64),
-        "median",
-        duration_ns(c.at("50") as f64),
-        duration_ns(u.at("50") as f64),
-        "max",
-        duration_ns(c.max_ns as f64),
-        duration_ns(u.max_ns as f64)
-    );
+    let row = |o: &mut String, name: String, ours: u64, theirs: Option<u64>| {
+        let _ = match theirs {
+            Some(t) => writeln!(
+                o,
+                "  {name:>10} {:>12} {:>12}",
+                duration_ns(ours as f64),
+                duration_ns(t as f64)
+            ),
+            None => writeln!(o, "  {name:>10} {:>12}", duration_ns(ours as f64)),
+        };
+    };
+    for (key, value) in &c.percentiles_ns.0 {
+        row(o, format!("P{key}"), *value, u.map(|u| u.at(key)));
+    }
+    row(o, "min".into(), c.min_ns, u.map(|u| u.min_ns));
+    row(o, "median".into(), c.at("50"), u.map(|u| u.at("50")));
+    row(o, "max".into(), c.max_ns, u.map(|u| u.max_ns));
     if let Some(p) = &r.pacing {
         let _ = writeln!(
             o,

@@ -202,6 +202,7 @@ pub fn run(opts: &LatencyOptions, stop: &AtomicBool) -> Result<RunResult> {
             stop,
             &pub_progress,
             Some(&send_times),
+            None,
         );
         shared.close();
         // Probes that were still in flight arrive before the measured messages (same route,

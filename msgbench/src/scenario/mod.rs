@@ -24,6 +24,7 @@ use crate::stats::delivery::{self, Delivery, DeliveryLog, Expectation};
 use crate::stats::throughput::ClientRun;
 
 pub mod latency;
+pub mod request;
 
 /// Runs one scenario against `target` until it completes or `stop` is raised.
 ///
@@ -184,7 +185,7 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
             let (barrier, progress) = (&barrier, &pub_progress[i]);
             pub_threads.push(s.spawn(move || {
                 barrier.wait();
-                let out = load::publish(&shared, &frame, &spec, stop, progress, None);
+                let out = load::publish(&shared, &frame, &spec, stop, progress, None, None);
                 shared.close();
                 out
             }));

@@ -1,0 +1,169 @@
+//! Validated options of request/reply: the requesting side (`request`) and the service side
+//! (`reply`).
+
+use std::time::Duration;
+
+use crate::cli::{ReplyArgs, RequestArgs};
+use crate::engine::stamp::SEQ_LEN;
+use crate::error::{Error, Result};
+use crate::options::{check_subject, server_choice_from, Output, Pace, ServerChoice, Stop};
+
+#[derive(Debug, Clone)]
+pub struct RequestOptions {
+    pub clients: u32,
+    pub in_flight: usize,
+    pub pace: Pace,
+    pub stop: Stop,
+    pub size: usize,
+    pub subject: String,
+    /// In-process responders; 0 means an external service answers.
+    pub responders: u32,
+    pub delay: Duration,
+    pub timeout: Duration,
+    pub allow_loss: bool,
+    pub server: ServerChoice,
+    pub connect_timeout: Duration,
+    pub output: Output,
+}
+
+impl RequestOptions {
+    /// # Errors
+    /// [`Error::Usage`] naming the flag whose value cannot work.
+    pub fn new(a: &RequestArgs) -> Result<Self> {
+        if a.size < SEQ_LEN {
+            return Err(Error::flag(
+                "--size",
+                &a.size.to_string(),
+                "must be at least 8 bytes",
+            ));
+        }
+        if a.in_flight == 0 {
+            return Err(Error::flag("--in-flight", "0", "must be at least 1"));
+        }
+        if a.responders > 1000 {
+            return Err(Error::flag(
+                "--responders",
+                &a.responders.to_string(),
+                "at most 1000",
+            ));
+        }
+        let stop = match a.duration {
+            Some(d) => Stop::For(d),
+            None if a.msgs == 0 => return Err(Error::flag("--msgs", "0", "must be at least 1")),
+            None => Stop::Count(a.msgs),
+        };
+        check_subject(&a.subject, false)
+            .map_err(|why| Error::flag("--subject", &a.subject, why))?;
+        let pace = if a.rate == 0.0 {
+            Pace::Unlimited
+        } else {
+            Pace::Rate { per_sec: a.rate }
+        };
+        // Open loop means requests go out on schedule whatever is in flight; the window then
+        // only bounds memory.
+        let in_flight = match pace {
+            Pace::Rate { .. } if a.in_flight == 1 => 1 << 20,
+            _ => usize::try_from(a.in_flight).unwrap_or(usize::MAX),
+        };
+        Ok(Self {
+            clients: a.clients,
+            in_flight,
+            pace,
+            stop,
+            size: a.size,
+            subject: a.subject.clone(),
+            responders: a.responders as u32,
+            delay: a.delay,
+            timeout: a.timeout,
+            allow_loss: a.allow_loss,
+            server: server_choice_from(
+                a.conn.server.as_deref(),
+                "--server",
+                a.conn.nats_server.clone(),
+            )?,
+            connect_timeout: a.conn.connect_timeout,
+            output: Output {
+                json: a.out.json.clone(),
+                csv: a.out.csv.clone(),
+                progress: !a.out.no_progress,
+            },
+        })
+    }
+
+    pub fn params(&self) -> serde_json::Value {
+        let (msgs, duration) = match self.stop {
+            Stop::Count(n) => (Some(n), None),
+            Stop::For(d) => (None, Some(d.as_secs_f64())),
+        };
+        serde_json::json!({
+            "pubs": self.clients,
+            "subs": self.responders,
+            "in_flight": self.in_flight,
+            "rate": match self.pace { Pace::Rate { per_sec } => per_sec, Pace::Unlimited => 0.0 },
+            "msgs": msgs,
+            "duration_secs": duration,
+            "size": self.size,
+            "subject": self.subject,
+            "delay_secs": self.delay.as_secs_f64(),
+            "timeout_secs": self.timeout.as_secs_f64(),
+            "allow_loss": self.allow_loss,
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ReplyOptions {
+    pub clients: u32,
+    pub delay: Duration,
+    pub subject: String,
+    pub max: Option<u64>,
+    pub duration: Duration,
+    pub server: ServerChoice,
+    pub connect_timeout: Duration,
+    pub output: Output,
+}
+
+impl ReplyOptions {
+    /// # Errors
+    /// [`Error::Usage`] naming the flag whose value cannot work.
+    pub fn new(a: &ReplyArgs) -> Result<Self> {
+        check_subject(&a.subject, true).map_err(|why| Error::flag("--subject", &a.subject, why))?;
+        if a.msgs == Some(0) {
+            return Err(Error::flag("--msgs", "0", "must be at least 1"));
+        }
+        Ok(Self {
+            clients: a.clients,
+            delay: a.delay,
+            subject: a.subject.clone(),
+            max: a.msgs,
+            // A service must end by itself too: an hour at most unless told otherwise.
+            duration: a.duration.unwrap_or(if a.msgs.is_some() {
+                Duration::from_secs(3600)
+            } else {
+                Duration::from_secs(60)
+            }),
+            server: server_choice_from(
+                a.conn.server.as_deref(),
+                "--server",
+                a.conn.nats_server.clone(),
+            )?,
+            connect_timeout: a.conn.connect_timeout,
+            output: Output {
+                json: a.out.json.clone(),
+                csv: a.out.csv.clone(),
+                progress: !a.out.no_progress,
+            },
+        })
+    }
+
+    pub fn params(&self) -> serde_json::Value {
+        serde_json::json!({
+            "pubs": 0,
+            "subs": self.clients,
+            "msgs": self.max,
+            "duration_secs": self.duration.as_secs_f64(),
+            "subject": self.subject,
+            "delay_secs": self.delay.as_secs_f64(),
+        })
+    }
+}

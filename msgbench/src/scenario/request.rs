@@ -1,0 +1,593 @@
+//! Request/reply: requesters that time every reply, and the responders that answer them.
+//!
+//! A requester is the publish loop with two additions: each request carries the reply subject
+//! `<inbox>.<seq>`, so a reply names its request even when it carries no payload (a
+//! no-responders status); and a [`Window`] gates sending, which makes the loop closed (wait for
+//! the reply) or pipelined (K in flight), or, with a rate, open loop with corrected latency.
+//! Responders are the reply loop, in a queue group, in this process unless told otherwise.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::engine::conn::{self, Conn, ConnectSpec, Event, Flow};
+use crate::engine::load::{self, Frame, PubOutcome, PubSpec, RespondSpec, StampKind, Window};
+use crate::engine::{proto, stamp};
+use crate::error::{Error, ErrorCounts, ErrorKind, Result};
+use crate::options::request::{ReplyOptions, RequestOptions};
+use crate::options::{Pace, Stop};
+use crate::result::{throughput_sections, LatencyStats, RunResult, ServerMeta, ToolInfo, SCHEMA};
+use crate::server::{self, Target};
+use crate::stats::delivery::{Delivery, PublisherDelivery};
+use crate::stats::latency::{new_histogram, LatencyRecorder, Schedule, SendTimes};
+use crate::stats::throughput::{ClientRun, Role};
+
+/// The queue group responders join, so each request is answered once.
+const QUEUE: &str = "msgbench";
+
+/// What one requester's reader saw.
+struct Replies<'a> {
+    rec: LatencyRecorder<'a>,
+    ok: u64,
+    no_responders: u64,
+    late: u64,
+    bytes: u64,
+    last: Option<Instant>,
+}
+
+/// Runs `msgbench request`.
+///
+/// # Errors
+/// Failures before any request is sent: server, connections, subscriptions.
+pub fn run_request(opts: &RequestOptions, stop: &AtomicBool) -> Result<RunResult> {
+    let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let target = server::resolve(&opts.server)?;
+    let errors = Arc::new(ErrorCounts::default());
+    let connect =
+        |name: String| connect_to(&target, &name, opts.connect_timeout, opts.timeout, &errors);
+    let responders: Vec<Conn> = (0..opts.responders)
+        .map(|i| connect(format!("msgbench-responder-{i}")))
+        .collect::<Result<_>>()?;
+    let clients: Vec<Conn> = (0..opts.clients)
+        .map(|i| connect(format!("msgbench-requester-{i}")))
+        .collect::<Result<_>>()?;
+    let (info, url) = (clients[0].info.clone(), clients[0].url.clone());
+    if info.max_payload > 0 && opts.size > info.max_payload {
+        return Err(Error::PayloadTooLarge {
+            size: opts.size,
+            max_payload: info.max_payload,
+        });
+    }
+    let inbox = format!("_INBOX.msgbench{:04x}", stamp::new_run_tag());
+    let per_client = match opts.pace {
+        Pace::Rate { per_sec } => Pace::Rate {
+            per_sec: per_sec / f64::from(opts.clients),
+        },
+        p => p,
+    };
+    let schedule = match per_client {
+        Pace::Rate { per_sec } => Some(Schedule::at_rate(per_sec)),
+        Pace::Unlimited => None,
+    };
+    let windows: Vec<Window> = (0..opts.clients)
+        .map(|_| Window::new(opts.in_flight, opts.timeout))
+        .collect();
+    let ring = match per_client {
+        Pace::Rate { per_sec } => ((per_sec * 4.0) as usize).clamp(1 << 12, 1 << 22),
+        Pace::Unlimited => opts.in_flight.clamp(1 << 12, 1 << 22),
+    };
+    let send_times: Vec<SendTimes> = (0..opts.clients).map(|_| SendTimes::new(ring)).collect();
+    let epoch: OnceLock<Instant> = OnceLock::new();
+    let done = AtomicBool::new(false);
+    let served = AtomicU64::new(0);
+    let payload = vec![b'r'; opts.size];
+    let progress: Vec<AtomicU64> = (0..opts.clients).map(|_| AtomicU64::new(0)).collect();
+
+    let frame_for = |i: usize| {
+        Frame::with_reply(
+            &opts.subject,
+            None,
+            Some(&format!("{inbox}.{i}.")),
+            b"",
+            &payload,
+            StampKind::Sequence,
+        )
+    };
+    let (pub_outs, replies): (Vec<PubOutcome>, Vec<Replies<'_>>) =
+        std::thread::scope(|s| -> Result<_> {
+            let mut responder_threads = Vec::new();
+            let mut tickets = Vec::new();
+            for (i, c) in responders.into_iter().enumerate() {
+                let Conn {
+                    mut reader, shared, ..
+                } = c;
+                let mut cmd = Vec::new();
+                proto::encode_sub(&mut cmd, &opts.subject, Some(QUEUE), 1);
+                tickets.push((shared.clone(), subscribe(&shared, cmd)?));
+                let spec = RespondSpec {
+                    id: i as u32,
+                    delay: opts.delay,
+                    max: None,
+                    until: None,
+                };
+                let (done, served) = (&done, &served);
+                responder_threads.push(s.spawn(move || {
+                    let run = load::respond(&mut reader, &shared, &spec, served, done, stop);
+                    shared.close();
+                    run
+                }));
+            }
+            let not_confirmed = |tickets: &[(Arc<conn::Shared>, u64)]| {
+                tickets.iter().for_each(|(s, _)| s.close());
+                Error::Connect {
+                    url: url.to_string(),
+                    reason: "the server did not confirm a subscription".into(),
+                }
+            };
+            if tickets
+                .iter()
+                .any(|(sh, t)| !sh.wait_pong(*t, opts.timeout))
+            {
+                return Err(not_confirmed(&tickets));
+            }
+            let mut outs = Vec::new();
+            if schedule.is_none() {
+                // Closed loop: each client's own reader thread sends the next request as soon as a
+                // reply frees a slot. No hand-off between threads sits inside the round trip.
+                let mut ready = Vec::new();
+                for (i, mut c) in clients.into_iter().enumerate() {
+                    let mut cmd = Vec::new();
+                    proto::encode_sub(&mut cmd, &format!("{inbox}.{i}.*"), None, 1);
+                    if let Err(e) = c.send_and_confirm(&cmd, opts.timeout, "subscribing") {
+                        tickets.iter().for_each(|(s, _)| s.close());
+                        return Err(e);
+                    }
+                    ready.push(c);
+                }
+                let zero = *epoch.get_or_init(Instant::now);
+                for (i, c) in ready.into_iter().enumerate() {
+                    let Conn {
+                        mut reader, shared, ..
+                    } = c;
+                    let frame = frame_for(i);
+                    let (window, times) = (&windows[i], &send_times[i]);
+                    outs.push(s.spawn(move || {
+                        let mut r = new_replies();
+                        let out = closed_loop(
+                            &mut reader,
+                            &shared,
+                            &frame,
+                            window,
+                            times,
+                            opts.stop,
+                            zero,
+                            stop,
+                            i as u32,
+                            &mut r,
+                        );
+                        shared.close();
+                        (out, r)
+                    }));
+                }
+            } else {
+                // Open loop: requests leave on schedule from the publish loop; a reader per client
+                // times the replies.
+                let mut readers = Vec::new();
+                let mut writers = Vec::new();
+                let mut client_tickets = Vec::new();
+                for (i, c) in clients.into_iter().enumerate() {
+                    let Conn {
+                        mut reader, shared, ..
+                    } = c;
+                    let mut cmd = Vec::new();
+                    proto::encode_sub(&mut cmd, &format!("{inbox}.{i}.*"), None, 1);
+                    client_tickets.push((shared.clone(), subscribe(&shared, cmd)?));
+                    let (window, times, epoch, sh) =
+                        (&windows[i], &send_times[i], &epoch, shared.clone());
+                    readers.push(s.spawn(move || {
+                        let mut r = new_replies();
+                        reader.run(&sh, load::TICK, |event| {
+                            if let Event::Msg(m) = event {
+                                if let Some(zero) = epoch.get() {
+                                    on_reply(&mut r, &m, window, times, schedule, *zero);
+                                }
+                            }
+                            Flow::Continue
+                        });
+                        r
+                    }));
+                    writers.push(shared);
+                }
+                if client_tickets
+                    .iter()
+                    .any(|(sh, t)| !sh.wait_pong(*t, opts.timeout))
+                {
+                    tickets.extend(client_tickets);
+                    return Err(not_confirmed(&tickets));
+                }
+                let zero = *epoch.get_or_init(Instant::now);
+                let mut pubs = Vec::new();
+                for (i, shared) in writers.into_iter().enumerate() {
+                    let frame = frame_for(i);
+                    let spec = PubSpec {
+                        id: i as u32,
+                        stop: opts.stop,
+                        pace: per_client,
+                        phase: i as f64 / f64::from(opts.clients),
+                        flush_timeout: opts.timeout,
+                        start_at: Some(zero),
+                        late_bound: Duration::MAX,
+                    };
+                    let (window, times, progress) = (&windows[i], &send_times[i], &progress[i]);
+                    pubs.push(s.spawn(move || {
+                        let out = load::publish(
+                            &shared,
+                            &frame,
+                            &spec,
+                            stop,
+                            progress,
+                            Some(times),
+                            Some(window),
+                        );
+                        window.drain(stop);
+                        shared.close();
+                        out
+                    }));
+                }
+                for (p, r) in pubs.into_iter().zip(readers) {
+                    let out = p.join().expect("requester panicked");
+                    outs.push(s.spawn(move || (out, r.join().expect("reader panicked"))));
+                }
+            }
+            let results: Vec<(PubOutcome, Replies<'_>)> = outs
+                .into_iter()
+                .map(|h| h.join().expect("requester panicked"))
+                .collect();
+            done.store(true, Ordering::Relaxed);
+            for h in responder_threads {
+                h.join().expect("responder panicked");
+            }
+            Ok(results.into_iter().unzip())
+        })?;
+
+    let zero = epoch.get().copied();
+    let sent: u64 = pub_outs.iter().map(|o| o.run.msgs).sum();
+    let ok: u64 = replies.iter().map(|r| r.ok).sum();
+    let no_responders: u64 = replies.iter().map(|r| r.no_responders).sum();
+    let timeouts: u64 = windows.iter().map(Window::timeouts).sum();
+    for _ in 0..timeouts {
+        errors.add(ErrorKind::RequestTimeout);
+    }
+    for _ in 0..no_responders {
+        errors.add(ErrorKind::NoResponders);
+    }
+    let mut corrected = new_histogram();
+    let mut uncorrected = new_histogram();
+    for r in &replies {
+        corrected.add(&r.rec.corrected).expect("same bounds");
+        uncorrected.add(&r.rec.uncorrected).expect("same bounds");
+    }
+    // The requesters' side of the traffic: replies received, from the first request on.
+    let reply_runs: Vec<ClientRun> = replies
+        .iter()
+        .enumerate()
+        .map(|(i, r)| ClientRun {
+            role: Role::Sub,
+            id: i as u32,
+            msgs: r.ok,
+            bytes: r.bytes,
+            start: zero,
+            end: r.last.or(zero),
+        })
+        .collect();
+    let pub_runs: Vec<ClientRun> = pub_outs.iter().map(|o| o.run).collect();
+    let (_, by_role, clients) =
+        throughput_sections(&[pub_runs.as_slice(), reply_runs.as_slice()].concat());
+    // The headline is completed requests per second.
+    let throughput = crate::stats::throughput::Throughput::aggregate(&reply_runs);
+    let lost = sent.saturating_sub(ok);
+    let delivery = Delivery {
+        sent,
+        expected: sent,
+        received: ok,
+        lost,
+        duplicated: Some(replies.iter().map(|r| r.rec.tracker.duplicated).sum()),
+        reordered: Some(replies.iter().map(|r| r.rec.tracker.reordered).sum()),
+        unstamped: 0,
+        accounting: "exact",
+        publishers: pub_outs
+            .iter()
+            .zip(&replies)
+            .map(|(o, r)| PublisherDelivery {
+                id: o.run.id,
+                sent: o.run.msgs,
+                received: r.ok,
+                lost: o.run.msgs.saturating_sub(r.ok),
+                duplicated: r.rec.tracker.duplicated,
+                reordered: r.rec.tracker.reordered,
+            })
+            .collect(),
+    };
+    let open_loop = schedule.is_some();
+    Ok(RunResult {
+        schema: SCHEMA,
+        tool: ToolInfo::default(),
+        scenario: "request",
+        run_id: format!("{}-req", started_at.replace([':', '-'], "")),
+        started_at,
+        interrupted: stop.load(Ordering::Relaxed),
+        params: opts.params(),
+        server: ServerMeta {
+            url: url.to_string(),
+            version: info.version,
+            embedded: target.embedded.is_some(),
+            max_payload: info.max_payload,
+            auth: url.auth.method(),
+        },
+        throughput,
+        by_role,
+        clients,
+        delivery,
+        errors: errors
+            .snapshot()
+            .into_iter()
+            .map(|(k, n)| (k.as_str(), n))
+            .collect(),
+        latency: Some(LatencyStats::of(&corrected)),
+        // Closed loop has no schedule: the round trip is the only latency there is.
+        latency_uncorrected: open_loop.then(|| LatencyStats::of(&uncorrected)),
+        pacing: None,
+        rtt_ns: None,
+        publisher_failed: pub_outs.iter().any(|o| o.error.is_some()),
+    })
+}
+
+fn new_replies<'a>() -> Replies<'a> {
+    Replies {
+        rec: LatencyRecorder::new(0, u64::MAX / 2, None),
+        ok: 0,
+        no_responders: 0,
+        late: 0,
+        bytes: 0,
+        last: None,
+    }
+}
+
+/// Handles one reply: frees its request's slot and times it.
+fn on_reply(
+    r: &mut Replies<'_>,
+    m: &proto::Msg<'_>,
+    window: &Window,
+    times: &SendTimes,
+    schedule: Option<Schedule>,
+    zero: Instant,
+) {
+    let now = Instant::now();
+    // The reply subject's last token is the request's sequence number.
+    let Some(seq) = m
+        .subject
+        .rsplit(|b| *b == b'.')
+        .next()
+        .and_then(|t| std::str::from_utf8(t).ok())
+        .and_then(|t| t.parse::<u64>().ok())
+    else {
+        return;
+    };
+    let on_time = window.complete(seq);
+    // A server with no one listening answers at once with a 503 status and no payload.
+    if m.headers.is_some_and(|h| h.starts_with(b"NATS/1.0 503")) {
+        r.no_responders += u64::from(on_time);
+        return;
+    }
+    if !on_time {
+        r.late += 1;
+        return;
+    }
+    let recv_ns = now.saturating_duration_since(zero).as_nanos() as u64;
+    let sent_ns = times.get(seq);
+    // Closed loop has no schedule: a request is due when it is sent.
+    let due_ns = schedule.map_or(sent_ns.unwrap_or(recv_ns), |s| s.due_ns(seq));
+    r.rec.record(seq, due_ns, sent_ns, recv_ns);
+    r.ok += 1;
+    r.bytes += m.payload.len() as u64;
+    r.last = Some(now);
+}
+
+/// One closed-loop requester on one thread: after every read, the slots that replies (or
+/// timeouts) freed are refilled with new requests, written in one go.
+#[allow(clippy::too_many_arguments)]
+fn closed_loop(
+    reader: &mut conn::Reader,
+    shared: &conn::Shared,
+    frame: &Frame,
+    window: &Window,
+    times: &SendTimes,
+    until: Stop,
+    zero: Instant,
+    stop: &AtomicBool,
+    id: u32,
+    r: &mut Replies<'_>,
+) -> PubOutcome {
+    let limit = match until {
+        Stop::Count(n) => n,
+        Stop::For(_) => u64::MAX,
+    };
+    let deadline = match until {
+        Stop::For(d) => Some(zero + d),
+        Stop::Count(_) => None,
+    };
+    let mut out = Vec::with_capacity(load::FLUSH_AT);
+    let mut sent = 0u64;
+    let mut failed = None;
+    reader.run(shared, load::TICK, |event| match event {
+        Event::Msg(m) => {
+            on_reply(r, &m, window, times, None, zero);
+            Flow::Continue
+        }
+        Event::Tick => {
+            let now = Instant::now();
+            let sending = failed.is_none()
+                && !stop.load(Ordering::Relaxed)
+                && deadline.is_none_or(|d| now < d);
+            let mut write = |out: &mut Vec<u8>| {
+                if let Err(e) = shared.write_all(out) {
+                    failed = Some(conn::io_kind(&e));
+                }
+                out.clear();
+            };
+            while sending && sent < limit && window.try_acquire(sent) {
+                times.put(sent, zero.elapsed().as_nanos() as u64);
+                frame.append(&mut out, sent);
+                sent += 1;
+                if out.len() >= load::FLUSH_AT {
+                    write(&mut out);
+                }
+            }
+            if !out.is_empty() {
+                write(&mut out);
+            }
+            let more = sending && sent < limit;
+            if (!more && window.in_flight() == 0)
+                || failed.is_some()
+                || stop.load(Ordering::Relaxed)
+            {
+                Flow::Stop
+            } else {
+                Flow::Continue
+            }
+        }
+    });
+    if let Some(k) = failed {
+        shared.errors.add(k);
+    }
+    PubOutcome {
+        run: ClientRun {
+            role: Role::Pub,
+            id,
+            msgs: sent,
+            bytes: sent * frame.payload_len() as u64,
+            start: Some(zero),
+            end: Some(Instant::now()),
+        },
+        error: failed,
+        late_sends: 0,
+        send_lag: None,
+    }
+}
+
+/// Sends a SUB plus PING and returns the PONG to wait for.
+fn subscribe(shared: &conn::Shared, mut cmd: Vec<u8>) -> Result<u64> {
+    shared
+        .write_with_ping(&mut cmd)
+        .map_err(|e| Error::io("cannot subscribe", e))
+}
+
+fn connect_to(
+    target: &Target,
+    name: &str,
+    connect_timeout: Duration,
+    stall: Duration,
+    errors: &Arc<ErrorCounts>,
+) -> Result<Conn> {
+    conn::connect(
+        &ConnectSpec {
+            servers: &target.urls,
+            name,
+            timeout: connect_timeout,
+            stall_limit: stall,
+        },
+        errors.clone(),
+    )
+}
+
+/// Runs `msgbench reply`: responders in a queue group until the count or the time is reached.
+///
+/// # Errors
+/// Failures before serving: server, connections, subscriptions.
+pub fn run_reply(opts: &ReplyOptions, stop: &AtomicBool) -> Result<RunResult> {
+    let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let target = server::resolve(&opts.server)?;
+    let errors = Arc::new(ErrorCounts::default());
+    let conns: Vec<Conn> = (0..opts.clients)
+        .map(|i| {
+            connect_to(
+                &target,
+                &format!("msgbench-responder-{i}"),
+                opts.connect_timeout,
+                opts.duration,
+                &errors,
+            )
+        })
+        .collect::<Result<_>>()?;
+    let (info, url) = (conns[0].info.clone(), conns[0].url.clone());
+    let until = Instant::now() + opts.duration;
+    let (done, served) = (AtomicBool::new(false), AtomicU64::new(0));
+    let runs: Vec<ClientRun> = std::thread::scope(|s| -> Result<_> {
+        let mut threads = Vec::new();
+        for (i, c) in conns.into_iter().enumerate() {
+            let Conn {
+                mut reader, shared, ..
+            } = c;
+            let mut cmd = Vec::new();
+            proto::encode_sub(&mut cmd, &opts.subject, Some(QUEUE), 1);
+            subscribe(&shared, cmd)?;
+            let spec = RespondSpec {
+                id: i as u32,
+                delay: opts.delay,
+                max: opts.max,
+                until: Some(until),
+            };
+            let (done, served) = (&done, &served);
+            threads.push(s.spawn(move || {
+                let run = load::respond(&mut reader, &shared, &spec, served, done, stop);
+                shared.close();
+                run
+            }));
+        }
+        eprintln!(
+            "serving requests on '{}' with {} responder(s) for up to {}",
+            opts.subject,
+            opts.clients,
+            humantime::format_duration(opts.duration)
+        );
+        Ok(threads
+            .into_iter()
+            .map(|h| h.join().expect("responder panicked"))
+            .collect())
+    })?;
+    let (throughput, by_role, clients) = throughput_sections(&runs);
+    Ok(RunResult {
+        schema: SCHEMA,
+        tool: ToolInfo::default(),
+        scenario: "reply",
+        run_id: format!("{}-rep", started_at.replace([':', '-'], "")),
+        started_at,
+        interrupted: stop.load(Ordering::Relaxed),
+        params: opts.params(),
+        server: ServerMeta {
+            url: url.to_string(),
+            version: info.version,
+            embedded: target.embedded.is_some(),
+            max_payload: info.max_payload,
+            auth: url.auth.method(),
+        },
+        throughput,
+        by_role,
+        clients,
+        delivery: Delivery {
+            received: served.load(Ordering::Relaxed),
+            accounting: "none",
+            ..Delivery::default()
+        },
+        errors: errors
+            .snapshot()
+            .into_iter()
+            .map(|(k, n)| (k.as_str(), n))
+            .collect(),
+        latency: None,
+        latency_uncorrected: None,
+        pacing: None,
+        rtt_ns: None,
+        publisher_failed: false,
+    })
+}
