@@ -42,8 +42,25 @@ pub enum Command {
     Request(RequestArgs),
     /// A reply service: responders in a queue group that echo each request.
     Reply(ReplyArgs),
+    /// Measure this machine's latency floor: loopback TCP, one hop and two hops via the server.
+    Calibrate(CalibrateArgs),
     /// Run the short default suite (pub, pubsub, latency, request) and print the results.
     Demo(DemoArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// Round trips per measurement.
+    #[arg(long, default_value = "10000", value_parser = parse_count)]
+    pub samples: u64,
+    /// Message size.
+    #[arg(long, default_value = "16", value_parser = parse_size)]
+    pub size: usize,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    /// Write the calibration as JSON to FILE ('-' for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -265,7 +282,7 @@ pub struct StallArgs {
 }
 
 /// Where the server is and how to reach it.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ConnArgs {
     /// Server URLs, comma separated: nats://[user:pass@|token@]host:port. Without it (and
     /// without NATS_URL) msgbench starts a local nats-server.
@@ -291,7 +308,7 @@ pub struct ConnArgs {
 }
 
 /// Where results go.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct OutputArgs {
     /// Write the result as JSON to FILE ('-' for stdout; the text report then goes to stderr).
     #[arg(long, value_name = "FILE")]

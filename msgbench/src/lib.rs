@@ -25,7 +25,7 @@ use clap::Parser;
 
 use cli::{Cli, Command, DemoArgs, LoadArgs, OutputArgs};
 use error::{exit, Result};
-use options::{Options, ScenarioKind};
+use options::{Options, Output, ScenarioKind};
 
 /// Raised by SIGINT/SIGTERM; every load loop polls it and ends, and results are still written.
 pub static STOP: AtomicBool = AtomicBool::new(false);
@@ -117,21 +117,47 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
         }
         Command::Latency(a) => {
             let o = options::latency::LatencyOptions::new(&a)?;
-            let result = scenario::latency::run(&o, stop)?;
+            let a = server::resolve(&o.server_a)?;
+            let b = o.server_b.as_ref().map(server::resolve).transpose()?;
+            let result = scenario::latency::run(&o, &a, b.as_ref(), stop)?;
             output::write::emit(&result, &o.output)?;
             Ok(result.exit_code(o.allow_loss))
         }
         Command::Request(a) => {
             let o = options::request::RequestOptions::new(&a)?;
-            let result = scenario::request::run_request(&o, stop)?;
+            let target = server::resolve(&o.server)?;
+            let result = scenario::request::run_request(&o, &target, stop)?;
             output::write::emit(&result, &o.output)?;
             Ok(result.exit_code(o.allow_loss))
         }
         Command::Reply(a) => {
             let o = options::request::ReplyOptions::new(&a)?;
-            let result = scenario::request::run_reply(&o, stop)?;
+            let target = server::resolve(&o.server)?;
+            let result = scenario::request::run_reply(&o, &target, stop)?;
             output::write::emit(&result, &o.output)?;
             Ok(result.exit_code(false))
+        }
+        Command::Calibrate(a) => {
+            if a.samples == 0 {
+                return Err(error::Error::flag("--samples", "0", "must be at least 1"));
+            }
+            let target = server::resolve(&options::server_choice_from(
+                a.conn.server.as_deref(),
+                "--server",
+                a.conn.nats_server.clone(),
+            )?)?;
+            let opts = scenario::calibrate::CalibrateOptions {
+                connect_timeout: a.conn.connect_timeout,
+                samples: a.samples,
+                size: a.size,
+            };
+            let cal = scenario::calibrate::run(&opts, &target, stop)?;
+            output::write::emit_calibration(&cal, a.json.as_deref())?;
+            Ok(if stop.load(Ordering::Relaxed) {
+                exit::INTERRUPTED
+            } else {
+                exit::OK
+            })
         }
         Command::Demo(a) => demo(&a, stop),
     }
@@ -147,23 +173,36 @@ fn run_one(opts: &Options, stop: &AtomicBool) -> Result<u8> {
 /// The default suite: a short pub run and a short pubsub run on one server, so a first-time
 /// user sees the tool work end to end in a few seconds.
 fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
-    let suite: [(ScenarioKind, u32, u32, u64, usize); 2] = [
-        (ScenarioKind::Pub, 1, 0, 2_000_000, 16),
-        (ScenarioKind::Pubsub, 1, 1, 1_000_000, 16),
-    ];
     let out = OutputArgs {
         json: None,
         csv: None,
         no_progress: args.no_progress,
     };
-    let mut first = true;
-    let mut target = None;
+    // One server for the whole suite.
+    let target = server::resolve(&options::server_choice_from(
+        args.conn.server.as_deref(),
+        "--server",
+        args.conn.nats_server.clone(),
+    )?)?;
     let mut worst = exit::OK;
-    for (kind, pubs, subs, msgs, size) in suite {
+    let mut report = |name: &str, result: Result<result::RunResult>, first: bool| -> Result<()> {
+        let result = result?;
+        if !first {
+            println!();
+        }
+        println!("== {name}");
+        output::write::emit(&result, &Output::default())?;
+        worst = worst.max(result.exit_code(false));
+        Ok(())
+    };
+    for (kind, pubs, subs, msgs) in [
+        (ScenarioKind::Pub, 1, 0, 2_000_000),
+        (ScenarioKind::Pubsub, 1, 1, 1_000_000),
+    ] {
         let load = LoadArgs {
             msgs,
             duration: None,
-            size,
+            size: 16,
             subject: format!("msgbench.demo.{}", kind.as_str()),
             multisubject: false,
             multisubject_max: 1,
@@ -174,23 +213,62 @@ fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
             allow_loss: false,
         };
         let opts = Options::new(kind, pubs, subs, &load, &args.conn, &out, None, None)?;
-        // One server for the whole suite.
-        let t = match target.take() {
-            Some(t) => t,
-            None => server::resolve(&opts.server)?,
-        };
-        if !first {
-            println!();
-        }
-        first = false;
-        println!("== {}", kind.as_str());
-        let result = scenario::run(&opts, &t, stop)?;
-        output::write::emit(&result, &opts.output)?;
-        worst = worst.max(result.exit_code(false));
-        target = Some(t);
+        report(
+            kind.as_str(),
+            scenario::run(&opts, &target, stop),
+            kind == ScenarioKind::Pub,
+        )?;
         if stop.load(Ordering::Relaxed) {
-            break;
+            return Ok(worst);
         }
     }
+    let latency = cli::LatencyArgs {
+        rate: 1000.0,
+        msgs: None,
+        duration: Some(Duration::from_secs(3)),
+        size: 8,
+        warmup: Duration::from_millis(500),
+        subject: "msgbench.demo.latency".into(),
+        server_a: None,
+        server_b: None,
+        late_bound: Duration::from_millis(1),
+        hist: None,
+        timeout: Duration::from_secs(5),
+        allow_loss: false,
+        conn: cli::ConnArgs {
+            ..args.conn.clone()
+        },
+        out: out.clone(),
+    };
+    let opts = options::latency::LatencyOptions::new(&latency)?;
+    report(
+        "latency",
+        scenario::latency::run(&opts, &target, None, stop),
+        false,
+    )?;
+    if stop.load(Ordering::Relaxed) {
+        return Ok(worst);
+    }
+    let request = cli::RequestArgs {
+        clients: 1,
+        in_flight: 1,
+        rate: 0.0,
+        msgs: 20_000,
+        duration: None,
+        size: 16,
+        subject: "msgbench.demo.service".into(),
+        responders: 1,
+        delay: Duration::ZERO,
+        timeout: Duration::from_secs(2),
+        allow_loss: false,
+        conn: args.conn.clone(),
+        out,
+    };
+    let opts = options::request::RequestOptions::new(&request)?;
+    report(
+        "request",
+        scenario::request::run_request(&opts, &target, stop),
+        false,
+    )?;
     Ok(worst)
 }

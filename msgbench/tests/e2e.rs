@@ -697,14 +697,20 @@ fn nats_url_and_server_lists_are_honoured() {
 }
 
 #[test]
-fn the_default_suite_runs_pub_then_pubsub() {
+fn the_default_suite_runs_pub_pubsub_latency_and_request() {
     let s = TestServer::start();
     let out = run(&["demo", "--server", &s.url, "--no-progress"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
-    let pub_at = text.find("== pub\n").expect("pub section");
-    let pubsub_at = text.find("== pubsub\n").expect("pubsub section");
-    assert!(pub_at < pubsub_at, "{text}");
+    let at: Vec<usize> = ["== pub\n", "== pubsub\n", "== latency\n", "== request\n"]
+        .iter()
+        .map(|h| text.find(h).unwrap_or_else(|| panic!("no {h:?} in {text}")))
+        .collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{text}");
+    assert!(
+        text.contains("Round-trip latency of 20,000 requests"),
+        "{text}"
+    );
     assert!(
         text.contains("Delivery (exact): received 1,000,000 of 1,000,000 expected, lost 0"),
         "{text}"

@@ -8,7 +8,9 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{bin, run, run_json, schema_errors, scratch_dir, stderr, TestServer};
+use support::{
+    bin, run, run_json, schema_errors, schema_errors_in, scratch_dir, stderr, TestServer,
+};
 
 fn u(v: &Value) -> u64 {
     v.as_u64()
@@ -204,4 +206,31 @@ fn request_bad_input_gets_one_line_and_exit_2() {
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: {err}");
     }
+}
+
+#[test]
+fn calibrate_orders_the_floor_and_fits_its_schema() {
+    let s = TestServer::start();
+    let out = run(&[
+        "calibrate",
+        "--server",
+        &s.url,
+        "--samples",
+        "500",
+        "--json",
+        "-",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        schema_errors_in("calibration-v1.schema.json", &v),
+        Vec::<String>::new()
+    );
+    let f = &v["environment"]["floor_ns"];
+    for hop in ["tcp", "one_hop", "two_hop"] {
+        assert_eq!(u(&f[hop]["count"]), 500, "{hop}");
+    }
+    // Through the server twice cannot be faster than through it once, at the median.
+    assert!(u(&f["two_hop"]["p50"]) > u(&f["one_hop"]["min"]), "{f}");
+    assert!(stderr(&out).contains("two hops: request and reply"));
 }

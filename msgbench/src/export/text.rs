@@ -72,10 +72,11 @@ fn shape(scenario: &str, p: &serde_json::Value) -> String {
     if n("subs") > 0 {
         who.push(plural(n("subs"), subs));
     }
-    let each = if n("pubs") > 0 {
-        "publisher"
-    } else {
-        "subscriber"
+    let each = match scenario {
+        "request" => "client",
+        "reply" => "service",
+        _ if n("pubs") > 0 => "publisher",
+        _ => "subscriber",
     };
     let mut amount = match p["duration_secs"].as_f64() {
         Some(d) => format!("for {d} s"),
@@ -194,6 +195,44 @@ fn latency(o: &mut String, r: &RunResult) {
             duration_ns(p.late_bound_ns as f64)
         );
     }
+}
+
+/// The floor as a table.
+pub fn calibration(c: &crate::scenario::calibrate::Calibration) -> String {
+    let mut o = String::new();
+    let embedded = if c.server.embedded { ", embedded" } else { "" };
+    let _ = writeln!(
+        o,
+        "msgbench calibrate against {} (nats-server {}{embedded}): {} round trips of {} B each, {} CPUs",
+        c.server.url,
+        c.server.version,
+        group(c.environment.samples),
+        c.environment.size,
+        c.environment.cpus
+    );
+    let _ = writeln!(
+        o,
+        "  {:<38} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "round trip", "min", "P50", "P99", "P99.9", "max"
+    );
+    let f = &c.environment.floor_ns;
+    for (name, r) in [
+        ("loopback TCP, no server", &f.tcp),
+        ("one hop: publish to own subscription", &f.one_hop),
+        ("two hops: request and reply", &f.two_hop),
+    ] {
+        let _ = writeln!(
+            o,
+            "  {:<38} {:>10} {:>10} {:>10} {:>10} {:>10}",
+            name,
+            duration_ns(r.min as f64),
+            duration_ns(r.p50 as f64),
+            duration_ns(r.p99 as f64),
+            duration_ns(r.p999 as f64),
+            duration_ns(r.max as f64)
+        );
+    }
+    o
 }
 
 /// 45_663 ns -> "45.7 µs"; 1_262_591 -> "1.26 ms".

@@ -219,7 +219,7 @@ fn server_choice(conn: &ConnArgs) -> Result<ServerChoice> {
 }
 
 /// A server list given with `flag`, or the embedded server (started from `binary`) when none.
-pub(crate) fn server_choice_from(
+pub fn server_choice_from(
     list: Option<&str>,
     flag: &str,
     binary: Option<PathBuf>,

@@ -40,3 +40,31 @@ fn write_file(path: &Path, bytes: &[u8], flag: &str) -> Result<()> {
     std::fs::write(path, bytes)
         .map_err(|e| Error::io(format!("cannot write {flag} file '{}'", path.display()), e))
 }
+
+/// Writes a calibration: JSON to `json` ('-' for stdout, the text then goes to stderr), and the
+/// text table.
+///
+/// # Errors
+/// [`Error::Io`] naming the file that could not be written.
+pub fn emit_calibration(
+    cal: &crate::scenario::calibrate::Calibration,
+    json: Option<&Path>,
+) -> Result<()> {
+    let mut doc = serde_json::to_vec_pretty(cal).expect("the calibration serialises");
+    doc.push(b'\n');
+    let text = crate::export::text::calibration(cal);
+    match json {
+        Some(p) if p == Path::new("-") => {
+            let _ = std::io::stderr().write_all(text.as_bytes());
+            let _ = std::io::stdout().write_all(&doc);
+        }
+        Some(p) => {
+            write_file(p, &doc, "--json")?;
+            let _ = std::io::stdout().write_all(text.as_bytes());
+        }
+        None => {
+            let _ = std::io::stdout().write_all(text.as_bytes());
+        }
+    }
+    Ok(())
+}

@@ -20,11 +20,11 @@ use crate::engine::{proto, stamp};
 use crate::error::{Error, ErrorCounts, Result};
 use crate::export::hdr::{percentile_distribution, IntervalLog};
 use crate::options::latency::LatencyOptions;
-use crate::options::{Pace, ServerChoice};
+use crate::options::Pace;
 use crate::result::{
     throughput_sections, LatencyStats, Pacing, Rtt, RunResult, ServerMeta, ToolInfo, SCHEMA,
 };
-use crate::server::{self, Target};
+use crate::server::Target;
 use crate::stats::delivery::{Delivery, PublisherDelivery};
 use crate::stats::latency::{IntervalSink, LatencyRecorder, Schedule, SendTimes};
 use crate::stats::throughput::ClientRun;
@@ -39,13 +39,13 @@ const RTT_SAMPLES: usize = 5;
 ///
 /// # Errors
 /// Failures before any load runs: servers, connections, interest that never arrives.
-pub fn run(opts: &LatencyOptions, stop: &AtomicBool) -> Result<RunResult> {
+pub fn run(
+    opts: &LatencyOptions,
+    target_a: &Target,
+    target_b: Option<&Target>,
+    stop: &AtomicBool,
+) -> Result<RunResult> {
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let target_a = server::resolve(&opts.server_a)?;
-    let target_b = match &opts.server_b {
-        Some(choice @ ServerChoice::Urls(_)) => Some(server::resolve(choice)?),
-        _ => None,
-    };
     let errors = Arc::new(ErrorCounts::default());
     let connect = |t: &Target, name: &str| {
         conn::connect(
@@ -58,11 +58,8 @@ pub fn run(opts: &LatencyOptions, stop: &AtomicBool) -> Result<RunResult> {
             errors.clone(),
         )
     };
-    let mut pub_conn = connect(&target_a, "msgbench-latency-pub")?;
-    let mut sub_conn = connect(
-        target_b.as_ref().unwrap_or(&target_a),
-        "msgbench-latency-sub",
-    )?;
+    let mut pub_conn = connect(target_a, "msgbench-latency-pub")?;
+    let mut sub_conn = connect(target_b.unwrap_or(target_a), "msgbench-latency-sub")?;
     let max = pub_conn.info.max_payload;
     let version = pub_conn.info.version.clone();
     if max > 0 && opts.size > max {
@@ -157,7 +154,7 @@ pub fn run(opts: &LatencyOptions, stop: &AtomicBool) -> Result<RunResult> {
         let fail = |why: &str| {
             sub_shared.close();
             Error::Connect {
-                url: pub_conn_url(&target_a),
+                url: pub_conn_url(target_a),
                 reason: why.to_string(),
             }
         };
@@ -276,7 +273,7 @@ pub fn run(opts: &LatencyOptions, stop: &AtomicBool) -> Result<RunResult> {
         send_lag_p99_ns: lag.value_at_quantile(0.99),
         send_lag_max_ns: lag.max(),
     });
-    let url = pub_conn_url(&target_a);
+    let url = pub_conn_url(target_a);
     Ok(RunResult {
         schema: SCHEMA,
         tool: ToolInfo::default(),

@@ -23,6 +23,7 @@ use crate::server::Target;
 use crate::stats::delivery::{self, Delivery, DeliveryLog, Expectation};
 use crate::stats::throughput::ClientRun;
 
+pub mod calibrate;
 pub mod latency;
 pub mod request;
 

@@ -17,7 +17,7 @@ use crate::error::{Error, ErrorCounts, ErrorKind, Result};
 use crate::options::request::{ReplyOptions, RequestOptions};
 use crate::options::{Pace, Stop};
 use crate::result::{throughput_sections, LatencyStats, RunResult, ServerMeta, ToolInfo, SCHEMA};
-use crate::server::{self, Target};
+use crate::server::Target;
 use crate::stats::delivery::{Delivery, PublisherDelivery};
 use crate::stats::latency::{new_histogram, LatencyRecorder, Schedule, SendTimes};
 use crate::stats::throughput::{ClientRun, Role};
@@ -39,12 +39,11 @@ struct Replies<'a> {
 ///
 /// # Errors
 /// Failures before any request is sent: server, connections, subscriptions.
-pub fn run_request(opts: &RequestOptions, stop: &AtomicBool) -> Result<RunResult> {
+pub fn run_request(opts: &RequestOptions, target: &Target, stop: &AtomicBool) -> Result<RunResult> {
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let target = server::resolve(&opts.server)?;
     let errors = Arc::new(ErrorCounts::default());
     let connect =
-        |name: String| connect_to(&target, &name, opts.connect_timeout, opts.timeout, &errors);
+        |name: String| connect_to(target, &name, opts.connect_timeout, opts.timeout, &errors);
     let responders: Vec<Conn> = (0..opts.responders)
         .map(|i| connect(format!("msgbench-responder-{i}")))
         .collect::<Result<_>>()?;
@@ -504,14 +503,13 @@ fn connect_to(
 ///
 /// # Errors
 /// Failures before serving: server, connections, subscriptions.
-pub fn run_reply(opts: &ReplyOptions, stop: &AtomicBool) -> Result<RunResult> {
+pub fn run_reply(opts: &ReplyOptions, target: &Target, stop: &AtomicBool) -> Result<RunResult> {
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let target = server::resolve(&opts.server)?;
     let errors = Arc::new(ErrorCounts::default());
     let conns: Vec<Conn> = (0..opts.clients)
         .map(|i| {
             connect_to(
-                &target,
+                target,
                 &format!("msgbench-responder-{i}"),
                 opts.connect_timeout,
                 opts.duration,

@@ -112,7 +112,14 @@ pub fn stderr(out: &Output) -> String {
 
 /// Validates a result against the checked-in JSON Schema, returning the error messages.
 pub fn schema_errors(doc: &serde_json::Value) -> Vec<String> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../schema/result-v1.schema.json");
+    schema_errors_in("result-v1.schema.json", doc)
+}
+
+/// Validates a document against one of the checked-in schemas.
+pub fn schema_errors_in(file: &str, doc: &serde_json::Value) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../schema")
+        .join(file);
     let schema: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
