@@ -67,6 +67,23 @@ impl Default for ToolInfo {
     }
 }
 
+impl ServerMeta {
+    /// What the server said about itself, and how it was reached.
+    pub fn new(
+        info: &crate::engine::proto::ServerInfo,
+        url: &crate::options::url::ServerUrl,
+        embedded: bool,
+    ) -> Self {
+        Self {
+            url: url.to_string(),
+            version: info.version.clone(),
+            embedded,
+            max_payload: info.max_payload,
+            auth: url.auth.method(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct ServerMeta {
     /// The URL used, with credentials removed.
@@ -243,6 +260,47 @@ pub fn throughput_sections(
 }
 
 impl RunResult {
+    /// A result with what every run has (which scenario, when, against what, with which
+    /// parameters, the errors counted) and every measured section empty, for the scenario to
+    /// fill in.
+    pub fn new(
+        scenario: &'static str,
+        started_at: String,
+        params: serde_json::Value,
+        server: ServerMeta,
+        errors: &crate::error::ErrorCounts,
+        interrupted: bool,
+    ) -> Self {
+        Self {
+            schema: SCHEMA,
+            tool: ToolInfo::default(),
+            scenario,
+            run_id: format!(
+                "{}-{scenario}-{:04x}",
+                started_at.replace([':', '-'], ""),
+                crate::engine::stamp::new_run_tag()
+            ),
+            started_at,
+            interrupted,
+            params,
+            server,
+            throughput: Throughput::default(),
+            by_role: BTreeMap::new(),
+            clients: Vec::new(),
+            delivery: Delivery::default(),
+            errors: errors
+                .snapshot()
+                .into_iter()
+                .map(|(k, n)| (k.as_str(), n))
+                .collect(),
+            latency: None,
+            latency_uncorrected: None,
+            pacing: None,
+            rtt_ns: None,
+            publisher_failed: false,
+        }
+    }
+
     /// The exit status this result calls for.
     pub fn exit_code(&self, allow_loss: bool) -> u8 {
         if self.interrupted {

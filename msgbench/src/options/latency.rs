@@ -99,11 +99,7 @@ impl LatencyOptions {
             hist: a.hist.clone(),
             timeout: a.timeout,
             allow_loss: a.allow_loss,
-            output: Output {
-                json: a.out.json.clone(),
-                csv: a.out.csv.clone(),
-                progress: !a.out.no_progress,
-            },
+            output: (&a.out).into(),
         })
     }
 

@@ -71,6 +71,16 @@ pub struct Output {
     pub progress: bool,
 }
 
+impl From<&OutputArgs> for Output {
+    fn from(out: &OutputArgs) -> Self {
+        Self {
+            json: out.json.clone(),
+            csv: out.csv.clone(),
+            progress: !out.no_progress,
+        }
+    }
+}
+
 impl Output {
     pub fn json_to_stdout(&self) -> bool {
         self.json.as_deref() == Some(std::path::Path::new("-"))
@@ -170,11 +180,7 @@ impl Options {
             start_timeout: start_timeout.unwrap_or(load.timeout),
             allow_loss: load.allow_loss,
             sub_stall: stall.and_then(|s| s.sub_stall),
-            output: Output {
-                json: out.json.clone(),
-                csv: out.csv.clone(),
-                progress: !out.no_progress,
-            },
+            output: out.into(),
         })
     }
 

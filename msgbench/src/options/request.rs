@@ -82,11 +82,7 @@ impl RequestOptions {
                 a.conn.nats_server.clone(),
             )?,
             connect_timeout: a.conn.connect_timeout,
-            output: Output {
-                json: a.out.json.clone(),
-                csv: a.out.csv.clone(),
-                progress: !a.out.no_progress,
-            },
+            output: (&a.out).into(),
         })
     }
 
@@ -148,11 +144,7 @@ impl ReplyOptions {
                 a.conn.nats_server.clone(),
             )?,
             connect_timeout: a.conn.connect_timeout,
-            output: Output {
-                json: a.out.json.clone(),
-                csv: a.out.csv.clone(),
-                progress: !a.out.no_progress,
-            },
+            output: (&a.out).into(),
         })
     }
 

@@ -21,9 +21,7 @@ use crate::error::{Error, ErrorCounts, Result};
 use crate::export::hdr::{percentile_distribution, IntervalLog};
 use crate::options::latency::LatencyOptions;
 use crate::options::Pace;
-use crate::result::{
-    throughput_sections, LatencyStats, Pacing, Rtt, RunResult, ServerMeta, ToolInfo, SCHEMA,
-};
+use crate::result::{throughput_sections, LatencyStats, Pacing, Rtt, RunResult, ServerMeta};
 use crate::server::Target;
 use crate::stats::delivery::{Delivery, PublisherDelivery};
 use crate::stats::latency::{IntervalSink, LatencyRecorder, Schedule, SendTimes};
@@ -60,8 +58,8 @@ pub fn run(
     };
     let mut pub_conn = connect(target_a, "msgbench-latency-pub")?;
     let mut sub_conn = connect(target_b.unwrap_or(target_a), "msgbench-latency-sub")?;
-    let max = pub_conn.info.max_payload;
-    let version = pub_conn.info.version.clone();
+    let (info, url) = (pub_conn.info.clone(), pub_conn.url.clone());
+    let max = info.max_payload;
     if max > 0 && opts.size > max {
         return Err(Error::PayloadTooLarge {
             size: opts.size,
@@ -154,7 +152,7 @@ pub fn run(
         let fail = |why: &str| {
             sub_shared.close();
             Error::Connect {
-                url: pub_conn_url(target_a),
+                url: url.to_string(),
                 reason: why.to_string(),
             }
         };
@@ -273,36 +271,24 @@ pub fn run(
         send_lag_p99_ns: lag.value_at_quantile(0.99),
         send_lag_max_ns: lag.max(),
     });
-    let url = pub_conn_url(target_a);
     Ok(RunResult {
-        schema: SCHEMA,
-        tool: ToolInfo::default(),
-        scenario: "latency",
-        run_id: format!("{}-lat", started_at.replace([':', '-'], "")),
-        started_at,
-        interrupted: stop.load(Ordering::Relaxed),
-        params: opts.params(),
-        server: ServerMeta {
-            url,
-            version,
-            embedded: target_a.embedded.is_some(),
-            max_payload: max,
-            auth: target_a.urls.first().map_or("none", |u| u.auth.method()),
-        },
         throughput,
         by_role,
         clients,
         delivery,
-        errors: errors
-            .snapshot()
-            .into_iter()
-            .map(|(k, n)| (k.as_str(), n))
-            .collect(),
         latency: Some(LatencyStats::of(&recorder.rec.corrected)),
         latency_uncorrected: Some(LatencyStats::of(&recorder.rec.uncorrected)),
         pacing,
         rtt_ns: Some(rtt),
         publisher_failed: pub_out.error.is_some(),
+        ..RunResult::new(
+            "latency",
+            started_at,
+            opts.params(),
+            ServerMeta::new(&info, &url, target_a.embedded.is_some()),
+            &errors,
+            stop.load(Ordering::Relaxed),
+        )
     })
 }
 
@@ -362,8 +348,4 @@ fn with_suffix(prefix: &std::path::Path, suffix: &str) -> PathBuf {
     s.push(".");
     s.push(suffix);
     PathBuf::from(s)
-}
-
-fn pub_conn_url(t: &Target) -> String {
-    t.urls.first().map(ToString::to_string).unwrap_or_default()
 }

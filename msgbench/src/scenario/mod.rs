@@ -18,7 +18,7 @@ use crate::engine::{proto, stamp};
 use crate::error::{Error, ErrorCounts, Result};
 use crate::options::{Options, Pace, ScenarioKind, Stop};
 use crate::output::progress::Progress;
-use crate::result::{throughput_sections, RunResult, ServerMeta, ToolInfo, SCHEMA};
+use crate::result::{throughput_sections, RunResult, ServerMeta};
 use crate::server::Target;
 use crate::stats::delivery::{self, Delivery, DeliveryLog, Expectation};
 use crate::stats::throughput::ClientRun;
@@ -246,33 +246,18 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
     };
     let (server_info, url) = info.expect("at least one client");
     Ok(RunResult {
-        schema: SCHEMA,
-        tool: ToolInfo::default(),
-        scenario: opts.scenario.as_str(),
-        run_id: format!("{}-{run_tag:04x}", started_at.replace([':', '-'], "")),
-        started_at,
-        interrupted: stop.load(Ordering::Relaxed),
-        params: opts.params(),
-        server: ServerMeta {
-            url: url.to_string(),
-            version: server_info.version,
-            embedded: target.embedded.is_some(),
-            max_payload: server_info.max_payload,
-            auth: url.auth.method(),
-        },
         throughput,
         by_role,
         clients,
         delivery,
-        errors: errors
-            .snapshot()
-            .into_iter()
-            .map(|(k, n)| (k.as_str(), n))
-            .collect(),
-        latency: None,
-        latency_uncorrected: None,
-        pacing: None,
-        rtt_ns: None,
         publisher_failed: pub_runs.iter().any(|o| o.error.is_some()),
+        ..RunResult::new(
+            opts.scenario.as_str(),
+            started_at,
+            opts.params(),
+            ServerMeta::new(&server_info, &url, target.embedded.is_some()),
+            &errors,
+            stop.load(Ordering::Relaxed),
+        )
     })
 }

@@ -16,7 +16,7 @@ use crate::engine::{proto, stamp};
 use crate::error::{Error, ErrorCounts, ErrorKind, Result};
 use crate::options::request::{ReplyOptions, RequestOptions};
 use crate::options::{Pace, Stop};
-use crate::result::{throughput_sections, LatencyStats, RunResult, ServerMeta, ToolInfo, SCHEMA};
+use crate::result::{throughput_sections, LatencyStats, RunResult, ServerMeta};
 use crate::server::Target;
 use crate::stats::delivery::{Delivery, PublisherDelivery};
 use crate::stats::latency::{new_histogram, LatencyRecorder, Schedule, SendTimes};
@@ -309,35 +309,22 @@ pub fn run_request(opts: &RequestOptions, target: &Target, stop: &AtomicBool) ->
     };
     let open_loop = schedule.is_some();
     Ok(RunResult {
-        schema: SCHEMA,
-        tool: ToolInfo::default(),
-        scenario: "request",
-        run_id: format!("{}-req", started_at.replace([':', '-'], "")),
-        started_at,
-        interrupted: stop.load(Ordering::Relaxed),
-        params: opts.params(),
-        server: ServerMeta {
-            url: url.to_string(),
-            version: info.version,
-            embedded: target.embedded.is_some(),
-            max_payload: info.max_payload,
-            auth: url.auth.method(),
-        },
         throughput,
         by_role,
         clients,
         delivery,
-        errors: errors
-            .snapshot()
-            .into_iter()
-            .map(|(k, n)| (k.as_str(), n))
-            .collect(),
         latency: Some(LatencyStats::of(&corrected)),
         // Closed loop has no schedule: the round trip is the only latency there is.
         latency_uncorrected: open_loop.then(|| LatencyStats::of(&uncorrected)),
-        pacing: None,
-        rtt_ns: None,
         publisher_failed: pub_outs.iter().any(|o| o.error.is_some()),
+        ..RunResult::new(
+            "request",
+            started_at,
+            opts.params(),
+            ServerMeta::new(&info, &url, target.embedded.is_some()),
+            &errors,
+            stop.load(Ordering::Relaxed),
+        )
     })
 }
 
@@ -555,20 +542,6 @@ pub fn run_reply(opts: &ReplyOptions, target: &Target, stop: &AtomicBool) -> Res
     })?;
     let (throughput, by_role, clients) = throughput_sections(&runs);
     Ok(RunResult {
-        schema: SCHEMA,
-        tool: ToolInfo::default(),
-        scenario: "reply",
-        run_id: format!("{}-rep", started_at.replace([':', '-'], "")),
-        started_at,
-        interrupted: stop.load(Ordering::Relaxed),
-        params: opts.params(),
-        server: ServerMeta {
-            url: url.to_string(),
-            version: info.version,
-            embedded: target.embedded.is_some(),
-            max_payload: info.max_payload,
-            auth: url.auth.method(),
-        },
         throughput,
         by_role,
         clients,
@@ -577,15 +550,13 @@ pub fn run_reply(opts: &ReplyOptions, target: &Target, stop: &AtomicBool) -> Res
             accounting: "none",
             ..Delivery::default()
         },
-        errors: errors
-            .snapshot()
-            .into_iter()
-            .map(|(k, n)| (k.as_str(), n))
-            .collect(),
-        latency: None,
-        latency_uncorrected: None,
-        pacing: None,
-        rtt_ns: None,
-        publisher_failed: false,
+        ..RunResult::new(
+            "reply",
+            started_at,
+            opts.params(),
+            ServerMeta::new(&info, &url, target.embedded.is_some()),
+            &errors,
+            stop.load(Ordering::Relaxed),
+        )
     })
 }
