@@ -158,6 +158,10 @@ pub struct LatencyArgs {
     /// A send this far behind its schedule counts as late (reported, like dropped iterations).
     #[arg(long, default_value = "1ms", value_parser = parse_duration)]
     pub late_bound: Duration,
+    /// The subscriber polls its socket instead of sleeping between messages: on, off, or auto
+    /// (on up to 10,000 msgs/s, where a CPU is free for it).
+    #[arg(long, default_value = "auto", value_parser = ["auto", "on", "off"])]
+    pub busy_poll: String,
     /// Write PREFIX.hgrm, PREFIX.uncorrected.hgrm and the per-second interval log PREFIX.hlog.
     #[arg(long, value_name = "PREFIX")]
     pub hist: Option<std::path::PathBuf>,

@@ -232,6 +232,7 @@ fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
         server_a: None,
         server_b: None,
         late_bound: Duration::from_millis(1),
+        busy_poll: "auto".into(),
         hist: None,
         timeout: Duration::from_secs(5),
         allow_loss: false,

@@ -9,6 +9,11 @@ use crate::engine::stamp::SEQ_LEN;
 use crate::error::{Error, Result};
 use crate::options::{check_subject, server_choice_from, Output, ServerChoice, Stop};
 
+/// Up to this rate `--busy-poll auto` turns polling on. Measured on a 2-core machine: at 1,000
+/// msgs/s polling took the median from about 85 µs to about 45 µs; at 100,000 msgs/s of 4 KiB
+/// the poller competed with the server for the CPU and made the tail worse.
+pub const BUSY_POLL_MAX_RATE: f64 = 10_000.0;
+
 #[derive(Debug, Clone)]
 pub struct LatencyOptions {
     pub rate: f64,
@@ -23,6 +28,8 @@ pub struct LatencyOptions {
     pub connect_timeout: Duration,
     pub late_bound: Duration,
     pub hist: Option<PathBuf>,
+    /// The subscriber polls instead of sleeping between messages.
+    pub busy_poll: bool,
     pub timeout: Duration,
     pub allow_loss: bool,
     pub output: Output,
@@ -97,6 +104,11 @@ impl LatencyOptions {
             connect_timeout: a.conn.connect_timeout,
             late_bound: a.late_bound,
             hist: a.hist.clone(),
+            busy_poll: match a.busy_poll.as_str() {
+                "on" => true,
+                "off" => false,
+                _ => a.rate <= BUSY_POLL_MAX_RATE,
+            },
             timeout: a.timeout,
             allow_loss: a.allow_loss,
             output: (&a.out).into(),
@@ -120,6 +132,7 @@ impl LatencyOptions {
             "subject": self.subject,
             "late_bound_secs": self.late_bound.as_secs_f64(),
             "separate_servers": self.server_b.is_some(),
+            "busy_poll": self.busy_poll,
             "timeout_secs": self.timeout.as_secs_f64(),
             "allow_loss": self.allow_loss,
         })

@@ -105,6 +105,10 @@ pub fn run(
             shared: sub_shared,
             ..
         } = sub_conn;
+        if opts.busy_poll {
+            // Long enough to bridge the gap between messages at the rates where it is on.
+            reader.set_busy_poll(Some(Duration::from_millis(2)));
+        }
         let mut cmd = Vec::new();
         proto::encode_sub(&mut cmd, &opts.subject, None, 1);
         let ticket = sub_shared
