@@ -815,15 +815,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return a
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+def drive(args: argparse.Namespace, bench_class, tmp_prefix: str) -> int:
+    """Runs one benchmark: builds the tools, starts one nats-server, runs the cases (and the
+    memory runs unless --no-memory), stops the server and writes the report to --out. Shared by
+    run.py and run_latency.py; `bench_class(args, workdir)` supplies the cases and the report."""
     server_bin = find_nats_server()
     if server_bin is None:
         log("nats-server not found: put it on PATH or set MSGBENCH_NATS_SERVER")
         return 2
-    with tempfile.TemporaryDirectory(prefix="msgbench-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=tmp_prefix) as tmp:
         workdir = Path(tmp)
-        bench = Bench(args, workdir)
+        bench = bench_class(args, workdir)
         bench.build_all()
         if bench.bins["msgbench"] is None and bench.bins["ref"] is None:
             log("nothing to run: neither msgbench nor ref could be built")
@@ -850,15 +852,23 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _terminate(signum, _frame):
-    # SIGTERM ends the run like Ctrl-C does: children and server are stopped.
-    raise KeyboardInterrupt
+def entry(main) -> None:
+    """Runs `main` as a script: SIGTERM ends the run like Ctrl-C, children and server stopped."""
 
+    def _terminate(signum, _frame):
+        raise KeyboardInterrupt
 
-if __name__ == "__main__":
     signal.signal(signal.SIGTERM, _terminate)
     try:
         sys.exit(main())
     except KeyboardInterrupt:
         log("interrupted")
         sys.exit(130)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return drive(parse_args(argv), Bench, "msgbench-bench-")
+
+
+if __name__ == "__main__":
+    entry(main)

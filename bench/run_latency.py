@@ -36,9 +36,7 @@ import argparse
 import os
 import re
 import shlex
-import signal
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,8 +49,8 @@ from run import (  # noqa: E402  (run.py lives next to this file)
     Run,
     build,
     dig,
-    environment,
-    find_nats_server,
+    drive,
+    entry,
     fmt_rate,
     log,
     md_table,
@@ -666,49 +664,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    server_bin = find_nats_server()
-    if server_bin is None:
-        log("nats-server not found: put it on PATH or set MSGBENCH_NATS_SERVER")
-        return 2
-    with tempfile.TemporaryDirectory(prefix="msgbench-bench-lat-") as tmp:
-        workdir = Path(tmp)
-        bench = Bench(args, workdir)
-        bench.build_all()
-        if bench.bins["msgbench"] is None and bench.bins["ref"] is None:
-            log("nothing to run: neither msgbench nor ref could be built")
-            return 1
-        env = environment(server_bin)
-        server = NatsServer(server_bin, workdir)
-        bench.server = server
-        try:
-            server.start()
-            log(f"nats-server {env['nats-server']} on {server.url}")
-            bench.run_cases()
-            if not args.no_memory:
-                bench.run_memory()
-            if server.proc is not None and server.proc.poll() is not None:
-                bench.notes.append(f"nats-server exited during the run:\n{server.log_tail()}")
-        finally:
-            server.stop()
-        text = bench.report(env)
-    print(text)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text + "\n")
-    log(f"wrote {out}")
-    return 0
-
-
-def _terminate(signum, _frame):
-    # SIGTERM ends the run like Ctrl-C does: children and server are stopped.
-    raise KeyboardInterrupt
+    return drive(parse_args(argv), Bench, "msgbench-bench-lat-")
 
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGTERM, _terminate)
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        log("interrupted")
-        sys.exit(130)
+    entry(main)
