@@ -7,12 +7,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{bin, run, run_json, schema_errors, scratch_dir, stderr, TestServer};
-
-fn u(v: &Value) -> u64 {
-    v.as_u64()
-        .unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
-}
+use support::{bin, run, run_json, schema_errors, scratch_dir, stderr, u, TestServer};
 
 #[test]
 fn pub_sends_exactly_the_requested_messages_and_the_result_fits_the_schema() {

@@ -11,12 +11,7 @@ use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
 use serde_json::Value;
-use support::{bin, run, run_json, schema_errors, scratch_dir, stderr, TestServer};
-
-fn u(v: &Value) -> u64 {
-    v.as_u64()
-        .unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
-}
+use support::{bin, run, run_json, schema_errors, scratch_dir, stderr, u, TestServer};
 
 fn decode(b64: &str) -> Histogram<u64> {
     let bytes = base64::engine::general_purpose::STANDARD

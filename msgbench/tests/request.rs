@@ -9,13 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::{
-    bin, run, run_json, schema_errors, schema_errors_in, scratch_dir, stderr, TestServer,
+    bin, run, run_json, schema_errors, schema_errors_in, scratch_dir, stderr, u, TestServer,
 };
-
-fn u(v: &Value) -> u64 {
-    v.as_u64()
-        .unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
-}
 
 #[test]
 fn closed_loop_requests_each_get_a_timed_reply() {

@@ -128,3 +128,9 @@ pub fn schema_errors_in(file: &str, doc: &serde_json::Value) -> Vec<String> {
         .map(|e| format!("{} at {}", e, e.instance_path()))
         .collect()
 }
+
+/// A JSON value that must be an unsigned integer.
+pub fn u(v: &serde_json::Value) -> u64 {
+    v.as_u64()
+        .unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
+}
