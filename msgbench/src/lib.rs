@@ -141,11 +141,7 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
             if a.samples == 0 {
                 return Err(error::Error::flag("--samples", "0", "must be at least 1"));
             }
-            let target = server::resolve(&options::server_choice_from(
-                a.conn.server.as_deref(),
-                "--server",
-                a.conn.nats_server.clone(),
-            )?)?;
+            let target = server::resolve(&options::server_choice(&a.conn)?)?;
             let opts = scenario::calibrate::CalibrateOptions {
                 connect_timeout: a.conn.connect_timeout,
                 samples: a.samples,
@@ -179,11 +175,7 @@ fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
         no_progress: args.no_progress,
     };
     // One server for the whole suite.
-    let target = server::resolve(&options::server_choice_from(
-        args.conn.server.as_deref(),
-        "--server",
-        args.conn.nats_server.clone(),
-    )?)?;
+    let target = server::resolve(&options::server_choice(&args.conn)?)?;
     let mut worst = exit::OK;
     let mut report = |name: &str, result: Result<result::RunResult>, first: bool| -> Result<()> {
         let result = result?;

@@ -7,7 +7,9 @@ use std::time::Duration;
 use crate::cli::LatencyArgs;
 use crate::engine::stamp::SEQ_LEN;
 use crate::error::{Error, Result};
-use crate::options::{check_subject, server_choice_from, Output, ServerChoice, Stop};
+use crate::options::{
+    check_subject, server_choice, server_choice_from, Output, ServerChoice, Stop,
+};
 
 /// Up to this rate `--busy-poll auto` turns polling on. Measured on a 2-core machine: at 1,000
 /// msgs/s polling took the median from about 85 µs to about 45 µs; at 100,000 msgs/s of 4 KiB
@@ -82,11 +84,7 @@ impl LatencyOptions {
             .map_err(|why| Error::flag("--subject", &a.subject, why))?;
         let server_a = match &a.server_a {
             Some(list) => server_choice_from(Some(list), "--server-a", None)?,
-            None => server_choice_from(
-                a.conn.server.as_deref(),
-                "--server",
-                a.conn.nats_server.clone(),
-            )?,
+            None => server_choice(&a.conn)?,
         };
         let server_b = a
             .server_b
@@ -117,10 +115,7 @@ impl LatencyOptions {
 
     /// The parameters as they go into a result.
     pub fn params(&self) -> serde_json::Value {
-        let (msgs, duration) = match self.stop {
-            Stop::Count(n) => (Some(n), None),
-            Stop::For(d) => (None, Some(d.as_secs_f64())),
-        };
+        let (msgs, duration) = self.stop.as_params();
         serde_json::json!({
             "pubs": 1,
             "subs": 1,

@@ -44,6 +44,16 @@ pub enum Stop {
     For(Duration),
 }
 
+impl Stop {
+    /// The `msgs` and `duration_secs` a result's params record (one of them is null).
+    pub fn as_params(self) -> (Option<u64>, Option<f64>) {
+        match self {
+            Stop::Count(n) => (Some(n), None),
+            Stop::For(d) => (None, Some(d.as_secs_f64())),
+        }
+    }
+}
+
 /// How a publisher spaces its messages.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Pace {
@@ -194,10 +204,7 @@ impl Options {
 
     /// The parameters as they go into a result, without secrets.
     pub fn params(&self) -> serde_json::Value {
-        let (msgs, duration) = match self.stop {
-            Stop::Count(n) => (Some(n), None),
-            Stop::For(d) => (None, Some(d.as_secs_f64())),
-        };
+        let (msgs, duration) = self.stop.as_params();
         let rate = match self.pace {
             Pace::Unlimited => 0.0,
             Pace::Rate { per_sec } => per_sec,
@@ -220,7 +227,8 @@ impl Options {
     }
 }
 
-fn server_choice(conn: &ConnArgs) -> Result<ServerChoice> {
+/// The servers `--server` (or NATS_URL) names, or the embedded one.
+pub fn server_choice(conn: &ConnArgs) -> Result<ServerChoice> {
     server_choice_from(conn.server.as_deref(), "--server", conn.nats_server.clone())
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::cli::{ReplyArgs, RequestArgs};
 use crate::engine::stamp::SEQ_LEN;
 use crate::error::{Error, Result};
-use crate::options::{check_subject, server_choice_from, Output, Pace, ServerChoice, Stop};
+use crate::options::{check_subject, server_choice, Output, Pace, ServerChoice, Stop};
 
 #[derive(Debug, Clone)]
 pub struct RequestOptions {
@@ -76,21 +76,14 @@ impl RequestOptions {
             delay: a.delay,
             timeout: a.timeout,
             allow_loss: a.allow_loss,
-            server: server_choice_from(
-                a.conn.server.as_deref(),
-                "--server",
-                a.conn.nats_server.clone(),
-            )?,
+            server: server_choice(&a.conn)?,
             connect_timeout: a.conn.connect_timeout,
             output: (&a.out).into(),
         })
     }
 
     pub fn params(&self) -> serde_json::Value {
-        let (msgs, duration) = match self.stop {
-            Stop::Count(n) => (Some(n), None),
-            Stop::For(d) => (None, Some(d.as_secs_f64())),
-        };
+        let (msgs, duration) = self.stop.as_params();
         serde_json::json!({
             "pubs": self.clients,
             "subs": self.responders,
@@ -138,11 +131,7 @@ impl ReplyOptions {
             } else {
                 Duration::from_secs(60)
             }),
-            server: server_choice_from(
-                a.conn.server.as_deref(),
-                "--server",
-                a.conn.nats_server.clone(),
-            )?,
+            server: server_choice(&a.conn)?,
             connect_timeout: a.conn.connect_timeout,
             output: (&a.out).into(),
         })
