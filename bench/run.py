@@ -428,6 +428,55 @@ def md_table(header: list[str], rows: list[list[str]]) -> str:
 # The benchmark
 
 
+
+def show_cmd(bins: dict[str, str | None], server: "NatsServer | None", cmd: list[str]) -> str:
+    """A command line as the report shows it: tools by name, never by machine-specific path."""
+    labels = {bins.get("msgbench"): "target/release/msgbench", bins.get("ref"): "ref"}
+    if server is not None:
+        labels[server.binary] = "nats-server"
+    first = labels.get(cmd[0]) or (os.path.basename(cmd[0]) if os.path.isabs(cmd[0]) else cmd[0])
+    return shlex.join([first] + cmd[1:])
+
+
+def build_tools(
+    args: argparse.Namespace,
+    workdir: Path,
+    bins: dict[str, str | None],
+    unavailable: dict[str, str],
+    depends: dict[str, list[str]],
+) -> None:
+    """Builds msgbench (cargo, unless --no-build) and the Go reference (into workdir). Each
+    built tool goes into `bins`; each that failed into `unavailable` with the reason, together
+    with the tools in `depends[tool]` that need it."""
+
+    def unavailable_because(tool: str, err: str) -> None:
+        unavailable[tool] = err
+        for other in depends.get(tool, []):
+            unavailable[other] = f"{tool} unavailable"
+        log(f"{tool} unavailable: {err}")
+
+    target_dir = Path(os.environ.get("CARGO_TARGET_DIR") or REPO / "target")
+    if not target_dir.is_absolute():
+        target_dir = REPO / target_dir
+    msgbench_bin = target_dir / "release" / "msgbench"
+    err = None
+    if not args.no_build:
+        err = build(["cargo", "build", "--release"], REPO, "msgbench")
+    if err is None and not msgbench_bin.exists():
+        err = "binary not found: target/release/msgbench"
+    if err is None:
+        bins["msgbench"] = str(msgbench_bin)
+    else:
+        unavailable_because("msgbench", err)
+
+    # bench/ref is its own Go module, so it is built from its folder.
+    ref_bin = workdir / "ref"
+    err = build(["go", "build", "-o", str(ref_bin), "."], BENCH / "ref", "ref")
+    if err is None:
+        bins["ref"] = str(ref_bin)
+    else:
+        unavailable_because("ref", err)
+
 @dataclass
 class Case:
     key: str
@@ -464,42 +513,12 @@ class Bench:
     # ----- display helpers (no machine-specific paths in the report)
 
     def show(self, cmd: list[str]) -> str:
-        labels = {
-            self.bins.get("msgbench"): "target/release/msgbench",
-            self.bins.get("ref"): "ref",
-        }
-        if self.server is not None:
-            labels[self.server.binary] = "nats-server"
-        first = labels.get(cmd[0]) or (os.path.basename(cmd[0]) if os.path.isabs(cmd[0]) else cmd[0])
-        return shlex.join([first] + cmd[1:])
+        return show_cmd(self.bins, self.server, cmd)
 
     # ----- builds
 
     def build_all(self) -> None:
-        target_dir = Path(os.environ.get("CARGO_TARGET_DIR") or REPO / "target")
-        if not target_dir.is_absolute():
-            target_dir = REPO / target_dir
-        msgbench_bin = target_dir / "release" / "msgbench"
-        err = None
-        if not self.args.no_build:
-            err = build(["cargo", "build", "--release"], REPO, "msgbench")
-        if err is None and not msgbench_bin.exists():
-            err = "binary not found: target/release/msgbench"
-        if err is None:
-            self.bins["msgbench"] = str(msgbench_bin)
-        else:
-            self.unavailable["msgbench"] = err
-            log(f"msgbench unavailable: {err}")
-
-        # bench/ref is its own Go module, so it is built from its folder.
-        ref_bin = self.workdir / "ref"
-        err = build(["go", "build", "-o", str(ref_bin), "."], BENCH / "ref", "ref")
-        if err is None:
-            self.bins["ref"] = str(ref_bin)
-        else:
-            self.unavailable["ref"] = err
-            self.unavailable["raw"] = "ref build failed"
-            log(f"ref/raw unavailable: {err}")
+        build_tools(self.args, self.workdir, self.bins, self.unavailable, {"ref": ["raw"]})
 
     def tool_cmd(
         self, tool: str, mode: str, msgs: int, size: int, subject: str, for_display: bool = False

@@ -33,9 +33,7 @@ Standard library only (Python 3.11).
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +45,7 @@ from run import (  # noqa: E402  (run.py lives next to this file)
     REPO,
     NatsServer,
     Run,
-    build,
+    build_tools,
     dig,
     drive,
     entry,
@@ -58,6 +56,7 @@ from run import (  # noqa: E402  (run.py lives next to this file)
     one_line,
     peak_kb,
     run_child,
+    show_cmd,
     summary,
 )
 
@@ -279,39 +278,12 @@ class Bench:
     # ----- display helpers (no machine-specific paths in the report)
 
     def show(self, cmd: list[str]) -> str:
-        labels = {self.bins.get("msgbench"): "target/release/msgbench", self.bins.get("ref"): "ref"}
-        if self.server is not None:
-            labels[self.server.binary] = "nats-server"
-        first = labels.get(cmd[0]) or (os.path.basename(cmd[0]) if os.path.isabs(cmd[0]) else cmd[0])
-        return shlex.join([first] + cmd[1:])
+        return show_cmd(self.bins, self.server, cmd)
 
     # ----- builds
 
     def build_all(self) -> None:
-        target_dir = Path(os.environ.get("CARGO_TARGET_DIR") or REPO / "target")
-        if not target_dir.is_absolute():
-            target_dir = REPO / target_dir
-        msgbench_bin = target_dir / "release" / "msgbench"
-        err = None
-        if not self.args.no_build:
-            err = build(["cargo", "build", "--release"], REPO, "msgbench")
-        if err is None and not msgbench_bin.exists():
-            err = "binary not found: target/release/msgbench"
-        if err is None:
-            self.bins["msgbench"] = str(msgbench_bin)
-        else:
-            self.unavailable["msgbench"] = err
-            self.unavailable["calibrate"] = "msgbench unavailable"
-            log(f"msgbench unavailable: {err}")
-
-        # bench/ref is its own Go module, so it is built from its folder.
-        ref_bin = self.workdir / "ref"
-        err = build(["go", "build", "-o", str(ref_bin), "."], BENCH / "ref", "ref")
-        if err is None:
-            self.bins["ref"] = str(ref_bin)
-        else:
-            self.unavailable["ref"] = err
-            log(f"ref unavailable: {err}")
+        build_tools(self.args, self.workdir, self.bins, self.unavailable, {"msgbench": ["calibrate"]})
 
     # ----- running
 
