@@ -309,6 +309,18 @@ pub struct ConnArgs {
     /// How long to wait for a TCP connection and the server's handshake.
     #[arg(long, default_value = "2s", value_parser = parse_duration, value_name = "DURATION")]
     pub connect_timeout: Duration,
+    /// After a lost connection, dial again with backoff (10 ms doubling to 1 s) and replay the
+    /// subscriptions, for up to --timeout; without it a lost connection ends the run.
+    #[arg(long)]
+    pub reconnect: bool,
+    /// Send a keepalive PING after this long without hearing from the server; two unanswered
+    /// PINGs end the connection (counted as ping_timeout).
+    #[arg(long, default_value = "2s", value_parser = parse_duration, value_name = "DURATION")]
+    pub ping_interval: Duration,
+    /// Inject a fault into the embedded server: kill@5s, restart@5s[:DOWN], pause@3s:200ms
+    /// (time from the start of the load). Reports the recovery time.
+    #[arg(long, value_name = "KIND@TIME[:HOLD]")]
+    pub fault: Option<String>,
 }
 
 /// Where results go.

@@ -6,7 +6,8 @@
 //! in the result's `errors` map; a run with counted errors still produces a result.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 /// Exit statuses. The README's table is written from these; keep them in step.
 pub mod exit {
@@ -14,11 +15,21 @@ pub mod exit {
     pub const OK: u8 = 0;
     /// An unexpected failure during the run (I/O error, protocol violation by the server).
     pub const FAILURE: u8 = 1;
-    /// Bad input or an unusable setup: a malformed flag, a refused connection, a size above the
+    /// Bad input or an unusable setup: a malformed flag or combination, a size above the
     /// server's limit, no `nats-server` to start.
     pub const USAGE: u8 = 2;
     /// The run completed but messages were lost, and `--allow-loss` was not given.
     pub const LOSS: u8 = 3;
+    /// No connection could be made: nothing listening, no answer within the connect timeout, or
+    /// the server refused the handshake (authorization, TLS required, too many connections).
+    pub const CONNECT: u8 = 4;
+    /// A connection was lost during the run and not recovered (no `--reconnect`, or it gave up).
+    pub const DISCONNECTED: u8 = 5;
+    /// The server stopped responding during the run: a write made no progress, a flush or a
+    /// keepalive PING went unanswered.
+    pub const STALLED: u8 = 6;
+    /// The peer broke the NATS protocol: it is not a NATS server, or it sent garbage.
+    pub const PROTOCOL: u8 = 7;
     /// Interrupted by SIGINT or SIGTERM; partial results were written.
     pub const INTERRUPTED: u8 = 130;
 }
@@ -63,12 +74,12 @@ impl Error {
     /// The exit status this failure maps to.
     pub fn exit_code(&self) -> u8 {
         match self {
-            Error::Usage(_)
-            | Error::Connect { .. }
-            | Error::Rejected { .. }
-            | Error::PayloadTooLarge { .. }
-            | Error::EmbeddedServer(_) => exit::USAGE,
-            Error::Protocol { .. } | Error::Io { .. } => exit::FAILURE,
+            Error::Usage(_) | Error::PayloadTooLarge { .. } | Error::EmbeddedServer(_) => {
+                exit::USAGE
+            }
+            Error::Connect { .. } | Error::Rejected { .. } => exit::CONNECT,
+            Error::Protocol { .. } => exit::PROTOCOL,
+            Error::Io { .. } => exit::FAILURE,
         }
     }
 
@@ -206,10 +217,15 @@ pub enum ErrorKind {
     RequestTimeout,
     /// The server said no one is listening on a request's subject.
     NoResponders,
+    /// Keepalive PINGs went unanswered: the server (or the path to it) stopped responding.
+    PingTimeout,
+    /// The subscriber fell behind: its socket's receive queue passed the pending limit. The
+    /// server may cut such a client off as a slow consumer next.
+    FellBehind,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 17] = [
+    pub const ALL: [ErrorKind; 19] = [
         ErrorKind::SlowConsumer,
         ErrorKind::Authorization,
         ErrorKind::MaxPayload,
@@ -227,6 +243,8 @@ impl ErrorKind {
         ErrorKind::WriteStalled,
         ErrorKind::RequestTimeout,
         ErrorKind::NoResponders,
+        ErrorKind::PingTimeout,
+        ErrorKind::FellBehind,
     ];
 
     /// The key used in results.
@@ -249,24 +267,99 @@ impl ErrorKind {
             ErrorKind::WriteStalled => "write_stalled",
             ErrorKind::RequestTimeout => "request_timeout",
             ErrorKind::NoResponders => "no_responders",
+            ErrorKind::PingTimeout => "ping_timeout",
+            ErrorKind::FellBehind => "fell_behind",
+        }
+    }
+
+    /// The exit status of a run that a connection failure of this kind ended.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            ErrorKind::ProtocolError => exit::PROTOCOL,
+            ErrorKind::WriteStalled
+            | ErrorKind::FlushTimeout
+            | ErrorKind::PingTimeout
+            | ErrorKind::StaleConnection => exit::STALLED,
+            ErrorKind::Io => exit::FAILURE,
+            // Whatever the server said last (slow consumer, authorization expired, ...), the
+            // connection is what the run lost.
+            _ => exit::DISCONNECTED,
         }
     }
 }
 
-/// Lock-free counters, one per [`ErrorKind`], shared by every connection of a run.
+/// What happened to a run's connections, shared by all of them: a lock-free counter per
+/// [`ErrorKind`], the connections opened, each reconnect's duration, and the failure (if any)
+/// that a connection did not recover from.
 #[derive(Debug, Default)]
-pub struct ErrorCounts([AtomicU64; ErrorKind::ALL.len()]);
+pub struct ErrorCounts {
+    counts: [AtomicU64; ErrorKind::ALL.len()],
+    opened: AtomicU64,
+    gave_up: AtomicU64,
+    /// Time from losing a connection to the new one being ready, in ns, in order.
+    reconnects: Mutex<Vec<u64>>,
+    /// `ErrorKind as usize + 1` of the first unrecovered failure; 0 while there is none.
+    fatal: AtomicUsize,
+}
+
+/// Reconnect durations kept per run: enough for any fault-injection run, bounded for a flapping
+/// server over a long soak.
+const MAX_RECONNECTS_KEPT: usize = 10_000;
 
 impl ErrorCounts {
     pub fn add(&self, kind: ErrorKind) {
-        self.0[kind as usize].fetch_add(1, Ordering::Relaxed);
+        self.counts[kind as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A connection completed its handshake.
+    pub fn opened(&self) {
+        self.opened.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A lost connection was replaced after `took`.
+    pub fn reconnected(&self, took: std::time::Duration) {
+        let mut r = self.reconnects.lock().unwrap_or_else(|p| p.into_inner());
+        if r.len() < MAX_RECONNECTS_KEPT {
+            r.push(took.as_nanos() as u64);
+        }
+    }
+
+    /// A connection ended with `kind` and was not (or could not be) replaced: the run failed.
+    /// The first such failure is the one the exit status reports.
+    pub fn failed(&self, kind: ErrorKind, reconnect_tried: bool) {
+        if reconnect_tried {
+            self.gave_up.fetch_add(1, Ordering::Relaxed);
+        }
+        let _ =
+            self.fatal
+                .compare_exchange(0, kind as usize + 1, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// The failure that ended a connection for good, if any.
+    pub fn fatal(&self) -> Option<ErrorKind> {
+        match self.fatal.load(Ordering::Acquire) {
+            0 => None,
+            n => Some(ErrorKind::ALL[n - 1]),
+        }
+    }
+
+    /// Connections opened, reconnect attempts that gave up, and each reconnect's duration.
+    pub fn connection_events(&self) -> (u64, u64, Vec<u64>) {
+        (
+            self.opened.load(Ordering::Relaxed),
+            self.gave_up.load(Ordering::Relaxed),
+            self.reconnects
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+        )
     }
 
     /// The non-zero counts, in a stable order.
     pub fn snapshot(&self) -> Vec<(ErrorKind, u64)> {
         ErrorKind::ALL
             .iter()
-            .map(|k| (*k, self.0[*k as usize].load(Ordering::Relaxed)))
+            .map(|k| (*k, self.counts[*k as usize].load(Ordering::Relaxed)))
             .filter(|(_, n)| *n > 0)
             .collect()
     }

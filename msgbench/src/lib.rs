@@ -143,7 +143,11 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
             }
             let target = server::resolve(&options::server_choice(&a.conn)?)?;
             let opts = scenario::calibrate::CalibrateOptions {
-                connect_timeout: a.conn.connect_timeout,
+                conn: {
+                    let c = options::conn::ConnOptions::new(&a.conn)?;
+                    c.no_fault("calibrate")?;
+                    c
+                },
                 samples: a.samples,
                 size: a.size,
             };

@@ -47,9 +47,32 @@ pub struct RunResult {
     /// PING/PONG round trips to each server before the run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rtt_ns: Option<Rtt>,
-    /// A publisher's connection failed before it sent everything it was asked to.
+    /// What happened to the connections: opened, lost, replaced.
+    pub connections: Connections,
+    /// The error kind of the first connection the run lost for good (it then ended early, and
+    /// the exit status says so); absent when every connection lasted or was replaced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<&'static str>,
+    /// The injected fault and how long delivery took to recover from it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fault: Option<crate::stats::recovery::FaultReport>,
     #[serde(skip)]
-    pub publisher_failed: bool,
+    pub(crate) fatal: Option<crate::error::ErrorKind>,
+}
+
+/// Connection events of a run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Connections {
+    /// Handshakes completed, first connections and reconnections together.
+    pub opened: u64,
+    /// Connections lost without msgbench closing them.
+    pub lost: u64,
+    /// Lost connections replaced by a new one (`--reconnect`).
+    pub reconnects: u64,
+    /// Reconnects that gave up after `--timeout`.
+    pub gave_up: u64,
+    /// Time from losing a connection to its replacement being ready, for each reconnect.
+    pub reconnect_ns: Vec<u64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -297,18 +320,43 @@ impl RunResult {
             latency_uncorrected: None,
             pacing: None,
             rtt_ns: None,
-            publisher_failed: false,
+            connections: {
+                let (opened, gave_up, reconnect_ns) = errors.connection_events();
+                let lost = errors
+                    .snapshot()
+                    .iter()
+                    .filter(|(k, _)| {
+                        matches!(
+                            k,
+                            crate::error::ErrorKind::Disconnected
+                                | crate::error::ErrorKind::PingTimeout
+                        )
+                    })
+                    .map(|(_, n)| n)
+                    .sum();
+                Connections {
+                    opened,
+                    lost,
+                    reconnects: reconnect_ns.len() as u64,
+                    gave_up,
+                    reconnect_ns,
+                }
+            },
+            failure: errors.fatal().map(crate::error::ErrorKind::as_str),
+            fault: None,
+            fatal: errors.fatal(),
         }
     }
 
-    /// The exit status this result calls for.
+    /// The exit status this result calls for: an interruption first, then a connection the
+    /// run lost for good (which explains any loss that follows from it), then loss.
     pub fn exit_code(&self, allow_loss: bool) -> u8 {
         if self.interrupted {
             exit::INTERRUPTED
+        } else if let Some(kind) = self.fatal {
+            kind.exit_code()
         } else if self.delivery.lost > 0 && !allow_loss {
             exit::LOSS
-        } else if self.publisher_failed {
-            exit::FAILURE
         } else {
             exit::OK
         }

@@ -9,6 +9,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
@@ -85,8 +86,13 @@ pub fn find_binary(explicit: Option<&Path>) -> Result<PathBuf> {
 }
 
 /// A running local `nats-server`. Dropping it stops the server and removes its directory.
+///
+/// The process sits behind a mutex so that a fault can be injected (kill, pause, restart)
+/// while the run's clients hold the server's address.
 pub struct EmbeddedServer {
-    child: Option<Child>,
+    child: Mutex<Option<Child>>,
+    binary: PathBuf,
+    extra: Vec<String>,
     dir: PathBuf,
     pub url: ServerUrl,
 }
@@ -101,33 +107,78 @@ impl EmbeddedServer {
     pub fn start(binary: &Path, extra: &[&str]) -> Result<Self> {
         let dir = make_temp_dir()?;
         let mut server = EmbeddedServer {
-            child: None,
-            dir: dir.clone(),
+            child: Mutex::new(None),
+            binary: binary.to_path_buf(),
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+            dir,
             url: ServerUrl {
                 host: "127.0.0.1".into(),
                 port: 0,
                 auth: url::Auth::None,
             },
         };
-        let log = fs::File::create(dir.join("server.log"))
+        server.url.port = server.spawn(None)?;
+        Ok(server)
+    }
+
+    /// Starts the process on `port` (a free one when `None`) and waits for it to listen.
+    fn spawn(&self, port: Option<u16>) -> Result<u16> {
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("server.log"))
             .map_err(|e| Error::EmbeddedServer(format!("cannot create the server log: {e}")))?;
-        let mut cmd = Command::new(binary);
-        cmd.args(["-a", "127.0.0.1", "-p", "-1", "-js", "-sd"])
-            .arg(dir.join("jetstream"))
+        let mut cmd = Command::new(&self.binary);
+        cmd.args(["-a", "127.0.0.1", "-p"])
+            .arg(port.map_or("-1".to_string(), |p| p.to_string()))
+            .args(["-js", "-sd"])
+            .arg(self.dir.join("jetstream"))
             .arg("--ports_file_dir")
-            .arg(&dir)
-            .args(extra)
+            .arg(&self.dir)
+            .args(&self.extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log);
         isolate(&mut cmd);
         let child = cmd.spawn().map_err(|e| {
-            Error::EmbeddedServer(format!("cannot start '{}': {e}", binary.display()))
+            Error::EmbeddedServer(format!("cannot start '{}': {e}", self.binary.display()))
         })?;
         let pid = child.id();
-        server.child = Some(child);
-        server.url.port = server.wait_for_port(pid, Duration::from_secs(10))?;
-        Ok(server)
+        *self.lock() = Some(child);
+        self.wait_for_port(pid, Duration::from_secs(10))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Child>> {
+        self.child.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Kills the server at once (SIGKILL): a crash, with no goodbye to its clients.
+    pub fn kill(&self) {
+        if let Some(mut child) = self.lock().take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts a killed server again on the same port, with the same storage.
+    ///
+    /// # Errors
+    /// [`Error::EmbeddedServer`] when it does not come back.
+    pub fn restart(&self) -> Result<()> {
+        self.kill();
+        self.spawn(Some(self.url.port)).map(|_| ())
+    }
+
+    /// Freezes (SIGSTOP) or thaws (SIGCONT) the server: it stops responding but closes nothing.
+    pub fn freeze(&self, frozen: bool) {
+        #[cfg(unix)]
+        if let Some(pid) = self.pid() {
+            let sig = if frozen { libc::SIGSTOP } else { libc::SIGCONT };
+            // SAFETY: signals a child process we own.
+            unsafe {
+                libc::kill(pid as libc::pid_t, sig);
+            }
+        }
     }
 
     /// The directory holding the server's data, log and ports file.
@@ -137,10 +188,10 @@ impl EmbeddedServer {
 
     /// The server's process id.
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
+        self.lock().as_ref().map(Child::id)
     }
 
-    fn wait_for_port(&mut self, pid: u32, limit: Duration) -> Result<u16> {
+    fn wait_for_port(&self, pid: u32, limit: Duration) -> Result<u16> {
         // The server writes its listen URLs to this file once it is ready for clients.
         let ports_file = self.dir.join(format!("nats-server_{pid}.ports"));
         let deadline = Instant::now() + limit;
@@ -150,11 +201,11 @@ impl EmbeddedServer {
                     return Ok(port);
                 }
             }
-            if let Some(status) = self
-                .child
+            let exited = self
+                .lock()
                 .as_mut()
-                .and_then(|c| c.try_wait().ok().flatten())
-            {
+                .and_then(|c| c.try_wait().ok().flatten());
+            if let Some(status) = exited {
                 return Err(Error::EmbeddedServer(format!(
                     "nats-server exited ({status}) before accepting connections: {}",
                     self.log_tail()
@@ -178,7 +229,8 @@ impl EmbeddedServer {
 
     /// Stops the server (SIGTERM, then SIGKILL after 3 s) and removes its directory.
     pub fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
+        self.freeze(false);
+        if let Some(mut child) = self.lock().take() {
             terminate(&mut child);
         }
         let _ = fs::remove_dir_all(&self.dir);

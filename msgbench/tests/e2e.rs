@@ -251,8 +251,11 @@ fn a_stalled_subscriber_is_cut_off_and_the_loss_is_reported_and_fails_the_run() 
         "--timeout",
         "3s",
     ];
+    // The server cut the subscriber off: the run lost a connection (exit 5), which explains
+    // the loss, so --allow-loss does not excuse it.
     let (out, v) = run_json(&args);
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert_eq!(v["failure"], "disconnected", "{}", v["errors"]);
     let d = &v["delivery"];
     let lost = u(&d["lost"]);
     assert!(lost > 0, "{d}");
@@ -266,11 +269,23 @@ fn a_stalled_subscriber_is_cut_off_and_the_loss_is_reported_and_fails_the_run() 
     assert!(stderr(&out).contains("!! LOSS:"), "{}", stderr(&out));
     assert_eq!(schema_errors(&v), Vec::<String>::new());
 
+    // With --reconnect the subscriber comes back and counts the rest: only loss remains, which
+    // --allow-loss accepts.
     let mut allowed = args.to_vec();
-    allowed.push("--allow-loss");
+    allowed.extend(["--reconnect", "--allow-loss"]);
     let (out, v) = run_json(&allowed);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(u(&v["delivery"]["lost"]) > 0);
+    assert!(v.get("failure").is_none(), "{v}");
+    assert!(
+        u(&v["connections"]["reconnects"]) >= 1,
+        "{}",
+        v["connections"]
+    );
+    assert_eq!(
+        u(&v["delivery"]["received"]) + u(&v["delivery"]["lost"]),
+        u(&v["delivery"]["expected"])
+    );
 }
 
 #[test]
@@ -378,7 +393,7 @@ fn credentials_in_the_url_authenticate_and_never_appear_in_output() {
 
     let bad = s.url.replace("nats://", "nats://alice:wrong@");
     let out = run(&["pub", "--server", &bad, "--msgs", "100"]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(4));
     let err = stderr(&out);
     assert!(
         err.contains("authorization") && !err.contains("wrong"),
@@ -395,9 +410,15 @@ fn credentials_in_the_url_authenticate_and_never_appear_in_output() {
 
 /// Asserts a bad-input failure: exit 2, exactly one line on stderr containing `needle`, no panic.
 fn assert_bad_input(args: &[&str], needle: &str) {
+    assert_one_line_error(args, 2, needle);
+}
+
+/// Asserts a failure before any result: exit `code`, exactly one line on stderr containing
+/// `needle`, nothing on stdout, no panic.
+fn assert_one_line_error(args: &[&str], code: i32, needle: &str) {
     let out = run(args);
     let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
     let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "{args:?}: expected one line, got {err:?}");
     assert!(lines[0].starts_with("error: "), "{args:?}: {err}");
@@ -489,8 +510,9 @@ fn a_refused_connection_is_reported_within_the_connect_timeout() {
     };
     let url = format!("nats://127.0.0.1:{port}");
     let started = Instant::now();
-    assert_bad_input(
+    assert_one_line_error(
         &["pub", "--server", &url, "--connect-timeout", "1s"],
+        4,
         "cannot connect",
     );
     assert!(started.elapsed() < Duration::from_secs(10));
@@ -655,9 +677,10 @@ fn a_server_that_stops_reading_ends_the_run_within_the_timeout() {
         "took {:?}",
         started.elapsed()
     );
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(u(&v["errors"]["write_stalled"]), 1, "{}", v["errors"]);
+    assert_eq!(v["failure"], "write_stalled");
     let sent = u(&v["delivery"]["sent"]);
     assert!(sent > 0 && sent < 200_000_000, "sent {sent}");
     assert_eq!(schema_errors(&v), Vec::<String>::new());
@@ -732,7 +755,7 @@ fn messages_larger_than_the_read_buffer_are_delivered_whole() {
 #[test]
 fn without_a_subcommand_the_default_suite_takes_its_flags() {
     let out = run(&["--server", "nats://127.0.0.1:1", "--connect-timeout", "1s"]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(4));
     assert!(
         stderr(&out).contains("cannot connect to nats://127.0.0.1:1"),
         "{}",

@@ -16,6 +16,7 @@ use crate::engine::proto::{
     self, ConnectOptions, Msg, Parsed, ProtocolError, ServerInfo, ServerOp,
 };
 use crate::error::{Error, ErrorCounts, ErrorKind, Result, ServerErrorKind};
+use crate::options::conn::ConnOptions;
 use crate::options::url::{Auth, ServerUrl};
 
 /// Send timeout of the socket: how often a blocked write looks at the clock.
@@ -24,14 +25,15 @@ const WRITE_WAKEUP: Duration = Duration::from_millis(100);
 /// Read buffer size. Large enough that one read syscall carries thousands of small messages.
 const READ_BUF: usize = 128 * 1024;
 
-/// How to open a connection.
+/// How to open a connection, and how to keep it.
 #[derive(Debug, Clone)]
 pub struct ConnectSpec<'a> {
     pub servers: &'a [ServerUrl],
     /// Shown by the server in its connection list (`connz`).
     pub name: &'a str,
-    pub timeout: Duration,
-    /// A write that makes no progress for this long fails (the server stopped reading).
+    pub opts: &'a ConnOptions,
+    /// A write that makes no progress for this long fails (the server stopped reading); with
+    /// `--reconnect`, also how long a lost connection is retried before the run gives up on it.
     pub stall_limit: Duration,
 }
 
@@ -50,17 +52,51 @@ pub struct Conn {
 /// [`Error::Connect`] when no server can be reached within the timeout, [`Error::Rejected`] when
 /// the server refuses the handshake, [`Error::Protocol`] when it speaks something else.
 pub fn connect(spec: &ConnectSpec<'_>, errors: Arc<ErrorCounts>) -> Result<Conn> {
+    let d = dial_any(spec.servers, spec.name, spec.opts.connect_timeout)?;
+    errors.opened();
+    let redial = spec.opts.reconnect.then(|| Redial {
+        servers: spec.servers.to_vec(),
+        name: spec.name.to_string(),
+        timeout: spec.opts.connect_timeout,
+    });
+    let shared = Arc::new(Shared::new(
+        d.stream,
+        errors,
+        spec.stall_limit,
+        spec.opts.ping_interval,
+        redial,
+    ));
+    Ok(Conn {
+        info: d.info,
+        url: d.url,
+        reader: d.reader,
+        shared,
+    })
+}
+
+/// A socket that has completed the handshake: the write half, the read half and what the
+/// server said about itself.
+struct Dialed {
+    stream: TcpStream,
+    reader: Reader,
+    info: ServerInfo,
+    url: ServerUrl,
+}
+
+fn dial_any(servers: &[ServerUrl], name: &str, timeout: Duration) -> Result<Dialed> {
     let mut last = None;
-    for url in spec.servers {
-        match connect_one(url, spec, errors.clone()) {
-            Ok(conn) => return Ok(conn),
+    for url in servers {
+        match dial(url, name, timeout) {
+            Ok(d) => return Ok(d),
             Err(e) => last = Some(e),
         }
     }
     Err(last.unwrap_or_else(|| Error::Usage("no server to connect to".into())))
 }
 
-fn connect_one(url: &ServerUrl, spec: &ConnectSpec<'_>, errors: Arc<ErrorCounts>) -> Result<Conn> {
+/// TCP connect, then the handshake: INFO from the server, CONNECT and PING from us, and the
+/// PONG that proves the server accepted us. Everything within `timeout`.
+fn dial(url: &ServerUrl, name: &str, timeout: Duration) -> Result<Dialed> {
     let fail = |reason: String| Error::Connect {
         url: url.to_string(),
         reason,
@@ -72,13 +108,13 @@ fn connect_one(url: &ServerUrl, spec: &ConnectSpec<'_>, errors: Arc<ErrorCounts>
     let mut stream = None;
     let mut why = String::from("no address");
     for addr in addrs {
-        match TcpStream::connect_timeout(&addr, spec.timeout) {
+        match TcpStream::connect_timeout(&addr, timeout) {
             Ok(s) => {
                 stream = Some(s);
                 break;
             }
             Err(e) if e.kind() == io::ErrorKind::TimedOut => {
-                why = format!("no answer within {:?}", spec.timeout)
+                why = format!("no answer within {timeout:?}")
             }
             Err(e) => why = e.to_string(),
         }
@@ -89,7 +125,7 @@ fn connect_one(url: &ServerUrl, spec: &ConnectSpec<'_>, errors: Arc<ErrorCounts>
     stream
         .set_nodelay(true)
         .map_err(|e| fail(format!("cannot set TCP_NODELAY: {e}")))?;
-    let deadline = Instant::now() + spec.timeout;
+    let deadline = Instant::now() + timeout;
     let reader_stream = stream
         .try_clone()
         .map_err(|e| fail(format!("cannot clone socket: {e}")))?;
@@ -97,14 +133,14 @@ fn connect_one(url: &ServerUrl, spec: &ConnectSpec<'_>, errors: Arc<ErrorCounts>
     stream
         .set_write_timeout(Some(WRITE_WAKEUP))
         .map_err(|e| fail(format!("cannot set a send timeout: {e}")))?;
-    let shared = Arc::new(Shared::new(stream, errors, spec.stall_limit));
     let mut reader = Reader::new(reader_stream);
     let protocol = |source| Error::Protocol {
         url: url.to_string(),
         source,
     };
 
-    // 1. The server speaks first, with INFO.
+    // 1. The server speaks first, with INFO. A peer that says nothing is most often something
+    //    else listening on the port (an HTTP server waits for its client to speak first).
     let mut info = None;
     reader
         .until(deadline, |op| match op {
@@ -114,7 +150,12 @@ fn connect_one(url: &ServerUrl, spec: &ConnectSpec<'_>, errors: Arc<ErrorCounts>
             }
             _ => false,
         })
-        .map_err(|e| handshake_error(e, url, "waiting for INFO"))?;
+        .map_err(|e| match e {
+            ReadError::TimedOut => fail(format!(
+                "no INFO from the server within {timeout:?}: is this a NATS server?"
+            )),
+            e => handshake_error(e, url, "waiting for INFO"),
+        })?;
     let info = info.expect("until returned after INFO").map_err(protocol)?;
     if info.tls_required {
         return Err(fail(
@@ -135,7 +176,7 @@ fn connect_one(url: &ServerUrl, spec: &ConnectSpec<'_>, errors: Arc<ErrorCounts>
             verbose: false,
             pedantic: false,
             tls_required: false,
-            name: spec.name,
+            name,
             lang: "rust-msgbench",
             version: env!("CARGO_PKG_VERSION"),
             protocol: 1,
@@ -148,7 +189,7 @@ fn connect_one(url: &ServerUrl, spec: &ConnectSpec<'_>, errors: Arc<ErrorCounts>
         },
     );
     proto::encode_ping(&mut out);
-    shared
+    (&stream)
         .write_all(&out)
         .map_err(|e| fail(format!("cannot send CONNECT: {e}")))?;
     let mut rejected = None;
@@ -163,7 +204,7 @@ fn connect_one(url: &ServerUrl, spec: &ConnectSpec<'_>, errors: Arc<ErrorCounts>
                 true
             }
             ServerOp::Ping => {
-                let _ = shared.write_all(b"PONG\r\n");
+                let _ = (&stream).write_all(b"PONG\r\n");
                 false
             }
             _ => false,
@@ -176,11 +217,11 @@ fn connect_one(url: &ServerUrl, spec: &ConnectSpec<'_>, errors: Arc<ErrorCounts>
             text,
         });
     }
-    Ok(Conn {
+    Ok(Dialed {
+        stream,
+        reader,
         info,
         url: url.clone(),
-        reader,
-        shared,
     })
 }
 
@@ -193,25 +234,33 @@ impl Conn {
         (0..n)
             .map(|_| {
                 let sent = Instant::now();
-                self.send_and_confirm(b"", timeout, "measuring RTT")?;
+                self.confirm(b"", timeout, "measuring RTT")?;
                 Ok(sent.elapsed())
             })
             .collect()
     }
 
-    /// Sends `cmd` then PING and waits for the PONG, before the read loop has started: when it
-    /// returns, the server has processed `cmd` (a SUB, say). Messages arriving meanwhile are
+    /// Subscribes with `sub` (a SUB command, replayed after every reconnect) and waits for the
+    /// server to confirm it, before the read loop has started. Messages arriving meanwhile are
     /// dropped, so use it only before any can arrive.
     ///
     /// # Errors
     /// [`Error::Connect`] when the server does not answer within `timeout`.
-    pub fn send_and_confirm(&mut self, cmd: &[u8], timeout: Duration, doing: &str) -> Result<()> {
+    pub fn subscribe_and_confirm(&mut self, sub: &[u8], timeout: Duration) -> Result<()> {
+        self.shared.remember_sub(sub);
+        self.confirm(sub, timeout, "subscribing")
+    }
+
+    /// Sends `cmd` then PING and waits for the PONG: when it returns, the server has processed
+    /// `cmd`.
+    fn confirm(&mut self, cmd: &[u8], timeout: Duration, doing: &str) -> Result<()> {
         let mut out = cmd.to_vec();
         proto::encode_ping(&mut out);
         let deadline = Instant::now() + timeout;
-        self.shared
-            .write_all(&out)
-            .map_err(|e| handshake_error(ReadError::Io(e), &self.url, doing))?;
+        self.shared.write_all(&out).map_err(|_| Error::Connect {
+            url: self.url.to_string(),
+            reason: format!("connection lost while {doing}"),
+        })?;
         let shared = &self.shared;
         self.reader
             .until(deadline, |op| match op {
@@ -247,53 +296,197 @@ fn handshake_error(e: ReadError, url: &ServerUrl, doing: &str) -> Error {
     }
 }
 
+/// What a connection needs to be dialled again after it is lost.
+struct Redial {
+    servers: Vec<ServerUrl>,
+    name: String,
+    timeout: Duration,
+}
+
+/// The first wait between reconnect attempts; it doubles up to [`BACKOFF_MAX`]. A restarted
+/// local server listens again within tens of milliseconds, so starting at seconds (as some
+/// clients do by default) would measure the client's patience, not the server's recovery.
+const BACKOFF_FIRST: Duration = Duration::from_millis(10);
+const BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+/// Unanswered keepalive PINGs after which the connection counts as dead (the official clients'
+/// default).
+const MAX_PINGS_OUT: u64 = 2;
+
+/// A send that did not go through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendError {
+    /// The connection was lost and a new one is up: the bytes of this send, and any the kernel
+    /// still held for the old socket, may or may not have reached the server.
+    Reconnected,
+    /// The connection is gone, or the server stopped reading; the kind says which.
+    Failed(ErrorKind),
+}
+
+impl SendError {
+    /// The run-ending error for a send that had to succeed (a subscription, say).
+    pub fn during(self, doing: &str) -> Error {
+        let why = match self {
+            SendError::Reconnected => "the connection was lost",
+            SendError::Failed(k) => k.as_str(),
+        };
+        Error::io(doing, io::Error::other(why))
+    }
+}
+
+/// The socket writes go to, replaced on reconnect.
+struct Link {
+    stream: TcpStream,
+    /// Bumped by each reconnect, so a failed write knows whether it failed on the current link.
+    generation: u64,
+}
+
+#[derive(Default)]
+struct Pongs {
+    received: u64,
+    /// PINGs up to this number were sent on a connection that was lost: their PONGs never come.
+    void_upto: u64,
+}
+
 /// The write half and the state both halves need.
 pub struct Shared {
-    writer: Mutex<TcpStream>,
-    /// PINGs we sent; only changed while holding `writer`, so it matches the order on the wire.
+    link: Mutex<Link>,
+    /// PINGs we sent; only changed while holding `link`, so it matches the order on the wire.
     pings_sent: AtomicU64,
-    pongs: Mutex<u64>,
+    pongs: Mutex<Pongs>,
     pong_cv: Condvar,
+    /// The current link's generation, for writers waiting for a reconnect.
+    generation: Mutex<u64>,
+    relinked: Condvar,
     /// Set before we close the socket ourselves, so the reader does not count a disconnect.
     closing: AtomicBool,
     /// Set when the read side has ended, so nobody waits for a PONG that cannot come.
     ended: AtomicBool,
     /// How long a write may make no progress before the connection counts as stalled.
     stall_limit: Duration,
+    /// Send a keepalive PING after this long without hearing from the server.
+    ping_interval: Duration,
+    /// SUB commands sent so far, replayed on a new connection.
+    subs: Mutex<Vec<u8>>,
+    redial: Option<Redial>,
     pub errors: Arc<ErrorCounts>,
 }
 
 impl Shared {
-    fn new(stream: TcpStream, errors: Arc<ErrorCounts>, stall_limit: Duration) -> Self {
+    fn new(
+        stream: TcpStream,
+        errors: Arc<ErrorCounts>,
+        stall_limit: Duration,
+        ping_interval: Duration,
+        redial: Option<Redial>,
+    ) -> Self {
         Self {
-            stall_limit,
-            writer: Mutex::new(stream),
+            link: Mutex::new(Link {
+                stream,
+                generation: 0,
+            }),
             pings_sent: AtomicU64::new(0),
-            pongs: Mutex::new(0),
+            pongs: Mutex::new(Pongs::default()),
             pong_cv: Condvar::new(),
+            generation: Mutex::new(0),
+            relinked: Condvar::new(),
             closing: AtomicBool::new(false),
             ended: AtomicBool::new(false),
+            stall_limit,
+            ping_interval,
+            subs: Mutex::new(Vec::new()),
+            redial,
             errors,
         }
     }
 
-    /// Writes all of `bytes` to the socket.
+    fn lock_link(&self) -> std::sync::MutexGuard<'_, Link> {
+        self.link.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Writes all of `bytes` to the socket. When the connection was lost and `--reconnect` is
+    /// on, waits until a new one is up (or the reconnect gives up) before returning.
     ///
     /// # Errors
-    /// The socket's error, or `TimedOut` when the server accepted nothing for `stall_limit`
-    /// (it stopped reading), or when the connection is being closed.
-    pub fn write_all(&self, bytes: &[u8]) -> io::Result<()> {
-        let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-        self.write_locked(&mut w, bytes)
+    /// [`SendError::Reconnected`] when `bytes` went down with the old connection;
+    /// [`SendError::Failed`] when the connection is gone for good or the server stopped reading.
+    pub fn write_all(&self, bytes: &[u8]) -> Result<(), SendError> {
+        let (generation, kind) = {
+            let mut link = self.lock_link();
+            match self.write_locked(&mut link.stream, bytes) {
+                Ok(()) => return Ok(()),
+                Err(e) => (link.generation, io_kind(&e)),
+            }
+        };
+        Err(self.after_failed_write(generation, kind))
     }
 
     /// Writes `bytes` followed by a PING in one write, and returns the PONG number to wait for.
-    pub fn write_with_ping(&self, bytes: &mut Vec<u8>) -> io::Result<u64> {
+    ///
+    /// # Errors
+    /// As [`Shared::write_all`].
+    pub fn write_with_ping(&self, bytes: &mut Vec<u8>) -> Result<u64, SendError> {
         proto::encode_ping(bytes);
-        let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-        let ticket = self.pings_sent.fetch_add(1, Ordering::Relaxed) + 1;
-        self.write_locked(&mut w, bytes)?;
-        Ok(ticket)
+        let (generation, kind) = {
+            let mut link = self.lock_link();
+            let ticket = self.pings_sent.fetch_add(1, Ordering::Relaxed) + 1;
+            match self.write_locked(&mut link.stream, bytes) {
+                Ok(()) => return Ok(ticket),
+                Err(e) => (link.generation, io_kind(&e)),
+            }
+        };
+        Err(self.after_failed_write(generation, kind))
+    }
+
+    /// Remembers a SUB (so a reconnect can replay it), sends it with a PING, and returns the
+    /// PONG number that confirms it.
+    ///
+    /// # Errors
+    /// As [`Shared::write_all`].
+    pub fn subscribe(&self, sub: &[u8]) -> Result<u64, SendError> {
+        self.remember_sub(sub);
+        self.write_with_ping(&mut sub.to_vec())
+    }
+
+    fn remember_sub(&self, sub: &[u8]) {
+        self.subs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend_from_slice(sub);
+    }
+
+    fn after_failed_write(&self, generation: u64, kind: ErrorKind) -> SendError {
+        // Only a lost connection is worth waiting out; a server that stopped reading is not
+        // going to start again because we dial it.
+        if kind == ErrorKind::Disconnected && self.redial.is_some() && self.await_relink(generation)
+        {
+            SendError::Reconnected
+        } else {
+            SendError::Failed(kind)
+        }
+    }
+
+    /// Waits until the link is newer than `generation`. False when the read side gave up, the
+    /// connection is being closed, or (as a backstop) far longer than a reconnect may take.
+    fn await_relink(&self, generation: u64) -> bool {
+        let limit = self.stall_limit + self.redial.as_ref().map_or(Duration::ZERO, |r| r.timeout);
+        let deadline = Instant::now() + limit + Duration::from_secs(1);
+        let mut current = self.generation.lock().unwrap_or_else(|p| p.into_inner());
+        while *current <= generation {
+            let now = Instant::now();
+            if now >= deadline
+                || self.ended.load(Ordering::Acquire)
+                || self.closing.load(Ordering::Acquire)
+            {
+                return false;
+            }
+            current = self
+                .relinked
+                .wait_timeout(current, (deadline - now).min(Duration::from_millis(50)))
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        true
     }
 
     /// `write_all` that cannot block forever: the socket has a short send timeout, and each
@@ -329,54 +522,99 @@ impl Shared {
         Ok(())
     }
 
-    /// Waits until the PONG for `ticket` arrived. False on timeout or when the connection ended.
+    /// Waits until the PONG for `ticket` arrived. False on timeout, when the connection ended,
+    /// or when the PING went out on a connection that has since been replaced.
     pub fn wait_pong(&self, ticket: u64, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
-        let mut got = self.pongs.lock().unwrap_or_else(|p| p.into_inner());
-        while *got < ticket {
+        let mut p = self.pongs.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if ticket <= p.void_upto {
+                return false;
+            }
+            if p.received >= ticket {
+                return true;
+            }
             let now = Instant::now();
             if now >= deadline || self.ended.load(Ordering::Acquire) {
                 return false;
             }
             // Bounded waits so a connection that ends while we wait is noticed promptly.
             let step = (deadline - now).min(Duration::from_millis(50));
-            got = self
+            p = self
                 .pong_cv
-                .wait_timeout(got, step)
+                .wait_timeout(p, step)
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
         }
-        true
     }
 
     /// Sends what is in `pending` plus a PING, and waits for the PONG: once it arrives, the
     /// server has processed everything written before it.
     ///
     /// # Errors
-    /// The [`ErrorKind`] to count when the write fails or no PONG comes within `timeout`.
-    pub fn flush(&self, pending: &mut Vec<u8>, timeout: Duration) -> Result<(), ErrorKind> {
-        let ticket = self.write_with_ping(pending).map_err(|e| io_kind(&e))?;
+    /// [`SendError::Reconnected`] when the connection was replaced before the PONG came (what
+    /// was pending may be lost), or the [`ErrorKind`] of a failed write or a missing PONG.
+    pub fn flush(&self, pending: &mut Vec<u8>, timeout: Duration) -> Result<(), SendError> {
+        let generation = self.lock_link().generation;
+        let ticket = self.write_with_ping(pending);
         pending.clear();
+        let ticket = ticket?;
         if self.wait_pong(ticket, timeout) {
             Ok(())
+        } else if *self.generation.lock().unwrap_or_else(|p| p.into_inner()) > generation {
+            Err(SendError::Reconnected)
         } else if self.ended.load(Ordering::Acquire) {
-            Err(ErrorKind::Disconnected)
+            Err(SendError::Failed(ErrorKind::Disconnected))
         } else {
-            Err(ErrorKind::FlushTimeout)
+            Err(SendError::Failed(ErrorKind::FlushTimeout))
         }
     }
 
     fn pong_received(&self) {
-        let mut got = self.pongs.lock().unwrap_or_else(|p| p.into_inner());
-        *got += 1;
+        let mut p = self.pongs.lock().unwrap_or_else(|p| p.into_inner());
+        p.received += 1;
         self.pong_cv.notify_all();
+    }
+
+    /// PINGs sent and not yet answered on the current link.
+    fn pings_out(&self) -> u64 {
+        let p = self.pongs.lock().unwrap_or_else(|p| p.into_inner());
+        self.pings_sent
+            .load(Ordering::Relaxed)
+            .saturating_sub(p.received.max(p.void_upto))
+    }
+
+    /// A keepalive PING. A failed write shows up as a read error next.
+    fn ping(&self) {
+        let mut link = self.lock_link();
+        self.pings_sent.fetch_add(1, Ordering::Relaxed);
+        let _ = self.write_locked(&mut link.stream, b"PING\r\n");
+    }
+
+    /// Puts a freshly dialled socket in place of the lost one.
+    fn relink(&self, stream: TcpStream) {
+        let generation = {
+            let mut link = self.lock_link();
+            link.stream = stream;
+            link.generation += 1;
+            // PINGs sent on the old link are never answered; their waiters learn it now. New
+            // PINGs can only go out on the new link, after this lock is released.
+            let mut p = self.pongs.lock().unwrap_or_else(|p| p.into_inner());
+            p.void_upto = self.pings_sent.load(Ordering::Relaxed);
+            p.received = p.void_upto;
+            self.pong_cv.notify_all();
+            link.generation
+        };
+        *self.generation.lock().unwrap_or_else(|p| p.into_inner()) = generation;
+        self.relinked.notify_all();
     }
 
     /// Closes the connection from our side. The reader then ends with [`End::Closed`].
     pub fn close(&self) {
         self.closing.store(true, Ordering::Release);
-        let w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = w.shutdown(Shutdown::Both);
+        let link = self.lock_link();
+        let _ = link.stream.shutdown(Shutdown::Both);
+        self.relinked.notify_all();
     }
 
     /// Whether the read side has ended (the connection is gone).
@@ -576,22 +814,117 @@ impl Reader {
         }
     }
 
+    /// Bytes waiting in the socket's receive queue: how far this reader is behind the server.
+    fn backlog(&self) -> usize {
+        use std::os::fd::AsRawFd;
+        let mut n: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one int to the pointer we pass.
+        let rc = unsafe { libc::ioctl(self.stream.as_raw_fd(), libc::FIONREAD, &mut n) };
+        if rc == 0 {
+            n.max(0) as usize
+        } else {
+            0
+        }
+    }
+
+    /// Replaces the lost socket with a freshly dialled one, keeping this reader's settings.
+    fn relink(&mut self, fresh: Reader) {
+        let busy_poll = self.busy_poll;
+        *self = fresh;
+        self.busy_poll = busy_poll;
+    }
+
     /// The connection's read loop: parses everything the server sends, answers PINGs, counts
-    /// `-ERR`s and hands messages and ticks to `on`. Runs until `on` says stop or the connection
-    /// ends; never longer than one `tick` past either.
+    /// `-ERR`s, sends keepalive PINGs, and hands messages and ticks to `on`. With `--reconnect`,
+    /// a lost connection is dialled again here, with backoff, and its subscriptions replayed.
+    /// Runs until `on` says stop or the connection ends for good; never longer than one `tick`
+    /// past either.
     pub fn run(
         &mut self,
         shared: &Shared,
         tick: Duration,
         mut on: impl FnMut(Event<'_>) -> Flow,
     ) -> End {
-        let end = self.run_inner(shared, tick, &mut on);
+        let end = loop {
+            match self.run_link(shared, tick, &mut on) {
+                // Garbage will not turn into sense on a new connection to the same peer.
+                End::Failed(ErrorKind::ProtocolError) => {
+                    shared.errors.failed(ErrorKind::ProtocolError, false);
+                    break End::Failed(ErrorKind::ProtocolError);
+                }
+                End::Failed(kind) => match self.reconnect(shared, tick, &mut on) {
+                    Some(Flow::Continue) => continue,
+                    Some(Flow::Stop) => break End::Stopped,
+                    None => {
+                        shared.errors.failed(kind, shared.redial.is_some());
+                        break End::Failed(kind);
+                    }
+                },
+                end => break end,
+            }
+        };
         shared.ended.store(true, Ordering::Release);
         shared.pong_cv.notify_all();
+        shared.relinked.notify_all();
         end
     }
 
-    fn run_inner(
+    /// Dials the servers again until one accepts, `on` says stop, or `stall_limit` passes.
+    /// `Some(Continue)`: a new link is in place. `None`: no reconnect (off, or it gave up).
+    fn reconnect(
+        &mut self,
+        shared: &Shared,
+        tick: Duration,
+        on: &mut impl FnMut(Event<'_>) -> Flow,
+    ) -> Option<Flow> {
+        let redial = shared.redial.as_ref()?;
+        let lost_at = Instant::now();
+        // Writers blocked on the old socket fail now instead of at their stall limit.
+        let _ = self.stream.shutdown(Shutdown::Both);
+        let give_up = lost_at + shared.stall_limit;
+        let mut wait = BACKOFF_FIRST;
+        loop {
+            if on(Event::Tick) == Flow::Stop {
+                return Some(Flow::Stop);
+            }
+            if shared.closing.load(Ordering::Acquire) {
+                return Some(Flow::Stop);
+            }
+            let timeout = redial
+                .timeout
+                .min(give_up.saturating_duration_since(Instant::now()));
+            if timeout.is_zero() {
+                return None;
+            }
+            if let Ok(d) = dial_any(&redial.servers, &redial.name, timeout) {
+                let subs = shared
+                    .subs
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone();
+                // Interest first, on the socket nobody else can write to yet: no message a
+                // writer sends on the new link can overtake the subscriptions.
+                if subs.is_empty() || (&d.stream).write_all(&subs).is_ok() {
+                    self.relink(d.reader);
+                    shared.relink(d.stream);
+                    shared.errors.opened();
+                    shared.errors.reconnected(lost_at.elapsed());
+                    return Some(Flow::Continue);
+                }
+            }
+            // Jitter (±25%) keeps many clients from dialling in lockstep after a restart.
+            let jitter = 0.75 + 0.5 * f64::from(crate::engine::stamp::new_run_tag()) / 65535.0;
+            let pause = wait.mul_f64(jitter);
+            let wake = (Instant::now() + pause).min(give_up);
+            while Instant::now() < wake && !shared.closing.load(Ordering::Acquire) {
+                std::thread::sleep(wake.saturating_duration_since(Instant::now()).min(tick));
+            }
+            wait = (wait * 2).min(BACKOFF_MAX);
+        }
+    }
+
+    /// One link's read loop.
+    fn run_link(
         &mut self,
         shared: &Shared,
         tick: Duration,
@@ -601,6 +934,10 @@ impl Reader {
             shared.errors.add(ErrorKind::Io);
             return End::Failed(ErrorKind::Io);
         }
+        let mut heard_at = Instant::now();
+        let mut pinged_at = heard_at;
+        let mut checked_at = heard_at;
+        let mut behind = false;
         loop {
             let mut stop = false;
             let dispatched = self.dispatch(|op| {
@@ -620,32 +957,61 @@ impl Reader {
                 }
                 stop
             });
-            if let Err(_e) = dispatched {
+            if dispatched.is_err() {
                 shared.errors.add(ErrorKind::ProtocolError);
+                // Writers blocked on this socket fail now instead of at their stall limit.
+                let _ = self.stream.shutdown(Shutdown::Both);
                 return End::Failed(ErrorKind::ProtocolError);
             }
             if stop || on(Event::Tick) == Flow::Stop {
                 return End::Stopped;
             }
-            match self.fill() {
-                Ok(()) | Err(ReadError::TimedOut) => {}
-                Err(ReadError::Protocol(_)) => unreachable!("fill does not parse"),
-                Err(ReadError::Eof) if shared.closing.load(Ordering::Acquire) => {
-                    return End::Closed
-                }
-                Err(ReadError::Io(_)) if shared.closing.load(Ordering::Acquire) => {
-                    return End::Closed
-                }
-                Err(ReadError::Eof) => {
-                    shared.errors.add(ErrorKind::Disconnected);
-                    return End::Failed(ErrorKind::Disconnected);
-                }
-                Err(ReadError::Io(e)) => {
-                    let kind = io_kind(&e);
-                    shared.errors.add(kind);
-                    return End::Failed(kind);
+            let now = Instant::now();
+            if now.duration_since(checked_at) >= BACKLOG_CHECK {
+                checked_at = now;
+                let backlog = self.backlog();
+                // Counted once per episode: crossing the limit, until back under half of it.
+                if !behind && backlog >= PENDING_LIMIT {
+                    behind = true;
+                    shared.errors.add(ErrorKind::FellBehind);
+                } else if behind && backlog < PENDING_LIMIT / 2 {
+                    behind = false;
                 }
             }
+            if now.duration_since(heard_at) >= shared.ping_interval
+                && now.duration_since(pinged_at) >= shared.ping_interval
+            {
+                if shared.pings_out() >= MAX_PINGS_OUT {
+                    shared.errors.add(ErrorKind::PingTimeout);
+                    return End::Failed(ErrorKind::PingTimeout);
+                }
+                shared.ping();
+                pinged_at = now;
+            }
+            let failed = match self.fill() {
+                Ok(()) => {
+                    heard_at = Instant::now();
+                    continue;
+                }
+                Err(ReadError::TimedOut) => continue,
+                Err(ReadError::Protocol(_)) => unreachable!("fill does not parse"),
+                Err(_) if shared.closing.load(Ordering::Acquire) => return End::Closed,
+                Err(ReadError::Eof) => ErrorKind::Disconnected,
+                Err(ReadError::Io(e)) => io_kind(&e),
+            };
+            shared.errors.add(failed);
+            if behind {
+                // The server closes a slow consumer without a word (its writes to us are what
+                // is blocked); a connection lost while far behind was most likely that.
+                shared.errors.add(ErrorKind::SlowConsumer);
+            }
+            return End::Failed(failed);
         }
     }
 }
+
+/// How often a read loop looks at its socket's receive queue.
+const BACKLOG_CHECK: Duration = Duration::from_millis(100);
+
+/// A receive queue this deep means the reader is falling behind what the server sends.
+pub const PENDING_LIMIT: usize = 4 * 1024 * 1024;

@@ -8,15 +8,17 @@
 //! counters and the stamp.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use crate::engine::conn::{io_kind, End, Event, Flow, Reader, Shared};
+use crate::engine::conn::{End, Event, Flow, Reader, SendError, Shared};
 use crate::engine::proto;
 use crate::engine::stamp::{self, STAMP_LEN};
 use crate::error::ErrorKind;
 use crate::options::{Pace, Stop};
 use crate::stats::delivery::DeliveryLog;
 use crate::stats::latency::{self, SendTimes};
+use crate::stats::recovery::RecoveryLog;
 use crate::stats::throughput::{ClientRun, Role};
 use hdrhistogram::Histogram;
 
@@ -240,10 +242,15 @@ pub fn publish(
     }
     let mut late_sends = 0u64;
     let late_ns = spec.late_bound.as_nanos() as u64;
+    // A write lost with a connection that `--reconnect` replaced is not a failure of the loop:
+    // those messages count as sent, and the subscribers' accounting shows which arrived.
     let write = |buf: &mut Vec<u8>| -> Result<(), ErrorKind> {
-        let r = shared.write_all(buf).map_err(|e| io_kind(&e));
+        let r = shared.write_all(buf);
         buf.clear();
-        r
+        match r {
+            Ok(()) | Err(SendError::Reconnected) => Ok(()),
+            Err(SendError::Failed(k)) => Err(k),
+        }
     };
 
     while seq < limit {
@@ -324,14 +331,28 @@ pub fn publish(
     if failed.is_none() {
         // The end of a publisher's run is when the server confirms it has everything, not when
         // the last bytes left our buffer.
-        match shared.flush(&mut buf, spec.flush_timeout) {
-            Ok(()) => written = seq,
-            Err(ErrorKind::FlushTimeout) => {
-                // The bytes were written; the server just did not confirm in time.
-                written = seq;
-                failed = Some(ErrorKind::FlushTimeout);
+        // A connection replaced during the flush is flushed again on the new one, a few times
+        // at most (a server flapping faster than that is a failure worth reporting).
+        let mut relinks = 0;
+        loop {
+            match shared.flush(&mut buf, spec.flush_timeout) {
+                Ok(()) => written = seq,
+                Err(SendError::Reconnected) if relinks < 3 => {
+                    relinks += 1;
+                    continue;
+                }
+                Err(SendError::Reconnected) => {
+                    written = seq;
+                    failed = Some(ErrorKind::Disconnected);
+                }
+                Err(SendError::Failed(ErrorKind::FlushTimeout)) => {
+                    // The bytes were written; the server just did not confirm in time.
+                    written = seq;
+                    failed = Some(ErrorKind::FlushTimeout);
+                }
+                Err(SendError::Failed(k)) => failed = Some(k),
             }
-            Err(k) => failed = Some(k),
+            break;
         }
     }
     if let Some(k) = failed {
@@ -339,6 +360,7 @@ pub fn publish(
         if k != ErrorKind::Disconnected || !shared.is_ended() {
             shared.errors.add(k);
         }
+        shared.errors.failed(k, false);
     }
     progress.store(written, Ordering::Relaxed);
     PubOutcome {
@@ -592,6 +614,43 @@ impl Recorder for DeliveryLog {
     }
 }
 
+/// A recorder that also logs each arrival for measuring recovery from an injected fault. It
+/// reads the clock per message, so it wraps a recorder only when a fault is injected.
+pub struct Recovering<'a, R, F> {
+    pub inner: R,
+    pub log: RecoveryLog,
+    /// A message's scheduled send time (ns from time zero), from its payload.
+    due: F,
+    epoch: &'a OnceLock<Instant>,
+    fault_ns: &'a AtomicU64,
+}
+
+impl<'a, R, F> Recovering<'a, R, F> {
+    pub fn new(inner: R, due: F, epoch: &'a OnceLock<Instant>, fault_ns: &'a AtomicU64) -> Self {
+        Self {
+            inner,
+            log: RecoveryLog::default(),
+            due,
+            epoch,
+            fault_ns,
+        }
+    }
+}
+
+impl<R: Recorder, F: Fn(&[u8]) -> Option<u64>> Recorder for Recovering<'_, R, F> {
+    const CLOCK: bool = true;
+
+    #[inline]
+    fn on_message(&mut self, payload: &[u8], received_at: Option<Instant>) {
+        self.inner.on_message(payload, received_at);
+        if let (Some(zero), Some(at)) = (self.epoch.get(), received_at) {
+            let recv_ns = at.saturating_duration_since(*zero).as_nanos() as u64;
+            let fault_ns = self.fault_ns.load(Ordering::Relaxed);
+            self.log.record((self.due)(payload), recv_ns, fault_ns);
+        }
+    }
+}
+
 /// The subscribe loop, run on the connection's reader after its SUB was sent.
 pub fn subscribe<R: Recorder>(
     reader: &mut Reader,
@@ -724,13 +783,13 @@ pub fn respond(
                 bytes += m.payload.len() as u64;
                 first.get_or_insert_with(Instant::now);
                 if out.len() >= FLUSH_AT {
-                    failed |= shared.write_all(&out).is_err();
+                    failed |= matches!(shared.write_all(&out), Err(SendError::Failed(_)));
                     out.clear();
                 }
             }
             Event::Tick => {
                 if !out.is_empty() {
-                    failed |= shared.write_all(&out).is_err();
+                    failed |= matches!(shared.write_all(&out), Err(SendError::Failed(_)));
                     out.clear();
                     last = Some(Instant::now());
                 }

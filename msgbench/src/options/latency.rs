@@ -27,7 +27,7 @@ pub struct LatencyOptions {
     pub server_a: ServerChoice,
     /// Where the subscriber connects; `None` means the same server as A.
     pub server_b: Option<ServerChoice>,
-    pub connect_timeout: Duration,
+    pub conn: crate::options::conn::ConnOptions,
     pub late_bound: Duration,
     pub hist: Option<PathBuf>,
     /// The subscriber polls instead of sleeping between messages.
@@ -99,7 +99,7 @@ impl LatencyOptions {
             subject: a.subject.clone(),
             server_a,
             server_b,
-            connect_timeout: a.conn.connect_timeout,
+            conn: crate::options::conn::ConnOptions::new(&a.conn)?,
             late_bound: a.late_bound,
             hist: a.hist.clone(),
             busy_poll: match a.busy_poll.as_str() {

@@ -2,6 +2,7 @@
 //! values the scenario runs on. Everything a user can get wrong is rejected here, before any
 //! connection is made, with a message that names the flag.
 
+pub mod conn;
 pub mod latency;
 pub mod request;
 pub mod url;
@@ -102,7 +103,7 @@ impl Output {
 pub struct Options {
     pub scenario: ScenarioKind,
     pub server: ServerChoice,
-    pub connect_timeout: Duration,
+    pub conn: conn::ConnOptions,
     pub pubs: u32,
     pub subs: u32,
     pub stop: Stop,
@@ -176,7 +177,7 @@ impl Options {
         Ok(Options {
             scenario,
             server,
-            connect_timeout: conn.connect_timeout,
+            conn: conn::ConnOptions::new(conn)?,
             pubs,
             subs,
             stop,

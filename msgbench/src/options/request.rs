@@ -22,7 +22,7 @@ pub struct RequestOptions {
     pub timeout: Duration,
     pub allow_loss: bool,
     pub server: ServerChoice,
-    pub connect_timeout: Duration,
+    pub conn: crate::options::conn::ConnOptions,
     pub output: Output,
 }
 
@@ -77,7 +77,7 @@ impl RequestOptions {
             timeout: a.timeout,
             allow_loss: a.allow_loss,
             server: server_choice(&a.conn)?,
-            connect_timeout: a.conn.connect_timeout,
+            conn: crate::options::conn::ConnOptions::new(&a.conn)?,
             output: (&a.out).into(),
         })
     }
@@ -108,7 +108,7 @@ pub struct ReplyOptions {
     pub max: Option<u64>,
     pub duration: Duration,
     pub server: ServerChoice,
-    pub connect_timeout: Duration,
+    pub conn: crate::options::conn::ConnOptions,
     pub output: Output,
 }
 
@@ -132,7 +132,7 @@ impl ReplyOptions {
                 Duration::from_secs(60)
             }),
             server: server_choice(&a.conn)?,
-            connect_timeout: a.conn.connect_timeout,
+            conn: crate::options::conn::ConnOptions::new(&a.conn)?,
             output: (&a.out).into(),
         })
     }

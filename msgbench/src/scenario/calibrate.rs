@@ -26,7 +26,7 @@ pub const SCHEMA: &str = "msgbench.calibration/v1";
 /// What `calibrate` measures with.
 #[derive(Debug, Clone)]
 pub struct CalibrateOptions {
-    pub connect_timeout: Duration,
+    pub conn: crate::options::conn::ConnOptions,
     pub samples: u64,
     pub size: usize,
 }
@@ -105,7 +105,7 @@ pub fn run(opts: &CalibrateOptions, target: &Target, stop: &AtomicBool) -> Resul
             &ConnectSpec {
                 servers: &target.urls,
                 name,
-                timeout: opts.connect_timeout,
+                opts: &opts.conn,
                 stall_limit: TIMEOUT,
             },
             errors.clone(),
@@ -118,7 +118,7 @@ pub fn run(opts: &CalibrateOptions, target: &Target, stop: &AtomicBool) -> Resul
     let (version, url) = (c.info.version.clone(), c.url.to_string());
     let mut sub = Vec::new();
     proto::encode_sub(&mut sub, "msgbench.calibrate.hop", None, 1);
-    c.send_and_confirm(&sub, TIMEOUT, "subscribing")?;
+    c.subscribe_and_confirm(&sub, TIMEOUT)?;
     let mut frame = Vec::new();
     proto::encode_pub(&mut frame, b"msgbench.calibrate.hop", None, b"", &payload);
     let one_hop = nats_round_trips(c, &frame, opts.samples, stop)?;
@@ -128,7 +128,7 @@ pub fn run(opts: &CalibrateOptions, target: &Target, stop: &AtomicBool) -> Resul
     let mut requester = connect("msgbench-calibrate-2hop")?;
     let mut sub = Vec::new();
     proto::encode_sub(&mut sub, "_INBOX.msgbench.calibrate", None, 1);
-    requester.send_and_confirm(&sub, TIMEOUT, "subscribing")?;
+    requester.subscribe_and_confirm(&sub, TIMEOUT)?;
     let mut frame = Vec::new();
     proto::encode_pub(
         &mut frame,
@@ -146,8 +146,8 @@ pub fn run(opts: &CalibrateOptions, target: &Target, stop: &AtomicBool) -> Resul
         let mut cmd = Vec::new();
         proto::encode_sub(&mut cmd, "msgbench.calibrate.svc", None, 1);
         let ticket = shared
-            .write_with_ping(&mut cmd)
-            .map_err(|e| Error::io("cannot subscribe", e))?;
+            .subscribe(&cmd)
+            .map_err(|e| e.during("cannot subscribe"))?;
         let spec = RespondSpec {
             id: 0,
             delay: Duration::ZERO,

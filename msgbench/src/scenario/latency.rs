@@ -14,17 +14,19 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::engine::conn::{self, Conn, ConnectSpec, Flow};
 use crate::engine::load::{
-    self, Frame, PubSpec, Recorder, StampKind, SubControl, SubSpec, UNKNOWN,
+    self, Frame, PubSpec, Recorder, Recovering, StampKind, SubControl, SubSpec, UNKNOWN,
 };
 use crate::engine::{proto, stamp};
 use crate::error::{Error, ErrorCounts, Result};
 use crate::export::hdr::{percentile_distribution, IntervalLog};
 use crate::options::latency::LatencyOptions;
-use crate::options::Pace;
+use crate::options::{Pace, Stop};
 use crate::result::{throughput_sections, LatencyStats, Pacing, Rtt, RunResult, ServerMeta};
+use crate::scenario::fault::Injector;
 use crate::server::Target;
 use crate::stats::delivery::{Delivery, PublisherDelivery};
 use crate::stats::latency::{IntervalSink, LatencyRecorder, Schedule, SendTimes};
+use crate::stats::recovery::RecoveryLog;
 use crate::stats::throughput::ClientRun;
 
 /// The sequence number of a probe message (never a real sequence).
@@ -50,7 +52,7 @@ pub fn run(
             &ConnectSpec {
                 servers: &t.urls,
                 name,
-                timeout: opts.connect_timeout,
+                opts: &opts.conn,
                 stall_limit: opts.timeout,
             },
             errors.clone(),
@@ -99,7 +101,8 @@ pub fn run(
         &probe_payload,
     );
 
-    let (pub_out, (sub_out, recorder)) = std::thread::scope(|s| -> Result<_> {
+    let injector = Injector::new(opts.conn.fault, target_a)?;
+    let (pub_out, (sub_out, recorder, recovery)) = std::thread::scope(|s| -> Result<_> {
         let Conn {
             mut reader,
             shared: sub_shared,
@@ -112,8 +115,8 @@ pub fn run(
         let mut cmd = Vec::new();
         proto::encode_sub(&mut cmd, &opts.subject, None, 1);
         let ticket = sub_shared
-            .write_with_ping(&mut cmd)
-            .map_err(|e| Error::io("cannot subscribe", e))?;
+            .subscribe(&cmd)
+            .map_err(|e| e.during("cannot subscribe"))?;
         let sink: Option<Box<IntervalSink<'_>>> = interval_log.as_mut().map(|log| {
             Box::new(move |h: &hdrhistogram::Histogram<u64>, start, end| {
                 // A full disk must not end the measurement; the file simply stops growing.
@@ -136,22 +139,46 @@ pub fn run(
             stall: None,
             run_tag: None,
         };
-        let (ctl_ref, sub_progress) = (&ctl, &sub_progress);
+        let (ctl_ref, sub_progress, epoch_ref) = (&ctl, &sub_progress, &epoch);
         let sh = sub_shared.clone();
+        let fault_ns = injector.as_ref().map(Injector::fault_ns);
         let sub_thread = s.spawn(move || {
-            let out = load::subscribe(
-                &mut reader,
-                &sh,
-                &spec,
-                ctl_ref,
-                stop,
-                sub_progress,
-                &mut recorder,
-            );
+            let (out, mut recorder, recovery) = match fault_ns {
+                Some(fault_ns) => {
+                    let due = move |p: &[u8]| {
+                        sequence(p)
+                            .filter(|seq| *seq != PROBE)
+                            .map(|seq| schedule.due_ns(seq))
+                    };
+                    let mut r = Recovering::new(recorder, due, epoch_ref, fault_ns);
+                    let out = load::subscribe(
+                        &mut reader,
+                        &sh,
+                        &spec,
+                        ctl_ref,
+                        stop,
+                        sub_progress,
+                        &mut r,
+                    );
+                    (out, r.inner, Some(r.log))
+                }
+                None => {
+                    let out = load::subscribe(
+                        &mut reader,
+                        &sh,
+                        &spec,
+                        ctl_ref,
+                        stop,
+                        sub_progress,
+                        &mut recorder,
+                    );
+                    (out, recorder, None)
+                }
+            };
             let now = recorder.now_ns(Instant::now());
             recorder.rec.finish(now);
             sh.close();
-            (out, recorder)
+            (out, recorder, recovery)
         });
         let fail = |why: &str| {
             sub_shared.close();
@@ -185,6 +212,9 @@ pub fn run(
         }
 
         let zero = *epoch.get_or_init(Instant::now);
+        if let Some(inj) = &injector {
+            s.spawn(move || inj.run(zero, stop));
+        }
         let spec = PubSpec {
             id: 0,
             stop: opts.stop,
@@ -204,6 +234,9 @@ pub fn run(
             None,
         );
         shared.close();
+        if let Some(inj) = &injector {
+            inj.finish();
+        }
         // Probes that were still in flight arrive before the measured messages (same route,
         // same order), so by now their count is final.
         ctl.arm(pub_out.run.msgs + probes.load(Ordering::Acquire));
@@ -284,7 +317,14 @@ pub fn run(
         latency_uncorrected: Some(LatencyStats::of(&recorder.rec.uncorrected)),
         pacing,
         rtt_ns: Some(rtt),
-        publisher_failed: pub_out.error.is_some(),
+        fault: injector.as_ref().map(|inj| {
+            let end_ns = match opts.stop {
+                Stop::For(d) => d.as_nanos() as u64,
+                Stop::Count(n) => schedule.due_ns(n),
+            };
+            let logs: Vec<&RecoveryLog> = recovery.iter().collect();
+            inj.report(&logs, opts.rate, end_ns)
+        }),
         ..RunResult::new(
             "latency",
             started_at,
@@ -319,10 +359,7 @@ impl Recorder for LatencySubscriber<'_> {
 
     #[inline]
     fn on_message(&mut self, payload: &[u8], received_at: Option<Instant>) {
-        let Some(seq) = payload
-            .get(..stamp::SEQ_LEN)
-            .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
-        else {
+        let Some(seq) = sequence(payload) else {
             self.unstamped += 1;
             return;
         };
@@ -338,6 +375,13 @@ impl Recorder for LatencySubscriber<'_> {
             recv_ns,
         );
     }
+}
+
+/// The sequence number at the front of a latency payload.
+fn sequence(payload: &[u8]) -> Option<u64> {
+    payload
+        .get(..stamp::SEQ_LEN)
+        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
 }
 
 fn median_ns(mut samples: Vec<Duration>) -> u64 {

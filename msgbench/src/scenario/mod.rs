@@ -24,6 +24,7 @@ use crate::stats::delivery::{self, Delivery, DeliveryLog, Expectation};
 use crate::stats::throughput::ClientRun;
 
 pub mod calibrate;
+pub mod fault;
 pub mod latency;
 pub mod request;
 
@@ -41,7 +42,7 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
             &ConnectSpec {
                 servers: &target.urls,
                 name: &name,
-                timeout: opts.connect_timeout,
+                opts: &opts.conn,
                 stall_limit: opts.timeout,
             },
             errors.clone(),
@@ -124,8 +125,8 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
             let mut cmd = Vec::new();
             proto::encode_sub(&mut cmd, &subject, None, 1);
             let ticket = shared
-                .write_with_ping(&mut cmd)
-                .map_err(|e| Error::io("cannot subscribe", e))?;
+                .subscribe(&cmd)
+                .map_err(|e| e.during("cannot subscribe"))?;
             let spec = sub_spec(i as u32);
             let (ctl, progress) = (&ctl, &sub_progress[i]);
             let sh = shared.clone();
@@ -250,7 +251,6 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
         by_role,
         clients,
         delivery,
-        publisher_failed: pub_runs.iter().any(|o| o.error.is_some()),
         ..RunResult::new(
             opts.scenario.as_str(),
             started_at,

@@ -42,8 +42,7 @@ struct Replies<'a> {
 pub fn run_request(opts: &RequestOptions, target: &Target, stop: &AtomicBool) -> Result<RunResult> {
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let errors = Arc::new(ErrorCounts::default());
-    let connect =
-        |name: String| connect_to(target, &name, opts.connect_timeout, opts.timeout, &errors);
+    let connect = |name: String| connect_to(target, &name, &opts.conn, opts.timeout, &errors);
     let responders: Vec<Conn> = (0..opts.responders)
         .map(|i| connect(format!("msgbench-responder-{i}")))
         .collect::<Result<_>>()?;
@@ -137,7 +136,7 @@ pub fn run_request(opts: &RequestOptions, target: &Target, stop: &AtomicBool) ->
                 for (i, mut c) in clients.into_iter().enumerate() {
                     let mut cmd = Vec::new();
                     proto::encode_sub(&mut cmd, &format!("{inbox}.{i}.*"), None, 1);
-                    if let Err(e) = c.send_and_confirm(&cmd, opts.timeout, "subscribing") {
+                    if let Err(e) = c.subscribe_and_confirm(&cmd, opts.timeout) {
                         tickets.iter().for_each(|(s, _)| s.close());
                         return Err(e);
                     }
@@ -316,7 +315,6 @@ pub fn run_request(opts: &RequestOptions, target: &Target, stop: &AtomicBool) ->
         latency: Some(LatencyStats::of(&corrected)),
         // Closed loop has no schedule: the round trip is the only latency there is.
         latency_uncorrected: open_loop.then(|| LatencyStats::of(&uncorrected)),
-        publisher_failed: pub_outs.iter().any(|o| o.error.is_some()),
         ..RunResult::new(
             "request",
             started_at,
@@ -416,8 +414,9 @@ fn closed_loop(
                 && !stop.load(Ordering::Relaxed)
                 && deadline.is_none_or(|d| now < d);
             let mut write = |out: &mut Vec<u8>| {
-                if let Err(e) = shared.write_all(out) {
-                    failed = Some(conn::io_kind(&e));
+                // Requests lost with a replaced connection time out in the window.
+                if let Err(conn::SendError::Failed(k)) = shared.write_all(out) {
+                    failed = Some(k);
                 }
                 out.clear();
             };
@@ -445,6 +444,7 @@ fn closed_loop(
     });
     if let Some(k) = failed {
         shared.errors.add(k);
+        shared.errors.failed(k, false);
     }
     PubOutcome {
         run: ClientRun {
@@ -462,16 +462,16 @@ fn closed_loop(
 }
 
 /// Sends a SUB plus PING and returns the PONG to wait for.
-fn subscribe(shared: &conn::Shared, mut cmd: Vec<u8>) -> Result<u64> {
+fn subscribe(shared: &conn::Shared, cmd: Vec<u8>) -> Result<u64> {
     shared
-        .write_with_ping(&mut cmd)
-        .map_err(|e| Error::io("cannot subscribe", e))
+        .subscribe(&cmd)
+        .map_err(|e| e.during("cannot subscribe"))
 }
 
 fn connect_to(
     target: &Target,
     name: &str,
-    connect_timeout: Duration,
+    conn_opts: &crate::options::conn::ConnOptions,
     stall: Duration,
     errors: &Arc<ErrorCounts>,
 ) -> Result<Conn> {
@@ -479,7 +479,7 @@ fn connect_to(
         &ConnectSpec {
             servers: &target.urls,
             name,
-            timeout: connect_timeout,
+            opts: conn_opts,
             stall_limit: stall,
         },
         errors.clone(),
@@ -498,7 +498,7 @@ pub fn run_reply(opts: &ReplyOptions, target: &Target, stop: &AtomicBool) -> Res
             connect_to(
                 target,
                 &format!("msgbench-responder-{i}"),
-                opts.connect_timeout,
+                &opts.conn,
                 opts.duration,
                 &errors,
             )

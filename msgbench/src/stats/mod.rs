@@ -3,4 +3,5 @@
 
 pub mod delivery;
 pub mod latency;
+pub mod recovery;
 pub mod throughput;

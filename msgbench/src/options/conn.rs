@@ -1,0 +1,183 @@
+//! Validated connection options shared by every scenario: how long to wait for a server,
+//! whether to reconnect, how often to check that the server is alive, and the fault to inject
+//! into the embedded server.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::cli::ConnArgs;
+use crate::error::{Error, Result};
+use crate::options::values::parse_duration;
+use crate::options::{server_choice, ServerChoice};
+
+/// How connections are opened and kept.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConnOptions {
+    pub connect_timeout: Duration,
+    /// Dial again after a lost connection (with backoff, for up to the scenario's --timeout).
+    pub reconnect: bool,
+    /// A keepalive PING goes out after this long without hearing from the server; two
+    /// unanswered ones end the connection.
+    pub ping_interval: Duration,
+    pub fault: Option<FaultSpec>,
+}
+
+impl ConnOptions {
+    /// # Errors
+    /// [`Error::Usage`] naming the flag whose value cannot work.
+    pub fn new(conn: &ConnArgs) -> Result<Self> {
+        let fault = conn
+            .fault
+            .as_deref()
+            .map(|f| FaultSpec::parse(f).map_err(|why| Error::flag("--fault", f, why)))
+            .transpose()?;
+        if fault.is_some() && !matches!(server_choice(conn)?, ServerChoice::Embedded { .. }) {
+            return Err(Error::Usage(
+                "--fault acts on the server msgbench starts itself; it cannot be combined with \
+                 --server or NATS_URL"
+                    .into(),
+            ));
+        }
+        if conn.ping_interval.is_zero() {
+            return Err(Error::flag("--ping-interval", "0", "must be more than 0"));
+        }
+        Ok(Self {
+            connect_timeout: conn.connect_timeout,
+            reconnect: conn.reconnect,
+            ping_interval: conn.ping_interval,
+            fault,
+        })
+    }
+
+    /// Rejects `--fault` for commands that cannot measure one.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] naming the command.
+    pub fn no_fault(&self, command: &str) -> Result<()> {
+        match self.fault {
+            Some(_) => Err(Error::Usage(format!(
+                "--fault is not available for `{command}`"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// The parameters as they go into a result.
+    pub fn params(&self) -> serde_json::Value {
+        serde_json::json!({
+            "reconnect": self.reconnect,
+            "ping_interval_secs": self.ping_interval.as_secs_f64(),
+            "fault": self.fault,
+        })
+    }
+}
+
+/// What happens to the embedded server during a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FaultKind {
+    /// SIGKILL, and the server stays down.
+    Kill,
+    /// SIGKILL, then the server starts again on the same port (after `hold`, if given).
+    Restart,
+    /// SIGSTOP for `hold`, then SIGCONT: a server that stops responding without closing.
+    Pause,
+}
+
+/// `--fault KIND@AT[:HOLD]`: `kill@5s`, `restart@5s`, `restart@5s:1s`, `pause@3s:200ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct FaultSpec {
+    pub kind: FaultKind,
+    /// When, from the start of the load.
+    #[serde(serialize_with = "secs")]
+    pub at: Duration,
+    /// How long the server stays paused, or down before a restart.
+    #[serde(serialize_with = "secs")]
+    pub hold: Duration,
+}
+
+fn secs<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+impl FaultSpec {
+    /// # Errors
+    /// Why the text is not a fault.
+    pub fn parse(s: &str) -> std::result::Result<Self, String> {
+        let (kind, rest) = s
+            .split_once('@')
+            .ok_or("expected KIND@TIME, such as kill@5s, restart@5s or pause@3s:200ms")?;
+        let kind = match kind.trim() {
+            "kill" => FaultKind::Kill,
+            "restart" => FaultKind::Restart,
+            "pause" => FaultKind::Pause,
+            other => return Err(format!("unknown fault '{other}' (kill, restart or pause)")),
+        };
+        let (at, hold) = match rest.split_once(':') {
+            Some((at, hold)) => (at, Some(hold)),
+            None => (rest, None),
+        };
+        let at = if matches!(at.trim(), "0" | "0s") {
+            Duration::ZERO
+        } else {
+            parse_duration(at)?
+        };
+        let hold = hold.map(parse_duration).transpose()?;
+        let hold = match (kind, hold) {
+            (FaultKind::Kill, Some(_)) => {
+                return Err("kill takes no duration: the server stays down".into())
+            }
+            (FaultKind::Pause, None) => {
+                return Err("pause needs a duration, such as pause@3s:200ms".into())
+            }
+            (_, h) => h.unwrap_or(Duration::ZERO),
+        };
+        Ok(Self { kind, at, hold })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_faults() {
+        let ms = Duration::from_millis;
+        assert_eq!(
+            FaultSpec::parse("kill@5s").unwrap(),
+            FaultSpec {
+                kind: FaultKind::Kill,
+                at: ms(5000),
+                hold: ms(0)
+            }
+        );
+        assert_eq!(
+            FaultSpec::parse("restart@1500ms:250ms").unwrap(),
+            FaultSpec {
+                kind: FaultKind::Restart,
+                at: ms(1500),
+                hold: ms(250)
+            }
+        );
+        assert_eq!(
+            FaultSpec::parse("pause@3s:200ms").unwrap(),
+            FaultSpec {
+                kind: FaultKind::Pause,
+                at: ms(3000),
+                hold: ms(200)
+            }
+        );
+        for bad in [
+            "kill",
+            "boom@1s",
+            "kill@1s:1s",
+            "pause@1s",
+            "pause@x:1s",
+            "restart@-1s",
+            "",
+        ] {
+            assert!(FaultSpec::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! Recovery from an injected fault: for each subscriber, when the first message sent after the
+//! fault arrived, and from when on the delivered rate stayed back at the target.
+//!
+//! "Sent after the fault" is judged by each message's scheduled time, not by when it arrived:
+//! right after a fault, messages that were already in the subscriber's socket still trickle in,
+//! and counting those would call a dead server healthy.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::options::conn::FaultSpec;
+
+/// Width of the rate buckets.
+pub const BUCKET: Duration = Duration::from_millis(100);
+
+/// The rate counts as recovered once it has stayed within this fraction of the target for
+/// [`SUSTAIN`].
+pub const TOLERANCE: f64 = 0.10;
+pub const SUSTAIN: Duration = Duration::from_secs(1);
+
+/// A day of buckets at most: a bound on memory whatever the run length.
+const MAX_BUCKETS: usize = 864_000;
+
+/// What one subscriber saw: arrivals per [`BUCKET`] since time zero, and the arrival time of
+/// the first message scheduled at or after the fault.
+#[derive(Debug, Clone, Default)]
+pub struct RecoveryLog {
+    buckets: Vec<u64>,
+    first_after_ns: Option<u64>,
+}
+
+impl RecoveryLog {
+    /// Records one arrival at `recv_ns` (since time zero) of a message due at `due_ns`; the
+    /// fault happened at `fault_ns` (`u64::MAX` while it has not).
+    #[inline]
+    pub fn record(&mut self, due_ns: Option<u64>, recv_ns: u64, fault_ns: u64) {
+        let b = (recv_ns / BUCKET.as_nanos() as u64) as usize;
+        if b >= self.buckets.len() {
+            if b >= MAX_BUCKETS {
+                return;
+            }
+            // Grows by whole seconds: a reallocation every ten buckets at most, never per message.
+            self.buckets.resize((b + 10).min(MAX_BUCKETS), 0);
+        }
+        self.buckets[b] += 1;
+        if self.first_after_ns.is_none() && due_ns.is_some_and(|d| d >= fault_ns) {
+            self.first_after_ns = Some(recv_ns);
+        }
+    }
+
+    /// From the fault to the first delivery of a message due after it.
+    fn first_delivery(&self, fault_ns: u64) -> Option<u64> {
+        self.first_after_ns.map(|t| t.saturating_sub(fault_ns))
+    }
+
+    /// From the fault until the rate in every bucket stayed within [`TOLERANCE`] of `rate` for
+    /// [`SUSTAIN`], searching from the first delivery after the fault; only buckets that end by
+    /// `end_ns` (when sending stopped) count.
+    fn rate_recovered(&self, fault_ns: u64, rate: f64, end_ns: u64) -> Option<u64> {
+        let width = BUCKET.as_nanos() as u64;
+        let expect = rate * BUCKET.as_secs_f64();
+        let need = (SUSTAIN.as_nanos() / BUCKET.as_nanos()) as usize;
+        let from = (self.first_after_ns? / width) as usize;
+        let complete = ((end_ns / width) as usize).min(self.buckets.len());
+        let ok = |n: u64| (n as f64 - expect).abs() <= expect * TOLERANCE;
+        let mut run = 0;
+        for b in from..complete {
+            if ok(self.buckets[b]) {
+                run += 1;
+                if run == need {
+                    let start = (b + 1 - need) as u64 * width;
+                    let start = start.max(self.first_after_ns?);
+                    return Some(start.saturating_sub(fault_ns));
+                }
+            } else {
+                run = 0;
+            }
+        }
+        None
+    }
+}
+
+/// The fault section of a result.
+#[derive(Debug, Clone, Serialize)]
+pub struct FaultReport {
+    #[serde(flatten)]
+    pub spec: FaultSpec,
+    /// When the fault was injected, from the start of the load; absent when the run ended
+    /// before its time came.
+    pub injected_at_ns: Option<u64>,
+    /// Why injecting (or undoing) the fault failed, if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The rate recovery is judged against, per subscriber.
+    pub target_rate: f64,
+    /// From the fault to the first delivery of a message sent after it (the slowest
+    /// subscriber); absent when none arrived.
+    pub first_delivery_ns: Option<u64>,
+    /// From the fault until the delivered rate stayed within 10% of the target for 1 s (the
+    /// slowest subscriber); absent when it never did before sending stopped.
+    pub rate_recovered_ns: Option<u64>,
+}
+
+impl FaultReport {
+    /// Summarises the subscribers' logs around a fault injected at `injected_ns` (if it was).
+    pub fn new(
+        spec: FaultSpec,
+        injected_ns: Option<u64>,
+        error: Option<String>,
+        logs: &[&RecoveryLog],
+        target_rate: f64,
+        end_ns: u64,
+    ) -> Self {
+        // The slowest subscriber is the recovery time; one that never recovered means none.
+        let worst = |f: &dyn Fn(&RecoveryLog, u64) -> Option<u64>| {
+            let fault = injected_ns?;
+            logs.iter()
+                .map(|l| f(l, fault))
+                .collect::<Option<Vec<u64>>>()?
+                .into_iter()
+                .max()
+        };
+        Self {
+            spec,
+            injected_at_ns: injected_ns,
+            error,
+            target_rate,
+            first_delivery_ns: worst(&|l, f| l.first_delivery(f)),
+            rate_recovered_ns: worst(&|l, f| l.rate_recovered(f, target_rate, end_ns)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::conn::FaultKind;
+
+    const MS: u64 = 1_000_000;
+
+    /// A subscriber at 1,000 msgs/s whose deliveries stop at 2 s, resume at 2.5 s with the
+    /// backlog in one burst, then continue on schedule until 5 s.
+    fn outage_log(fault_ns: u64) -> RecoveryLog {
+        let mut log = RecoveryLog::default();
+        for seq in 0..5000u64 {
+            let due = seq * MS;
+            let recv = if (2000 * MS..2500 * MS).contains(&due) {
+                2500 * MS + seq
+            } else {
+                due + 100_000
+            };
+            log.record(Some(due), recv, fault_ns);
+        }
+        log
+    }
+
+    #[test]
+    fn recovery_is_measured_from_messages_sent_after_the_fault() {
+        let fault = 2000 * MS;
+        let log = outage_log(fault);
+        assert_eq!(log.first_delivery(fault), Some(500 * MS + 2000));
+        // The burst bucket (2.5–2.6 s) holds 600 messages, far above 100: the rate is back from
+        // 2.6 s on, 600 ms after the fault.
+        assert_eq!(log.rate_recovered(fault, 1000.0, 5000 * MS), Some(600 * MS));
+        // A run that stops before a full second of steady rate never recovered.
+        assert_eq!(log.rate_recovered(fault, 1000.0, 3500 * MS), None);
+        // Judged against the wrong target, it never recovers either.
+        assert_eq!(log.rate_recovered(fault, 2000.0, 5000 * MS), None);
+    }
+
+    #[test]
+    fn the_slowest_subscriber_sets_the_figure_and_a_missing_one_voids_it() {
+        let spec = FaultSpec {
+            kind: FaultKind::Restart,
+            at: Duration::from_secs(2),
+            hold: Duration::ZERO,
+        };
+        let fault = 2000 * MS;
+        let (a, b) = (outage_log(fault), outage_log(fault - 300 * MS));
+        let r = FaultReport::new(spec, Some(fault), None, &[&a, &b], 1000.0, 5000 * MS);
+        assert_eq!(r.first_delivery_ns, Some(500 * MS + 2000));
+        let never = RecoveryLog::default();
+        let r = FaultReport::new(spec, Some(fault), None, &[&a, &never], 1000.0, 5000 * MS);
+        assert_eq!((r.first_delivery_ns, r.rate_recovered_ns), (None, None));
+        let r = FaultReport::new(spec, None, None, &[&a], 1000.0, 5000 * MS);
+        assert_eq!(r.first_delivery_ns, None);
+    }
+}
