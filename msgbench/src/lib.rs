@@ -178,6 +178,7 @@ fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
         csv: None,
         no_progress: args.no_progress,
     };
+    options::conn::ConnOptions::new(&args.conn)?.no_fault("demo")?;
     // One server for the whole suite.
     let target = server::resolve(&options::server_choice(&args.conn)?)?;
     let mut worst = exit::OK;

@@ -91,6 +91,8 @@ pub fn find_binary(explicit: Option<&Path>) -> Result<PathBuf> {
 /// while the run's clients hold the server's address.
 pub struct EmbeddedServer {
     child: Mutex<Option<Child>>,
+    /// The thread that starts the server again after a fault; see [`Keeper`].
+    keeper: std::sync::OnceLock<Keeper>,
     binary: PathBuf,
     extra: Vec<String>,
     dir: PathBuf,
@@ -108,6 +110,7 @@ impl EmbeddedServer {
         let dir = make_temp_dir()?;
         let mut server = EmbeddedServer {
             child: Mutex::new(None),
+            keeper: std::sync::OnceLock::new(),
             binary: binary.to_path_buf(),
             extra: extra.iter().map(|s| s.to_string()).collect(),
             dir,
@@ -140,7 +143,12 @@ impl EmbeddedServer {
             .stdout(Stdio::null())
             .stderr(log);
         isolate(&mut cmd);
-        let child = cmd.spawn().map_err(|e| {
+        let spawned = match port {
+            // A restart comes from a short-lived thread; see `Keeper` for why it does not spawn.
+            Some(_) => self.keeper.get_or_init(Keeper::start).spawn(cmd),
+            None => cmd.spawn(),
+        };
+        let child = spawned.map_err(|e| {
             Error::EmbeddedServer(format!("cannot start '{}': {e}", self.binary.display()))
         })?;
         let pid = child.id();
@@ -240,6 +248,47 @@ impl EmbeddedServer {
 impl Drop for EmbeddedServer {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// A thread that lives as long as the [`EmbeddedServer`] and starts its process again when asked.
+///
+/// The parent-death signal that keeps a server from outliving msgbench is tied to the thread
+/// that forked it, not the process: a server restarted by the fault injector's thread would be
+/// killed the moment that thread ends. Forking from this thread instead ties the restarted
+/// server to the `EmbeddedServer`'s lifetime (the thread ends when it is dropped, after the
+/// server is stopped).
+struct Keeper {
+    requests: Mutex<std::sync::mpsc::Sender<KeeperRequest>>,
+}
+
+type KeeperRequest = (Command, std::sync::mpsc::Sender<std::io::Result<Child>>);
+
+impl Keeper {
+    fn start() -> Self {
+        let (tx, rx) = std::sync::mpsc::channel::<KeeperRequest>();
+        std::thread::spawn(move || {
+            for (mut cmd, reply) in rx {
+                let _ = reply.send(cmd.spawn());
+            }
+        });
+        Self {
+            requests: Mutex::new(tx),
+        }
+    }
+
+    fn spawn(&self, cmd: Command) -> std::io::Result<Child> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let sent = self
+            .requests
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .send((cmd, tx));
+        if sent.is_err() {
+            return Err(std::io::Error::other("the server's keeper thread is gone"));
+        }
+        rx.recv()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the server's keeper thread is gone")))
     }
 }
 

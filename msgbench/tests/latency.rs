@@ -155,7 +155,7 @@ fn a_frozen_server_shows_in_the_corrected_tail() {
 }
 
 #[test]
-fn latency_bad_input_gets_one_line_and_exit_2() {
+fn latency_bad_input_and_unreachable_servers_get_one_line_and_their_exit_code() {
     let s = TestServer::start();
     let cases: [(&[&str], &str); 6] = [
         (&["--rate", "0"], "--rate"),
@@ -178,7 +178,9 @@ fn latency_bad_input_gets_one_line_and_exit_2() {
         args.extend_from_slice(extra);
         let out = run(&args);
         let err = stderr(&out);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        // Bad input is 2; a server that cannot be reached is 4.
+        let code = if needle == "cannot connect" { 4 } else { 2 };
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: {err}");
     }

@@ -49,10 +49,78 @@ impl Exporter for Text {
             let list: Vec<String> = r.errors.iter().map(|(k, n)| format!("{k} {n}")).collect();
             let _ = writeln!(o, "Errors: {}", list.join(", "));
         }
+        connections(&mut o, r);
         if r.interrupted {
             let _ = writeln!(o, "Interrupted: these are partial results.");
         }
         o.into_bytes()
+    }
+}
+
+/// Lost and replaced connections, the injected fault with its recovery, and the failure that
+/// ended the run; nothing when every connection simply lasted.
+fn connections(o: &mut String, r: &RunResult) {
+    let c = &r.connections;
+    if c.lost > 0 || c.reconnects > 0 || c.gave_up > 0 {
+        let times: Vec<String> = c
+            .reconnect_ns
+            .iter()
+            .take(5)
+            .map(|ns| duration_ns(*ns as f64))
+            .collect();
+        let more = if c.reconnect_ns.len() > 5 {
+            ", …"
+        } else {
+            ""
+        };
+        let times = if times.is_empty() {
+            String::new()
+        } else {
+            format!(" (in {}{more})", times.join(", "))
+        };
+        let _ = writeln!(
+            o,
+            "Connections: {} lost, {} reconnected{times}, {} gave up",
+            c.lost, c.reconnects, c.gave_up
+        );
+    }
+    if let Some(f) = &r.fault {
+        let hold = if f.spec.hold.is_zero() {
+            String::new()
+        } else {
+            format!(" for {}", duration_ns(f.spec.hold.as_nanos() as f64))
+        };
+        let what = format!("{:?}", f.spec.kind).to_lowercase();
+        match f.injected_at_ns {
+            None => {
+                let _ = writeln!(o, "Fault: {what} was not injected (the run ended first)");
+            }
+            Some(at) => {
+                let since = |ns: Option<u64>| {
+                    ns.map_or("never".to_string(), |n| {
+                        format!("after {}", duration_ns(n as f64))
+                    })
+                };
+                let _ = writeln!(
+                    o,
+                    "Fault: {what}{hold} at {}; first message sent after it delivered {}; \
+                     rate back within 10% of {} msgs/s (for 1 s) {}",
+                    duration_ns(at as f64),
+                    since(f.first_delivery_ns),
+                    group(f.target_rate as u64),
+                    since(f.rate_recovered_ns),
+                );
+            }
+        }
+        if let Some(e) = &f.error {
+            let _ = writeln!(o, "Fault error: {e}");
+        }
+    }
+    if let Some(kind) = r.failure {
+        let _ = writeln!(
+            o,
+            "!! FAILED: a connection was lost for good ({kind}); the figures above cover the run until then !!"
+        );
     }
 }
 

@@ -126,6 +126,7 @@ impl LatencyOptions {
             "warmup_secs": self.warmup.as_secs_f64(),
             "subject": self.subject,
             "late_bound_secs": self.late_bound.as_secs_f64(),
+            "connection": self.conn.params(),
             "separate_servers": self.server_b.is_some(),
             "busy_poll": self.busy_poll,
             "timeout_secs": self.timeout.as_secs_f64(),

@@ -169,6 +169,20 @@ impl Options {
         if load.multisubject && load.multisubject_max == 0 {
             return Err(Error::flag("--multisubject-max", "0", "must be at least 1"));
         }
+        let conn = conn::ConnOptions::new(conn)?;
+        if conn.fault.is_some() {
+            match (scenario, pace) {
+                (ScenarioKind::Sub, _) => conn.no_fault("sub")?,
+                (ScenarioKind::Pubsub, Pace::Unlimited) => {
+                    return Err(Error::Usage(
+                        "--fault in pubsub needs --rate: recovery is measured against a constant \
+                         target rate"
+                            .into(),
+                    ))
+                }
+                _ => {}
+            }
+        }
         let headers = load
             .headers
             .iter()
@@ -177,7 +191,7 @@ impl Options {
         Ok(Options {
             scenario,
             server,
-            conn: conn::ConnOptions::new(conn)?,
+            conn,
             pubs,
             subs,
             stop,
@@ -211,6 +225,7 @@ impl Options {
             Pace::Rate { per_sec } => per_sec,
         };
         serde_json::json!({
+            "connection": self.conn.params(),
             "pubs": self.pubs,
             "subs": self.subs,
             "msgs": msgs,

@@ -65,6 +65,14 @@ impl RequestOptions {
             Pace::Rate { .. } if a.in_flight == 1 => 1 << 20,
             _ => usize::try_from(a.in_flight).unwrap_or(usize::MAX),
         };
+        let conn = crate::options::conn::ConnOptions::new(&a.conn)?;
+        if conn.fault.is_some() && pace == Pace::Unlimited {
+            return Err(Error::Usage(
+                "--fault in request needs --rate: recovery is measured against a constant target \
+                 rate"
+                    .into(),
+            ));
+        }
         Ok(Self {
             clients: a.clients,
             in_flight,
@@ -77,7 +85,7 @@ impl RequestOptions {
             timeout: a.timeout,
             allow_loss: a.allow_loss,
             server: server_choice(&a.conn)?,
-            conn: crate::options::conn::ConnOptions::new(&a.conn)?,
+            conn,
             output: (&a.out).into(),
         })
     }
@@ -85,6 +93,7 @@ impl RequestOptions {
     pub fn params(&self) -> serde_json::Value {
         let (msgs, duration) = self.stop.as_params();
         serde_json::json!({
+            "connection": self.conn.params(),
             "pubs": self.clients,
             "subs": self.responders,
             "in_flight": self.in_flight,
@@ -132,13 +141,18 @@ impl ReplyOptions {
                 Duration::from_secs(60)
             }),
             server: server_choice(&a.conn)?,
-            conn: crate::options::conn::ConnOptions::new(&a.conn)?,
+            conn: {
+                let c = crate::options::conn::ConnOptions::new(&a.conn)?;
+                c.no_fault("reply")?;
+                c
+            },
             output: (&a.out).into(),
         })
     }
 
     pub fn params(&self) -> serde_json::Value {
         serde_json::json!({
+            "connection": self.conn.params(),
             "pubs": 0,
             "subs": self.clients,
             "msgs": self.max,

@@ -7,12 +7,13 @@
 //! messages were really sent, wait for the subscribers, then assemble the result.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier};
-use std::time::{Duration, SystemTime};
+use std::sync::{Arc, Barrier, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::engine::conn::{self, Conn, ConnectSpec};
 use crate::engine::load::{
-    self, Frame, PubOutcome, PubSpec, StampKind, SubControl, SubOutcome, SubSpec, UNKNOWN,
+    self, Frame, PubOutcome, PubSpec, Recovering, StampKind, SubControl, SubOutcome, SubSpec,
+    UNKNOWN,
 };
 use crate::engine::{proto, stamp};
 use crate::error::{Error, ErrorCounts, Result};
@@ -21,7 +22,9 @@ use crate::output::progress::Progress;
 use crate::result::{throughput_sections, RunResult, ServerMeta};
 use crate::server::Target;
 use crate::stats::delivery::{self, Delivery, DeliveryLog, Expectation};
+use crate::stats::recovery::RecoveryLog;
 use crate::stats::throughput::ClientRun;
+use fault::Injector;
 
 pub mod calibrate;
 pub mod fault;
@@ -116,6 +119,19 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
 
     let subject = opts.sub_subject();
     let barrier = Barrier::new(pubs.len());
+    let injector = Injector::new(opts.conn.fault, target)?;
+    // With a fault, publishers share one time zero so a subscriber can tell from a stamp alone
+    // when its message was scheduled (Options ensures such a run is paced).
+    let epoch: OnceLock<Instant> = OnceLock::new();
+    let interval_ns = match per_pub_pace {
+        Pace::Rate { per_sec } => 1e9 / per_sec,
+        Pace::Unlimited => 0.0,
+    };
+    let npubs = f64::from(opts.pubs.max(1));
+    let due = move |p: &[u8]| {
+        stamp::read(p)
+            .map(|st| ((st.seq as f64 + f64::from(st.publisher) / npubs) * interval_ns) as u64)
+    };
     let (pub_runs, sub_outcomes) = std::thread::scope(|s| -> Result<_> {
         let mut sub_threads = Vec::new();
         for (i, conn) in subs.drain(..).enumerate() {
@@ -128,13 +144,26 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
                 .subscribe(&cmd)
                 .map_err(|e| e.during("cannot subscribe"))?;
             let spec = sub_spec(i as u32);
-            let (ctl, progress) = (&ctl, &sub_progress[i]);
+            let (ctl, progress, epoch) = (&ctl, &sub_progress[i], &epoch);
             let sh = shared.clone();
+            let fault_ns = injector.as_ref().map(Injector::fault_ns);
             let handle = s.spawn(move || {
                 let mut log = DeliveryLog::new(spec.run_tag);
-                let out = load::subscribe(&mut reader, &sh, &spec, ctl, stop, progress, &mut log);
+                let (out, recovery) = match fault_ns {
+                    Some(fault_ns) => {
+                        let mut r = Recovering::new(log, due, epoch, fault_ns);
+                        let out =
+                            load::subscribe(&mut reader, &sh, &spec, ctl, stop, progress, &mut r);
+                        log = r.inner;
+                        (out, Some(r.log))
+                    }
+                    None => (
+                        load::subscribe(&mut reader, &sh, &spec, ctl, stop, progress, &mut log),
+                        None,
+                    ),
+                };
                 sh.close();
-                (out, log)
+                (out, log, recovery)
             });
             sub_threads.push((shared, ticket, handle));
         }
@@ -154,6 +183,11 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
             eprintln!("waiting for messages on '{subject}'");
         }
 
+        let zero = injector.as_ref().map(|inj| {
+            let zero = *epoch.get_or_init(Instant::now);
+            s.spawn(move || inj.run(zero, stop));
+            zero
+        });
         let mut pub_threads = Vec::new();
         for (i, conn) in pubs.into_iter().enumerate() {
             let Conn {
@@ -177,7 +211,7 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
                 stop: opts.stop,
                 pace: per_pub_pace,
                 phase: i as f64 / f64::from(opts.pubs.max(1)),
-                start_at: None,
+                start_at: zero,
                 late_bound: Duration::MAX,
                 flush_timeout: opts.timeout,
             };
@@ -196,11 +230,14 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
             .into_iter()
             .map(|h| h.join().expect("publisher thread panicked"))
             .collect();
+        if let Some(inj) = &injector {
+            inj.finish();
+        }
         let sent: u64 = pub_runs.iter().map(|o| o.run.msgs).sum();
         if opts.scenario == ScenarioKind::Pubsub {
             ctl.arm(sent);
         }
-        let sub_outcomes: Vec<(SubOutcome, DeliveryLog)> = sub_threads
+        let sub_outcomes: Vec<(SubOutcome, DeliveryLog, Option<RecoveryLog>)> = sub_threads
             .into_iter()
             .map(|(_, _, h)| h.join().expect("subscriber thread panicked"))
             .collect();
@@ -215,7 +252,7 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
     let runs: Vec<ClientRun> = pub_runs
         .iter()
         .map(|o| o.run)
-        .chain(sub_outcomes.iter().map(|(o, _)| ClientRun {
+        .chain(sub_outcomes.iter().map(|(o, _, _)| ClientRun {
             start: publish_start.or(o.run.start),
             ..o.run
         }))
@@ -231,7 +268,7 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
         ScenarioKind::Pubsub | ScenarioKind::Sub => {
             let logs: Vec<(u64, &delivery::DeliveryLog)> = sub_outcomes
                 .iter()
-                .map(|(o, log)| (o.run.msgs, log))
+                .map(|(o, log, _)| (o.run.msgs, log))
                 .collect();
             let expect = match (opts.scenario, opts.stop) {
                 (ScenarioKind::Pubsub, _) => Expectation::Published {
@@ -246,7 +283,24 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
         }
     };
     let (server_info, url) = info.expect("at least one client");
+    let fault = injector.as_ref().map(|inj| {
+        let logs: Vec<&RecoveryLog> = sub_outcomes
+            .iter()
+            .filter_map(|(_, _, r)| r.as_ref())
+            .collect();
+        let end_ns = match opts.stop {
+            Stop::For(d) => d.as_nanos() as u64,
+            Stop::Count(n) => (n as f64 * interval_ns) as u64,
+        };
+        // Every subscriber receives every publisher's messages.
+        let rate = match opts.pace {
+            Pace::Rate { per_sec } => per_sec,
+            Pace::Unlimited => 0.0,
+        };
+        inj.report(&logs, rate, end_ns)
+    });
     Ok(RunResult {
+        fault,
         throughput,
         by_role,
         clients,

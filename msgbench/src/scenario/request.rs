@@ -17,9 +17,11 @@ use crate::error::{Error, ErrorCounts, ErrorKind, Result};
 use crate::options::request::{ReplyOptions, RequestOptions};
 use crate::options::{Pace, Stop};
 use crate::result::{throughput_sections, LatencyStats, RunResult, ServerMeta};
+use crate::scenario::fault::Injector;
 use crate::server::Target;
 use crate::stats::delivery::{Delivery, PublisherDelivery};
 use crate::stats::latency::{new_histogram, LatencyRecorder, Schedule, SendTimes};
+use crate::stats::recovery::RecoveryLog;
 use crate::stats::throughput::{ClientRun, Role};
 
 /// The queue group responders join, so each request is answered once.
@@ -33,6 +35,9 @@ struct Replies<'a> {
     late: u64,
     bytes: u64,
     last: Option<Instant>,
+    /// Arrivals around an injected fault; `fault_ns` is `None` without one.
+    recovery: RecoveryLog,
+    fault_ns: Option<&'a AtomicU64>,
 }
 
 /// Runs `msgbench request`.
@@ -81,6 +86,8 @@ pub fn run_request(opts: &RequestOptions, target: &Target, stop: &AtomicBool) ->
     let payload = vec![b'r'; opts.size];
     let progress: Vec<AtomicU64> = (0..opts.clients).map(|_| AtomicU64::new(0)).collect();
 
+    let injector = Injector::new(opts.conn.fault, target)?;
+    let fault_ns = injector.as_ref().map(Injector::fault_ns);
     let frame_for = |i: usize| {
         Frame::with_reply(
             &opts.subject,
@@ -143,6 +150,9 @@ pub fn run_request(opts: &RequestOptions, target: &Target, stop: &AtomicBool) ->
                     ready.push(c);
                 }
                 let zero = *epoch.get_or_init(Instant::now);
+                if let Some(inj) = &injector {
+                    s.spawn(move || inj.run(zero, stop));
+                }
                 for (i, c) in ready.into_iter().enumerate() {
                     let Conn {
                         mut reader, shared, ..
@@ -150,7 +160,7 @@ pub fn run_request(opts: &RequestOptions, target: &Target, stop: &AtomicBool) ->
                     let frame = frame_for(i);
                     let (window, times) = (&windows[i], &send_times[i]);
                     outs.push(s.spawn(move || {
-                        let mut r = new_replies();
+                        let mut r = new_replies(fault_ns);
                         let out = closed_loop(
                             &mut reader,
                             &shared,
@@ -183,7 +193,7 @@ pub fn run_request(opts: &RequestOptions, target: &Target, stop: &AtomicBool) ->
                     let (window, times, epoch, sh) =
                         (&windows[i], &send_times[i], &epoch, shared.clone());
                     readers.push(s.spawn(move || {
-                        let mut r = new_replies();
+                        let mut r = new_replies(fault_ns);
                         reader.run(&sh, load::TICK, |event| {
                             if let Event::Msg(m) = event {
                                 if let Some(zero) = epoch.get() {
@@ -204,6 +214,9 @@ pub fn run_request(opts: &RequestOptions, target: &Target, stop: &AtomicBool) ->
                     return Err(not_confirmed(&tickets));
                 }
                 let zero = *epoch.get_or_init(Instant::now);
+                if let Some(inj) = &injector {
+                    s.spawn(move || inj.run(zero, stop));
+                }
                 let mut pubs = Vec::new();
                 for (i, shared) in writers.into_iter().enumerate() {
                     let frame = frame_for(i);
@@ -242,6 +255,9 @@ pub fn run_request(opts: &RequestOptions, target: &Target, stop: &AtomicBool) ->
                 .map(|h| h.join().expect("requester panicked"))
                 .collect();
             done.store(true, Ordering::Relaxed);
+            if let Some(inj) = &injector {
+                inj.finish();
+            }
             for h in responder_threads {
                 h.join().expect("responder panicked");
             }
@@ -307,11 +323,23 @@ pub fn run_request(opts: &RequestOptions, target: &Target, stop: &AtomicBool) ->
             .collect(),
     };
     let open_loop = schedule.is_some();
+    let fault = injector.as_ref().map(|inj| {
+        let logs: Vec<&RecoveryLog> = replies.iter().map(|r| &r.recovery).collect();
+        let (rate, end_ns) = match (per_client, opts.stop) {
+            (Pace::Rate { per_sec }, Stop::For(d)) => (per_sec, d.as_nanos() as u64),
+            (Pace::Rate { per_sec }, Stop::Count(n)) => {
+                (per_sec, (n as f64 * 1e9 / per_sec) as u64)
+            }
+            (Pace::Unlimited, _) => (0.0, 0),
+        };
+        inj.report(&logs, rate, end_ns)
+    });
     Ok(RunResult {
         throughput,
         by_role,
         clients,
         delivery,
+        fault,
         latency: Some(LatencyStats::of(&corrected)),
         // Closed loop has no schedule: the round trip is the only latency there is.
         latency_uncorrected: open_loop.then(|| LatencyStats::of(&uncorrected)),
@@ -326,8 +354,10 @@ pub fn run_request(opts: &RequestOptions, target: &Target, stop: &AtomicBool) ->
     })
 }
 
-fn new_replies<'a>() -> Replies<'a> {
+fn new_replies(fault_ns: Option<&AtomicU64>) -> Replies<'_> {
     Replies {
+        recovery: RecoveryLog::default(),
+        fault_ns,
         rec: LatencyRecorder::new(0, u64::MAX / 2, None),
         ok: 0,
         no_responders: 0,
@@ -372,6 +402,10 @@ fn on_reply(
     // Closed loop has no schedule: a request is due when it is sent.
     let due_ns = schedule.map_or(sent_ns.unwrap_or(recv_ns), |s| s.due_ns(seq));
     r.rec.record(seq, due_ns, sent_ns, recv_ns);
+    if let Some(f) = r.fault_ns {
+        r.recovery
+            .record(Some(due_ns), recv_ns, f.load(Ordering::Relaxed));
+    }
     r.ok += 1;
     r.bytes += m.payload.len() as u64;
     r.last = Some(now);
