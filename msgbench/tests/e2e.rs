@@ -7,7 +7,9 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{bin, run, run_json, schema_errors, scratch_dir, stderr, u, TestServer};
+use support::{
+    assert_nothing_left_in, bin, run, run_json, schema_errors, scratch_dir, stderr, u, TestServer,
+};
 
 #[test]
 fn pub_sends_exactly_the_requested_messages_and_the_result_fits_the_schema() {
@@ -538,35 +540,6 @@ fn without_nats_server_the_error_says_how_to_install_it() {
     );
     assert_eq!(err.lines().count(), 1, "{err}");
     let _ = std::fs::remove_dir_all(home);
-}
-
-/// Processes whose command line mentions `needle`.
-fn processes_mentioning(needle: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        if let Ok(cmd) = std::fs::read(entry.path().join("cmdline")) {
-            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-            if cmd.contains(needle) {
-                found.push(cmd);
-            }
-        }
-    }
-    found
-}
-
-/// The embedded server kept its files in `tmp` (msgbench's TMPDIR): nothing may remain there,
-/// and no process may still refer to it.
-fn assert_nothing_left_in(tmp: &std::path::Path) {
-    let left: Vec<_> = std::fs::read_dir(tmp)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    assert!(left.is_empty(), "left behind: {left:?}");
-    assert_eq!(
-        processes_mentioning(tmp.to_str().unwrap()),
-        Vec::<String>::new()
-    );
 }
 
 #[test]

@@ -814,16 +814,29 @@ impl Reader {
         }
     }
 
-    /// Bytes waiting in the socket's receive queue: how far this reader is behind the server.
-    fn backlog(&self) -> usize {
+    /// How full the socket's receive queue is: the bytes waiting (FIONREAD) over the buffer the
+    /// kernel currently gives the socket (SO_RCVBUF, which autotuning grows). Near 1 means the
+    /// server is sending faster than this reader reads, and is buffering the rest itself.
+    fn receive_queue_fill(&self) -> f64 {
         use std::os::fd::AsRawFd;
-        let mut n: libc::c_int = 0;
-        // SAFETY: FIONREAD writes one int to the pointer we pass.
-        let rc = unsafe { libc::ioctl(self.stream.as_raw_fd(), libc::FIONREAD, &mut n) };
-        if rc == 0 {
-            n.max(0) as usize
+        let fd = self.stream.as_raw_fd();
+        let (mut waiting, mut size): (libc::c_int, libc::c_int) = (0, 0);
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: FIONREAD writes one int, SO_RCVBUF one int of `len` bytes, to our locals.
+        let ok = unsafe {
+            libc::ioctl(fd, libc::FIONREAD, &mut waiting) == 0
+                && libc::getsockopt(
+                    fd,
+                    libc::SOL_SOCKET,
+                    libc::SO_RCVBUF,
+                    (&mut size as *mut libc::c_int).cast(),
+                    &mut len,
+                ) == 0
+        };
+        if ok && size > 0 {
+            f64::from(waiting.max(0)) / f64::from(size)
         } else {
-            0
+            0.0
         }
     }
 
@@ -849,8 +862,7 @@ impl Reader {
             match self.run_link(shared, tick, &mut on) {
                 // Garbage will not turn into sense on a new connection to the same peer.
                 End::Failed(ErrorKind::ProtocolError) => {
-                    shared.errors.failed(ErrorKind::ProtocolError, false);
-                    break End::Failed(ErrorKind::ProtocolError);
+                    break End::Failed(ErrorKind::ProtocolError)
                 }
                 End::Failed(kind) => match self.reconnect(shared, tick, &mut on) {
                     Some(Flow::Continue) => continue,
@@ -958,7 +970,11 @@ impl Reader {
                 stop
             });
             if dispatched.is_err() {
+                // Recorded, and the connection marked ended, before the socket goes down: a
+                // writer that fails on it next must see a known end, not a new disconnect.
                 shared.errors.add(ErrorKind::ProtocolError);
+                shared.errors.failed(ErrorKind::ProtocolError, false);
+                shared.ended.store(true, Ordering::Release);
                 // Writers blocked on this socket fail now instead of at their stall limit.
                 let _ = self.stream.shutdown(Shutdown::Both);
                 return End::Failed(ErrorKind::ProtocolError);
@@ -969,12 +985,13 @@ impl Reader {
             let now = Instant::now();
             if now.duration_since(checked_at) >= BACKLOG_CHECK {
                 checked_at = now;
-                let backlog = self.backlog();
-                // Counted once per episode: crossing the limit, until back under half of it.
-                if !behind && backlog >= PENDING_LIMIT {
+                let fill = self.receive_queue_fill();
+                // Counted once per episode: from the queue filling up until it has drained to
+                // half of that again.
+                if !behind && fill >= FULL {
                     behind = true;
                     shared.errors.add(ErrorKind::FellBehind);
-                } else if behind && backlog < PENDING_LIMIT / 2 {
+                } else if behind && fill < FULL / 2.0 {
                     behind = false;
                 }
             }
@@ -1013,5 +1030,7 @@ impl Reader {
 /// How often a read loop looks at its socket's receive queue.
 const BACKLOG_CHECK: Duration = Duration::from_millis(100);
 
-/// A receive queue this deep means the reader is falling behind what the server sends.
-pub const PENDING_LIMIT: usize = 4 * 1024 * 1024;
+/// A receive queue this full (see `receive_queue_fill`) means the reader is behind. Measured on
+/// Linux: a subscriber that keeps up stays under 0.1; one that stopped reading reaches about
+/// 1.0 (the kernel counts its bookkeeping in SO_RCVBUF too).
+const FULL: f64 = 0.5;

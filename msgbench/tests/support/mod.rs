@@ -134,3 +134,32 @@ pub fn u(v: &serde_json::Value) -> u64 {
     v.as_u64()
         .unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
 }
+
+/// Processes whose command line mentions `needle`.
+pub fn processes_mentioning(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmd) = std::fs::read(entry.path().join("cmdline")) {
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            if cmd.contains(needle) {
+                found.push(cmd);
+            }
+        }
+    }
+    found
+}
+
+/// The embedded server kept its files in `tmp` (msgbench's TMPDIR): nothing may remain there,
+/// and no process may still refer to it.
+pub fn assert_nothing_left_in(tmp: &std::path::Path) {
+    let left: Vec<_> = std::fs::read_dir(tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    assert_eq!(
+        processes_mentioning(tmp.to_str().unwrap()),
+        Vec::<String>::new()
+    );
+}
