@@ -652,6 +652,53 @@ fn a_signal_stops_the_run_writes_partial_results_and_cleans_up() {
 }
 
 #[test]
+fn sigkill_takes_the_embedded_server_along_and_the_next_run_removes_its_directory() {
+    let binary = msgbench::server::find_binary(None).unwrap();
+    let tmp = scratch_dir("sigkill");
+    let mut child = bin()
+        .args([
+            "pubsub",
+            "--duration",
+            "60s",
+            "--rate",
+            "1000",
+            "--no-progress",
+        ])
+        .env("TMPDIR", &tmp)
+        .env("MSGBENCH_NATS_SERVER", &binary)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The parent-death signal ends the server at once; give the kernel a moment to reap it.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !support::processes_mentioning(tmp.to_str().unwrap()).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "nats-server outlived a killed msgbench"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        1,
+        "its directory is left"
+    );
+    let out = bin()
+        .args(["pub", "--msgs", "10", "--no-progress"])
+        .env("TMPDIR", &tmp)
+        .env("MSGBENCH_NATS_SERVER", &binary)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_nothing_left_in(&tmp);
+    let _ = std::fs::remove_dir_all(tmp);
+}
+
+#[test]
 fn a_server_that_stops_reading_ends_the_run_within_the_timeout() {
     let s = TestServer::start();
     let child = bin()
