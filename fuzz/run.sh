@@ -16,7 +16,7 @@ cd "$(dirname "$0")"
 seconds="${1:-20}"
 cargo_fuzz_version="0.13.2"
 sanitizer="${FUZZ_SANITIZER:-address}"
-targets=(proto_parse proto_roundtrip)
+targets=(proto_parse proto_roundtrip option_values)
 
 if [ "$(cargo fuzz --version 2>/dev/null || true)" != "cargo-fuzz $cargo_fuzz_version" ]; then
   echo "fuzz: installing cargo-fuzz $cargo_fuzz_version" >&2
@@ -36,9 +36,10 @@ for target in "${targets[@]}"; do
     dirs+=("seeds/$target")
   fi
   flags=(-max_total_time="$seconds" -timeout=10 -print_final_stats=1)
-  if [ "$target" = proto_parse ]; then
-    flags+=(-dict=proto.dict)
-  fi
+  case "$target" in
+    proto_parse) flags+=(-dict=proto.dict) ;;
+    option_values) flags+=(-dict=option_values.dict) ;;
+  esac
   echo "fuzz: running $target for ${seconds}s" >&2
   cargo fuzz run --sanitizer "$sanitizer" "$target" "${dirs[@]}" -- "${flags[@]}"
 done

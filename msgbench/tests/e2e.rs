@@ -451,6 +451,11 @@ fn bad_input_gets_one_line_naming_the_flag_and_exit_2() {
         (with(&["--msgs", "-1"]), "--msgs"),
         (with(&["--msgs", "0"]), "--msgs"),
         (with(&["--rate", "abc"]), "--rate"),
+        (with(&["--rate", "0.00000000000000000001"]), "--rate"),
+        (
+            vec!["latency".into(), "--rate".into(), "1e-30".into()],
+            "--rate",
+        ),
         (with(&["--duration", "soon"]), "--duration"),
         (with(&["--frobnicate"]), "--frobnicate"),
         (with(&["--subject", "orders.*"]), "--subject"),

@@ -48,6 +48,7 @@ impl LatencyOptions {
                 "must be more than 0 msgs/s",
             ));
         }
+        crate::options::check_rate(a.rate)?;
         if a.size < SEQ_LEN {
             return Err(Error::flag(
                 "--size",

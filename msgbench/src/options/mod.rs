@@ -147,6 +147,7 @@ impl Options {
             }
             None => Stop::Count(load.msgs),
         };
+        check_rate(load.rate)?;
         let pace = if load.rate == 0.0 {
             Pace::Unlimited
         } else {
@@ -241,6 +242,26 @@ impl Options {
             "sub_stall": self.sub_stall.map(|(n, d)| serde_json::json!({"after_msgs": n, "for_secs": d.as_secs_f64()})),
         })
     }
+}
+
+/// Slowest pace accepted: one message every 1,000 s. Below it the schedule's arithmetic (an
+/// interval times a message count) would leave the range of a `Duration`, and no benchmark
+/// means it.
+pub const MIN_RATE: f64 = 0.001;
+
+/// Rejects a positive `--rate` below [`MIN_RATE`] (0 means unlimited and is fine).
+///
+/// # Errors
+/// [`Error::Usage`] naming `--rate`.
+pub fn check_rate(rate: f64) -> Result<()> {
+    if rate > 0.0 && rate < MIN_RATE {
+        return Err(Error::flag(
+            "--rate",
+            &rate.to_string(),
+            format!("must be 0 (unlimited) or at least {MIN_RATE} msgs/s"),
+        ));
+    }
+    Ok(())
 }
 
 /// The servers `--server` (or NATS_URL) names, or the embedded one.

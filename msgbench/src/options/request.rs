@@ -54,6 +54,7 @@ impl RequestOptions {
         };
         check_subject(&a.subject, false)
             .map_err(|why| Error::flag("--subject", &a.subject, why))?;
+        crate::options::check_rate(a.rate)?;
         let pace = if a.rate == 0.0 {
             Pace::Unlimited
         } else {

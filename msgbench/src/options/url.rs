@@ -83,7 +83,9 @@ pub fn parse_servers(list: &str) -> Result<Vec<ServerUrl>, String> {
 }
 
 fn parse_one(entry: &str) -> Result<ServerUrl, String> {
-    let with_scheme = if entry.contains("://") {
+    // The same rule as `redact`, so that what is taken for the userinfo here is what an error
+    // message hides.
+    let with_scheme = if scheme_len(entry).is_some() {
         entry.to_string()
     } else {
         format!("nats://{entry}")
@@ -128,6 +130,12 @@ fn parse_one(entry: &str) -> Result<ServerUrl, String> {
             user: decode(user)?,
             pass: decode(pass)?,
         },
+        // The url crate reads `u:@h` as `u@h`, but the ':' says this is a user with an empty
+        // password, not a token; the Go client reads it that way too.
+        (user, None) if userinfo_has_colon(&with_scheme) => Auth::UserPass {
+            user: decode(user)?,
+            pass: String::new(),
+        },
         // A user part with no password is a token, as in every NATS client.
         (token, None) => Auth::Token(decode(token)?),
     };
@@ -140,8 +148,12 @@ fn percent_decode(s: &str) -> Option<String> {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
+            let hex = bytes.get(i + 1..i + 3)?;
+            // `from_str_radix` alone would also take a sign, as in `%+4`.
+            if !hex.iter().all(u8::is_ascii_hexdigit) {
+                return None;
+            }
+            out.push(u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?);
             i += 3;
         } else {
             out.push(bytes[i]);
@@ -151,12 +163,38 @@ fn percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// Whether the userinfo of `url` (which starts with a scheme) has a ':', found as the url crate
+/// finds it: up to the last '@' before the authority ends. Tabs and newlines, which that parser
+/// drops, change neither.
+fn userinfo_has_colon(url: &str) -> bool {
+    let rest = &url[scheme_len(url).unwrap_or(0)..];
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    authority
+        .rfind('@')
+        .is_some_and(|at| authority[..at].contains(':'))
+}
+
+/// Length of a leading `scheme://` (an ASCII letter, then letters, digits, `+`, `-` or `.`).
+///
+/// Only a scheme at the very start counts: `u:pass@h/x://y` has none, and its `u:pass` is
+/// userinfo.
+fn scheme_len(entry: &str) -> Option<usize> {
+    let b = entry.as_bytes();
+    if !b.first()?.is_ascii_alphabetic() {
+        return None;
+    }
+    let end = b
+        .iter()
+        .position(|&c| !(c.is_ascii_alphanumeric() || matches!(c, b'+' | b'-' | b'.')))?;
+    entry[end..].starts_with("://").then_some(end + 3)
+}
+
 /// Removes a `userinfo@` part from a URL-ish string so it can be quoted in an error.
+///
+/// Without a scheme at the start everything up to the last '@' is hidden, even past a '/': more
+/// than the userinfo at times, never less.
 pub fn redact(entry: &str) -> String {
-    let (scheme, rest) = match entry.find("://") {
-        Some(i) => (&entry[..i + 3], &entry[i + 3..]),
-        None => ("", entry),
-    };
+    let (scheme, rest) = entry.split_at(scheme_len(entry).unwrap_or(0));
     match rest.rfind('@') {
         Some(at) => format!("{scheme}***@{}", &rest[at + 1..]),
         None => entry.to_string(),
@@ -218,5 +256,46 @@ mod tests {
         }
         let err = parse_servers("nats://u:secret@h:1/x").unwrap_err();
         assert!(!err.contains("secret"), "{err}");
+    }
+
+    #[test]
+    fn percent_escapes_take_exactly_two_hex_digits() {
+        assert_eq!(percent_decode("a%41%2f%2F"), Some("aA//".into()));
+        for bad in ["%+4", "%-1", "%4", "%", "%g0", "%4g", "% 4", "%+41"] {
+            assert_eq!(percent_decode(bad), None, "{bad}");
+        }
+        let err = parse_servers("nats://u:%+41@h").unwrap_err();
+        assert!(err.contains("percent-encoding"), "{err}");
+    }
+
+    #[test]
+    fn a_scheme_only_counts_at_the_start() {
+        assert_eq!(redact("u:pass@h/x://y"), "***@h/x://y");
+        assert_eq!(redact("tok@h:1/a://b"), "***@h:1/a://b");
+        assert_eq!(redact("a+b-c.d://u:p@h"), "a+b-c.d://***@h");
+        assert_eq!(redact("1a://u:p@h"), "***@h");
+        assert_eq!(redact("h:1"), "h:1");
+        // Taken without a scheme, the entry has a path, so it is refused, quoted through
+        // `redact`.
+        for bad in ["u:pass@h/x://y", "u:pass@h:1/nats://y", " 1a://u:pass@h"] {
+            let err = parse_servers(bad).unwrap_err();
+            assert!(!err.contains("pass"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn an_empty_password_is_still_a_password() {
+        let v = parse_servers("nats://u:@h,u:@h:2,u@h,nats://:@h,nats://u:\t@h").unwrap();
+        let user_u = Auth::UserPass {
+            user: "u".into(),
+            pass: String::new(),
+        };
+        assert_eq!(v[0].auth, user_u);
+        assert_eq!(v[1].auth, user_u);
+        assert_eq!(v[2].auth, Auth::Token("u".into()));
+        // Neither a user nor a password: nothing to send.
+        assert_eq!(v[3].auth, Auth::None);
+        // The URL parser drops tabs and newlines, so this password is empty as well.
+        assert_eq!(v[4].auth, user_u);
     }
 }
