@@ -844,15 +844,10 @@ fn file_descriptors_and_threads_grow_only_with_the_clients() {
             .spawn()
             .unwrap();
         std::thread::sleep(Duration::from_millis(1000));
-        let count = |dir: &str| {
-            std::fs::read_dir(format!("/proc/{}/{dir}", child.id()))
-                .unwrap()
-                .count() as i64
-        };
-        let (fds, threads) = (count("fd"), count("task"));
+        let (fds, threads) = support::fds_and_threads(child.id());
         let out = child.wait_with_output().unwrap();
         assert!(out.status.success());
-        (fds, threads)
+        (fds as i64, threads as i64)
     };
     let (fds_small, threads_small) = sample(1, 1);
     let (fds_big, threads_big) = sample(6, 4);

@@ -13,7 +13,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{assert_nothing_left_in, bin, schema_errors, scratch_dir, stderr, u, TestServer};
+use support::{
+    assert_nothing_left_in, bin, fds_and_threads, schema_errors, scratch_dir, spawn_piped, stderr,
+    u, TestServer,
+};
 
 /// Starts msgbench with `args` plus JSON on stdout, with the embedded server's files in `tmp`.
 fn spawn(args: &[&str], tmp: &std::path::Path) -> Child {
@@ -46,16 +49,6 @@ fn finish(child: Child, started: Instant, bound: Duration) -> (Output, Value) {
     });
     assert_eq!(schema_errors(&v), Vec::<String>::new());
     (out, v)
-}
-
-/// Open file descriptors and threads of a process.
-fn fds_and_threads(pid: u32) -> (usize, usize) {
-    let count = |dir: &str| {
-        std::fs::read_dir(format!("/proc/{pid}/{dir}"))
-            .unwrap()
-            .count()
-    };
-    (count("fd"), count("task"))
 }
 
 #[test]
@@ -204,25 +197,20 @@ fn a_server_that_stops_responding_is_caught_by_keepalive_pings() {
     let started = Instant::now();
     // A subscriber waiting for messages hears nothing either way: only its PINGs can tell a
     // quiet server from a dead one.
-    let child = bin()
-        .args([
-            "sub",
-            "--server",
-            &s.url,
-            "--msgs",
-            "10",
-            "--start-timeout",
-            "30s",
-            "--ping-interval",
-            "200ms",
-            "--json",
-            "-",
-            "--no-progress",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_piped(&[
+        "sub",
+        "--server",
+        &s.url,
+        "--msgs",
+        "10",
+        "--start-timeout",
+        "30s",
+        "--ping-interval",
+        "200ms",
+        "--json",
+        "-",
+        "--no-progress",
+    ]);
     std::thread::sleep(Duration::from_millis(500));
     s.freeze(true);
     let (out, v) = finish(child, started, Duration::from_secs(5));
@@ -238,27 +226,22 @@ fn the_servers_own_ping_timing_out_is_reported_by_kind() {
     // reading for 2 s cannot answer.
     let s = TestServer::with_config("ping_interval: \"100ms\"\nping_max: 2\n");
     let started = Instant::now();
-    let child = bin()
-        .args([
-            "pubsub",
-            "--server",
-            &s.url,
-            "--rate",
-            "500",
-            "--duration",
-            "3s",
-            "--sub-stall",
-            "100:2s",
-            "--timeout",
-            "2s",
-            "--json",
-            "-",
-            "--no-progress",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_piped(&[
+        "pubsub",
+        "--server",
+        &s.url,
+        "--rate",
+        "500",
+        "--duration",
+        "3s",
+        "--sub-stall",
+        "100:2s",
+        "--timeout",
+        "2s",
+        "--json",
+        "-",
+        "--no-progress",
+    ]);
     let (out, v) = finish(child, started, Duration::from_secs(10));
     assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
     assert!(u(&v["errors"]["stale_connection"]) >= 1, "{}", v["errors"]);

@@ -26,7 +26,6 @@ use crate::scenario::fault::Injector;
 use crate::server::Target;
 use crate::stats::delivery::{Delivery, PublisherDelivery};
 use crate::stats::latency::{IntervalSink, LatencyRecorder, Schedule, SendTimes};
-use crate::stats::recovery::RecoveryLog;
 use crate::stats::throughput::ClientRun;
 
 /// The sequence number of a probe message (never a real sequence).
@@ -102,6 +101,7 @@ pub fn run(
     );
 
     let injector = Injector::new(opts.conn.fault, target_a)?;
+    let no_fault = AtomicU64::new(crate::scenario::fault::NOT_YET);
     let (pub_out, (sub_out, recorder, recovery)) = std::thread::scope(|s| -> Result<_> {
         let Conn {
             mut reader,
@@ -123,7 +123,7 @@ pub fn run(
                 let _ = log.append(h, start, end);
             }) as Box<IntervalSink<'_>>
         });
-        let mut recorder = LatencySubscriber {
+        let recorder = LatencySubscriber {
             rec: LatencyRecorder::new(opts.warmup.as_nanos() as u64, 1_000_000_000, sink),
             schedule,
             epoch: &epoch,
@@ -141,40 +141,18 @@ pub fn run(
         };
         let (ctl_ref, sub_progress, epoch_ref) = (&ctl, &sub_progress, &epoch);
         let sh = sub_shared.clone();
-        let fault_ns = injector.as_ref().map(Injector::fault_ns);
+        let fault_ns = injector.as_ref().map_or(&no_fault, Injector::fault_ns);
         let sub_thread = s.spawn(move || {
-            let (out, mut recorder, recovery) = match fault_ns {
-                Some(fault_ns) => {
-                    let due = move |p: &[u8]| {
-                        sequence(p)
-                            .filter(|seq| *seq != PROBE)
-                            .map(|seq| schedule.due_ns(seq))
-                    };
-                    let mut r = Recovering::new(recorder, due, epoch_ref, fault_ns);
-                    let out = load::subscribe(
-                        &mut reader,
-                        &sh,
-                        &spec,
-                        ctl_ref,
-                        stop,
-                        sub_progress,
-                        &mut r,
-                    );
-                    (out, r.inner, Some(r.log))
-                }
-                None => {
-                    let out = load::subscribe(
-                        &mut reader,
-                        &sh,
-                        &spec,
-                        ctl_ref,
-                        stop,
-                        sub_progress,
-                        &mut recorder,
-                    );
-                    (out, recorder, None)
-                }
+            // Recovery is logged whether or not a fault comes: this recorder reads the clock
+            // per message anyway, so the log costs one counter per message.
+            let due = move |p: &[u8]| {
+                sequence(p)
+                    .filter(|seq| *seq != PROBE)
+                    .map(|seq| schedule.due_ns(seq))
             };
+            let mut r = Recovering::new(recorder, due, epoch_ref, fault_ns);
+            let out = load::subscribe(&mut reader, &sh, &spec, ctl_ref, stop, sub_progress, &mut r);
+            let (mut recorder, recovery) = (r.inner, r.log);
             let now = recorder.now_ns(Instant::now());
             recorder.rec.finish(now);
             sh.close();
@@ -322,8 +300,7 @@ pub fn run(
                 Stop::For(d) => d.as_nanos() as u64,
                 Stop::Count(n) => schedule.due_ns(n),
             };
-            let logs: Vec<&RecoveryLog> = recovery.iter().collect();
-            inj.report(&logs, opts.rate, end_ns)
+            inj.report(&[&recovery], opts.rate, end_ns)
         }),
         ..RunResult::new(
             "latency",

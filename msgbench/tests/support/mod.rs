@@ -86,6 +86,26 @@ pub fn bin() -> Command {
     c
 }
 
+/// Starts msgbench with `args`, its stdout and stderr captured.
+pub fn spawn_piped(args: &[&str]) -> std::process::Child {
+    bin()
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("msgbench starts")
+}
+
+/// Open file descriptors and threads of a running process.
+pub fn fds_and_threads(pid: u32) -> (usize, usize) {
+    let count = |dir: &str| {
+        std::fs::read_dir(format!("/proc/{pid}/{dir}"))
+            .unwrap()
+            .count()
+    };
+    (count("fd"), count("task"))
+}
+
 /// Runs msgbench with `args` and returns its output.
 pub fn run(args: &[&str]) -> Output {
     bin().args(args).output().expect("msgbench runs")
