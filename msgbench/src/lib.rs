@@ -38,7 +38,10 @@ pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> u8 {
         Err(e) => return clap_exit(&e),
     };
     // A second handler cannot be installed (only matters for in-process callers).
-    let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::SeqCst));
+    let _ = ctrlc::set_handler(|| {
+        STOP.store(true, Ordering::SeqCst);
+        engine::conn::INTERRUPTED.store(true, Ordering::SeqCst);
+    });
     match run(cli, &STOP) {
         Ok(code) => code,
         Err(e) => {

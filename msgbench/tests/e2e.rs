@@ -704,6 +704,48 @@ fn sigkill_takes_the_embedded_server_along_and_the_next_run_removes_its_director
 }
 
 #[test]
+fn ctrl_c_while_blocked_on_a_frozen_server_writes_results_at_once() {
+    let s = TestServer::start();
+    let child = support::spawn_piped(&[
+        "pub",
+        "--server",
+        &s.url,
+        "--msgs",
+        "200M",
+        "--timeout",
+        "30s",
+        "--json",
+        "-",
+        "--no-progress",
+    ]);
+    std::thread::sleep(Duration::from_millis(300));
+    s.freeze(true);
+    // Long enough for the socket buffers to fill and the publisher to block in a write.
+    std::thread::sleep(Duration::from_millis(700));
+    let started = Instant::now();
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+    }
+    let out = child.wait_with_output().unwrap();
+    s.freeze(false);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "took {:?} (--timeout is 30s)",
+        started.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["interrupted"], true);
+    assert!(v.get("failure").is_none(), "{v}");
+    assert!(
+        v["errors"].get("write_stalled").is_none(),
+        "{}",
+        v["errors"]
+    );
+    assert!(u(&v["delivery"]["sent"]) > 0);
+}
+
+#[test]
 fn a_server_that_stops_reading_ends_the_run_within_the_timeout() {
     let s = TestServer::start();
     let child = bin()

@@ -19,6 +19,15 @@ use crate::error::{Error, ErrorCounts, ErrorKind, Result, ServerErrorKind};
 use crate::options::conn::ConnOptions;
 use crate::options::url::{Auth, ServerUrl};
 
+/// Raised on SIGINT or SIGTERM (by the binary's signal handler): a write blocked on a server
+/// that stopped reading, or a wait for a PONG or a reconnect, gives up at its next wake-up
+/// instead of at its time limit, so an interrupted run writes its results at once.
+pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::Relaxed)
+}
+
 /// Send timeout of the socket: how often a blocked write looks at the clock.
 const WRITE_WAKEUP: Duration = Duration::from_millis(100);
 
@@ -477,6 +486,7 @@ impl Shared {
             if now >= deadline
                 || self.ended.load(Ordering::Acquire)
                 || self.closing.load(Ordering::Acquire)
+                || interrupted()
             {
                 return false;
             }
@@ -507,6 +517,7 @@ impl Shared {
                     ) =>
                 {
                     if self.closing.load(Ordering::Acquire)
+                        || interrupted()
                         || progress_at.elapsed() >= self.stall_limit
                     {
                         return Err(io::Error::new(
@@ -535,7 +546,7 @@ impl Shared {
                 return true;
             }
             let now = Instant::now();
-            if now >= deadline || self.ended.load(Ordering::Acquire) {
+            if now >= deadline || self.ended.load(Ordering::Acquire) || interrupted() {
                 return false;
             }
             // Bounded waits so a connection that ends while we wait is noticed promptly.

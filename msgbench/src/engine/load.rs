@@ -355,7 +355,8 @@ pub fn publish(
             break;
         }
     }
-    if let Some(k) = failed {
+    // A write or flush cut short by Ctrl-C is the interruption, not a failure of the server.
+    if let Some(k) = failed.filter(|_| !stop.load(Ordering::Relaxed)) {
         // Counted once here; a disconnect the reader saw too is the same event.
         if k != ErrorKind::Disconnected || !shared.is_ended() {
             shared.errors.add(k);
