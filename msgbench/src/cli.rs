@@ -42,10 +42,77 @@ pub enum Command {
     Request(RequestArgs),
     /// A reply service: responders in a queue group that echo each request.
     Reply(ReplyArgs),
+    /// JetStream: publish into a stream and time every acknowledgement.
+    #[command(subcommand)]
+    Js(JsCommand),
     /// Measure this machine's latency floor: loopback TCP, one hop and two hops via the server.
     Calibrate(CalibrateArgs),
     /// Run the short default suite (pub, pubsub, latency, request) and print the results.
     Demo(DemoArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum JsCommand {
+    /// Publish to a stream, sync (one at a time) or async (a window in flight), timing each
+    /// PubAck, then reconcile the acknowledgements with the stream's state.
+    Pub(JsPubArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct JsPubArgs {
+    /// sync: wait for each acknowledgement; async: keep --max-in-flight unacknowledged.
+    #[arg(long, default_value = "async", value_parser = ["sync", "async"])]
+    pub mode: String,
+    /// Acknowledgements each client waits for at most in async mode.
+    #[arg(long, default_value = "256", value_parser = parse_count)]
+    pub max_in_flight: u64,
+    /// Publishing connections.
+    #[arg(long, default_value_t = 1, value_parser = parse_clients)]
+    pub clients: u32,
+    /// Messages per client.
+    #[arg(long, default_value = "100000", value_parser = parse_count, allow_hyphen_values = true,
+          conflicts_with = "duration")]
+    pub msgs: u64,
+    /// Publish for this long instead of a count.
+    #[arg(long, value_parser = parse_duration, allow_hyphen_values = true)]
+    pub duration: Option<Duration>,
+    /// Payload size, at least 8 B (the sequence number).
+    #[arg(long, default_value = "128", value_parser = parse_size, allow_hyphen_values = true)]
+    pub size: usize,
+    /// Stream name; created if missing (an existing one with another config is an error).
+    #[arg(long, default_value = "msgbench")]
+    pub stream: String,
+    /// Subject to publish to; the stream captures it.
+    #[arg(long, default_value = "msgbench.js")]
+    pub subject: String,
+    /// Stream storage.
+    #[arg(long, default_value = "memory", value_parser = ["memory", "file"])]
+    pub storage: String,
+    /// Stream replicas (needs a cluster above 1).
+    #[arg(long, default_value = "1", value_parser = parse_count)]
+    pub replicas: u64,
+    /// Stream byte limit (e.g. 64MiB); with --discard new, publishes past it are refused.
+    #[arg(long, value_parser = parse_size)]
+    pub max_bytes: Option<usize>,
+    /// Which messages give way at a limit: old (the stream's oldest) or new (the publish).
+    #[arg(long, default_value = "old", value_parser = ["old", "new"])]
+    pub discard: String,
+    /// Purge the stream before publishing.
+    #[arg(long)]
+    pub purge: bool,
+    /// Delete the stream afterwards.
+    #[arg(long)]
+    pub delete_after: bool,
+    /// An acknowledgement not received after this long counts as timed out.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Exit 0 even if publishes were not acknowledged or did not reconcile.
+    #[arg(long)]
+    pub allow_loss: bool,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    #[command(flatten)]
+    pub out: OutputArgs,
 }
 
 #[derive(Debug, Args)]

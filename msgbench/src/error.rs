@@ -62,6 +62,9 @@ pub enum Error {
         url: String,
         source: crate::engine::proto::ProtocolError,
     },
+    /// A JetStream API call failed before or after the load (stream setup, state).
+    #[error("JetStream: {text}")]
+    JetStream { kind: ErrorKind, text: String },
     /// An I/O failure outside the load loops, with what was being done.
     #[error("{context}: {source}")]
     Io {
@@ -74,9 +77,10 @@ impl Error {
     /// The exit status this failure maps to.
     pub fn exit_code(&self) -> u8 {
         match self {
-            Error::Usage(_) | Error::PayloadTooLarge { .. } | Error::EmbeddedServer(_) => {
-                exit::USAGE
-            }
+            Error::Usage(_)
+            | Error::PayloadTooLarge { .. }
+            | Error::EmbeddedServer(_)
+            | Error::JetStream { .. } => exit::USAGE,
             Error::Connect { .. } | Error::Rejected { .. } => exit::CONNECT,
             Error::Protocol { .. } => exit::PROTOCOL,
             Error::Io { .. } => exit::FAILURE,
@@ -222,10 +226,18 @@ pub enum ErrorKind {
     /// The subscriber fell behind: its socket's receive queue passed the pending limit. The
     /// server may cut such a client off as a slow consumer next.
     FellBehind,
+    /// JetStream: no stream holds the subject or name.
+    JsStreamNotFound,
+    /// JetStream: an expected-last-sequence check failed.
+    JsWrongLastSequence,
+    /// JetStream: the stream refused a message at its byte or message limit (discard new).
+    JsStreamFull,
+    /// JetStream: any other API error.
+    JsOther,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 19] = [
+    pub const ALL: [ErrorKind; 23] = [
         ErrorKind::SlowConsumer,
         ErrorKind::Authorization,
         ErrorKind::MaxPayload,
@@ -245,6 +257,10 @@ impl ErrorKind {
         ErrorKind::NoResponders,
         ErrorKind::PingTimeout,
         ErrorKind::FellBehind,
+        ErrorKind::JsStreamNotFound,
+        ErrorKind::JsWrongLastSequence,
+        ErrorKind::JsStreamFull,
+        ErrorKind::JsOther,
     ];
 
     /// The key used in results.
@@ -269,6 +285,10 @@ impl ErrorKind {
             ErrorKind::NoResponders => "no_responders",
             ErrorKind::PingTimeout => "ping_timeout",
             ErrorKind::FellBehind => "fell_behind",
+            ErrorKind::JsStreamNotFound => "js_stream_not_found",
+            ErrorKind::JsWrongLastSequence => "js_wrong_last_sequence",
+            ErrorKind::JsStreamFull => "js_stream_full",
+            ErrorKind::JsOther => "js_other",
         }
     }
 

@@ -140,6 +140,13 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
             output::write::emit(&result, &o.output)?;
             Ok(result.exit_code(false))
         }
+        Command::Js(cli::JsCommand::Pub(a)) => {
+            let o = options::js::JsPubOptions::new(&a)?;
+            let target = server::resolve(&o.publish.server)?;
+            let result = scenario::js::run_pub(&o, &target, stop)?;
+            output::write::emit(&result, &o.publish.output)?;
+            Ok(result.exit_code(o.publish.allow_loss))
+        }
         Command::Calibrate(a) => {
             if a.samples == 0 {
                 return Err(error::Error::flag("--samples", "0", "must be at least 1"));

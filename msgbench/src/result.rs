@@ -56,6 +56,9 @@ pub struct RunResult {
     /// The injected fault and how long delivery took to recover from it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fault: Option<crate::stats::recovery::FaultReport>,
+    /// JetStream publishing: acknowledgements reconciled with the stream's state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jetstream: Option<crate::scenario::js::JsReport>,
     #[serde(skip)]
     pub(crate) fatal: Option<crate::error::ErrorKind>,
 }
@@ -344,6 +347,7 @@ impl RunResult {
             },
             failure: errors.fatal().map(crate::error::ErrorKind::as_str),
             fault: None,
+            jetstream: None,
             fatal: errors.fatal(),
         }
     }
@@ -355,7 +359,10 @@ impl RunResult {
             exit::INTERRUPTED
         } else if let Some(kind) = self.fatal {
             kind.exit_code()
-        } else if self.delivery.lost > 0 && !allow_loss {
+        } else if (self.delivery.lost > 0
+            || self.jetstream.as_ref().is_some_and(|js| !js.reconciled))
+            && !allow_loss
+        {
             exit::LOSS
         } else {
             exit::OK

@@ -284,6 +284,66 @@ impl Conn {
     }
 }
 
+/// The subscription id of a connection's API inbox (see [`Conn::request`]); load subscriptions
+/// use small ids, so this one never collides.
+const API_SID: u64 = 1 << 40;
+
+impl Conn {
+    /// One request/reply before the read loop has started, for setup calls such as the
+    /// JetStream API: subscribes to a private inbox on first use, publishes `body` to `subject`
+    /// and returns the reply's headers and payload.
+    ///
+    /// # Errors
+    /// [`Error::Connect`] when no reply comes within `timeout` or the connection fails.
+    pub fn request(
+        &mut self,
+        subject: &str,
+        body: &[u8],
+        timeout: Duration,
+    ) -> Result<(Option<Vec<u8>>, Vec<u8>)> {
+        let inbox = format!(
+            "_INBOX.msgbench.api.{:04x}",
+            crate::engine::stamp::new_run_tag()
+        );
+        let mut out = Vec::with_capacity(body.len() + 128);
+        proto::encode_sub(&mut out, &format!("{inbox}.*"), None, API_SID);
+        let reply = format!("{inbox}.r");
+        proto::encode_pub(
+            &mut out,
+            subject.as_bytes(),
+            Some(reply.as_bytes()),
+            b"",
+            body,
+        );
+        let deadline = Instant::now() + timeout;
+        self.shared.write_all(&out).map_err(|_| Error::Connect {
+            url: self.url.to_string(),
+            reason: format!("connection lost while requesting {subject}"),
+        })?;
+        let mut got = None;
+        let shared = &self.shared;
+        self.reader
+            .until(deadline, |op| match op {
+                ServerOp::Msg(m) if m.sid == API_SID => {
+                    got = Some((m.headers.map(<[u8]>::to_vec), m.payload.to_vec()));
+                    true
+                }
+                ServerOp::Ping => {
+                    let _ = shared.write_all(b"PONG\r\n");
+                    false
+                }
+                _ => false,
+            })
+            .map_err(|e| {
+                handshake_error(e, &self.url, &format!("waiting for a reply from {subject}"))
+            })?;
+        let mut unsub = Vec::new();
+        proto::encode_unsub(&mut unsub, API_SID, None);
+        let _ = self.shared.write_all(&unsub);
+        Ok(got.expect("until returned after the reply"))
+    }
+}
+
 fn handshake_error(e: ReadError, url: &ServerUrl, doing: &str) -> Error {
     match e {
         ReadError::Protocol(source) => Error::Protocol {

@@ -2,6 +2,7 @@
 //! Built for generating load: no allocation per message, zero-copy parsing, explicit flushing.
 
 pub mod conn;
+pub mod jsapi;
 pub mod load;
 pub mod proto;
 pub mod stamp;

@@ -28,6 +28,7 @@ impl Exporter for Text {
             "latency" => "NATS latency run",
             "request" => "NATS request/reply stats",
             "reply" => "NATS reply service stats",
+            "js.pub" => "NATS JetStream publish stats",
             _ => "NATS Pub/Sub stats",
         };
         let _ = writeln!(o, "{title}: {}", rate_line(&r.throughput));
@@ -36,6 +37,8 @@ impl Exporter for Text {
                 let name = match (r.scenario, *role) {
                     ("request", "pub") => "Requests",
                     ("request", _) => "Replies",
+                    ("js.pub", "pub") => "Publishes",
+                    ("js.pub", _) => "Acks",
                     (_, "pub") => "Pub stats",
                     _ => "Sub stats",
                 };
@@ -45,6 +48,7 @@ impl Exporter for Text {
         }
         latency(&mut o, r);
         delivery(&mut o, r);
+        jetstream(&mut o, r);
         if !r.errors.is_empty() {
             let list: Vec<String> = r.errors.iter().map(|(k, n)| format!("{k} {n}")).collect();
             let _ = writeln!(o, "Errors: {}", list.join(", "));
@@ -54,6 +58,51 @@ impl Exporter for Text {
             let _ = writeln!(o, "Interrupted: these are partial results.");
         }
         o.into_bytes()
+    }
+}
+
+/// The reconciliation of acknowledgements with the stream.
+fn jetstream(o: &mut String, r: &RunResult) {
+    let Some(js) = &r.jetstream else { return };
+    let _ = writeln!(
+        o,
+        "JetStream: stream {} ({}, {} publish): {} acknowledged, stream sequences {}–{} stored, \
+         now {} messages",
+        js.stream,
+        js.storage,
+        js.mode,
+        group(js.acked),
+        group(js.before.last_seq + 1),
+        group(js.after.last_seq),
+        group(js.after.messages)
+    );
+    if js.reconciled {
+        let _ = writeln!(
+            o,
+            "Reconciled: every stored message was acknowledged exactly once"
+        );
+    } else {
+        let _ = writeln!(
+            o,
+            "!! NOT RECONCILED: {} stored, {} acknowledged, {} duplicate acknowledgements, {} stored \
+             without an acknowledgement{} !!",
+            group(js.stored),
+            group(js.acked),
+            group(js.duplicate_acks),
+            group(js.unacked_stored),
+            if js.unacked_seqs.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (first: {})",
+                    js.unacked_seqs
+                        .iter()
+                        .map(|s| s.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
+        );
     }
 }
 
@@ -226,6 +275,14 @@ fn latency(o: &mut String, r: &RunResult) {
                 "  {:>10} {:>12} {:>12}",
                 "percentile", "corrected", "uncorrected"
             );
+        }
+        None if r.scenario == "js.pub" => {
+            let _ = writeln!(
+                o,
+                "Latency from publish to PubAck, {} publishes:",
+                group(c.count)
+            );
+            let _ = writeln!(o, "  {:>10} {:>12}", "percentile", "ack");
         }
         None => {
             let _ = writeln!(o, "Round-trip latency of {} requests:", group(c.count));

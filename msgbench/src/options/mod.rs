@@ -3,6 +3,7 @@
 //! connection is made, with a message that names the flag.
 
 pub mod conn;
+pub mod js;
 pub mod latency;
 pub mod request;
 pub mod url;

@@ -24,6 +24,11 @@ pub struct RequestOptions {
     pub server: ServerChoice,
     pub conn: crate::options::conn::ConnOptions,
     pub output: Output,
+    /// The scenario's name in results (`request`, or `js.pub` for JetStream publishes).
+    pub scenario: &'static str,
+    /// With JetStream publishes: the next stream sequence when the run starts. Replies are then
+    /// PubAcks, read for the stored sequence or the error.
+    pub js_base: Option<u64>,
 }
 
 impl RequestOptions {
@@ -88,6 +93,8 @@ impl RequestOptions {
             server: server_choice(&a.conn)?,
             conn,
             output: (&a.out).into(),
+            scenario: "request",
+            js_base: None,
         })
     }
 

@@ -28,6 +28,7 @@ use fault::Injector;
 
 pub mod calibrate;
 pub mod fault;
+pub mod js;
 pub mod latency;
 pub mod request;
 

@@ -11,6 +11,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::engine::conn::{self, Conn, ConnectSpec, Event, Flow};
+use crate::engine::jsapi::{self, Ack};
 use crate::engine::load::{self, Frame, PubOutcome, PubSpec, RespondSpec, StampKind, Window};
 use crate::engine::{proto, stamp};
 use crate::error::{Error, ErrorCounts, ErrorKind, Result};
@@ -19,6 +20,7 @@ use crate::options::{Pace, Stop};
 use crate::result::{throughput_sections, LatencyStats, RunResult, ServerMeta};
 use crate::scenario::fault::Injector;
 use crate::server::Target;
+use crate::stats::acks::AckSet;
 use crate::stats::delivery::{Delivery, PublisherDelivery};
 use crate::stats::latency::{new_histogram, LatencyRecorder, Schedule, SendTimes};
 use crate::stats::recovery::RecoveryLog;
@@ -38,6 +40,11 @@ struct Replies<'a> {
     /// Arrivals around an injected fault; `fault_ns` is `None` without one.
     recovery: RecoveryLog,
     fault_ns: Option<&'a AtomicU64>,
+    /// With JetStream acknowledgements: the stream sequences acknowledged, duplicates among
+    /// them, and where failed acknowledgements are counted by kind.
+    acks: Option<AckSet>,
+    dup_acks: u64,
+    errors: &'a ErrorCounts,
 }
 
 /// Runs `msgbench request`.
@@ -45,9 +52,27 @@ struct Replies<'a> {
 /// # Errors
 /// Failures before any request is sent: server, connections, subscriptions.
 pub fn run_request(opts: &RequestOptions, target: &Target, stop: &AtomicBool) -> Result<RunResult> {
+    run_requests(opts, target, stop).map(|(result, _)| result)
+}
+
+/// What requesters did, and with JetStream acknowledgements (`opts.js_base`), every stream
+/// sequence they were acknowledged with and how many acknowledgements were duplicates.
+pub type JsAcks = (AckSet, u64);
+
+/// [`run_request`], also returning the acknowledged stream sequences when requests are
+/// JetStream publishes.
+///
+/// # Errors
+/// As [`run_request`].
+pub fn run_requests(
+    opts: &RequestOptions,
+    target: &Target,
+    stop: &AtomicBool,
+) -> Result<(RunResult, Option<JsAcks>)> {
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let errors = Arc::new(ErrorCounts::default());
     let connect = |name: String| connect_to(target, &name, &opts.conn, opts.timeout, &errors);
+    let errors_ref: &ErrorCounts = &errors;
     let responders: Vec<Conn> = (0..opts.responders)
         .map(|i| connect(format!("msgbench-responder-{i}")))
         .collect::<Result<_>>()?;
@@ -160,7 +185,7 @@ pub fn run_request(opts: &RequestOptions, target: &Target, stop: &AtomicBool) ->
                     let frame = frame_for(i);
                     let (window, times) = (&windows[i], &send_times[i]);
                     outs.push(s.spawn(move || {
-                        let mut r = new_replies(fault_ns);
+                        let mut r = new_replies(fault_ns, opts.js_base, errors_ref);
                         let out = closed_loop(
                             &mut reader,
                             &shared,
@@ -193,7 +218,7 @@ pub fn run_request(opts: &RequestOptions, target: &Target, stop: &AtomicBool) ->
                     let (window, times, epoch, sh) =
                         (&windows[i], &send_times[i], &epoch, shared.clone());
                     readers.push(s.spawn(move || {
-                        let mut r = new_replies(fault_ns);
+                        let mut r = new_replies(fault_ns, opts.js_base, errors_ref);
                         reader.run(&sh, load::TICK, |event| {
                             if let Event::Msg(m) = event {
                                 if let Some(zero) = epoch.get() {
@@ -334,7 +359,15 @@ pub fn run_request(opts: &RequestOptions, target: &Target, stop: &AtomicBool) ->
         };
         inj.report(&logs, rate, end_ns)
     });
-    Ok(RunResult {
+    let acks = opts.js_base.map(|base| {
+        let mut all = AckSet::new(base);
+        let mut dups: u64 = replies.iter().map(|r| r.dup_acks).sum();
+        for set in replies.iter().filter_map(|r| r.acks.as_ref()) {
+            dups += all.merge(set);
+        }
+        (all, dups)
+    });
+    let result = RunResult {
         throughput,
         by_role,
         clients,
@@ -344,18 +377,26 @@ pub fn run_request(opts: &RequestOptions, target: &Target, stop: &AtomicBool) ->
         // Closed loop has no schedule: the round trip is the only latency there is.
         latency_uncorrected: open_loop.then(|| LatencyStats::of(&uncorrected)),
         ..RunResult::new(
-            "request",
+            opts.scenario,
             started_at,
             opts.params(),
             ServerMeta::new(&info, &url, target.embedded.is_some()),
             &errors,
             stop.load(Ordering::Relaxed),
         )
-    })
+    };
+    Ok((result, acks))
 }
 
-fn new_replies(fault_ns: Option<&AtomicU64>) -> Replies<'_> {
+fn new_replies<'a>(
+    fault_ns: Option<&'a AtomicU64>,
+    js_base: Option<u64>,
+    errors: &'a ErrorCounts,
+) -> Replies<'a> {
     Replies {
+        acks: js_base.map(AckSet::new),
+        dup_acks: 0,
+        errors,
         recovery: RecoveryLog::default(),
         fault_ns,
         rec: LatencyRecorder::new(0, u64::MAX / 2, None),
@@ -392,6 +433,21 @@ fn on_reply(
     if m.headers.is_some_and(|h| h.starts_with(b"NATS/1.0 503")) {
         r.no_responders += u64::from(on_time);
         return;
+    }
+    if let Some(acks) = r.acks.as_mut() {
+        // A late acknowledgement still says the message was stored: it counts for the
+        // reconciliation with the stream, only not for latency.
+        match jsapi::read_ack(m.payload) {
+            Ack::Stored { seq, duplicate } => {
+                if !acks.insert(seq) || duplicate {
+                    r.dup_acks += 1;
+                }
+            }
+            Ack::Failed(kind) => {
+                r.errors.add(kind);
+                return;
+            }
+        }
     }
     if !on_time {
         r.late += 1;

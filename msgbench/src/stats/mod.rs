@@ -1,6 +1,7 @@
 //! Recorders and the arithmetic on them: delivery accounting from stamps, and throughput from
 //! per-client counts and clocks. Nothing here does I/O.
 
+pub mod acks;
 pub mod delivery;
 pub mod latency;
 pub mod recovery;

@@ -1,0 +1,186 @@
+//! `js pub` against a real nats-server with JetStream (storage in the test server's temporary
+//! directory): each mode, the errors that name their kind, and the reconciliation of
+//! acknowledgements with the stream, including a run made to fail it on purpose.
+
+mod support;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use support::{bin, run, run_json, schema_errors, stderr, u, TestServer};
+
+#[test]
+fn sync_and_async_publishes_are_acknowledged_and_reconcile_with_the_stream() {
+    let s = TestServer::start();
+    for (mode, clients) in [("sync", "1"), ("async", "3")] {
+        let (out, v) = run_json(&[
+            "js",
+            "pub",
+            "--server",
+            &s.url,
+            "--mode",
+            mode,
+            "--clients",
+            clients,
+            "--msgs",
+            "2000",
+            "--size",
+            "64",
+            "--stream",
+            mode,
+            "--subject",
+            &format!("bench.{mode}"),
+        ]);
+        assert!(out.status.success(), "{mode}: {}", stderr(&out));
+        assert_eq!(schema_errors(&v), Vec::<String>::new());
+        let total = 2000 * clients.parse::<u64>().unwrap();
+        let js = &v["jetstream"];
+        assert_eq!(js["reconciled"], true, "{js}");
+        assert_eq!(u(&js["acked"]), total, "{js}");
+        assert_eq!(u(&js["stored"]), total, "{js}");
+        assert_eq!(u(&js["after"]["messages"]), total, "{js}");
+        assert_eq!(u(&js["duplicate_acks"]), 0);
+        assert_eq!(
+            u(&v["latency"]["count"]),
+            total,
+            "one ack latency per publish"
+        );
+        assert_eq!(v["params"]["mode"], mode);
+        assert!(stderr(&out).contains("Reconciled"), "{}", stderr(&out));
+    }
+}
+
+#[test]
+fn a_full_stream_refusing_publishes_is_counted_by_kind() {
+    let s = TestServer::start();
+    let args = [
+        "js",
+        "pub",
+        "--server",
+        &s.url,
+        "--mode",
+        "sync",
+        "--msgs",
+        "2000",
+        "--size",
+        "128",
+        "--max-bytes",
+        "64KiB",
+        "--discard",
+        "new",
+        "--stream",
+        "full",
+        "--subject",
+        "full.x",
+    ];
+    let (out, v) = run_json(&args);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let refused = u(&v["errors"]["js_stream_full"]);
+    assert!(refused > 0, "{}", v["errors"]);
+    let js = &v["jetstream"];
+    // What was refused was not stored, and what was stored was acknowledged.
+    assert_eq!(js["reconciled"], true, "{js}");
+    assert_eq!(u(&js["acked"]) + refused, 2000, "{js}");
+    assert_eq!(u(&v["delivery"]["lost"]), refused);
+}
+
+#[test]
+fn without_jetstream_the_error_says_so() {
+    // A server without -js: the API has no responders.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let binary = msgbench::server::find_binary(None).unwrap();
+    let mut server = std::process::Command::new(binary)
+        .args(["-a", "127.0.0.1", "-p", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "nats-server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let url = format!("nats://127.0.0.1:{port}");
+    let out = run(&[
+        "js",
+        "pub",
+        "--server",
+        &url,
+        "--msgs",
+        "10",
+        "--timeout",
+        "2s",
+    ]);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("JetStream is not enabled"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn messages_stored_by_someone_else_fail_the_reconciliation() {
+    // Two runs publish into one stream at once: each finds sequences in it that it was never
+    // acknowledged, so neither can prove what it stored, and both say so.
+    let s = TestServer::start();
+    let args = [
+        "js",
+        "pub",
+        "--server",
+        &s.url,
+        "--mode",
+        "sync",
+        "--duration",
+        "2s",
+        "--stream",
+        "shared",
+        "--subject",
+        "shared.x",
+        "--json",
+        "-",
+        "--no-progress",
+    ];
+    let other = bin()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (out, v) = run_json(&args[..args.len() - 3]);
+    let other = other.wait_with_output().unwrap();
+    for (out, v) in [
+        (out, v),
+        (
+            other.clone(),
+            serde_json::from_slice(&other.stdout).unwrap(),
+        ),
+    ] {
+        assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+        let js = &v["jetstream"];
+        assert_eq!(js["reconciled"], false, "{js}");
+        assert!(u(&js["unacked_stored"]) > 0, "{js}");
+        assert!(!js["unacked_seqs"].as_array().unwrap().is_empty());
+        assert!(stderr(&out).contains("NOT RECONCILED"), "{}", stderr(&out));
+    }
+}
+
+#[test]
+fn js_pub_bad_input_names_the_flag() {
+    for (args, needle) in [
+        (vec!["js", "pub", "--mode", "fast"], "--mode"),
+        (vec!["js", "pub", "--stream", "a.b"], "--stream"),
+        (vec!["js", "pub", "--max-in-flight", "0"], "--max-in-flight"),
+        (vec!["js", "pub", "--size", "4"], "--size"),
+        (vec!["js", "pub", "--storage", "tape"], "--storage"),
+        (vec!["js", "pub", "--replicas", "9"], "--replicas"),
+    ] {
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    }
+}
