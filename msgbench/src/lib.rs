@@ -180,8 +180,8 @@ fn run_one(opts: &Options, stop: &AtomicBool) -> Result<u8> {
     Ok(result.exit_code(opts.allow_loss))
 }
 
-/// The default suite: a short pub run and a short pubsub run on one server, so a first-time
-/// user sees the tool work end to end in a few seconds.
+/// The default suite: short pub, pubsub, latency, request and JetStream publish runs on one
+/// server, so a first-time user sees the tool work end to end in a few seconds.
 fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
     let out = OutputArgs {
         json: None,
@@ -278,5 +278,35 @@ fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
         scenario::request::run_request(&opts, &target, stop),
         false,
     )?;
+    if stop.load(Ordering::Relaxed) {
+        return Ok(worst);
+    }
+    // A JetStream stream of the suite's own, in memory, removed afterwards.
+    let js = cli::JsPubArgs {
+        mode: "async".into(),
+        max_in_flight: 256,
+        clients: 1,
+        msgs: 20_000,
+        duration: None,
+        size: 128,
+        stream: "msgbench_demo".into(),
+        subject: "msgbench.demo.js".into(),
+        storage: "memory".into(),
+        replicas: 1,
+        max_bytes: None,
+        discard: "old".into(),
+        purge: true,
+        delete_after: true,
+        timeout: Duration::from_secs(5),
+        allow_loss: false,
+        conn: args.conn.clone(),
+        out: OutputArgs {
+            json: None,
+            csv: None,
+            no_progress: args.no_progress,
+        },
+    };
+    let opts = options::js::JsPubOptions::new(&js)?;
+    report("js pub", scenario::js::run_pub(&opts, &target, stop), false)?;
     Ok(worst)
 }

@@ -815,15 +815,21 @@ fn nats_url_and_server_lists_are_honoured() {
 }
 
 #[test]
-fn the_default_suite_runs_pub_pubsub_latency_and_request() {
+fn the_default_suite_runs_pub_pubsub_latency_request_and_js_pub() {
     let s = TestServer::start();
     let out = run(&["demo", "--server", &s.url, "--no-progress"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
-    let at: Vec<usize> = ["== pub\n", "== pubsub\n", "== latency\n", "== request\n"]
-        .iter()
-        .map(|h| text.find(h).unwrap_or_else(|| panic!("no {h:?} in {text}")))
-        .collect();
+    let at: Vec<usize> = [
+        "== pub\n",
+        "== pubsub\n",
+        "== latency\n",
+        "== request\n",
+        "== js pub\n",
+    ]
+    .iter()
+    .map(|h| text.find(h).unwrap_or_else(|| panic!("no {h:?} in {text}")))
+    .collect();
     assert!(at.windows(2).all(|w| w[0] < w[1]), "{text}");
     assert!(
         text.contains("Round-trip latency of 20,000 requests"),
@@ -833,6 +839,13 @@ fn the_default_suite_runs_pub_pubsub_latency_and_request() {
         text.contains("Delivery (exact): received 1,000,000 of 1,000,000 expected, lost 0"),
         "{text}"
     );
+    assert!(
+        text.contains(
+            "JetStream: stream msgbench_demo (memory, async publish): 20,000 acknowledged"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("Reconciled"), "{text}");
 }
 
 #[test]
