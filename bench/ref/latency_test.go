@@ -113,9 +113,10 @@ func TestParseLatencyArgs(t *testing.T) {
 	}
 }
 
-// startServer starts a nats-server on a free port of 127.0.0.1 and returns
-// its URL; the test is skipped if no nats-server is on PATH.
-func startServer(t *testing.T) string {
+// startServer starts a nats-server on a free port of 127.0.0.1, with any
+// extra arguments, and returns its URL; the test is skipped if no
+// nats-server is on PATH.
+func startServer(t *testing.T, extra ...string) string {
 	t.Helper()
 	bin, err := exec.LookPath("nats-server")
 	if err != nil {
@@ -127,7 +128,7 @@ func startServer(t *testing.T) string {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	cmd := exec.Command(bin, "-a", "127.0.0.1", "-p", strconv.Itoa(port))
+	cmd := exec.Command(bin, append([]string{"-a", "127.0.0.1", "-p", strconv.Itoa(port)}, extra...)...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 // Command ref is the reference side of the msgbench side-by-side benchmark.
 //
-// It has five subcommands, each of which prints exactly one JSON line on
+// It has six subcommands, each of which prints exactly one JSON line on
 // stdout:
 //
 //	ref pub     -url URL -msgs N -size S -subject SUBJ
@@ -8,6 +8,7 @@
 //	ref raw     -url URL -msgs N -size S -subject SUBJ
 //	ref latency -url URL -rate R -duration D -warmup W -size S -subject SUBJ
 //	ref request -url URL -msgs N -size S -subject SUBJ
+//	ref jspub   -url URL -mode sync|async -max-in-flight W -msgs N -size S -stream NAME -subject SUBJ
 //
 // pub and pubsub use the official Go client (nats.go) the way an ordinary
 // application would. raw bypasses any client library and writes prebuilt
@@ -15,7 +16,9 @@
 // can ingest messages from a single connection. latency measures end-to-end
 // latency at a target rate the way nats-io's latency-tests tool does (see
 // latency.go); request measures closed-loop request/reply round trips with
-// one requester (see request.go).
+// one requester (see request.go). jspub publishes into a JetStream stream
+// with nats.go's jetstream package, synchronously or with a window of
+// asynchronous publishes (see jspub.go).
 package main
 
 import (
@@ -59,6 +62,7 @@ type result struct {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: ref pub|pubsub|raw|request -url nats://HOST:PORT -msgs N -size S -subject SUBJ")
 	fmt.Fprintln(w, "       ref latency -url nats://HOST:PORT -rate R -duration D -warmup W -size S -subject SUBJ")
+	fmt.Fprintln(w, "       ref jspub -url nats://HOST:PORT -mode sync|async -max-in-flight W -msgs N -size S -stream NAME -subject SUBJ")
 }
 
 func main() {
@@ -73,12 +77,18 @@ func main() {
 	}
 	var res any
 	var err error
-	if mode == "latency" {
+	switch mode {
+	case "latency":
 		var lcfg latencyConfig
 		if lcfg, err = parseLatencyFlags(os.Args[2:]); err == nil {
 			res, err = runLatency(lcfg)
 		}
-	} else {
+	case "jspub":
+		var jcfg jsPubConfig
+		if jcfg, err = parseJSPubFlags(os.Args[2:]); err == nil {
+			res, err = runJSPub(jcfg)
+		}
+	default:
 		var cfg config
 		if cfg, err = parseFlags(mode, os.Args[2:]); err == nil {
 			switch mode {

@@ -63,9 +63,9 @@ pub struct JsPubArgs {
     /// sync: wait for each acknowledgement; async: keep --max-in-flight unacknowledged.
     #[arg(long, default_value = "async", value_parser = ["sync", "async"])]
     pub mode: String,
-    /// Acknowledgements each client waits for at most in async mode.
-    #[arg(long, default_value = "256", value_parser = parse_count)]
-    pub max_in_flight: u64,
+    /// Unacknowledged publishes each client keeps at most, in async mode (default 256).
+    #[arg(long, value_parser = parse_count)]
+    pub max_in_flight: Option<u64>,
     /// Publishing connections.
     #[arg(long, default_value_t = 1, value_parser = parse_clients)]
     pub clients: u32,

@@ -284,7 +284,7 @@ fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
     // A JetStream stream of the suite's own, in memory, removed afterwards.
     let js = cli::JsPubArgs {
         mode: "async".into(),
-        max_in_flight: 256,
+        max_in_flight: None,
         clients: 1,
         msgs: 20_000,
         duration: None,

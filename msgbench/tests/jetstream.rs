@@ -46,6 +46,8 @@ fn sync_and_async_publishes_are_acknowledged_and_reconcile_with_the_stream() {
             "one ack latency per publish"
         );
         assert_eq!(v["params"]["mode"], mode);
+        // Bytes are what was stored, not the acknowledgements' own.
+        assert_eq!(u(&v["throughput"]["bytes"]), total * 64);
         assert!(stderr(&out).contains("Reconciled"), "{}", stderr(&out));
     }
 }
@@ -174,6 +176,10 @@ fn js_pub_bad_input_names_the_flag() {
         (vec!["js", "pub", "--mode", "fast"], "--mode"),
         (vec!["js", "pub", "--stream", "a.b"], "--stream"),
         (vec!["js", "pub", "--max-in-flight", "0"], "--max-in-flight"),
+        (
+            vec!["js", "pub", "--mode", "sync", "--max-in-flight", "8"],
+            "--max-in-flight",
+        ),
         (vec!["js", "pub", "--size", "4"], "--size"),
         (vec!["js", "pub", "--storage", "tape"], "--storage"),
         (vec!["js", "pub", "--replicas", "9"], "--replicas"),

@@ -46,9 +46,18 @@ impl JsPubOptions {
                 "a stream name cannot be empty or contain '.', '*', '>' or spaces",
             ));
         }
-        if a.max_in_flight == 0 {
-            return Err(Error::flag("--max-in-flight", "0", "must be at least 1"));
-        }
+        let window = match (a.mode.as_str(), a.max_in_flight) {
+            (_, Some(0)) => return Err(Error::flag("--max-in-flight", "0", "must be at least 1")),
+            ("sync", Some(n)) => {
+                return Err(Error::flag(
+                    "--max-in-flight",
+                    &n.to_string(),
+                    "applies to --mode async (sync waits for each acknowledgement)",
+                ))
+            }
+            ("sync", None) => 1,
+            (_, n) => usize::try_from(n.unwrap_or(256)).unwrap_or(usize::MAX),
+        };
         if a.replicas == 0 || a.replicas > 5 {
             return Err(Error::flag(
                 "--replicas",
@@ -78,11 +87,7 @@ impl JsPubOptions {
             mode,
             publish: RequestOptions {
                 clients: a.clients,
-                in_flight: if mode == "sync" {
-                    1
-                } else {
-                    usize::try_from(a.max_in_flight).unwrap_or(usize::MAX)
-                },
+                in_flight: window,
                 pace: Pace::Unlimited,
                 stop,
                 size: a.size,

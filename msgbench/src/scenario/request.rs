@@ -45,6 +45,9 @@ struct Replies<'a> {
     acks: Option<AckSet>,
     dup_acks: u64,
     errors: &'a ErrorCounts,
+    /// Bytes a reply stands for: with JetStream, the payload it acknowledges (a PubAck's own
+    /// bytes say nothing about what was stored); otherwise the reply's payload.
+    stands_for: Option<u64>,
 }
 
 /// Runs `msgbench request`.
@@ -185,7 +188,7 @@ pub fn run_requests(
                     let frame = frame_for(i);
                     let (window, times) = (&windows[i], &send_times[i]);
                     outs.push(s.spawn(move || {
-                        let mut r = new_replies(fault_ns, opts.js_base, errors_ref);
+                        let mut r = new_replies(fault_ns, opts.js_base, opts.size, errors_ref);
                         let out = closed_loop(
                             &mut reader,
                             &shared,
@@ -218,7 +221,7 @@ pub fn run_requests(
                     let (window, times, epoch, sh) =
                         (&windows[i], &send_times[i], &epoch, shared.clone());
                     readers.push(s.spawn(move || {
-                        let mut r = new_replies(fault_ns, opts.js_base, errors_ref);
+                        let mut r = new_replies(fault_ns, opts.js_base, opts.size, errors_ref);
                         reader.run(&sh, load::TICK, |event| {
                             if let Event::Msg(m) = event {
                                 if let Some(zero) = epoch.get() {
@@ -391,12 +394,14 @@ pub fn run_requests(
 fn new_replies<'a>(
     fault_ns: Option<&'a AtomicU64>,
     js_base: Option<u64>,
+    size: usize,
     errors: &'a ErrorCounts,
 ) -> Replies<'a> {
     Replies {
         acks: js_base.map(AckSet::new),
         dup_acks: 0,
         errors,
+        stands_for: js_base.map(|_| size as u64),
         recovery: RecoveryLog::default(),
         fault_ns,
         rec: LatencyRecorder::new(0, u64::MAX / 2, None),
@@ -463,7 +468,7 @@ fn on_reply(
             .record(Some(due_ns), recv_ns, f.load(Ordering::Relaxed));
     }
     r.ok += 1;
-    r.bytes += m.payload.len() as u64;
+    r.bytes += r.stands_for.unwrap_or(m.payload.len() as u64);
     r.last = Some(now);
 }
 
