@@ -82,6 +82,10 @@ pub struct JsPubArgs {
     /// Stream name; created if missing (an existing one with another config is an error).
     #[arg(long, default_value = "msgbench")]
     pub stream: String,
+    /// Spread the clients over K streams (a write flood): client i publishes to
+    /// SUBJECT.<i mod K>, captured by stream NAME_<i mod K>.
+    #[arg(long, default_value = "1", value_parser = parse_count)]
+    pub streams: u64,
     /// Subject to publish to; the stream captures it.
     #[arg(long, default_value = "msgbench.js")]
     pub subject: String,

@@ -290,6 +290,7 @@ fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
         duration: None,
         size: 128,
         stream: "msgbench_demo".into(),
+        streams: 1,
         subject: "msgbench.demo.js".into(),
         storage: "memory".into(),
         replicas: 1,

@@ -38,7 +38,7 @@ fn sync_and_async_publishes_are_acknowledged_and_reconcile_with_the_stream() {
         assert_eq!(js["reconciled"], true, "{js}");
         assert_eq!(u(&js["acked"]), total, "{js}");
         assert_eq!(u(&js["stored"]), total, "{js}");
-        assert_eq!(u(&js["after"]["messages"]), total, "{js}");
+        assert_eq!(u(&js["streams"][0]["after"]["messages"]), total, "{js}");
         assert_eq!(u(&js["duplicate_acks"]), 0);
         assert_eq!(
             u(&v["latency"]["count"]),
@@ -49,6 +49,44 @@ fn sync_and_async_publishes_are_acknowledged_and_reconcile_with_the_stream() {
         // Bytes are what was stored, not the acknowledgements' own.
         assert_eq!(u(&v["throughput"]["bytes"]), total * 64);
         assert!(stderr(&out).contains("Reconciled"), "{}", stderr(&out));
+    }
+}
+
+#[test]
+fn a_write_flood_spreads_clients_over_streams_and_reconciles_each() {
+    let s = TestServer::start();
+    let (out, v) = run_json(&[
+        "js",
+        "pub",
+        "--server",
+        &s.url,
+        "--clients",
+        "4",
+        "--streams",
+        "2",
+        "--msgs",
+        "1000",
+        "--size",
+        "32",
+        "--max-in-flight",
+        "64",
+        "--stream",
+        "flood",
+        "--subject",
+        "flood",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    let js = &v["jetstream"];
+    assert_eq!(js["reconciled"], true, "{js}");
+    assert_eq!(u(&js["acked"]), 4000, "{js}");
+    let streams = js["streams"].as_array().unwrap();
+    assert_eq!(streams.len(), 2);
+    for (k, st) in streams.iter().enumerate() {
+        // Clients k and k + 2 publish into stream k.
+        assert_eq!(st["name"], format!("flood_{k}"));
+        assert_eq!(u(&st["acked"]), 2000, "{st}");
+        assert_eq!(u(&st["after"]["messages"]), 2000, "{st}");
     }
 }
 
@@ -165,7 +203,10 @@ fn messages_stored_by_someone_else_fail_the_reconciliation() {
         let js = &v["jetstream"];
         assert_eq!(js["reconciled"], false, "{js}");
         assert!(u(&js["unacked_stored"]) > 0, "{js}");
-        assert!(!js["unacked_seqs"].as_array().unwrap().is_empty());
+        assert!(!js["streams"][0]["unacked_seqs"]
+            .as_array()
+            .unwrap()
+            .is_empty());
         assert!(stderr(&out).contains("NOT RECONCILED"), "{}", stderr(&out));
     }
 }
@@ -183,6 +224,11 @@ fn js_pub_bad_input_names_the_flag() {
         (vec!["js", "pub", "--size", "4"], "--size"),
         (vec!["js", "pub", "--storage", "tape"], "--storage"),
         (vec!["js", "pub", "--replicas", "9"], "--replicas"),
+        (
+            vec!["js", "pub", "--streams", "3", "--clients", "2"],
+            "--streams",
+        ),
+        (vec!["js", "pub", "--streams", "0"], "--streams"),
     ] {
         let out = run(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));

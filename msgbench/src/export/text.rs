@@ -61,47 +61,67 @@ impl Exporter for Text {
     }
 }
 
-/// The reconciliation of acknowledgements with the stream.
+/// The reconciliation of acknowledgements with the streams.
 fn jetstream(o: &mut String, r: &RunResult) {
     let Some(js) = &r.jetstream else { return };
-    let _ = writeln!(
-        o,
-        "JetStream: stream {} ({}, {} publish): {} acknowledged, stream sequences {}–{} stored, \
-         now {} messages",
-        js.stream,
-        js.storage,
-        js.mode,
-        group(js.acked),
-        group(js.before.last_seq + 1),
-        group(js.after.last_seq),
-        group(js.after.messages)
-    );
+    let line = |st: &crate::scenario::js::StreamReport| {
+        format!(
+            "{} acknowledged, stream sequences {}–{} stored, now {} messages",
+            group(st.acked),
+            group(st.before.last_seq + 1),
+            group(st.after.last_seq),
+            group(st.after.messages)
+        )
+    };
+    match js.streams.as_slice() {
+        [one] => {
+            let _ = writeln!(
+                o,
+                "JetStream: stream {} ({}, {} publish): {}",
+                one.name,
+                js.storage,
+                js.mode,
+                line(one)
+            );
+        }
+        many => {
+            let _ = writeln!(
+                o,
+                "JetStream: {} streams ({}, {} publish): {} acknowledged, {} stored",
+                many.len(),
+                js.storage,
+                js.mode,
+                group(js.acked),
+                group(js.stored)
+            );
+            for st in many {
+                let _ = writeln!(o, "  {}: {}", st.name, line(st));
+            }
+        }
+    }
     if js.reconciled {
         let _ = writeln!(
             o,
             "Reconciled: every stored message was acknowledged exactly once"
         );
-    } else {
+        return;
+    }
+    for st in js.streams.iter().filter(|s| !s.reconciled) {
+        let first = if st.unacked_seqs.is_empty() {
+            String::new()
+        } else {
+            let seqs: Vec<String> = st.unacked_seqs.iter().map(u64::to_string).collect();
+            format!(" (first: {})", seqs.join(", "))
+        };
         let _ = writeln!(
             o,
-            "!! NOT RECONCILED: {} stored, {} acknowledged, {} duplicate acknowledgements, {} stored \
-             without an acknowledgement{} !!",
-            group(js.stored),
-            group(js.acked),
-            group(js.duplicate_acks),
-            group(js.unacked_stored),
-            if js.unacked_seqs.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    " (first: {})",
-                    js.unacked_seqs
-                        .iter()
-                        .map(|s| s.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            }
+            "!! NOT RECONCILED: stream {}: {} stored, {} acknowledged, {} duplicate \
+             acknowledgements, {} stored without an acknowledgement{first} !!",
+            st.name,
+            group(st.stored),
+            group(st.acked),
+            group(st.duplicate_acks),
+            group(st.unacked_stored),
         );
     }
 }

@@ -12,7 +12,8 @@ use crate::options::{check_subject, server_choice, Pace, Stop};
 
 #[derive(Debug, Clone)]
 pub struct JsPubOptions {
-    pub stream: StreamConfig,
+    /// One stream, or one per target subject in a write flood.
+    pub streams: Vec<StreamConfig>,
     pub purge: bool,
     pub delete_after: bool,
     pub mode: &'static str,
@@ -70,18 +71,44 @@ impl JsPubOptions {
             None if a.msgs == 0 => return Err(Error::flag("--msgs", "0", "must be at least 1")),
             None => Stop::Count(a.msgs),
         };
+        if a.streams == 0 || a.streams > 1000 {
+            return Err(Error::flag(
+                "--streams",
+                &a.streams.to_string(),
+                "must be 1 to 1000",
+            ));
+        }
+        if a.streams > u64::from(a.clients) {
+            return Err(Error::flag(
+                "--streams",
+                &a.streams.to_string(),
+                format!(
+                    "is more than --clients {}: a stream would get no publisher",
+                    a.clients
+                ),
+            ));
+        }
+        let spread = (a.streams > 1).then_some(a.streams as u32);
         let conn = ConnOptions::new(&a.conn)?;
         conn.no_fault("js pub")?;
         let mode: &'static str = if a.mode == "sync" { "sync" } else { "async" };
         Ok(Self {
-            stream: StreamConfig {
-                name: a.stream.clone(),
-                subjects: vec![a.subject.clone()],
-                storage: a.storage.clone(),
-                num_replicas: a.replicas as u32,
-                max_bytes: a.max_bytes.map_or(-1, |b| b as i64),
-                discard: a.discard.clone(),
-            },
+            streams: (0..a.streams)
+                .map(|k| {
+                    let (name, subject) = match spread {
+                        Some(_) => (format!("{}_{k}", a.stream), format!("{}.{k}", a.subject)),
+                        None => (a.stream.clone(), a.subject.clone()),
+                    };
+                    StreamConfig {
+                        name,
+                        subjects: vec![subject],
+                        storage: a.storage.clone(),
+                        num_replicas: a.replicas as u32,
+                        max_bytes: a.max_bytes.map_or(-1, |b| b as i64),
+                        discard: a.discard.clone(),
+                    }
+                })
+                .collect(),
             purge: a.purge,
             delete_after: a.delete_after,
             mode,
@@ -100,7 +127,8 @@ impl JsPubOptions {
                 conn,
                 output: (&a.out).into(),
                 scenario: "js.pub",
-                js_base: None,
+                spread,
+                js_bases: None,
             },
         })
     }
@@ -109,7 +137,7 @@ impl JsPubOptions {
     pub fn params(&self) -> serde_json::Value {
         let mut p = self.publish.params();
         p["mode"] = self.mode.into();
-        p["stream"] = serde_json::to_value(&self.stream).expect("serialisable");
+        p["streams"] = serde_json::to_value(&self.streams).expect("serialisable");
         p["purge"] = self.purge.into();
         p["delete_after"] = self.delete_after.into();
         p

@@ -26,9 +26,13 @@ pub struct RequestOptions {
     pub output: Output,
     /// The scenario's name in results (`request`, or `js.pub` for JetStream publishes).
     pub scenario: &'static str,
-    /// With JetStream publishes: the next stream sequence when the run starts. Replies are then
-    /// PubAcks, read for the stored sequence or the error.
-    pub js_base: Option<u64>,
+    /// `Some(n)`: client i sends to `<subject>.<i mod n>` (a write flood over n streams, each
+    /// capturing its own subject); `None`: everyone sends to `subject`.
+    pub spread: Option<u32>,
+    /// With JetStream publishes: per target subject (one, or `spread` of them), the stream's
+    /// next sequence when the run starts. Replies are then PubAcks, read for the stored sequence
+    /// or the error.
+    pub js_bases: Option<Vec<u64>>,
 }
 
 impl RequestOptions {
@@ -94,8 +98,20 @@ impl RequestOptions {
             conn,
             output: (&a.out).into(),
             scenario: "request",
-            js_base: None,
+            spread: None,
+            js_bases: None,
         })
+    }
+
+    /// The subject client `i` sends to, and the index of its target among the spread ones.
+    pub fn target_of(&self, i: usize) -> (String, usize) {
+        match self.spread {
+            Some(n) => {
+                let k = i % n.max(1) as usize;
+                (format!("{}.{k}", self.subject), k)
+            }
+            None => (self.subject.clone(), 0),
+        }
     }
 
     pub fn params(&self) -> serde_json::Value {

@@ -58,8 +58,8 @@ pub fn run_request(opts: &RequestOptions, target: &Target, stop: &AtomicBool) ->
     run_requests(opts, target, stop).map(|(result, _)| result)
 }
 
-/// What requesters did, and with JetStream acknowledgements (`opts.js_base`), every stream
-/// sequence they were acknowledged with and how many acknowledgements were duplicates.
+/// For one stream of a JetStream run (`opts.js_bases`): every sequence acknowledged to its
+/// publishers, and how many acknowledgements were duplicates.
 pub type JsAcks = (AckSet, u64);
 
 /// [`run_request`], also returning the acknowledged stream sequences when requests are
@@ -71,7 +71,7 @@ pub fn run_requests(
     opts: &RequestOptions,
     target: &Target,
     stop: &AtomicBool,
-) -> Result<(RunResult, Option<JsAcks>)> {
+) -> Result<(RunResult, Option<Vec<JsAcks>>)> {
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let errors = Arc::new(ErrorCounts::default());
     let connect = |name: String| connect_to(target, &name, &opts.conn, opts.timeout, &errors);
@@ -116,9 +116,15 @@ pub fn run_requests(
 
     let injector = Injector::new(opts.conn.fault, target)?;
     let fault_ns = injector.as_ref().map(Injector::fault_ns);
+    // The stream sequence client i's acknowledgements start from: its target stream's.
+    let js_base = |i: usize| {
+        opts.js_bases
+            .as_ref()
+            .and_then(|b| b.get(opts.target_of(i).1).copied())
+    };
     let frame_for = |i: usize| {
         Frame::with_reply(
-            &opts.subject,
+            &opts.target_of(i).0,
             None,
             Some(&format!("{inbox}.{i}.")),
             b"",
@@ -188,7 +194,7 @@ pub fn run_requests(
                     let frame = frame_for(i);
                     let (window, times) = (&windows[i], &send_times[i]);
                     outs.push(s.spawn(move || {
-                        let mut r = new_replies(fault_ns, opts.js_base, opts.size, errors_ref);
+                        let mut r = new_replies(fault_ns, js_base(i), opts.size, errors_ref);
                         let out = closed_loop(
                             &mut reader,
                             &shared,
@@ -221,7 +227,7 @@ pub fn run_requests(
                     let (window, times, epoch, sh) =
                         (&windows[i], &send_times[i], &epoch, shared.clone());
                     readers.push(s.spawn(move || {
-                        let mut r = new_replies(fault_ns, opts.js_base, opts.size, errors_ref);
+                        let mut r = new_replies(fault_ns, js_base(i), opts.size, errors_ref);
                         reader.run(&sh, load::TICK, |event| {
                             if let Event::Msg(m) = event {
                                 if let Some(zero) = epoch.get() {
@@ -362,13 +368,17 @@ pub fn run_requests(
         };
         inj.report(&logs, rate, end_ns)
     });
-    let acks = opts.js_base.map(|base| {
-        let mut all = AckSet::new(base);
-        let mut dups: u64 = replies.iter().map(|r| r.dup_acks).sum();
-        for set in replies.iter().filter_map(|r| r.acks.as_ref()) {
-            dups += all.merge(set);
+    // Per target stream: every sequence acknowledged to the clients publishing into it.
+    let acks = opts.js_bases.as_ref().map(|bases| {
+        let mut per: Vec<JsAcks> = bases.iter().map(|b| (AckSet::new(*b), 0)).collect();
+        for (i, r) in replies.iter().enumerate() {
+            let (all, dups) = &mut per[opts.target_of(i).1];
+            *dups += r.dup_acks;
+            if let Some(set) = &r.acks {
+                *dups += all.merge(set);
+            }
         }
-        (all, dups)
+        per
     });
     let result = RunResult {
         throughput,
