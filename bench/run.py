@@ -425,6 +425,75 @@ def md_table(header: list[str], rows: list[list[str]]) -> str:
 
 
 # --------------------------------------------------------------------------
+# The end of a report, shared by run.py, run_latency.py and run_js.py
+
+# What build_tools runs, as the Commands block shows it (run_js.py builds with --locked and passes its own).
+BUILDS = "cargo build --release\n(cd bench/ref && go build -o ref .)"
+
+
+def commands_block(server_cmd: str | None, builds: str, shown_cmds: dict[str, str]) -> list[str]:
+    """The "## Commands" section: the server's command line (None: no server was started), the
+    builds, then every command as shown (label -> command line), so a reader can rerun them."""
+    out = ["## Commands", "", "```"]
+    if server_cmd is not None:
+        out.append(f"# server\n{server_cmd}")
+    out.append(f"# builds\n{builds}")
+    for label, cmd in shown_cmds.items():
+        out.append(f"# {label}\n{cmd}")
+    out += ["```", ""]
+    return out
+
+
+def notes_block(
+    unavailable: dict[str, str],
+    failures: list[tuple[str, str, str]],
+    kept: list[tuple[str, str, str]],
+    notes: list[str],
+    extra: list[str] | None = None,
+    skip: set[tuple[str, str]] | None = None,
+) -> list[str]:
+    """The "## Notes and failures" section, or nothing when there is nothing to say.
+
+    failures and kept are (label, tool, error). `extra` items (already one line each) come right
+    after the unavailable tools: a script's own kind of failure, more important than single runs.
+    (tool, error) pairs in `skip` are left out of failures and kept because an extra item already
+    reports them. Every item is one line, so a multi-line note cannot break the Markdown list."""
+    extra, skip = extra or [], skip or set()
+    if not (unavailable or extra or failures or kept or notes):
+        return []
+    out = ["## Notes and failures", ""]
+    for tool, why in unavailable.items():
+        out.append(f"- {tool} unavailable: {one_line(why)}")
+    for item in extra:
+        out.append(f"- {item}")
+    # Identical failures (same tool, same error) are listed once: a tool that fails the same
+    # way in every round would otherwise fill the section with copies.
+    for prefix, suffix, items in (("FAILED ", "", failures), ("", " (result used anyway)", kept)):
+        grouped: dict[tuple[str, str], list[str]] = {}
+        for label, tool, err in items:
+            if (tool, err) not in skip:
+                grouped.setdefault((tool, err), []).append(label)
+        for (tool, err), labels in grouped.items():
+            where = labels[0] if len(labels) == 1 else f"{len(labels)} runs, first {labels[0]}"
+            out.append(f"- {prefix}{tool} ({where}): {one_line(err)}{suffix}")
+    for n in notes:
+        out.append(f"- {one_line(n)}")
+    out.append("")
+    return out
+
+
+def scrub_paths(text: str, workdir: Path) -> str:
+    """Keeps machine-specific paths (from error messages and command lines) out of a report:
+    the temporary directory becomes <tmp>, the repository <repo>, the home directory ~. In this
+    order, because the first two may lie inside the home directory."""
+    for path, name in ((str(workdir), "<tmp>"), (str(REPO), "<repo>"), (str(Path.home()), "~")):
+        # A home (or repository) of "/" would turn every slash into "~".
+        if len(path) > 1:
+            text = text.replace(path, name)
+    return text
+
+
+# --------------------------------------------------------------------------
 # The benchmark
 
 
@@ -763,40 +832,9 @@ class Bench:
             out.append("No memory runs completed.")
         out.append("")
 
-        # Commands.
-        out.append("## Commands")
-        out.append("")
-        out.append("```")
-        if self.server is not None:
-            out.append(f"# server\n{self.show(self.server.cmd)}")
-        out.append("# builds\ncargo build --release\n(cd bench/ref && go build -o ref .)")
-        for label, cmd in self.shown_cmds.items():
-            out.append(f"# {label}\n{cmd}")
-        out.append("```")
-        out.append("")
-
-        if self.unavailable or self.failures or self.kept or self.notes:
-            out.append("## Notes and failures")
-            out.append("")
-            for tool, why in self.unavailable.items():
-                out.append(f"- {tool} unavailable: {one_line(why)}")
-            # Identical failures (same tool, same error) are listed once.
-            for prefix, suffix, items in (("FAILED ", "", self.failures), ("", " (result used anyway)", self.kept)):
-                grouped: dict[tuple[str, str], list[str]] = {}
-                for label, tool, err in items:
-                    grouped.setdefault((tool, err), []).append(label)
-                for (tool, err), labels in grouped.items():
-                    where = labels[0] if len(labels) == 1 else f"{len(labels)} runs, first {labels[0]}"
-                    out.append(f"- {prefix}{tool} ({where}): {one_line(err)}{suffix}")
-            for n in self.notes:
-                out.append(f"- {n}")
-            out.append("")
-        text = "\n".join(out)
-        # Keep machine-specific paths (from error messages) out of the report.
-        for path, name in ((str(self.workdir), "<tmp>"), (str(REPO), "<repo>"), (str(Path.home()), "~")):
-            if len(path) > 1:
-                text = text.replace(path, name)
-        return text
+        out += commands_block(self.show(self.server.cmd) if self.server is not None else None, BUILDS, self.shown_cmds)
+        out += notes_block(self.unavailable, self.failures, self.kept, self.notes)
+        return scrub_paths("\n".join(out), self.workdir)
 
 
 def environment(server_bin: str | None) -> dict[str, str]:

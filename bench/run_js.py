@@ -47,6 +47,7 @@ from run import (  # noqa: E402  (run.py lives next to this file)
     Run,
     build,
     build_tools,
+    commands_block,
     dig,
     entry,
     environment,
@@ -54,9 +55,11 @@ from run import (  # noqa: E402  (run.py lives next to this file)
     fmt_rate,
     log,
     md_table,
+    notes_block,
     num,
     one_line,
     run_child,
+    scrub_paths,
     show_cmd,
     summary,
 )
@@ -97,8 +100,10 @@ class JsNatsServer(NatsServer):
 
 
 def msgbench_js_cmd(b: str, url: str, mode: str, window: int, msgs: int, size: int, json_path: str) -> list[str]:
+    # msgbench refuses a window in sync mode, where it has no meaning.
+    window_flag = ["--max-in-flight", str(window)] if mode == "async" else []
     return [
-        b, "js", "pub", "--server", url, "--mode", mode, "--max-in-flight", str(window),
+        b, "js", "pub", "--server", url, "--mode", mode, *window_flag,
         "--msgs", str(msgs), "--size", str(size), "--stream", STREAM, "--subject", SUBJECT,
         "--purge", "--storage", "memory", "--json", json_path, "--no-progress",
     ]  # fmt: skip
@@ -420,41 +425,11 @@ class Bench:
         out.append("")
         out.extend(body)
 
-        out.append("## Commands")
-        out.append("")
-        out.append("```")
-        if self.server is not None:
-            out.append(f"# server\n{self.show(self.server.cmd)}")
-        out.append("# builds\ncargo build --release --locked\n(cd bench/ref && go build -o ref .)")
-        for label, cmd in self.shown_cmds.items():
-            out.append(f"# {label}\n{cmd}")
-        out.append("```")
-        out.append("")
-
-        if self.unavailable or self.failures or self.kept or self.notes or self.unreconciled:
-            out.append("## Notes and failures")
-            out.append("")
-            for tool, why in self.unavailable.items():
-                out.append(f"- {tool} unavailable: {one_line(why)}")
-            for u in self.unreconciled:
-                out.append(f"- NOT RECONCILED msgbench {one_line(u)}")
-            # Identical failures (same tool, same error) are listed once.
-            for prefix, suffix, items in (("FAILED ", "", self.failures), ("", " (result used anyway)", self.kept)):
-                grouped: dict[tuple[str, str], list[str]] = {}
-                for label, tool, err in items:
-                    grouped.setdefault((tool, err), []).append(label)
-                for (tool, err), labels in grouped.items():
-                    where = labels[0] if len(labels) == 1 else f"{len(labels)} runs, first {labels[0]}"
-                    out.append(f"- {prefix}{tool} ({where}): {one_line(err)}{suffix}")
-            for n in self.notes:
-                out.append(f"- {one_line(n)}")
-            out.append("")
-        text = "\n".join(out)
-        # Keep machine-specific paths (from error messages and the command lines) out of the report.
-        for path, name in ((str(self.workdir), "<tmp>"), (str(REPO), "<repo>"), (str(Path.home()), "~")):
-            if len(path) > 1:
-                text = text.replace(path, name)
-        return text
+        server_cmd = self.show(self.server.cmd) if self.server is not None else None
+        out += commands_block(server_cmd, "cargo build --release --locked\n(cd bench/ref && go build -o ref .)", self.shown_cmds)
+        unreconciled = [f"NOT RECONCILED msgbench {one_line(u)}" for u in self.unreconciled]
+        out += notes_block(self.unavailable, self.failures, self.kept, self.notes, unreconciled)
+        return scrub_paths("\n".join(out), self.workdir)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -42,20 +42,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from run import (  # noqa: E402  (run.py lives next to this file)
     BENCH,
-    REPO,
+    BUILDS,
     NatsServer,
     Run,
     build_tools,
+    commands_block,
     dig,
     drive,
     entry,
     fmt_rate,
     log,
     md_table,
+    notes_block,
     num,
     one_line,
     peak_kb,
     run_child,
+    scrub_paths,
     show_cmd,
     summary,
 )
@@ -566,46 +569,16 @@ class Bench:
         out.append("")
         out.extend(body)
 
-        out.append("## Commands")
-        out.append("")
-        out.append("```")
-        if self.server is not None:
-            out.append(f"# server\n{self.show(self.server.cmd)}")
-        out.append("# builds\ncargo build --release\n(cd bench/ref && go build -o ref .)")
-        for label, cmd in self.shown_cmds.items():
-            out.append(f"# {label}\n{cmd}")
-        out.append("```")
-        out.append("")
-
-        if self.unavailable or self.unsupported or self.failures or self.kept or self.notes:
-            out.append("## Notes and failures")
-            out.append("")
-            for tool, why in self.unavailable.items():
-                out.append(f"- {tool} unavailable: {one_line(why)}")
-            skipped = set()
-            for (tool, mode), why in self.unsupported.items():
-                name = "msgbench calibrate" if tool == "calibrate" else f"{tool} {mode}"
-                out.append(f"- FAILED {name}: usage error, remaining runs skipped: {one_line(why)}")
-                skipped.add((tool, why))
-            # Identical failures (same tool, same error) are listed once.
-            for prefix, suffix, items in (("FAILED ", "", self.failures), ("", " (result used anyway)", self.kept)):
-                grouped: dict[tuple[str, str], list[str]] = {}
-                for label, tool, err in items:
-                    if (tool, err) in skipped:
-                        continue
-                    grouped.setdefault((tool, err), []).append(label)
-                for (tool, err), labels in grouped.items():
-                    where = labels[0] if len(labels) == 1 else f"{len(labels)} runs, first {labels[0]}"
-                    out.append(f"- {prefix}{tool} ({where}): {one_line(err)}{suffix}")
-            for n in self.notes:
-                out.append(f"- {n}")
-            out.append("")
-        text = "\n".join(out)
-        # Keep machine-specific paths (from error messages) out of the report.
-        for path, name in ((str(self.workdir), "<tmp>"), (str(REPO), "<repo>"), (str(Path.home()), "~")):
-            if len(path) > 1:
-                text = text.replace(path, name)
-        return text
+        out += commands_block(self.show(self.server.cmd) if self.server is not None else None, BUILDS, self.shown_cmds)
+        # A usage error ends all rounds of that tool and mode: one line for it, instead of
+        # also listing the failed run under the failures.
+        unsupported, skipped = [], set()
+        for (tool, mode), why in self.unsupported.items():
+            name = "msgbench calibrate" if tool == "calibrate" else f"{tool} {mode}"
+            unsupported.append(f"FAILED {name}: usage error, remaining runs skipped: {one_line(why)}")
+            skipped.add((tool, why))
+        out += notes_block(self.unavailable, self.failures, self.kept, self.notes, unsupported, skipped)
+        return scrub_paths("\n".join(out), self.workdir)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
