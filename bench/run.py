@@ -872,10 +872,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return a
 
 
-def drive(args: argparse.Namespace, bench_class, tmp_prefix: str) -> int:
+def drive(args: argparse.Namespace, bench_class, tmp_prefix: str, server_class=None, verdict=None) -> int:
     """Runs one benchmark: builds the tools, starts one nats-server, runs the cases (and the
     memory runs unless --no-memory), stops the server and writes the report to --out. Shared by
-    run.py and run_latency.py; `bench_class(args, workdir)` supplies the cases and the report."""
+    run.py, run_latency.py and run_js.py; `bench_class(args, workdir)` supplies the cases and the
+    report, `server_class` a server other than the plain one, and `verdict(bench)` an exit status
+    decided from the finished runs (0 when not given)."""
     server_bin = find_nats_server()
     if server_bin is None:
         log("nats-server not found: put it on PATH or set MSGBENCH_NATS_SERVER")
@@ -888,13 +890,14 @@ def drive(args: argparse.Namespace, bench_class, tmp_prefix: str) -> int:
             log("nothing to run: neither msgbench nor ref could be built")
             return 1
         env = environment(server_bin)
-        server = NatsServer(server_bin, workdir)
+        server = (server_class or NatsServer)(server_bin, workdir)
         bench.server = server
         try:
             server.start()
             log(f"nats-server {env['nats-server']} on {server.url}")
             bench.run_cases()
-            if not args.no_memory:
+            # Benchmarks without memory runs have no --no-memory flag.
+            if not getattr(args, "no_memory", True):
                 bench.run_memory()
             if server.proc is not None and server.proc.poll() is not None:
                 bench.notes.append(f"nats-server exited during the run:\n{server.log_tail()}")
@@ -906,7 +909,7 @@ def drive(args: argparse.Namespace, bench_class, tmp_prefix: str) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text + "\n")
     log(f"wrote {out}")
-    return 0
+    return verdict(bench) if verdict else 0
 
 
 def entry(main) -> None:

@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,9 +48,8 @@ from run import (  # noqa: E402  (run.py lives next to this file)
     build_tools,
     commands_block,
     dig,
+    drive,
     entry,
-    environment,
-    find_nats_server,
     fmt_rate,
     log,
     md_table,
@@ -451,43 +449,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Like run.py's drive(), but with a JetStream server, no memory runs, and
-    exit status 1 when a msgbench run did not reconcile."""
-    args = parse_args(argv)
-    server_bin = find_nats_server()
-    if server_bin is None:
-        log("nats-server not found: put it on PATH or set MSGBENCH_NATS_SERVER")
-        return 2
-    with tempfile.TemporaryDirectory(prefix="msgbench-bench-js-") as tmp:
-        workdir = Path(tmp)
-        bench = Bench(args, workdir)
-        bench.build_all()
-        if bench.bins["msgbench"] is None and bench.bins["ref"] is None:
-            log("nothing to run: neither msgbench nor ref could be built")
-            return 1
-        env = environment(server_bin)
-        server = JsNatsServer(server_bin, workdir)
-        bench.server = server
-        try:
-            server.start()
-            log(f"nats-server {env['nats-server']} with JetStream on {server.url}")
-            bench.run_cases()
-            if server.proc is not None and server.proc.poll() is not None:
-                bench.notes.append(f"nats-server exited during the run:\n{server.log_tail()}")
-        finally:
-            server.stop()
-        text = bench.report(env)
-    print(text)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text + "\n")
-    log(f"wrote {out}")
-    if not bench.all_reconciled():
-        log_fail(f"only {bench.reconciled_runs} of {bench.expected_runs()} msgbench runs reconciled")
-        for u in bench.unreconciled:
-            log_fail(u)
-        return 1
-    return 0
+    """run.py's drive() with a JetStream server and no memory runs; exit status 1 when a
+    msgbench run did not reconcile."""
+    return drive(parse_args(argv), Bench, "msgbench-bench-js-", server_class=JsNatsServer, verdict=exit_status)
+
+
+def exit_status(bench: Bench) -> int:
+    if bench.all_reconciled():
+        return 0
+    log_fail(f"only {bench.reconciled_runs} of {bench.expected_runs()} msgbench runs reconciled")
+    for u in bench.unreconciled:
+        log_fail(u)
+    return 1
 
 
 if __name__ == "__main__":
