@@ -748,25 +748,20 @@ fn ctrl_c_while_blocked_on_a_frozen_server_writes_results_at_once() {
 #[test]
 fn a_server_that_stops_reading_ends_the_run_within_the_timeout() {
     let s = TestServer::start();
-    let child = bin()
-        .args([
-            "pub",
-            "--server",
-            &s.url,
-            "--msgs",
-            "200M",
-            "--size",
-            "16",
-            "--timeout",
-            "2s",
-            "--json",
-            "-",
-            "--no-progress",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = support::spawn_piped(&[
+        "pub",
+        "--server",
+        &s.url,
+        "--msgs",
+        "200M",
+        "--size",
+        "16",
+        "--timeout",
+        "2s",
+        "--json",
+        "-",
+        "--no-progress",
+    ]);
     std::thread::sleep(Duration::from_millis(300));
     s.freeze(true);
     let started = Instant::now();

@@ -7,7 +7,7 @@ mod support;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use support::{bin, run, run_json, schema_errors, stderr, u, TestServer};
+use support::{run, run_json, schema_errors, stderr, u, TestServer};
 
 #[test]
 fn sync_and_async_publishes_are_acknowledged_and_reconcile_with_the_stream() {
@@ -184,12 +184,7 @@ fn messages_stored_by_someone_else_fail_the_reconciliation() {
         "-",
         "--no-progress",
     ];
-    let other = bin()
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let other = support::spawn_piped(&args);
     let (out, v) = run_json(&args[..args.len() - 3]);
     let other = other.wait_with_output().unwrap();
     for (out, v) in [

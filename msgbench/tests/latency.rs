@@ -3,7 +3,6 @@
 
 mod support;
 
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -11,7 +10,7 @@ use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
 use serde_json::Value;
-use support::{bin, run, run_json, schema_errors, scratch_dir, stderr, u, TestServer};
+use support::{run, run_json, schema_errors, scratch_dir, stderr, u, TestServer};
 
 fn decode(b64: &str) -> Histogram<u64> {
     let bytes = base64::engine::general_purpose::STANDARD
@@ -111,25 +110,20 @@ fn a_frozen_server_shows_in_the_corrected_tail() {
     // The server is stopped for 400 ms mid-run. Messages due meanwhile are delivered late, so
     // corrected latency must show the pause, whatever the send side did.
     let s = TestServer::start();
-    let child = bin()
-        .args([
-            "latency",
-            "--server",
-            &s.url,
-            "--rate",
-            "1000",
-            "--duration",
-            "2500ms",
-            "--warmup",
-            "0s",
-            "--json",
-            "-",
-            "--no-progress",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = support::spawn_piped(&[
+        "latency",
+        "--server",
+        &s.url,
+        "--rate",
+        "1000",
+        "--duration",
+        "2500ms",
+        "--warmup",
+        "0s",
+        "--json",
+        "-",
+        "--no-progress",
+    ]);
     std::thread::sleep(Duration::from_millis(1000));
     s.freeze(true);
     let frozen_at = Instant::now();
