@@ -232,12 +232,17 @@ pub enum ErrorKind {
     JsWrongLastSequence,
     /// JetStream: the stream refused a message at its byte or message limit (discard new).
     JsStreamFull,
+    /// JetStream: a direct get found no message (a KV key with no value).
+    JsNotFound,
+    /// JetStream: the server ended a pull request with a 409 status (consumer deleted, too
+    /// many waiting pulls, …).
+    JsPullRejected,
     /// JetStream: any other API error.
     JsOther,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 23] = [
+    pub const ALL: [ErrorKind; 25] = [
         ErrorKind::SlowConsumer,
         ErrorKind::Authorization,
         ErrorKind::MaxPayload,
@@ -260,6 +265,8 @@ impl ErrorKind {
         ErrorKind::JsStreamNotFound,
         ErrorKind::JsWrongLastSequence,
         ErrorKind::JsStreamFull,
+        ErrorKind::JsNotFound,
+        ErrorKind::JsPullRejected,
         ErrorKind::JsOther,
     ];
 
@@ -288,6 +295,8 @@ impl ErrorKind {
             ErrorKind::JsStreamNotFound => "js_stream_not_found",
             ErrorKind::JsWrongLastSequence => "js_wrong_last_sequence",
             ErrorKind::JsStreamFull => "js_stream_full",
+            ErrorKind::JsNotFound => "js_not_found",
+            ErrorKind::JsPullRejected => "js_pull_rejected",
             ErrorKind::JsOther => "js_other",
         }
     }

@@ -62,10 +62,19 @@ fn clap_exit(e: &clap::Error) -> u8 {
         }
         _ => {
             let rendered = e.render().to_string();
-            let line = rendered
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("error: invalid arguments");
+            let mut lines = rendered.lines().skip_while(|l| l.trim().is_empty());
+            let mut line = lines
+                .next()
+                .unwrap_or("error: invalid arguments")
+                .to_string();
+            // "…were not provided:" lists the missing flags on the indented lines below.
+            if line.ends_with(':') {
+                let listed: Vec<&str> = lines
+                    .take_while(|l| l.starts_with(char::is_whitespace) && !l.trim().is_empty())
+                    .map(str::trim)
+                    .collect();
+                line = format!("{line} {}", listed.join(", "));
+            }
             eprintln!("{line}");
             exit::USAGE
         }
@@ -146,6 +155,25 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
             let result = scenario::js::run_pub(&o, &target, stop)?;
             output::write::emit(&result, &o.publish.output)?;
             Ok(result.exit_code(o.publish.allow_loss))
+        }
+        Command::Js(cli::JsCommand::Consume(a)) => {
+            let o = options::js::JsConsumeOptions::new(&a)?;
+            let target = server::resolve(&o.server)?;
+            let result = scenario::js::run_consume(&o, &target, stop)?;
+            output::write::emit(&result, &o.output)?;
+            Ok(result.exit_code(o.allow_loss))
+        }
+        Command::Kv(kv) => {
+            let (a, get) = match &kv {
+                cli::KvCommand::Put(a) => (a, false),
+                cli::KvCommand::Get(a) => (a, true),
+            };
+            let o = options::js::KvOptions::new(a, get)?;
+            let target = server::resolve(&o.put.publish.server)?;
+            let result = scenario::js::run_kv(&o, &target, stop)?;
+            let out = o.gets.as_ref().map_or(&o.put.publish.output, |g| &g.output);
+            output::write::emit(&result, out)?;
+            Ok(result.exit_code(a.allow_loss))
         }
         Command::Calibrate(a) => {
             if a.samples == 0 {
@@ -285,19 +313,25 @@ fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
     let js = cli::JsPubArgs {
         mode: "async".into(),
         max_in_flight: None,
+        batch: None,
+        dedup: false,
+        msg_id_prefix: None,
         clients: 1,
         msgs: 20_000,
         duration: None,
         size: 128,
-        stream: "msgbench_demo".into(),
         streams: 1,
-        subject: "msgbench.demo.js".into(),
-        storage: "memory".into(),
-        replicas: 1,
-        max_bytes: None,
-        discard: "old".into(),
-        purge: true,
-        delete_after: true,
+        target: cli::StreamArgs {
+            stream: "msgbench_demo".into(),
+            subject: "msgbench.demo.js".into(),
+            subjects: Vec::new(),
+            storage: "memory".into(),
+            replicas: 1,
+            max_bytes: None,
+            discard: "old".into(),
+            purge: true,
+            delete_after: true,
+        },
         timeout: Duration::from_secs(5),
         allow_loss: false,
         conn: args.conn.clone(),

@@ -59,6 +59,9 @@ pub struct RunResult {
     /// JetStream publishing: acknowledgements reconciled with the stream's state.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jetstream: Option<crate::scenario::js::JsReport>,
+    /// JetStream consuming: how the consumers pulled and whether every message arrived once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consumer: Option<crate::scenario::js::ConsumeReport>,
     #[serde(skip)]
     pub(crate) fatal: Option<crate::error::ErrorKind>,
 }
@@ -348,6 +351,7 @@ impl RunResult {
             failure: errors.fatal().map(crate::error::ErrorKind::as_str),
             fault: None,
             jetstream: None,
+            consumer: None,
             fatal: errors.fatal(),
         }
     }
@@ -360,7 +364,8 @@ impl RunResult {
         } else if let Some(kind) = self.fatal {
             kind.exit_code()
         } else if (self.delivery.lost > 0
-            || self.jetstream.as_ref().is_some_and(|js| !js.reconciled))
+            || self.jetstream.as_ref().is_some_and(|js| !js.reconciled)
+            || self.consumer.as_ref().is_some_and(|c| !c.reconciled))
             && !allow_loss
         {
             exit::LOSS

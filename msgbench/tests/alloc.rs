@@ -1,29 +1,39 @@
-//! The hot paths allocate nothing per message: publishing (frame append into a reused buffer)
-//! and receiving (parse from a buffer, read the stamp, record delivery). Measured with a global
-//! allocator that counts, so a regression fails here rather than in a benchmark.
+//! The hot paths allocate nothing per message: publishing (frame append into a reused buffer,
+//! including JetStream messages with ids and atomic batches) and receiving (parse from a buffer,
+//! read the stamp, record delivery). Measured with a global allocator that counts per thread, so
+//! a regression fails here rather than in a benchmark.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::cell::Cell;
 
-use msgbench::engine::load::{Frame, StampKind};
+use msgbench::engine::jsframe::{JsFrame, JsFraming};
+use msgbench::engine::load::{Frame, Keys, StampKind};
 use msgbench::engine::proto::{self, Parsed, ServerOp};
 use msgbench::engine::stamp;
 use msgbench::stats::delivery::DeliveryLog;
 
 struct Counting;
 
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
+thread_local! {
+    /// Each thread counts its own allocations: the tests run side by side, and the harness's
+    /// threads allocate whenever they like.
+    static ALLOCS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn count() {
+    ALLOCS.with(|n| n.set(n.get() + 1));
+}
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        count();
         unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        count();
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
@@ -34,9 +44,9 @@ static GLOBAL: Counting = Counting;
 const N: u64 = 100_000;
 
 fn allocations_during(f: impl FnOnce()) -> u64 {
-    let before = ALLOCS.load(Ordering::Relaxed);
+    let before = ALLOCS.with(Cell::get);
     f();
-    ALLOCS.load(Ordering::Relaxed) - before
+    ALLOCS.with(Cell::get) - before
 }
 
 #[test]
@@ -44,7 +54,15 @@ fn publishing_and_receiving_allocate_nothing_per_message() {
     let headers = proto::header_block(&[("K".into(), "V".into())]);
     for (subject, multi, headers) in [
         ("plain", None, &b""[..]),
-        ("multi", Some(1000), &b""[..]),
+        ("multi", Some(Keys::cycle(1000)), &b""[..]),
+        (
+            "random",
+            Some(Keys {
+                n: 1000,
+                random: true,
+            }),
+            &b""[..],
+        ),
         ("hdrs", None, &headers[..]),
     ] {
         let frame = Frame::new(
@@ -91,5 +109,30 @@ fn publishing_and_receiving_allocate_nothing_per_message() {
             publisher: 0,
         };
         assert_eq!(log.tracker(key).unwrap().unique, N);
+    }
+}
+
+#[test]
+fn jetstream_publishes_with_ids_and_batches_allocate_nothing_per_message() {
+    for (batch, dedup) in [
+        (1, Some("p".to_string())),
+        (100, None),
+        (100, Some("p".into())),
+    ] {
+        let framing = JsFraming {
+            batch,
+            dedup,
+            total: None,
+        };
+        let frame = JsFrame::new("js.s", "_INBOX.x.0.", 128, &framing, 0, 7);
+        let mut buf = Vec::with_capacity(64 << 20);
+        let mut msgs = 0;
+        let n = allocations_during(|| {
+            for k in 0..N / batch {
+                msgs += frame.append(&mut buf, k);
+            }
+        });
+        assert_eq!(msgs, N);
+        assert_eq!(n, 0, "batch {batch}: {n} allocations for {N} messages");
     }
 }

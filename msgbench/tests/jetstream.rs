@@ -1,6 +1,7 @@
 //! `js pub` against a real nats-server with JetStream (storage in the test server's temporary
-//! directory): each mode, the errors that name their kind, and the reconciliation of
-//! acknowledgements with the stream, including a run made to fail it on purpose.
+//! directory): each mode (sync, async, atomic batches), deduplication by message id, the errors
+//! that name their kind, and the reconciliation of acknowledgements with the stream, including a
+//! run made to fail it on purpose.
 
 mod support;
 
@@ -50,6 +51,95 @@ fn sync_and_async_publishes_are_acknowledged_and_reconcile_with_the_stream() {
         assert_eq!(u(&v["throughput"]["bytes"]), total * 64);
         assert!(stderr(&out).contains("Reconciled"), "{}", stderr(&out));
     }
+}
+
+#[test]
+fn atomic_batches_are_acknowledged_once_per_commit_and_reconcile() {
+    let s = TestServer::start();
+    // 2,050 messages in batches of 100: 20 full batches and a short one of 50.
+    let (out, v) = run_json(&[
+        "js",
+        "pub",
+        "--server",
+        &s.url,
+        "--mode",
+        "batch",
+        "--batch",
+        "100",
+        "--max-in-flight",
+        "2",
+        "--clients",
+        "2",
+        "--msgs",
+        "2050",
+        "--size",
+        "64",
+        "--stream",
+        "batched",
+        "--subject",
+        "batched.x",
+        "--storage",
+        "file",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    let js = &v["jetstream"];
+    assert_eq!(js["reconciled"], true, "{js}");
+    assert_eq!(u(&js["acked"]), 4100, "{js}");
+    assert_eq!(u(&js["stored"]), 4100, "{js}");
+    assert_eq!(u(&v["delivery"]["lost"]), 0);
+    assert_eq!(u(&v["throughput"]["msgs"]), 4100);
+    assert_eq!(u(&v["latency"]["count"]), 2 * 21, "one latency per batch");
+    assert_eq!(v["params"]["batch"], 100);
+    assert_eq!(v["params"]["streams"][0]["allow_atomic"], true);
+    assert!(stderr(&out).contains("batches (first message to the commit"));
+}
+
+#[test]
+fn resending_the_same_message_ids_stores_each_message_once() {
+    let s = TestServer::start();
+    let args = [
+        "js",
+        "pub",
+        "--server",
+        &s.url,
+        "--dedup",
+        "--msg-id-prefix",
+        "again",
+        "--clients",
+        "2",
+        "--msgs",
+        "1500",
+        "--stream",
+        "dedup",
+        "--subject",
+        "dedup.x",
+    ];
+    let (first, v1) = run_json(&args);
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert_eq!(u(&v1["jetstream"]["stored"]), 3000);
+    assert_eq!(u(&v1["jetstream"]["deduplicated"]), 0);
+    // The same ids again: every publish is acknowledged as a duplicate and nothing is stored.
+    let (second, v2) = run_json(&args);
+    assert!(second.status.success(), "{}", stderr(&second));
+    assert_eq!(schema_errors(&v2), Vec::<String>::new());
+    let js = &v2["jetstream"];
+    assert_eq!(u(&js["deduplicated"]), 3000, "{js}");
+    assert_eq!(u(&js["stored"]), 0, "{js}");
+    assert_eq!(u(&js["acked"]), 0, "{js}");
+    assert_eq!(u(&js["streams"][0]["after"]["messages"]), 3000, "{js}");
+    assert_eq!(js["reconciled"], true, "{js}");
+    assert!(
+        stderr(&second).contains("Deduplicated: 3,000"),
+        "{}",
+        stderr(&second)
+    );
+    // A new prefix is new ids: stored again.
+    let mut fresh = args.to_vec();
+    fresh[6] = "other";
+    let (third, v3) = run_json(&fresh);
+    assert!(third.status.success(), "{}", stderr(&third));
+    assert_eq!(u(&v3["jetstream"]["stored"]), 3000);
 }
 
 #[test]
@@ -144,22 +234,27 @@ fn without_jetstream_the_error_says_so() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let url = format!("nats://127.0.0.1:{port}");
-    let out = run(&[
-        "js",
-        "pub",
-        "--server",
-        &url,
-        "--msgs",
-        "10",
-        "--timeout",
-        "2s",
-    ]);
+    let outs: Vec<_> = [
+        ["js", "pub"],
+        ["js", "consume"],
+        ["kv", "put"],
+        ["kv", "get"],
+    ]
+    .iter()
+    .map(|cmd| {
+        let mut args = cmd.to_vec();
+        args.extend(["--server", &url, "--msgs", "10", "--timeout", "2s"]);
+        (cmd.join(" "), run(&args))
+    })
+    .collect();
     let _ = server.kill();
     let _ = server.wait();
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    let err = stderr(&out);
-    assert!(err.contains("JetStream is not enabled"), "{err}");
-    assert_eq!(err.lines().count(), 1, "{err}");
+    for (cmd, out) in outs {
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains("JetStream is not enabled"), "{cmd}: {err}");
+        assert_eq!(err.lines().count(), 1, "{cmd}: {err}");
+    }
 }
 
 #[test]
@@ -224,6 +319,34 @@ fn js_pub_bad_input_names_the_flag() {
             "--streams",
         ),
         (vec!["js", "pub", "--streams", "0"], "--streams"),
+        (vec!["js", "pub", "--batch", "10"], "--batch"),
+        (
+            vec!["js", "pub", "--mode", "batch", "--batch", "1001"],
+            "--batch",
+        ),
+        (
+            vec!["js", "pub", "--mode", "batch", "--max-in-flight", "51"],
+            "--max-in-flight",
+        ),
+        (vec!["js", "pub", "--msg-id-prefix", "x"], "--dedup"),
+        (
+            vec!["js", "pub", "--dedup", "--msg-id-prefix", "a:b"],
+            "--msg-id-prefix",
+        ),
+        (vec!["js", "pub", "--subjects", "a..b"], "--subjects"),
+        (
+            vec![
+                "js",
+                "pub",
+                "--clients",
+                "2",
+                "--streams",
+                "2",
+                "--subjects",
+                "a.>",
+            ],
+            "--subjects",
+        ),
     ] {
         let out = run(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));

@@ -15,8 +15,9 @@ pub mod codes {
     pub const WRONG_LAST_SEQUENCE: u64 = 10071;
 }
 
-/// A stream's configuration, as far as a benchmark sets it.
-#[derive(Debug, Clone, Serialize)]
+/// A stream's configuration, as far as a benchmark sets it. Fields left at their zero value
+/// are not sent, so the server's defaults apply.
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct StreamConfig {
     pub name: String,
     pub subjects: Vec<String>,
@@ -27,6 +28,37 @@ pub struct StreamConfig {
     pub max_bytes: i64,
     /// `old` or `new`: which side gives way when a limit is reached.
     pub discard: String,
+    /// Values kept per subject (a bucket's history); 0 for no limit.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub max_msgs_per_subject: i64,
+    /// Accept atomic batches (`Nats-Batch-*` headers).
+    #[serde(skip_serializing_if = "is_false")]
+    pub allow_atomic: bool,
+    /// Answer direct gets (`$JS.API.DIRECT.GET.…`), as buckets do.
+    #[serde(skip_serializing_if = "is_false")]
+    pub allow_direct: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    pub allow_rollup_hdrs: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    pub deny_delete: bool,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_zero(n: &i64) -> bool {
+    *n == 0
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl StreamConfig {
+    /// Whether a limit may remove messages the run stored, so the stream need not grow by
+    /// what was acknowledged.
+    pub fn limited(&self) -> bool {
+        self.max_bytes >= 0 || self.max_msgs_per_subject > 0
+    }
 }
 
 /// What the server reports of a stream's contents.
@@ -130,13 +162,113 @@ pub fn stream_state(conn: &mut Conn, name: &str, timeout: Duration) -> Result<St
         })
 }
 
+/// A pull consumer as a benchmark makes it: named, starting at a sequence (or the stream's
+/// first), acknowledging as told; an ordered one lives in memory and acknowledges nothing.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConsumerConfig {
+    pub name: String,
+    /// `all` or `by_start_sequence`.
+    pub deliver_policy: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opt_start_seq: Option<u64>,
+    /// `explicit`, `all` or `none`.
+    pub ack_policy: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_ack_pending: Option<i64>,
+    /// Pull requests the consumer keeps waiting at once.
+    pub max_waiting: i64,
+    /// The server removes the consumer after this long unused, in ns: a run that dies leaves
+    /// nothing behind for long.
+    pub inactive_threshold: u64,
+    #[serde(skip_serializing_if = "is_false")]
+    pub mem_storage: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub num_replicas: Option<u32>,
+}
+
+/// Creates a consumer on `stream`.
+///
+/// # Errors
+/// [`Error::JetStream`] with the server's reason.
+pub fn create_consumer(
+    conn: &mut Conn,
+    stream: &str,
+    cfg: &ConsumerConfig,
+    timeout: Duration,
+) -> Result<()> {
+    let body = serde_json::json!({ "stream_name": stream, "config": cfg, "action": "create" });
+    let body = serde_json::to_vec(&body).expect("serialisable");
+    call(
+        conn,
+        &format!("CONSUMER.CREATE.{stream}.{}", cfg.name),
+        &body,
+        timeout,
+    )
+    .map(|_| ())
+}
+
+/// Deletes a consumer.
+///
+/// # Errors
+/// [`Error::JetStream`] with the server's reason.
+pub fn delete_consumer(conn: &mut Conn, stream: &str, name: &str, timeout: Duration) -> Result<()> {
+    call(
+        conn,
+        &format!("CONSUMER.DELETE.{stream}.{name}"),
+        b"",
+        timeout,
+    )
+    .map(|_| ())
+}
+
+/// What the reply subject of a delivered JetStream message says about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Delivered {
+    /// Times the consumer has delivered this message (above 1: a redelivery).
+    pub delivered: u64,
+    pub stream_seq: u64,
+    pub consumer_seq: u64,
+    /// Messages the consumer has left to deliver after this one.
+    pub pending: u64,
+}
+
+/// Reads `$JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>`, or the newer
+/// form with a domain and an account hash after `ACK` and a random token at the end.
+pub fn read_delivered(reply: &[u8]) -> Option<Delivered> {
+    let rest = reply.strip_prefix(b"$JS.ACK.")?;
+    let mut tokens = [&b""[..]; 12];
+    let mut n = 0;
+    for t in rest.split(|b| *b == b'.') {
+        if n == tokens.len() {
+            return None;
+        }
+        tokens[n] = t;
+        n += 1;
+    }
+    // After "$JS.ACK.": 7 tokens in the old form, 9 or 10 in the new one.
+    let at = match n {
+        7 => 2,
+        9 | 10 => 4,
+        _ => return None,
+    };
+    let num = |t: &[u8]| std::str::from_utf8(t).ok()?.parse::<u64>().ok();
+    Some(Delivered {
+        delivered: num(tokens[at])?,
+        stream_seq: num(tokens[at + 1])?,
+        consumer_seq: num(tokens[at + 2])?,
+        pending: num(tokens[at + 4])?,
+    })
+}
+
 /// What a publish acknowledgement said.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ack {
-    /// Stored at this stream sequence; `duplicate` when the server recognised the message id.
+    /// Stored at this stream sequence; `duplicate` when the server recognised the message id;
+    /// `batch` messages (an atomic batch's commit) ending at `seq`, or 0 for a single publish.
     Stored {
         seq: u64,
         duplicate: bool,
+        batch: u64,
     },
     Failed(ErrorKind),
 }
@@ -147,6 +279,9 @@ struct PubAck {
     seq: u64,
     #[serde(default)]
     duplicate: bool,
+    /// With an atomic batch's commit: the messages the batch stored.
+    #[serde(default)]
+    count: u64,
     error: Option<ApiError>,
 }
 
@@ -154,8 +289,37 @@ struct PubAck {
 pub fn read_ack(payload: &[u8]) -> Ack {
     match serde_json::from_slice::<PubAck>(payload) {
         Ok(PubAck { error: Some(e), .. }) => Ack::Failed(error_kind(e.err_code, &e.description)),
-        Ok(PubAck { seq, duplicate, .. }) if seq > 0 => Ack::Stored { seq, duplicate },
+        Ok(PubAck {
+            seq,
+            duplicate,
+            count,
+            ..
+        }) if seq > 0 => Ack::Stored {
+            seq,
+            duplicate,
+            batch: count,
+        },
         _ => Ack::Failed(ErrorKind::JsOther),
+    }
+}
+
+/// The status code of a header block that starts with one (`NATS/1.0 404 …`).
+pub fn status(headers: &[u8]) -> Option<u16> {
+    let rest = headers.strip_prefix(b"NATS/1.0 ")?;
+    let code = rest.get(..3)?;
+    std::str::from_utf8(code).ok()?.parse().ok()
+}
+
+/// The kind to count for a reply whose headers carry a failure status; `None` for a plain
+/// header block or an informational status.
+pub fn status_kind(headers: &[u8]) -> Option<ErrorKind> {
+    match status(headers)? {
+        100..=299 => None,
+        404 => Some(ErrorKind::JsNotFound),
+        408 => Some(ErrorKind::RequestTimeout),
+        409 => Some(ErrorKind::JsPullRejected),
+        503 => Some(ErrorKind::NoResponders),
+        _ => Some(ErrorKind::JsOther),
     }
 }
 
@@ -169,14 +333,24 @@ mod tests {
             read_ack(br#"{"stream":"S","seq":42}"#),
             Ack::Stored {
                 seq: 42,
-                duplicate: false
+                duplicate: false,
+                batch: 0
+            }
+        );
+        assert_eq!(
+            read_ack(br#"{"stream":"S","seq":50,"batch":"b1","count":10}"#),
+            Ack::Stored {
+                seq: 50,
+                duplicate: false,
+                batch: 10
             }
         );
         assert_eq!(
             read_ack(br#"{"stream":"S","seq":7,"duplicate":true}"#),
             Ack::Stored {
                 seq: 7,
-                duplicate: true
+                duplicate: true,
+                batch: 0
             }
         );
         assert_eq!(
@@ -189,5 +363,45 @@ mod tests {
         );
         assert_eq!(read_ack(b"not json"), Ack::Failed(ErrorKind::JsOther));
         assert_eq!(read_ack(b"{}"), Ack::Failed(ErrorKind::JsOther));
+    }
+
+    #[test]
+    fn delivery_subjects_are_read_in_both_forms() {
+        let want = Delivered {
+            delivered: 1,
+            stream_seq: 42,
+            consumer_seq: 7,
+            pending: 99,
+        };
+        assert_eq!(
+            read_delivered(b"$JS.ACK.S.C.1.42.7.1700000000000000000.99"),
+            Some(want)
+        );
+        assert_eq!(
+            read_delivered(b"$JS.ACK._.ACCHASH.S.C.1.42.7.1700000000000000000.99.rnd"),
+            Some(want)
+        );
+        assert_eq!(
+            read_delivered(b"$JS.ACK.hub.ACCHASH.S.C.1.42.7.1700000000000000000.99"),
+            Some(want)
+        );
+        assert_eq!(read_delivered(b"$JS.ACK.S.C.1.x.7.1.99"), None);
+        assert_eq!(read_delivered(b"_INBOX.x.1"), None);
+        assert_eq!(read_delivered(b"$JS.ACK.a.b.c.d.e.f.g.h.i.j.k.l.m"), None);
+    }
+
+    #[test]
+    fn statuses_in_headers_become_kinds() {
+        assert_eq!(
+            status_kind(b"NATS/1.0 404 Message Not Found\r\n\r\n"),
+            Some(ErrorKind::JsNotFound)
+        );
+        assert_eq!(
+            status_kind(b"NATS/1.0 409 Consumer Deleted\r\n\r\n"),
+            Some(ErrorKind::JsPullRejected)
+        );
+        assert_eq!(status_kind(b"NATS/1.0 100 Idle Heartbeat\r\n\r\n"), None);
+        assert_eq!(status_kind(b"NATS/1.0\r\nNats-Stream: KV_b\r\n\r\n"), None);
+        assert_eq!(status(b"NATS/1.0 408 Request Timeout\r\n"), Some(408));
     }
 }

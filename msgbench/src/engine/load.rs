@@ -12,8 +12,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use crate::engine::conn::{End, Event, Flow, Reader, SendError, Shared};
-use crate::engine::proto;
 use crate::engine::stamp::{self, STAMP_LEN};
+use crate::engine::{jsframe, proto};
 use crate::error::ErrorKind;
 use crate::options::{Pace, Stop};
 use crate::stats::delivery::DeliveryLog;
@@ -48,6 +48,8 @@ pub struct Frame {
     bytes: Vec<u8>,
     /// Offset of the stamp's sequence within `bytes`, when the payload is stamped.
     seq_at: Option<usize>,
+    /// Offset of the send time, with [`StampKind::Timed`].
+    time_at: Option<usize>,
     /// The control line when it changes per message (multisubject, per-request reply subject).
     line: Option<DynamicLine>,
     headers_len: usize,
@@ -59,7 +61,7 @@ impl Frame {
     /// first bytes carry it; otherwise the payload goes out as given.
     pub fn new(
         subject: &str,
-        multisubject: Option<u64>,
+        multisubject: Option<Keys>,
         headers: &[u8],
         payload: &[u8],
         stamp: StampKind,
@@ -71,7 +73,7 @@ impl Frame {
     /// the request it answers.
     pub fn with_reply(
         subject: &str,
-        multisubject: Option<u64>,
+        multisubject: Option<Keys>,
         reply_prefix: Option<&str>,
         headers: &[u8],
         payload: &[u8],
@@ -101,12 +103,17 @@ impl Frame {
                 );
                 Some(payload_at + stamp::SEQ_OFFSET)
             }
-            StampKind::Sequence if payload.len() >= stamp::SEQ_LEN => Some(payload_at),
+            StampKind::Sequence | StampKind::Timed if payload.len() >= stamp::SEQ_LEN => {
+                Some(payload_at)
+            }
             _ => None,
         };
+        let time_at = (stamp == StampKind::Timed && payload.len() >= jsframe::TIMED_LEN)
+            .then_some(payload_at + jsframe::SEQ_LEN);
         Self {
             bytes,
             seq_at,
+            time_at,
             line: dynamic.then(|| DynamicLine {
                 subject: subject.as_bytes().to_vec(),
                 multi: multisubject,
@@ -133,7 +140,7 @@ impl Frame {
         if let Some(l) = &self.line {
             let (mut n1, mut n2) = (itoa::Buffer::new(), itoa::Buffer::new());
             let suffix: [&[u8]; 3] = match l.multi {
-                Some(max) => [&l.subject, b".", n1.format(seq % max).as_bytes()],
+                Some(keys) => [&l.subject, b".", n1.format(keys.of(seq)).as_bytes()],
                 None => [&l.subject, b"", b""],
             };
             let reply: [&[u8]; 2] = match &l.reply_prefix {
@@ -152,6 +159,9 @@ impl Frame {
         if let Some(off) = self.seq_at {
             out[at + off..at + off + 8].copy_from_slice(&seq.to_le_bytes());
         }
+        if let Some(off) = self.time_at {
+            out[at + off..at + off + 8].copy_from_slice(&jsframe::unix_ns().to_le_bytes());
+        }
     }
 }
 
@@ -159,10 +169,39 @@ impl Frame {
 #[derive(Debug, Clone)]
 struct DynamicLine {
     subject: Vec<u8>,
-    /// `--multisubject`: the subject gets `.<seq mod n>`.
-    multi: Option<u64>,
+    /// `--multisubject` or KV keys: the subject gets `.<key>`.
+    multi: Option<Keys>,
     /// Request/reply: the reply subject is this prefix followed by the sequence number.
     reply_prefix: Option<Vec<u8>>,
+}
+
+/// Subjects (or KV keys) that vary per message: message `seq` goes to `<subject>.<key>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keys {
+    pub n: u64,
+    /// Sequential keys cycle 0, 1, …, n-1; random ones are drawn from a fixed pseudo-random
+    /// sequence, the same every run, so runs compare.
+    pub random: bool,
+}
+
+impl Keys {
+    pub fn cycle(n: u64) -> Self {
+        Self { n, random: false }
+    }
+
+    /// The key of message `seq`.
+    #[inline]
+    pub fn of(self, seq: u64) -> u64 {
+        if self.random {
+            // splitmix64's finaliser: every input bit reaches every output bit.
+            let mut z = seq.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            (z ^ (z >> 31)) % self.n
+        } else {
+            seq % self.n
+        }
+    }
 }
 
 /// What a publisher writes at the front of each payload.
@@ -175,6 +214,9 @@ pub enum StampKind {
     /// Only the 8-byte sequence: with a time-driven schedule it alone says when the message
     /// was due, so latency runs work down to 8-byte messages.
     Sequence,
+    /// The sequence and, from 16 bytes, the send time since the Unix epoch: JetStream
+    /// messages, which a consumer in another process may time.
+    Timed,
 }
 
 /// One publisher's parameters.
@@ -898,10 +940,44 @@ mod tests {
     }
 
     #[test]
+    fn random_keys_are_fixed_spread_and_in_range() {
+        let k = Keys {
+            n: 10,
+            random: true,
+        };
+        let seen: std::collections::HashSet<u64> = (0..200).map(|s| k.of(s)).collect();
+        assert_eq!(seen.len(), 10, "200 draws over 10 keys reach them all");
+        assert!((0..1000).all(|s| k.of(s) < 10));
+        let first: Vec<u64> = (0..8).map(|s| k.of(s)).collect();
+        assert_ne!(
+            first,
+            (0..8).collect::<Vec<_>>(),
+            "not the sequential order"
+        );
+        assert_eq!(
+            first,
+            (0..8).map(|s| k.of(s)).collect::<Vec<_>>(),
+            "the same every run"
+        );
+    }
+
+    #[test]
+    fn timed_stamp_carries_the_sequence_and_the_send_time() {
+        let f = Frame::new("s", None, b"", &[0u8; 20], StampKind::Timed);
+        let mut out = Vec::new();
+        f.append(&mut out, 9);
+        let msgs = messages(&out);
+        assert_eq!(u64::from_le_bytes(msgs[0].1[..8].try_into().unwrap()), 9);
+        let now = jsframe::unix_ns();
+        let sent = jsframe::sent_at(&msgs[0].1, now).expect("a send time");
+        assert!(now - sent < 1_000_000_000, "{now} {sent}");
+    }
+
+    #[test]
     fn multisubject_frames_cycle_through_subjects() {
         let f = Frame::new(
             "s",
-            Some(3),
+            Some(Keys::cycle(3)),
             b"",
             &[0u8; 16],
             StampKind::Delivery {

@@ -3,6 +3,8 @@
 
 pub mod conn;
 pub mod jsapi;
+pub mod jsframe;
 pub mod load;
 pub mod proto;
+pub mod pull;
 pub mod stamp;

@@ -29,6 +29,9 @@ impl Exporter for Text {
             "request" => "NATS request/reply stats",
             "reply" => "NATS reply service stats",
             "js.pub" => "NATS JetStream publish stats",
+            "js.consume" => "NATS JetStream consume stats",
+            "kv.put" => "NATS KV put stats",
+            "kv.get" => "NATS KV get stats",
             _ => "NATS Pub/Sub stats",
         };
         let _ = writeln!(o, "{title}: {}", rate_line(&r.throughput));
@@ -37,8 +40,12 @@ impl Exporter for Text {
                 let name = match (r.scenario, *role) {
                     ("request", "pub") => "Requests",
                     ("request", _) => "Replies",
-                    ("js.pub", "pub") => "Publishes",
-                    ("js.pub", _) => "Acks",
+                    ("js.pub" | "js.consume", "pub") => "Publishes",
+                    ("kv.put", "pub") => "Puts",
+                    ("js.pub" | "kv.put", _) => "Acks",
+                    ("js.consume", _) => "Consumed",
+                    ("kv.get", "pub") => "Gets",
+                    ("kv.get", _) => "Values",
                     (_, "pub") => "Pub stats",
                     _ => "Sub stats",
                 };
@@ -49,6 +56,7 @@ impl Exporter for Text {
         latency(&mut o, r);
         delivery(&mut o, r);
         jetstream(&mut o, r);
+        consumer(&mut o, r);
         if !r.errors.is_empty() {
             let list: Vec<String> = r.errors.iter().map(|(k, n)| format!("{k} {n}")).collect();
             let _ = writeln!(o, "Errors: {}", list.join(", "));
@@ -65,11 +73,18 @@ impl Exporter for Text {
 fn jetstream(o: &mut String, r: &RunResult) {
     let Some(js) = &r.jetstream else { return };
     let line = |st: &crate::scenario::js::StreamReport| {
+        let stored = if st.stored == 0 {
+            "nothing new stored".to_string()
+        } else {
+            format!(
+                "stream sequences {}–{} stored",
+                group(st.before.last_seq + 1),
+                group(st.after.last_seq)
+            )
+        };
         format!(
-            "{} acknowledged, stream sequences {}–{} stored, now {} messages",
+            "{} acknowledged, {stored}, now {} messages",
             group(st.acked),
-            group(st.before.last_seq + 1),
-            group(st.after.last_seq),
             group(st.after.messages)
         )
     };
@@ -99,6 +114,14 @@ fn jetstream(o: &mut String, r: &RunResult) {
             }
         }
     }
+    if js.deduplicated > 0 {
+        let _ = writeln!(
+            o,
+            "Deduplicated: {} publishes carried a message id the stream already had, and were \
+             not stored again",
+            group(js.deduplicated)
+        );
+    }
     if js.reconciled {
         let _ = writeln!(
             o,
@@ -124,6 +147,50 @@ fn jetstream(o: &mut String, r: &RunResult) {
             group(st.unacked_stored),
         );
     }
+}
+
+/// How the consumers pulled, and whether every message owed to them arrived exactly once.
+fn consumer(o: &mut String, r: &RunResult) {
+    let Some(c) = &r.consumer else { return };
+    let _ = writeln!(
+        o,
+        "Consumer {} on stream {}: {} pull requests, {} acks sent, {} redelivered, ended {}",
+        c.consumer,
+        c.stream,
+        group(c.pull_requests),
+        group(c.acks_sent),
+        group(c.redelivered),
+        c.ended
+    );
+    let list = |seqs: &Option<Vec<u64>>| {
+        seqs.as_ref()
+            .filter(|s| !s.is_empty())
+            .map(|s| {
+                let s: Vec<String> = s.iter().map(u64::to_string).collect();
+                format!(" (first: {})", s.join(", "))
+            })
+            .unwrap_or_default()
+    };
+    if c.reconciled {
+        let _ = writeln!(
+            o,
+            "Reconciled: all {} expected stream messages were consumed exactly once",
+            group(c.expected)
+        );
+        return;
+    }
+    let d = &r.delivery;
+    let _ = writeln!(
+        o,
+        "!! NOT RECONCILED: {} of {} expected messages never consumed{}, {} consumed twice{}, \
+         {} breaks in the ordered sequence !!",
+        group(d.lost),
+        group(c.expected),
+        list(&d.missing_seqs),
+        group(d.duplicated.unwrap_or(0)),
+        list(&d.duplicate_seqs),
+        group(c.sequence_breaks)
+    );
 }
 
 /// Lost and replaced connections, the injected fault with its recovery, and the failure that
@@ -198,6 +265,53 @@ fn connections(o: &mut String, r: &RunResult) {
 fn shape(scenario: &str, p: &serde_json::Value) -> String {
     let n = |k: &str| p[k].as_u64().unwrap_or(0);
     let plural = |n: u64, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
+    let s = |k: &str| p[k].as_str().unwrap_or("").to_string();
+    match scenario {
+        "js.consume" => {
+            let source = match s("publish").as_str() {
+                "before" => format!("{} B messages published first", group(n("size"))),
+                "live" => {
+                    let rate = p["rate"].as_f64().unwrap_or(0.0);
+                    let pace = if rate > 0.0 {
+                        format!(" at {} msgs/s", group(rate.round() as u64))
+                    } else {
+                        String::new()
+                    };
+                    format!("{} B messages published live{pace}", group(n("size")))
+                }
+                _ => "the stream's messages".into(),
+            };
+            return format!(
+                "{} mode, {} acks, batch {}; {}; {source}; {} messages",
+                s("mode"),
+                s("ack"),
+                group(n("batch")),
+                plural(n("subs"), "consumer"),
+                group(n("msgs"))
+            );
+        }
+        "kv.put" | "kv.get" => {
+            let amount = match p["duration_secs"].as_f64() {
+                Some(d) => format!("for {d} s"),
+                None => format!("{} per client", group(n("msgs"))),
+            };
+            let size = if scenario == "kv.put" {
+                format!("{} B values; ", group(n("size")))
+            } else {
+                String::new()
+            };
+            return format!(
+                "bucket {}, {} {} keys, history {}; {}, {} in flight; {size}{amount}",
+                s("bucket"),
+                group(n("keys")),
+                s("key_order"),
+                n("history"),
+                plural(n("pubs"), "client"),
+                group(n("in_flight")),
+            );
+        }
+        _ => {}
+    }
     let (pubs, subs) = match scenario {
         "request" | "reply" => ("client", "responder"),
         _ => ("pub", "sub"),
@@ -296,13 +410,31 @@ fn latency(o: &mut String, r: &RunResult) {
                 "percentile", "corrected", "uncorrected"
             );
         }
-        None if r.scenario == "js.pub" => {
+        None if r.scenario == "js.pub" || r.scenario == "kv.put" => {
+            let what = match r.params["mode"].as_str() {
+                Some("batch") => "batches (first message to the commit's PubAck)",
+                _ if r.scenario == "kv.put" => "puts",
+                _ => "publishes",
+            };
             let _ = writeln!(
                 o,
-                "Latency from publish to PubAck, {} publishes:",
+                "Latency from publish to PubAck, {} {what}:",
                 group(c.count)
             );
             let _ = writeln!(o, "  {:>10} {:>12}", "percentile", "ack");
+        }
+        None if r.scenario == "js.consume" => {
+            let _ = writeln!(
+                o,
+                "Latency from publish to consume (send time carried in the payload), {} \
+                 messages:",
+                group(c.count)
+            );
+            let _ = writeln!(o, "  {:>10} {:>12}", "percentile", "end to end");
+        }
+        None if r.scenario == "kv.get" => {
+            let _ = writeln!(o, "Latency of each get, {} gets:", group(c.count));
+            let _ = writeln!(o, "  {:>10} {:>12}", "percentile", "get");
         }
         None => {
             let _ = writeln!(o, "Round-trip latency of {} requests:", group(c.count));

@@ -1,14 +1,25 @@
-//! Validated options of `js pub`: the stream to publish into, and the request/reply machinery's
-//! options that publishing with acknowledgements is (a JetStream publish is a request whose
-//! reply is the PubAck).
+//! Validated options of the JetStream commands: `js pub`, `js consume`, `kv put` and `kv get`.
+//!
+//! Publishing with acknowledgements is the request/reply machinery (a JetStream publish is a
+//! request whose reply is the PubAck), so each command's publishing part is a
+//! [`RequestOptions`]; what is JetStream's own is the stream, the consumer and the framing.
 
-use crate::cli::JsPubArgs;
+use std::time::Duration;
+
+use crate::cli::{JsConsumeArgs, JsPubArgs, KvArgs, StreamArgs};
 use crate::engine::jsapi::StreamConfig;
-use crate::engine::stamp::SEQ_LEN;
+use crate::engine::jsframe::{JsFraming, MAX_BATCH};
+use crate::engine::load::Keys;
+use crate::engine::stamp::{self, SEQ_LEN};
 use crate::error::{Error, Result};
 use crate::options::conn::ConnOptions;
 use crate::options::request::RequestOptions;
-use crate::options::{check_subject, server_choice, Pace, Stop};
+use crate::options::{check_subject, server_choice, Output, Pace, ServerChoice, Stop};
+
+/// The server's limit on atomic batches in flight per stream.
+const MAX_BATCHES_PER_STREAM: u64 = 50;
+/// Unacknowledged publishes a publisher keeps by default in async mode.
+const DEFAULT_WINDOW: u64 = 256;
 
 #[derive(Debug, Clone)]
 pub struct JsPubOptions {
@@ -16,61 +27,158 @@ pub struct JsPubOptions {
     pub streams: Vec<StreamConfig>,
     pub purge: bool,
     pub delete_after: bool,
+    /// `sync`, `async` or `batch`.
     pub mode: &'static str,
     /// The publishing run itself.
     pub publish: RequestOptions,
+}
+
+/// A stream or bucket name: one token, as it becomes part of API subjects.
+fn check_name(flag: &str, name: &str) -> Result<()> {
+    if name.is_empty()
+        || name.len() > 255
+        || name
+            .chars()
+            .any(|c| c == '.' || c == '*' || c == '>' || c.is_whitespace() || c.is_control())
+    {
+        return Err(Error::flag(
+            flag,
+            name,
+            "a name cannot be empty or contain '.', '*', '>' or spaces",
+        ));
+    }
+    Ok(())
+}
+
+/// The streams a command works on: one, or `spread` of them (`NAME_k` capturing `SUBJECT.k`).
+fn stream_configs(t: &StreamArgs, spread: Option<u32>) -> Result<Vec<StreamConfig>> {
+    check_name("--stream", &t.stream)?;
+    check_subject(&t.subject, false).map_err(|why| Error::flag("--subject", &t.subject, why))?;
+    for s in &t.subjects {
+        check_subject(s, true).map_err(|why| Error::flag("--subjects", s, why))?;
+    }
+    if t.replicas == 0 || t.replicas > 5 {
+        return Err(Error::flag(
+            "--replicas",
+            &t.replicas.to_string(),
+            "must be 1 to 5",
+        ));
+    }
+    if spread.is_some() && !t.subjects.is_empty() {
+        return Err(Error::Usage(
+            "--subjects cannot be used with --streams: stream NAME_k captures SUBJECT.k".into(),
+        ));
+    }
+    let n = spread.unwrap_or(1);
+    Ok((0..n)
+        .map(|k| {
+            let (name, subjects) = match spread {
+                Some(_) => (
+                    format!("{}_{k}", t.stream),
+                    vec![format!("{}.{k}", t.subject)],
+                ),
+                None if t.subjects.is_empty() => (t.stream.clone(), vec![t.subject.clone()]),
+                None => (t.stream.clone(), t.subjects.clone()),
+            };
+            StreamConfig {
+                name,
+                subjects,
+                storage: t.storage.clone(),
+                num_replicas: t.replicas as u32,
+                max_bytes: t.max_bytes.map_or(-1, |b| b as i64),
+                discard: t.discard.clone(),
+                ..StreamConfig::default()
+            }
+        })
+        .collect())
+}
+
+fn check_size(size: usize) -> Result<()> {
+    if size < SEQ_LEN {
+        return Err(Error::flag(
+            "--size",
+            &size.to_string(),
+            "must be at least 8 bytes (the sequence number)",
+        ));
+    }
+    Ok(())
+}
+
+fn stop_of(msgs: u64, duration: Option<Duration>) -> Result<Stop> {
+    match duration {
+        Some(d) => Ok(Stop::For(d)),
+        None if msgs == 0 => Err(Error::flag("--msgs", "0", "must be at least 1")),
+        None => Ok(Stop::Count(msgs)),
+    }
+}
+
+/// A JetStream publishing run's request options with the defaults every command shares.
+#[allow(clippy::too_many_arguments)]
+fn publishing(
+    scenario: &'static str,
+    clients: u32,
+    in_flight: u64,
+    pace: Pace,
+    stop: Stop,
+    size: usize,
+    subject: &str,
+    timeout: Duration,
+    allow_loss: bool,
+    server: ServerChoice,
+    conn: ConnOptions,
+    output: Output,
+) -> RequestOptions {
+    RequestOptions {
+        clients,
+        in_flight: usize::try_from(in_flight).unwrap_or(usize::MAX),
+        pace,
+        stop,
+        size,
+        subject: subject.to_string(),
+        responders: 0,
+        delay: Duration::ZERO,
+        timeout,
+        allow_loss,
+        server,
+        conn,
+        output,
+        scenario,
+        spread: None,
+        js_bases: None,
+        js_framing: None,
+        keys: None,
+    }
 }
 
 impl JsPubOptions {
     /// # Errors
     /// [`Error::Usage`] naming the flag whose value cannot work.
     pub fn new(a: &JsPubArgs) -> Result<Self> {
-        if a.size < SEQ_LEN {
-            return Err(Error::flag(
-                "--size",
-                &a.size.to_string(),
-                "must be at least 8 bytes (the sequence number)",
-            ));
+        check_size(a.size)?;
+        if a.max_in_flight == Some(0) {
+            return Err(Error::flag("--max-in-flight", "0", "must be at least 1"));
         }
-        check_subject(&a.subject, false)
-            .map_err(|why| Error::flag("--subject", &a.subject, why))?;
-        // A stream name is one token: no dots, wildcards or spaces (it becomes part of API
-        // subjects).
-        if a.stream.is_empty()
-            || a.stream
-                .chars()
-                .any(|c| c == '.' || c == '*' || c == '>' || c.is_whitespace() || c.is_control())
-        {
-            return Err(Error::flag(
-                "--stream",
-                &a.stream,
-                "a stream name cannot be empty or contain '.', '*', '>' or spaces",
-            ));
-        }
-        let window = match (a.mode.as_str(), a.max_in_flight) {
-            (_, Some(0)) => return Err(Error::flag("--max-in-flight", "0", "must be at least 1")),
-            ("sync", Some(n)) => {
-                return Err(Error::flag(
-                    "--max-in-flight",
-                    &n.to_string(),
-                    "applies to --mode async (sync waits for each acknowledgement)",
-                ))
-            }
-            ("sync", None) => 1,
-            (_, n) => usize::try_from(n.unwrap_or(256)).unwrap_or(usize::MAX),
+        let mode: &'static str = match a.mode.as_str() {
+            "sync" => "sync",
+            "batch" => "batch",
+            _ => "async",
         };
-        if a.replicas == 0 || a.replicas > 5 {
+        if let (Some(b), false) = (a.batch, mode == "batch") {
             return Err(Error::flag(
-                "--replicas",
-                &a.replicas.to_string(),
-                "must be 1 to 5",
+                "--batch",
+                &b.to_string(),
+                "applies to --mode batch",
             ));
         }
-        let stop = match a.duration {
-            Some(d) => Stop::For(d),
-            None if a.msgs == 0 => return Err(Error::flag("--msgs", "0", "must be at least 1")),
-            None => Stop::Count(a.msgs),
-        };
+        let batch = a.batch.unwrap_or(100);
+        if mode == "batch" && !(1..=MAX_BATCH).contains(&batch) {
+            return Err(Error::flag(
+                "--batch",
+                &batch.to_string(),
+                format!("must be 1 to {MAX_BATCH} (the server's limit on an atomic batch)"),
+            ));
+        }
+        let stop = stop_of(a.msgs, a.duration)?;
         if a.streams == 0 || a.streams > 1000 {
             return Err(Error::flag(
                 "--streams",
@@ -88,48 +196,85 @@ impl JsPubOptions {
                 ),
             ));
         }
+        let window = match (mode, a.max_in_flight) {
+            ("sync", Some(n)) => {
+                return Err(Error::flag(
+                    "--max-in-flight",
+                    &n.to_string(),
+                    "applies to --mode async or batch (sync waits for each acknowledgement)",
+                ))
+            }
+            ("sync", None) => 1,
+            ("batch", n) => {
+                let n = n.unwrap_or(1);
+                let per_stream = u64::from(a.clients).div_ceil(a.streams) * n;
+                if per_stream > MAX_BATCHES_PER_STREAM {
+                    return Err(Error::flag(
+                        "--max-in-flight",
+                        &n.to_string(),
+                        format!(
+                            "puts {per_stream} batches in flight on a stream; the server allows \
+                             {MAX_BATCHES_PER_STREAM}"
+                        ),
+                    ));
+                }
+                n
+            }
+            (_, n) => n.unwrap_or(DEFAULT_WINDOW),
+        };
+        let dedup = match (&a.msg_id_prefix, a.dedup) {
+            (Some(p), _) => {
+                if p.is_empty()
+                    || p.len() > 64
+                    || !p.bytes().all(|b| b.is_ascii_graphic() && b != b':')
+                {
+                    return Err(Error::flag(
+                        "--msg-id-prefix",
+                        p,
+                        "must be 1 to 64 printable characters without ':'",
+                    ));
+                }
+                Some(p.clone())
+            }
+            (None, true) => Some(format!("{:04x}", stamp::new_run_tag())),
+            (None, false) => None,
+        };
         let spread = (a.streams > 1).then_some(a.streams as u32);
+        let mut streams = stream_configs(&a.target, spread)?;
+        for s in &mut streams {
+            s.allow_atomic = mode == "batch";
+        }
         let conn = ConnOptions::new(&a.conn)?;
         conn.no_fault("js pub")?;
-        let mode: &'static str = if a.mode == "sync" { "sync" } else { "async" };
-        Ok(Self {
-            streams: (0..a.streams)
-                .map(|k| {
-                    let (name, subject) = match spread {
-                        Some(_) => (format!("{}_{k}", a.stream), format!("{}.{k}", a.subject)),
-                        None => (a.stream.clone(), a.subject.clone()),
-                    };
-                    StreamConfig {
-                        name,
-                        subjects: vec![subject],
-                        storage: a.storage.clone(),
-                        num_replicas: a.replicas as u32,
-                        max_bytes: a.max_bytes.map_or(-1, |b| b as i64),
-                        discard: a.discard.clone(),
-                    }
-                })
-                .collect(),
-            purge: a.purge,
-            delete_after: a.delete_after,
-            mode,
-            publish: RequestOptions {
-                clients: a.clients,
-                in_flight: window,
-                pace: Pace::Unlimited,
-                stop,
-                size: a.size,
-                subject: a.subject.clone(),
-                responders: 0,
-                delay: std::time::Duration::ZERO,
-                timeout: a.timeout,
-                allow_loss: a.allow_loss,
-                server: server_choice(&a.conn)?,
-                conn,
-                output: (&a.out).into(),
-                scenario: "js.pub",
-                spread,
-                js_bases: None,
+        let mut publish = publishing(
+            "js.pub",
+            a.clients,
+            window,
+            Pace::Unlimited,
+            stop,
+            a.size,
+            &a.target.subject,
+            a.timeout,
+            a.allow_loss,
+            server_choice(&a.conn)?,
+            conn,
+            (&a.out).into(),
+        );
+        publish.spread = spread;
+        publish.js_framing = Some(JsFraming {
+            batch: if mode == "batch" { batch } else { 1 },
+            dedup,
+            total: match stop {
+                Stop::Count(n) => Some(n),
+                Stop::For(_) => None,
             },
+        });
+        Ok(Self {
+            streams,
+            purge: a.target.purge,
+            delete_after: a.target.delete_after,
+            mode,
+            publish,
         })
     }
 
@@ -137,9 +282,361 @@ impl JsPubOptions {
     pub fn params(&self) -> serde_json::Value {
         let mut p = self.publish.params();
         p["mode"] = self.mode.into();
+        if let Some(f) = &self.publish.js_framing {
+            p["batch"] = f.batch.into();
+            p["msg_id_prefix"] = f.dedup.clone().into();
+        }
+        if let Some(k) = self.publish.keys {
+            p["keys"] = k.n.into();
+            p["key_order"] = if k.random { "random" } else { "sequential" }.into();
+        }
         p["streams"] = serde_json::to_value(&self.streams).expect("serialisable");
         p["purge"] = self.purge.into();
         p["delete_after"] = self.delete_after.into();
+        p
+    }
+}
+
+/// How a consumer pulls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PullMode {
+    /// One pull request of `batch` at a time, the next when it is fulfilled.
+    Fetch,
+    /// `batch` pulled ahead, topped up when half has arrived.
+    Consume,
+    /// As consume, on an ordered consumer: no acks, one reader, gaps in its sequence detected.
+    Ordered,
+}
+
+impl PullMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PullMode::Fetch => "fetch",
+            PullMode::Consume => "consume",
+            PullMode::Ordered => "ordered",
+        }
+    }
+}
+
+/// Which messages a consumer acknowledges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AckMode {
+    Explicit,
+    All,
+    None,
+}
+
+impl AckMode {
+    /// The consumer's `ack_policy`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AckMode::Explicit => "explicit",
+            AckMode::All => "all",
+            AckMode::None => "none",
+        }
+    }
+}
+
+/// Where the consumed messages come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// msgbench publishes them first, then consumes.
+    Before,
+    /// msgbench publishes while consuming.
+    Live,
+    /// The stream already holds them.
+    Stream,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Before => "before",
+            Source::Live => "live",
+            Source::Stream => "none",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct JsConsumeOptions {
+    pub stream: StreamConfig,
+    pub purge: bool,
+    pub delete_after: bool,
+    pub mode: PullMode,
+    pub batch: u64,
+    pub ack: AckMode,
+    pub source: Source,
+    pub clients: u32,
+    /// Messages to consume (at most, with [`Source::Stream`]).
+    pub msgs: u64,
+    pub timeout: Duration,
+    pub allow_loss: bool,
+    pub server: ServerChoice,
+    pub conn: ConnOptions,
+    pub output: Output,
+    /// The publisher of [`Source::Before`] and [`Source::Live`].
+    pub publish: Option<RequestOptions>,
+}
+
+impl JsConsumeOptions {
+    /// # Errors
+    /// [`Error::Usage`] naming the flag whose value cannot work.
+    pub fn new(a: &JsConsumeArgs) -> Result<Self> {
+        let mode = match a.mode.as_str() {
+            "fetch" => PullMode::Fetch,
+            "ordered" => PullMode::Ordered,
+            _ => PullMode::Consume,
+        };
+        let ack = match (mode, a.ack.as_deref()) {
+            (PullMode::Ordered, Some(ack @ ("explicit" | "all"))) => {
+                return Err(Error::flag(
+                    "--ack",
+                    ack,
+                    "an ordered consumer acknowledges nothing (use none, or --mode consume)",
+                ))
+            }
+            (_, Some("all")) => AckMode::All,
+            (_, Some("none")) | (PullMode::Ordered, None) => AckMode::None,
+            _ => AckMode::Explicit,
+        };
+        if mode == PullMode::Ordered && a.clients > 1 {
+            return Err(Error::flag(
+                "--clients",
+                &a.clients.to_string(),
+                "an ordered consumer has one reader (use --mode consume to share one)",
+            ));
+        }
+        if a.batch == 0 || a.batch > 100_000 {
+            return Err(Error::flag(
+                "--batch",
+                &a.batch.to_string(),
+                "must be 1 to 100000",
+            ));
+        }
+        if a.msgs == 0 {
+            return Err(Error::flag("--msgs", "0", "must be at least 1"));
+        }
+        check_size(a.size)?;
+        crate::options::check_rate(a.rate)?;
+        let source = match a.publish.as_str() {
+            "live" => Source::Live,
+            "none" => Source::Stream,
+            _ => Source::Before,
+        };
+        if a.rate > 0.0 && source != Source::Live {
+            return Err(Error::flag(
+                "--rate",
+                &a.rate.to_string(),
+                "applies to --publish live",
+            ));
+        }
+        if source == Source::Stream && a.target.purge {
+            return Err(Error::Usage(
+                "--purge with --publish none would leave nothing to consume".into(),
+            ));
+        }
+        let stream = stream_configs(&a.target, None)?.remove(0);
+        let conn = ConnOptions::new(&a.conn)?;
+        conn.no_fault("js consume")?;
+        let server = server_choice(&a.conn)?;
+        let output: Output = (&a.out).into();
+        let publish = (source != Source::Stream).then(|| {
+            let pace = if a.rate > 0.0 {
+                Pace::Rate { per_sec: a.rate }
+            } else {
+                Pace::Unlimited
+            };
+            publishing(
+                "js.pub",
+                1,
+                // Open loop sends on schedule; the window then only bounds memory.
+                if a.rate > 0.0 {
+                    1 << 20
+                } else {
+                    DEFAULT_WINDOW
+                },
+                pace,
+                Stop::Count(a.msgs),
+                a.size,
+                &a.target.subject,
+                a.timeout,
+                a.allow_loss,
+                server.clone(),
+                conn,
+                Output::default(),
+            )
+        });
+        Ok(Self {
+            stream,
+            purge: a.target.purge,
+            delete_after: a.target.delete_after,
+            mode,
+            batch: a.batch,
+            ack,
+            source,
+            clients: a.clients,
+            msgs: a.msgs,
+            timeout: a.timeout,
+            allow_loss: a.allow_loss,
+            server,
+            conn,
+            output,
+            publish,
+        })
+    }
+
+    pub fn params(&self) -> serde_json::Value {
+        serde_json::json!({
+            "connection": self.conn.params(),
+            "pubs": u32::from(self.publish.is_some()),
+            "subs": self.clients,
+            "mode": self.mode.as_str(),
+            "batch": self.batch,
+            "ack": self.ack.as_str(),
+            "publish": self.source.as_str(),
+            "rate": match self.publish.as_ref().map(|p| p.pace) {
+                Some(Pace::Rate { per_sec }) => per_sec,
+                _ => 0.0,
+            },
+            "msgs": self.msgs,
+            "size": self.publish.as_ref().map(|p| p.size),
+            "subject": self.stream.subjects.join(","),
+            "stream": self.stream,
+            "purge": self.purge,
+            "delete_after": self.delete_after,
+            "timeout_secs": self.timeout.as_secs_f64(),
+            "allow_loss": self.allow_loss,
+        })
+    }
+}
+
+/// `kv put` or `kv get`.
+#[derive(Debug, Clone)]
+pub struct KvOptions {
+    pub bucket: String,
+    pub get: bool,
+    /// Put: publishes into the bucket's stream, reconciled like `js pub`. Get: the filling of
+    /// each key once, before the gets.
+    pub put: JsPubOptions,
+    /// Get: direct gets of the keys, as requests.
+    pub gets: Option<RequestOptions>,
+}
+
+impl KvOptions {
+    /// # Errors
+    /// [`Error::Usage`] naming the flag whose value cannot work.
+    pub fn new(a: &KvArgs, get: bool) -> Result<Self> {
+        check_name("--bucket", &a.bucket)?;
+        // The server keeps at most 64 values per key in a bucket.
+        if a.history == 0 || a.history > 64 {
+            return Err(Error::flag(
+                "--history",
+                &a.history.to_string(),
+                "must be 1 to 64",
+            ));
+        }
+        if a.keys == 0 {
+            return Err(Error::flag("--keys", "0", "must be at least 1"));
+        }
+        if a.max_in_flight == 0 {
+            return Err(Error::flag("--max-in-flight", "0", "must be at least 1"));
+        }
+        check_size(a.size)?;
+        let stop = stop_of(a.msgs, a.duration)?;
+        let conn = ConnOptions::new(&a.conn)?;
+        conn.no_fault(if get { "kv get" } else { "kv put" })?;
+        let server = server_choice(&a.conn)?;
+        let keys = Keys {
+            n: a.keys,
+            random: a.order == "random",
+        };
+        let stream = StreamConfig {
+            name: format!("KV_{}", a.bucket),
+            subjects: vec![format!("$KV.{}.>", a.bucket)],
+            storage: a.storage.clone(),
+            num_replicas: 1,
+            max_bytes: -1,
+            // A bucket's defaults, as the clients create them.
+            discard: "new".into(),
+            max_msgs_per_subject: a.history as i64,
+            allow_direct: true,
+            allow_rollup_hdrs: true,
+            deny_delete: true,
+            ..StreamConfig::default()
+        };
+        let put_subject = format!("$KV.{}", a.bucket);
+        let mut put = publishing(
+            "kv.put",
+            a.clients,
+            a.max_in_flight,
+            Pace::Unlimited,
+            stop,
+            a.size,
+            &put_subject,
+            a.timeout,
+            a.allow_loss,
+            server.clone(),
+            conn,
+            (&a.out).into(),
+        );
+        put.keys = Some(keys);
+        let gets = get.then(|| {
+            let mut g = publishing(
+                "kv.get",
+                a.clients,
+                a.max_in_flight,
+                Pace::Unlimited,
+                stop,
+                // A direct get by subject carries no body.
+                0,
+                &format!("$JS.API.DIRECT.GET.KV_{}.$KV.{}", a.bucket, a.bucket),
+                a.timeout,
+                a.allow_loss,
+                server,
+                conn,
+                (&a.out).into(),
+            );
+            g.keys = Some(keys);
+            // Fill: every key once, in order, as fast as acknowledgements allow.
+            put.scenario = "kv.fill";
+            put.clients = 1;
+            put.in_flight = DEFAULT_WINDOW as usize;
+            put.stop = Stop::Count(a.keys);
+            put.keys = Some(Keys::cycle(a.keys));
+            put.output = Output::default();
+            g
+        });
+        Ok(Self {
+            bucket: a.bucket.clone(),
+            get,
+            put: JsPubOptions {
+                streams: vec![stream],
+                purge: false,
+                delete_after: a.delete_after,
+                mode: if a.max_in_flight == 1 {
+                    "sync"
+                } else {
+                    "async"
+                },
+                publish: put,
+            },
+            gets,
+        })
+    }
+
+    pub fn params(&self) -> serde_json::Value {
+        let mut p = match &self.gets {
+            Some(g) => g.params(),
+            None => self.put.params(),
+        };
+        let keys = self.gets.as_ref().map_or(self.put.publish.keys, |g| g.keys);
+        if let Some(k) = keys {
+            p["keys"] = k.n.into();
+            p["key_order"] = if k.random { "random" } else { "sequential" }.into();
+        }
+        p["bucket"] = self.bucket.clone().into();
+        p["history"] = self.put.streams[0].max_msgs_per_subject.into();
         p
     }
 }

@@ -4,6 +4,8 @@
 use std::time::Duration;
 
 use crate::cli::{ReplyArgs, RequestArgs};
+use crate::engine::jsframe::JsFraming;
+use crate::engine::load::Keys;
 use crate::engine::stamp::SEQ_LEN;
 use crate::error::{Error, Result};
 use crate::options::{check_subject, server_choice, Output, Pace, ServerChoice, Stop};
@@ -33,6 +35,10 @@ pub struct RequestOptions {
     /// next sequence when the run starts. Replies are then PubAcks, read for the stored sequence
     /// or the error.
     pub js_bases: Option<Vec<u64>>,
+    /// JetStream publishes with message ids or in atomic batches (closed loop only).
+    pub js_framing: Option<JsFraming>,
+    /// Subjects varying per request: `<subject>.<key>` (KV keys).
+    pub keys: Option<Keys>,
 }
 
 impl RequestOptions {
@@ -100,6 +106,8 @@ impl RequestOptions {
             scenario: "request",
             spread: None,
             js_bases: None,
+            js_framing: None,
+            keys: None,
         })
     }
 

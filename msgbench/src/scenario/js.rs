@@ -1,18 +1,30 @@
-//! JetStream publishing: make sure the streams exist (purged if asked), run the publishers as
-//! requesters whose replies are PubAcks, then reconcile what was acknowledged with what each
-//! stream holds, sequence by sequence.
+//! JetStream runs: publishing (`js pub`, `kv put`), consuming (`js consume`) and reading keys
+//! (`kv get`). Each makes sure its stream exists, runs its clients, and then proves what
+//! happened from the stream's side: every stored message acknowledged exactly once to a
+//! publisher, or delivered exactly once to the consumers.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime};
 
 use serde::Serialize;
 
-use crate::engine::conn::{self, ConnectSpec};
-use crate::engine::jsapi::{self, StreamState};
-use crate::error::{ErrorCounts, Result};
-use crate::options::js::JsPubOptions;
-use crate::result::RunResult;
+use crate::engine::conn::{self, Conn, ConnectSpec};
+use crate::engine::jsapi::{self, ConsumerConfig, StreamConfig, StreamState};
+use crate::engine::jsframe;
+use crate::engine::pull::{self, PullEnd, PullSpec};
+use crate::engine::{proto, stamp};
+use crate::error::{Error, ErrorCounts, Result};
+use crate::options::conn::ConnOptions;
+use crate::options::js::{AckMode, JsConsumeOptions, JsPubOptions, KvOptions, PullMode, Source};
+use crate::options::request::RequestOptions;
+use crate::result::{throughput_sections, LatencyStats, RunResult, ServerMeta};
 use crate::scenario::request::{self, JsAcks};
 use crate::server::Target;
+use crate::stats::acks::{AckSet, GAPS_LISTED};
+use crate::stats::delivery::Delivery;
+use crate::stats::latency::new_histogram;
+use crate::stats::throughput::{ClientRun, Role};
 
 /// The result's `jetstream` section: totals over the streams, and each stream.
 #[derive(Debug, Clone, Serialize)]
@@ -21,6 +33,7 @@ pub struct JsReport {
     pub mode: &'static str,
     pub acked: u64,
     pub duplicate_acks: u64,
+    pub deduplicated: u64,
     pub stored: u64,
     pub unacked_stored: u64,
     /// Every stream reconciled.
@@ -34,8 +47,10 @@ pub struct StreamReport {
     pub name: String,
     /// Distinct stream sequences acknowledged to the publishers.
     pub acked: u64,
-    /// Acknowledgements for a sequence already acknowledged, or marked duplicate by the server.
+    /// Acknowledgements for a sequence already acknowledged.
     pub duplicate_acks: u64,
+    /// Publishes the server recognised by their message id and did not store again.
+    pub deduplicated: u64,
     /// The stream before and after the run.
     pub before: StreamState,
     pub after: StreamState,
@@ -57,7 +72,7 @@ impl StreamReport {
         acks: &JsAcks,
         limited: bool,
     ) -> Self {
-        let (acked, dups) = acks;
+        let (acked, dups) = (&acks.acked, &acks.duplicate_acks);
         let stored = after.last_seq.saturating_sub(before.last_seq);
         let (unacked_stored, unacked_seqs) = acked.gaps_through(after.last_seq);
         let grew_by_acked =
@@ -66,6 +81,7 @@ impl StreamReport {
             name: name.to_string(),
             acked: acked.len(),
             duplicate_acks: *dups,
+            deduplicated: acks.deduplicated,
             before,
             after,
             stored,
@@ -76,65 +92,516 @@ impl StreamReport {
     }
 }
 
-/// Runs `msgbench js pub`.
+/// The result's `consumer` section: how `js consume` pulled, and whether every message it was
+/// owed arrived exactly once.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConsumeReport {
+    pub stream: String,
+    pub consumer: String,
+    pub mode: &'static str,
+    pub ack: &'static str,
+    pub batch: u64,
+    /// Where the messages came from: before, live or none.
+    pub publish: &'static str,
+    /// The stream sequences owed to the consumers: those acknowledged to this run's publisher,
+    /// or the stream's first messages.
+    pub expected: u64,
+    /// Distinct stream sequences delivered.
+    pub consumed: u64,
+    pub pull_requests: u64,
+    pub acks_sent: u64,
+    /// Deliveries the server marked as redeliveries.
+    pub redelivered: u64,
+    /// Ordered mode: breaks in the consumer sequence.
+    pub sequence_breaks: u64,
+    /// Why the consumers stopped: done, drained, idle, stopped, failed.
+    pub ended: &'static str,
+    /// Every expected message delivered exactly once.
+    pub reconciled: bool,
+}
+
+/// A connection for API calls, whose read loop never runs.
+fn api_conn(target: &Target, opts: &ConnOptions, timeout: std::time::Duration) -> Result<Conn> {
+    conn::connect(
+        &ConnectSpec {
+            servers: &target.urls,
+            name: "msgbench-js-setup",
+            opts,
+            stall_limit: timeout,
+        },
+        Arc::new(ErrorCounts::default()),
+    )
+}
+
+/// Creates (or finds) the streams, purges them if asked, and returns their states.
+fn open_streams(
+    setup: &mut Conn,
+    streams: &[StreamConfig],
+    purge: bool,
+    timeout: std::time::Duration,
+) -> Result<Vec<StreamState>> {
+    let mut before = Vec::new();
+    for cfg in streams {
+        jsapi::ensure_stream(setup, cfg, timeout)?;
+        if purge {
+            jsapi::purge_stream(setup, &cfg.name, timeout)?;
+        }
+        before.push(jsapi::stream_state(setup, &cfg.name, timeout)?);
+    }
+    Ok(before)
+}
+
+/// Publishes with acknowledgements into streams whose states are `before`, then reconciles.
+fn publish_and_reconcile(
+    p: &RequestOptions,
+    mode: &'static str,
+    streams: &[StreamConfig],
+    before: &[StreamState],
+    setup: &mut Conn,
+    target: &Target,
+    stop: &AtomicBool,
+) -> Result<(RunResult, JsReport, Vec<JsAcks>)> {
+    let publish = RequestOptions {
+        js_bases: Some(before.iter().map(|s| s.last_seq + 1).collect()),
+        ..p.clone()
+    };
+    let (result, acks) = request::run_requests(&publish, target, stop)?;
+    let acks = acks.expect("js_bases set");
+    let mut reports = Vec::new();
+    for ((cfg, before), acks) in streams.iter().zip(before).zip(&acks) {
+        let after = jsapi::stream_state(setup, &cfg.name, p.timeout)?;
+        reports.push(StreamReport::new(
+            &cfg.name,
+            *before,
+            after,
+            acks,
+            cfg.limited(),
+        ));
+    }
+    let sum = |f: fn(&StreamReport) -> u64| reports.iter().map(f).sum::<u64>();
+    let report = JsReport {
+        storage: streams[0].storage.clone(),
+        mode,
+        acked: sum(|s| s.acked),
+        duplicate_acks: sum(|s| s.duplicate_acks),
+        deduplicated: sum(|s| s.deduplicated),
+        stored: sum(|s| s.stored),
+        unacked_stored: sum(|s| s.unacked_stored),
+        reconciled: reports.iter().all(|s| s.reconciled),
+        streams: reports,
+    };
+    Ok((result, report, acks))
+}
+
+/// Runs `msgbench js pub` (and `kv put`, which is a publish into the bucket's stream).
 ///
 /// # Errors
 /// Failures before publishing: server, connection, JetStream disabled, a stream that cannot be
 /// created.
 pub fn run_pub(opts: &JsPubOptions, target: &Target, stop: &AtomicBool) -> Result<RunResult> {
     let p = &opts.publish;
-    let mut setup = conn::connect(
-        &ConnectSpec {
-            servers: &target.urls,
-            name: "msgbench-js-setup",
-            opts: &p.conn,
-            stall_limit: p.timeout,
-        },
-        std::sync::Arc::new(ErrorCounts::default()),
+    let mut setup = api_conn(target, &p.conn, p.timeout)?;
+    let before = open_streams(&mut setup, &opts.streams, opts.purge, p.timeout)?;
+    let (mut result, report, _) = publish_and_reconcile(
+        p,
+        opts.mode,
+        &opts.streams,
+        &before,
+        &mut setup,
+        target,
+        stop,
     )?;
-    let api_timeout = p.timeout;
-    let mut before = Vec::new();
-    for cfg in &opts.streams {
-        jsapi::ensure_stream(&mut setup, cfg, api_timeout)?;
-        if opts.purge {
-            jsapi::purge_stream(&mut setup, &cfg.name, api_timeout)?;
-        }
-        before.push(jsapi::stream_state(&mut setup, &cfg.name, api_timeout)?);
-    }
-    let publish = crate::options::request::RequestOptions {
-        js_bases: Some(before.iter().map(|s| s.last_seq + 1).collect()),
-        ..p.clone()
-    };
-    let (mut result, acks) = request::run_requests(&publish, target, stop)?;
-    let acks = acks.expect("js_bases set");
-    let mut streams = Vec::new();
-    for ((cfg, before), acks) in opts.streams.iter().zip(before).zip(&acks) {
-        let after = jsapi::stream_state(&mut setup, &cfg.name, api_timeout)?;
-        streams.push(StreamReport::new(
-            &cfg.name,
-            before,
-            after,
-            acks,
-            cfg.max_bytes >= 0,
-        ));
-    }
-    let sum = |f: fn(&StreamReport) -> u64| streams.iter().map(f).sum::<u64>();
     result.params = opts.params();
-    result.jetstream = Some(JsReport {
-        storage: opts.streams[0].storage.clone(),
-        mode: opts.mode,
-        acked: sum(|s| s.acked),
-        duplicate_acks: sum(|s| s.duplicate_acks),
-        stored: sum(|s| s.stored),
-        unacked_stored: sum(|s| s.unacked_stored),
-        reconciled: streams.iter().all(|s| s.reconciled),
-        streams,
-    });
+    result.jetstream = Some(report);
     if opts.delete_after {
         for cfg in &opts.streams {
-            jsapi::delete_stream(&mut setup, &cfg.name, api_timeout)?;
+            jsapi::delete_stream(&mut setup, &cfg.name, p.timeout)?;
         }
     }
     setup.shared.close();
+    Ok(result)
+}
+
+/// Runs `msgbench kv put` or `kv get`.
+///
+/// # Errors
+/// As [`run_pub`]; for a get, also a bucket that could not be filled.
+pub fn run_kv(opts: &KvOptions, target: &Target, stop: &AtomicBool) -> Result<RunResult> {
+    let Some(gets) = &opts.gets else {
+        let mut result = run_pub(&opts.put, target, stop)?;
+        result.params = opts.params();
+        return Ok(result);
+    };
+    let p = &opts.put.publish;
+    let mut setup = api_conn(target, &p.conn, p.timeout)?;
+    let before = open_streams(&mut setup, &opts.put.streams, false, p.timeout)?;
+    // Every key gets a value first, so each get has something to find.
+    let (_, fill, _) = publish_and_reconcile(
+        p,
+        "async",
+        &opts.put.streams,
+        &before,
+        &mut setup,
+        target,
+        stop,
+    )?;
+    let keys = gets.keys.map_or(0, |k| k.n);
+    if fill.acked < keys && !stop.load(Ordering::Relaxed) {
+        return Err(Error::JetStream {
+            kind: crate::error::ErrorKind::JsOther,
+            text: format!(
+                "could not fill bucket {}: {} of {keys} keys acknowledged",
+                opts.bucket, fill.acked
+            ),
+        });
+    }
+    let mut result = request::run_request(gets, target, stop)?;
+    result.params = opts.params();
+    if opts.put.delete_after {
+        jsapi::delete_stream(&mut setup, &opts.put.streams[0].name, p.timeout)?;
+    }
+    setup.shared.close();
+    Ok(result)
+}
+
+/// What every consumer shares: the stream sequences delivered so far.
+struct Seen {
+    set: AckSet,
+    duplicates: u64,
+    duplicate_seqs: Vec<u64>,
+}
+
+/// What one consumer measured.
+struct Consumed {
+    msgs: u64,
+    bytes: u64,
+    last: Option<Instant>,
+    latency: hdrhistogram::Histogram<u64>,
+    end: PullEnd,
+    counts: pull::PullCounts,
+}
+
+/// Runs `msgbench js consume`.
+///
+/// # Errors
+/// Failures before consuming: server, connections, JetStream, a stream with nothing to consume.
+#[allow(clippy::too_many_lines)]
+pub fn run_consume(
+    opts: &JsConsumeOptions,
+    target: &Target,
+    stop: &AtomicBool,
+) -> Result<RunResult> {
+    let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let timeout = opts.timeout;
+    let mut setup = api_conn(target, &opts.conn, timeout)?;
+    let streams = std::slice::from_ref(&opts.stream);
+    let before = open_streams(&mut setup, streams, opts.purge, timeout)?;
+    let state = before[0];
+    let name = &opts.stream.name;
+    // Where consuming starts, and how many distinct messages will do.
+    let (start, goal) = match opts.source {
+        Source::Stream if state.messages == 0 => {
+            return Err(Error::Usage(format!(
+                "stream {name} holds no messages to consume (--publish none)"
+            )))
+        }
+        Source::Stream => (state.first_seq, opts.msgs.min(state.messages)),
+        Source::Before | Source::Live => (state.last_seq + 1, opts.msgs),
+    };
+    // Filling the stream first: the consumers then time consuming alone.
+    let mut published = None;
+    if opts.source == Source::Before {
+        let p = opts
+            .publish
+            .as_ref()
+            .expect("a publisher for --publish before");
+        published = Some(publish_and_reconcile(
+            p, "async", streams, &before, &mut setup, target, stop,
+        )?);
+    }
+    let tag = stamp::new_run_tag();
+    let consumer = format!("msgbench_{tag:04x}");
+    let ordered = opts.mode == PullMode::Ordered;
+    let cfg = ConsumerConfig {
+        name: consumer.clone(),
+        deliver_policy: if opts.source == Source::Stream {
+            "all"
+        } else {
+            "by_start_sequence"
+        },
+        opt_start_seq: (opts.source != Source::Stream).then_some(start),
+        ack_policy: opts.ack.as_str(),
+        // Enough for every client's pulls in flight plus acks on their way.
+        max_ack_pending: (opts.ack != AckMode::None)
+            .then(|| (opts.batch * u64::from(opts.clients) * 4).max(1000) as i64),
+        max_waiting: 512,
+        inactive_threshold: 60_000_000_000,
+        mem_storage: ordered,
+        num_replicas: ordered.then_some(1),
+    };
+    jsapi::create_consumer(&mut setup, name, &cfg, timeout)?;
+    let errors = Arc::new(ErrorCounts::default());
+    let inbox = format!("_INBOX.msgbench{tag:04x}.pull");
+    let mut clients = Vec::new();
+    for i in 0..opts.clients {
+        let mut c = conn::connect(
+            &ConnectSpec {
+                servers: &target.urls,
+                name: &format!("msgbench-consumer-{i}"),
+                opts: &opts.conn,
+                stall_limit: timeout,
+            },
+            errors.clone(),
+        )?;
+        let mut sub = Vec::new();
+        proto::encode_sub(&mut sub, &format!("{inbox}.{i}"), None, 1);
+        c.subscribe_and_confirm(&sub, timeout)?;
+        clients.push(c);
+    }
+    let (info, url) = (clients[0].info.clone(), clients[0].url.clone());
+    let seen = Mutex::new(Seen {
+        set: AckSet::new(start),
+        duplicates: 0,
+        duplicate_seqs: Vec::new(),
+    });
+    let distinct = AtomicU64::new(0);
+    let all_done = AtomicBool::new(false);
+    let publishing_over = AtomicBool::new(opts.source != Source::Live);
+    // Latency means publish-to-consume only when both ran at once (or the messages came from
+    // another live publisher); after a fill it would be the time messages waited.
+    let timed = opts.source != Source::Before;
+    let zero = Instant::now();
+    let (consumed, live) = std::thread::scope(|s| {
+        let live = (opts.source == Source::Live).then(|| {
+            let p = opts
+                .publish
+                .as_ref()
+                .expect("a publisher for --publish live");
+            let over = &publishing_over;
+            s.spawn(move || {
+                let publish = RequestOptions {
+                    js_bases: Some(vec![start]),
+                    ..p.clone()
+                };
+                let r = request::run_requests(&publish, target, stop);
+                over.store(true, Ordering::Release);
+                r
+            })
+        });
+        let threads: Vec<_> = clients
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let Conn {
+                    mut reader, shared, ..
+                } = c;
+                let spec = PullSpec {
+                    mode: opts.mode,
+                    ack: opts.ack,
+                    batch: opts.batch,
+                    next: format!("$JS.API.CONSUMER.MSG.NEXT.{name}.{consumer}"),
+                    inbox: format!("{inbox}.{i}"),
+                    expires: timeout.min(std::time::Duration::from_secs(30)) / 2,
+                    idle: timeout,
+                };
+                let (seen, distinct, all_done, over) =
+                    (&seen, &distinct, &all_done, &publishing_over);
+                s.spawn(move || {
+                    let mut got = Consumed {
+                        msgs: 0,
+                        bytes: 0,
+                        last: None,
+                        latency: new_histogram(),
+                        end: PullEnd::Stopped,
+                        counts: pull::PullCounts::default(),
+                    };
+                    let (end, counts) = pull::pull(
+                        &mut reader,
+                        &shared,
+                        &spec,
+                        over,
+                        stop,
+                        all_done,
+                        |d, payload| {
+                            let now = Instant::now();
+                            got.msgs += 1;
+                            got.bytes += payload.len() as u64;
+                            got.last = Some(now);
+                            if timed {
+                                let unix = jsframe::unix_ns();
+                                if let Some(sent) = jsframe::sent_at(payload, unix) {
+                                    let _ = got.latency.record(unix.saturating_sub(sent).max(1));
+                                }
+                            }
+                            let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+                            if seen.set.insert(d.stream_seq) {
+                                distinct.fetch_add(1, Ordering::Relaxed);
+                            } else {
+                                seen.duplicates += 1;
+                                if seen.duplicate_seqs.len() < GAPS_LISTED {
+                                    seen.duplicate_seqs.push(d.stream_seq);
+                                }
+                            }
+                            if distinct.load(Ordering::Relaxed) >= goal {
+                                all_done.store(true, Ordering::Release);
+                                return false;
+                            }
+                            true
+                        },
+                    );
+                    shared.close();
+                    got.end = end;
+                    got.counts = counts;
+                    got
+                })
+            })
+            .collect();
+        let consumed: Vec<Consumed> = threads
+            .into_iter()
+            .map(|t| t.join().expect("consumer panicked"))
+            .collect();
+        (
+            consumed,
+            live.map(|t| t.join().expect("publisher panicked")),
+        )
+    });
+    if let Some(live) = live {
+        let (result, acks) = live?;
+        let acks = acks.expect("js_bases set");
+        let after = jsapi::stream_state(&mut setup, name, timeout)?;
+        let report = StreamReport::new(name, state, after, &acks[0], opts.stream.limited());
+        let js = JsReport {
+            storage: opts.stream.storage.clone(),
+            mode: "async",
+            acked: report.acked,
+            duplicate_acks: report.duplicate_acks,
+            deduplicated: report.deduplicated,
+            stored: report.stored,
+            unacked_stored: report.unacked_stored,
+            reconciled: report.reconciled,
+            streams: vec![report],
+        };
+        published = Some((result, js, acks));
+    }
+    let _ = jsapi::delete_consumer(&mut setup, name, &consumer, timeout);
+    if opts.delete_after {
+        jsapi::delete_stream(&mut setup, name, timeout)?;
+    }
+    setup.shared.close();
+
+    // What the consumers owed: what this run's publisher was acknowledged, or the stream's
+    // first `goal` messages.
+    let seen = seen.into_inner().unwrap_or_else(|p| p.into_inner());
+    let (expected, missing, missing_seqs) = match &published {
+        Some((_, _, acks)) => {
+            let (n, listed) = acks[0].acked.missing_from(&seen.set);
+            (acks[0].acked.len(), n, listed)
+        }
+        None => {
+            let (n, listed) = seen.set.gaps_through(start + goal - 1);
+            (goal, n, listed)
+        }
+    };
+    let counts = consumed
+        .iter()
+        .fold(pull::PullCounts::default(), |mut a, c| {
+            a.requests += c.counts.requests;
+            a.acks_sent += c.counts.acks_sent;
+            a.redelivered += c.counts.redelivered;
+            a.sequence_breaks += c.counts.sequence_breaks;
+            a
+        });
+    let ended = consumed
+        .iter()
+        .map(|c| c.end)
+        .find(|e| matches!(e, PullEnd::Failed(_) | PullEnd::Stopped | PullEnd::Idle))
+        .or(consumed.first().map(|c| c.end))
+        .unwrap_or(PullEnd::Stopped);
+    let runs: Vec<ClientRun> = consumed
+        .iter()
+        .enumerate()
+        .map(|(i, c)| ClientRun {
+            role: Role::Sub,
+            id: i as u32,
+            msgs: c.msgs,
+            bytes: c.bytes,
+            start: Some(zero),
+            end: c.last.or(Some(zero)),
+        })
+        .collect();
+    let (throughput, mut by_role, mut client_stats) = throughput_sections(&runs);
+    let mut latency = new_histogram();
+    for c in &consumed {
+        latency.add(&c.latency).expect("same bounds");
+    }
+    let received: u64 = consumed.iter().map(|c| c.msgs).sum();
+    let reconciled = missing == 0 && seen.duplicates == 0 && counts.sequence_breaks == 0;
+    let mut result = RunResult {
+        throughput,
+        delivery: Delivery {
+            sent: published
+                .as_ref()
+                .map_or(expected, |(r, _, _)| r.delivery.sent),
+            expected,
+            received,
+            lost: missing,
+            duplicated: Some(seen.duplicates),
+            reordered: None,
+            unstamped: 0,
+            accounting: "stream_sequence",
+            publishers: Vec::new(),
+            missing_seqs: Some(missing_seqs),
+            duplicate_seqs: Some(seen.duplicate_seqs),
+        },
+        latency: (!latency.is_empty()).then(|| LatencyStats::of(&latency)),
+        consumer: Some(ConsumeReport {
+            stream: name.clone(),
+            consumer,
+            mode: opts.mode.as_str(),
+            ack: opts.ack.as_str(),
+            batch: opts.batch,
+            publish: opts.source.as_str(),
+            expected,
+            consumed: seen.set.len(),
+            pull_requests: counts.requests,
+            acks_sent: counts.acks_sent,
+            redelivered: counts.redelivered,
+            sequence_breaks: counts.sequence_breaks,
+            ended: match ended {
+                PullEnd::Done => "done",
+                PullEnd::Drained => "drained",
+                PullEnd::Idle => "idle",
+                PullEnd::Stopped => "stopped",
+                PullEnd::Failed(_) => "failed",
+            },
+            reconciled,
+        }),
+        ..RunResult::new(
+            "js.consume",
+            started_at,
+            opts.params(),
+            ServerMeta::new(&info, &url, target.embedded.is_some()),
+            &errors,
+            stop.load(Ordering::Relaxed),
+        )
+    };
+    // The publisher's side: its rate, its errors, and its own reconciliation with the stream.
+    if let Some((pub_result, js, _)) = published {
+        if let Some(p) = pub_result.by_role.get("pub") {
+            by_role.insert("pub", p.clone());
+        }
+        client_stats.extend(
+            pub_result
+                .clients
+                .into_iter()
+                .filter(|c| c.role == Role::Pub),
+        );
+        for (k, n) in pub_result.errors {
+            *result.errors.entry(k).or_default() += n;
+        }
+        result.jetstream = Some(js);
+    }
+    result.by_role = by_role;
+    result.clients = client_stats;
     Ok(result)
 }

@@ -266,6 +266,8 @@ pub fn run(
             duplicated: t.duplicated,
             reordered: t.reordered,
         }],
+        missing_seqs: None,
+        duplicate_seqs: None,
     };
     let last_send_ns = sent.checked_sub(1).and_then(|last| send_times.get(last));
     let actual_rate = match last_send_ns {

@@ -196,7 +196,7 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
             } = conn;
             let frame = Frame::new(
                 &opts.subject,
-                opts.multisubject,
+                opts.multisubject.map(crate::engine::load::Keys::cycle),
                 &header_block,
                 &payload,
                 match stamp_with {

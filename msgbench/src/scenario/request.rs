@@ -12,6 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::engine::conn::{self, Conn, ConnectSpec, Event, Flow};
 use crate::engine::jsapi::{self, Ack};
+use crate::engine::jsframe::JsFrame;
 use crate::engine::load::{self, Frame, PubOutcome, PubSpec, RespondSpec, StampKind, Window};
 use crate::engine::{proto, stamp};
 use crate::error::{Error, ErrorCounts, ErrorKind, Result};
@@ -44,10 +45,39 @@ struct Replies<'a> {
     /// them, and where failed acknowledgements are counted by kind.
     acks: Option<AckSet>,
     dup_acks: u64,
+    /// Acknowledgements the server marked duplicate: a message id it had already stored.
+    deduplicated: u64,
     errors: &'a ErrorCounts,
     /// Bytes a reply stands for: with JetStream, the payload it acknowledges (a PubAck's own
     /// bytes say nothing about what was stored); otherwise the reply's payload.
     stands_for: Option<u64>,
+}
+
+/// How a client's requests go on the wire: one message each, or a JetStream publish with a
+/// message id or a whole atomic batch.
+enum Shape {
+    Plain(Frame),
+    Js(JsFrame),
+}
+
+impl Shape {
+    /// Appends request `k`; returns the messages it holds.
+    fn append(&self, out: &mut Vec<u8>, k: u64) -> u64 {
+        match self {
+            Shape::Plain(f) => {
+                f.append(out, k);
+                1
+            }
+            Shape::Js(f) => f.append(out, k),
+        }
+    }
+
+    fn payload_len(&self) -> usize {
+        match self {
+            Shape::Plain(f) => f.payload_len(),
+            Shape::Js(f) => f.payload_len(),
+        }
+    }
 }
 
 /// Runs `msgbench request`.
@@ -59,8 +89,14 @@ pub fn run_request(opts: &RequestOptions, target: &Target, stop: &AtomicBool) ->
 }
 
 /// For one stream of a JetStream run (`opts.js_bases`): every sequence acknowledged to its
-/// publishers, and how many acknowledgements were duplicates.
-pub type JsAcks = (AckSet, u64);
+/// publishers, how many acknowledgements were for a sequence already acknowledged, and how many
+/// the server marked as duplicates of a stored message id.
+#[derive(Debug, Clone)]
+pub struct JsAcks {
+    pub acked: AckSet,
+    pub duplicate_acks: u64,
+    pub deduplicated: u64,
+}
 
 /// [`run_request`], also returning the acknowledged stream sequences when requests are
 /// JetStream publishes.
@@ -89,7 +125,8 @@ pub fn run_requests(
             max_payload: info.max_payload,
         });
     }
-    let inbox = format!("_INBOX.msgbench{:04x}", stamp::new_run_tag());
+    let run_tag = stamp::new_run_tag();
+    let inbox = format!("_INBOX.msgbench{run_tag:04x}");
     let per_client = match opts.pace {
         Pace::Rate { per_sec } => Pace::Rate {
             per_sec: per_sec / f64::from(opts.clients),
@@ -111,7 +148,7 @@ pub fn run_requests(
     let epoch: OnceLock<Instant> = OnceLock::new();
     let done = AtomicBool::new(false);
     let served = AtomicU64::new(0);
-    let payload = vec![b'r'; opts.size];
+    let payload = vec![if opts.js_bases.is_some() { b'j' } else { b'r' }; opts.size];
     let progress: Vec<AtomicU64> = (0..opts.clients).map(|_| AtomicU64::new(0)).collect();
 
     let injector = Injector::new(opts.conn.fault, target)?;
@@ -122,15 +159,32 @@ pub fn run_requests(
             .as_ref()
             .and_then(|b| b.get(opts.target_of(i).1).copied())
     };
+    // JetStream messages carry their send time, for a consumer to time them.
+    let stamp_kind = if opts.js_bases.is_some() {
+        StampKind::Timed
+    } else {
+        StampKind::Sequence
+    };
     let frame_for = |i: usize| {
         Frame::with_reply(
             &opts.target_of(i).0,
-            None,
+            opts.keys,
             Some(&format!("{inbox}.{i}.")),
             b"",
             &payload,
-            StampKind::Sequence,
+            stamp_kind,
         )
+    };
+    let shape_for = |i: usize| match &opts.js_framing {
+        Some(f) if f.batch > 1 || f.dedup.is_some() => Shape::Js(JsFrame::new(
+            &opts.target_of(i).0,
+            &format!("{inbox}.{i}."),
+            opts.size,
+            f,
+            i as u32,
+            run_tag,
+        )),
+        _ => Shape::Plain(frame_for(i)),
     };
     let (pub_outs, replies): (Vec<PubOutcome>, Vec<Replies<'_>>) =
         std::thread::scope(|s| -> Result<_> {
@@ -191,7 +245,7 @@ pub fn run_requests(
                     let Conn {
                         mut reader, shared, ..
                     } = c;
-                    let frame = frame_for(i);
+                    let frame = shape_for(i);
                     let (window, times) = (&windows[i], &send_times[i]);
                     outs.push(s.spawn(move || {
                         let mut r = new_replies(fault_ns, js_base(i), opts.size, errors_ref);
@@ -355,6 +409,8 @@ pub fn run_requests(
                 reordered: r.rec.tracker.reordered,
             })
             .collect(),
+        missing_seqs: None,
+        duplicate_seqs: None,
     };
     let open_loop = schedule.is_some();
     let fault = injector.as_ref().map(|inj| {
@@ -370,12 +426,20 @@ pub fn run_requests(
     });
     // Per target stream: every sequence acknowledged to the clients publishing into it.
     let acks = opts.js_bases.as_ref().map(|bases| {
-        let mut per: Vec<JsAcks> = bases.iter().map(|b| (AckSet::new(*b), 0)).collect();
+        let mut per: Vec<JsAcks> = bases
+            .iter()
+            .map(|b| JsAcks {
+                acked: AckSet::new(*b),
+                duplicate_acks: 0,
+                deduplicated: 0,
+            })
+            .collect();
         for (i, r) in replies.iter().enumerate() {
-            let (all, dups) = &mut per[opts.target_of(i).1];
-            *dups += r.dup_acks;
+            let js = &mut per[opts.target_of(i).1];
+            js.duplicate_acks += r.dup_acks;
+            js.deduplicated += r.deduplicated;
             if let Some(set) = &r.acks {
-                *dups += all.merge(set);
+                js.duplicate_acks += js.acked.merge(set);
             }
         }
         per
@@ -410,6 +474,7 @@ fn new_replies<'a>(
     Replies {
         acks: js_base.map(AckSet::new),
         dup_acks: 0,
+        deduplicated: 0,
         errors,
         stands_for: js_base.map(|_| size as u64),
         recovery: RecoveryLog::default(),
@@ -449,13 +514,28 @@ fn on_reply(
         r.no_responders += u64::from(on_time);
         return;
     }
+    // Any other status (a direct get's 404 for a key with no value, …) is a failed request.
+    if let Some(kind) = m.headers.and_then(jsapi::status_kind) {
+        r.errors.add(kind);
+        return;
+    }
+    // Messages this reply acknowledges: a whole batch at its commit.
+    let mut count = 1;
     if let Some(acks) = r.acks.as_mut() {
         // A late acknowledgement still says the message was stored: it counts for the
         // reconciliation with the stream, only not for latency.
         match jsapi::read_ack(m.payload) {
-            Ack::Stored { seq, duplicate } => {
-                if !acks.insert(seq) || duplicate {
-                    r.dup_acks += 1;
+            // The sequence of a recognised message id is where the first copy went: not this
+            // run's to account for.
+            Ack::Stored {
+                duplicate: true, ..
+            } => r.deduplicated += 1,
+            Ack::Stored { seq, batch, .. } => {
+                count = batch.max(1);
+                for s in seq.saturating_sub(count - 1)..=seq {
+                    if !acks.insert(s) {
+                        r.dup_acks += 1;
+                    }
                 }
             }
             Ack::Failed(kind) => {
@@ -477,8 +557,10 @@ fn on_reply(
         r.recovery
             .record(Some(due_ns), recv_ns, f.load(Ordering::Relaxed));
     }
-    r.ok += 1;
-    r.bytes += r.stands_for.unwrap_or(m.payload.len() as u64);
+    r.ok += count;
+    r.bytes += r
+        .stands_for
+        .map_or(m.payload.len() as u64, |size| size * count);
     r.last = Some(now);
 }
 
@@ -488,7 +570,7 @@ fn on_reply(
 fn closed_loop(
     reader: &mut conn::Reader,
     shared: &conn::Shared,
-    frame: &Frame,
+    frame: &Shape,
     window: &Window,
     times: &SendTimes,
     until: Stop,
@@ -497,9 +579,11 @@ fn closed_loop(
     id: u32,
     r: &mut Replies<'_>,
 ) -> PubOutcome {
-    let limit = match until {
-        Stop::Count(n) => n,
-        Stop::For(_) => u64::MAX,
+    // In requests: with batches, the last one may be short.
+    let limit = match (until, frame) {
+        (Stop::Count(n), Shape::Js(f)) => n.div_ceil(f.messages_in(0).max(1)),
+        (Stop::Count(n), Shape::Plain(_)) => n,
+        (Stop::For(_), _) => u64::MAX,
     };
     let deadline = match until {
         Stop::For(d) => Some(zero + d),
@@ -507,6 +591,7 @@ fn closed_loop(
     };
     let mut out = Vec::with_capacity(load::FLUSH_AT);
     let mut sent = 0u64;
+    let mut msgs = 0u64;
     let mut failed = None;
     reader.run(shared, load::TICK, |event| match event {
         Event::Msg(m) => {
@@ -527,7 +612,7 @@ fn closed_loop(
             };
             while sending && sent < limit && window.try_acquire(sent) {
                 times.put(sent, zero.elapsed().as_nanos() as u64);
-                frame.append(&mut out, sent);
+                msgs += frame.append(&mut out, sent);
                 sent += 1;
                 if out.len() >= load::FLUSH_AT {
                     write(&mut out);
@@ -555,8 +640,8 @@ fn closed_loop(
         run: ClientRun {
             role: Role::Pub,
             id,
-            msgs: sent,
-            bytes: sent * frame.payload_len() as u64,
+            msgs,
+            bytes: msgs * frame.payload_len() as u64,
             start: Some(zero),
             end: Some(Instant::now()),
         },

@@ -67,6 +67,34 @@ impl AckSet {
         dups
     }
 
+    /// Whether `seq` is in the set.
+    pub fn contains(&self, seq: u64) -> bool {
+        seq.checked_sub(self.base).is_some_and(|i| {
+            self.bits
+                .get((i / 64) as usize)
+                .is_some_and(|w| w & (1 << (i % 64)) != 0)
+        })
+    }
+
+    /// Sequences in this set that `other` lacks: the number, and the first [`GAPS_LISTED`].
+    pub fn missing_from(&self, other: &AckSet) -> (u64, Vec<u64>) {
+        let (mut n, mut listed) = (0, Vec::new());
+        for (w, &bits) in self.bits.iter().enumerate() {
+            let mut b = bits;
+            while b != 0 {
+                let seq = self.base + w as u64 * 64 + u64::from(b.trailing_zeros());
+                b &= b - 1;
+                if !other.contains(seq) {
+                    n += 1;
+                    if listed.len() < GAPS_LISTED {
+                        listed.push(seq);
+                    }
+                }
+            }
+        }
+        (n, listed)
+    }
+
     /// Sequences from the base through `last` that are not in the set: the number, and the
     /// first [`GAPS_LISTED`] of them.
     pub fn gaps_through(&self, last: u64) -> (u64, Vec<u64>) {
@@ -105,5 +133,21 @@ mod tests {
         let (n, listed) = a.gaps_through(105);
         assert_eq!((n, listed), (3, vec![103, 104, 105]));
         assert_eq!(a.gaps_through(102).0, 0);
+    }
+
+    #[test]
+    fn what_one_set_has_and_another_lacks_is_listed_in_order() {
+        let mut owed = AckSet::new(10);
+        let mut got = AckSet::new(5);
+        for s in 10..200 {
+            owed.insert(s);
+            if s % 50 != 0 {
+                got.insert(s);
+            }
+        }
+        got.insert(7);
+        assert!(got.contains(7) && !got.contains(50) && !got.contains(4));
+        assert_eq!(owed.missing_from(&got), (3, vec![50, 100, 150]));
+        assert_eq!(got.missing_from(&owed), (1, vec![7]));
     }
 }

@@ -178,6 +178,12 @@ pub struct Delivery {
     pub accounting: &'static str,
     /// Per publisher, summed over subscribers (empty without stamps).
     pub publishers: Vec<PublisherDelivery>,
+    /// With JetStream consumers: the first stream sequences never delivered, and the first
+    /// delivered more than once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing_seqs: Option<Vec<u64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duplicate_seqs: Option<Vec<u64>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -259,6 +265,8 @@ pub fn summarize(subs: &[(u64, &DeliveryLog)], expect: &Expectation<'_>) -> Deli
                     unstamped,
                     accounting: "exact",
                     publishers,
+                    missing_seqs: None,
+                    duplicate_seqs: None,
                 }
             } else {
                 count_only(total_sent, expected, received, subs, unstamped)
@@ -300,6 +308,8 @@ pub fn summarize(subs: &[(u64, &DeliveryLog)], expect: &Expectation<'_>) -> Deli
                     unstamped,
                     accounting: "exact",
                     publishers: Vec::new(),
+                    missing_seqs: None,
+                    duplicate_seqs: None,
                 }
             } else {
                 count_only(sent, expected, received, subs, unstamped)
@@ -327,6 +337,8 @@ fn count_only(
         unstamped,
         accounting: "count",
         publishers: Vec::new(),
+        missing_seqs: None,
+        duplicate_seqs: None,
     }
 }
 
