@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,23 +25,50 @@ import (
 //
 //   - sync: js.Publish, each call waiting for its PubAck;
 //   - async: js.PublishAsync with at most -max-in-flight unacknowledged
-//     (jetstream.WithPublishAsyncMaxPending), then PublishAsyncComplete.
+//     (jetstream.WithPublishAsyncMaxPending), then PublishAsyncComplete;
+//   - batch: ADR-50 atomic batches of -batch messages, one batch at a time
+//     (see publishBatch): the members are plain core publishes with the
+//     Nats-Batch-Id and Nats-Batch-Sequence headers, the last one also
+//     carries Nats-Batch-Commit and is sent as a request whose reply is the
+//     batch's PubAck. The pinned nats.go has no batch publisher, so this is
+//     what an application writes with it.
 //
 // The stream is set up exactly as msgbench sets up its own (see
-// jsStreamConfig), so both tools can share one stream.
+// jsStreamConfig), so both tools can share one stream; in batch mode it
+// also allows atomic publishing, as msgbench's does in its batch mode.
 
 type jsPubConfig struct {
 	config
-	publish     string // "sync" or "async"
+	publish     string // "sync", "async" or "batch"
 	maxInFlight int
+	batch       int // messages per atomic batch, in batch mode
 	stream      string
 }
+
+// batchCommitTimeout bounds the wait for a batch's PubAck: the JetStream
+// context's default timeout, which a sync publish waits too.
+const batchCommitTimeout = 5 * time.Second
+
+// maxAtomicBatch is the largest atomic batch the server accepts by default
+// (msgbench's --batch has the same bound).
+const maxAtomicBatch = 1000
+
+// The ADR-50 headers of an atomic batch.
+const (
+	hdrBatchID     = "Nats-Batch-Id"
+	hdrBatchSeq    = "Nats-Batch-Sequence"
+	hdrBatchCommit = "Nats-Batch-Commit"
+)
 
 type jsPubResult struct {
 	Mode        string `json:"mode"`
 	Publish     string `json:"publish"`
 	MaxInFlight int    `json:"max_in_flight,omitempty"`
-	Msgs        int    `json:"msgs"`
+	// Batch is the messages per atomic batch and Batches the batches
+	// committed, in batch mode only.
+	Batch   int   `json:"batch,omitempty"`
+	Batches int64 `json:"batches,omitempty"`
+	Msgs    int   `json:"msgs"`
 	// Acked counts publishes that got a PubAck, Failed those that got an
 	// error (or no answer before the final wait gave up) instead.
 	Acked   int64   `json:"acked"`
@@ -69,8 +100,9 @@ func parseJSPubArgs(args []string) (jsPubConfig, error) {
 	fs.IntVar(&cfg.size, "size", 128, "payload size in bytes")
 	fs.StringVar(&cfg.subject, "subject", "benchjs.x", "subject to publish to; the stream captures it")
 	fs.StringVar(&cfg.stream, "stream", "benchjs", "stream name; created or updated, then purged")
-	fs.StringVar(&cfg.publish, "mode", "async", "sync: wait for each PubAck; async: keep up to -max-in-flight unacknowledged")
+	fs.StringVar(&cfg.publish, "mode", "async", "sync: wait for each PubAck; async: keep up to -max-in-flight unacknowledged; batch: atomic batches of -batch messages, one at a time")
 	fs.IntVar(&cfg.maxInFlight, "max-in-flight", 256, "unacknowledged publishes at most, in async mode")
+	fs.IntVar(&cfg.batch, "batch", 100, "messages per atomic batch, in batch mode (1 to 1000)")
 	if err := fs.Parse(args); err != nil {
 		return jsPubConfig{}, err
 	}
@@ -83,8 +115,11 @@ func parseJSPubArgs(args []string) (jsPubConfig, error) {
 	if cfg.size < 0 {
 		return jsPubConfig{}, errors.New("-size must be >= 0")
 	}
-	if cfg.publish != "sync" && cfg.publish != "async" {
-		return jsPubConfig{}, fmt.Errorf("-mode must be sync or async, not %q", cfg.publish)
+	if cfg.publish != "sync" && cfg.publish != "async" && cfg.publish != "batch" {
+		return jsPubConfig{}, fmt.Errorf("-mode must be sync, async or batch, not %q", cfg.publish)
+	}
+	if cfg.batch < 1 || cfg.batch > maxAtomicBatch {
+		return jsPubConfig{}, fmt.Errorf("-batch must be 1 to %d", maxAtomicBatch)
 	}
 	if cfg.maxInFlight < 1 {
 		return jsPubConfig{}, errors.New("-max-in-flight must be >= 1")
@@ -105,7 +140,8 @@ func parseJSPubArgs(args []string) (jsPubConfig, error) {
 // one subject, memory storage, one replica, no limits, discard old. The
 // server fills in the same defaults for everything else, so this config
 // and msgbench's are the same stream; msgbench's create fails on a stream
-// of the same name with any other config.
+// of the same name with any other config. For batch mode, see
+// jsBatchStreamConfig.
 func jsStreamConfig(name, subject string) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:     name,
@@ -115,6 +151,81 @@ func jsStreamConfig(name, subject string) jetstream.StreamConfig {
 		MaxBytes: -1,
 		Discard:  jetstream.DiscardOld,
 	}
+}
+
+// jsBatchStreamConfig is the stream msgbench's js pub creates in batch
+// mode: jsStreamConfig's, also accepting atomic batches (allow_atomic).
+func jsBatchStreamConfig(name, subject string) jetstream.StreamConfig {
+	c := jsStreamConfig(name, subject)
+	c.AllowAtomicPublish = true
+	return c
+}
+
+// batchPubAck is the reply to a batch's commit: a PubAck that also names
+// the batch and counts its messages, or an error. The pinned nats.go's
+// jetstream.PubAck has no batch fields, hence this type.
+type batchPubAck struct {
+	Stream   string              `json:"stream"`
+	Sequence uint64              `json:"seq"`
+	BatchID  string              `json:"batch"`
+	Count    int                 `json:"count"`
+	Error    *jetstream.APIError `json:"error,omitempty"`
+}
+
+// batchIDs hands out batch ids unique to this run: a random prefix and a
+// counter (the server allows 64 characters).
+type batchIDs struct {
+	prefix string
+	next   uint64
+}
+
+func newBatchIDs() (*batchIDs, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, err
+	}
+	return &batchIDs{prefix: "ref" + hex.EncodeToString(b[:]) + "-"}, nil
+}
+
+func (g *batchIDs) id() string {
+	g.next++
+	return g.prefix + strconv.FormatUint(g.next, 10)
+}
+
+// publishBatch sends one atomic batch of n messages: n-1 core publishes,
+// then the commit as a request, and returns the number of messages the
+// server acknowledged (the PubAck's count). An error means the batch was
+// not acknowledged; the caller tells a dead connection from a refused or
+// timed-out batch by nc.IsClosed.
+func publishBatch(nc *nats.Conn, subject, id string, n int, data []byte, timeout time.Duration) (int, error) {
+	for i := 1; i <= n; i++ {
+		msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
+		msg.Header.Set(hdrBatchID, id)
+		msg.Header.Set(hdrBatchSeq, strconv.Itoa(i))
+		if i < n {
+			if err := nc.PublishMsg(msg); err != nil {
+				return 0, fmt.Errorf("batch %s message %d: %w", id, i, err)
+			}
+			continue
+		}
+		msg.Header.Set(hdrBatchCommit, "1")
+		reply, err := nc.RequestMsg(msg, timeout)
+		if err != nil {
+			return 0, fmt.Errorf("batch %s commit: %w", id, err)
+		}
+		var ack batchPubAck
+		if err := json.Unmarshal(reply.Data, &ack); err != nil {
+			return 0, fmt.Errorf("batch %s commit: reply is not a PubAck (%w): %q", id, err, reply.Data)
+		}
+		if ack.Error != nil {
+			return 0, fmt.Errorf("batch %s refused: %s (err_code %d)", id, ack.Error.Description, ack.Error.ErrorCode)
+		}
+		if ack.BatchID != id || ack.Count != n {
+			return ack.Count, fmt.Errorf("batch %s: PubAck for batch %q with count %d, want %d", id, ack.BatchID, ack.Count, n)
+		}
+		return ack.Count, nil
+	}
+	return 0, nil
 }
 
 // publishAsync sends one message, waiting while the window is full.
@@ -167,7 +278,11 @@ func runJSPub(cfg jsPubConfig) (jsPubResult, error) {
 
 	setupCtx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	stream, err := js.CreateOrUpdateStream(setupCtx, jsStreamConfig(cfg.stream, cfg.subject))
+	streamCfg := jsStreamConfig(cfg.stream, cfg.subject)
+	if cfg.publish == "batch" {
+		streamCfg = jsBatchStreamConfig(cfg.stream, cfg.subject)
+	}
+	stream, err := js.CreateOrUpdateStream(setupCtx, streamCfg)
 	if err != nil {
 		return jsPubResult{}, fmt.Errorf("create or update stream %s: %w", cfg.stream, err)
 	}
@@ -175,9 +290,37 @@ func runJSPub(cfg jsPubConfig) (jsPubResult, error) {
 		return jsPubResult{}, fmt.Errorf("purge stream %s: %w", cfg.stream, err)
 	}
 
+	var ids *batchIDs
+	if cfg.publish == "batch" {
+		if ids, err = newBatchIDs(); err != nil {
+			return jsPubResult{}, fmt.Errorf("batch ids: %w", err)
+		}
+	}
+	var batches int64
+
 	data := payload(cfg.size)
 	start := time.Now()
-	if cfg.publish == "sync" {
+	switch cfg.publish {
+	case "batch":
+		// One batch at a time; the last one may be short. Each commit
+		// waits as long as a sync publish does (the JetStream context's
+		// default timeout, 5 s).
+		for sent := 0; sent < cfg.msgs; {
+			n := min(cfg.batch, cfg.msgs-sent)
+			got, err := publishBatch(nc, cfg.subject, ids.id(), n, data, batchCommitTimeout)
+			sent += n
+			acked.Add(int64(got))
+			if err != nil {
+				if nc.IsClosed() {
+					return jsPubResult{}, fmt.Errorf("publish: %w", err)
+				}
+				failed.Add(int64(max(n-got, 0)))
+				noteErr(err)
+				continue
+			}
+			batches++
+		}
+	case "sync":
 		// No deadline on the context: each publish then gets the
 		// JetStream context's default timeout (5 s), like msgbench's
 		// default --timeout for an acknowledgement.
@@ -193,7 +336,7 @@ func runJSPub(cfg jsPubConfig) (jsPubResult, error) {
 			}
 			acked.Add(1)
 		}
-	} else {
+	default:
 		for i := 0; i < cfg.msgs; i++ {
 			if err := publishAsync(js, cfg.subject, data); err != nil {
 				return jsPubResult{}, fmt.Errorf("publish %d: %w", i, err)
@@ -226,8 +369,12 @@ func runJSPub(cfg jsPubConfig) (jsPubResult, error) {
 		MsgsPerSec: rate(int(n), elapsed),
 		StreamMsgs: info.State.Msgs,
 	}
-	if cfg.publish == "async" {
+	switch cfg.publish {
+	case "async":
 		res.MaxInFlight = cfg.maxInFlight
+	case "batch":
+		res.Batch = cfg.batch
+		res.Batches = batches
 	}
 	if res.StreamMsgs != uint64(res.Acked) {
 		fmt.Fprintf(os.Stderr, "ref jspub: the stream holds %d messages, but %d publishes were acknowledged\n", res.StreamMsgs, res.Acked)

@@ -1,6 +1,6 @@
 // Command ref is the reference side of the msgbench side-by-side benchmark.
 //
-// It has six subcommands, each of which prints exactly one JSON line on
+// It has seven subcommands, each of which prints exactly one JSON line on
 // stdout:
 //
 //	ref pub     -url URL -msgs N -size S -subject SUBJ
@@ -8,7 +8,8 @@
 //	ref raw     -url URL -msgs N -size S -subject SUBJ
 //	ref latency -url URL -rate R -duration D -warmup W -size S -subject SUBJ
 //	ref request -url URL -msgs N -size S -subject SUBJ
-//	ref jspub   -url URL -mode sync|async -max-in-flight W -msgs N -size S -stream NAME -subject SUBJ
+//	ref jspub   -url URL -mode sync|async|batch -max-in-flight W -batch B -msgs N -size S -stream NAME -subject SUBJ
+//	ref jsconsume -url URL -mode fetch|consume|ordered -batch B -ack explicit|none -msgs N -size S -stream NAME -subject SUBJ -timeout D
 //
 // pub and pubsub use the official Go client (nats.go) the way an ordinary
 // application would. raw bypasses any client library and writes prebuilt
@@ -17,8 +18,10 @@
 // latency at a target rate the way nats-io's latency-tests tool does (see
 // latency.go); request measures closed-loop request/reply round trips with
 // one requester (see request.go). jspub publishes into a JetStream stream
-// with nats.go's jetstream package, synchronously or with a window of
-// asynchronous publishes (see jspub.go).
+// with nats.go's jetstream package, synchronously, with a window of
+// asynchronous publishes or in atomic batches (see jspub.go); jsconsume
+// fills a stream, then consumes it with a pull or ordered consumer (see
+// jsconsume.go).
 package main
 
 import (
@@ -62,7 +65,8 @@ type result struct {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: ref pub|pubsub|raw|request -url nats://HOST:PORT -msgs N -size S -subject SUBJ")
 	fmt.Fprintln(w, "       ref latency -url nats://HOST:PORT -rate R -duration D -warmup W -size S -subject SUBJ")
-	fmt.Fprintln(w, "       ref jspub -url nats://HOST:PORT -mode sync|async -max-in-flight W -msgs N -size S -stream NAME -subject SUBJ")
+	fmt.Fprintln(w, "       ref jspub -url nats://HOST:PORT -mode sync|async|batch -max-in-flight W -batch B -msgs N -size S -stream NAME -subject SUBJ")
+	fmt.Fprintln(w, "       ref jsconsume -url nats://HOST:PORT -mode fetch|consume|ordered -batch B -ack explicit|none -msgs N -size S -stream NAME -subject SUBJ -timeout D")
 }
 
 func main() {
@@ -87,6 +91,11 @@ func main() {
 		var jcfg jsPubConfig
 		if jcfg, err = parseJSPubFlags(os.Args[2:]); err == nil {
 			res, err = runJSPub(jcfg)
+		}
+	case "jsconsume":
+		var ccfg jsConsumeConfig
+		if ccfg, err = parseJSConsumeFlags(os.Args[2:]); err == nil {
+			res, err = runJSConsume(ccfg)
 		}
 	default:
 		var cfg config

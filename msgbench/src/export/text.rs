@@ -281,10 +281,13 @@ fn shape(scenario: &str, p: &serde_json::Value) -> String {
                 }
                 _ => "the stream's messages".into(),
             };
+            let acks = match s("ack").as_str() {
+                "none" => "no acks".to_string(),
+                a => format!("{a} acks"),
+            };
             return format!(
-                "{} mode, {} acks, batch {}; {}; {source}; {} messages",
+                "{} mode, {acks}, batch {}; {}; {source}; {} messages",
                 s("mode"),
-                s("ack"),
                 group(n("batch")),
                 plural(n("subs"), "consumer"),
                 group(n("msgs"))
