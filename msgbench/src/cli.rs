@@ -522,6 +522,11 @@ pub struct ConnArgs {
     /// (time from the start of the load). Reports the recovery time.
     #[arg(long, value_name = "KIND@TIME[:HOLD]")]
     pub fault: Option<String>,
+    /// Put an impaired link between the clients and the server: delay=1ms,jitter=200us,
+    /// rate=100mbit (each way; prefix an item with up: or down: for one direction). A proxy
+    /// inside msgbench does it; its own cost is measured and reported.
+    #[arg(long, value_name = "SPEC")]
+    pub link: Option<String>,
 }
 
 /// Where results go.

@@ -10,6 +10,7 @@ pub mod cli;
 pub mod engine;
 pub mod error;
 pub mod export;
+pub mod link;
 pub mod options;
 pub mod output;
 pub mod result;
@@ -129,39 +130,38 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
         }
         Command::Latency(a) => {
             let o = options::latency::LatencyOptions::new(&a)?;
-            let a = server::resolve(&o.server_a)?;
-            let b = o.server_b.as_ref().map(server::resolve).transpose()?;
-            let result = scenario::latency::run(&o, &a, b.as_ref(), stop)?;
-            output::write::emit(&result, &o.output)?;
-            Ok(result.exit_code(o.allow_loss))
+            let a = server::resolve(&o.server_a, o.conn.link)?;
+            let b = o
+                .server_b
+                .as_ref()
+                .map(|b| server::resolve(b, o.conn.link))
+                .transpose()?;
+            let result = scenario::latency::run(&o, &a, b.as_ref(), stop);
+            finish(result, &a, &o.output, o.allow_loss)
         }
         Command::Request(a) => {
             let o = options::request::RequestOptions::new(&a)?;
-            let target = server::resolve(&o.server)?;
-            let result = scenario::request::run_request(&o, &target, stop)?;
-            output::write::emit(&result, &o.output)?;
-            Ok(result.exit_code(o.allow_loss))
+            let target = server::resolve(&o.server, o.conn.link)?;
+            let result = scenario::request::run_request(&o, &target, stop);
+            finish(result, &target, &o.output, o.allow_loss)
         }
         Command::Reply(a) => {
             let o = options::request::ReplyOptions::new(&a)?;
-            let target = server::resolve(&o.server)?;
-            let result = scenario::request::run_reply(&o, &target, stop)?;
-            output::write::emit(&result, &o.output)?;
-            Ok(result.exit_code(false))
+            let target = server::resolve(&o.server, o.conn.link)?;
+            let result = scenario::request::run_reply(&o, &target, stop);
+            finish(result, &target, &o.output, false)
         }
         Command::Js(cli::JsCommand::Pub(a)) => {
             let o = options::js::JsPubOptions::new(&a)?;
-            let target = server::resolve(&o.publish.server)?;
-            let result = scenario::js::run_pub(&o, &target, stop)?;
-            output::write::emit(&result, &o.publish.output)?;
-            Ok(result.exit_code(o.publish.allow_loss))
+            let target = server::resolve(&o.publish.server, o.publish.conn.link)?;
+            let result = scenario::js::run_pub(&o, &target, stop);
+            finish(result, &target, &o.publish.output, o.publish.allow_loss)
         }
         Command::Js(cli::JsCommand::Consume(a)) => {
             let o = options::js::JsConsumeOptions::new(&a)?;
-            let target = server::resolve(&o.server)?;
-            let result = scenario::js::run_consume(&o, &target, stop)?;
-            output::write::emit(&result, &o.output)?;
-            Ok(result.exit_code(o.allow_loss))
+            let target = server::resolve(&o.server, o.conn.link)?;
+            let result = scenario::js::run_consume(&o, &target, stop);
+            finish(result, &target, &o.output, o.allow_loss)
         }
         Command::Kv(kv) => {
             let (a, get) = match &kv {
@@ -169,23 +169,20 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
                 cli::KvCommand::Get(a) => (a, true),
             };
             let o = options::js::KvOptions::new(a, get)?;
-            let target = server::resolve(&o.put.publish.server)?;
-            let result = scenario::js::run_kv(&o, &target, stop)?;
+            let target = server::resolve(&o.put.publish.server, o.put.publish.conn.link)?;
+            let result = scenario::js::run_kv(&o, &target, stop);
             let out = o.gets.as_ref().map_or(&o.put.publish.output, |g| &g.output);
-            output::write::emit(&result, out)?;
-            Ok(result.exit_code(a.allow_loss))
+            finish(result, &target, out, a.allow_loss)
         }
         Command::Calibrate(a) => {
             if a.samples == 0 {
                 return Err(error::Error::flag("--samples", "0", "must be at least 1"));
             }
-            let target = server::resolve(&options::server_choice(&a.conn)?)?;
+            let conn = options::conn::ConnOptions::new(&a.conn)?;
+            conn.no_fault("calibrate")?;
+            let target = server::resolve(&options::server_choice(&a.conn)?, conn.link)?;
             let opts = scenario::calibrate::CalibrateOptions {
-                conn: {
-                    let c = options::conn::ConnOptions::new(&a.conn)?;
-                    c.no_fault("calibrate")?;
-                    c
-                },
+                conn,
                 samples: a.samples,
                 size: a.size,
             };
@@ -202,10 +199,23 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
 }
 
 fn run_one(opts: &Options, stop: &AtomicBool) -> Result<u8> {
-    let target = server::resolve(&opts.server)?;
-    let result = scenario::run(opts, &target, stop)?;
-    output::write::emit(&result, &opts.output)?;
-    Ok(result.exit_code(opts.allow_loss))
+    let target = server::resolve(&opts.server, opts.conn.link)?;
+    let result = scenario::run(opts, &target, stop);
+    finish(result, &target, &opts.output, opts.allow_loss)
+}
+
+/// Writes a run's result, with what the target adds to it (the link it went over), and returns
+/// its exit status.
+fn finish(
+    result: Result<result::RunResult>,
+    target: &server::Target,
+    out: &Output,
+    allow_loss: bool,
+) -> Result<u8> {
+    let mut result = result?;
+    target.annotate(&mut result);
+    output::write::emit(&result, out)?;
+    Ok(result.exit_code(allow_loss))
 }
 
 /// The default suite: short pub, pubsub, latency, request and JetStream publish runs on one
@@ -216,12 +226,14 @@ fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
         csv: None,
         no_progress: args.no_progress,
     };
-    options::conn::ConnOptions::new(&args.conn)?.no_fault("demo")?;
+    let conn = options::conn::ConnOptions::new(&args.conn)?;
+    conn.no_fault("demo")?;
     // One server for the whole suite.
-    let target = server::resolve(&options::server_choice(&args.conn)?)?;
+    let target = server::resolve(&options::server_choice(&args.conn)?, conn.link)?;
     let mut worst = exit::OK;
     let mut report = |name: &str, result: Result<result::RunResult>, first: bool| -> Result<()> {
-        let result = result?;
+        let mut result = result?;
+        target.annotate(&mut result);
         if !first {
             println!();
         }

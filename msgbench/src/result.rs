@@ -59,6 +59,9 @@ pub struct RunResult {
     /// JetStream publishing: acknowledgements reconciled with the stream's state.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jetstream: Option<crate::scenario::js::JsReport>,
+    /// The impaired link the run went over (`--link`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<crate::link::LinkReport>,
     /// JetStream consuming: how the consumers pulled and whether every message arrived once.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub consumer: Option<crate::scenario::js::ConsumeReport>,
@@ -352,6 +355,7 @@ impl RunResult {
             fault: None,
             jetstream: None,
             consumer: None,
+            link: None,
             fatal: errors.fatal(),
         }
     }

@@ -13,36 +13,62 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::options::link::LinkSpec;
 use crate::options::url::{self, ServerUrl};
 use crate::options::ServerChoice;
 
 /// The server version the project's install scripts pin; named in the install hint.
 pub const PINNED_VERSION: &str = "v2.15.2";
 
-/// The servers a run talks to, and the embedded one when msgbench started it.
+/// The servers a run talks to, the embedded one when msgbench started it, and the link proxy
+/// in front of them when the run has `--link`.
 pub struct Target {
+    /// Where clients connect: the servers, or the proxies in front of them.
     pub urls: Vec<ServerUrl>,
+    // The proxies go before the server they forward to.
+    pub link: Option<crate::link::Link>,
     pub embedded: Option<EmbeddedServer>,
 }
 
-/// Resolves the user's choice into servers to connect to, starting one if needed.
-///
-/// # Errors
-/// [`Error::EmbeddedServer`] when no `nats-server` can be found or it does not start.
-pub fn resolve(choice: &ServerChoice) -> Result<Target> {
-    match choice {
-        ServerChoice::Urls(urls) => Ok(Target {
-            urls: urls.clone(),
-            embedded: None,
-        }),
-        ServerChoice::Embedded { binary } => {
-            let server = EmbeddedServer::start(&find_binary(binary.as_deref())?, &[])?;
-            Ok(Target {
-                urls: vec![server.url.clone()],
-                embedded: Some(server),
-            })
+impl Target {
+    /// Says in a result what a proxy would hide: the server behind it, and the link itself.
+    pub fn annotate(&self, result: &mut crate::result::RunResult) {
+        if let Some(link) = &self.link {
+            if let Some(first) = link.report.servers.first() {
+                result.server.url.clone_from(first);
+            }
+            result.link = Some(link.report.clone());
         }
     }
+}
+
+/// Resolves the user's choice into servers to connect to, starting one if needed, behind an
+/// impaired link if one is asked for.
+///
+/// # Errors
+/// [`Error::EmbeddedServer`] when no `nats-server` can be found or it does not start;
+/// [`Error::Io`] when the link proxy cannot start.
+pub fn resolve(choice: &ServerChoice, link: Option<LinkSpec>) -> Result<Target> {
+    let (urls, embedded) = match choice {
+        ServerChoice::Urls(urls) => (urls.clone(), None),
+        ServerChoice::Embedded { binary } => {
+            let server = EmbeddedServer::start(&find_binary(binary.as_deref())?, &[])?;
+            (vec![server.url.clone()], Some(server))
+        }
+    };
+    let Some(spec) = link else {
+        return Ok(Target {
+            urls,
+            link: None,
+            embedded,
+        });
+    };
+    let (proxied, link) = crate::link::attach(&urls, spec)?;
+    Ok(Target {
+        urls: proxied,
+        link: Some(link),
+        embedded,
+    })
 }
 
 /// Finds the `nats-server` binary: the explicit path, else PATH, else Go's install directory.

@@ -34,6 +34,15 @@ impl Exporter for Text {
             "kv.get" => "NATS KV get stats",
             _ => "NATS Pub/Sub stats",
         };
+        if let Some(l) = &r.link {
+            let _ = writeln!(
+                o,
+                "Link: {} (a {} in msgbench; it adds {} to a round trip by itself)",
+                l.spec,
+                l.via,
+                duration_ns(l.proxy_added_rtt_ns.max(0) as f64)
+            );
+        }
         let _ = writeln!(o, "{title}: {}", rate_line(&r.throughput));
         for (role, stats) in &r.by_role {
             if r.by_role.len() > 1 {
@@ -490,6 +499,15 @@ pub fn calibration(c: &crate::scenario::calibrate::Calibration) -> String {
         c.environment.size,
         c.environment.cpus
     );
+    if let Some(l) = &c.link {
+        let _ = writeln!(
+            o,
+            "Link: {}; the server hops below go through it. Its proxy alone adds {} to a round \
+             trip (median PING/PONG through it at zero delay, minus direct).",
+            l.spec,
+            duration_ns(l.proxy_added_rtt_ns.max(0) as f64)
+        );
+    }
     let _ = writeln!(
         o,
         "  {:<38} {:>10} {:>10} {:>10} {:>10} {:>10}",

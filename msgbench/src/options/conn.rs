@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::cli::ConnArgs;
 use crate::error::{Error, Result};
+use crate::options::link::LinkSpec;
 use crate::options::values::parse_duration;
 use crate::options::{server_choice, ServerChoice};
 
@@ -21,6 +22,8 @@ pub struct ConnOptions {
     /// unanswered ones end the connection.
     pub ping_interval: Duration,
     pub fault: Option<FaultSpec>,
+    /// The impaired link to run over, if any.
+    pub link: Option<LinkSpec>,
 }
 
 impl ConnOptions {
@@ -42,11 +45,17 @@ impl ConnOptions {
         if conn.ping_interval.is_zero() {
             return Err(Error::flag("--ping-interval", "0", "must be more than 0"));
         }
+        let link = conn
+            .link
+            .as_deref()
+            .map(|l| LinkSpec::parse(l).map_err(|why| Error::flag("--link", l, why)))
+            .transpose()?;
         Ok(Self {
             connect_timeout: conn.connect_timeout,
             reconnect: conn.reconnect,
             ping_interval: conn.ping_interval,
             fault,
+            link,
         })
     }
 
@@ -69,6 +78,7 @@ impl ConnOptions {
             "reconnect": self.reconnect,
             "ping_interval_secs": self.ping_interval.as_secs_f64(),
             "fault": self.fault,
+            "link": self.link,
         })
     }
 }

@@ -5,6 +5,7 @@
 pub mod conn;
 pub mod js;
 pub mod latency;
+pub mod link;
 pub mod request;
 pub mod url;
 pub mod values;

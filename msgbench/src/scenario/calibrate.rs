@@ -39,6 +39,10 @@ pub struct Calibration {
     pub started_at: String,
     pub server: CalServer,
     pub environment: Environment,
+    /// With `--link`: the round trips above went through it; this is the link and what its
+    /// proxy adds at zero delay.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<crate::link::LinkReport>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -175,12 +179,14 @@ pub fn run(opts: &CalibrateOptions, target: &Target, stop: &AtomicBool) -> Resul
         result
     })?;
 
+    let link = target.link.as_ref().map(|l| l.report.clone());
     Ok(Calibration {
         schema: SCHEMA,
         tool: ToolInfo::default(),
         started_at,
+        link: link.clone(),
         server: CalServer {
-            url,
+            url: link.and_then(|l| l.servers.first().cloned()).unwrap_or(url),
             version,
             embedded: target.embedded.is_some(),
         },
