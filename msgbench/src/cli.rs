@@ -527,6 +527,19 @@ pub struct ConnArgs {
     /// inside msgbench does it; its own cost is measured and reported.
     #[arg(long, value_name = "SPEC")]
     pub link: Option<String>,
+    /// User name; the password comes from NATS_PASSWORD (never from a flag, so it cannot show
+    /// in the process list).
+    #[arg(long, env = "NATS_USER", value_name = "USER")]
+    pub user: Option<String>,
+    /// NKey seed file to authenticate with.
+    #[arg(long, env = "NATS_NKEY", value_name = "FILE")]
+    pub nkey: Option<PathBuf>,
+    /// Credentials file (user JWT and seed, as nsc writes it).
+    #[arg(long, env = "NATS_CREDS", value_name = "FILE")]
+    pub creds: Option<PathBuf>,
+    /// A NATS CLI context (its server URL and credentials), by name.
+    #[arg(long, env = "NATS_CONTEXT", value_name = "NAME")]
+    pub context: Option<String>,
 }
 
 /// Where results go.

@@ -212,6 +212,20 @@ impl EmbeddedServer {
             unsafe {
                 libc::kill(pid as libc::pid_t, sig);
             }
+            // A signal is delivered when the target next runs in the kernel: wait (briefly) until
+            // the process really is stopped, so "paused" means paused from here on.
+            if frozen {
+                let stopped = || {
+                    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| {
+                        st.rsplit_once(')')
+                            .is_some_and(|(_, rest)| rest.trim_start().starts_with('T'))
+                    })
+                };
+                let deadline = Instant::now() + Duration::from_millis(200);
+                while !stopped() && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            }
         }
     }
 

@@ -173,10 +173,19 @@ fn dial(url: &ServerUrl, name: &str, timeout: Duration) -> Result<Dialed> {
     }
 
     // 2. CONNECT, then PING: the PONG proves the server accepted us (errors arrive before it).
-    let (user, pass, token) = match &url.auth {
-        Auth::None => (None, None, None),
-        Auth::UserPass { user, pass } => (Some(user.as_str()), Some(pass.as_str()), None),
-        Auth::Token(t) => (None, None, Some(t.as_str())),
+    let (mut user, mut pass, mut token, mut nkey, mut jwt) = (None, None, None, None, None);
+    let mut seed = None;
+    match &url.auth {
+        Auth::None => {}
+        Auth::UserPass { user: u, pass: p } => (user, pass) = (Some(u.as_str()), Some(p.as_str())),
+        Auth::Token(t) => token = Some(t.as_str()),
+        Auth::NKey { public, seed: s } => (nkey, seed) = (Some(public.as_str()), Some(s)),
+        Auth::Creds { jwt: j, seed: s } => (jwt, seed) = (Some(j.as_str()), Some(s)),
+    }
+    // The server's nonce, signed with the seed, proves the key is ours.
+    let sig = match (seed, &info.nonce) {
+        (Some(seed), Some(nonce)) => Some(sign_nonce(seed, nonce).map_err(fail)?),
+        _ => None,
     };
     let mut out = Vec::with_capacity(256);
     proto::encode_connect(
@@ -195,6 +204,9 @@ fn dial(url: &ServerUrl, name: &str, timeout: Duration) -> Result<Dialed> {
             user,
             pass,
             auth_token: token,
+            nkey,
+            sig: sig.as_deref(),
+            jwt,
         },
     );
     proto::encode_ping(&mut out);
@@ -232,6 +244,17 @@ fn dial(url: &ServerUrl, name: &str, timeout: Duration) -> Result<Dialed> {
         info,
         url: url.clone(),
     })
+}
+
+/// The nonce signed with an NKey seed, base64url without padding, as the server expects.
+fn sign_nonce(seed: &str, nonce: &str) -> std::result::Result<String, String> {
+    use base64::Engine;
+    let kp =
+        nkeys::KeyPair::from_seed(seed).map_err(|e| format!("the NKey seed is not valid: {e}"))?;
+    let sig = kp
+        .sign(nonce.as_bytes())
+        .map_err(|e| format!("cannot sign the server's nonce: {e}"))?;
+    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sig))
 }
 
 impl Conn {

@@ -392,6 +392,14 @@ pub struct ConnectOptions<'a> {
     pub pass: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub auth_token: Option<&'a str>,
+    /// NKey authentication: the public key, and the server's nonce signed with its seed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nkey: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sig: Option<&'a str>,
+    /// Credentials-file authentication: the user JWT (signed nonce in `sig`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jwt: Option<&'a str>,
 }
 
 /// Parts of the server's INFO that msgbench uses. Unknown fields are ignored.
@@ -413,6 +421,9 @@ pub struct ServerInfo {
     pub tls_required: bool,
     #[serde(default)]
     pub jetstream: bool,
+    /// What to sign for NKey or JWT authentication.
+    #[serde(default)]
+    pub nonce: Option<String>,
     #[serde(default)]
     pub proto: i32,
 }
@@ -706,6 +717,9 @@ UNSUB 7 10\r\nUNSUB 8\r\nPING\r\nPONG\r\n"
             user: None,
             pass: None,
             auth_token: Some("t"),
+            nkey: None,
+            sig: None,
+            jwt: None,
         };
         encode_connect(&mut b, &o);
         let s = String::from_utf8(b).unwrap();

@@ -2,6 +2,7 @@
 //! values the scenario runs on. Everything a user can get wrong is rejected here, before any
 //! connection is made, with a message that names the flag.
 
+pub mod auth;
 pub mod conn;
 pub mod js;
 pub mod latency;
@@ -268,7 +269,21 @@ pub fn check_rate(rate: f64) -> Result<()> {
 
 /// The servers `--server` (or NATS_URL) names, or the embedded one.
 pub fn server_choice(conn: &ConnArgs) -> Result<ServerChoice> {
-    server_choice_from(conn.server.as_deref(), "--server", conn.nats_server.clone())
+    let sources = auth::sources(conn)?;
+    let (list, flag) = match (conn.server.as_deref(), &sources.url) {
+        (Some(s), _) if !s.trim().is_empty() => (Some(s), "--server"),
+        (_, Some(ctx)) => (Some(ctx.as_str()), "--context"),
+        _ => (None, "--server"),
+    };
+    let mut choice = server_choice_from(list, flag, conn.nats_server.clone())?;
+    // Credentials from flags, the environment or the context go to every server whose URL
+    // carries none of its own.
+    if let ServerChoice::Urls(urls) = &mut choice {
+        for u in urls.iter_mut().filter(|u| u.auth == url::Auth::None) {
+            u.auth = sources.auth.clone();
+        }
+    }
+    Ok(choice)
 }
 
 /// A server list given with `flag`, or the embedded server (started from `binary`) when none.

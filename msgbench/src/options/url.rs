@@ -6,8 +6,7 @@
 
 use std::fmt;
 
-/// How the client proves who it is. TLS client certificates, NKeys and credentials files will be
-/// further variants; the handshake already takes this value, not loose strings.
+/// How the client proves who it is. The handshake takes this value, not loose strings.
 #[derive(Clone, PartialEq, Eq, Default)]
 pub enum Auth {
     #[default]
@@ -17,6 +16,16 @@ pub enum Auth {
         pass: String,
     },
     Token(String),
+    /// An NKey: the server's nonce is signed with the seed; the public key names the user.
+    NKey {
+        public: String,
+        seed: String,
+    },
+    /// A credentials file: the user JWT, and the seed that signs the nonce.
+    Creds {
+        jwt: String,
+        seed: String,
+    },
 }
 
 impl fmt::Debug for Auth {
@@ -26,6 +35,8 @@ impl fmt::Debug for Auth {
             Auth::None => f.write_str("None"),
             Auth::UserPass { user, .. } => write!(f, "UserPass({user}, ***)"),
             Auth::Token(_) => f.write_str("Token(***)"),
+            Auth::NKey { public, .. } => write!(f, "NKey({public}, ***)"),
+            Auth::Creds { .. } => f.write_str("Creds(***)"),
         }
     }
 }
@@ -37,6 +48,8 @@ impl Auth {
             Auth::None => "none",
             Auth::UserPass { .. } => "user_password",
             Auth::Token(_) => "token",
+            Auth::NKey { .. } => "nkey",
+            Auth::Creds { .. } => "creds",
         }
     }
 }

@@ -55,12 +55,21 @@ impl<'a> Injector<'a> {
         if !sleep_until(zero + self.spec.at, &over) {
             return;
         }
-        self.injected_ns
-            .store(zero.elapsed().as_nanos() as u64, Ordering::Release);
+        // The fault's time is taken once it has happened, not when it was asked for: a thread
+        // preempted in between would otherwise date it early, and messages the server still
+        // delivered would count as sent after it.
+        let injected = || {
+            self.injected_ns
+                .store(zero.elapsed().as_nanos() as u64, Ordering::Release);
+        };
         match self.spec.kind {
-            FaultKind::Kill => self.server.kill(),
+            FaultKind::Kill => {
+                self.server.kill();
+                injected();
+            }
             FaultKind::Restart => {
                 self.server.kill();
+                injected();
                 // The restart happens even if the run ends meanwhile: a fault must be undone.
                 sleep_until(Instant::now() + self.spec.hold, &|| {
                     stop.load(Ordering::Relaxed)
@@ -71,6 +80,7 @@ impl<'a> Injector<'a> {
             }
             FaultKind::Pause => {
                 self.server.freeze(true);
+                injected();
                 sleep_until(Instant::now() + self.spec.hold, &|| {
                     stop.load(Ordering::Relaxed)
                 });

@@ -81,8 +81,18 @@ pub fn scratch_dir(tag: &str) -> PathBuf {
 
 pub fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_msgbench"));
-    // Tests choose the server explicitly; a developer's NATS_URL must not leak in.
-    c.env_remove("NATS_URL");
+    // Tests choose the server and credentials explicitly; a developer's must not leak in.
+    for k in [
+        "NATS_URL",
+        "NATS_USER",
+        "NATS_PASSWORD",
+        "NATS_TOKEN",
+        "NATS_NKEY",
+        "NATS_CREDS",
+        "NATS_CONTEXT",
+    ] {
+        c.env_remove(k);
+    }
     c
 }
 
