@@ -540,6 +540,17 @@ pub struct ConnArgs {
     /// A NATS CLI context (its server URL and credentials), by name.
     #[arg(long, env = "NATS_CONTEXT", value_name = "NAME")]
     pub context: Option<String>,
+    /// With no --server: start N local nats-servers routed into one cluster (2 to 5). Clients
+    /// use the first node; `latency` puts its subscriber on the second.
+    #[arg(long, value_name = "N", value_parser = parse_nodes)]
+    pub cluster: Option<u32>,
+}
+
+fn parse_nodes(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(n @ 2..=5) => Ok(n),
+        _ => Err("must be 2 to 5 nodes".into()),
+    }
 }
 
 /// Where results go.

@@ -136,7 +136,9 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
                 .as_ref()
                 .map(|b| server::resolve(b, o.conn.link))
                 .transpose()?;
-            let result = scenario::latency::run(&o, &a, b.as_ref(), stop);
+            // In a local cluster the subscriber sits on the second node: latency across a route.
+            let peer = if b.is_none() { a.node(1) } else { None };
+            let result = scenario::latency::run(&o, &a, b.as_ref().or(peer.as_ref()), stop);
             finish(result, &a, &o.output, o.allow_loss)
         }
         Command::Request(a) => {

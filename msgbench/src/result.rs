@@ -59,6 +59,13 @@ pub struct RunResult {
     /// JetStream publishing: acknowledgements reconciled with the stream's state.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jetstream: Option<crate::scenario::js::JsReport>,
+    /// `latency` with a second server (`--server-b`, or a cluster's second node): the server
+    /// its subscriber used; `server` is the publisher's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_b: Option<ServerMeta>,
+    /// The nodes of the local cluster msgbench started (`--cluster`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<crate::server::ClusterReport>,
     /// The impaired link the run went over (`--link`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub link: Option<crate::link::LinkReport>,
@@ -108,6 +115,7 @@ impl ServerMeta {
     ) -> Self {
         Self {
             url: url.to_string(),
+            name: info.server_name.clone(),
             version: info.version.clone(),
             embedded,
             max_payload: info.max_payload,
@@ -120,6 +128,8 @@ impl ServerMeta {
 pub struct ServerMeta {
     /// The URL used, with credentials removed.
     pub url: String,
+    /// The server's name from INFO (a node's name in a cluster).
+    pub name: String,
     /// The version the server announced in INFO.
     pub version: String,
     /// Whether msgbench started this server itself.
@@ -356,6 +366,8 @@ impl RunResult {
             jetstream: None,
             consumer: None,
             link: None,
+            cluster: None,
+            server_b: None,
             fatal: errors.fatal(),
         }
     }

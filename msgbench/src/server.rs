@@ -20,18 +20,39 @@ use crate::options::ServerChoice;
 /// The server version the project's install scripts pin; named in the install hint.
 pub const PINNED_VERSION: &str = "v2.15.2";
 
-/// The servers a run talks to, the embedded one when msgbench started it, and the link proxy
-/// in front of them when the run has `--link`.
+/// The servers a run talks to, the embedded one when msgbench started it (with the other nodes
+/// of a local cluster), and the link proxy in front of them when the run has `--link`.
 pub struct Target {
-    /// Where clients connect: the servers, or the proxies in front of them.
+    /// Where clients connect: the first node, or the proxy in front of it.
     pub urls: Vec<ServerUrl>,
-    // The proxies go before the server they forward to.
+    /// Where clients reach each node of a local cluster (proxied with a link); empty otherwise.
+    pub node_urls: Vec<ServerUrl>,
+    // The proxies go before the servers they forward to.
     pub link: Option<crate::link::Link>,
     pub embedded: Option<EmbeddedServer>,
+    /// The other nodes of a local cluster.
+    pub peers: Vec<EmbeddedServer>,
+    /// msgbench started these servers (also true for a node of its cluster that this target
+    /// does not own).
+    pub local: bool,
+}
+
+/// What a result says about a local cluster.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ClusterReport {
+    /// Node names (`msgbench-0`, …) and their client URLs, in order.
+    pub nodes: Vec<ClusterNode>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ClusterNode {
+    pub name: String,
+    pub url: String,
 }
 
 impl Target {
-    /// Says in a result what a proxy would hide: the server behind it, and the link itself.
+    /// Says in a result what a proxy would hide (the server behind it, and the link itself)
+    /// and which nodes a local cluster has.
     pub fn annotate(&self, result: &mut crate::result::RunResult) {
         if let Some(link) = &self.link {
             if let Some(first) = link.report.servers.first() {
@@ -39,36 +60,161 @@ impl Target {
             }
             result.link = Some(link.report.clone());
         }
+        if !self.peers.is_empty() {
+            let nodes = std::iter::once(self.embedded.as_ref())
+                .chain(self.peers.iter().map(Some))
+                .flatten()
+                .enumerate()
+                .map(|(i, s)| ClusterNode {
+                    name: node_name(i),
+                    url: s.url.to_string(),
+                })
+                .collect();
+            result.cluster = Some(ClusterReport { nodes });
+        }
+    }
+
+    /// Node `i` of a local cluster, as a target of its own that owns nothing.
+    pub fn node(&self, i: usize) -> Option<Target> {
+        self.node_urls.get(i).map(|u| Target {
+            urls: vec![u.clone()],
+            node_urls: Vec::new(),
+            link: None,
+            embedded: None,
+            peers: Vec::new(),
+            local: self.local,
+        })
     }
 }
 
-/// Resolves the user's choice into servers to connect to, starting one if needed, behind an
-/// impaired link if one is asked for.
+fn node_name(i: usize) -> String {
+    format!("msgbench-{i}")
+}
+
+/// Resolves the user's choice into servers to connect to, starting one (or a cluster) if
+/// needed, behind an impaired link if one is asked for.
 ///
 /// # Errors
-/// [`Error::EmbeddedServer`] when no `nats-server` can be found or it does not start;
-/// [`Error::Io`] when the link proxy cannot start.
+/// [`Error::EmbeddedServer`] when no `nats-server` can be found or it does not start (or a
+/// cluster does not form); [`Error::Io`] when the link proxy cannot start.
 pub fn resolve(choice: &ServerChoice, link: Option<LinkSpec>) -> Result<Target> {
-    let (urls, embedded) = match choice {
-        ServerChoice::Urls(urls) => (urls.clone(), None),
-        ServerChoice::Embedded { binary } => {
-            let server = EmbeddedServer::start(&find_binary(binary.as_deref())?, &[])?;
-            (vec![server.url.clone()], Some(server))
+    let (urls, embedded, peers) = match choice {
+        ServerChoice::Urls(urls) => (urls.clone(), None, Vec::new()),
+        ServerChoice::Embedded { binary, nodes } => {
+            let binary = find_binary(binary.as_deref())?;
+            let mut servers = if *nodes > 1 {
+                start_cluster(&binary, *nodes)?
+            } else {
+                vec![EmbeddedServer::start(&binary, &[])?]
+            };
+            let urls = servers.iter().map(|s| s.url.clone()).collect();
+            let first = servers.remove(0);
+            (urls, Some(first), servers)
         }
     };
-    let Some(spec) = link else {
-        return Ok(Target {
-            urls,
-            link: None,
-            embedded,
-        });
+    let clustered = !peers.is_empty();
+    let (urls, link) = match link {
+        Some(spec) => {
+            let (proxied, link) = crate::link::attach(&urls, spec)?;
+            (proxied, Some(link))
+        }
+        None => (urls, None),
     };
-    let (proxied, link) = crate::link::attach(&urls, spec)?;
     Ok(Target {
-        urls: proxied,
-        link: Some(link),
+        node_urls: if clustered { urls.clone() } else { Vec::new() },
+        urls: if clustered {
+            vec![urls[0].clone()]
+        } else {
+            urls
+        },
+        link,
+        local: embedded.is_some(),
         embedded,
+        peers,
     })
+}
+
+/// Starts `n` servers routed into one cluster, and waits until JetStream answers on every one
+/// of them (which needs the routes up and a meta leader elected).
+fn start_cluster(binary: &Path, n: u32) -> Result<Vec<EmbeddedServer>> {
+    let ports: Vec<u16> = (0..n)
+        .map(|_| {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .map(|a| a.port())
+                .map_err(|e| {
+                    Error::EmbeddedServer(format!("no free port for a cluster route: {e}"))
+                })
+        })
+        .collect::<Result<_>>()?;
+    let route = |p: u16| format!("nats://127.0.0.1:{p}");
+    let mut servers = Vec::new();
+    for (i, &port) in ports.iter().enumerate() {
+        let routes: Vec<String> = ports
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .map(|(_, &p)| route(p))
+            .collect();
+        let (name, cluster, routes) = (node_name(i), route(port), routes.join(","));
+        let args = [
+            "-n",
+            &name,
+            "--cluster_name",
+            "msgbench",
+            "--cluster",
+            &cluster,
+            "--routes",
+            &routes,
+        ];
+        servers.push(EmbeddedServer::start(binary, &args)?);
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for s in &servers {
+        wait_for_jetstream(&s.url, deadline)?;
+    }
+    Ok(servers)
+}
+
+/// Asks `$JS.API.INFO` until it answers without an error.
+fn wait_for_jetstream(url: &ServerUrl, deadline: Instant) -> Result<()> {
+    let opts = crate::options::conn::ConnOptions {
+        connect_timeout: Duration::from_secs(2),
+        reconnect: false,
+        ping_interval: Duration::from_secs(60),
+        fault: None,
+        link: None,
+    };
+    let mut c = crate::engine::conn::connect(
+        &crate::engine::conn::ConnectSpec {
+            servers: std::slice::from_ref(url),
+            name: "msgbench-cluster-check",
+            opts: &opts,
+            stall_limit: Duration::from_secs(2),
+        },
+        std::sync::Arc::new(crate::error::ErrorCounts::default()),
+    )?;
+    loop {
+        let answered = c
+            .request("$JS.API.INFO", b"", Duration::from_millis(500))
+            .ok()
+            .filter(|(h, body)| {
+                h.as_ref().is_none_or(|h| !h.starts_with(b"NATS/1.0 5"))
+                    && !body.is_empty()
+                    && !String::from_utf8_lossy(body).contains("\"error\"")
+            });
+        if answered.is_some() {
+            c.shared.close();
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            c.shared.close();
+            return Err(Error::EmbeddedServer(format!(
+                "the local cluster did not form: JetStream on {url} did not answer within 20 s"
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// Finds the `nats-server` binary: the explicit path, else PATH, else Go's install directory.

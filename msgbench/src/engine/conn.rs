@@ -345,24 +345,25 @@ impl Conn {
         })?;
         let mut got = None;
         let shared = &self.shared;
-        self.reader
-            .until(deadline, |op| match op {
-                ServerOp::Msg(m) if m.sid == API_SID => {
-                    got = Some((m.headers.map(<[u8]>::to_vec), m.payload.to_vec()));
-                    true
-                }
-                ServerOp::Ping => {
-                    let _ = shared.write_all(b"PONG\r\n");
-                    false
-                }
-                _ => false,
-            })
-            .map_err(|e| {
-                handshake_error(e, &self.url, &format!("waiting for a reply from {subject}"))
-            })?;
+        let waited = self.reader.until(deadline, |op| match op {
+            ServerOp::Msg(m) if m.sid == API_SID => {
+                got = Some((m.headers.map(<[u8]>::to_vec), m.payload.to_vec()));
+                true
+            }
+            ServerOp::Ping => {
+                let _ = shared.write_all(b"PONG\r\n");
+                false
+            }
+            _ => false,
+        });
+        // Unsubscribe whatever happened: the next request reuses the sid with a new inbox, and
+        // a server keeps the first subscription of a sid.
         let mut unsub = Vec::new();
         proto::encode_unsub(&mut unsub, API_SID, None);
         let _ = self.shared.write_all(&unsub);
+        waited.map_err(|e| {
+            handshake_error(e, &self.url, &format!("waiting for a reply from {subject}"))
+        })?;
         Ok(got.expect("until returned after the reply"))
     }
 }

@@ -43,6 +43,19 @@ impl Exporter for Text {
                 duration_ns(l.proxy_added_rtt_ns.max(0) as f64)
             );
         }
+        if let Some(c) = &r.cluster {
+            let names: Vec<&str> = c.nodes.iter().map(|n| n.name.as_str()).collect();
+            let sides = match &r.server_b {
+                Some(b) => format!("publisher on {}, subscriber on {}", r.server.name, b.name),
+                None => format!("clients on {}", r.server.name),
+            };
+            let _ = writeln!(
+                o,
+                "Cluster: {} local nodes routed together ({}); {sides}",
+                c.nodes.len(),
+                names.join(", ")
+            );
+        }
         let _ = writeln!(o, "{title}: {}", rate_line(&r.throughput));
         for (role, stats) in &r.by_role {
             if r.by_role.len() > 1 {

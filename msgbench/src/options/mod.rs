@@ -72,8 +72,9 @@ pub enum Pace {
 pub enum ServerChoice {
     /// Servers the user named.
     Urls(Vec<ServerUrl>),
-    /// Start a local nats-server; `binary` overrides the PATH lookup.
-    Embedded { binary: Option<PathBuf> },
+    /// Start a local nats-server (or `nodes` of them, routed into one cluster); `binary`
+    /// overrides the PATH lookup.
+    Embedded { binary: Option<PathBuf>, nodes: u32 },
 }
 
 /// Where output goes.
@@ -276,6 +277,17 @@ pub fn server_choice(conn: &ConnArgs) -> Result<ServerChoice> {
         _ => (None, "--server"),
     };
     let mut choice = server_choice_from(list, flag, conn.nats_server.clone())?;
+    match (&mut choice, conn.cluster) {
+        (ServerChoice::Embedded { nodes, .. }, Some(n)) => *nodes = n,
+        (ServerChoice::Urls(_), Some(n)) => {
+            return Err(Error::flag(
+                "--cluster",
+                &n.to_string(),
+                "starts local servers; it cannot be combined with a server list",
+            ))
+        }
+        _ => {}
+    }
     // Credentials from flags, the environment or the context go to every server whose URL
     // carries none of its own.
     if let ServerChoice::Urls(urls) = &mut choice {
@@ -294,7 +306,7 @@ pub fn server_choice_from(
 ) -> Result<ServerChoice> {
     match list.map(str::trim) {
         // An empty NATS_URL is treated as unset, as the NATS CLI does.
-        None | Some("") => Ok(ServerChoice::Embedded { binary }),
+        None | Some("") => Ok(ServerChoice::Embedded { binary, nodes: 1 }),
         Some(list) => url::parse_servers(list)
             .map(ServerChoice::Urls)
             .map_err(|why| Error::Usage(format!("invalid value for {flag}: {why}"))),

@@ -188,7 +188,7 @@ pub fn run(opts: &CalibrateOptions, target: &Target, stop: &AtomicBool) -> Resul
         server: CalServer {
             url: link.and_then(|l| l.servers.first().cloned()).unwrap_or(url),
             version,
-            embedded: target.embedded.is_some(),
+            embedded: target.local,
         },
         environment: Environment {
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),

@@ -580,7 +580,7 @@ pub fn run_consume(
             "js.consume",
             started_at,
             opts.params(),
-            ServerMeta::new(&info, &url, target.embedded.is_some()),
+            ServerMeta::new(&info, &url, target.local),
             &errors,
             stop.load(Ordering::Relaxed),
         )

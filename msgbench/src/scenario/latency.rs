@@ -60,6 +60,7 @@ pub fn run(
     let mut pub_conn = connect(target_a, "msgbench-latency-pub")?;
     let mut sub_conn = connect(target_b.unwrap_or(target_a), "msgbench-latency-sub")?;
     let (info, url) = (pub_conn.info.clone(), pub_conn.url.clone());
+    let server_b = target_b.map(|t| ServerMeta::new(&sub_conn.info, &sub_conn.url, t.local));
     let max = info.max_payload;
     if max > 0 && opts.size > max {
         return Err(Error::PayloadTooLarge {
@@ -297,6 +298,7 @@ pub fn run(
         latency_uncorrected: Some(LatencyStats::of(&recorder.rec.uncorrected)),
         pacing,
         rtt_ns: Some(rtt),
+        server_b,
         fault: injector.as_ref().map(|inj| {
             let end_ns = match opts.stop {
                 Stop::For(d) => d.as_nanos() as u64,
@@ -308,7 +310,7 @@ pub fn run(
             "latency",
             started_at,
             opts.params(),
-            ServerMeta::new(&info, &url, target_a.embedded.is_some()),
+            ServerMeta::new(&info, &url, target_a.local),
             &errors,
             stop.load(Ordering::Relaxed),
         )

@@ -310,7 +310,7 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
             opts.scenario.as_str(),
             started_at,
             opts.params(),
-            ServerMeta::new(&server_info, &url, target.embedded.is_some()),
+            ServerMeta::new(&server_info, &url, target.local),
             &errors,
             stop.load(Ordering::Relaxed),
         )

@@ -457,7 +457,7 @@ pub fn run_requests(
             opts.scenario,
             started_at,
             opts.params(),
-            ServerMeta::new(&info, &url, target.embedded.is_some()),
+            ServerMeta::new(&info, &url, target.local),
             &errors,
             stop.load(Ordering::Relaxed),
         )
@@ -744,7 +744,7 @@ pub fn run_reply(opts: &ReplyOptions, target: &Target, stop: &AtomicBool) -> Res
             "reply",
             started_at,
             opts.params(),
-            ServerMeta::new(&info, &url, target.embedded.is_some()),
+            ServerMeta::new(&info, &url, target.local),
             &errors,
             stop.load(Ordering::Relaxed),
         )

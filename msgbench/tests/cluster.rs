@@ -1,0 +1,87 @@
+//! `--cluster N`: msgbench starts N local nats-servers routed into one cluster. `latency` then
+//! measures across a route (publisher on the first node, subscriber on the second) and says
+//! which node each side used; JetStream works in the cluster; and every node is gone afterwards.
+
+mod support;
+
+use support::{processes_mentioning, run, run_json, schema_errors, stderr, u};
+
+#[test]
+fn latency_goes_across_a_route_and_names_both_nodes() {
+    let (out, v) = run_json(&[
+        "latency",
+        "--cluster",
+        "2",
+        "--rate",
+        "500",
+        "--duration",
+        "1s",
+        "--warmup",
+        "200ms",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    assert_eq!(v["server"]["name"], "msgbench-0");
+    assert_eq!(v["server_b"]["name"], "msgbench-1");
+    assert_ne!(v["server"]["url"], v["server_b"]["url"]);
+    assert_eq!(v["server_b"]["embedded"], true);
+    let nodes = v["cluster"]["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 2);
+    assert_eq!(nodes[1]["url"], v["server_b"]["url"]);
+    // Every message crossed the route and arrived.
+    assert_eq!(u(&v["delivery"]["lost"]), 0, "{}", v["delivery"]);
+    assert!(u(&v["delivery"]["received"]) > 0);
+    assert!(
+        stderr(&out).contains("publisher on msgbench-0, subscriber on msgbench-1"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn jetstream_runs_in_a_three_node_cluster_and_nothing_is_left() {
+    let (out, v) = run_json(&[
+        "js",
+        "pub",
+        "--cluster",
+        "3",
+        "--msgs",
+        "2000",
+        "--replicas",
+        "3",
+        "--stream",
+        "rep",
+        "--subject",
+        "rep.x",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let js = &v["jetstream"];
+    assert_eq!(js["reconciled"], true, "{js}");
+    assert_eq!(u(&js["acked"]), 2000);
+    assert_eq!(v["cluster"]["nodes"].as_array().unwrap().len(), 3);
+    // The nodes were started from a temporary directory named for msgbench; none survives.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let left = processes_mentioning("msgbench-2");
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn cluster_flags_that_cannot_work_are_named() {
+    for (args, needle) in [
+        (vec!["pub", "--cluster", "9"], "2 to 5"),
+        (vec!["pub", "--cluster", "1"], "2 to 5"),
+        (
+            vec!["pub", "--cluster", "2", "--server", "nats://127.0.0.1:4222"],
+            "cannot be combined with a server list",
+        ),
+    ] {
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains("--cluster") && err.contains(needle),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
