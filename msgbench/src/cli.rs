@@ -544,6 +544,21 @@ pub struct ConnArgs {
     /// use the first node; `latency` puts its subscriber on the second.
     #[arg(long, value_name = "N", value_parser = parse_nodes)]
     pub cluster: Option<u32>,
+    /// CA certificates (PEM) to verify the server with, instead of the system's.
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+    /// Client certificate chain (PEM), for servers that verify clients (mutual TLS).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Do not verify the server's certificate (prints a warning).
+    #[arg(long)]
+    pub tls_insecure: bool,
+    /// Start TLS at once, before the server's INFO (servers with handshake_first).
+    #[arg(long)]
+    pub tls_first: bool,
 }
 
 fn parse_nodes(s: &str) -> Result<u32, String> {

@@ -364,6 +364,7 @@ pub fn attach(servers: &[ServerUrl], spec: LinkSpec) -> Result<(Vec<ServerUrl>, 
             host: "127.0.0.1".into(),
             port: p.addr.port(),
             auth: s.auth.clone(),
+            tls: s.tls,
         });
         proxies.push(p);
     }
@@ -398,6 +399,7 @@ pub fn added_rtt(server: &ServerUrl) -> Result<i64> {
         host: "127.0.0.1".into(),
         port: clear.addr.port(),
         auth: server.auth.clone(),
+        tls: server.tls,
     };
     let median = |url: &ServerUrl| -> Result<u64> {
         let opts = crate::options::conn::ConnOptions {
@@ -406,6 +408,7 @@ pub fn added_rtt(server: &ServerUrl) -> Result<i64> {
             ping_interval: Duration::from_secs(60),
             fault: None,
             link: None,
+            tls: None,
         };
         let mut c = crate::engine::conn::connect(
             &crate::engine::conn::ConnectSpec {

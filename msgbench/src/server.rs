@@ -184,6 +184,7 @@ fn wait_for_jetstream(url: &ServerUrl, deadline: Instant) -> Result<()> {
         ping_interval: Duration::from_secs(60),
         fault: None,
         link: None,
+        tls: None,
     };
     let mut c = crate::engine::conn::connect(
         &crate::engine::conn::ConnectSpec {
@@ -290,6 +291,7 @@ impl EmbeddedServer {
                 host: "127.0.0.1".into(),
                 port: 0,
                 auth: url::Auth::None,
+                tls: false,
             },
         };
         server.url.port = server.spawn(None)?;

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use crate::engine::proto::{
     self, ConnectOptions, Msg, Parsed, ProtocolError, ServerInfo, ServerOp,
 };
+use crate::engine::tls::{self, RawIn, Session, Tls};
 use crate::error::{Error, ErrorCounts, ErrorKind, Result, ServerErrorKind};
 use crate::options::conn::ConnOptions;
 use crate::options::url::{Auth, ServerUrl};
@@ -61,15 +62,22 @@ pub struct Conn {
 /// [`Error::Connect`] when no server can be reached within the timeout, [`Error::Rejected`] when
 /// the server refuses the handshake, [`Error::Protocol`] when it speaks something else.
 pub fn connect(spec: &ConnectSpec<'_>, errors: Arc<ErrorCounts>) -> Result<Conn> {
-    let d = dial_any(spec.servers, spec.name, spec.opts.connect_timeout)?;
+    let d = dial_any(
+        spec.servers,
+        spec.name,
+        spec.opts.connect_timeout,
+        spec.opts.tls,
+    )?;
     errors.opened();
     let redial = spec.opts.reconnect.then(|| Redial {
         servers: spec.servers.to_vec(),
         name: spec.name.to_string(),
         timeout: spec.opts.connect_timeout,
+        tls: spec.opts.tls,
     });
     let shared = Arc::new(Shared::new(
         d.stream,
+        d.tls,
         errors,
         spec.stall_limit,
         spec.opts.ping_interval,
@@ -87,15 +95,22 @@ pub fn connect(spec: &ConnectSpec<'_>, errors: Arc<ErrorCounts>) -> Result<Conn>
 /// server said about itself.
 struct Dialed {
     stream: TcpStream,
+    /// The TLS session both halves share, when the connection is encrypted.
+    tls: Option<Session>,
     reader: Reader,
     info: ServerInfo,
     url: ServerUrl,
 }
 
-fn dial_any(servers: &[ServerUrl], name: &str, timeout: Duration) -> Result<Dialed> {
+fn dial_any(
+    servers: &[ServerUrl],
+    name: &str,
+    timeout: Duration,
+    tls: Option<&'static Tls>,
+) -> Result<Dialed> {
     let mut last = None;
     for url in servers {
-        match dial(url, name, timeout) {
+        match dial(url, name, timeout, tls) {
             Ok(d) => return Ok(d),
             Err(e) => last = Some(e),
         }
@@ -105,7 +120,12 @@ fn dial_any(servers: &[ServerUrl], name: &str, timeout: Duration) -> Result<Dial
 
 /// TCP connect, then the handshake: INFO from the server, CONNECT and PING from us, and the
 /// PONG that proves the server accepted us. Everything within `timeout`.
-fn dial(url: &ServerUrl, name: &str, timeout: Duration) -> Result<Dialed> {
+fn dial(
+    url: &ServerUrl,
+    name: &str,
+    timeout: Duration,
+    tls: Option<&'static Tls>,
+) -> Result<Dialed> {
     let fail = |reason: String| Error::Connect {
         url: url.to_string(),
         reason,
@@ -135,6 +155,11 @@ fn dial(url: &ServerUrl, name: &str, timeout: Duration) -> Result<Dialed> {
         .set_nodelay(true)
         .map_err(|e| fail(format!("cannot set TCP_NODELAY: {e}")))?;
     let deadline = Instant::now() + timeout;
+    // A server with handshake_first expects TLS before it says anything.
+    let mut session = match tls.filter(|t| t.options.first) {
+        Some(t) => Some(tls::handshake(t, &stream, &url.host, timeout).map_err(&fail)?),
+        None => None,
+    };
     let reader_stream = stream
         .try_clone()
         .map_err(|e| fail(format!("cannot clone socket: {e}")))?;
@@ -143,6 +168,7 @@ fn dial(url: &ServerUrl, name: &str, timeout: Duration) -> Result<Dialed> {
         .set_write_timeout(Some(WRITE_WAKEUP))
         .map_err(|e| fail(format!("cannot set a send timeout: {e}")))?;
     let mut reader = Reader::new(reader_stream);
+    reader.tls = session.clone().map(|s| (s, RawIn::default()));
     let protocol = |source| Error::Protocol {
         url: url.to_string(),
         source,
@@ -166,11 +192,28 @@ fn dial(url: &ServerUrl, name: &str, timeout: Duration) -> Result<Dialed> {
             e => handshake_error(e, url, "waiting for INFO"),
         })?;
     let info = info.expect("until returned after INFO").map_err(protocol)?;
-    if info.tls_required {
-        return Err(fail(
-            "the server requires TLS, which this version of msgbench does not support yet".into(),
-        ));
+    // TLS when the URL says tls://, the server requires it, or a --tls-* flag asks for it.
+    if session.is_none() && (url.tls || info.tls_required || tls.is_some()) {
+        if !(info.tls_required || info.tls_available) {
+            return Err(fail(
+                "TLS was asked for, but the server does not offer it".into(),
+            ));
+        }
+        let config = match tls {
+            Some(t) => t,
+            None => tls::default_config().map_err(&fail)?,
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        let s = tls::handshake(config, &stream, &url.host, left).map_err(&fail)?;
+        reader.tls = Some((s.clone(), RawIn::default()));
+        session = Some(s);
     }
+    let send = |bytes: &[u8]| -> io::Result<()> {
+        match &session {
+            Some(s) => tls::write_all(s, &stream, bytes, &|at| at.elapsed() > timeout),
+            None => (&stream).write_all(bytes),
+        }
+    };
 
     // 2. CONNECT, then PING: the PONG proves the server accepted us (errors arrive before it).
     let (mut user, mut pass, mut token, mut nkey, mut jwt) = (None, None, None, None, None);
@@ -210,9 +253,7 @@ fn dial(url: &ServerUrl, name: &str, timeout: Duration) -> Result<Dialed> {
         },
     );
     proto::encode_ping(&mut out);
-    (&stream)
-        .write_all(&out)
-        .map_err(|e| fail(format!("cannot send CONNECT: {e}")))?;
+    send(&out).map_err(|e| fail(format!("cannot send CONNECT: {e}")))?;
     let mut rejected = None;
     reader
         .until(deadline, |op| match op {
@@ -225,7 +266,7 @@ fn dial(url: &ServerUrl, name: &str, timeout: Duration) -> Result<Dialed> {
                 true
             }
             ServerOp::Ping => {
-                let _ = (&stream).write_all(b"PONG\r\n");
+                let _ = send(b"PONG\r\n");
                 false
             }
             _ => false,
@@ -240,6 +281,7 @@ fn dial(url: &ServerUrl, name: &str, timeout: Duration) -> Result<Dialed> {
     }
     Ok(Dialed {
         stream,
+        tls: session,
         reader,
         info,
         url: url.clone(),
@@ -394,6 +436,7 @@ struct Redial {
     servers: Vec<ServerUrl>,
     name: String,
     timeout: Duration,
+    tls: Option<&'static Tls>,
 }
 
 /// The first wait between reconnect attempts; it doubles up to [`BACKOFF_MAX`]. A restarted
@@ -430,6 +473,7 @@ impl SendError {
 /// The socket writes go to, replaced on reconnect.
 struct Link {
     stream: TcpStream,
+    tls: Option<Session>,
     /// Bumped by each reconnect, so a failed write knows whether it failed on the current link.
     generation: u64,
 }
@@ -468,6 +512,7 @@ pub struct Shared {
 impl Shared {
     fn new(
         stream: TcpStream,
+        tls: Option<Session>,
         errors: Arc<ErrorCounts>,
         stall_limit: Duration,
         ping_interval: Duration,
@@ -476,6 +521,7 @@ impl Shared {
         Self {
             link: Mutex::new(Link {
                 stream,
+                tls,
                 generation: 0,
             }),
             pings_sent: AtomicU64::new(0),
@@ -506,7 +552,7 @@ impl Shared {
     pub fn write_all(&self, bytes: &[u8]) -> Result<(), SendError> {
         let (generation, kind) = {
             let mut link = self.lock_link();
-            match self.write_locked(&mut link.stream, bytes) {
+            match self.write_locked(&mut link, bytes) {
                 Ok(()) => return Ok(()),
                 Err(e) => (link.generation, io_kind(&e)),
             }
@@ -523,7 +569,7 @@ impl Shared {
         let (generation, kind) = {
             let mut link = self.lock_link();
             let ticket = self.pings_sent.fetch_add(1, Ordering::Relaxed) + 1;
-            match self.write_locked(&mut link.stream, bytes) {
+            match self.write_locked(&mut link, bytes) {
                 Ok(()) => return Ok(ticket),
                 Err(e) => (link.generation, io_kind(&e)),
             }
@@ -585,7 +631,15 @@ impl Shared {
 
     /// `write_all` that cannot block forever: the socket has a short send timeout, and each
     /// timeout checks whether the server has taken nothing for `stall_limit`.
-    fn write_locked(&self, w: &mut TcpStream, mut bytes: &[u8]) -> io::Result<()> {
+    fn write_locked(&self, link: &mut Link, mut bytes: &[u8]) -> io::Result<()> {
+        if let Some(session) = &link.tls {
+            return tls::write_all(session, &link.stream, bytes, &|progress_at| {
+                self.closing.load(Ordering::Acquire)
+                    || interrupted()
+                    || progress_at.elapsed() >= self.stall_limit
+            });
+        }
+        let w = &mut link.stream;
         let mut progress_at = Instant::now();
         while !bytes.is_empty() {
             match w.write(bytes) {
@@ -683,14 +737,15 @@ impl Shared {
     fn ping(&self) {
         let mut link = self.lock_link();
         self.pings_sent.fetch_add(1, Ordering::Relaxed);
-        let _ = self.write_locked(&mut link.stream, b"PING\r\n");
+        let _ = self.write_locked(&mut link, b"PING\r\n");
     }
 
     /// Puts a freshly dialled socket in place of the lost one.
-    fn relink(&self, stream: TcpStream) {
+    fn relink(&self, stream: TcpStream, tls: Option<Session>) {
         let generation = {
             let mut link = self.lock_link();
             link.stream = stream;
+            link.tls = tls;
             link.generation += 1;
             // PINGs sent on the old link are never answered; their waiters learn it now. New
             // PINGs can only go out on the new link, after this lock is released.
@@ -769,6 +824,8 @@ enum ReadError {
 /// The read half: a socket and a buffer that is reused for the whole connection.
 pub struct Reader {
     stream: TcpStream,
+    /// The TLS session and the ciphertext not yet decrypted, when the connection is encrypted.
+    tls: Option<(Session, RawIn)>,
     buf: Vec<u8>,
     start: usize,
     end: usize,
@@ -789,6 +846,7 @@ impl Reader {
     fn new(stream: TcpStream) -> Self {
         Self {
             stream,
+            tls: None,
             buf: vec![0; READ_BUF],
             start: 0,
             end: 0,
@@ -841,6 +899,26 @@ impl Reader {
                 };
                 self.buf.resize(target.max(want), 0);
             }
+        }
+        if let Some((session, raw)) = &mut self.tls {
+            // Ciphertext cannot be polled into plaintext: TLS reads block (with the timeout).
+            return match tls::read(session, &self.stream, raw, &mut self.buf[self.end..]) {
+                Ok(0) => Err(ReadError::Eof),
+                Ok(n) => {
+                    self.end += n;
+                    Ok(())
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    Err(ReadError::TimedOut)
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
+                Err(e) => Err(ReadError::Io(e)),
+            };
         }
         if let Some(window) = self.busy_poll {
             use std::os::fd::AsRawFd;
@@ -1003,7 +1081,7 @@ impl Reader {
             if timeout.is_zero() {
                 return None;
             }
-            if let Ok(d) = dial_any(&redial.servers, &redial.name, timeout) {
+            if let Ok(d) = dial_any(&redial.servers, &redial.name, timeout, redial.tls) {
                 let subs = shared
                     .subs
                     .lock()
@@ -1011,9 +1089,14 @@ impl Reader {
                     .clone();
                 // Interest first, on the socket nobody else can write to yet: no message a
                 // writer sends on the new link can overtake the subscriptions.
-                if subs.is_empty() || (&d.stream).write_all(&subs).is_ok() {
+                let sent = match &d.tls {
+                    _ if subs.is_empty() => Ok(()),
+                    Some(s) => tls::write_all(s, &d.stream, &subs, &|at| at.elapsed() > timeout),
+                    None => (&d.stream).write_all(&subs),
+                };
+                if sent.is_ok() {
                     self.relink(d.reader);
-                    shared.relink(d.stream);
+                    shared.relink(d.stream, d.tls);
                     shared.errors.opened();
                     shared.errors.reconnected(lost_at.elapsed());
                     return Some(Flow::Continue);

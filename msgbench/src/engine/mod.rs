@@ -8,3 +8,4 @@ pub mod load;
 pub mod proto;
 pub mod pull;
 pub mod stamp;
+pub mod tls;

@@ -420,6 +420,8 @@ pub struct ServerInfo {
     #[serde(default)]
     pub tls_required: bool,
     #[serde(default)]
+    pub tls_available: bool,
+    #[serde(default)]
     pub jetstream: bool,
     /// What to sign for NKey or JWT authentication.
     #[serde(default)]

@@ -7,13 +7,14 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::cli::ConnArgs;
+use crate::engine::tls::{Tls, TlsOptions};
 use crate::error::{Error, Result};
 use crate::options::link::LinkSpec;
 use crate::options::values::parse_duration;
 use crate::options::{server_choice, ServerChoice};
 
 /// How connections are opened and kept.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy)]
 pub struct ConnOptions {
     pub connect_timeout: Duration,
     /// Dial again after a lost connection (with backoff, for up to the scenario's --timeout).
@@ -24,6 +25,9 @@ pub struct ConnOptions {
     pub fault: Option<FaultSpec>,
     /// The impaired link to run over, if any.
     pub link: Option<LinkSpec>,
+    /// TLS as asked for with the --tls-* flags; a server that requires TLS gets it anyway,
+    /// verified against the system's roots.
+    pub tls: Option<&'static Tls>,
 }
 
 impl ConnOptions {
@@ -50,12 +54,34 @@ impl ConnOptions {
             .as_deref()
             .map(|l| LinkSpec::parse(l).map_err(|why| Error::flag("--link", l, why)))
             .transpose()?;
+        let wanted = TlsOptions {
+            ca: conn.tls_ca.clone(),
+            cert: conn.tls_cert.clone(),
+            key: conn.tls_key.clone(),
+            insecure: conn.tls_insecure,
+            first: conn.tls_first,
+        };
+        let tls = if wanted.wanted() {
+            if wanted.insecure {
+                static WARNED: std::sync::Once = std::sync::Once::new();
+                WARNED.call_once(|| {
+                    eprintln!("warning: --tls-insecure: the server's certificate is not verified");
+                });
+            }
+            // Built once per run and shared by every connection for the rest of the process.
+            let tls =
+                Tls::new(wanted).map_err(|(flag, value, why)| Error::flag(&flag, &value, why))?;
+            Some(&*Box::leak(Box::new(tls)))
+        } else {
+            None
+        };
         Ok(Self {
             connect_timeout: conn.connect_timeout,
             reconnect: conn.reconnect,
             ping_interval: conn.ping_interval,
             fault,
             link,
+            tls,
         })
     }
 
@@ -79,6 +105,12 @@ impl ConnOptions {
             "ping_interval_secs": self.ping_interval.as_secs_f64(),
             "fault": self.fault,
             "link": self.link,
+            "tls": self.tls.map(|t| serde_json::json!({
+                "ca": t.options.ca.is_some(),
+                "client_cert": t.options.cert.is_some(),
+                "insecure": t.options.insecure,
+                "first": t.options.first,
+            })),
         })
     }
 }

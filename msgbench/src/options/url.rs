@@ -60,6 +60,8 @@ pub struct ServerUrl {
     pub host: String,
     pub port: u16,
     pub auth: Auth,
+    /// `tls://`: the connection must be encrypted, whatever the server's INFO says.
+    pub tls: bool,
 }
 
 impl ServerUrl {
@@ -76,7 +78,8 @@ impl ServerUrl {
 impl fmt::Display for ServerUrl {
     /// The URL with any credentials removed.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "nats://{}", self.host_port())
+        let scheme = if self.tls { "tls" } else { "nats" };
+        write!(f, "{scheme}://{}", self.host_port())
     }
 }
 
@@ -104,21 +107,16 @@ fn parse_one(entry: &str) -> Result<ServerUrl, String> {
         format!("nats://{entry}")
     };
     let url = url::Url::parse(&with_scheme).map_err(|e| format!("'{}': {e}", redact(entry)))?;
-    match url.scheme() {
-        "nats" => {}
-        "tls" => {
-            return Err(format!(
-                "'{}': TLS is not supported yet; use a nats:// URL",
-                redact(entry)
-            ))
-        }
+    let tls = match url.scheme() {
+        "nats" => false,
+        "tls" => true,
         other => {
             return Err(format!(
-                "'{}': unsupported scheme '{other}' (use nats://)",
+                "'{}': unsupported scheme '{other}' (use nats:// or tls://)",
                 redact(entry)
             ))
         }
-    }
+    };
     if url.path() != "" && url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
         return Err(format!(
             "'{}': a server URL has no path, query or fragment",
@@ -152,7 +150,12 @@ fn parse_one(entry: &str) -> Result<ServerUrl, String> {
         // A user part with no password is a token, as in every NATS client.
         (token, None) => Auth::Token(decode(token)?),
     };
-    Ok(ServerUrl { host, port, auth })
+    Ok(ServerUrl {
+        host,
+        port,
+        auth,
+        tls,
+    })
 }
 
 fn percent_decode(s: &str) -> Option<String> {
@@ -253,13 +256,21 @@ mod tests {
     }
 
     #[test]
+    fn tls_urls_ask_for_tls_and_say_so() {
+        let u = &parse_servers("tls://u:p@h:4443").unwrap()[0];
+        assert!(u.tls);
+        assert_eq!(u.to_string(), "tls://h:4443");
+        assert!(!parse_servers("nats://h").unwrap()[0].tls);
+    }
+
+    #[test]
     fn rejects_malformed() {
         for bad in [
             "",
             "nats://",
             "nats://h:99999",
             "http://h:1",
-            "tls://h:1",
+            "tcp://h:1",
             "nats://h:1/path",
             "nats://h:0",
             "a,,b",
