@@ -44,6 +44,8 @@ struct Context {
 pub struct Sources {
     pub url: Option<String>,
     pub auth: Auth,
+    /// The context's TLS files: CA, client certificate, key.
+    pub tls_files: [Option<PathBuf>; 3],
 }
 
 /// Reads them.
@@ -64,13 +66,6 @@ pub fn sources_with(conn: &ConnArgs, env: &dyn Fn(&str) -> Option<String>) -> Re
         Some(name) => load_context(name, &env)?,
         None => Context::default(),
     };
-    if !(ctx.cert.is_empty() && ctx.key.is_empty() && ctx.ca.is_empty()) {
-        return Err(Error::flag(
-            "--context",
-            conn.context.as_deref().unwrap_or(""),
-            "sets TLS files, and this version of msgbench does not speak TLS yet",
-        ));
-    }
     let nonempty = |s: &str| (!s.is_empty()).then(|| s.to_string());
     // Flags (with their environment variables) first, then the context.
     let user = conn.user.clone().or_else(|| nonempty(&ctx.user));
@@ -118,9 +113,11 @@ pub fn sources_with(conn: &ConnArgs, env: &dyn Fn(&str) -> Option<String>) -> Re
             )));
         }
     };
+    let path = |s: &str| nonempty(s).map(PathBuf::from);
     Ok(Sources {
         url: nonempty(&ctx.url),
         auth,
+        tls_files: [path(&ctx.ca), path(&ctx.cert), path(&ctx.key)],
     })
 }
 
@@ -339,11 +336,7 @@ mod tests {
         // A flag wins over the context.
         let s = sources_with(&conn(&["--context", "dev", "--user", "carol"]), &env).unwrap();
         assert!(matches!(s.auth, Auth::UserPass { user, .. } if user == "carol"));
-        for (name, needle) in [
-            ("missing", "cannot read"),
-            ("tls", "TLS"),
-            ("../x", "not a path"),
-        ] {
+        for (name, needle) in [("missing", "cannot read"), ("../x", "not a path")] {
             let e = sources_with(&conn(&["--context", name]), &env)
                 .unwrap_err()
                 .to_string();

@@ -54,10 +54,12 @@ impl ConnOptions {
             .as_deref()
             .map(|l| LinkSpec::parse(l).map_err(|why| Error::flag("--link", l, why)))
             .transpose()?;
+        // A context's TLS files count when no flag names them.
+        let [ctx_ca, ctx_cert, ctx_key] = crate::options::auth::sources(conn)?.tls_files;
         let wanted = TlsOptions {
-            ca: conn.tls_ca.clone(),
-            cert: conn.tls_cert.clone(),
-            key: conn.tls_key.clone(),
+            ca: conn.tls_ca.clone().or(ctx_ca),
+            cert: conn.tls_cert.clone().or(ctx_cert),
+            key: conn.tls_key.clone().or(ctx_key),
             insecure: conn.tls_insecure,
             first: conn.tls_first,
         };
