@@ -402,23 +402,8 @@ pub fn added_rtt(server: &ServerUrl) -> Result<i64> {
         tls: server.tls,
     };
     let median = |url: &ServerUrl| -> Result<u64> {
-        let opts = crate::options::conn::ConnOptions {
-            connect_timeout: DIAL_TIMEOUT,
-            reconnect: false,
-            ping_interval: Duration::from_secs(60),
-            fault: None,
-            link: None,
-            tls: None,
-        };
-        let mut c = crate::engine::conn::connect(
-            &crate::engine::conn::ConnectSpec {
-                servers: std::slice::from_ref(url),
-                name: "msgbench-link-calibration",
-                opts: &opts,
-                stall_limit: DIAL_TIMEOUT,
-            },
-            Arc::new(crate::error::ErrorCounts::default()),
-        )?;
+        let mut c =
+            crate::engine::conn::connect_for_check(url, "msgbench-link-calibration", DIAL_TIMEOUT)?;
         let mut rtts = c.ping_rtts(200, DIAL_TIMEOUT)?;
         c.shared.close();
         rtts.sort();

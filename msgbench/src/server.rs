@@ -178,22 +178,10 @@ fn start_cluster(binary: &Path, n: u32) -> Result<Vec<EmbeddedServer>> {
 
 /// Asks `$JS.API.INFO` until it answers without an error.
 fn wait_for_jetstream(url: &ServerUrl, deadline: Instant) -> Result<()> {
-    let opts = crate::options::conn::ConnOptions {
-        connect_timeout: Duration::from_secs(2),
-        reconnect: false,
-        ping_interval: Duration::from_secs(60),
-        fault: None,
-        link: None,
-        tls: None,
-    };
-    let mut c = crate::engine::conn::connect(
-        &crate::engine::conn::ConnectSpec {
-            servers: std::slice::from_ref(url),
-            name: "msgbench-cluster-check",
-            opts: &opts,
-            stall_limit: Duration::from_secs(2),
-        },
-        std::sync::Arc::new(crate::error::ErrorCounts::default()),
+    let mut c = crate::engine::conn::connect_for_check(
+        url,
+        "msgbench-cluster-check",
+        Duration::from_secs(2),
     )?;
     loop {
         let answered = c

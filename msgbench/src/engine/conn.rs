@@ -91,6 +91,31 @@ pub fn connect(spec: &ConnectSpec<'_>, errors: Arc<ErrorCounts>) -> Result<Conn>
     })
 }
 
+/// A connection for msgbench's own checks (a cluster's readiness, the link proxy's cost): plain
+/// settings, no reconnect, errors counted nowhere.
+///
+/// # Errors
+/// As [`connect`].
+pub fn connect_for_check(url: &ServerUrl, name: &str, timeout: Duration) -> Result<Conn> {
+    let opts = ConnOptions {
+        connect_timeout: timeout,
+        reconnect: false,
+        ping_interval: Duration::from_secs(60),
+        fault: None,
+        link: None,
+        tls: None,
+    };
+    connect(
+        &ConnectSpec {
+            servers: std::slice::from_ref(url),
+            name,
+            opts: &opts,
+            stall_limit: timeout,
+        },
+        Arc::new(ErrorCounts::default()),
+    )
+}
+
 /// A socket that has completed the handshake: the write half, the read half and what the
 /// server said about itself.
 struct Dialed {
@@ -900,27 +925,8 @@ impl Reader {
                 self.buf.resize(target.max(want), 0);
             }
         }
-        if let Some((session, raw)) = &mut self.tls {
-            // Ciphertext cannot be polled into plaintext: TLS reads block (with the timeout).
-            return match tls::read(session, &self.stream, raw, &mut self.buf[self.end..]) {
-                Ok(0) => Err(ReadError::Eof),
-                Ok(n) => {
-                    self.end += n;
-                    Ok(())
-                }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    Err(ReadError::TimedOut)
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
-                Err(e) => Err(ReadError::Io(e)),
-            };
-        }
-        if let Some(window) = self.busy_poll {
+        // Ciphertext cannot be polled into plaintext: TLS reads always block (with the timeout).
+        if let (Some(window), None) = (self.busy_poll, &self.tls) {
             use std::os::fd::AsRawFd;
             let spin_until = Instant::now() + window;
             loop {
@@ -947,7 +953,13 @@ impl Reader {
                 std::hint::spin_loop();
             }
         }
-        match self.stream.read(&mut self.buf[self.end..]) {
+        let read = match &mut self.tls {
+            Some((session, raw)) => {
+                tls::read(session, &self.stream, raw, &mut self.buf[self.end..])
+            }
+            None => self.stream.read(&mut self.buf[self.end..]),
+        };
+        match read {
             Ok(0) => Err(ReadError::Eof),
             Ok(n) => {
                 self.end += n;
