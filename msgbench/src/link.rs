@@ -365,6 +365,7 @@ pub fn attach(servers: &[ServerUrl], spec: LinkSpec) -> Result<(Vec<ServerUrl>, 
             port: p.addr.port(),
             auth: s.auth.clone(),
             tls: s.tls,
+            tls_name: Some(s.tls_name().to_string()),
         });
         proxies.push(p);
     }
@@ -400,6 +401,7 @@ pub fn added_rtt(server: &ServerUrl) -> Result<i64> {
         port: clear.addr.port(),
         auth: server.auth.clone(),
         tls: server.tls,
+        tls_name: Some(server.tls_name().to_string()),
     };
     let median = |url: &ServerUrl| -> Result<u64> {
         let mut c =

@@ -280,6 +280,7 @@ impl EmbeddedServer {
                 port: 0,
                 auth: url::Auth::None,
                 tls: false,
+                tls_name: None,
             },
         };
         server.url.port = server.spawn(None)?;

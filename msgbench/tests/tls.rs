@@ -163,6 +163,27 @@ fn verification_is_on_by_default_and_failures_say_why() {
 }
 
 #[test]
+fn through_the_link_proxy_the_certificate_is_still_checked_for_the_server_name() {
+    // A certificate for "localhost" only: the proxy listens on 127.0.0.1, yet the name to
+    // verify stays the server's.
+    let pki = Pki::new("tls-link");
+    let ca = pki.ca("ca");
+    pki.leaf("server", &["localhost"], &ca);
+    let s = TestServer::with_config(&tls_block(&pki, "server", ""));
+    let url = s.url.replace("nats://127.0.0.1", "tls://localhost");
+    let ca_path = pki.path("ca.pem");
+    let out = publish(&[
+        "--server",
+        &url,
+        "--tls-ca",
+        &ca_path,
+        "--link",
+        "delay=1ms",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
 fn mutual_tls_needs_the_client_certificate() {
     let pki = Pki::new("tls-mutual");
     let ca = pki.ca("ca");

@@ -182,7 +182,7 @@ fn dial(
     let deadline = Instant::now() + timeout;
     // A server with handshake_first expects TLS before it says anything.
     let mut session = match tls.filter(|t| t.options.first) {
-        Some(t) => Some(tls::handshake(t, &stream, &url.host, timeout).map_err(&fail)?),
+        Some(t) => Some(tls::handshake(t, &stream, url.tls_name(), timeout).map_err(&fail)?),
         None => None,
     };
     let reader_stream = stream
@@ -229,7 +229,7 @@ fn dial(
             None => tls::default_config().map_err(&fail)?,
         };
         let left = deadline.saturating_duration_since(Instant::now());
-        let s = tls::handshake(config, &stream, &url.host, left).map_err(&fail)?;
+        let s = tls::handshake(config, &stream, url.tls_name(), left).map_err(&fail)?;
         reader.tls = Some((s.clone(), RawIn::default()));
         session = Some(s);
     }

@@ -62,9 +62,17 @@ pub struct ServerUrl {
     pub auth: Auth,
     /// `tls://`: the connection must be encrypted, whatever the server's INFO says.
     pub tls: bool,
+    /// The name the server's certificate must carry, when it is not `host` (a link proxy in
+    /// between listens on 127.0.0.1 for a server with another name).
+    pub tls_name: Option<String>,
 }
 
 impl ServerUrl {
+    /// The name to verify the server's certificate against.
+    pub fn tls_name(&self) -> &str {
+        self.tls_name.as_deref().unwrap_or(&self.host)
+    }
+
     /// `host:port` for connecting, with IPv6 literals bracketed.
     pub fn host_port(&self) -> String {
         if self.host.contains(':') {
@@ -155,6 +163,7 @@ fn parse_one(entry: &str) -> Result<ServerUrl, String> {
         port,
         auth,
         tls,
+        tls_name: None,
     })
 }
 
