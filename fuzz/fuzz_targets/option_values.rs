@@ -321,7 +321,8 @@ fn check_server_url(s: &str, url: &ServerUrl) {
     );
     assert_ne!(url.port, 0, "parse_servers({s:?}): {url:?}");
     let shown = url.to_string();
-    assert_eq!(shown, format!("nats://{}", url.host_port()), "{url:?}");
+    let scheme = if url.tls { "tls" } else { "nats" };
+    assert_eq!(shown, format!("{scheme}://{}", url.host_port()), "{url:?}");
     assert!(!shown.contains('@'), "{url:?} shown as {shown:?}");
 
     // Display and Debug must come out the same whatever the secret is, so they cannot show it.
@@ -333,6 +334,15 @@ fn check_server_url(s: &str, url: &ServerUrl) {
                 pass: String::new(),
             },
             Auth::Token(_) => Auth::Token(String::new()),
+            // Not from a URL, but their output must not depend on the secret either.
+            Auth::NKey { public, .. } => Auth::NKey {
+                public: public.clone(),
+                seed: String::new(),
+            },
+            Auth::Creds { .. } => Auth::Creds {
+                jwt: String::new(),
+                seed: String::new(),
+            },
         },
         ..url.clone()
     };
@@ -420,6 +430,8 @@ fn model_entry(entry: &str) -> Option<Result<ServerUrl, ()>> {
         host: host.to_string(),
         port,
         auth,
+        tls: false,
+        tls_name: None,
     }))
 }
 
