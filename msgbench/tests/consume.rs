@@ -149,6 +149,12 @@ fn consuming_what_another_run_stored() {
     // js pub's messages carry their send time: here that is how long they were stored.
     assert_eq!(u(&v["latency"]["count"]), 1200);
     // An empty stream has nothing to consume: a usage error naming it.
+    let created = support::raw_request(
+        &s.url,
+        "$JS.API.STREAM.CREATE.empty",
+        r#"{"name":"empty","subjects":["empty.x"],"storage":"memory"}"#,
+    );
+    assert!(!created.contains("\"error\""), "{created}");
     let out = run(&[
         "js",
         "consume",
@@ -167,6 +173,26 @@ fn consuming_what_another_run_stored() {
         "{}",
         stderr(&out)
     );
+    // A wrong stream name is the server's "stream not found", by kind; nothing is created.
+    let out = run(&[
+        "js",
+        "consume",
+        "--server",
+        &s.url,
+        "--publish",
+        "none",
+        "--stream",
+        "nosuch",
+        "--subject",
+        "nosuch.x",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("stream not found") && err.contains("10059"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
 }
 
 #[test]

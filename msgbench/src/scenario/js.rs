@@ -295,9 +295,14 @@ pub fn run_consume(
     let timeout = opts.timeout;
     let mut setup = api_conn(target, &opts.conn, timeout)?;
     let streams = std::slice::from_ref(&opts.stream);
-    let before = open_streams(&mut setup, streams, opts.purge, timeout)?;
-    let state = before[0];
     let name = &opts.stream.name;
+    // Consuming what a stream holds needs that stream: look it up, never create it (a wrong
+    // name is then the server's "stream not found", not an empty new stream).
+    let before = match opts.source {
+        Source::Stream => vec![jsapi::stream_state(&mut setup, name, timeout)?],
+        Source::Before | Source::Live => open_streams(&mut setup, streams, opts.purge, timeout)?,
+    };
+    let state = before[0];
     // Where consuming starts, and how many distinct messages will do.
     let (start, goal) = match opts.source {
         Source::Stream if state.messages == 0 => {

@@ -193,3 +193,32 @@ pub fn assert_nothing_left_in(tmp: &std::path::Path) {
         Vec::<String>::new()
     );
 }
+
+/// One request over a raw NATS connection (the tests' own, not msgbench's): for a JetStream API
+/// call a test needs to make itself. Returns the reply's payload.
+pub fn raw_request(url: &str, subject: &str, body: &str) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let addr = url.trim_start_matches("nats://");
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    write!(
+        s,
+        "CONNECT {{\"verbose\":false}}\r\nSUB _INBOX.test.r 1\r\nPUB {subject} _INBOX.test.r {}\r\n{body}\r\n",
+        body.len()
+    )
+    .unwrap();
+    let mut r = BufReader::new(s);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        r.read_line(&mut line).unwrap();
+        if let Some(rest) = line.strip_prefix("MSG ") {
+            let len: usize = rest.trim_end().rsplit(' ').next().unwrap().parse().unwrap();
+            let mut payload = vec![0; len + 2];
+            r.read_exact(&mut payload).unwrap();
+            return String::from_utf8_lossy(&payload[..len]).into_owned();
+        }
+        assert!(!line.is_empty(), "the server closed the connection");
+    }
+}
