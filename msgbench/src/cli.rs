@@ -580,6 +580,10 @@ pub struct OutputArgs {
     /// Do not draw a progress bar.
     #[arg(long)]
     pub no_progress: bool,
+    /// A pass/fail gate, repeatable: p99<2ms, msgs_per_sec>1e6, lost==0. Any failed one makes
+    /// the exit status 8.
+    #[arg(long, value_name = "EXPR", value_parser = crate::gate::parse)]
+    pub threshold: Vec<crate::gate::Threshold>,
 }
 
 fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {

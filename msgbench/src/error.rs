@@ -30,6 +30,8 @@ pub mod exit {
     pub const STALLED: u8 = 6;
     /// The peer broke the NATS protocol: it is not a NATS server, or it sent garbage.
     pub const PROTOCOL: u8 = 7;
+    /// The run completed, but a `--threshold` failed.
+    pub const THRESHOLD: u8 = 8;
     /// Interrupted by SIGINT or SIGTERM; partial results were written.
     pub const INTERRUPTED: u8 = 130;
 }

@@ -10,6 +10,7 @@ pub mod cli;
 pub mod engine;
 pub mod error;
 pub mod export;
+pub mod gate;
 pub mod link;
 pub mod options;
 pub mod output;
@@ -216,6 +217,7 @@ fn finish(
 ) -> Result<u8> {
     let mut result = result?;
     target.annotate(&mut result);
+    result.thresholds = gate::judge(&out.thresholds, &result);
     output::write::emit(&result, out)?;
     Ok(result.exit_code(allow_loss))
 }
@@ -227,6 +229,7 @@ fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
         json: None,
         csv: None,
         no_progress: args.no_progress,
+        threshold: Vec::new(),
     };
     let conn = options::conn::ConnOptions::new(&args.conn)?;
     conn.no_fault("demo")?;
@@ -353,6 +356,7 @@ fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
             json: None,
             csv: None,
             no_progress: args.no_progress,
+            threshold: Vec::new(),
         },
     };
     let opts = options::js::JsPubOptions::new(&js)?;

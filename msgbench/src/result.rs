@@ -63,6 +63,9 @@ pub struct RunResult {
     /// its subscriber used; `server` is the publisher's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_b: Option<ServerMeta>,
+    /// How each `--threshold` fared.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<crate::gate::Verdict>,
     /// The nodes of the local cluster msgbench started (`--cluster`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster: Option<crate::server::ClusterReport>,
@@ -368,6 +371,7 @@ impl RunResult {
             link: None,
             cluster: None,
             server_b: None,
+            thresholds: Vec::new(),
             fatal: errors.fatal(),
         }
     }
@@ -385,6 +389,8 @@ impl RunResult {
             && !allow_loss
         {
             exit::LOSS
+        } else if self.thresholds.iter().any(|t| !t.pass) {
+            exit::THRESHOLD
         } else {
             exit::OK
         }

@@ -84,6 +84,7 @@ impl Exporter for Text {
             let _ = writeln!(o, "Errors: {}", list.join(", "));
         }
         connections(&mut o, r);
+        thresholds(&mut o, r);
         if r.interrupted {
             let _ = writeln!(o, "Interrupted: these are partial results.");
         }
@@ -168,6 +169,27 @@ fn jetstream(o: &mut String, r: &RunResult) {
             group(st.duplicate_acks),
             group(st.unacked_stored),
         );
+    }
+}
+
+/// Each `--threshold` with what was measured, and the count that passed.
+fn thresholds(o: &mut String, r: &RunResult) {
+    if r.thresholds.is_empty() {
+        return;
+    }
+    let passed = r.thresholds.iter().filter(|t| t.pass).count();
+    let _ = writeln!(o, "Thresholds: {passed} of {} passed", r.thresholds.len());
+    for t in &r.thresholds {
+        let measured = match (t.measured, t.latency) {
+            (Some(v), true) => format!("measured {}", duration_ns(v)),
+            (Some(v), false) if v.fract() == 0.0 && v.abs() < 1e15 => {
+                format!("measured {}", group(v as u64))
+            }
+            (Some(v), false) => format!("measured {v:.1}"),
+            (None, _) => format!("not measured: {}", t.why.unwrap_or("no value")),
+        };
+        let verdict = if t.pass { "PASS" } else { "FAIL" };
+        let _ = writeln!(o, "  {verdict} {} ({measured})", t.expr);
     }
 }
 

@@ -84,6 +84,8 @@ pub struct Output {
     pub json: Option<PathBuf>,
     pub csv: Option<PathBuf>,
     pub progress: bool,
+    /// `--threshold`s to judge the result by.
+    pub thresholds: Vec<crate::gate::Threshold>,
 }
 
 impl From<&OutputArgs> for Output {
@@ -92,6 +94,7 @@ impl From<&OutputArgs> for Output {
             json: out.json.clone(),
             csv: out.csv.clone(),
             progress: !out.no_progress,
+            thresholds: out.threshold.clone(),
         }
     }
 }

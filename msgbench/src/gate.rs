@@ -1,0 +1,303 @@
+//! Pass/fail gates (`--threshold p99<2ms`, `msgs_per_sec>1e6`, `lost==0`): parsed from the
+//! command line before anything runs, judged against the finished result, printed at the end,
+//! and turned into an exit status a CI job can act on.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::result::{LatencyStats, RunResult, PERCENTILES};
+
+/// What a threshold looks at.
+#[derive(Debug, Clone, PartialEq)]
+enum Metric {
+    /// A reported percentile of the (corrected) latency, by its key ("99.9").
+    Percentile(&'static str),
+    LatencyMin,
+    LatencyMax,
+    LatencyMean,
+    MsgsPerSec,
+    BytesPerSec,
+    Msgs,
+    Sent,
+    Received,
+    Lost,
+    Duplicated,
+    Reordered,
+    /// Every counted error kind together.
+    Errors,
+}
+
+impl Metric {
+    fn parse(s: &str) -> Result<Self, String> {
+        let m = match s {
+            "min" => Metric::LatencyMin,
+            "max" => Metric::LatencyMax,
+            "mean" => Metric::LatencyMean,
+            "msgs_per_sec" => Metric::MsgsPerSec,
+            "bytes_per_sec" => Metric::BytesPerSec,
+            "msgs" => Metric::Msgs,
+            "sent" => Metric::Sent,
+            "received" => Metric::Received,
+            "lost" => Metric::Lost,
+            "duplicated" => Metric::Duplicated,
+            "reordered" => Metric::Reordered,
+            "errors" => Metric::Errors,
+            p if p.starts_with('p') => {
+                let key = &p[1..];
+                match PERCENTILES.iter().find(|(k, _)| *k == key) {
+                    Some((k, _)) => Metric::Percentile(k),
+                    None => {
+                        let known: Vec<String> =
+                            PERCENTILES.iter().map(|(k, _)| format!("p{k}")).collect();
+                        return Err(format!(
+                            "'{p}' is not a reported percentile (use {})",
+                            known.join(", ")
+                        ));
+                    }
+                }
+            }
+            other => {
+                return Err(format!(
+                    "unknown metric '{other}' (use p50…p100, min, max, mean, msgs_per_sec, \
+                     bytes_per_sec, msgs, sent, received, lost, duplicated, reordered, errors)"
+                ))
+            }
+        };
+        Ok(m)
+    }
+
+    fn is_latency(&self) -> bool {
+        matches!(
+            self,
+            Metric::Percentile(_) | Metric::LatencyMin | Metric::LatencyMax | Metric::LatencyMean
+        )
+    }
+
+    /// The metric's value in a result, or why it has none.
+    fn read(&self, r: &RunResult) -> Result<f64, &'static str> {
+        let lat = || -> Result<&LatencyStats, &'static str> {
+            r.latency.as_ref().ok_or("this run measured no latency")
+        };
+        let counted = |v: Option<u64>| v.map(|n| n as f64).ok_or("not counted in this run");
+        Ok(match self {
+            Metric::Percentile(k) => lat()?.at(k) as f64,
+            Metric::LatencyMin => lat()?.min_ns as f64,
+            Metric::LatencyMax => lat()?.max_ns as f64,
+            Metric::LatencyMean => lat()?.mean_ns,
+            Metric::MsgsPerSec => r.throughput.msgs_per_sec,
+            Metric::BytesPerSec => r.throughput.bytes_per_sec,
+            Metric::Msgs => r.throughput.msgs as f64,
+            Metric::Sent => r.delivery.sent as f64,
+            Metric::Received => r.delivery.received as f64,
+            Metric::Lost => r.delivery.lost as f64,
+            Metric::Duplicated => counted(r.delivery.duplicated)?,
+            Metric::Reordered => counted(r.delivery.reordered)?,
+            Metric::Errors => r.errors.values().sum::<u64>() as f64,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+}
+
+impl Op {
+    fn holds(self, a: f64, b: f64) -> bool {
+        match self {
+            Op::Lt => a < b,
+            Op::Le => a <= b,
+            Op::Gt => a > b,
+            Op::Ge => a >= b,
+            Op::Eq => a == b,
+            Op::Ne => a != b,
+        }
+    }
+}
+
+/// One `--threshold`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Threshold {
+    expr: String,
+    metric: Metric,
+    op: Op,
+    /// In the metric's unit: nanoseconds for latency.
+    limit: f64,
+}
+
+impl fmt::Display for Threshold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.expr)
+    }
+}
+
+/// Parses `METRIC OP VALUE`, e.g. `p99<2ms`, `msgs_per_sec>=1.5M`, `lost==0`.
+///
+/// # Errors
+/// Why the expression cannot be read, for clap to show next to the flag.
+pub fn parse(s: &str) -> Result<Threshold, String> {
+    let expr: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+    let at = expr
+        .find(['<', '>', '=', '!'])
+        .ok_or("expected METRIC OP VALUE, such as p99<2ms or lost==0")?;
+    let (name, rest) = expr.split_at(at);
+    let (op, value) = [
+        ("<=", Op::Le),
+        (">=", Op::Ge),
+        ("==", Op::Eq),
+        ("!=", Op::Ne),
+        ("<", Op::Lt),
+        (">", Op::Gt),
+    ]
+    .iter()
+    .find_map(|(t, op)| rest.strip_prefix(t).map(|v| (*op, v)))
+    .ok_or_else(|| format!("'{rest}' does not start with <, <=, >, >=, == or !="))?;
+    if name.is_empty() {
+        return Err("no metric before the comparison".into());
+    }
+    let metric = Metric::parse(name)?;
+    if value.is_empty() {
+        return Err("no value after the comparison".into());
+    }
+    let limit = if metric.is_latency() {
+        latency_value(value)?
+    } else {
+        plain_value(value)?
+    };
+    Ok(Threshold {
+        expr,
+        metric,
+        op,
+        limit,
+    })
+}
+
+/// A duration in nanoseconds: `2ms`, `150us`, `150µs`, `1.5s`, `800ns`.
+fn latency_value(v: &str) -> Result<f64, String> {
+    let split = v
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .ok_or_else(|| format!("'{v}': give a unit (ns, us, ms or s), e.g. 2ms"))?;
+    let (num, unit) = v.split_at(split);
+    let scale = match unit {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        u => return Err(format!("'{v}': unknown unit '{u}' (use ns, us, ms or s)")),
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("'{v}': '{num}' is not a number"))?;
+    Ok(n * scale)
+}
+
+/// A count or rate: `1000`, `1e6`, `1.5M`, `500k`, `2G`.
+fn plain_value(v: &str) -> Result<f64, String> {
+    let (num, mult) = match v.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&v[..i], 1e3),
+        Some((i, 'M')) => (&v[..i], 1e6),
+        Some((i, 'G')) => (&v[..i], 1e9),
+        _ => (v, 1.0),
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("'{v}' is not a number (suffixes k, M, G allowed)"))?;
+    if !n.is_finite() {
+        return Err(format!("'{v}' is not a finite number"));
+    }
+    Ok(n * mult)
+}
+
+/// How one threshold fared, as a result records it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdict {
+    pub expr: String,
+    /// The measured value in the metric's unit (ns for latency); null when the run has none.
+    pub measured: Option<f64>,
+    pub pass: bool,
+    /// Why there is no value, when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<&'static str>,
+    /// Latency metrics are in nanoseconds.
+    #[serde(skip)]
+    pub latency: bool,
+}
+
+/// Judges every threshold against a finished result. A metric the run did not measure fails:
+/// a gate that cannot be checked must not pass.
+pub fn judge(thresholds: &[Threshold], r: &RunResult) -> Vec<Verdict> {
+    thresholds
+        .iter()
+        .map(|t| match t.metric.read(r) {
+            Ok(v) => Verdict {
+                expr: t.expr.clone(),
+                measured: Some(v),
+                pass: t.op.holds(v, t.limit),
+                why: None,
+                latency: t.metric.is_latency(),
+            },
+            Err(why) => Verdict {
+                expr: t.expr.clone(),
+                measured: None,
+                pass: false,
+                why: Some(why),
+                latency: t.metric.is_latency(),
+            },
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expressions_parse_with_units_and_suffixes() {
+        let t = parse("p99<2ms").unwrap();
+        assert_eq!(
+            (t.metric.clone(), t.op, t.limit),
+            (Metric::Percentile("99"), Op::Lt, 2e6)
+        );
+        let t = parse("p99.9 <= 150us").unwrap();
+        assert_eq!((t.op, t.limit), (Op::Le, 150e3));
+        assert_eq!(t.to_string(), "p99.9<=150us");
+        assert_eq!(parse("msgs_per_sec>1e6").unwrap().limit, 1e6);
+        assert_eq!(parse("msgs_per_sec>=1.5M").unwrap().limit, 1.5e6);
+        assert_eq!(parse("lost==0").unwrap().op, Op::Eq);
+        assert_eq!(parse("errors!=3").unwrap().op, Op::Ne);
+        assert_eq!(parse("max<1s").unwrap().limit, 1e9);
+        assert_eq!(parse("mean<800ns").unwrap().limit, 800.0);
+    }
+
+    #[test]
+    fn bad_expressions_say_what_is_wrong() {
+        for (s, needle) in [
+            ("p99", "expected METRIC OP VALUE"),
+            ("<2ms", "no metric"),
+            ("p99<", "no value"),
+            ("p99<2", "give a unit"),
+            ("p99<2hours", "unknown unit"),
+            ("p95<2ms", "not a reported percentile"),
+            ("speed>5", "unknown metric"),
+            ("lost=0", "does not start with"),
+            ("lost==none", "not a number"),
+            ("msgs>inf", "not a finite number"),
+        ] {
+            let e = parse(s).unwrap_err();
+            assert!(e.contains(needle), "{s}: {e}");
+        }
+    }
+
+    #[test]
+    fn comparisons_hold_exactly_at_the_edges() {
+        assert!(Op::Le.holds(2.0, 2.0) && !Op::Lt.holds(2.0, 2.0));
+        assert!(Op::Ge.holds(2.0, 2.0) && !Op::Gt.holds(2.0, 2.0));
+        assert!(Op::Eq.holds(0.0, 0.0) && Op::Ne.holds(1.0, 0.0));
+    }
+}

@@ -1,0 +1,106 @@
+//! `--threshold`: pass/fail gates on a real run, their report in text and JSON, the exit status
+//! 8 when one fails (also when the run did not measure the metric), and bad expressions named.
+
+mod support;
+
+use support::{run, run_json, schema_errors, stderr, TestServer};
+
+#[test]
+fn passing_gates_exit_0_and_are_reported() {
+    let s = TestServer::start();
+    let (out, v) = run_json(&[
+        "pubsub",
+        "--server",
+        &s.url,
+        "--msgs",
+        "20000",
+        "--threshold",
+        "msgs_per_sec>1",
+        "--threshold",
+        "lost==0",
+        "--threshold",
+        "errors==0",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    let t = v["thresholds"].as_array().unwrap();
+    assert_eq!(t.len(), 3);
+    assert!(t.iter().all(|t| t["pass"] == true), "{t:?}");
+    assert_eq!(t[1]["measured"], 0.0);
+    assert!(
+        stderr(&out).contains("Thresholds: 3 of 3 passed"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("PASS lost==0 (measured 0)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_failing_or_unmeasurable_gate_exits_8() {
+    let s = TestServer::start();
+    let (out, v) = run_json(&[
+        "latency",
+        "--server",
+        &s.url,
+        "--rate",
+        "1000",
+        "--duration",
+        "1s",
+        "--warmup",
+        "100ms",
+        "--threshold",
+        "p99<1ns",
+        "--threshold",
+        "p50>=1ns",
+    ]);
+    assert_eq!(out.status.code(), Some(8), "{}", stderr(&out));
+    let t = &v["thresholds"];
+    assert_eq!(
+        (t[0]["pass"].clone(), t[1]["pass"].clone()),
+        (false.into(), true.into())
+    );
+    assert!(t[0]["measured"].as_f64().unwrap() >= 1.0);
+    assert!(
+        stderr(&out).contains("FAIL p99<1ns (measured "),
+        "{}",
+        stderr(&out)
+    );
+    // A publisher alone measures no latency: a latency gate cannot pass.
+    let (out, v) = run_json(&[
+        "pub",
+        "--server",
+        &s.url,
+        "--msgs",
+        "1000",
+        "--threshold",
+        "p99<1s",
+    ]);
+    assert_eq!(out.status.code(), Some(8), "{}", stderr(&out));
+    assert_eq!(v["thresholds"][0]["measured"], serde_json::Value::Null);
+    assert!(
+        stderr(&out).contains("FAIL p99<1s (not measured: this run measured no latency)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn bad_expressions_name_the_flag() {
+    for (expr, needle) in [
+        ("p95<1ms", "not a reported percentile"),
+        ("lost", "METRIC OP VALUE"),
+    ] {
+        let out = run(&["pub", "--threshold", expr]);
+        assert_eq!(out.status.code(), Some(2), "{expr}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains("--threshold") && err.contains(needle),
+            "{expr}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
