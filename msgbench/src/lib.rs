@@ -1,10 +1,12 @@
 //! msgbench: an honest load generator and benchmark for NATS.
 //!
 //! The crate follows the data: [`cli`] (what was typed) → [`options`] (validated values) →
-//! [`server`] (which server, maybe started here) → [`scenario`] (who connects and does what) →
-//! [`engine`] (connections, wire protocol, load loops) → [`stats`] (delivery and throughput
-//! arithmetic) → [`result`] (the result schema) → [`export`] and [`output`] (formats and
-//! destinations). [`error`] holds the error kinds and the exit-code table.
+//! [`server`] (which server, maybe started here, or a local cluster) and [`link`] (an impaired
+//! link in front of it) → [`scenario`] (who connects and does what) → [`engine`] (connections,
+//! TLS, wire protocol, load loops) → [`stats`] (delivery and throughput arithmetic) →
+//! [`result`] (the result schema) → [`gate`] (thresholds judged on it) → [`export`] and
+//! [`output`] (formats and destinations). [`error`] holds the error kinds and the exit-code
+//! table.
 
 pub mod cli;
 pub mod engine;
