@@ -577,6 +577,9 @@ pub struct OutputArgs {
     /// Write per-client rows in nats bench's CSV columns to FILE.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
+    /// Write the headline figures as a Markdown table to FILE, for a pull request.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
     /// Do not draw a progress bar.
     #[arg(long)]
     pub no_progress: bool,

@@ -230,6 +230,7 @@ fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
     let out = OutputArgs {
         json: None,
         csv: None,
+        markdown: None,
         no_progress: args.no_progress,
         threshold: Vec::new(),
     };
@@ -357,6 +358,7 @@ fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
         out: OutputArgs {
             json: None,
             csv: None,
+            markdown: None,
             no_progress: args.no_progress,
             threshold: Vec::new(),
         },

@@ -4,6 +4,7 @@
 pub mod csv;
 pub mod hdr;
 pub mod json;
+pub mod markdown;
 pub mod text;
 
 use crate::result::RunResult;

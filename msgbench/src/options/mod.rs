@@ -83,6 +83,7 @@ pub struct Output {
     /// `-` means stdout.
     pub json: Option<PathBuf>,
     pub csv: Option<PathBuf>,
+    pub markdown: Option<PathBuf>,
     pub progress: bool,
     /// `--threshold`s to judge the result by.
     pub thresholds: Vec<crate::gate::Threshold>,
@@ -93,6 +94,7 @@ impl From<&OutputArgs> for Output {
         Self {
             json: out.json.clone(),
             csv: out.csv.clone(),
+            markdown: out.markdown.clone(),
             progress: !out.no_progress,
             thresholds: out.threshold.clone(),
         }

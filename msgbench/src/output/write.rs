@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::export::{csv::Csv, json::Json, text::Text, Exporter};
+use crate::export::{csv::Csv, json::Json, markdown::Markdown, text::Text, Exporter};
 use crate::options::Output;
 use crate::result::RunResult;
 
@@ -20,6 +20,9 @@ pub fn emit(result: &RunResult, out: &Output) -> Result<()> {
     }
     if let Some(path) = &out.csv {
         write_file(path, &Csv.serialize(result), "--csv")?;
+    }
+    if let Some(path) = &out.markdown {
+        write_file(path, &Markdown.serialize(result), "--markdown")?;
     }
     let text = Text.serialize(result);
     // A closed pipe (`| head`) is not worth failing the run over; the files are already written.
