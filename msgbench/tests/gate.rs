@@ -8,6 +8,8 @@ use support::{run, run_json, schema_errors, stderr, TestServer};
 #[test]
 fn passing_gates_exit_0_and_are_reported() {
     let s = TestServer::start();
+    let dir = support::scratch_dir("markdown");
+    let md = dir.join("result.md");
     let (out, v) = run_json(&[
         "pubsub",
         "--server",
@@ -20,6 +22,8 @@ fn passing_gates_exit_0_and_are_reported() {
         "lost==0",
         "--threshold",
         "errors==0",
+        "--markdown",
+        md.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(schema_errors(&v), Vec::<String>::new());
@@ -37,6 +41,20 @@ fn passing_gates_exit_0_and_are_reported() {
         "{}",
         stderr(&out)
     );
+    // The Markdown table carries the same run: its figures and each gate.
+    let table = std::fs::read_to_string(&md).unwrap();
+    assert!(table.starts_with("**msgbench pubsub**"), "{table}");
+    assert!(table.contains("| figure | value |\n|---|---|\n"), "{table}");
+    assert!(
+        table.contains("| delivery | 20,000 of 20,000 received, lost 0,"),
+        "{table}"
+    );
+    assert!(table.contains("| pub (1 client) |"), "{table}");
+    assert!(
+        table.contains("| threshold `lost==0` | pass (0) |"),
+        "{table}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]

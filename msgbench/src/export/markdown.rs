@@ -40,10 +40,11 @@ impl Exporter for Markdown {
         };
         row("throughput", rate(&r.throughput));
         for (role, stats) in &r.by_role {
-            row(
-                &format!("{role} ({} clients)", stats.clients),
-                rate(&stats.throughput),
-            );
+            let clients = match stats.clients {
+                1 => "1 client".to_string(),
+                n => format!("{n} clients"),
+            };
+            row(&format!("{role} ({clients})"), rate(&stats.throughput));
         }
         if let Some(l) = &r.latency {
             for (k, label) in [
