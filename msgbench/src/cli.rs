@@ -53,6 +53,62 @@ pub enum Command {
     Calibrate(CalibrateArgs),
     /// Run the short default suite (pub, pubsub, latency, request) and print the results.
     Demo(DemoArgs),
+    /// Turn result files (--json output) into one self-contained HTML report with charts.
+    Report(ReportArgs),
+    /// Compare two result files metric by metric, with confidence intervals from their
+    /// repeated runs (--runs), and optionally fail on a regression.
+    Diff(DiffArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Result files written by --json (one or more; several are shown side by side).
+    #[arg(required = true, value_name = "RESULT.json")]
+    pub inputs: Vec<PathBuf>,
+    /// The HTML file to write.
+    #[arg(
+        short = 'o',
+        long = "output",
+        default_value = "report.html",
+        value_name = "FILE"
+    )]
+    pub output: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The baseline result file.
+    #[arg(value_name = "BASE.json")]
+    pub base: PathBuf,
+    /// The result file to judge against the baseline.
+    #[arg(value_name = "NEW.json")]
+    pub new: PathBuf,
+    /// Exit with status 8 when any compared metric is significantly worse by more than PCT
+    /// (e.g. 5%).
+    #[arg(long, value_name = "PCT", value_parser = parse_percent)]
+    pub fail_on_regression: Option<f64>,
+    /// Compare only these metrics (repeatable; default: msgs_per_sec and the latency
+    /// percentiles both results have).
+    #[arg(long, value_name = "NAME")]
+    pub metric: Vec<String>,
+    /// Also write the comparison as JSON to FILE ('-' for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// `5%`, `5` or `0.5%`: a percentage, returned as a fraction (0.05).
+fn parse_percent(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let n: f64 = t
+        .strip_suffix('%')
+        .unwrap_or(t)
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a percentage such as 5%"))?;
+    if !(n.is_finite() && n >= 0.0) {
+        return Err(format!("'{s}' must be a percentage of 0 or more"));
+    }
+    Ok(n / 100.0)
 }
 
 #[derive(Debug, Subcommand)]
@@ -580,13 +636,34 @@ pub struct OutputArgs {
     /// Write the headline figures as a Markdown table to FILE, for a pull request.
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
-    /// Do not draw a progress bar.
+    /// Do not print the live line (once a second: rates, current P99, errors) on a terminal.
     #[arg(long)]
     pub no_progress: bool,
+    /// Print the live line even when stderr is not a terminal (into a CI log, say).
+    #[arg(long, conflicts_with = "no_progress")]
+    pub live: bool,
+    /// Append one JSON line of statistics per second to FILE, for dashboards.
+    #[arg(long, value_name = "FILE")]
+    pub stream_stats: Option<PathBuf>,
+    /// Repeat the run N times and report each figure's median and spread over the runs.
+    #[arg(long, default_value = "1", value_name = "N", value_parser = parse_runs)]
+    pub runs: u32,
     /// A pass/fail gate, repeatable: p99<2ms, msgs_per_sec>1e6, lost==0. Any failed one makes
     /// the exit status 8.
     #[arg(long, value_name = "EXPR", value_parser = crate::gate::parse)]
     pub threshold: Vec<crate::gate::Threshold>,
+}
+
+fn parse_runs(s: &str) -> Result<u32, String> {
+    let n = parse_count(s)?;
+    if n == 0 {
+        return Err("must be at least 1".into());
+    }
+    // Each run is a whole benchmark; past this a loop in a script is the better tool.
+    if n > 1000 {
+        return Err("at most 1000 runs".into());
+    }
+    Ok(n as u32)
 }
 
 fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {

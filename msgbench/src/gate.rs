@@ -6,97 +6,8 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::result::{LatencyStats, RunResult, PERCENTILES};
-
-/// What a threshold looks at.
-#[derive(Debug, Clone, PartialEq)]
-enum Metric {
-    /// A reported percentile of the (corrected) latency, by its key ("99.9").
-    Percentile(&'static str),
-    LatencyMin,
-    LatencyMax,
-    LatencyMean,
-    MsgsPerSec,
-    BytesPerSec,
-    Msgs,
-    Sent,
-    Received,
-    Lost,
-    Duplicated,
-    Reordered,
-    /// Every counted error kind together.
-    Errors,
-}
-
-impl Metric {
-    fn parse(s: &str) -> Result<Self, String> {
-        let m = match s {
-            "min" => Metric::LatencyMin,
-            "max" => Metric::LatencyMax,
-            "mean" => Metric::LatencyMean,
-            "msgs_per_sec" => Metric::MsgsPerSec,
-            "bytes_per_sec" => Metric::BytesPerSec,
-            "msgs" => Metric::Msgs,
-            "sent" => Metric::Sent,
-            "received" => Metric::Received,
-            "lost" => Metric::Lost,
-            "duplicated" => Metric::Duplicated,
-            "reordered" => Metric::Reordered,
-            "errors" => Metric::Errors,
-            p if p.starts_with('p') => {
-                let key = &p[1..];
-                match PERCENTILES.iter().find(|(k, _)| *k == key) {
-                    Some((k, _)) => Metric::Percentile(k),
-                    None => {
-                        let known: Vec<String> =
-                            PERCENTILES.iter().map(|(k, _)| format!("p{k}")).collect();
-                        return Err(format!(
-                            "'{p}' is not a reported percentile (use {})",
-                            known.join(", ")
-                        ));
-                    }
-                }
-            }
-            other => {
-                return Err(format!(
-                    "unknown metric '{other}' (use p50…p100, min, max, mean, msgs_per_sec, \
-                     bytes_per_sec, msgs, sent, received, lost, duplicated, reordered, errors)"
-                ))
-            }
-        };
-        Ok(m)
-    }
-
-    fn is_latency(&self) -> bool {
-        matches!(
-            self,
-            Metric::Percentile(_) | Metric::LatencyMin | Metric::LatencyMax | Metric::LatencyMean
-        )
-    }
-
-    /// The metric's value in a result, or why it has none.
-    fn read(&self, r: &RunResult) -> Result<f64, &'static str> {
-        let lat = || -> Result<&LatencyStats, &'static str> {
-            r.latency.as_ref().ok_or("this run measured no latency")
-        };
-        let counted = |v: Option<u64>| v.map(|n| n as f64).ok_or("not counted in this run");
-        Ok(match self {
-            Metric::Percentile(k) => lat()?.at(k) as f64,
-            Metric::LatencyMin => lat()?.min_ns as f64,
-            Metric::LatencyMax => lat()?.max_ns as f64,
-            Metric::LatencyMean => lat()?.mean_ns,
-            Metric::MsgsPerSec => r.throughput.msgs_per_sec,
-            Metric::BytesPerSec => r.throughput.bytes_per_sec,
-            Metric::Msgs => r.throughput.msgs as f64,
-            Metric::Sent => r.delivery.sent as f64,
-            Metric::Received => r.delivery.received as f64,
-            Metric::Lost => r.delivery.lost as f64,
-            Metric::Duplicated => counted(r.delivery.duplicated)?,
-            Metric::Reordered => counted(r.delivery.reordered)?,
-            Metric::Errors => r.errors.values().sum::<u64>() as f64,
-        })
-    }
-}
+use crate::metric::Metric;
+use crate::result::RunResult;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Op {
@@ -232,9 +143,14 @@ pub struct Verdict {
 /// Judges every threshold against a finished result. A metric the run did not measure fails:
 /// a gate that cannot be checked must not pass.
 pub fn judge(thresholds: &[Threshold], r: &RunResult) -> Vec<Verdict> {
+    if thresholds.is_empty() {
+        return Vec::new();
+    }
+    // Metrics are read from the document form, the same way `diff` reads a saved file.
+    let doc = serde_json::to_value(r).expect("a result serialises");
     thresholds
         .iter()
-        .map(|t| match t.metric.read(r) {
+        .map(|t| match t.metric.read(&doc) {
             Ok(v) => Verdict {
                 expr: t.expr.clone(),
                 measured: Some(v),
@@ -261,8 +177,8 @@ mod tests {
     fn expressions_parse_with_units_and_suffixes() {
         let t = parse("p99<2ms").unwrap();
         assert_eq!(
-            (t.metric.clone(), t.op, t.limit),
-            (Metric::Percentile("99"), Op::Lt, 2e6)
+            (t.metric, t.op, t.limit),
+            (Metric::parse("p99").unwrap(), Op::Lt, 2e6)
         );
         let t = parse("p99.9 <= 150us").unwrap();
         assert_eq!((t.op, t.limit), (Op::Le, 150e3));

@@ -14,8 +14,10 @@ pub mod error;
 pub mod export;
 pub mod gate;
 pub mod link;
+pub mod metric;
 pub mod options;
 pub mod output;
+pub mod report;
 pub mod result;
 pub mod scenario;
 pub mod server;
@@ -23,6 +25,7 @@ pub mod stats;
 
 use std::ffi::OsString;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clap::Parser;
@@ -30,6 +33,7 @@ use clap::Parser;
 use cli::{Cli, Command, DemoArgs, LoadArgs, OutputArgs};
 use error::{exit, Result};
 use options::{Options, Output, ScenarioKind};
+use stats::timeline::Meter;
 
 /// Raised by SIGINT/SIGTERM; every load loop polls it and ends, and results are still written.
 pub static STOP: AtomicBool = AtomicBool::new(false);
@@ -141,32 +145,39 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
                 .transpose()?;
             // In a local cluster the subscriber sits on the second node: latency across a route.
             let peer = if b.is_none() { a.node(1) } else { None };
-            let result = scenario::latency::run(&o, &a, b.as_ref().or(peer.as_ref()), stop);
-            finish(result, &a, &o.output, o.allow_loss)
+            let sub_side = b.as_ref().or(peer.as_ref());
+            execute("latency", &a, &o.output, o.allow_loss, stop, |m| {
+                scenario::latency::run(&o, &a, sub_side, m, stop)
+            })
         }
         Command::Request(a) => {
             let o = options::request::RequestOptions::new(&a)?;
-            let target = server::resolve(&o.server, o.conn.link)?;
-            let result = scenario::request::run_request(&o, &target, stop);
-            finish(result, &target, &o.output, o.allow_loss)
+            let t = server::resolve(&o.server, o.conn.link)?;
+            execute("request", &t, &o.output, o.allow_loss, stop, |m| {
+                scenario::request::run_request(&o, &t, m, stop)
+            })
         }
         Command::Reply(a) => {
             let o = options::request::ReplyOptions::new(&a)?;
-            let target = server::resolve(&o.server, o.conn.link)?;
-            let result = scenario::request::run_reply(&o, &target, stop);
-            finish(result, &target, &o.output, false)
+            let t = server::resolve(&o.server, o.conn.link)?;
+            execute("reply", &t, &o.output, false, stop, |m| {
+                scenario::request::run_reply(&o, &t, m, stop)
+            })
         }
         Command::Js(cli::JsCommand::Pub(a)) => {
             let o = options::js::JsPubOptions::new(&a)?;
-            let target = server::resolve(&o.publish.server, o.publish.conn.link)?;
-            let result = scenario::js::run_pub(&o, &target, stop);
-            finish(result, &target, &o.publish.output, o.publish.allow_loss)
+            let p = &o.publish;
+            let t = server::resolve(&p.server, p.conn.link)?;
+            execute("js.pub", &t, &p.output, p.allow_loss, stop, |m| {
+                scenario::js::run_pub(&o, &t, m, stop)
+            })
         }
         Command::Js(cli::JsCommand::Consume(a)) => {
             let o = options::js::JsConsumeOptions::new(&a)?;
-            let target = server::resolve(&o.server, o.conn.link)?;
-            let result = scenario::js::run_consume(&o, &target, stop);
-            finish(result, &target, &o.output, o.allow_loss)
+            let t = server::resolve(&o.server, o.conn.link)?;
+            execute("js.consume", &t, &o.output, o.allow_loss, stop, |m| {
+                scenario::js::run_consume(&o, &t, m, stop)
+            })
         }
         Command::Kv(kv) => {
             let (a, get) = match &kv {
@@ -174,10 +185,12 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
                 cli::KvCommand::Get(a) => (a, true),
             };
             let o = options::js::KvOptions::new(a, get)?;
-            let target = server::resolve(&o.put.publish.server, o.put.publish.conn.link)?;
-            let result = scenario::js::run_kv(&o, &target, stop);
+            let t = server::resolve(&o.put.publish.server, o.put.publish.conn.link)?;
             let out = o.gets.as_ref().map_or(&o.put.publish.output, |g| &g.output);
-            finish(result, &target, out, a.allow_loss)
+            let name = if get { "kv.get" } else { "kv.put" };
+            execute(name, &t, out, a.allow_loss, stop, |m| {
+                scenario::js::run_kv(&o, &t, m, stop)
+            })
         }
         Command::Calibrate(a) => {
             if a.samples == 0 {
@@ -200,28 +213,109 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
             })
         }
         Command::Demo(a) => demo(&a, stop),
+        Command::Report(a) => report::html::run(&a),
+        Command::Diff(a) => report::diff::run(&a),
     }
 }
 
 fn run_one(opts: &Options, stop: &AtomicBool) -> Result<u8> {
     let target = server::resolve(&opts.server, opts.conn.link)?;
-    let result = scenario::run(opts, &target, stop);
-    finish(result, &target, &opts.output, opts.allow_loss)
+    execute(
+        opts.scenario.as_str(),
+        &target,
+        &opts.output,
+        opts.allow_loss,
+        stop,
+        |m| scenario::run(opts, &target, m, stop),
+    )
 }
 
-/// Writes a run's result, with what the target adds to it (the link it went over), and returns
-/// its exit status.
-fn finish(
-    result: Result<result::RunResult>,
+/// Runs a scenario once, or `--runs` times, each with its live view and timeline, then judges
+/// the thresholds, writes the result and returns the exit status. A run that fails after
+/// others succeeded ends the series: what was measured is still written, then the failure is
+/// reported.
+fn execute(
+    scenario: &'static str,
     target: &server::Target,
     out: &Output,
     allow_loss: bool,
+    stop: &AtomicBool,
+    mut once: impl FnMut(&stats::timeline::Meter) -> Result<result::RunResult>,
 ) -> Result<u8> {
-    let mut result = result?;
-    target.annotate(&mut result);
+    use output::live::{Live, StreamStats, View};
+    let stream = out
+        .stream_stats
+        .as_deref()
+        .map(StreamStats::create)
+        .transpose()?
+        .map(|s| Arc::new(Mutex::new(s)));
+    let n = out.runs.max(1);
+    let mut results = Vec::new();
+    let mut failure = None;
+    for k in 1..=n {
+        let meter = Arc::new(stats::timeline::Meter::default());
+        let view = View {
+            line: View::line_wanted(out.live, out.progress),
+            stream: stream.clone(),
+            scenario,
+            run: (n > 1).then_some((k, n)),
+        };
+        let live = Live::start(Arc::clone(&meter), view);
+        let r = once(&meter);
+        let timeline = live.finish();
+        match r {
+            Ok(mut r) => {
+                r.timeline = timeline;
+                target.annotate(&mut r);
+                if n > 1 {
+                    eprintln!("{}", export::text::run_line(k, n, &r));
+                }
+                results.push(r);
+            }
+            Err(e) if results.is_empty() => return Err(e),
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        }
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+    }
+    let mut result = combine(results, allow_loss);
     result.thresholds = gate::judge(&out.thresholds, &result);
     output::write::emit(&result, out)?;
-    Ok(result.exit_code(allow_loss))
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(result.exit_code(allow_loss)),
+    }
+}
+
+/// One result from several runs of the same scenario: the representative run's sections, with
+/// the `runs` summary beside them. A single run is returned as it is.
+fn combine(mut results: Vec<result::RunResult>, allow_loss: bool) -> result::RunResult {
+    if results.len() == 1 {
+        return results.remove(0);
+    }
+    let docs: Vec<serde_json::Value> = results
+        .iter()
+        .map(|r| serde_json::to_value(r).expect("a result serialises"))
+        .collect();
+    let entries = results
+        .iter()
+        .map(|r| stats::runs::RunEntry {
+            run_id: r.run_id.clone(),
+            started_at: r.started_at.clone(),
+            interrupted: r.interrupted,
+            exit_status: r.exit_code(allow_loss),
+        })
+        .collect();
+    let report = stats::runs::summarize(results[0].scenario, &docs, entries);
+    let interrupted = results.iter().any(|r| r.interrupted);
+    let mut chosen = results.swap_remove(report.representative);
+    chosen.interrupted = interrupted;
+    chosen.runs = Some(report);
+    chosen
 }
 
 /// The default suite: short pub, pubsub, latency, request and JetStream publish runs on one
@@ -232,6 +326,9 @@ fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
         csv: None,
         markdown: None,
         no_progress: args.no_progress,
+        live: false,
+        stream_stats: None,
+        runs: 1,
         threshold: Vec::new(),
     };
     let conn = options::conn::ConnOptions::new(&args.conn)?;
@@ -270,7 +367,7 @@ fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
         let opts = Options::new(kind, pubs, subs, &load, &args.conn, &out, None, None)?;
         report(
             kind.as_str(),
-            scenario::run(&opts, &target, stop),
+            scenario::run(&opts, &target, &Meter::default(), stop),
             kind == ScenarioKind::Pub,
         )?;
         if stop.load(Ordering::Relaxed) {
@@ -299,7 +396,7 @@ fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
     let opts = options::latency::LatencyOptions::new(&latency)?;
     report(
         "latency",
-        scenario::latency::run(&opts, &target, None, stop),
+        scenario::latency::run(&opts, &target, None, &Meter::default(), stop),
         false,
     )?;
     if stop.load(Ordering::Relaxed) {
@@ -323,7 +420,7 @@ fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
     let opts = options::request::RequestOptions::new(&request)?;
     report(
         "request",
-        scenario::request::run_request(&opts, &target, stop),
+        scenario::request::run_request(&opts, &target, &Meter::default(), stop),
         false,
     )?;
     if stop.load(Ordering::Relaxed) {
@@ -360,10 +457,14 @@ fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
             csv: None,
             markdown: None,
             no_progress: args.no_progress,
+            live: false,
+            stream_stats: None,
+            runs: 1,
             threshold: Vec::new(),
         },
     };
     let opts = options::js::JsPubOptions::new(&js)?;
-    report("js pub", scenario::js::run_pub(&opts, &target, stop), false)?;
+    let result = scenario::js::run_pub(&opts, &target, &Meter::default(), stop);
+    report("js pub", result, false)?;
     Ok(worst)
 }

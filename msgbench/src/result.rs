@@ -75,6 +75,14 @@ pub struct RunResult {
     /// JetStream consuming: how the consumers pulled and whether every message arrived once.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub consumer: Option<crate::scenario::js::ConsumeReport>,
+    /// The machine msgbench ran on.
+    pub host: Host,
+    /// Second by second: rates per client, latency, errors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<crate::stats::timeline::Timeline>,
+    /// `--runs N`: every metric over the runs; the sections above are one of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs: Option<crate::stats::runs::RunsReport>,
     #[serde(skip)]
     pub(crate) fatal: Option<crate::error::ErrorKind>,
 }
@@ -92,6 +100,37 @@ pub struct Connections {
     pub gave_up: u64,
     /// Time from losing a connection to its replacement being ready, for each reconnect.
     pub reconnect_ns: Vec<u64>,
+}
+
+/// What the figures were measured on.
+#[derive(Debug, Clone, Serialize)]
+pub struct Host {
+    /// The CPU model, as the OS names it; empty when it does not say.
+    pub cpu: String,
+    /// Logical CPUs this process may use.
+    pub cores: usize,
+    pub os: &'static str,
+    pub arch: &'static str,
+}
+
+impl Host {
+    pub fn this() -> Self {
+        let cpu = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split_once(':'))
+                    .map(|(_, v)| v.trim().to_string())
+            })
+            .unwrap_or_default();
+        Self {
+            cpu,
+            cores: std::thread::available_parallelism().map_or(1, usize::from),
+            os: std::env::consts::OS,
+            arch: std::env::consts::ARCH,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -372,6 +411,9 @@ impl RunResult {
             cluster: None,
             server_b: None,
             thresholds: Vec::new(),
+            host: Host::this(),
+            timeline: None,
+            runs: None,
             fatal: errors.fatal(),
         }
     }
@@ -379,6 +421,24 @@ impl RunResult {
     /// The exit status this result calls for: an interruption first, then a connection the
     /// run lost for good (which explains any loss that follows from it), then loss.
     pub fn exit_code(&self, allow_loss: bool) -> u8 {
+        // With several runs, the worst of them by the same precedence.
+        if let Some(runs) = &self.runs {
+            let codes: Vec<u8> = runs.runs.iter().map(|r| r.exit_status).collect();
+            let fatal = codes
+                .iter()
+                .find(|c| ![exit::OK, exit::LOSS, exit::THRESHOLD, exit::INTERRUPTED].contains(c));
+            return if self.interrupted || codes.contains(&exit::INTERRUPTED) {
+                exit::INTERRUPTED
+            } else if let Some(code) = fatal {
+                *code
+            } else if codes.contains(&exit::LOSS) {
+                exit::LOSS
+            } else if self.thresholds.iter().any(|t| !t.pass) {
+                exit::THRESHOLD
+            } else {
+                exit::OK
+            };
+        }
         if self.interrupted {
             exit::INTERRUPTED
         } else if let Some(kind) = self.fatal {

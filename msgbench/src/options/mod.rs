@@ -85,6 +85,11 @@ pub struct Output {
     pub csv: Option<PathBuf>,
     pub markdown: Option<PathBuf>,
     pub progress: bool,
+    /// Print the live line even off a terminal.
+    pub live: bool,
+    pub stream_stats: Option<PathBuf>,
+    /// How many times to run the scenario.
+    pub runs: u32,
     /// `--threshold`s to judge the result by.
     pub thresholds: Vec<crate::gate::Threshold>,
 }
@@ -96,6 +101,9 @@ impl From<&OutputArgs> for Output {
             csv: out.csv.clone(),
             markdown: out.markdown.clone(),
             progress: !out.no_progress,
+            live: out.live,
+            stream_stats: out.stream_stats.clone(),
+            runs: out.runs,
             thresholds: out.threshold.clone(),
         }
     }

@@ -25,6 +25,7 @@ use crate::stats::acks::{AckSet, GAPS_LISTED};
 use crate::stats::delivery::Delivery;
 use crate::stats::latency::new_histogram;
 use crate::stats::throughput::{ClientRun, Role};
+use crate::stats::timeline::Meter;
 
 /// The result's `jetstream` section: totals over the streams, and each stream.
 #[derive(Debug, Clone, Serialize)]
@@ -152,6 +153,7 @@ fn open_streams(
 }
 
 /// Publishes with acknowledgements into streams whose states are `before`, then reconciles.
+#[allow(clippy::too_many_arguments)] // each is a distinct part of the run; a struct would only rename them
 fn publish_and_reconcile(
     p: &RequestOptions,
     mode: &'static str,
@@ -159,13 +161,14 @@ fn publish_and_reconcile(
     before: &[StreamState],
     setup: &mut Conn,
     target: &Target,
+    meter: &Meter,
     stop: &AtomicBool,
 ) -> Result<(RunResult, JsReport, Vec<JsAcks>)> {
     let publish = RequestOptions {
         js_bases: Some(before.iter().map(|s| s.last_seq + 1).collect()),
         ..p.clone()
     };
-    let (result, acks) = request::run_requests(&publish, target, stop)?;
+    let (result, acks) = request::run_requests(&publish, target, meter, stop)?;
     let acks = acks.expect("js_bases set");
     let mut reports = Vec::new();
     for ((cfg, before), acks) in streams.iter().zip(before).zip(&acks) {
@@ -198,7 +201,12 @@ fn publish_and_reconcile(
 /// # Errors
 /// Failures before publishing: server, connection, JetStream disabled, a stream that cannot be
 /// created.
-pub fn run_pub(opts: &JsPubOptions, target: &Target, stop: &AtomicBool) -> Result<RunResult> {
+pub fn run_pub(
+    opts: &JsPubOptions,
+    target: &Target,
+    meter: &Meter,
+    stop: &AtomicBool,
+) -> Result<RunResult> {
     let p = &opts.publish;
     let mut setup = api_conn(target, &p.conn, p.timeout)?;
     let before = open_streams(&mut setup, &opts.streams, opts.purge, p.timeout)?;
@@ -209,6 +217,7 @@ pub fn run_pub(opts: &JsPubOptions, target: &Target, stop: &AtomicBool) -> Resul
         &before,
         &mut setup,
         target,
+        meter,
         stop,
     )?;
     result.params = opts.params();
@@ -226,9 +235,14 @@ pub fn run_pub(opts: &JsPubOptions, target: &Target, stop: &AtomicBool) -> Resul
 ///
 /// # Errors
 /// As [`run_pub`]; for a get, also a bucket that could not be filled.
-pub fn run_kv(opts: &KvOptions, target: &Target, stop: &AtomicBool) -> Result<RunResult> {
+pub fn run_kv(
+    opts: &KvOptions,
+    target: &Target,
+    meter: &Meter,
+    stop: &AtomicBool,
+) -> Result<RunResult> {
     let Some(gets) = &opts.gets else {
-        let mut result = run_pub(&opts.put, target, stop)?;
+        let mut result = run_pub(&opts.put, target, meter, stop)?;
         result.params = opts.params();
         return Ok(result);
     };
@@ -243,6 +257,7 @@ pub fn run_kv(opts: &KvOptions, target: &Target, stop: &AtomicBool) -> Result<Ru
         &before,
         &mut setup,
         target,
+        meter,
         stop,
     )?;
     let keys = gets.keys.map_or(0, |k| k.n);
@@ -255,7 +270,7 @@ pub fn run_kv(opts: &KvOptions, target: &Target, stop: &AtomicBool) -> Result<Ru
             ),
         });
     }
-    let mut result = request::run_request(gets, target, stop)?;
+    let mut result = request::run_request(gets, target, meter, stop)?;
     result.params = opts.params();
     if opts.put.delete_after {
         jsapi::delete_stream(&mut setup, &opts.put.streams[0].name, p.timeout)?;
@@ -289,6 +304,7 @@ struct Consumed {
 pub fn run_consume(
     opts: &JsConsumeOptions,
     target: &Target,
+    meter: &Meter,
     stop: &AtomicBool,
 ) -> Result<RunResult> {
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
@@ -321,7 +337,7 @@ pub fn run_consume(
             .as_ref()
             .expect("a publisher for --publish before");
         published = Some(publish_and_reconcile(
-            p, "async", streams, &before, &mut setup, target, stop,
+            p, "async", streams, &before, &mut setup, target, meter, stop,
         )?);
     }
     let tag = stamp::new_run_tag();
@@ -346,6 +362,7 @@ pub fn run_consume(
     };
     jsapi::create_consumer(&mut setup, name, &cfg, timeout)?;
     let errors = Arc::new(ErrorCounts::default());
+    meter.watch_errors(&errors);
     let inbox = format!("_INBOX.msgbench{tag:04x}.pull");
     let mut clients = Vec::new();
     for i in 0..opts.clients {
@@ -375,6 +392,9 @@ pub fn run_consume(
     // Latency means publish-to-consume only when both ran at once (or the messages came from
     // another live publisher); after a fill it would be the time messages waited.
     let timed = opts.source != Source::Before;
+    let meters: Vec<_> = (0..opts.clients)
+        .map(|i| meter.client(Role::Sub, i, timed))
+        .collect();
     let zero = Instant::now();
     let (consumed, live) = std::thread::scope(|s| {
         let live = (opts.source == Source::Live).then(|| {
@@ -388,7 +408,7 @@ pub fn run_consume(
                     js_bases: Some(vec![start]),
                     ..p.clone()
                 };
-                let r = request::run_requests(&publish, target, stop);
+                let r = request::run_requests(&publish, target, meter, stop);
                 over.store(true, Ordering::Release);
                 r
             })
@@ -411,6 +431,7 @@ pub fn run_consume(
                 };
                 let (seen, distinct, all_done, over) =
                     (&seen, &distinct, &all_done, &publishing_over);
+                let live = &meters[i];
                 s.spawn(move || {
                     let mut got = Consumed {
                         msgs: 0,
@@ -432,10 +453,15 @@ pub fn run_consume(
                             got.msgs += 1;
                             got.bytes += payload.len() as u64;
                             got.last = Some(now);
+                            live.msgs.store(got.msgs, Ordering::Relaxed);
                             if timed {
                                 let unix = jsframe::unix_ns();
                                 if let Some(sent) = jsframe::sent_at(payload, unix) {
-                                    let _ = got.latency.record(unix.saturating_sub(sent).max(1));
+                                    let ns = unix.saturating_sub(sent).max(1);
+                                    let _ = got.latency.record(ns);
+                                    if let Some(h) = &live.latency {
+                                        h.record(ns);
+                                    }
                                 }
                             }
                             let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());

@@ -26,7 +26,8 @@ use crate::scenario::fault::Injector;
 use crate::server::Target;
 use crate::stats::delivery::{Delivery, PublisherDelivery};
 use crate::stats::latency::{IntervalSink, LatencyRecorder, Schedule, SendTimes};
-use crate::stats::throughput::ClientRun;
+use crate::stats::throughput::{ClientRun, Role};
+use crate::stats::timeline::Meter;
 
 /// The sequence number of a probe message (never a real sequence).
 const PROBE: u64 = u64::MAX;
@@ -42,10 +43,12 @@ pub fn run(
     opts: &LatencyOptions,
     target_a: &Target,
     target_b: Option<&Target>,
+    meter: &Meter,
     stop: &AtomicBool,
 ) -> Result<RunResult> {
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let errors = Arc::new(ErrorCounts::default());
+    meter.watch_errors(&errors);
     let connect = |t: &Target, name: &str| {
         conn::connect(
             &ConnectSpec {
@@ -79,8 +82,8 @@ pub fn run(
     let epoch: OnceLock<Instant> = OnceLock::new();
     let probes = AtomicU64::new(0);
     let ctl = SubControl::new(UNKNOWN);
-    let sub_progress = AtomicU64::new(0);
-    let pub_progress = AtomicU64::new(0);
+    let pub_meter = meter.client(Role::Pub, 0, false);
+    let sub_meter = meter.client(Role::Sub, 0, true);
     let mut interval_log = match &opts.hist {
         Some(prefix) => Some(IntervalLog::create(
             &with_suffix(prefix, "hlog"),
@@ -125,7 +128,8 @@ pub fn run(
             }) as Box<IntervalSink<'_>>
         });
         let recorder = LatencySubscriber {
-            rec: LatencyRecorder::new(opts.warmup.as_nanos() as u64, 1_000_000_000, sink),
+            rec: LatencyRecorder::new(opts.warmup.as_nanos() as u64, 1_000_000_000, sink)
+                .with_live(sub_meter.latency.as_ref()),
             schedule,
             epoch: &epoch,
             send_times: &send_times,
@@ -140,7 +144,7 @@ pub fn run(
             stall: None,
             run_tag: None,
         };
-        let (ctl_ref, sub_progress, epoch_ref) = (&ctl, &sub_progress, &epoch);
+        let (ctl_ref, sub_progress, epoch_ref) = (&ctl, &sub_meter.msgs, &epoch);
         let sh = sub_shared.clone();
         let fault_ns = injector.as_ref().map_or(&no_fault, Injector::fault_ns);
         let sub_thread = s.spawn(move || {
@@ -208,7 +212,7 @@ pub fn run(
             &frame,
             &spec,
             stop,
-            &pub_progress,
+            &pub_meter.msgs,
             Some(&send_times),
             None,
         );

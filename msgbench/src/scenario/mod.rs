@@ -6,7 +6,7 @@
 //! subscription, release the publishers together, wait for them, tell the subscribers how many
 //! messages were really sent, wait for the subscribers, then assemble the result.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -18,12 +18,12 @@ use crate::engine::load::{
 use crate::engine::{proto, stamp};
 use crate::error::{Error, ErrorCounts, Result};
 use crate::options::{Options, Pace, ScenarioKind, Stop};
-use crate::output::progress::Progress;
 use crate::result::{throughput_sections, RunResult, ServerMeta};
 use crate::server::Target;
 use crate::stats::delivery::{self, Delivery, DeliveryLog, Expectation};
 use crate::stats::recovery::RecoveryLog;
-use crate::stats::throughput::ClientRun;
+use crate::stats::throughput::{ClientRun, Role};
+use crate::stats::timeline::Meter;
 use fault::Injector;
 
 pub mod calibrate;
@@ -37,9 +37,10 @@ pub mod request;
 /// # Errors
 /// Failures before any load runs: connection, handshake, or a size the server would reject.
 /// Failures during the run are counted in the result instead.
-pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResult> {
+pub fn run(opts: &Options, target: &Target, meter: &Meter, stop: &AtomicBool) -> Result<RunResult> {
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let errors = Arc::new(ErrorCounts::default());
+    meter.watch_errors(&errors);
     let connect = |role: &str, id: u32| {
         let name = format!("msgbench-{role}-{id}");
         conn::connect(
@@ -114,9 +115,12 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
         run_tag: (opts.scenario == ScenarioKind::Pubsub).then_some(run_tag),
     };
 
-    let pub_progress: Arc<[AtomicU64]> = (0..opts.pubs).map(|_| AtomicU64::new(0)).collect();
-    let sub_progress: Arc<[AtomicU64]> = (0..opts.subs).map(|_| AtomicU64::new(0)).collect();
-    let progress = Progress::start(opts, pub_progress.clone(), sub_progress.clone());
+    let pub_meters: Vec<_> = (0..opts.pubs)
+        .map(|i| meter.client(Role::Pub, i, false))
+        .collect();
+    let sub_meters: Vec<_> = (0..opts.subs)
+        .map(|i| meter.client(Role::Sub, i, false))
+        .collect();
 
     let subject = opts.sub_subject();
     let barrier = Barrier::new(pubs.len());
@@ -145,7 +149,7 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
                 .subscribe(&cmd)
                 .map_err(|e| e.during("cannot subscribe"))?;
             let spec = sub_spec(i as u32);
-            let (ctl, progress, epoch) = (&ctl, &sub_progress[i], &epoch);
+            let (ctl, progress, epoch) = (&ctl, &sub_meters[i].msgs, &epoch);
             let sh = shared.clone();
             let fault_ns = injector.as_ref().map(Injector::fault_ns);
             let handle = s.spawn(move || {
@@ -180,7 +184,7 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
                 });
             }
         }
-        if opts.scenario == ScenarioKind::Sub && progress.is_none() {
+        if opts.scenario == ScenarioKind::Sub {
             eprintln!("waiting for messages on '{subject}'");
         }
 
@@ -219,7 +223,7 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
             let reader_shared = shared.clone();
             // A publisher's own read side answers PINGs and collects PONGs and -ERRs.
             s.spawn(move || reader.run(&reader_shared, load::TICK, |_| conn::Flow::Continue));
-            let (barrier, progress) = (&barrier, &pub_progress[i]);
+            let (barrier, progress) = (&barrier, &pub_meters[i].msgs);
             pub_threads.push(s.spawn(move || {
                 barrier.wait();
                 let out = load::publish(&shared, &frame, &spec, stop, progress, None, None);
@@ -244,7 +248,6 @@ pub fn run(opts: &Options, target: &Target, stop: &AtomicBool) -> Result<RunResu
             .collect();
         Ok((pub_runs, sub_outcomes))
     })?;
-    drop(progress);
 
     // In pubsub a subscriber's span starts when publishing starts, not at its first message:
     // delivery rate is end to end, and a short run that arrives in one read is not "infinitely"

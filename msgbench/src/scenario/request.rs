@@ -26,6 +26,7 @@ use crate::stats::delivery::{Delivery, PublisherDelivery};
 use crate::stats::latency::{new_histogram, LatencyRecorder, Schedule, SendTimes};
 use crate::stats::recovery::RecoveryLog;
 use crate::stats::throughput::{ClientRun, Role};
+use crate::stats::timeline::{ClientMeter, Meter};
 
 /// The queue group responders join, so each request is answered once.
 const QUEUE: &str = "msgbench";
@@ -48,6 +49,8 @@ struct Replies<'a> {
     /// Acknowledgements the server marked duplicate: a message id it had already stored.
     deduplicated: u64,
     errors: &'a ErrorCounts,
+    /// The live view's count of good replies and their latencies.
+    meter: &'a ClientMeter,
     /// Bytes a reply stands for: with JetStream, the payload it acknowledges (a PubAck's own
     /// bytes say nothing about what was stored); otherwise the reply's payload.
     stands_for: Option<u64>,
@@ -84,8 +87,13 @@ impl Shape {
 ///
 /// # Errors
 /// Failures before any request is sent: server, connections, subscriptions.
-pub fn run_request(opts: &RequestOptions, target: &Target, stop: &AtomicBool) -> Result<RunResult> {
-    run_requests(opts, target, stop).map(|(result, _)| result)
+pub fn run_request(
+    opts: &RequestOptions,
+    target: &Target,
+    meter: &Meter,
+    stop: &AtomicBool,
+) -> Result<RunResult> {
+    run_requests(opts, target, meter, stop).map(|(result, _)| result)
 }
 
 /// For one stream of a JetStream run (`opts.js_bases`): every sequence acknowledged to its
@@ -106,10 +114,12 @@ pub struct JsAcks {
 pub fn run_requests(
     opts: &RequestOptions,
     target: &Target,
+    meter: &Meter,
     stop: &AtomicBool,
 ) -> Result<(RunResult, Option<Vec<JsAcks>>)> {
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let errors = Arc::new(ErrorCounts::default());
+    meter.watch_errors(&errors);
     let connect = |name: String| connect_to(target, &name, &opts.conn, opts.timeout, &errors);
     let errors_ref: &ErrorCounts = &errors;
     let responders: Vec<Conn> = (0..opts.responders)
@@ -149,7 +159,13 @@ pub fn run_requests(
     let done = AtomicBool::new(false);
     let served = AtomicU64::new(0);
     let payload = vec![if opts.js_bases.is_some() { b'j' } else { b'r' }; opts.size];
-    let progress: Vec<AtomicU64> = (0..opts.clients).map(|_| AtomicU64::new(0)).collect();
+    // Each client shows as a sender (requests out) and a receiver (timed replies in).
+    let progress: Vec<_> = (0..opts.clients)
+        .map(|i| meter.client(Role::Pub, i, false))
+        .collect();
+    let reply_meters: Vec<_> = (0..opts.clients)
+        .map(|i| meter.client(Role::Sub, i, true))
+        .collect();
 
     let injector = Injector::new(opts.conn.fault, target)?;
     let fault_ns = injector.as_ref().map(Injector::fault_ns);
@@ -247,8 +263,10 @@ pub fn run_requests(
                     } = c;
                     let frame = shape_for(i);
                     let (window, times) = (&windows[i], &send_times[i]);
+                    let (sent_meter, reply_meter) = (&progress[i], &reply_meters[i]);
                     outs.push(s.spawn(move || {
-                        let mut r = new_replies(fault_ns, js_base(i), opts.size, errors_ref);
+                        let mut r =
+                            new_replies(fault_ns, js_base(i), opts.size, errors_ref, reply_meter);
                         let out = closed_loop(
                             &mut reader,
                             &shared,
@@ -260,6 +278,7 @@ pub fn run_requests(
                             stop,
                             i as u32,
                             &mut r,
+                            &sent_meter.msgs,
                         );
                         shared.close();
                         (out, r)
@@ -280,8 +299,10 @@ pub fn run_requests(
                     client_tickets.push((shared.clone(), subscribe(&shared, cmd)?));
                     let (window, times, epoch, sh) =
                         (&windows[i], &send_times[i], &epoch, shared.clone());
+                    let reply_meter = &reply_meters[i];
                     readers.push(s.spawn(move || {
-                        let mut r = new_replies(fault_ns, js_base(i), opts.size, errors_ref);
+                        let mut r =
+                            new_replies(fault_ns, js_base(i), opts.size, errors_ref, reply_meter);
                         reader.run(&sh, load::TICK, |event| {
                             if let Event::Msg(m) = event {
                                 if let Some(zero) = epoch.get() {
@@ -317,7 +338,8 @@ pub fn run_requests(
                         start_at: Some(zero),
                         late_bound: Duration::MAX,
                     };
-                    let (window, times, progress) = (&windows[i], &send_times[i], &progress[i]);
+                    let (window, times, progress) =
+                        (&windows[i], &send_times[i], &progress[i].msgs);
                     pubs.push(s.spawn(move || {
                         let out = load::publish(
                             &shared,
@@ -470,16 +492,18 @@ fn new_replies<'a>(
     js_base: Option<u64>,
     size: usize,
     errors: &'a ErrorCounts,
+    meter: &'a ClientMeter,
 ) -> Replies<'a> {
     Replies {
         acks: js_base.map(AckSet::new),
         dup_acks: 0,
         deduplicated: 0,
         errors,
+        meter,
         stands_for: js_base.map(|_| size as u64),
         recovery: RecoveryLog::default(),
         fault_ns,
-        rec: LatencyRecorder::new(0, u64::MAX / 2, None),
+        rec: LatencyRecorder::new(0, u64::MAX / 2, None).with_live(meter.latency.as_ref()),
         ok: 0,
         no_responders: 0,
         late: 0,
@@ -558,6 +582,7 @@ fn on_reply(
             .record(Some(due_ns), recv_ns, f.load(Ordering::Relaxed));
     }
     r.ok += count;
+    r.meter.msgs.store(r.ok, Ordering::Relaxed);
     r.bytes += r
         .stands_for
         .map_or(m.payload.len() as u64, |size| size * count);
@@ -578,6 +603,7 @@ fn closed_loop(
     stop: &AtomicBool,
     id: u32,
     r: &mut Replies<'_>,
+    progress: &AtomicU64,
 ) -> PubOutcome {
     // In requests: with batches, the last one may be short.
     let limit = match (until, frame) {
@@ -621,6 +647,7 @@ fn closed_loop(
             if !out.is_empty() {
                 write(&mut out);
             }
+            progress.store(msgs, Ordering::Relaxed);
             let more = sending && sent < limit;
             if (!more && window.in_flight() == 0)
                 || failed.is_some()
@@ -680,9 +707,15 @@ fn connect_to(
 ///
 /// # Errors
 /// Failures before serving: server, connections, subscriptions.
-pub fn run_reply(opts: &ReplyOptions, target: &Target, stop: &AtomicBool) -> Result<RunResult> {
+pub fn run_reply(
+    opts: &ReplyOptions,
+    target: &Target,
+    meter: &Meter,
+    stop: &AtomicBool,
+) -> Result<RunResult> {
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let errors = Arc::new(ErrorCounts::default());
+    meter.watch_errors(&errors);
     let conns: Vec<Conn> = (0..opts.clients)
         .map(|i| {
             connect_to(
@@ -696,7 +729,10 @@ pub fn run_reply(opts: &ReplyOptions, target: &Target, stop: &AtomicBool) -> Res
         .collect::<Result<_>>()?;
     let (info, url) = (conns[0].info.clone(), conns[0].url.clone());
     let until = Instant::now() + opts.duration;
-    let (done, served) = (AtomicBool::new(false), AtomicU64::new(0));
+    let done = AtomicBool::new(false);
+    // All responders add to one count; the live view shows it as received requests.
+    let served_meter = meter.client(Role::Sub, 0, false);
+    let served = &served_meter.msgs;
     let runs: Vec<ClientRun> = std::thread::scope(|s| -> Result<_> {
         let mut threads = Vec::new();
         for (i, c) in conns.into_iter().enumerate() {
@@ -712,7 +748,7 @@ pub fn run_reply(opts: &ReplyOptions, target: &Target, stop: &AtomicBool) -> Res
                 max: opts.max,
                 until: Some(until),
             };
-            let (done, served) = (&done, &served);
+            let done = &done;
             threads.push(s.spawn(move || {
                 let run = load::respond(&mut reader, &shared, &spec, served, done, stop);
                 shared.close();

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use hdrhistogram::Histogram;
 
 use crate::stats::delivery::SeqTracker;
+use crate::stats::timeline::LiveHist;
 
 /// Largest latency recorded without saturating: one hour.
 pub const MAX_NS: u64 = 3_600_000_000_000;
@@ -108,6 +109,8 @@ pub struct LatencyRecorder<'a> {
     interval_start_ns: u64,
     interval_ns: u64,
     sink: Option<Box<IntervalSink<'a>>>,
+    /// The live view's copy of the corrected latencies.
+    live: Option<&'a LiveHist>,
 }
 
 impl<'a> LatencyRecorder<'a> {
@@ -125,7 +128,15 @@ impl<'a> LatencyRecorder<'a> {
             interval_start_ns: warmup_ns,
             interval_ns,
             sink,
+            live: None,
         }
+    }
+
+    /// Also counts every corrected latency in `live`, for the per-second view.
+    #[must_use]
+    pub fn with_live(mut self, live: Option<&'a LiveHist>) -> Self {
+        self.live = live;
+        self
     }
 
     /// Records message `seq`, due at `due_ns`, sent at `sent_ns` (if known), received at
@@ -142,6 +153,9 @@ impl<'a> LatencyRecorder<'a> {
         let corrected = recv_ns.saturating_sub(due_ns).max(1);
         self.corrected.saturating_record(corrected);
         self.interval.saturating_record(corrected);
+        if let Some(live) = self.live {
+            live.record(corrected);
+        }
         match sent_ns {
             Some(s) => self
                 .uncorrected

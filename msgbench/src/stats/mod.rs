@@ -5,4 +5,7 @@ pub mod acks;
 pub mod delivery;
 pub mod latency;
 pub mod recovery;
+pub mod runs;
+pub mod significance;
 pub mod throughput;
+pub mod timeline;

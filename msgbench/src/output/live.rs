@@ -1,0 +1,246 @@
+//! What a run shows while it is under way: once a second, one thread reads the run's
+//! [`Meter`] into a [`Tick`] and hands it to the live line on stderr (on a terminal, or with
+//! `--live`), to `--stream-stats` as one JSON line, and to the timeline kept for the result.
+//! Nothing here runs on a load path; a slow terminal or file delays only this thread.
+
+use std::fs::File;
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::export::text::{duration_ns, group};
+use crate::stats::timeline::{Meter, Sampler, Tick, Timeline, MAX_TICKS};
+
+/// `--stream-stats`: one file for every run of an invocation (`--runs` tags each line).
+pub struct StreamStats {
+    out: BufWriter<File>,
+    path: String,
+}
+
+impl StreamStats {
+    /// Creates (truncates) the file.
+    ///
+    /// # Errors
+    /// [`Error::Io`] naming the flag and file.
+    pub fn create(path: &Path) -> Result<Self> {
+        let f = File::create(path).map_err(|e| {
+            Error::io(
+                format!("cannot write --stream-stats file '{}'", path.display()),
+                e,
+            )
+        })?;
+        Ok(Self {
+            out: BufWriter::new(f),
+            path: path.display().to_string(),
+        })
+    }
+
+    /// Appends a tick and flushes it, so a dashboard tailing the file sees it at once. A write
+    /// that fails is reported once and the run goes on: the measurement matters more.
+    fn write(&mut self, line: &StreamLine<'_>) -> bool {
+        let ok = serde_json::to_writer(&mut self.out, line).is_ok()
+            && self.out.write_all(b"\n").is_ok()
+            && self.out.flush().is_ok();
+        if !ok {
+            eprintln!(
+                "warning: --stream-stats '{}': write failed; no more lines",
+                self.path
+            );
+        }
+        ok
+    }
+}
+
+#[derive(serde::Serialize)]
+struct StreamLine<'a> {
+    scenario: &'a str,
+    /// Which of `--runs` this is (1-based); absent for a single run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    run: Option<u32>,
+    #[serde(flatten)]
+    tick: &'a Tick,
+}
+
+/// How a run shows itself.
+#[derive(Clone)]
+pub struct View {
+    /// Print a line per second on stderr.
+    pub line: bool,
+    pub stream: Option<Arc<Mutex<StreamStats>>>,
+    pub scenario: &'static str,
+    /// `(k, n)`: this is run k of n.
+    pub run: Option<(u32, u32)>,
+}
+
+impl View {
+    /// The live line goes to a terminal by default; `--live` forces it (into a log, say) and
+    /// `--no-progress` turns it off.
+    pub fn line_wanted(force: bool, progress: bool) -> bool {
+        force || (progress && std::io::stderr().is_terminal())
+    }
+}
+
+/// The running reader; [`Live::finish`] stops it and returns the timeline.
+pub struct Live {
+    done: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Timeline>>,
+}
+
+impl Live {
+    pub fn start(meter: Arc<Meter>, view: View) -> Self {
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&done);
+        let thread = std::thread::Builder::new()
+            .name("msgbench-live".into())
+            .spawn(move || watch(&meter, &view, &flag))
+            .expect("spawn the live view thread");
+        Self {
+            done,
+            thread: Some(thread),
+        }
+    }
+
+    /// Takes the last (partial) tick and returns everything seen.
+    pub fn finish(mut self) -> Option<Timeline> {
+        self.done.store(true, Ordering::Relaxed);
+        self.thread.take().and_then(|t| t.join().ok())
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn watch(meter: &Arc<Meter>, view: &View, done: &AtomicBool) -> Timeline {
+    let mut sampler = Sampler::new(Arc::clone(meter));
+    let mut ticks = Vec::new();
+    let mut truncated = false;
+    let mut stream_ok = true;
+    let mut next = 1u64;
+    loop {
+        // Short sleeps so the end of a run is noticed within 20 ms, not at the next second.
+        let finished = done.load(Ordering::Relaxed);
+        let due = meter.elapsed() >= Duration::from_secs(next);
+        if !(finished || due) {
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        }
+        let tick = sampler.tick();
+        // The last tick of a run is usually partial; one with nothing in it is noise.
+        let empty = tick.msgs.iter().all(|&m| m == 0) && tick.latency.is_none();
+        if !(finished && empty && tick.span_s < 0.5) {
+            if view.line && !finished {
+                eprintln!("{}", line(&tick, view.run));
+            }
+            if let (Some(s), true) = (&view.stream, stream_ok) {
+                let l = StreamLine {
+                    scenario: view.scenario,
+                    run: view.run.map(|(k, _)| k),
+                    tick: &tick,
+                };
+                stream_ok = s.lock().map(|mut s| s.write(&l)).unwrap_or(false);
+            }
+            if ticks.len() < MAX_TICKS {
+                ticks.push(tick);
+            } else {
+                truncated = true;
+            }
+        }
+        if finished {
+            break;
+        }
+        next += 1;
+    }
+    Timeline {
+        interval_s: 1.0,
+        clients: sampler.clients(),
+        ticks,
+        truncated,
+    }
+}
+
+/// `  3s  sent 1,203,113/s  received 1,201,000/s  p99 1.23 ms  errors 0`
+fn line(t: &Tick, run: Option<(u32, u32)>) -> String {
+    let mut s = String::new();
+    if let Some((k, n)) = run {
+        s.push_str(&format!("run {k}/{n} "));
+    }
+    s.push_str(&format!("{:>4.0}s", t.t_s));
+    if t.sent_per_sec > 0.0 || t.received_per_sec == 0.0 {
+        s.push_str(&format!(
+            "  sent {}/s",
+            group(t.sent_per_sec.round() as u64)
+        ));
+    }
+    if t.received_per_sec > 0.0 {
+        s.push_str(&format!(
+            "  received {}/s",
+            group(t.received_per_sec.round() as u64)
+        ));
+    }
+    if let Some(l) = &t.latency {
+        s.push_str(&format!("  p99 {}", duration_ns(l.p99_ns as f64)));
+    }
+    s.push_str(&format!("  errors {}", group(t.errors)));
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::throughput::Role;
+
+    #[test]
+    fn the_timeline_adds_up_to_the_counters() {
+        let meter = Arc::new(Meter::default());
+        let view = View {
+            line: false,
+            stream: None,
+            scenario: "pub",
+            run: None,
+        };
+        let live = Live::start(Arc::clone(&meter), view);
+        let c = meter.client(Role::Pub, 0, false);
+        for n in 1..=30u64 {
+            c.msgs.store(n * 1000, Ordering::Relaxed);
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let t = live.finish().expect("a timeline");
+        let total: u64 = t.ticks.iter().map(|k| k.msgs.iter().sum::<u64>()).sum();
+        assert_eq!(total, 30_000);
+        // 1.5 s: one whole second and the rest.
+        assert!(t.ticks.len() >= 2, "{} ticks", t.ticks.len());
+        assert_eq!(t.clients.len(), 1);
+    }
+
+    #[test]
+    fn the_line_shows_rates_p99_and_errors() {
+        let t = Tick {
+            t_s: 3.0,
+            span_s: 1.0,
+            msgs: vec![],
+            sent_per_sec: 1_203_113.0,
+            received_per_sec: 1_201_000.0,
+            latency: Some(crate::stats::timeline::TickLatency {
+                count: 1,
+                p50_ns: 1,
+                p99_ns: 1_230_000,
+                max_ns: 2,
+            }),
+            errors: 2,
+        };
+        assert_eq!(
+            line(&t, Some((2, 5))),
+            "run 2/5    3s  sent 1,203,113/s  received 1,201,000/s  p99 1.23 ms  errors 2"
+        );
+    }
+}

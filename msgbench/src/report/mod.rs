@@ -1,0 +1,74 @@
+//! Reading finished results back for what comes after a run: the HTML report ([`html`]) and the
+//! statistical comparison of two results ([`diff`]). A result file is the `--json` document
+//! (`msgbench.result/v1`); a calibration (`msgbench.calibration/v1`) may sit beside them so the
+//! report can show the machine's floor.
+
+pub mod diff;
+pub mod html;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+/// What a file given to `report` or `diff` turned out to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DocKind {
+    Result,
+    Calibration,
+}
+
+/// One parsed input file.
+#[derive(Debug, Clone)]
+pub struct Doc {
+    pub path: PathBuf,
+    /// The file name without its directory, for labels.
+    pub name: String,
+    pub kind: DocKind,
+    pub value: Value,
+}
+
+/// Reads and identifies one file by its `schema` field.
+///
+/// # Errors
+/// [`Error::Io`] when it cannot be read; [`Error::Usage`] naming the file when it is not JSON
+/// or not a msgbench result or calibration.
+pub fn load(path: &Path) -> Result<Doc> {
+    let text = std::fs::read(path)
+        .map_err(|e| Error::io(format!("cannot read '{}'", path.display()), e))?;
+    let value: Value = serde_json::from_slice(&text).map_err(|e| {
+        Error::Usage(format!(
+            "'{}' is not JSON ({e}); give a file written by --json",
+            path.display()
+        ))
+    })?;
+    let kind = match value.get("schema").and_then(Value::as_str) {
+        Some(crate::result::SCHEMA) => DocKind::Result,
+        Some(crate::scenario::calibrate::SCHEMA) => DocKind::Calibration,
+        Some(other) => {
+            return Err(Error::Usage(format!(
+                "'{}' has schema '{other}', which this msgbench does not read (it reads {} and {})",
+                path.display(),
+                crate::result::SCHEMA,
+                crate::scenario::calibrate::SCHEMA
+            )))
+        }
+        None => {
+            return Err(Error::Usage(format!(
+            "'{}' is not a msgbench result (no \"schema\" field); give a file written by --json",
+            path.display()
+        )))
+        }
+    };
+    let name = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    Ok(Doc {
+        path: path.to_path_buf(),
+        name,
+        kind,
+        value,
+    })
+}

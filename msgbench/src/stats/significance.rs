@@ -1,0 +1,947 @@
+//! Significance of a change between two sets of repeated runs: the NEW/BASE ratio of one metric,
+//! its 95% confidence interval, and whether the change is more than run-to-run noise. This module
+//! owns the statistics behind `msgbench diff` and the special functions they need (ln-gamma, the
+//! regularized incomplete beta and gamma functions, Student's t and the normal distribution), so
+//! the crate needs no numerical dependency.
+//!
+//! The verdict comes from Welch's t-test on the logarithms of the per-run values:
+//!
+//! - Users read a change as a ratio ("12% faster"), and a difference of mean logs is exactly the
+//!   log of a ratio (of geometric means), so the interval comes out as a ratio without a
+//!   delta-method or Fieller approximation.
+//! - Throughput and latency spread multiplicatively (a noisy neighbour costs a fraction of the
+//!   rate, not a fixed number of messages), so their logs are closer to normal with a variance
+//!   that does not grow with the level.
+//! - Welch, not Student, because a change often alters the spread as well as the level.
+//!
+//! The Mann–Whitney U test is reported alongside for readers who distrust normality, but it does
+//! not decide anything: with 3 runs a side its smallest two-sided p-value is 2/C(6,3) = 0.1, so it
+//! could never flag a change at 0.05 however large, and `--runs 3` is the common case.
+//!
+//! Values that are zero or negative (a `lost` count of 0) have no logarithm; for those metrics the
+//! test falls back to Welch on raw values and an approximate ratio interval.
+
+use serde::Serialize;
+
+/// Two-sided confidence level of every interval reported here.
+const CONFIDENCE: f64 = 0.95;
+
+/// The comparison of one metric between two samples of per-run values.
+#[derive(Debug, Clone, Serialize)]
+pub struct Change {
+    /// Point estimate of NEW / BASE: the ratio of geometric means with the log method, the ratio
+    /// of arithmetic means otherwise. When the BASE mean is 0 it is 1.0 if the NEW mean is 0 too
+    /// and `f64::INFINITY` otherwise (which `serde_json` writes as `null`).
+    pub ratio: f64,
+    /// Lower end of the 95% confidence interval of the ratio; `None` when either side has fewer
+    /// than 2 runs, and with the raw method when the BASE mean is not positive (a ratio to zero
+    /// or to a negative level has no useful interval) unless both sides are constant, where the
+    /// interval is the point `[ratio, ratio]` whenever the ratio is finite.
+    pub ci_low: Option<f64>,
+    /// Upper end of the interval; `None` exactly when `ci_low` is.
+    pub ci_high: Option<f64>,
+    /// Two-sided p-value of Welch's t-test (on ln values when every value is > 0, else on raw
+    /// values); `None` with fewer than 2 runs on either side.
+    pub p_value: Option<f64>,
+    /// Two-sided p-value of the Mann–Whitney U test: exact when n+m <= 20 and no value occurs
+    /// twice in the pooled sample, otherwise the normal approximation with tie and continuity
+    /// corrections. `None` when both sides have a single run (the test has nothing to rank).
+    pub mann_whitney_p: Option<f64>,
+    /// `"welch-log"`, `"welch"` (raw values, because some value is <= 0) or `"single-run"`.
+    pub method: &'static str,
+    pub n_base: usize,
+    pub n_new: usize,
+}
+
+impl Change {
+    /// Whether the Welch test rejects "no change" at level `alpha` (e.g. 0.05). A comparison
+    /// without a p-value (single runs) is never significant: one run cannot tell a change from
+    /// noise.
+    pub fn significant(&self, alpha: f64) -> bool {
+        self.p_value.is_some_and(|p| p < alpha)
+    }
+}
+
+/// Compares per-run values of one metric, NEW against BASE. `None` when either sample is empty
+/// or holds a non-finite value: a NaN or infinite run is a broken measurement, and any figure
+/// computed through it would look like a result.
+///
+/// The log method is used only when every value of both samples is > 0, so one metric is always
+/// compared the same way on both sides.
+pub fn compare(base: &[f64], new: &[f64]) -> Option<Change> {
+    if base.is_empty() || new.is_empty() || !base.iter().chain(new).all(|v| v.is_finite()) {
+        return None;
+    }
+    let mann_whitney_p = mann_whitney(base, new);
+    let (n_base, n_new) = (base.len(), new.len());
+    let change = |ratio, ci: Option<(f64, f64)>, p_value, method| Change {
+        ratio,
+        ci_low: ci.map(|c| c.0),
+        ci_high: ci.map(|c| c.1),
+        p_value,
+        mann_whitney_p,
+        method,
+        n_base,
+        n_new,
+    };
+
+    if n_base < 2 || n_new < 2 {
+        let ratio = ratio_of_means(mean(base), mean(new));
+        return Some(change(ratio, None, None, "single-run"));
+    }
+
+    if base.iter().chain(new).all(|&v| v > 0.0) {
+        let ln_base: Vec<f64> = base.iter().map(|v| v.ln()).collect();
+        let ln_new: Vec<f64> = new.iter().map(|v| v.ln()).collect();
+        let w = welch(&ln_base, &ln_new);
+        // Logs are bounded by about ±745, so rescaling to original units cannot overflow.
+        let d = w.diff * w.scale;
+        let hw = w.half_width * w.scale;
+        let ratio = d.exp();
+        let ci = ((d - hw).exp(), (d + hw).exp());
+        return Some(change(ratio, Some(ci), Some(w.p), "welch-log"));
+    }
+
+    let w = welch(base, new);
+    // Both means are in the same scaled units, so their ratio needs no rescaling.
+    let ratio = ratio_of_means(w.mean_x, w.mean_y);
+    let ci = if w.half_width == 0.0 && ratio.is_finite() {
+        // Both sides constant: the difference is known exactly, including a BASE of 0 vs 0.
+        Some((ratio, ratio))
+    } else if w.mean_x > 0.0 {
+        // Dividing the interval of the difference by the BASE mean ignores BASE's own
+        // uncertainty in the denominator (what Fieller's theorem would add); it is close when
+        // the BASE mean is far from 0 relative to its standard error, and counts like `lost` are
+        // read for direction, not for the third digit of a ratio.
+        Some((
+            (w.diff - w.half_width) / w.mean_x + 1.0,
+            (w.diff + w.half_width) / w.mean_x + 1.0,
+        ))
+    } else {
+        None
+    };
+    Some(change(ratio, ci, Some(w.p), "welch"))
+}
+
+/// Median of a sample (mean of the middle two for an even count); NaN for an empty sample.
+/// Callers pass finite values; a NaN would sort last and be taken as the largest value.
+pub fn median(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[mid]
+    } else {
+        // Halving each term first cannot overflow for values near f64::MAX.
+        v[mid - 1] / 2.0 + v[mid] / 2.0
+    }
+}
+
+/// Median absolute deviation around the median, unscaled (no 1.4826 factor: it is shown as a
+/// spread next to the median, not used as an estimate of a normal sigma). NaN for an empty
+/// sample.
+pub fn mad(xs: &[f64]) -> f64 {
+    let m = median(xs);
+    let dev: Vec<f64> = xs.iter().map(|x| (x - m).abs()).collect();
+    median(&dev)
+}
+
+/// Divides before summing so that values near f64::MAX cannot overflow the sum.
+fn mean(xs: &[f64]) -> f64 {
+    let n = xs.len() as f64;
+    xs.iter().map(|v| v / n).sum()
+}
+
+/// NEW/BASE with the zero-BASE convention documented on [`Change::ratio`]. A negative BASE mean
+/// (only possible for a metric that can go negative) is divided through as is.
+fn ratio_of_means(base: f64, new: f64) -> f64 {
+    if base == 0.0 {
+        if new == 0.0 {
+            1.0
+        } else {
+            f64::INFINITY
+        }
+    } else {
+        new / base
+    }
+}
+
+/// Welch's test of `y` against `x`, with means, difference and interval half-width in units of
+/// `scale`. Scaling by the largest magnitude keeps sums from overflowing near f64::MAX and squared
+/// deviations from underflowing for tiny values; t, df and p do not depend on the scale.
+struct Welch {
+    scale: f64,
+    mean_x: f64,
+    mean_y: f64,
+    /// mean(y) - mean(x), scaled.
+    diff: f64,
+    /// Half-width of the 95% interval of `diff`, scaled; 0 when both sides are constant.
+    half_width: f64,
+    p: f64,
+}
+
+/// Needs at least 2 finite values on each side.
+fn welch(x: &[f64], y: &[f64]) -> Welch {
+    let max = x.iter().chain(y).fold(0.0_f64, |m, v| m.max(v.abs()));
+    let scale = if max > 0.0 { max } else { 1.0 };
+    let (mx, vx) = mean_var(x, scale);
+    let (my, vy) = mean_var(y, scale);
+    let diff = my - mx;
+    let (nx, ny) = (x.len() as f64, y.len() as f64);
+    let (ex, ey) = (vx / nx, vy / ny);
+    let se2 = ex + ey;
+    let result = |half_width, p| Welch {
+        scale,
+        mean_x: mx,
+        mean_y: my,
+        diff,
+        half_width,
+        p,
+    };
+    if se2 == 0.0 {
+        // Two constant samples: the difference is known without error, so it is either
+        // certainly zero or certainly not.
+        return result(0.0, if diff == 0.0 { 1.0 } else { 0.0 });
+    }
+    // Welch–Satterthwaite written with each side's share of the variance, so neither se⁴ nor
+    // its denominator can underflow; a constant side has share 0 and df falls to the other
+    // side's n-1, as it should.
+    let (sx, sy) = (ex / se2, ey / se2);
+    let df = 1.0 / (sx * sx / (nx - 1.0) + sy * sy / (ny - 1.0));
+    let df = if df.is_finite() {
+        df.clamp(1.0, nx + ny - 2.0)
+    } else {
+        (nx.min(ny) - 1.0).max(1.0)
+    };
+    let se = se2.sqrt();
+    let t = diff / se;
+    let p = (2.0 * student_t_sf(t.abs(), df)).min(1.0);
+    let q = student_t_quantile(0.5 + CONFIDENCE / 2.0, df);
+    result(q * se, p)
+}
+
+/// Mean and sample variance (n-1) of `xs / scale`. A constant sample gets exactly its value and
+/// exactly 0: a summed mean of e.g. three 0.1s is off by an ulp, which would make two constant
+/// samples look noisy and turn "certainly different" into "very probably different".
+fn mean_var(xs: &[f64], scale: f64) -> (f64, f64) {
+    if xs.iter().all(|&v| v == xs[0]) {
+        return (xs[0] / scale, 0.0);
+    }
+    let n = xs.len() as f64;
+    let m = xs.iter().map(|v| v / scale).sum::<f64>() / n;
+    let ss = xs.iter().map(|v| (v / scale - m).powi(2)).sum::<f64>();
+    (m, ss / (n - 1.0))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Mann–Whitney U
+// ---------------------------------------------------------------------------------------------
+
+/// Pooled size up to which the exact null distribution is enumerated; beyond it the normal
+/// approximation is within a few percent of the exact p in the tail that matters.
+const MW_EXACT_MAX: usize = 20;
+
+/// Two-sided Mann–Whitney p-value of `new` against `base`; `None` when a side is empty or both
+/// sides have one value.
+fn mann_whitney(base: &[f64], new: &[f64]) -> Option<f64> {
+    let (m, n) = (base.len(), new.len());
+    if m == 0 || n == 0 || (m == 1 && n == 1) {
+        return None;
+    }
+    // U of NEW: pairs where NEW wins, ties counting a half. Doubled to stay in integers.
+    let mut u2: u64 = 0;
+    for &y in new {
+        for &x in base {
+            u2 += match y.partial_cmp(&x) {
+                Some(std::cmp::Ordering::Greater) => 2,
+                Some(std::cmp::Ordering::Equal) => 1,
+                _ => 0,
+            };
+        }
+    }
+    let mut pooled: Vec<f64> = base.iter().chain(new).copied().collect();
+    pooled.sort_by(f64::total_cmp);
+    let tie_sizes: Vec<u64> = pooled
+        .chunk_by(|a, b| a == b)
+        .map(|g| g.len() as u64)
+        .filter(|&t| t > 1)
+        .collect();
+
+    if m + n <= MW_EXACT_MAX && tie_sizes.is_empty() {
+        return Some(mann_whitney_exact(m, n, u2 / 2));
+    }
+
+    let (mf, nf) = (m as f64, n as f64);
+    let total = mf + nf;
+    let mu = mf * nf / 2.0;
+    let tie_term: f64 = tie_sizes
+        .iter()
+        .map(|&t| {
+            let t = t as f64;
+            t * t * t - t
+        })
+        .sum();
+    let var = mf * nf / 12.0 * ((total + 1.0) - tie_term / (total * (total - 1.0)));
+    if var <= 0.0 {
+        // Every value equal: no ordering evidence at all.
+        return Some(1.0);
+    }
+    let u = u2 as f64 / 2.0;
+    let z = ((u - mu).abs() - 0.5).max(0.0) / var.sqrt();
+    // Φ(-z) rather than 1 - Φ(z): the small tail is what matters and subtraction would lose it.
+    Some((2.0 * normal_cdf(-z)).min(1.0))
+}
+
+/// Exact two-sided p of U = `u` for samples of sizes `m` and `n` without ties.
+fn mann_whitney_exact(m: usize, n: usize, u: u64) -> f64 {
+    let counts = u_distribution(m, n);
+    let total: u64 = counts.iter().sum();
+    let u = u as usize;
+    let le: u64 = counts[..=u].iter().sum();
+    let ge: u64 = counts[u..].iter().sum();
+    let tail = le.min(ge) as f64 / total as f64;
+    (2.0 * tail).min(1.0)
+}
+
+/// Number of orderings of `m` BASE and `n` NEW values giving each U in 0..=m·n. The largest
+/// value of the pool is either NEW (beating all of BASE, adding m to U) or BASE (adding nothing),
+/// hence count(i, j, u) = count(i, j-1, u-i) + count(i-1, j, u) for i BASE and j NEW values. The
+/// counts sum to C(m+n, n), at most C(20, 10) here, far inside u64.
+fn u_distribution(m: usize, n: usize) -> Vec<u64> {
+    // table[i][j] is the distribution for i BASE and j NEW values.
+    let mut table: Vec<Vec<Vec<u64>>> = vec![vec![Vec::new(); n + 1]; m + 1];
+    for i in 0..=m {
+        for j in 0..=n {
+            if i == 0 || j == 0 {
+                table[i][j] = vec![1];
+                continue;
+            }
+            let mut dist = vec![0u64; i * j + 1];
+            for (u, &c) in table[i][j - 1].iter().enumerate() {
+                dist[u + i] += c;
+            }
+            for (u, &c) in table[i - 1][j].iter().enumerate() {
+                dist[u] += c;
+            }
+            table[i][j] = dist;
+        }
+    }
+    std::mem::take(&mut table[m][n])
+}
+
+// ---------------------------------------------------------------------------------------------
+// Special functions
+// ---------------------------------------------------------------------------------------------
+
+/// Relative accuracy the continued fractions and series iterate to.
+const EPS: f64 = 1e-15;
+/// Iteration cap: the beta fraction needs O(sqrt(max(a, b))) terms, a few hundred at df = 1e5,
+/// so reaching this means a pathological argument, and the best value so far is returned.
+const MAX_ITER: u32 = 10_000;
+
+/// Natural log of Γ(x) for x > 0 by the Lanczos approximation (g = 7, 9 terms; relative error
+/// around 1e-15), with the reflection formula below 0.5 where the series is less accurate.
+fn ln_gamma(x: f64) -> f64 {
+    const G: f64 = 7.0;
+    const COEF: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        let pi = std::f64::consts::PI;
+        return (pi / (pi * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let mut a = COEF[0];
+    for (i, &c) in COEF.iter().enumerate().skip(1) {
+        a += c / (x + i as f64);
+    }
+    let t = x + G + 0.5;
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
+}
+
+/// Evaluates b0 + a1/(b1 + a2/(b2 + ...)) by the modified Lentz method, `term(k)` giving
+/// (a_k, b_k). Lentz avoids forming convergents as ratios of huge numerators and denominators;
+/// `TINY` stands in for an exact zero so one unlucky term cannot divide by it.
+fn continued_fraction(b0: f64, mut term: impl FnMut(u32) -> (f64, f64)) -> f64 {
+    const TINY: f64 = 1e-300;
+    let nonzero = |v: f64| if v.abs() < TINY { TINY } else { v };
+    let mut f = nonzero(b0);
+    let mut c = f;
+    let mut d = 0.0;
+    for k in 1..=MAX_ITER {
+        let (a, b) = term(k);
+        d = 1.0 / nonzero(b + a * d);
+        c = nonzero(b + a / c);
+        let delta = c * d;
+        f *= delta;
+        if (delta - 1.0).abs() < EPS {
+            break;
+        }
+    }
+    f
+}
+
+/// Regularized incomplete beta I_x(a, b), given both x and y = 1 - x so that a caller who knows
+/// the small one exactly (the t tail, where x is near 1) loses no digits forming 1 - x.
+fn inc_beta(a: f64, b: f64, x: f64, y: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if y <= 0.0 {
+        return 1.0;
+    }
+    // The fraction converges fast only left of the mean of the beta distribution; on the other
+    // side use the symmetry I_x(a, b) = 1 - I_y(b, a).
+    if x > (a + 1.0) / (a + b + 2.0) {
+        return 1.0 - inc_beta(b, a, y, x);
+    }
+    let ln_front = a * x.ln() + b * y.ln() + ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b);
+    // I = front / a · 1/(1 + d1/(1 + d2/(1 + ...))), d_2k and d_2k+1 the classic even and odd
+    // coefficients of the beta continued fraction.
+    let cf = continued_fraction(1.0, |k| {
+        let j = f64::from(k / 2);
+        let d = if k % 2 == 0 {
+            j * (b - j) * x / ((a + 2.0 * j - 1.0) * (a + 2.0 * j))
+        } else {
+            -(a + j) * (a + b + j) * x / ((a + 2.0 * j) * (a + 2.0 * j + 1.0))
+        };
+        (d, 1.0)
+    });
+    (ln_front.exp() / (a * cf)).clamp(0.0, 1.0)
+}
+
+/// Regularized lower and upper incomplete gamma (P(a, x), Q(a, x)) for a > 0, x >= 0: the series
+/// where it converges quickly (x < a + 1), the continued fraction for Q elsewhere, each side
+/// computed directly so the small tail keeps its relative precision.
+fn inc_gamma(a: f64, x: f64) -> (f64, f64) {
+    if x <= 0.0 {
+        return (0.0, 1.0);
+    }
+    let ln_front = a * x.ln() - x - ln_gamma(a);
+    if x < a + 1.0 {
+        let mut term = 1.0 / a;
+        let mut sum = term;
+        for k in 1..=MAX_ITER {
+            term *= x / (a + f64::from(k));
+            sum += term;
+            if term.abs() < sum.abs() * EPS {
+                break;
+            }
+        }
+        let p = (ln_front.exp() * sum).clamp(0.0, 1.0);
+        (p, 1.0 - p)
+    } else {
+        let cf = continued_fraction(x + 1.0 - a, |k| {
+            let k = f64::from(k);
+            (-k * (k - a), x + 2.0 * k + 1.0 - a)
+        });
+        let q = (ln_front.exp() / cf).clamp(0.0, 1.0);
+        (1.0 - q, q)
+    }
+}
+
+/// Complementary error function: erfc(x) = Q(1/2, x²) for x >= 0, reflected for x < 0.
+fn erfc(x: f64) -> f64 {
+    let (p, q) = inc_gamma(0.5, x * x);
+    if x >= 0.0 {
+        q
+    } else {
+        1.0 + p
+    }
+}
+
+/// Standard normal CDF Φ(z).
+fn normal_cdf(z: f64) -> f64 {
+    0.5 * erfc(-z / std::f64::consts::SQRT_2)
+}
+
+/// Upper tail P(T > t) of Student's t with `df` (> 0, not necessarily whole) degrees of freedom.
+fn student_t_sf(t: f64, df: f64) -> f64 {
+    // P(|T| > |t|) = I_{df/(df+t²)}(df/2, 1/2). Both arguments are formed from ratios so that a
+    // huge t (t² = inf) gives x = 0, y = 1 instead of NaN.
+    let t2 = t * t;
+    let x = 1.0 / (1.0 + t2 / df);
+    let y = 1.0 / (1.0 + df / t2);
+    let two_tail = if t2 == 0.0 {
+        1.0
+    } else {
+        inc_beta(df / 2.0, 0.5, x, y)
+    };
+    if t >= 0.0 {
+        two_tail / 2.0
+    } else {
+        1.0 - two_tail / 2.0
+    }
+}
+
+/// CDF of Student's t.
+#[cfg(test)]
+fn student_t_cdf(t: f64, df: f64) -> f64 {
+    student_t_sf(-t, df)
+}
+
+/// Quantile of Student's t for 0 < p < 1, by bisection on the tail: the CDF is monotone and
+/// cheap, and bisection cannot overshoot in the flat tails where Newton's steps blow up (df = 1
+/// is the Cauchy distribution).
+fn student_t_quantile(p: f64, df: f64) -> f64 {
+    if p.is_nan() || p <= 0.0 {
+        return f64::NEG_INFINITY;
+    }
+    if p >= 1.0 {
+        return f64::INFINITY;
+    }
+    if p < 0.5 {
+        return -student_t_quantile(1.0 - p, df);
+    }
+    let tail = 1.0 - p;
+    if tail >= 0.5 {
+        return 0.0;
+    }
+    let mut hi = 1.0_f64;
+    while student_t_sf(hi, df) > tail && hi < f64::MAX / 2.0 {
+        hi *= 2.0;
+    }
+    let mut lo = 0.0_f64;
+    for _ in 0..2_000 {
+        let mid = lo + (hi - lo) / 2.0;
+        if mid <= lo || mid >= hi {
+            break;
+        }
+        if student_t_sf(mid, df) > tail {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo + (hi - lo) / 2.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol
+    }
+
+    // ---- special functions ----
+
+    #[test]
+    fn ln_gamma_matches_factorials_and_sqrt_pi() {
+        assert!(close(ln_gamma(1.0), 0.0, 1e-14));
+        assert!(close(ln_gamma(2.0), 0.0, 1e-14));
+        assert!(close(ln_gamma(10.0), 362_880f64.ln(), 1e-12));
+        assert!(close(
+            ln_gamma(0.5),
+            std::f64::consts::PI.sqrt().ln(),
+            1e-14
+        ));
+        // Γ(0.25) = 3.625609908221908...
+        assert!(close(ln_gamma(0.25), 3.625_609_908_221_908f64.ln(), 1e-13));
+    }
+
+    #[test]
+    fn inc_beta_closed_forms() {
+        for &x in &[0.01, 0.2, 0.5, 0.7, 0.99] {
+            // I_x(1, 1) = x and I_x(a, 1) = x^a.
+            assert!(close(inc_beta(1.0, 1.0, x, 1.0 - x), x, 1e-14));
+            assert!(close(inc_beta(3.5, 1.0, x, 1.0 - x), x.powf(3.5), 1e-14));
+        }
+        // Symmetric beta at its centre.
+        for &a in &[0.5, 2.0, 17.0, 400.0] {
+            assert!(close(inc_beta(a, a, 0.5, 0.5), 0.5, 1e-13));
+        }
+    }
+
+    #[test]
+    fn t_cdf_matches_closed_forms_for_df_1_and_2() {
+        for &t in &[-30.0, -3.0, -0.4, 0.0, 0.7, 2.0, 12.706, 1e6] {
+            let cauchy = 0.5 + f64::atan(t) / std::f64::consts::PI;
+            assert!(close(student_t_cdf(t, 1.0), cauchy, 1e-13), "df=1 t={t}");
+            let df2 = 0.5 + t / (2.0 * f64::sqrt(2.0 + t * t));
+            assert!(close(student_t_cdf(t, 2.0), df2, 1e-13), "df=2 t={t}");
+        }
+    }
+
+    #[test]
+    fn t_quantiles_match_table() {
+        let table = [
+            (1.0, 12.706),
+            (2.0, 4.303),
+            (5.0, 2.571),
+            (10.0, 2.228),
+            (30.0, 2.042),
+            (1000.0, 1.962),
+        ];
+        for (df, want) in table {
+            let q = student_t_quantile(0.975, df);
+            assert!(close(q, want, 5e-4), "df={df}: got {q}, want {want}");
+            assert!(close(student_t_quantile(0.025, df), -q, 1e-12));
+            assert!(close(student_t_cdf(q, df), 0.975, 1e-12));
+        }
+        // Exact for the Cauchy distribution: tan(0.475π).
+        let exact = (0.475 * std::f64::consts::PI).tan();
+        assert!(close(student_t_quantile(0.975, 1.0), exact, 1e-9));
+    }
+
+    #[test]
+    fn t_cdf_is_symmetric_and_centred() {
+        for &df in &[1.0, 2.5, 7.0, 40.0, 1e4] {
+            assert_eq!(student_t_cdf(0.0, df), 0.5);
+            for &t in &[0.1, 1.0, 2.5, 8.0] {
+                let s = student_t_cdf(t, df) + student_t_cdf(-t, df);
+                assert!(close(s, 1.0, 1e-14), "df={df} t={t}");
+                assert!(student_t_cdf(t, df) > 0.5);
+            }
+        }
+    }
+
+    #[test]
+    fn t_tail_keeps_precision_far_out() {
+        // df=2: P(T > t) = 1/2 - t/(2 sqrt(2+t²)), which cancels; use the exact equivalent
+        // 1 / (sqrt(2+t²) (sqrt(2+t²) + t)).
+        let t: f64 = 1e4;
+        let r = (2.0 + t * t).sqrt();
+        let want = 1.0 / (r * (r + t));
+        let got = student_t_sf(t, 2.0);
+        assert!(((got - want) / want).abs() < 1e-10, "{got} vs {want}");
+    }
+
+    #[test]
+    fn normal_cdf_known_values() {
+        assert!(close(normal_cdf(1.96), 0.975_002_104_851_78, 1e-12));
+        assert!(close(normal_cdf(-1.96), 0.024_997_895_148_22, 1e-12));
+        assert_eq!(normal_cdf(0.0), 0.5);
+        assert!(close(erfc(0.5), 0.479_500_122_186_953_5, 1e-14));
+        // Far tail keeps relative precision: erfc(5) = 1.5374597944280349e-12.
+        assert!((erfc(5.0) / 1.537_459_794_428_035e-12 - 1.0).abs() < 1e-10);
+    }
+
+    // ---- Welch ----
+
+    #[test]
+    fn welch_equal_variances_matches_reference() {
+        // Means 3 and 5, variances 2.5 each: se = 1, t = 2, df = 8, p = 0.0805162... (numerical
+        // integration of the t density).
+        let w = welch(&[1.0, 2.0, 3.0, 4.0, 5.0], &[3.0, 4.0, 5.0, 6.0, 7.0]);
+        assert!(close(w.p, 0.080_516_237_957, 1e-9), "p = {}", w.p);
+        let hw = w.half_width * w.scale;
+        assert!(close(hw, student_t_quantile(0.975, 8.0), 1e-12));
+        assert!(close(w.diff * w.scale, 2.0, 1e-14));
+    }
+
+    // ---- Mann–Whitney ----
+
+    #[test]
+    fn mann_whitney_exact_tiny_cases() {
+        let p = mann_whitney(&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0]).unwrap();
+        assert!(close(p, 0.1, 1e-15), "{p}");
+        // Either direction gives the same two-sided p.
+        let p = mann_whitney(&[4.0, 5.0, 6.0], &[1.0, 2.0, 3.0]).unwrap();
+        assert!(close(p, 0.1, 1e-15), "{p}");
+        let base: Vec<f64> = (1..=5).map(f64::from).collect();
+        let new: Vec<f64> = (6..=10).map(f64::from).collect();
+        let p = mann_whitney(&base, &new).unwrap();
+        assert!(close(p, 2.0 / 252.0, 1e-15), "{p}");
+        // Perfectly interleaved: the middle of the distribution, p capped at 1.
+        let p = mann_whitney(&[1.0, 3.0, 5.0, 7.0], &[2.0, 4.0, 6.0, 8.0]).unwrap();
+        assert!(p > 0.6 && p <= 1.0, "{p}");
+    }
+
+    #[test]
+    fn u_distribution_is_complete_and_symmetric() {
+        for (m, n) in [(1, 1), (3, 3), (4, 7), (10, 10), (1, 19)] {
+            let d = u_distribution(m, n);
+            assert_eq!(d.len(), m * n + 1);
+            let choose = (0..n).fold(1u64, |c, k| c * (m + n - k) as u64 / (k + 1) as u64);
+            assert_eq!(d.iter().sum::<u64>(), choose, "m={m} n={n}");
+            let rev: Vec<u64> = d.iter().rev().copied().collect();
+            assert_eq!(d, rev);
+            assert_eq!(u_distribution(n, m), d);
+        }
+    }
+
+    #[test]
+    fn mann_whitney_normal_approximation_with_ties_and_large_n() {
+        // Tie group of 3 forces the approximation: U = 8, mu = 4.5, var = 0.75·(7 - 24/30).
+        let p = mann_whitney(&[1.0, 2.0, 2.0], &[2.0, 3.0, 4.0]).unwrap();
+        assert!(close(p, 0.164_159_728_478_515, 1e-12), "{p}");
+        // 15 vs 15 fully separated: beyond the exact limit, z = 112/sqrt(581.25).
+        let base: Vec<f64> = (0..15).map(f64::from).collect();
+        let new: Vec<f64> = (15..30).map(f64::from).collect();
+        let p = mann_whitney(&base, &new).unwrap();
+        assert!((p / 3.391_821_390_825_1e-6 - 1.0).abs() < 1e-9, "{p}");
+        // Everything equal: no evidence.
+        assert_eq!(mann_whitney(&[3.0, 3.0], &[3.0, 3.0, 3.0]), Some(1.0));
+    }
+
+    #[test]
+    fn mann_whitney_needs_something_to_rank() {
+        assert_eq!(mann_whitney(&[1.0], &[2.0]), None);
+        assert_eq!(mann_whitney(&[], &[2.0, 3.0]), None);
+        // 1 vs 2: three orderings, the most extreme has probability 1/3.
+        let p = mann_whitney(&[1.0], &[2.0, 3.0]).unwrap();
+        assert!(close(p, 2.0 / 3.0, 1e-15), "{p}");
+    }
+
+    // ---- synthetic runs ----
+
+    struct SplitMix64(u64);
+
+    impl SplitMix64 {
+        fn next_u64(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+
+        /// Uniform in (0, 1], so its log is finite.
+        fn uniform(&mut self) -> f64 {
+            ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
+        }
+
+        /// Standard normal by Box–Muller (the cosine half; the sine half is dropped for
+        /// simplicity, the stream is cheap).
+        fn normal(&mut self) -> f64 {
+            let (u1, u2) = (self.uniform(), self.uniform());
+            (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+        }
+    }
+
+    /// `runs` throughputs around `level` with 3% multiplicative-looking run-to-run noise.
+    fn throughput_runs(seed: u64, runs: usize, level: f64) -> Vec<f64> {
+        let mut rng = SplitMix64(seed);
+        (0..runs)
+            .map(|_| level * (1.0 + 0.03 * rng.normal()))
+            .collect()
+    }
+
+    #[test]
+    fn same_distribution_is_not_significant() {
+        // Seeds fixed up front (1 and 2), not searched for.
+        let base = throughput_runs(1, 10, 1e6);
+        let new = throughput_runs(2, 10, 1e6);
+        let c = compare(&base, &new).unwrap();
+        assert_eq!(c.method, "welch-log");
+        assert!(!c.significant(0.05), "{c:?}");
+        assert!(c.ci_low.unwrap() < 1.0 && 1.0 < c.ci_high.unwrap(), "{c:?}");
+        assert!(close(c.ratio, 1.0, 0.05), "{c:?}");
+    }
+
+    #[test]
+    fn false_positive_rate_is_near_alpha() {
+        let trials = 200;
+        let hits = (0..trials)
+            .filter(|&i| {
+                let base = throughput_runs(10_000 + 2 * i, 10, 1e6);
+                let new = throughput_runs(10_001 + 2 * i, 10, 1e6);
+                compare(&base, &new).unwrap().significant(0.05)
+            })
+            .count();
+        let rate = hits as f64 / trials as f64;
+        assert!((0.01..=0.10).contains(&rate), "false-positive rate {rate}");
+    }
+
+    #[test]
+    fn twenty_percent_shift_is_detected() {
+        let base = throughput_runs(3, 10, 1e6);
+        let new = throughput_runs(4, 10, 1.2e6);
+        let c = compare(&base, &new).unwrap();
+        assert!(c.p_value.unwrap() < 0.01, "{c:?}");
+        assert!(c.significant(0.05));
+        let (lo, hi) = (c.ci_low.unwrap(), c.ci_high.unwrap());
+        assert!(lo < 1.2 && 1.2 < hi, "{c:?}");
+        assert!(lo > 1.0, "{c:?}");
+        assert!(close(c.ratio, 1.2, 0.05), "{c:?}");
+        // With 10 runs a side the ranks separate completely too.
+        assert!(c.mann_whitney_p.unwrap() < 0.01, "{c:?}");
+    }
+
+    #[test]
+    fn twenty_percent_shift_detection_rate() {
+        let trials = 200;
+        let hits = (0..trials)
+            .filter(|&i| {
+                let base = throughput_runs(50_000 + 2 * i, 10, 1e6);
+                let new = throughput_runs(50_001 + 2 * i, 10, 1.2e6);
+                compare(&base, &new).unwrap().significant(0.05)
+            })
+            .count();
+        let rate = hits as f64 / trials as f64;
+        assert!(rate > 0.95, "detection rate {rate}");
+    }
+
+    #[test]
+    fn three_runs_decide_by_welch_not_mann_whitney() {
+        let base = throughput_runs(5, 3, 1e6);
+        let new = throughput_runs(6, 3, 1.2e6);
+        let c = compare(&base, &new).unwrap();
+        assert!(c.significant(0.05), "{c:?}");
+        // The smallest two-sided p Mann–Whitney can reach with 3 vs 3.
+        assert!(c.mann_whitney_p.unwrap() >= 0.1 - 1e-15, "{c:?}");
+    }
+
+    // ---- edge cases ----
+
+    #[test]
+    fn constant_identical_samples() {
+        let c = compare(&[5.0, 5.0, 5.0], &[5.0, 5.0, 5.0]).unwrap();
+        assert_eq!(c.method, "welch-log");
+        assert_eq!(c.p_value, Some(1.0));
+        assert_eq!(c.ratio, 1.0);
+        assert_eq!((c.ci_low, c.ci_high), (Some(1.0), Some(1.0)));
+        assert!(!c.significant(0.05));
+    }
+
+    #[test]
+    fn constant_different_samples() {
+        let c = compare(&[5.0, 5.0, 5.0], &[6.0, 6.0, 6.0]).unwrap();
+        assert_eq!(c.p_value, Some(0.0));
+        assert!(close(c.ratio, 1.2, 1e-12));
+        assert_eq!(c.ci_low, Some(c.ratio));
+        assert_eq!(c.ci_high, Some(c.ratio));
+        assert!(c.significant(0.05));
+        // Many constants have a summed mean one ulp off (sum of seven copies, divided by 7);
+        // those must still read as exactly constant, not as noise of 1e-17.
+        for k in 1..100 {
+            let v = 1.0 + f64::from(k) / 97.0;
+            let c = compare(&[v; 7], &[v * 1.01; 7]).unwrap();
+            assert_eq!(c.p_value, Some(0.0), "v = {v}");
+            assert_eq!((c.ci_low, c.ci_high), (Some(c.ratio), Some(c.ratio)));
+        }
+    }
+
+    #[test]
+    fn one_constant_side_uses_the_other_sides_df() {
+        // ln-values: a constant base and a noisy new side; df = n_new - 1 = 2.
+        let base = [10.0, 10.0, 10.0];
+        let new = [11.0, 12.0, 13.0];
+        let c = compare(&base, &new).unwrap();
+        let ln_new: Vec<f64> = new.iter().map(|v: &f64| v.ln()).collect();
+        let m = ln_new.iter().sum::<f64>() / 3.0;
+        let s2 = ln_new.iter().map(|v| (v - m).powi(2)).sum::<f64>() / 2.0;
+        let t = (m - 10f64.ln()) / (s2 / 3.0).sqrt();
+        let want = 2.0 * student_t_sf(t, 2.0);
+        let p = c.p_value.unwrap();
+        assert!(close(p, want, 1e-12), "{p} vs {want}");
+        assert!(p > 0.0 && p < 1.0);
+    }
+
+    #[test]
+    fn zeros_use_the_raw_method() {
+        // `lost` counts.
+        let c = compare(&[0.0, 0.0, 1.0], &[0.0, 2.0, 3.0]).unwrap();
+        assert_eq!(c.method, "welch");
+        assert!(close(c.ratio, 5.0, 1e-12));
+        let p = c.p_value.unwrap();
+        assert!(p > 0.0 && p < 1.0);
+        let (lo, hi) = (c.ci_low.unwrap(), c.ci_high.unwrap());
+        assert!(lo < c.ratio && c.ratio < hi);
+
+        let c = compare(&[0.0, 0.0, 0.0], &[0.0, 0.0]).unwrap();
+        assert_eq!((c.ratio, c.p_value), (1.0, Some(1.0)));
+        assert_eq!((c.ci_low, c.ci_high), (Some(1.0), Some(1.0)));
+
+        let c = compare(&[0.0, 0.0, 0.0], &[1.0, 2.0, 3.0]).unwrap();
+        assert_eq!(c.ratio, f64::INFINITY);
+        assert_eq!((c.ci_low, c.ci_high), (None, None));
+        assert!(c.p_value.unwrap() < 0.2);
+    }
+
+    #[test]
+    fn raw_method_matches_reference_p() {
+        // Shifting the Welch reference example down by 3 puts a 0 and negatives in it; Welch is
+        // shift-invariant, so p stays 0.0805..., and the ratio is of the raw means.
+        let base = [-2.0, -1.0, 0.0, 1.0, 2.0];
+        let new = [0.0, 1.0, 2.0, 3.0, 4.0];
+        let c = compare(&base, &new).unwrap();
+        assert_eq!(c.method, "welch");
+        assert!(close(c.p_value.unwrap(), 0.080_516_237_957, 1e-9));
+        // BASE mean 0, NEW mean 2.
+        assert_eq!(c.ratio, f64::INFINITY);
+        assert_eq!(c.ci_low, None);
+    }
+
+    #[test]
+    fn extreme_magnitudes_do_not_overflow_or_underflow() {
+        let c = compare(&[f64::MAX, f64::MAX / 2.0], &[f64::MAX / 4.0, 0.0]).unwrap();
+        assert!(
+            c.p_value.unwrap().is_finite() && c.ratio.is_finite(),
+            "{c:?}"
+        );
+        assert!(c.ci_low.unwrap().is_finite() && c.ci_high.unwrap().is_finite());
+        let tiny = 1e-310;
+        let c = compare(&[0.0, tiny, 2.0 * tiny], &[0.0, tiny, 3.0 * tiny]).unwrap();
+        let p = c.p_value.unwrap();
+        // Subnormal spreads are noise, not a certain difference.
+        assert!(p > 0.1 && p <= 1.0, "{c:?}");
+    }
+
+    #[test]
+    fn single_runs() {
+        let c = compare(&[100.0], &[110.0]).unwrap();
+        assert_eq!(c.method, "single-run");
+        assert!(close(c.ratio, 1.1, 1e-15));
+        assert_eq!((c.p_value, c.ci_low, c.ci_high), (None, None, None));
+        assert_eq!(c.mann_whitney_p, None);
+        assert!(!c.significant(0.05));
+
+        let c = compare(&[100.0], &[110.0, 120.0]).unwrap();
+        assert_eq!(c.method, "single-run");
+        assert!(close(c.ratio, 1.15, 1e-15));
+        assert_eq!(c.p_value, None);
+        assert!(c.mann_whitney_p.is_some());
+        assert_eq!((c.n_base, c.n_new), (1, 2));
+
+        let c = compare(&[0.0], &[0.0]).unwrap();
+        assert_eq!(c.ratio, 1.0);
+    }
+
+    #[test]
+    fn empty_or_non_finite_is_none() {
+        assert!(compare(&[], &[1.0, 2.0]).is_none());
+        assert!(compare(&[1.0, 2.0], &[]).is_none());
+        assert!(compare(&[1.0, f64::NAN], &[1.0, 2.0]).is_none());
+        assert!(compare(&[1.0, 2.0], &[f64::INFINITY, 2.0]).is_none());
+        assert!(compare(&[1.0, 2.0], &[f64::NEG_INFINITY, 2.0]).is_none());
+    }
+
+    #[test]
+    fn change_serializes_with_its_method() {
+        let c = compare(&[1.0, 2.0, 3.0], &[2.0, 3.0, 4.0]).unwrap();
+        let v = serde_json::to_value(&c).unwrap();
+        assert_eq!(v["method"], "welch-log");
+        assert_eq!(v["n_base"], 3);
+        assert!(v["p_value"].is_number());
+    }
+
+    // ---- median / MAD ----
+
+    #[test]
+    fn median_and_mad_odd_and_even() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(&[7.0]), 7.0);
+        assert!(median(&[]).is_nan());
+        assert_eq!(median(&[f64::MAX, f64::MAX]), f64::MAX);
+        // Deviations from 2: [1, 0, 1, 2, 7] -> 1.
+        assert_eq!(mad(&[1.0, 2.0, 3.0, 4.0, 9.0]), 1.0);
+        // Median 2.5; deviations [1.5, 0.5, 0.5, 1.5] -> 1.
+        assert_eq!(mad(&[1.0, 2.0, 3.0, 4.0]), 1.0);
+        assert_eq!(mad(&[5.0, 5.0, 5.0]), 0.0);
+        assert!(mad(&[]).is_nan());
+    }
+}

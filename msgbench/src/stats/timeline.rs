@@ -1,0 +1,361 @@
+//! The run as it happens, second by second: a [`Meter`] the load loops write to, and the
+//! [`Timeline`] of [`Tick`]s read off it. The same ticks feed three consumers: the live line on
+//! the terminal, `--stream-stats` (JSON lines), and the `timeline` section of the result that
+//! the HTML report draws.
+//!
+//! Writers pay almost nothing: each client owns its counter and its latency buckets and is their
+//! only writer, so an update is a relaxed load and store on a cache line no other thread
+//! writes. The reader (one thread, once a second) keeps the previous snapshot and works on the
+//! differences, so nothing is ever reset under a writer's feet.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::error::ErrorCounts;
+use crate::stats::throughput::Role;
+
+/// Significant bits kept per power of two: 64 buckets per octave, so a value is known to
+/// within 1/64 (1.6 %), plenty for a live P99 and a latency-over-time chart. The exact
+/// histograms of the result are kept separately by the recorders.
+const SUB_BITS: u32 = 6;
+const SUB: usize = 1 << SUB_BITS;
+/// Values below `SUB` get a bucket each; each octave above gets `SUB` buckets.
+const BUCKETS: usize = SUB + (64 - SUB_BITS as usize) * SUB;
+
+/// Latency counts by log-linear bucket, written by one thread.
+pub struct LiveHist {
+    counts: Box<[AtomicU64]>,
+}
+
+impl Default for LiveHist {
+    fn default() -> Self {
+        Self {
+            counts: (0..BUCKETS).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+}
+
+fn bucket(v: u64) -> usize {
+    if v < SUB as u64 {
+        return v as usize;
+    }
+    let octave = 63 - v.leading_zeros(); // ≥ SUB_BITS
+    let shift = octave - SUB_BITS;
+    let mantissa = ((v >> shift) as usize) & (SUB - 1);
+    SUB + shift as usize * SUB + mantissa
+}
+
+/// The middle of bucket `i`: the value reported for anything counted in it.
+fn bucket_value(i: usize) -> u64 {
+    if i < SUB {
+        return i as u64;
+    }
+    let shift = ((i - SUB) / SUB) as u32;
+    let mantissa = ((i - SUB) % SUB) as u64;
+    let low = (SUB as u64 + mantissa) << shift;
+    low + ((1u64 << shift) >> 1)
+}
+
+impl LiveHist {
+    /// Counts one latency. Only the owning thread may call this: the plain load and store
+    /// (no read-modify-write) are what keep it cheap.
+    #[inline]
+    pub fn record(&self, ns: u64) {
+        let c = &self.counts[bucket(ns)];
+        c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+}
+
+/// One client's live figures.
+pub struct ClientMeter {
+    pub role: Role,
+    pub id: u32,
+    /// Messages so far (sent for a publisher or requester, received for a subscriber); the
+    /// load loops store it about once per batch.
+    pub msgs: AtomicU64,
+    /// Latencies this client measured, when it measures any.
+    pub latency: Option<LiveHist>,
+}
+
+/// What every client of a run registers with, and the reader samples.
+pub struct Meter {
+    started: Instant,
+    clients: Mutex<Vec<Arc<ClientMeter>>>,
+    /// Every error count of the run (a JetStream consume has its publisher's and its own).
+    errors: Mutex<Vec<Arc<ErrorCounts>>>,
+}
+
+impl Default for Meter {
+    fn default() -> Self {
+        Self {
+            started: Instant::now(),
+            clients: Mutex::new(Vec::new()),
+            errors: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl Meter {
+    /// Registers a client; `timed` when it records latencies.
+    pub fn client(&self, role: Role, id: u32, timed: bool) -> Arc<ClientMeter> {
+        let c = Arc::new(ClientMeter {
+            role,
+            id,
+            msgs: AtomicU64::new(0),
+            latency: timed.then(LiveHist::default),
+        });
+        self.clients
+            .lock()
+            .expect("meter lock")
+            .push(Arc::clone(&c));
+        c
+    }
+
+    /// Time since the meter was made (the run's start).
+    pub fn elapsed(&self) -> std::time::Duration {
+        self.started.elapsed()
+    }
+
+    /// The run's error counters, so each tick can say how many errors it saw.
+    pub fn watch_errors(&self, errors: &Arc<ErrorCounts>) {
+        self.errors
+            .lock()
+            .expect("meter lock")
+            .push(Arc::clone(errors));
+    }
+
+    fn errors_total(&self) -> u64 {
+        let all = self.errors.lock().expect("meter lock");
+        all.iter().flat_map(|e| e.snapshot()).map(|(_, n)| n).sum()
+    }
+}
+
+/// Latency within one tick.
+#[derive(Debug, Clone, Serialize)]
+pub struct TickLatency {
+    pub count: u64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub max_ns: u64,
+}
+
+/// One interval of the run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Tick {
+    /// End of the interval, seconds since the run started.
+    pub t_s: f64,
+    /// Its length (the last one of a run is usually shorter).
+    pub span_s: f64,
+    /// Each client's messages in the interval, in the order of [`Timeline::clients`]; empty
+    /// when the run has more clients than [`PER_CLIENT_LIMIT`].
+    pub msgs: Vec<u64>,
+    pub sent_per_sec: f64,
+    pub received_per_sec: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<TickLatency>,
+    /// Errors counted in the interval.
+    pub errors: u64,
+}
+
+/// Per-client columns stop here: beyond it a tick would be mostly a list of numbers.
+pub const PER_CLIENT_LIMIT: usize = 100;
+/// A day of one-second ticks; a longer run keeps its first day (and says so).
+pub const MAX_TICKS: usize = 86_400;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TimelineClient {
+    pub role: Role,
+    pub id: u32,
+}
+
+/// The `timeline` section of a result.
+#[derive(Debug, Clone, Serialize)]
+pub struct Timeline {
+    pub interval_s: f64,
+    pub clients: Vec<TimelineClient>,
+    pub ticks: Vec<Tick>,
+    /// True when the run outlasted [`MAX_TICKS`] and later ticks were not kept.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+}
+
+/// Turns successive readings of a [`Meter`] into ticks. Owned by the one reader thread.
+pub struct Sampler {
+    meter: Arc<Meter>,
+    last_at: f64,
+    last_msgs: Vec<u64>,
+    last_hist: Vec<Vec<u64>>,
+    last_errors: u64,
+    merged: Vec<u64>,
+}
+
+impl Sampler {
+    pub fn new(meter: Arc<Meter>) -> Self {
+        Self {
+            meter,
+            last_at: 0.0,
+            last_msgs: Vec::new(),
+            last_hist: Vec::new(),
+            last_errors: 0,
+            merged: vec![0; BUCKETS],
+        }
+    }
+
+    /// The clients registered so far.
+    pub fn clients(&self) -> Vec<TimelineClient> {
+        let clients = self.meter.clients.lock().expect("meter lock");
+        clients
+            .iter()
+            .map(|c| TimelineClient {
+                role: c.role,
+                id: c.id,
+            })
+            .collect()
+    }
+
+    /// Everything since the previous call, as one tick.
+    pub fn tick(&mut self) -> Tick {
+        let now = self.meter.started.elapsed().as_secs_f64();
+        let span = (now - self.last_at).max(1e-9);
+        self.last_at = now;
+        let clients: Vec<Arc<ClientMeter>> = self.meter.clients.lock().expect("meter lock").clone();
+        self.last_msgs.resize(clients.len(), 0);
+        self.last_hist.resize(clients.len(), Vec::new());
+        self.merged.iter_mut().for_each(|c| *c = 0);
+        let (mut sent, mut received) = (0u64, 0u64);
+        let mut msgs = Vec::with_capacity(clients.len().min(PER_CLIENT_LIMIT));
+        for (i, c) in clients.iter().enumerate() {
+            let now_msgs = c.msgs.load(Ordering::Relaxed);
+            let d = now_msgs.saturating_sub(self.last_msgs[i]);
+            self.last_msgs[i] = now_msgs;
+            match c.role {
+                Role::Pub => sent += d,
+                Role::Sub => received += d,
+            }
+            if clients.len() <= PER_CLIENT_LIMIT {
+                msgs.push(d);
+            }
+            if let Some(h) = &c.latency {
+                let last = &mut self.last_hist[i];
+                last.resize(BUCKETS, 0);
+                for (b, (count, prev)) in h.counts.iter().zip(last.iter_mut()).enumerate() {
+                    let v = count.load(Ordering::Relaxed);
+                    self.merged[b] += v.saturating_sub(*prev);
+                    *prev = v;
+                }
+            }
+        }
+        let errors_now = self.meter.errors_total();
+        let errors = errors_now.saturating_sub(self.last_errors);
+        self.last_errors = errors_now;
+        Tick {
+            t_s: now,
+            span_s: span,
+            msgs,
+            sent_per_sec: sent as f64 / span,
+            received_per_sec: received as f64 / span,
+            latency: summarize(&self.merged),
+            errors,
+        }
+    }
+}
+
+/// P50, P99 and max of bucket counts; `None` when nothing was counted.
+fn summarize(counts: &[u64]) -> Option<TickLatency> {
+    let total: u64 = counts.iter().sum();
+    if total == 0 {
+        return None;
+    }
+    let rank = |q: f64| ((q * total as f64).ceil() as u64).clamp(1, total);
+    let (r50, r99) = (rank(0.50), rank(0.99));
+    let (mut p50, mut p99, mut max, mut seen) = (None, None, 0, 0u64);
+    for (i, &c) in counts.iter().enumerate() {
+        if c == 0 {
+            continue;
+        }
+        seen += c;
+        if p50.is_none() && seen >= r50 {
+            p50 = Some(bucket_value(i));
+        }
+        if p99.is_none() && seen >= r99 {
+            p99 = Some(bucket_value(i));
+        }
+        max = bucket_value(i);
+    }
+    Some(TickLatency {
+        count: total,
+        p50_ns: p50.unwrap_or(max),
+        p99_ns: p99.unwrap_or(max),
+        max_ns: max,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_keep_values_within_their_precision() {
+        for v in [
+            0u64,
+            1,
+            63,
+            64,
+            65,
+            1000,
+            123_456,
+            9_999_999,
+            3_600_000_000_000,
+            u64::MAX,
+        ] {
+            let i = bucket(v);
+            assert!(i < BUCKETS, "{v}");
+            let got = bucket_value(i) as f64;
+            let err = (got - v as f64).abs() / (v as f64).max(1.0);
+            assert!(err <= 1.0 / SUB as f64, "{v} → bucket {i} reads {got}");
+        }
+        // Ordered: a larger value never lands in an earlier bucket.
+        let mut last = 0;
+        for v in (0..20_000u64).map(|x| x * x) {
+            assert!(bucket(v) >= last);
+            last = bucket(v);
+        }
+    }
+
+    #[test]
+    fn a_tick_holds_what_happened_since_the_last_one() {
+        let meter = Arc::new(Meter::default());
+        let p = meter.client(Role::Pub, 0, false);
+        let s = meter.client(Role::Sub, 0, true);
+        let mut sampler = Sampler::new(Arc::clone(&meter));
+        p.msgs.store(100, Ordering::Relaxed);
+        s.msgs.store(98, Ordering::Relaxed);
+        let h = s.latency.as_ref().unwrap();
+        for v in 1..=98u64 {
+            h.record(v * 1000);
+        }
+        let t1 = sampler.tick();
+        assert_eq!(t1.msgs, vec![100, 98]);
+        let lat = t1.latency.unwrap();
+        assert_eq!(lat.count, 98);
+        let near = |got: u64, want: f64| (got as f64 - want).abs() / want <= 1.0 / SUB as f64;
+        assert!(near(lat.p50_ns, 49_000.0), "{}", lat.p50_ns);
+        assert!(near(lat.p99_ns, 98_000.0), "{}", lat.p99_ns);
+        assert!(near(lat.max_ns, 98_000.0), "{}", lat.max_ns);
+        // Only the new messages and latencies count in the next tick.
+        p.msgs.store(150, Ordering::Relaxed);
+        h.record(5);
+        let t2 = sampler.tick();
+        assert_eq!(t2.msgs, vec![50, 0]);
+        let lat = t2.latency.unwrap();
+        assert_eq!((lat.count, lat.max_ns), (1, 5));
+        assert!(sampler.tick().latency.is_none());
+        assert_eq!(
+            sampler.clients().iter().map(|c| c.role).collect::<Vec<_>>(),
+            vec![Role::Pub, Role::Sub]
+        );
+    }
+}
