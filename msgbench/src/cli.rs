@@ -53,11 +53,46 @@ pub enum Command {
     Calibrate(CalibrateArgs),
     /// Run the short default suite (pub, pubsub, latency, request) and print the results.
     Demo(DemoArgs),
+    /// Run one scenario through several client libraries (the native engine and drivers in
+    /// Go, Node.js, Python, Rust, Java) on one server and show them side by side.
+    Compare(CompareArgs),
     /// Turn result files (--json output) into one self-contained HTML report with charts.
     Report(ReportArgs),
     /// Compare two result files metric by metric, with confidence intervals from their
     /// repeated runs (--runs), and optionally fail on a regression.
     Diff(DiffArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The clients to run, comma separated: native, go, node, node-old, python, rust, java.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "native",
+        value_name = "LIST"
+    )]
+    pub clients: Vec<String>,
+    /// The folder holding the drivers (default: ./drivers, else the repository's).
+    #[arg(long, value_name = "DIR")]
+    pub drivers: Option<PathBuf>,
+    /// The scenario, with its own flags (--runs N repeats it, interleaving the clients).
+    #[command(subcommand)]
+    pub scenario: CompareScenario,
+}
+
+/// The scenarios every driver implements.
+#[derive(Debug, Subcommand)]
+pub enum CompareScenario {
+    /// Publishers and subscribers: throughput and delivery.
+    Pubsub(PubSubArgs),
+    /// Open-loop latency at a fixed rate.
+    Latency(LatencyArgs),
+    /// Request/reply against msgbench's own echo service.
+    Request(RequestArgs),
+    /// JetStream publish, sync or async.
+    #[command(name = "js-pub")]
+    JsPub(JsPubArgs),
 }
 
 #[derive(Debug, Args)]

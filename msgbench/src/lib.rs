@@ -213,6 +213,7 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
             })
         }
         Command::Demo(a) => demo(&a, stop),
+        Command::Compare(a) => scenario::compare::run(&a, stop),
         Command::Report(a) => report::html::run(&a),
         Command::Diff(a) => report::diff::run(&a),
     }
@@ -282,40 +283,13 @@ fn execute(
             break;
         }
     }
-    let mut result = combine(results, allow_loss);
+    let mut result = result::RunResult::combine(results, allow_loss);
     result.thresholds = gate::judge(&out.thresholds, &result);
     output::write::emit(&result, out)?;
     match failure {
         Some(e) => Err(e),
         None => Ok(result.exit_code(allow_loss)),
     }
-}
-
-/// One result from several runs of the same scenario: the representative run's sections, with
-/// the `runs` summary beside them. A single run is returned as it is.
-fn combine(mut results: Vec<result::RunResult>, allow_loss: bool) -> result::RunResult {
-    if results.len() == 1 {
-        return results.remove(0);
-    }
-    let docs: Vec<serde_json::Value> = results
-        .iter()
-        .map(|r| serde_json::to_value(r).expect("a result serialises"))
-        .collect();
-    let entries = results
-        .iter()
-        .map(|r| stats::runs::RunEntry {
-            run_id: r.run_id.clone(),
-            started_at: r.started_at.clone(),
-            interrupted: r.interrupted,
-            exit_status: r.exit_code(allow_loss),
-        })
-        .collect();
-    let report = stats::runs::summarize(results[0].scenario, &docs, entries);
-    let interrupted = results.iter().any(|r| r.interrupted);
-    let mut chosen = results.swap_remove(report.representative);
-    chosen.interrupted = interrupted;
-    chosen.runs = Some(report);
-    chosen
 }
 
 /// The default suite: short pub, pubsub, latency, request and JetStream publish runs on one

@@ -418,6 +418,36 @@ impl RunResult {
         }
     }
 
+    /// One result from several runs of the same scenario: the representative run's sections,
+    /// with the `runs` summary beside them. A single run is returned as it is.
+    ///
+    /// # Panics
+    /// With no results at all.
+    pub fn combine(mut results: Vec<RunResult>, allow_loss: bool) -> RunResult {
+        if results.len() == 1 {
+            return results.remove(0);
+        }
+        let docs: Vec<serde_json::Value> = results
+            .iter()
+            .map(|r| serde_json::to_value(r).expect("a result serialises"))
+            .collect();
+        let entries = results
+            .iter()
+            .map(|r| crate::stats::runs::RunEntry {
+                run_id: r.run_id.clone(),
+                started_at: r.started_at.clone(),
+                interrupted: r.interrupted,
+                exit_status: r.exit_code(allow_loss),
+            })
+            .collect();
+        let report = crate::stats::runs::summarize(results[0].scenario, &docs, entries);
+        let interrupted = results.iter().any(|r| r.interrupted);
+        let mut chosen = results.swap_remove(report.representative);
+        chosen.interrupted = interrupted;
+        chosen.runs = Some(report);
+        chosen
+    }
+
     /// The exit status this result calls for: an interruption first, then a connection the
     /// run lost for good (which explains any loss that follows from it), then loss.
     pub fn exit_code(&self, allow_loss: bool) -> u8 {

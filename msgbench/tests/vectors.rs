@@ -38,7 +38,10 @@ fn cases() -> Vec<(&'static str, Vec<(u64, u64)>)> {
         v *= 1.33;
     }
     vec![
-        ("edges", vec![(1, 1), (2, 1), (1000, 5), (123_456, 3), (HIGHEST, 1)]),
+        (
+            "edges",
+            vec![(1, 1), (2, 1), (1000, 5), (123_456, 3), (HIGHEST, 1)],
+        ),
         ("latency_tail", spread),
         ("empty", Vec::new()),
     ]
@@ -48,7 +51,9 @@ fn vector(name: &str, values: &[(u64, u64)]) -> Value {
     let h = histogram(values);
     let (mut plain, mut packed) = (Vec::new(), Vec::new());
     V2Serializer::new().serialize(&h, &mut plain).unwrap();
-    V2DeflateSerializer::new().serialize(&h, &mut packed).unwrap();
+    V2DeflateSerializer::new()
+        .serialize(&h, &mut packed)
+        .unwrap();
     // Each bucket that holds a count, named by its highest equivalent value (as HdrHistogram's
     // iterators and max/percentile queries report values), so a reader compares by bucket.
     let buckets: Vec<Value> = h
@@ -87,7 +92,15 @@ fn histogram_vectors_match_this_encoding() {
         let have: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
         // The uncompressed bytes are exact; the compressed bytes may differ by zlib, so they
         // are checked by decoding.
-        for field in ["values", "total_count", "min", "max", "p50", "p99", "v2_base64"] {
+        for field in [
+            "values",
+            "total_count",
+            "min",
+            "max",
+            "p50",
+            "p99",
+            "v2_base64",
+        ] {
             assert_eq!(have[field], want[field], "{name}: {field}");
         }
         let packed = base64::engine::general_purpose::STANDARD

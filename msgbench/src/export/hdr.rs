@@ -27,6 +27,19 @@ pub fn encode_base64(h: &Histogram<u64>) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
+/// Reads [`encode_base64`]'s form back (as any HdrHistogram implementation writes it).
+///
+/// # Errors
+/// Why the text is not a V2 (compressed or not) histogram.
+pub fn decode_base64(text: &str) -> std::result::Result<Histogram<u64>, String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|e| format!("not base64: {e}"))?;
+    hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .map_err(|e| format!("not an HdrHistogram encoding: {e:?}"))
+}
+
 /// The percentile distribution in HdrHistogram's `.hgrm` text format, values in milliseconds.
 pub fn percentile_distribution(h: &Histogram<u64>) -> String {
     let mut out = String::new();

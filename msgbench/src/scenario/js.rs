@@ -231,6 +231,72 @@ pub fn run_pub(
     Ok(result)
 }
 
+/// What a driver (another language's client) said it had acknowledged in a `js pub` run.
+#[derive(Debug, Clone, Copy)]
+pub struct DriverAcks {
+    pub acked: u64,
+    pub first_seq: u64,
+    pub last_seq: u64,
+    pub duplicate_acks: u64,
+}
+
+/// `js pub` through a driver: sets up the streams as [`run_pub`] does, lets `publish` run the
+/// driver, then reconciles the sequences it reports with the stream. A driver reports its
+/// acknowledgements as a range (`first_seq..=last_seq`), so one stream only; a count that does
+/// not fill its range fails the reconciliation.
+///
+/// # Errors
+/// As [`run_pub`], before and after publishing.
+pub fn around_driver<T>(
+    opts: &JsPubOptions,
+    target: &Target,
+    publish: impl FnOnce(&StreamConfig) -> (T, Option<DriverAcks>),
+) -> Result<(T, Option<JsReport>)> {
+    let p = &opts.publish;
+    let cfg = &opts.streams[0];
+    let mut setup = api_conn(target, &p.conn, p.timeout)?;
+    let before = open_streams(&mut setup, std::slice::from_ref(cfg), opts.purge, p.timeout)?;
+    let (out, acks) = publish(cfg);
+    let report = match acks {
+        Some(a) => {
+            let after = jsapi::stream_state(&mut setup, &cfg.name, p.timeout)?;
+            let mut set = AckSet::new(before[0].last_seq + 1);
+            if a.acked > 0 {
+                for seq in a.first_seq..=a.last_seq {
+                    set.insert(seq);
+                }
+            }
+            let acks = JsAcks {
+                acked: set,
+                duplicate_acks: a.duplicate_acks,
+                deduplicated: 0,
+            };
+            let mut stream = StreamReport::new(&cfg.name, before[0], after, &acks, cfg.limited());
+            // The range says which sequences; the count says how many acks really came.
+            if a.acked != acks.acked.len() {
+                stream.reconciled = false;
+            }
+            Some(JsReport {
+                storage: cfg.storage.clone(),
+                mode: opts.mode,
+                acked: a.acked,
+                duplicate_acks: stream.duplicate_acks,
+                deduplicated: 0,
+                stored: stream.stored,
+                unacked_stored: stream.unacked_stored,
+                reconciled: stream.reconciled,
+                streams: vec![stream],
+            })
+        }
+        None => None,
+    };
+    if opts.delete_after {
+        jsapi::delete_stream(&mut setup, &cfg.name, p.timeout)?;
+    }
+    setup.shared.close();
+    Ok((out, report))
+}
+
 /// Runs `msgbench kv put` or `kv get`.
 ///
 /// # Errors

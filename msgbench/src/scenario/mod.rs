@@ -27,6 +27,7 @@ use crate::stats::timeline::Meter;
 use fault::Injector;
 
 pub mod calibrate;
+pub mod compare;
 pub mod fault;
 pub mod js;
 pub mod latency;

@@ -1,0 +1,693 @@
+//! `msgbench compare --clients native,go,…`: one scenario through several client libraries on
+//! one server, side by side. The native engine runs in-process; every other client is a driver
+//! process ([`crate::engine::driver`]) given the same scenario. Runs are interleaved (with
+//! `--runs N`, each round starts with the next client) so a slow drift of the machine does not
+//! land on one client. A client whose toolchain or build is missing is skipped with a note, and
+//! one whose driver fails is reported in its row: neither loses the other clients' results.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::cli::{CompareArgs, CompareScenario};
+use crate::engine::driver::{self, Launch, Limits};
+use crate::error::{exit, Error, ErrorCounts, ErrorKind, Result};
+use crate::options::Output;
+use crate::result::{throughput_sections, LatencyStats, RunResult, ServerMeta};
+use crate::server::Target;
+use crate::stats::delivery::Delivery;
+use crate::stats::throughput::{ClientRun, Role};
+use crate::stats::timeline::Meter;
+
+pub const SCHEMA: &str = "msgbench.compare/v1";
+
+/// The clients msgbench knows how to run.
+const CLIENTS: [&str; 7] = ["native", "go", "node", "node-old", "python", "rust", "java"];
+
+/// The native engine's run of the scenario.
+type NativeRun<'a> = dyn Fn(&Target, &Meter, &AtomicBool) -> Result<RunResult> + 'a;
+
+/// One scenario as compare runs it, natively and through drivers.
+struct Plan<'a> {
+    /// The driver protocol's name for it.
+    kind: &'static str,
+    /// The result's scenario name.
+    scenario: &'static str,
+    params: Value,
+    output: &'a Output,
+    allow_loss: bool,
+    target: Target,
+    native: Box<NativeRun<'a>>,
+    js: Option<crate::options::js::JsPubOptions>,
+    responder: Option<crate::options::request::ReplyOptions>,
+}
+
+/// A client's row of the comparison.
+#[derive(Debug, Serialize)]
+pub struct ClientRow {
+    pub name: String,
+    /// `ok`, `skipped` or `failed`.
+    pub status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+    /// What the driver said it is (language, library, version, notes).
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub client: Value,
+    /// CPU seconds and peak resident bytes of each run, in run order.
+    pub cpu_seconds: Vec<f64>,
+    pub peak_rss_bytes: Vec<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<RunResult>,
+    #[serde(skip)]
+    runs: Vec<RunResult>,
+}
+
+/// The `--json` document of a comparison.
+#[derive(Debug, Serialize)]
+pub struct Comparison {
+    pub schema: &'static str,
+    pub scenario: &'static str,
+    pub runs: u32,
+    pub interleaved: bool,
+    pub params: Value,
+    pub clients: Vec<ClientRow>,
+}
+
+/// Runs `msgbench compare`.
+///
+/// # Errors
+/// Bad flags (an unknown client, a scenario option drivers cannot honour), the server, and
+/// failures of the native engine before any load; a driver's failure is a row, not an error.
+pub fn run(args: &CompareArgs, stop: &AtomicBool) -> Result<u8> {
+    for c in &args.clients {
+        if !CLIENTS.contains(&c.as_str()) {
+            return Err(Error::flag(
+                "--clients",
+                c,
+                format!("unknown client (use {})", CLIENTS.join(", ")),
+            ));
+        }
+    }
+    let drivers = drivers_dir(args.drivers.as_deref());
+    let plan = plan(&args.scenario)?;
+    let uses_drivers = args.clients.iter().any(|c| c != "native");
+    if uses_drivers {
+        drivers_can_reach(&plan)?;
+    }
+    let runs = plan.output.runs.max(1);
+    let mut rows: Vec<ClientRow> = args
+        .clients
+        .iter()
+        .map(|name| ClientRow {
+            name: name.clone(),
+            status: "ok",
+            why: None,
+            client: Value::Null,
+            cpu_seconds: Vec::new(),
+            peak_rss_bytes: Vec::new(),
+            result: None,
+            runs: Vec::new(),
+        })
+        .collect();
+    for row in &mut rows {
+        if row.name != "native" {
+            if let Err(why) = launch_for(&row.name, &drivers) {
+                row.status = "skipped";
+                row.why = Some(why);
+            }
+        }
+    }
+    'rounds: for round in 0..runs as usize {
+        let n = rows.len();
+        for k in 0..n {
+            // Each round starts one client later: interleaved, and no client always first.
+            let i = (k + round) % n;
+            if rows[i].status != "ok" {
+                continue;
+            }
+            if stop.load(Ordering::Relaxed) {
+                break 'rounds;
+            }
+            eprintln!("compare: {} run {}/{runs}", rows[i].name, round + 1);
+            let outcome = if rows[i].name == "native" {
+                run_native(&plan, stop)
+            } else {
+                run_driver(&plan, &rows[i].name, &drivers, stop)
+            };
+            let row = &mut rows[i];
+            match outcome {
+                Ok((result, client, cpu, rss)) => {
+                    row.client = client;
+                    row.cpu_seconds.push(cpu);
+                    row.peak_rss_bytes.push(rss);
+                    row.runs.push(result);
+                }
+                Err(why) => {
+                    row.status = "failed";
+                    row.why = Some(why);
+                }
+            }
+        }
+    }
+    for row in &mut rows {
+        let results = std::mem::take(&mut row.runs);
+        if !results.is_empty() {
+            let mut r = RunResult::combine(results, plan.allow_loss);
+            plan.target.annotate(&mut r);
+            row.result = Some(r);
+        }
+    }
+    let cmp = Comparison {
+        schema: SCHEMA,
+        scenario: plan.scenario,
+        runs,
+        interleaved: rows.len() > 1 && runs > 1,
+        params: plan.params.clone(),
+        clients: rows,
+    };
+    emit(&cmp, plan.output)?;
+    let worst = cmp
+        .clients
+        .iter()
+        .filter_map(|r| r.result.as_ref().map(|x| x.exit_code(plan.allow_loss)))
+        .max()
+        .unwrap_or(exit::OK);
+    Ok(if stop.load(Ordering::Relaxed) {
+        exit::INTERRUPTED
+    } else if cmp.clients.iter().any(|r| r.status == "failed") {
+        exit::FAILURE.max(worst)
+    } else {
+        worst
+    })
+}
+
+/// Where the drivers live: `--drivers`, else `drivers/` in the current directory, else the one
+/// beside the repository this binary was built in.
+fn drivers_dir(given: Option<&Path>) -> PathBuf {
+    if let Some(d) = given {
+        return d.to_path_buf();
+    }
+    let here = PathBuf::from("drivers");
+    if here.is_dir() {
+        return here;
+    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../drivers")
+}
+
+/// A program on `PATH`, if there is one.
+fn on_path(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join(program))
+            .find(|p| p.is_file())
+    })
+}
+
+/// How to start a driver, or why it cannot be started on this machine.
+fn launch_for(name: &str, drivers: &Path) -> std::result::Result<Launch, String> {
+    let built = |dir: &str, artifact: &str| {
+        let p = drivers.join(dir).join(artifact);
+        if p.exists() {
+            Ok(p)
+        } else {
+            Err(format!(
+                "{name} driver not built ({} is missing; run `make drivers`)",
+                p.display()
+            ))
+        }
+    };
+    let tool = |program: &str| {
+        on_path(program).ok_or_else(|| format!("{program} is not installed, so {name} is skipped"))
+    };
+    let (program, args, dir) = match name {
+        "go" => (built("go", "msgbench-driver-go")?, vec![], "go"),
+        "rust" => (
+            built("rust", "target/release/msgbench-driver-rust")?,
+            vec![],
+            "rust",
+        ),
+        "node" | "node-old" => {
+            built("node", "node_modules")?;
+            let which = if name == "node" { "new" } else { "old" };
+            (
+                tool("node")?,
+                vec!["driver.js".to_string(), "--client".into(), which.into()],
+                "node",
+            )
+        }
+        "python" => {
+            built("python", ".venv")?;
+            (built("python", "run.sh")?, vec![], "python")
+        }
+        "java" => {
+            let jar = built("java", "target/msgbench-driver-java.jar")?;
+            (
+                tool("java")?,
+                vec!["-jar".to_string(), jar.to_string_lossy().into_owned()],
+                "java",
+            )
+        }
+        other => return Err(format!("unknown client {other}")),
+    };
+    let dir = drivers.join(dir);
+    let program = if program.is_relative() {
+        std::env::current_dir()
+            .map(|c| c.join(&program))
+            .unwrap_or(program)
+    } else {
+        program
+    };
+    Ok(Launch { program, args, dir })
+}
+
+/// The scenario's options, validated as the scenario's own command would, and how to run it
+/// natively.
+fn plan(s: &CompareScenario) -> Result<Plan<'_>> {
+    use crate::options;
+    Ok(match s {
+        CompareScenario::Pubsub(a) => {
+            let o = options::Options::new(
+                options::ScenarioKind::Pubsub,
+                a.pubs,
+                a.subs,
+                &a.load,
+                &a.conn,
+                &a.out,
+                Some(&a.stall),
+                None,
+            )?;
+            let target = crate::server::resolve(&o.server, o.conn.link)?;
+            let (output, allow_loss, params) = (leak(o.output.clone()), o.allow_loss, o.params());
+            Plan {
+                kind: "pubsub",
+                scenario: "pubsub",
+                params,
+                output,
+                allow_loss,
+                target,
+                native: Box::new(move |t, m, stop| crate::scenario::run(&o, t, m, stop)),
+                js: None,
+                responder: None,
+            }
+        }
+        CompareScenario::Latency(a) => {
+            let o = options::latency::LatencyOptions::new(a)?;
+            let target = crate::server::resolve(&o.server_a, o.conn.link)?;
+            let (output, allow_loss, params) = (leak(o.output.clone()), o.allow_loss, o.params());
+            Plan {
+                kind: "latency",
+                scenario: "latency",
+                params,
+                output,
+                allow_loss,
+                target,
+                native: Box::new(move |t, m, stop| {
+                    crate::scenario::latency::run(&o, t, None, m, stop)
+                }),
+                js: None,
+                responder: None,
+            }
+        }
+        CompareScenario::Request(a) => {
+            let o = options::request::RequestOptions::new(a)?;
+            let target = crate::server::resolve(&o.server, o.conn.link)?;
+            let (output, allow_loss, params) = (leak(o.output.clone()), o.allow_loss, o.params());
+            // Drivers are measured against msgbench's own echo service, as the native run is.
+            let responder = options::request::ReplyOptions {
+                clients: o.responders.max(1),
+                delay: o.delay,
+                subject: o.subject.clone(),
+                max: None,
+                duration: Duration::from_secs(24 * 3600),
+                server: o.server.clone(),
+                conn: o.conn,
+                output: Output::default(),
+            };
+            Plan {
+                kind: "request",
+                scenario: "request",
+                params,
+                output,
+                allow_loss,
+                target,
+                native: Box::new(move |t, m, stop| {
+                    crate::scenario::request::run_request(&o, t, m, stop)
+                }),
+                js: None,
+                responder: Some(responder),
+            }
+        }
+        CompareScenario::JsPub(a) => {
+            let o = options::js::JsPubOptions::new(a)?;
+            if o.mode == "batch"
+                || o.streams.len() > 1
+                || o.publish
+                    .js_framing
+                    .as_ref()
+                    .is_some_and(|f| f.dedup.is_some())
+            {
+                return Err(Error::Usage(
+                    "compare js-pub: drivers publish sync or async into one stream; \
+                     --mode batch, --streams and --dedup are for msgbench js pub alone"
+                        .into(),
+                ));
+            }
+            let target = crate::server::resolve(&o.publish.server, o.publish.conn.link)?;
+            let p = &o.publish;
+            let (output, allow_loss, params) = (leak(p.output.clone()), p.allow_loss, o.params());
+            let js = o.clone();
+            Plan {
+                kind: "js_pub",
+                scenario: "js.pub",
+                params,
+                output,
+                allow_loss,
+                target,
+                native: Box::new(move |t, m, stop| crate::scenario::js::run_pub(&o, t, m, stop)),
+                js: Some(js),
+                responder: None,
+            }
+        }
+    })
+}
+
+/// Options outlive the plan's closures by living for the process (one compare per process).
+fn leak<T>(v: T) -> &'static T {
+    Box::leak(Box::new(v))
+}
+
+/// Drivers connect with a plain URL in protocol v1: no credentials, no TLS.
+fn drivers_can_reach(plan: &Plan<'_>) -> Result<()> {
+    let url = &plan.target.urls[0];
+    if url.tls || !matches!(url.auth, crate::options::url::Auth::None) {
+        return Err(Error::Usage(
+            "--clients: drivers connect without credentials or TLS (driver protocol v1); \
+             compare such a server with --clients native"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+type Outcome = std::result::Result<(RunResult, Value, f64, u64), String>;
+
+fn self_usage() -> (f64, u64) {
+    // SAFETY: rusage is plain data the kernel fills in.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (
+        secs(u.ru_utime) + secs(u.ru_stime),
+        u64::try_from(u.ru_maxrss).unwrap_or(0) * 1024,
+    )
+}
+
+fn run_native(plan: &Plan<'_>, stop: &AtomicBool) -> Outcome {
+    let (cpu0, _) = self_usage();
+    let r = (plan.native)(&plan.target, &Meter::default(), stop).map_err(|e| e.to_string())?;
+    // msgbench's own process: its peak is the process's peak so far, not this run's alone.
+    let (cpu1, rss) = self_usage();
+    let client = json!({"language": "rust", "library": "msgbench (native engine)",
+                        "version": env!("CARGO_PKG_VERSION")});
+    Ok((r, client, cpu1 - cpu0, rss))
+}
+
+/// The driver protocol's scenario for this plan.
+fn driver_scenario(plan: &Plan<'_>, stream: Option<&str>) -> Value {
+    let p = &plan.params;
+    let num = |k: &str| p.get(k).and_then(Value::as_f64);
+    let ms = |k: &str| num(k).map(|s| (s * 1000.0).round() as u64);
+    let kind = plan.kind;
+    let pubs = num("pubs").unwrap_or(1.0).max(1.0) as u64;
+    json!({
+        "type": "scenario",
+        "protocol": "msgbench.driver/v1",
+        "kind": kind,
+        "server": plan.target.urls[0].to_string(),
+        "subject": p.get("subject").and_then(Value::as_str).unwrap_or("msgbench"),
+        "size": num("size").unwrap_or(128.0) as u64,
+        "msgs": num("msgs").map(|n| n as u64),
+        "duration_ms": ms("duration_secs"),
+        "rate": num("rate").unwrap_or(0.0),
+        "pubs": pubs,
+        "subs": if matches!(kind, "pubsub" | "latency") { num("subs").unwrap_or(1.0) as u64 } else { 0 },
+        "in_flight": num("in_flight").or_else(|| num("max_in_flight")).unwrap_or(1.0).max(1.0) as u64,
+        "warmup_ms": ms("warmup_secs").unwrap_or(0),
+        "timeout_ms": ms("timeout_secs").unwrap_or(5000),
+        "connect_timeout_ms": 2000,
+        "js": stream.map(|s| json!({"stream": s, "mode": plan.js.as_ref().map_or("async", |j| j.mode)})),
+    })
+}
+
+/// How long a driver may take: its run's expected length plus the protocol's grace.
+fn limits(scenario: &Value) -> Limits {
+    let timeout = Duration::from_millis(scenario["timeout_ms"].as_u64().unwrap_or(5000));
+    let expected = match (scenario["duration_ms"].as_u64(), scenario["rate"].as_f64()) {
+        (Some(ms), _) => Duration::from_millis(ms),
+        (None, Some(r)) if r > 0.0 => {
+            Duration::from_secs_f64(scenario["msgs"].as_f64().unwrap_or(0.0) / r)
+        }
+        // As fast as it can: a counted run has no expected length; silence is the limit.
+        _ => Duration::from_secs(600),
+    };
+    Limits {
+        ready: Duration::from_millis(2000) + Duration::from_secs(10),
+        silence: timeout + Duration::from_secs(5),
+        total: expected + timeout + Duration::from_secs(5),
+    }
+}
+
+fn run_driver(plan: &Plan<'_>, name: &str, drivers: &Path, stop: &AtomicBool) -> Outcome {
+    let launch = launch_for(name, drivers)?;
+    let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let go = |stream: Option<&str>| {
+        let scenario = driver_scenario(plan, stream);
+        driver::run(&launch, &scenario, limits(&scenario), stop)
+    };
+    let (finished, js) = if let Some(js) = &plan.js {
+        let (out, report) = crate::scenario::js::around_driver(js, &plan.target, |cfg| {
+            let out = go(Some(&cfg.name));
+            let acks = out.as_ref().ok().and_then(|f| driver_acks(&f.result));
+            (out, acks)
+        })
+        .map_err(|e| e.to_string())?;
+        (out, report)
+    } else if let Some(reply) = &plan.responder {
+        // The echo service runs beside the driver and stops when it is done.
+        let done = AtomicBool::new(false);
+        let (target, done_ref) = (&plan.target, &done);
+        let out = std::thread::scope(|s| {
+            let service = s.spawn(move || {
+                crate::scenario::request::run_reply(reply, target, &Meter::default(), done_ref)
+            });
+            std::thread::sleep(Duration::from_millis(200));
+            let out = go(None);
+            done.store(true, Ordering::Relaxed);
+            let _ = service.join();
+            out
+        });
+        (out, None)
+    } else {
+        (go(None), None)
+    };
+    let f = finished.map_err(|f| {
+        if f.stderr_tail.is_empty() {
+            f.failure.to_string()
+        } else {
+            let last = f.stderr_tail.lines().last().unwrap_or_default();
+            format!("{} (stderr: {last})", f.failure)
+        }
+    })?;
+    let mut params = plan.params.clone();
+    params["client"] = name.into();
+    let server = ServerMeta {
+        url: plan.target.urls[0].to_string(),
+        name: String::new(),
+        version: String::new(),
+        embedded: plan.target.local,
+        max_payload: 0,
+        auth: "none",
+    };
+    let mut r = from_driver(plan.scenario, started_at, params, server, &f.result);
+    r.jetstream = js;
+    Ok((r, f.client, f.cpu_seconds, f.peak_rss_bytes))
+}
+
+fn driver_acks(result: &Value) -> Option<crate::scenario::js::DriverAcks> {
+    let js = result.get("js")?;
+    let n = |k: &str| js.get(k).and_then(Value::as_u64).unwrap_or(0);
+    Some(crate::scenario::js::DriverAcks {
+        acked: n("acked"),
+        first_seq: n("first_seq"),
+        last_seq: n("last_seq"),
+        duplicate_acks: n("duplicate_acks"),
+    })
+}
+
+/// A driver's result in the native result's shape: msgbench computes the rates, spreads and
+/// percentiles itself, the same way for every client.
+fn from_driver(
+    scenario: &'static str,
+    started_at: String,
+    params: Value,
+    server: ServerMeta,
+    d: &Value,
+) -> RunResult {
+    let errors = ErrorCounts::default();
+    let interrupted = d["interrupted"].as_bool().unwrap_or(false);
+    let mut r = RunResult::new(scenario, started_at, params, server, &errors, interrupted);
+    // A driver reports each client's span, not its clock: spans are laid from one origin.
+    let origin = Instant::now();
+    let runs: Vec<ClientRun> = d["clients"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .map(|c| {
+            let secs = c["seconds"].as_f64().unwrap_or(0.0).max(0.0);
+            ClientRun {
+                role: if c["role"] == "sub" {
+                    Role::Sub
+                } else {
+                    Role::Pub
+                },
+                id: c["id"].as_u64().unwrap_or(0) as u32,
+                msgs: c["msgs"].as_u64().unwrap_or(0),
+                bytes: c["bytes"].as_u64().unwrap_or(0),
+                start: Some(origin),
+                end: Some(origin + Duration::from_secs_f64(secs)),
+            }
+        })
+        .collect();
+    let (throughput, by_role, clients) = throughput_sections(&runs);
+    r.throughput = throughput;
+    r.by_role = by_role;
+    r.clients = clients;
+    let dl = &d["delivery"];
+    let n = |k: &str| dl[k].as_u64().unwrap_or(0);
+    r.delivery = Delivery {
+        sent: n("sent"),
+        expected: n("received") + n("lost"),
+        received: n("received"),
+        lost: n("lost"),
+        duplicated: dl["duplicated"].as_u64(),
+        reordered: dl["reordered"].as_u64(),
+        unstamped: 0,
+        accounting: match dl["accounting"].as_str() {
+            Some("exact") => "exact",
+            Some("count") => "count",
+            _ => "none",
+        },
+        publishers: Vec::new(),
+        missing_seqs: None,
+        duplicate_seqs: None,
+    };
+    if let Some(map) = d["errors"].as_object() {
+        for (k, v) in map {
+            let count = v.as_u64().unwrap_or(0);
+            if count == 0 {
+                continue;
+            }
+            let kind = ErrorKind::ALL
+                .iter()
+                .find(|e| e.as_str() == k)
+                .map_or("driver_other", |e| e.as_str());
+            *r.errors.entry(kind).or_default() += count;
+        }
+    }
+    let hist = |v: &Value| {
+        let b64 = v.get("hdr")?.as_str()?;
+        crate::export::hdr::decode_base64(b64).ok()
+    };
+    r.latency = hist(&d["latency"]).map(|h| LatencyStats::of(&h));
+    r.latency_uncorrected = hist(&d["latency_uncorrected"]).map(|h| LatencyStats::of(&h));
+    r
+}
+
+/// The side-by-side table.
+fn table(c: &Comparison) -> String {
+    use crate::export::text::{duration_ns, group, ibytes};
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let runs = if c.runs > 1 {
+        format!(", {} runs each, interleaved; medians", c.runs)
+    } else {
+        String::new()
+    };
+    let _ = writeln!(o, "msgbench compare: {}{runs}", c.scenario);
+    let _ = writeln!(
+        o,
+        "{:<9} {:<34} {:>12} {:>10} {:>10} {:>10} {:>7} {:>9}",
+        "client", "library", "msgs/s", "P50", "P99", "P99.9", "CPU s", "peak RSS"
+    );
+    for row in &c.clients {
+        let Some(r) = &row.result else {
+            let _ = writeln!(
+                o,
+                "{:<9} {}: {}",
+                row.name,
+                row.status,
+                row.why.as_deref().unwrap_or("")
+            );
+            continue;
+        };
+        let doc = serde_json::to_value(r).unwrap_or(Value::Null);
+        let m = |name: &str| crate::metric::Metric::parse(name).ok()?.read(&doc).ok();
+        let lat = |name: &str| m(name).map_or("-".into(), duration_ns);
+        let lib = format!(
+            "{} {}",
+            row.client["library"].as_str().unwrap_or("?"),
+            row.client["version"].as_str().unwrap_or("")
+        );
+        let cpu = crate::stats::significance::median(&row.cpu_seconds);
+        let rss = row.peak_rss_bytes.iter().copied().max().unwrap_or(0);
+        let _ = writeln!(
+            o,
+            "{:<9} {:<34} {:>12} {:>10} {:>10} {:>10} {:>7.2} {:>9}",
+            row.name,
+            lib,
+            group(m("msgs_per_sec").unwrap_or(0.0).round() as u64),
+            lat("p50"),
+            lat("p99"),
+            lat("p99.9"),
+            cpu,
+            ibytes(rss as f64)
+        );
+        if row.status == "failed" {
+            let _ = writeln!(
+                o,
+                "          then failed: {}",
+                row.why.as_deref().unwrap_or("")
+            );
+        }
+    }
+    o
+}
+
+fn emit(c: &Comparison, out: &Output) -> Result<()> {
+    use std::io::Write as _;
+    let text = table(c);
+    let doc = || {
+        let mut v = serde_json::to_vec_pretty(c).expect("a comparison serialises");
+        v.push(b'\n');
+        v
+    };
+    match out.json.as_deref() {
+        Some(p) if p == Path::new("-") => {
+            let _ = std::io::stderr().write_all(text.as_bytes());
+            let _ = std::io::stdout().write_all(&doc());
+        }
+        Some(p) => {
+            std::fs::write(p, doc())
+                .map_err(|e| Error::io(format!("cannot write --json file '{}'", p.display()), e))?;
+            let _ = std::io::stdout().write_all(text.as_bytes());
+        }
+        None => {
+            let _ = std::io::stdout().write_all(text.as_bytes());
+        }
+    }
+    Ok(())
+}
