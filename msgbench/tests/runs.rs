@@ -147,7 +147,7 @@ fn an_interrupted_series_keeps_the_runs_it_finished() {
     let s = TestServer::start();
     let dir = support::scratch_dir("runs-int");
     let json = dir.join("r.json");
-    let mut child = support::spawn_piped(&[
+    let child = support::spawn_piped(&[
         "pubsub",
         "--server",
         &s.url,

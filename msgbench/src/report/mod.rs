@@ -29,6 +29,51 @@ pub struct Doc {
     pub value: Value,
 }
 
+/// Reads one input of `report`: a result or calibration is one document; a `msgbench compare`
+/// file is one result per client that produced one, labelled with the client, so the report
+/// shows the clients side by side.
+///
+/// # Errors
+/// As [`load`].
+pub fn load_for_report(path: &Path) -> Result<Vec<Doc>> {
+    let text = std::fs::read(path)
+        .map_err(|e| Error::io(format!("cannot read '{}'", path.display()), e))?;
+    let value: Option<Value> = serde_json::from_slice(&text).ok();
+    let is_compare = value
+        .as_ref()
+        .and_then(|v| v.get("schema"))
+        .and_then(Value::as_str)
+        == Some(crate::scenario::compare::SCHEMA);
+    if !is_compare {
+        return load(path).map(|d| vec![d]);
+    }
+    let value = value.unwrap_or_default();
+    let file = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let docs: Vec<Doc> = value["clients"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .filter(|c| c["result"].is_object())
+        .map(|c| Doc {
+            path: path.to_path_buf(),
+            name: format!("{file}: {}", c["name"].as_str().unwrap_or("?")),
+            kind: DocKind::Result,
+            value: c["result"].clone(),
+        })
+        .collect();
+    if docs.is_empty() {
+        return Err(Error::Usage(format!(
+            "'{}' is a comparison in which no client produced a result",
+            path.display()
+        )));
+    }
+    Ok(docs)
+}
+
 /// Reads and identifies one file by its `schema` field.
 ///
 /// # Errors
@@ -45,6 +90,12 @@ pub fn load(path: &Path) -> Result<Doc> {
     })?;
     let kind = match value.get("schema").and_then(Value::as_str) {
         Some(crate::result::SCHEMA) => DocKind::Result,
+        Some(crate::scenario::compare::SCHEMA) => {
+            return Err(Error::Usage(format!(
+                "'{}' is a comparison of clients; report reads it, diff compares single results",
+                path.display()
+            )))
+        }
         Some(crate::scenario::calibrate::SCHEMA) => DocKind::Calibration,
         Some(other) => {
             return Err(Error::Usage(format!(

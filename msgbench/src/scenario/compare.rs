@@ -187,14 +187,13 @@ pub fn run(args: &CompareArgs, stop: &AtomicBool) -> Result<u8> {
 /// Where the drivers live: `--drivers`, else `drivers/` in the current directory, else the one
 /// beside the repository this binary was built in.
 fn drivers_dir(given: Option<&Path>) -> PathBuf {
-    if let Some(d) = given {
-        return d.to_path_buf();
-    }
-    let here = PathBuf::from("drivers");
-    if here.is_dir() {
-        return here;
-    }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../drivers")
+    let dir = match given {
+        Some(d) => d.to_path_buf(),
+        None if Path::new("drivers").is_dir() => PathBuf::from("drivers"),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../drivers"),
+    };
+    // Absolute: each driver runs in its own folder, so relative paths would point elsewhere.
+    dir.canonicalize().unwrap_or(dir)
 }
 
 /// A program on `PATH`, if there is one.
@@ -253,13 +252,6 @@ fn launch_for(name: &str, drivers: &Path) -> std::result::Result<Launch, String>
         other => return Err(format!("unknown client {other}")),
     };
     let dir = drivers.join(dir);
-    let program = if program.is_relative() {
-        std::env::current_dir()
-            .map(|c| c.join(&program))
-            .unwrap_or(program)
-    } else {
-        program
-    };
     Ok(Launch { program, args, dir })
 }
 
@@ -563,7 +555,14 @@ fn from_driver(
         })
         .collect();
     let (throughput, by_role, clients) = throughput_sections(&runs);
-    r.throughput = throughput;
+    // As the native request and js pub runs do: the headline rate is completed requests
+    // (replies, acknowledgements), not requests and replies added together.
+    let replies: Vec<&ClientRun> = runs.iter().filter(|c| c.role == Role::Sub).collect();
+    r.throughput = if matches!(scenario, "request" | "js.pub") && !replies.is_empty() {
+        crate::stats::throughput::Throughput::aggregate(replies)
+    } else {
+        throughput
+    };
     r.by_role = by_role;
     r.clients = clients;
     let dl = &d["delivery"];

@@ -1,0 +1,38 @@
+// msgbench report: the page's only script. It toggles a chart's series from its legend (click,
+// Enter or Space); everything else, values on hover included (SVG <title>), works without it.
+// It reads nothing from the inputs: series are matched by comparing attribute values, never by
+// building a selector or code out of them.
+(function () {
+  'use strict';
+
+  function toggle(item) {
+    var svg = item.closest('svg');
+    if (!svg) {
+      return;
+    }
+    var id = item.getAttribute('data-series');
+    var hide = item.getAttribute('aria-pressed') !== 'false';
+    item.setAttribute('aria-pressed', hide ? 'false' : 'true');
+    var groups = svg.querySelectorAll('g.series');
+    for (var i = 0; i < groups.length; i++) {
+      if (groups[i].getAttribute('data-series') === id) {
+        groups[i].classList.toggle('off', hide);
+      }
+    }
+  }
+
+  var items = document.querySelectorAll('svg.chart .legend-item');
+  for (var i = 0; i < items.length; i++) {
+    (function (item) {
+      item.addEventListener('click', function () {
+        toggle(item);
+      });
+      item.addEventListener('keydown', function (e) {
+        if (e.key === 'Enter' || e.key === ' ') {
+          e.preventDefault();
+          toggle(item);
+        }
+      });
+    })(items[i]);
+  }
+})();

@@ -1,0 +1,826 @@
+//! `msgbench report` end to end: real results from a real nats-server turned into one HTML
+//! file, loaded in a real headless Chromium driven over WebDriver, and checked against the JSON
+//! it came from: no console errors, each chart's data attributes equal to the inputs' numbers,
+//! the summary showing them, nothing drawn outside its chart, the legend toggling series, a
+//! phone-width page that does not scroll sideways. A screenshot, a phone screenshot, the PDF
+//! print and the HTML are kept in `target/artifacts/` for people to look at.
+//!
+//! Chromium and chromedriver come from Debian's packages (`scripts/install-browser.sh`). Without
+//! them the browser part is skipped with a line saying so, unless `MSGBENCH_REQUIRE_BROWSER=1`
+//! (CI), which makes their absence a failure.
+//!
+//! Also here: bad input gives one clear error line and a non-zero exit.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use serde_json::{json, Value};
+use support::{run, scratch_dir, stderr, TestServer};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+
+fn artifacts() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/artifacts");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// Runs msgbench, which must succeed, writing its result to `out`.
+fn produce(args: &[&str], out: &Path) -> Value {
+    let mut all = args.to_vec();
+    all.extend(["--json", out.to_str().unwrap()]);
+    let o = run(&all);
+    assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    read_json(out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// A WebDriver client: HTTP/1.1 over a plain socket to chromedriver on loopback, JSON both ways.
+
+/// One HTTP exchange: the status and the JSON body (null when empty).
+fn http(port: u16, method: &str, path: &str, body: Option<&Value>) -> Result<(u16, Value), String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("connect: {e}"))?;
+    // Generous: a full-page screenshot or a PDF of a long page takes a while on a slow runner.
+    s.set_read_timeout(Some(Duration::from_secs(120)))
+        .map_err(|e| e.to_string())?;
+    let body = body.map(Value::to_string).unwrap_or_default();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\
+         Content-Type: application/json; charset=utf-8\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .map_err(|e| format!("{method} {path}: {e}"))?;
+    let mut r = BufReader::new(s);
+    let mut status_line = String::new();
+    r.read_line(&mut status_line)
+        .map_err(|e| format!("{method} {path}: {e}"))?;
+    let status: u16 = status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("{method} {path}: bad status line {status_line:?}"))?;
+    let (mut length, mut chunked) = (None, false);
+    loop {
+        let mut line = String::new();
+        r.read_line(&mut line).map_err(|e| e.to_string())?;
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        let lower = line.to_ascii_lowercase();
+        if let Some(v) = lower.strip_prefix("content-length:") {
+            length = v.trim().parse::<usize>().ok();
+        } else if lower.starts_with("transfer-encoding:") && lower.contains("chunked") {
+            chunked = true;
+        }
+    }
+    let mut payload = Vec::new();
+    if chunked {
+        loop {
+            let mut size = String::new();
+            r.read_line(&mut size).map_err(|e| e.to_string())?;
+            let n = usize::from_str_radix(size.trim().split(';').next().unwrap_or("0"), 16)
+                .map_err(|e| format!("bad chunk size {size:?}: {e}"))?;
+            let mut chunk = vec![0; n + 2];
+            r.read_exact(&mut chunk).map_err(|e| e.to_string())?;
+            if n == 0 {
+                break;
+            }
+            payload.extend_from_slice(&chunk[..n]);
+        }
+    } else if let Some(n) = length {
+        payload.resize(n, 0);
+        r.read_exact(&mut payload).map_err(|e| e.to_string())?;
+    } else {
+        r.read_to_end(&mut payload).map_err(|e| e.to_string())?;
+    }
+    let v = if payload.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&payload).map_err(|e| format!("{method} {path}: not JSON: {e}"))?
+    };
+    Ok((status, v))
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// chromedriver and one browser session; both ended on drop, whatever happened.
+struct Browser {
+    driver: Child,
+    port: u16,
+    session: Option<String>,
+    profile: PathBuf,
+    log: PathBuf,
+}
+
+impl Browser {
+    fn start(dir: &Path) -> Browser {
+        let port = free_port();
+        let log = dir.join("chromedriver.log");
+        let profile = dir.join("chromium-profile");
+        std::fs::create_dir_all(&profile).unwrap();
+        let driver = Command::new(CHROMEDRIVER)
+            .arg(format!("--port={port}"))
+            .arg(format!("--log-path={}", log.display()))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver starts");
+        let mut b = Browser {
+            driver,
+            port,
+            session: None,
+            profile,
+            log,
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok((200, v)) = http(port, "GET", "/status", None) {
+                if v["value"]["ready"] == true {
+                    break;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "chromedriver did not become ready in 30 s; its log: {}",
+                b.driver_log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let caps = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": CHROMIUM,
+                "args": [
+                    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                    "--no-first-run", "--disable-background-networking",
+                    "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+                    format!("--user-data-dir={}", b.profile.display()),
+                ],
+            },
+            "goog:loggingPrefs": {"browser": "ALL"},
+        }}});
+        let (status, v) = http(port, "POST", "/session", Some(&caps)).unwrap();
+        assert_eq!(
+            status,
+            200,
+            "creating a session failed: {v}; chromedriver log: {}",
+            b.driver_log()
+        );
+        b.session = Some(v["value"]["sessionId"].as_str().unwrap().to_string());
+        b
+    }
+
+    fn driver_log(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(30).collect();
+        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+    }
+
+    /// A command on the session; its `value`, or a panic saying what failed.
+    fn cmd(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        let full = format!("/session/{}{path}", self.session.as_ref().unwrap());
+        match http(self.port, method, &full, body.as_ref()) {
+            Ok((200, v)) => v["value"].clone(),
+            Ok((status, v)) => panic!("{method} {path}: HTTP {status}: {v}"),
+            Err(e) => panic!("{method} {path}: {e}"),
+        }
+    }
+
+    fn execute(&self, script: &str) -> Value {
+        self.cmd(
+            "POST",
+            "/execute/sync",
+            Some(json!({"script": script, "args": []})),
+        )
+    }
+
+    fn resize(&self, width: u32, height: u32) {
+        self.cmd(
+            "POST",
+            "/window/rect",
+            Some(json!({"width": width, "height": height})),
+        );
+    }
+
+    fn screenshot(&self, to: &Path) {
+        let b64 = self.cmd("GET", "/screenshot", None);
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(b64.as_str().unwrap())
+            .unwrap();
+        assert!(png.starts_with(b"\x89PNG"), "not a PNG");
+        std::fs::write(to, png).unwrap();
+    }
+
+    /// The browser console since the last call.
+    fn console(&self) -> Vec<Value> {
+        self.cmd("POST", "/se/log", Some(json!({"type": "browser"})))
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        if let Some(id) = self.session.take() {
+            let _ = http(self.port, "DELETE", &format!("/session/{id}"), None);
+        }
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}
+
+/// Whether the browser part can run; when it cannot, fails (CI) or says why it is skipped.
+fn browser_available() -> bool {
+    if Path::new(CHROMIUM).exists() && Path::new(CHROMEDRIVER).exists() {
+        return true;
+    }
+    assert!(
+        std::env::var("MSGBENCH_REQUIRE_BROWSER").as_deref() != Ok("1"),
+        "MSGBENCH_REQUIRE_BROWSER=1 but {CHROMIUM} or {CHROMEDRIVER} is missing: run \
+         scripts/install-browser.sh"
+    );
+    println!(
+        "report test skipped: chromium or chromedriver not installed (scripts/install-browser.sh)"
+    );
+    false
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the page holds, read in the browser.
+
+/// Every chart with its series, points and bars; the summary cells; the embedded inputs; and
+/// any text drawn outside its chart. Attribute values go back as raw numbers so they can be
+/// compared exactly with the input files.
+const COLLECT: &str = r#"
+const num = (s) => (s === null || s === undefined || s === '') ? null : Number(s);
+const charts = [...document.querySelectorAll('svg.chart')].map((svg) => {
+  const vb = svg.viewBox.baseVal;
+  const outside = [...svg.querySelectorAll('text')].filter((t) => {
+    const b = t.getBBox();
+    if (b.width === 0) return false;
+    // Rotated labels: their box in the chart's coordinates.
+    const m = t.getCTM(), s = svg.getCTM();
+    const k = s.inverse().multiply(m);
+    const pts = [[b.x, b.y], [b.x + b.width, b.y], [b.x, b.y + b.height], [b.x + b.width, b.y + b.height]]
+      .map(([x, y]) => new DOMPoint(x, y).matrixTransform(k));
+    return pts.some((p) => p.x < -0.5 || p.y < -0.5 || p.x > vb.width + 0.5 || p.y > vb.height + 0.5);
+  }).map((t) => t.textContent);
+  return {
+    chart: svg.dataset.chart,
+    input: svg.dataset.input || null,
+    outside,
+    series: [...svg.querySelectorAll('path.line[data-series]')].map((p) => ({
+      id: p.dataset.series,
+      points: Number(p.dataset.points),
+      values: p.dataset.values === '' ? [] : p.dataset.values.split(' ').map(Number),
+      markers: [...p.parentNode.querySelectorAll('circle[data-value]')].map((c) => Number(c.dataset.value)),
+    })),
+    bars: [...svg.querySelectorAll('rect.bar[data-value]')].map((r) => ({
+      series: r.dataset.series, category: r.dataset.category, value: Number(r.dataset.value),
+      min: num(r.dataset.min), max: num(r.dataset.max),
+    })),
+  };
+});
+const cells = [...document.querySelectorAll('table.summary td[data-metric]')].map((td) => ({
+  input: td.dataset.input, metric: td.dataset.metric, value: num(td.dataset.value),
+  min: num(td.dataset.min), max: num(td.dataset.max), n: num(td.dataset.n),
+  text: td.textContent,
+}));
+const inputs = [...document.querySelectorAll('script.input-data')].map((s) => ({
+  input: s.dataset.input, doc: JSON.parse(s.textContent),
+}));
+return {charts, cells, inputs, title: document.title};
+"#;
+
+/// Equal as JSON, numbers compared by value: JavaScript has no integer/float distinction, so
+/// `2.0` in a file comes back from the browser as `2`.
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+fn chart<'a>(page: &'a Value, kind: &str, input: Option<&str>) -> &'a Value {
+    page["charts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["chart"] == kind && c["input"].as_str() == input)
+        .unwrap_or_else(|| panic!("no {kind} chart for {input:?}"))
+}
+
+fn series<'a>(chart: &'a Value, id: &str) -> &'a Value {
+    chart["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == id)
+        .unwrap_or_else(|| panic!("no series {id} in {}", chart["chart"]))
+}
+
+fn values(v: &Value) -> Vec<f64> {
+    v.as_array().unwrap().iter().map(f).collect()
+}
+
+fn cell<'a>(page: &'a Value, input: &str, metric: &str) -> &'a Value {
+    page["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["input"] == input && c["metric"] == metric)
+        .unwrap_or_else(|| panic!("no summary cell {metric} for {input}"))
+}
+
+/// A shown duration (`1.17 ms`, `54.3 µs`) in nanoseconds.
+fn shown_ns(text: &str) -> f64 {
+    let text = text.replace('\u{a0}', " ");
+    let mut parts = text.split_whitespace();
+    let n: f64 = parts.next().unwrap().parse().unwrap();
+    let scale = match parts.next().unwrap() {
+        "ns" => 1.0,
+        "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        u => panic!("unit {u} in {text:?}"),
+    };
+    n * scale
+}
+
+/// Each client's bars equal `clients[].msgs_per_sec`, one per client, in order.
+fn check_client_bars(page: &Value, label: &str, doc: &Value) {
+    let bars = chart(page, "clients", Some(label))["bars"]
+        .as_array()
+        .unwrap();
+    let clients = doc["clients"].as_array().unwrap();
+    assert_eq!(bars.len(), clients.len(), "{label}: one bar per client");
+    for (b, c) in bars.iter().zip(clients) {
+        let name = format!("{} {}", c["role"].as_str().unwrap(), c["id"]);
+        assert_eq!(b["category"], name.as_str(), "{label}");
+        assert_eq!(b["series"], c["role"], "{label}");
+        assert_eq!(f(&b["value"]), f(&c["msgs_per_sec"]), "{label} {name}");
+    }
+}
+
+/// Per-client throughput steps equal msgs[i] / span_s of each tick; latency steps equal each
+/// tick's P50/P99/max, with ticks without latency left out.
+fn check_timeline(page: &Value, label: &str, doc: &Value) {
+    let t = &doc["timeline"];
+    let ticks = t["ticks"].as_array().unwrap();
+    assert!(!ticks.is_empty(), "{label}: the result has a timeline");
+    let thr = chart(page, "throughput-timeline", Some(label));
+    for (i, c) in t["clients"].as_array().unwrap().iter().enumerate() {
+        let id = format!("{} {}", c["role"].as_str().unwrap(), c["id"]);
+        let s = series(thr, &id);
+        let want: Vec<f64> = ticks
+            .iter()
+            .map(|k| f(&k["msgs"][i]) / f(&k["span_s"]))
+            .collect();
+        assert_eq!(values(&s["values"]), want, "{label} {id}");
+        assert_eq!(values(&s["markers"]), want, "{label} {id} markers");
+        assert_eq!(s["points"], ticks.len(), "{label} {id}");
+    }
+    let with_latency: Vec<&Value> = ticks.iter().filter(|k| !k["latency"].is_null()).collect();
+    if with_latency.is_empty() {
+        return;
+    }
+    let lat = chart(page, "latency-timeline", Some(label));
+    for (id, key) in [("P50", "p50_ns"), ("P99", "p99_ns"), ("max", "max_ns")] {
+        let want: Vec<f64> = with_latency.iter().map(|k| f(&k["latency"][key])).collect();
+        assert_eq!(values(&series(lat, id)["values"]), want, "{label} {id}");
+    }
+}
+
+#[test]
+fn report_draws_real_results_in_a_real_browser() {
+    let dir = scratch_dir("report");
+    let server = TestServer::start();
+    let url = server.url.as_str();
+    let (lat_path, ps_path, cal_path) = (
+        dir.join("lat.json"),
+        dir.join("ps.json"),
+        dir.join("cal.json"),
+    );
+    let lat = produce(
+        &[
+            "latency",
+            "--server",
+            url,
+            "--rate",
+            "1000",
+            "--duration",
+            "2s",
+            "--threshold",
+            "p99<10s",
+            "--threshold",
+            "lost==0",
+            "--no-progress",
+        ],
+        &lat_path,
+    );
+    // Repeated, so the report's medians, ranges and whiskers are exercised on real data.
+    let ps = produce(
+        &[
+            "pubsub",
+            "--server",
+            url,
+            "--msgs",
+            "20000",
+            "--pubs",
+            "2",
+            "--subs",
+            "2",
+            "--runs",
+            "3",
+            "--no-progress",
+        ],
+        &ps_path,
+    );
+    produce(
+        &["calibrate", "--server", url, "--samples", "500"],
+        &cal_path,
+    );
+    drop(server);
+
+    let html_path = dir.join("out.html");
+    let out = run(&[
+        "report",
+        lat_path.to_str().unwrap(),
+        ps_path.to_str().unwrap(),
+        cal_path.to_str().unwrap(),
+        "-o",
+        html_path.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!(
+            "report: wrote {} (2 results, 1 calibration)\n",
+            html_path.display()
+        )
+    );
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    std::fs::write(artifacts().join("report.html"), &html).unwrap();
+    // Self-contained: nothing is fetched when the page is viewed.
+    for needle in ["src=\"http", "href=\"http", "src=\"//", "@import", "url("] {
+        assert!(!html.contains(needle), "the page refers out: {needle}");
+    }
+
+    if !browser_available() {
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
+    let browser = Browser::start(&dir);
+    browser.resize(1280, 900);
+    browser.cmd(
+        "POST",
+        "/url",
+        Some(json!({"url": format!("file://{}", html_path.display())})),
+    );
+    let page = browser.execute(COLLECT);
+
+    // The embedded copies of the inputs read back as the files themselves.
+    let inputs = page["inputs"].as_array().unwrap();
+    assert_eq!(inputs.len(), 2);
+    assert!(
+        same(&inputs[0]["doc"], &lat),
+        "the embedded lat.json differs"
+    );
+    assert!(same(&inputs[1]["doc"], &ps), "the embedded ps.json differs");
+
+    // Percentiles: a corrected and an uncorrected curve for the latency run, ending at its
+    // maximum (HdrHistogram reports a bucket's highest equivalent value for both).
+    let pct = chart(&page, "percentiles", None);
+    for (id, section) in [
+        ("lat.json corrected", "latency"),
+        ("lat.json uncorrected", "latency_uncorrected"),
+    ] {
+        let s = series(pct, id);
+        let vs = values(&s["values"]);
+        assert!(vs.len() > 10, "{id}: {} points", vs.len());
+        assert_eq!(s["points"], vs.len());
+        assert_eq!(values(&s["markers"]), vs, "{id}: a marker per point");
+        assert!(vs.windows(2).all(|w| w[0] <= w[1]), "{id} rises: {vs:?}");
+        let top = vs.iter().copied().fold(0.0, f64::max);
+        let max = f(&lat[section]["max_ns"]);
+        assert!(
+            (top - max).abs() <= max * 1e-3,
+            "{id}: top {top} vs max_ns {max}"
+        );
+        let min = f(&lat[section]["min_ns"]);
+        assert!(
+            vs[0] >= min * 0.999,
+            "{id}: starts at {} below min {min}",
+            vs[0]
+        );
+    }
+    assert_eq!(
+        pct["series"].as_array().unwrap().len(),
+        2,
+        "pubsub measures no latency, so it has no curve"
+    );
+
+    check_client_bars(&page, "lat.json", &lat);
+    check_client_bars(&page, "ps.json", &ps);
+    check_timeline(&page, "lat.json", &lat);
+    check_timeline(&page, "ps.json", &ps);
+
+    // Summary: the latency run's percentiles, shown in readable units that match them.
+    for (metric, key) in [("p50", "50"), ("p99", "99"), ("p99.9", "99.9")] {
+        let c = cell(&page, "lat.json", metric);
+        let want = f(&lat["latency"]["percentiles_ns"][key]);
+        assert_eq!(f(&c["value"]), want, "{metric}");
+        let shown = shown_ns(c["text"].as_str().unwrap());
+        assert!(
+            (shown - want).abs() <= want * 0.006,
+            "{metric}: shown {shown}, is {want}"
+        );
+    }
+    assert_eq!(
+        f(&cell(&page, "lat.json", "max")["value"]),
+        f(&lat["latency"]["max_ns"])
+    );
+    // The repeated run: the median, with the range and the count of runs.
+    let runs = &ps["runs"]["metrics"]["msgs_per_sec"];
+    let c = cell(&page, "ps.json", "msgs_per_sec");
+    assert_eq!(f(&c["value"]), f(&runs["median"]));
+    assert_eq!(
+        (f(&c["min"]), f(&c["max"]), f(&c["n"])),
+        (f(&runs["min"]), f(&runs["max"]), 3.0)
+    );
+    assert!(
+        c["text"].as_str().unwrap().contains("n\u{a0}=\u{a0}3"),
+        "{c}"
+    );
+    assert_eq!(f(&cell(&page, "ps.json", "lost")["value"]), 0.0);
+    let gates = cell(&page, "lat.json", "thresholds");
+    assert_eq!(f(&gates["value"]), 0.0, "no threshold failed: {gates}");
+    assert!(
+        gates["text"].as_str().unwrap().contains("all 2 pass"),
+        "{gates}"
+    );
+
+    // Side by side: one throughput bar per input, the repeated run's with its whisker.
+    let cmp = chart(&page, "compare-throughput", None)["bars"]
+        .as_array()
+        .unwrap();
+    assert_eq!(cmp.len(), 2, "one bar per input: {cmp:?}");
+    assert_eq!(
+        (cmp[0]["category"].as_str(), f(&cmp[0]["value"])),
+        (Some("lat.json"), f(&lat["throughput"]["msgs_per_sec"]))
+    );
+    assert!(cmp[0]["min"].is_null());
+    assert_eq!(
+        (f(&cmp[1]["value"]), f(&cmp[1]["min"]), f(&cmp[1]["max"])),
+        (f(&runs["median"]), f(&runs["min"]), f(&runs["max"]))
+    );
+    let cmp_lat = chart(&page, "compare-latency", None)["bars"]
+        .as_array()
+        .unwrap();
+    let got: Vec<(&str, &str, f64)> = cmp_lat
+        .iter()
+        .map(|b| {
+            (
+                b["series"].as_str().unwrap(),
+                b["category"].as_str().unwrap(),
+                f(&b["value"]),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "P50",
+                "lat.json",
+                f(&lat["latency"]["percentiles_ns"]["50"])
+            ),
+            (
+                "P99",
+                "lat.json",
+                f(&lat["latency"]["percentiles_ns"]["99"])
+            ),
+        ]
+    );
+
+    // Nothing drawn outside its chart (a clipped label is an unreadable one).
+    for c in page["charts"].as_array().unwrap() {
+        assert_eq!(
+            c["outside"],
+            json!([]),
+            "text outside {} {}",
+            c["chart"],
+            c["input"]
+        );
+    }
+
+    // The legend hides and shows its series.
+    let toggled = browser.execute(
+        r#"
+        const svg = document.querySelector('svg[data-chart="percentiles"]');
+        const item = svg.querySelector('.legend-item');
+        const group = [...svg.querySelectorAll('g.series')]
+          .find((g) => g.dataset.series === item.dataset.series);
+        item.dispatchEvent(new MouseEvent('click', {bubbles: true}));
+        const hidden = getComputedStyle(group).display === 'none';
+        item.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', bubbles: true}));
+        return [hidden, getComputedStyle(group).display !== 'none', item.getAttribute('aria-pressed')];
+    "#,
+    );
+    assert_eq!(toggled, json!([true, true, "true"]));
+
+    // The whole page as one picture for people, at desktop width.
+    let height = f(&browser.execute("return document.documentElement.scrollHeight;"));
+    browser.resize(1280, (height as u32 + 120).min(16_000));
+    browser.screenshot(&artifacts().join("report.png"));
+
+    // A phone: the page itself must not scroll sideways (wide tables scroll in their box).
+    browser.resize(390, 844);
+    let widths = browser.execute(
+        "return [document.documentElement.scrollWidth, document.documentElement.clientWidth];",
+    );
+    assert!(
+        f(&widths[0]) <= f(&widths[1]),
+        "the page scrolls sideways on a phone: {widths}"
+    );
+    let height = f(&browser.execute("return document.documentElement.scrollHeight;"));
+    browser.resize(390, (height as u32 + 120).min(16_000));
+    browser.screenshot(&artifacts().join("report-phone.png"));
+
+    // Printing works and gives a PDF.
+    let pdf = browser.cmd("POST", "/print", Some(json!({"background": false})));
+    let pdf = base64::engine::general_purpose::STANDARD
+        .decode(pdf.as_str().unwrap())
+        .unwrap();
+    assert!(pdf.starts_with(b"%PDF"), "not a PDF");
+    std::fs::write(artifacts().join("report.pdf"), pdf).unwrap();
+
+    // Hostile text in an input stays text: in the embedded JSON, attributes, tables and
+    // charts alike. Nothing runs, nothing loads, and the strings read back unchanged.
+    let evil =
+        r#"</script><script>window.pwned=1</script><img src=x onerror="window.pwned=2">'"&amp;"#;
+    let mut doc = lat.clone();
+    doc["params"]["subject"] = evil.into();
+    doc["scenario"] = evil.into();
+    doc["clients"][0]["role"] = evil.into();
+    doc["errors"] = json!({evil: 1});
+    let evil_path = dir.join("evil<b>\"'.json");
+    std::fs::write(&evil_path, doc.to_string()).unwrap();
+    let evil_html = dir.join("evil.html");
+    let out = run(&[
+        "report",
+        evil_path.to_str().unwrap(),
+        "-o",
+        evil_html.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    browser.cmd(
+        "POST",
+        "/url",
+        Some(json!({"url": format!("file://{}", evil_html.display()).replace('"', "%22")})),
+    );
+    let seen = browser.execute(
+        r#"
+        return {
+          pwned: window.pwned === undefined ? null : window.pwned,
+          scripts: document.querySelectorAll('script').length,
+          images: document.querySelectorAll('img').length,
+          embedded: JSON.parse(document.querySelector('script.input-data').textContent),
+          label: document.querySelector('script.input-data').dataset.input,
+          bars: [...document.querySelectorAll('svg[data-chart="clients"] rect.bar')].map((r) => r.dataset.series),
+          cells: [...document.querySelectorAll('td')].filter((td) => td.textContent.includes('window.pwned=1')).length,
+        };
+    "#,
+    );
+    assert_eq!(seen["pwned"], Value::Null, "input ran as script: {seen}");
+    assert_eq!(
+        seen["scripts"], 2,
+        "only the embedded data and the page's own script"
+    );
+    assert_eq!(seen["images"], 0);
+    assert!(same(&seen["embedded"], &doc), "the embedded copy differs");
+    assert_eq!(seen["label"], "evil<b>\"'.json");
+    assert_eq!(seen["bars"][0], evil);
+    assert!(
+        f(&seen["cells"]) >= 2.0,
+        "the text is shown as text: {seen}"
+    );
+
+    let console = browser.console();
+    for e in &console {
+        println!("console: {} {}", e["level"], e["message"]);
+    }
+    let severe: Vec<&Value> = console.iter().filter(|e| e["level"] == "SEVERE").collect();
+    assert!(severe.is_empty(), "console errors: {severe:?}");
+    drop(browser);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_input_gives_one_clear_line() {
+    let dir = scratch_dir("report-bad");
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    std::fs::write(path("notes.txt"), "hello, not JSON").unwrap();
+    std::fs::write(path("other.json"), r#"{"hello": "world"}"#).unwrap();
+    std::fs::write(path("future.json"), r#"{"schema": "msgbench.result/v9"}"#).unwrap();
+    std::fs::write(
+        path("cal.json"),
+        json!({
+            "schema": "msgbench.calibration/v1",
+            "tool": {"name": "msgbench", "version": "0.1.0"},
+            "started_at": "2026-01-01T00:00:00Z",
+            "server": {"url": "nats://127.0.0.1:4222", "version": "2.15.2", "embedded": true},
+            "environment": {"cpus": 1, "samples": 1, "size": 16, "floor_ns": {}}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        path("broken.json"),
+        r#"{"schema": "msgbench.result/v1", "clients": "many"}"#,
+    )
+    .unwrap();
+    std::fs::write(path("minimal.json"), r#"{"schema": "msgbench.result/v1"}"#).unwrap();
+    let out_html = path("out.html");
+    let cases: [(Vec<String>, u8, &str); 7] = [
+        (vec![path("missing.json")], 1, "cannot read"),
+        (vec![path("notes.txt")], 2, "is not JSON"),
+        (vec![path("other.json")], 2, "not a msgbench result"),
+        (vec![path("future.json")], 2, "does not read"),
+        (vec![path("cal.json")], 2, "no result file among the inputs"),
+        (vec![path("broken.json")], 2, "wrong type"),
+        (
+            vec![path("minimal.json"), "-o".into(), path("minimal.json")],
+            2,
+            "is one of the inputs",
+        ),
+    ];
+    for (args, code, needle) in cases {
+        let mut all = vec!["report".to_string()];
+        all.extend(args.iter().cloned());
+        if !args.contains(&"-o".to_string()) {
+            all.extend(["-o".into(), out_html.clone()]);
+        }
+        let all: Vec<&str> = all.iter().map(String::as_str).collect();
+        let out = run(&all);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(i32::from(code)), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("error: ") && err.contains(needle),
+            "{args:?}: {err}"
+        );
+        // The message names the file at fault.
+        let named = Path::new(&args[0]).file_name().unwrap().to_str().unwrap();
+        assert!(err.contains(named), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert!(!Path::new(&out_html).exists(), "{args:?} wrote a report");
+    }
+    // A directory that does not exist for the output: an I/O failure naming it.
+    let out = run(&[
+        "report",
+        &path("minimal.json"),
+        "-o",
+        &path("no/such/dir/out.html"),
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cannot write") && err.contains("out.html"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
