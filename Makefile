@@ -4,7 +4,7 @@
 export PATH := $(CURDIR)/.tools/bin:$(PATH)
 CARGO ?= cargo
 
-.PHONY: run test build nats-server lint unit bench-ref fuzz bench
+.PHONY: run test build nats-server lint unit bench-ref drivers test-drivers compare-smoke fuzz bench
 
 run: nats-server build
 	./target/release/msgbench
@@ -26,7 +26,21 @@ unit: nats-server
 bench-ref:
 	cd bench/ref && gofmt -l . | (! grep .) && go vet ./... && go test ./...
 
-test: nats-server lint unit bench-ref
+# The client-library drivers of `msgbench compare` (drivers/): each built with its own toolchain
+# and dependencies from its registry; a missing toolchain skips that driver with a note.
+drivers:
+	bash scripts/drivers.sh build
+
+test-drivers: nats-server drivers
+	bash scripts/drivers.sh test
+
+# One short compare through every driver that is built: each must return a result.
+compare-smoke: nats-server drivers
+	$(CARGO) run --quiet --locked -- compare --clients $(COMPARE_CLIENTS) request --msgs 2000 --no-progress
+
+COMPARE_CLIENTS ?= native,go,node,node-old,python,rust,java
+
+test: nats-server lint unit bench-ref test-drivers compare-smoke
 
 # Brief fuzzing of the protocol parser (installs cargo-fuzz on first use).
 fuzz:

@@ -31,7 +31,13 @@ for d in ${DRIVERS:-go node python rust java}; do
       have python3 || { skip python python3; continue; }
       step python
       if [ "$what" = build ]; then bash python/setup.sh
-      else (cd python && .venv/bin/python -m pytest -q); fi ;;
+      else
+        # pytest exits 5 when it collects no tests: for a suite that must run, that is a
+        # failure, said plainly.
+        rc=0; (cd python && .venv/bin/python -m pytest -q) || rc=$?
+        if [ "$rc" -eq 5 ]; then echo "drivers: no Python tests were collected" >&2; fi
+        [ "$rc" -eq 0 ] || exit "$rc"
+      fi ;;
     rust)
       have cargo || { skip rust cargo; continue; }
       step rust
