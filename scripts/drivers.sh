@@ -26,7 +26,7 @@ for d in ${DRIVERS:-go node python rust java}; do
       { have node && have npm; } || { skip node "node/npm"; continue; }
       step node
       if [ "$what" = build ]; then (cd node && npm ci --no-audit --no-fund --loglevel=error)
-      else (cd node && node --test); fi ;;
+      else (cd node && node --test --test-reporter=dot test/*.test.js); fi ;;
     python)
       have python3 || { skip python python3; continue; }
       step python
