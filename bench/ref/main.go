@@ -1,6 +1,6 @@
 // Command ref is the reference side of the msgbench side-by-side benchmark.
 //
-// It has seven subcommands, each of which prints exactly one JSON line on
+// It has eight subcommands, each of which prints exactly one JSON line on
 // stdout:
 //
 //	ref pub     -url URL -msgs N -size S -subject SUBJ
@@ -10,6 +10,7 @@
 //	ref request -url URL -msgs N -size S -subject SUBJ
 //	ref jspub   -url URL -mode sync|async|batch -max-in-flight W -batch B -msgs N -size S -stream NAME -subject SUBJ
 //	ref jsconsume -url URL -mode fetch|consume|ordered -batch B -ack explicit|none -msgs N -size S -stream NAME -subject SUBJ -timeout D
+//	ref grpc    -addr HOST:PORT -proto FILE -import DIR -call pkg.Service/Method -data JSON -concurrency C -connections K -n N -timeout D
 //
 // pub and pubsub use the official Go client (nats.go) the way an ordinary
 // application would. raw bypasses any client library and writes prebuilt
@@ -21,7 +22,9 @@
 // with nats.go's jetstream package, synchronously, with a window of
 // asynchronous publishes or in atomic batches (see jspub.go); jsconsume
 // fills a stream, then consumes it with a pull or ordered consumer (see
-// jsconsume.go).
+// jsconsume.go). grpc is a unary gRPC load generator written with grpc-go
+// that behaves like ghz: closed-loop workers sharing connections, a dynamic
+// request built from a .proto parsed at run time (see grpc.go).
 package main
 
 import (
@@ -67,6 +70,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "       ref latency -url nats://HOST:PORT -rate R -duration D -warmup W -size S -subject SUBJ")
 	fmt.Fprintln(w, "       ref jspub -url nats://HOST:PORT -mode sync|async|batch -max-in-flight W -batch B -msgs N -size S -stream NAME -subject SUBJ")
 	fmt.Fprintln(w, "       ref jsconsume -url nats://HOST:PORT -mode fetch|consume|ordered -batch B -ack explicit|none -msgs N -size S -stream NAME -subject SUBJ -timeout D")
+	fmt.Fprintln(w, "       ref grpc -addr HOST:PORT -proto FILE [-import DIR]... -call pkg.Service/Method -data JSON -concurrency C -connections K -n N -timeout D")
 }
 
 func main() {
@@ -96,6 +100,11 @@ func main() {
 		var ccfg jsConsumeConfig
 		if ccfg, err = parseJSConsumeFlags(os.Args[2:]); err == nil {
 			res, err = runJSConsume(ccfg)
+		}
+	case "grpc":
+		var gcfg grpcConfig
+		if gcfg, err = parseGRPCFlags(os.Args[2:]); err == nil {
+			res, err = runGRPC(gcfg)
 		}
 	default:
 		var cfg config

@@ -241,10 +241,13 @@ pub enum ErrorKind {
     JsPullRejected,
     /// JetStream: any other API error.
     JsOther,
+    /// gRPC: a call ended with a status other than OK (the result's `grpc.status` counts them
+    /// by code).
+    RpcFailed,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 25] = [
+    pub const ALL: [ErrorKind; 26] = [
         ErrorKind::SlowConsumer,
         ErrorKind::Authorization,
         ErrorKind::MaxPayload,
@@ -270,6 +273,7 @@ impl ErrorKind {
         ErrorKind::JsNotFound,
         ErrorKind::JsPullRejected,
         ErrorKind::JsOther,
+        ErrorKind::RpcFailed,
     ];
 
     /// The key used in results.
@@ -300,6 +304,7 @@ impl ErrorKind {
             ErrorKind::JsNotFound => "js_not_found",
             ErrorKind::JsPullRejected => "js_pull_rejected",
             ErrorKind::JsOther => "js_other",
+            ErrorKind::RpcFailed => "rpc_failed",
         }
     }
 

@@ -146,21 +146,21 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
             // In a local cluster the subscriber sits on the second node: latency across a route.
             let peer = if b.is_none() { a.node(1) } else { None };
             let sub_side = b.as_ref().or(peer.as_ref());
-            execute("latency", &a, &o.output, o.allow_loss, stop, |m| {
+            execute("latency", Some(&a), &o.output, o.allow_loss, stop, |m| {
                 scenario::latency::run(&o, &a, sub_side, m, stop)
             })
         }
         Command::Request(a) => {
             let o = options::request::RequestOptions::new(&a)?;
             let t = server::resolve(&o.server, o.conn.link)?;
-            execute("request", &t, &o.output, o.allow_loss, stop, |m| {
+            execute("request", Some(&t), &o.output, o.allow_loss, stop, |m| {
                 scenario::request::run_request(&o, &t, m, stop)
             })
         }
         Command::Reply(a) => {
             let o = options::request::ReplyOptions::new(&a)?;
             let t = server::resolve(&o.server, o.conn.link)?;
-            execute("reply", &t, &o.output, false, stop, |m| {
+            execute("reply", Some(&t), &o.output, false, stop, |m| {
                 scenario::request::run_reply(&o, &t, m, stop)
             })
         }
@@ -168,14 +168,14 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
             let o = options::js::JsPubOptions::new(&a)?;
             let p = &o.publish;
             let t = server::resolve(&p.server, p.conn.link)?;
-            execute("js.pub", &t, &p.output, p.allow_loss, stop, |m| {
+            execute("js.pub", Some(&t), &p.output, p.allow_loss, stop, |m| {
                 scenario::js::run_pub(&o, &t, m, stop)
             })
         }
         Command::Js(cli::JsCommand::Consume(a)) => {
             let o = options::js::JsConsumeOptions::new(&a)?;
             let t = server::resolve(&o.server, o.conn.link)?;
-            execute("js.consume", &t, &o.output, o.allow_loss, stop, |m| {
+            execute("js.consume", Some(&t), &o.output, o.allow_loss, stop, |m| {
                 scenario::js::run_consume(&o, &t, m, stop)
             })
         }
@@ -188,7 +188,7 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
             let t = server::resolve(&o.put.publish.server, o.put.publish.conn.link)?;
             let out = o.gets.as_ref().map_or(&o.put.publish.output, |g| &g.output);
             let name = if get { "kv.get" } else { "kv.put" };
-            execute(name, &t, out, a.allow_loss, stop, |m| {
+            execute(name, Some(&t), out, a.allow_loss, stop, |m| {
                 scenario::js::run_kv(&o, &t, m, stop)
             })
         }
@@ -216,6 +216,16 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
         Command::Compare(a) => scenario::compare::run(&a, stop),
         Command::Report(a) => report::html::run(&a),
         Command::Diff(a) => report::diff::run(&a),
+        Command::Grpc(g) => match g.action {
+            Some(cli::GrpcAction::Serve(a)) => scenario::grpc::serve(&a, stop),
+            Some(cli::GrpcAction::Encode(a)) => scenario::grpc::encode(&a),
+            None => {
+                let o = options::grpc::GrpcOptions::new(&g.run)?;
+                execute("grpc", None, &o.output, o.allow_loss, stop, |m| {
+                    scenario::grpc::run(&o, m, stop)
+                })
+            }
+        },
     }
 }
 
@@ -223,7 +233,7 @@ fn run_one(opts: &Options, stop: &AtomicBool) -> Result<u8> {
     let target = server::resolve(&opts.server, opts.conn.link)?;
     execute(
         opts.scenario.as_str(),
-        &target,
+        Some(&target),
         &opts.output,
         opts.allow_loss,
         stop,
@@ -237,7 +247,7 @@ fn run_one(opts: &Options, stop: &AtomicBool) -> Result<u8> {
 /// reported.
 fn execute(
     scenario: &'static str,
-    target: &server::Target,
+    target: Option<&server::Target>,
     out: &Output,
     allow_loss: bool,
     stop: &AtomicBool,
@@ -267,7 +277,9 @@ fn execute(
         match r {
             Ok(mut r) => {
                 r.timeline = timeline;
-                target.annotate(&mut r);
+                if let Some(t) = target {
+                    t.annotate(&mut r);
+                }
                 if n > 1 {
                     eprintln!("{}", export::text::run_line(k, n, &r));
                 }

@@ -75,6 +75,9 @@ pub struct RunResult {
     /// JetStream consuming: how the consumers pulled and whether every message arrived once.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub consumer: Option<crate::scenario::js::ConsumeReport>,
+    /// gRPC runs: the method, calls by status, messages both ways, per-call latency.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<crate::scenario::grpc::GrpcReport>,
     /// The machine msgbench ran on.
     pub host: Host,
     /// Second by second: rates per client, latency, errors.
@@ -411,6 +414,7 @@ impl RunResult {
             cluster: None,
             server_b: None,
             thresholds: Vec::new(),
+            grpc: None,
             host: Host::this(),
             timeline: None,
             runs: None,

@@ -4,6 +4,7 @@
 
 pub mod conn;
 pub mod driver;
+pub mod grpc;
 pub mod jsapi;
 pub mod jsframe;
 pub mod load;

@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod conn;
+pub mod grpc;
 pub mod js;
 pub mod latency;
 pub mod link;

@@ -29,6 +29,7 @@ use fault::Injector;
 pub mod calibrate;
 pub mod compare;
 pub mod fault;
+pub mod grpc;
 pub mod js;
 pub mod latency;
 pub mod request;

@@ -1,0 +1,484 @@
+//! The gRPC load loop: one per client, on its connection's thread, parametrised by the call's
+//! shape, closed or open loop, and count or duration.
+//!
+//! The unit of load is a *request*: a call for unary, client-streaming and server-streaming
+//! methods, a message for bidi ones. A client keeps at most `in_flight` requests outstanding.
+//! Open loop, request `i` is due at `i / rate` after the start whatever happened before it, and
+//! its latency runs from that due time (corrected for coordinated omission) as well as from the
+//! moment it really left (uncorrected); a request that waits for a window slot is late, and
+//! that wait is part of its corrected latency.
+//!
+//! Every call has a limit (`--deadline`, sent to the server, or else `--timeout`, kept here), so
+//! a silent server cannot hold a slot, and every loop ends by itself: after its count, after its
+//! duration, or when asked to stop.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_util::stream::{FuturesUnordered, StreamExt as _};
+use hdrhistogram::Histogram;
+use tokio::time::Instant as TokioInstant;
+use tonic::client::Grpc;
+use tonic::codegen::http::uri::PathAndQuery;
+use tonic::metadata::MetadataMap;
+use tonic::transport::Channel;
+use tonic::{Code, Request, Status};
+
+use super::schema::CallKind;
+use super::template::Template;
+use super::RawCodec;
+use crate::options::Stop;
+use crate::stats::latency::{new_histogram, Schedule, MAX_NS};
+use crate::stats::timeline::ClientMeter;
+
+/// What every client of a run does, decided before the start.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub path: PathAndQuery,
+    pub kind: CallKind,
+    /// Requests each client keeps outstanding.
+    pub in_flight: usize,
+    /// Messages per client-streaming or bidi call (`u64::MAX`: one call for everything).
+    pub per_call: u64,
+    /// Open loop: each client's own schedule (the aggregate rate shared out).
+    pub schedule: Option<Schedule>,
+    pub stop: Stop,
+    /// Sent to the server as grpc-timeout.
+    pub deadline: Option<Duration>,
+    /// The local limit of a call (or of a bidi message awaiting its reply).
+    pub limit: Duration,
+    pub headers: MetadataMap,
+}
+
+/// Status codes by number (0 = OK … 16 = UNAUTHENTICATED).
+pub type StatusCounts = [u64; 17];
+
+/// What one client measured, as raw counts and histograms.
+pub struct ClientOutcome {
+    pub id: u32,
+    /// Requests issued and acknowledged (answered OK).
+    pub requests: u64,
+    pub requests_ok: u64,
+    /// Messages sent and received on the wire, and their bytes.
+    pub msgs_out: u64,
+    pub msgs_in: u64,
+    pub bytes_out: u64,
+    pub bytes_in: u64,
+    /// Calls finished, by status.
+    pub status: StatusCounts,
+    /// Messages the template could not build (skipped).
+    pub template_errors: u64,
+    /// Per request (for unary calls the call; for bidi each message; for client streaming
+    /// each message until the call's answer; for server streaming the call).
+    pub corrected: Histogram<u64>,
+    pub uncorrected: Histogram<u64>,
+    /// Per call, from its due time to its end (streaming calls).
+    pub call: Histogram<u64>,
+    /// Server streaming: from the call's due time to its first response.
+    pub first: Histogram<u64>,
+    pub first_sent: Option<Instant>,
+    pub last_done: Option<Instant>,
+    /// How far behind schedule requests left (open loop).
+    pub send_lag: Histogram<u64>,
+}
+
+impl ClientOutcome {
+    fn new(id: u32) -> Self {
+        Self {
+            id,
+            requests: 0,
+            requests_ok: 0,
+            msgs_out: 0,
+            msgs_in: 0,
+            bytes_out: 0,
+            bytes_in: 0,
+            status: [0; 17],
+            template_errors: 0,
+            corrected: new_histogram(),
+            uncorrected: new_histogram(),
+            call: new_histogram(),
+            first: new_histogram(),
+            first_sent: None,
+            last_done: None,
+            send_lag: new_histogram(),
+        }
+    }
+}
+
+/// The facts of one finished call (unary, client or server streaming).
+struct CallFacts {
+    due: Instant,
+    sent: Instant,
+    first: Option<Instant>,
+    done: Instant,
+    code: Code,
+    msgs_out: u64,
+    msgs_in: u64,
+    bytes_out: u64,
+    bytes_in: u64,
+}
+
+fn ns(from: Instant, to: Instant) -> u64 {
+    (to.saturating_duration_since(from).as_nanos() as u64).clamp(1, MAX_NS)
+}
+
+/// Everything a client needs, borrowed for the length of the run.
+pub struct Client<'a> {
+    pub id: u32,
+    pub channel: Channel,
+    pub plan: &'a Plan,
+    pub template: &'a Template,
+    pub start: Instant,
+    pub meter: &'a ClientMeter,
+    pub stop: &'a AtomicBool,
+}
+
+impl Client<'_> {
+    /// Runs the client to the end of its load.
+    pub async fn run(self) -> ClientOutcome {
+        if self.plan.kind == CallKind::Bidi {
+            self.run_bidi().await
+        } else {
+            self.run_calls().await
+        }
+    }
+
+    fn due(&self, i: u64) -> Option<Instant> {
+        self.plan
+            .schedule
+            .map(|s| self.start + Duration::from_nanos(s.due_ns(i)))
+    }
+
+    /// Whether request `i` (due at `due`, if paced) is still part of the run.
+    fn wanted(&self, i: u64, due: Option<Instant>) -> bool {
+        if self.stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        match self.plan.stop {
+            Stop::Count(n) => i < n,
+            Stop::For(d) => due.unwrap_or_else(Instant::now) < self.start + d,
+        }
+    }
+
+    fn request<T>(&self, body: T) -> Request<T> {
+        let mut r = Request::new(body);
+        r.metadata_mut().clone_from(&self.plan.headers);
+        if let Some(d) = self.plan.deadline {
+            r.set_timeout(d);
+        }
+        r
+    }
+
+    /// Unary, client-streaming and server-streaming methods: a window of whole calls.
+    async fn run_calls(self) -> ClientOutcome {
+        let mut out = ClientOutcome::new(self.id);
+        let mut src = self.template.source(self.id);
+        let per_call = match self.plan.kind {
+            CallKind::ClientStreaming => self.plan.per_call,
+            _ => 1,
+        };
+        let mut inflight = FuturesUnordered::new();
+        let mut i = 0u64;
+        let mut msg_seq = 0u64;
+        loop {
+            let due = self.due(i);
+            if !self.wanted(i, due) {
+                break;
+            }
+            if inflight.len() >= self.plan.in_flight {
+                if let Some(f) = inflight.next().await {
+                    self.record_call(&mut out, f);
+                }
+                continue;
+            }
+            if let Some(due) = due {
+                if Instant::now() < due {
+                    // Wait for the due time, handling answers meanwhile.
+                    let sleep = tokio::time::sleep_until(TokioInstant::from_std(due));
+                    tokio::pin!(sleep);
+                    loop {
+                        tokio::select! {
+                            () = &mut sleep => break,
+                            Some(f) = inflight.next(), if !inflight.is_empty() => {
+                                self.record_call(&mut out, f);
+                            }
+                        }
+                    }
+                }
+            }
+            let mut msgs = Vec::with_capacity(per_call.min(1024) as usize);
+            for _ in 0..per_call {
+                match src.next(msg_seq) {
+                    Ok(b) => msgs.push(b),
+                    Err(_) => out.template_errors += 1,
+                }
+                msg_seq += 1;
+            }
+            let sent = Instant::now();
+            let due = due.unwrap_or(sent);
+            if self.plan.schedule.is_some() {
+                out.send_lag.saturating_record(ns(due, sent));
+            }
+            out.first_sent.get_or_insert(sent);
+            out.requests += 1;
+            i += 1;
+            if msgs.is_empty() {
+                continue;
+            }
+            inflight.push(self.call(msgs, due, sent));
+        }
+        while let Some(f) = inflight.next().await {
+            self.record_call(&mut out, f);
+        }
+        out
+    }
+
+    fn call(
+        &self,
+        msgs: Vec<Bytes>,
+        due: Instant,
+        sent: Instant,
+    ) -> Pin<Box<dyn std::future::Future<Output = CallFacts> + '_>> {
+        let mut grpc = Grpc::new(self.channel.clone());
+        let path = self.plan.path.clone();
+        let kind = self.plan.kind;
+        let limit = self.plan.limit;
+        let msgs_out = msgs.len() as u64;
+        let bytes_out: u64 = msgs.iter().map(|m| m.len() as u64).sum();
+        Box::pin(async move {
+            let mut first = None;
+            let mut msgs_in = 0u64;
+            let mut bytes_in = 0u64;
+            let work = async {
+                grpc.ready()
+                    .await
+                    .map_err(|e| Status::unavailable(e.to_string()))?;
+                match kind {
+                    CallKind::Unary => {
+                        let mut msgs = msgs;
+                        let body = msgs.pop().expect("one message");
+                        let r = grpc.unary(self.request(body), path, RawCodec).await?;
+                        msgs_in = 1;
+                        bytes_in = *r.get_ref() as u64;
+                    }
+                    CallKind::ClientStreaming => {
+                        let body = tokio_stream::iter(msgs);
+                        let r = grpc
+                            .client_streaming(self.request(body), path, RawCodec)
+                            .await?;
+                        msgs_in = 1;
+                        bytes_in = *r.get_ref() as u64;
+                    }
+                    CallKind::ServerStreaming | CallKind::Bidi => {
+                        let mut msgs = msgs;
+                        let body = msgs.pop().expect("one message");
+                        let mut s = grpc
+                            .server_streaming(self.request(body), path, RawCodec)
+                            .await?
+                            .into_inner();
+                        while let Some(n) = s.message().await? {
+                            first.get_or_insert_with(Instant::now);
+                            msgs_in += 1;
+                            bytes_in += n as u64;
+                        }
+                    }
+                }
+                Ok::<(), Status>(())
+            };
+            let code = match tokio::time::timeout(limit, work).await {
+                Ok(Ok(())) => Code::Ok,
+                Ok(Err(s)) => s.code(),
+                Err(_) => Code::DeadlineExceeded,
+            };
+            CallFacts {
+                due,
+                sent,
+                first,
+                done: Instant::now(),
+                code,
+                msgs_out,
+                msgs_in,
+                bytes_out,
+                bytes_in,
+            }
+        })
+    }
+
+    fn record_call(&self, out: &mut ClientOutcome, f: CallFacts) {
+        out.status[f.code as usize] += 1;
+        out.msgs_out += f.msgs_out;
+        out.msgs_in += f.msgs_in;
+        out.bytes_out += f.bytes_out;
+        out.bytes_in += f.bytes_in;
+        out.last_done = Some(f.done);
+        if f.code != Code::Ok {
+            return;
+        }
+        out.requests_ok += 1;
+        let corrected = ns(f.due, f.done);
+        let uncorrected = ns(f.sent, f.done);
+        // A client-streaming call answers all of its messages at once: each of them waited
+        // for that answer.
+        let weight = if self.plan.kind == CallKind::ClientStreaming {
+            f.msgs_out.max(1)
+        } else {
+            1
+        };
+        out.corrected.saturating_record_n(corrected, weight);
+        out.uncorrected.saturating_record_n(uncorrected, weight);
+        out.call.saturating_record(corrected);
+        if let Some(first) = f.first {
+            out.first.saturating_record(ns(f.due, first));
+        }
+        if let Some(h) = &self.meter.latency {
+            h.record(corrected);
+        }
+        self.meter.msgs.store(out.requests_ok, Ordering::Relaxed);
+    }
+
+    /// Bidi methods: each message is a request, answered by the reply in the same place in the
+    /// response stream; calls of `per_call` messages follow one another.
+    async fn run_bidi(self) -> ClientOutcome {
+        let mut out = ClientOutcome::new(self.id);
+        let mut src = self.template.source(self.id);
+        let mut i = 0u64;
+        while self.wanted(i, self.due(i)) {
+            let before = i;
+            self.bidi_call(&mut out, &mut src, &mut i).await;
+            if i == before {
+                // Nothing could be sent (template errors only): do not spin.
+                break;
+            }
+        }
+        out
+    }
+
+    async fn bidi_call(
+        &self,
+        out: &mut ClientOutcome,
+        src: &mut super::template::Source<'_>,
+        i: &mut u64,
+    ) {
+        let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(self.plan.in_flight.min(1024));
+        let mut grpc = Grpc::new(self.channel.clone());
+        let path = self.plan.path.clone();
+        let request = self.request(tokio_stream::wrappers::ReceiverStream::new(rx));
+        let opening = async move {
+            grpc.ready()
+                .await
+                .map_err(|e| Status::unavailable(e.to_string()))?;
+            grpc.streaming(request, path, RawCodec)
+                .await
+                .map(tonic::Response::into_inner)
+        };
+        tokio::pin!(opening);
+        let mut responses: Option<tonic::Streaming<usize>> = None;
+        let mut tx = Some(tx);
+        // (due, sent) of each message awaiting its reply, oldest first.
+        let mut waiting: VecDeque<(Instant, Instant)> = VecDeque::new();
+        let mut sent_here = 0u64;
+        let call_start = self.due(*i).unwrap_or_else(Instant::now);
+        let code = loop {
+            // Whether another message may go now, and if paced, when.
+            let may_send = tx.is_some()
+                && waiting.len() < self.plan.in_flight
+                && sent_here < self.plan.per_call
+                && self.wanted(*i, self.due(*i));
+            if tx.is_some()
+                && !may_send
+                && (sent_here >= self.plan.per_call || !self.wanted(*i, self.due(*i)))
+            {
+                // Done sending on this call: half-close, then wait for the replies.
+                tx = None;
+            }
+            if tx.is_none() && waiting.is_empty() && responses.is_none() {
+                // Nothing was ever sent on this call.
+                break Code::Ok;
+            }
+            let due = if may_send { self.due(*i) } else { None };
+            let send_at = due.map(TokioInstant::from_std);
+            let oldest_limit = waiting
+                .front()
+                .map(|(_, sent)| TokioInstant::from_std(*sent + self.plan.limit));
+            tokio::select! {
+                biased;
+                opened = &mut opening, if responses.is_none() => {
+                    match opened {
+                        Ok(s) => responses = Some(s),
+                        Err(s) => break s.code(),
+                    }
+                }
+                msg = async { responses.as_mut().expect("guarded").message().await }, if responses.is_some() => {
+                    match msg {
+                        Ok(Some(n)) => {
+                            let done = Instant::now();
+                            out.msgs_in += 1;
+                            out.bytes_in += n as u64;
+                            out.last_done = Some(done);
+                            if let Some((due, sent)) = waiting.pop_front() {
+                                out.requests_ok += 1;
+                                let c = ns(due, done);
+                                out.corrected.saturating_record(c);
+                                out.uncorrected.saturating_record(ns(sent, done));
+                                if let Some(h) = &self.meter.latency {
+                                    h.record(c);
+                                }
+                                self.meter.msgs.store(out.requests_ok, Ordering::Relaxed);
+                            }
+                        }
+                        Ok(None) => break Code::Ok,
+                        Err(s) => break s.code(),
+                    }
+                }
+                () = async { tokio::time::sleep_until(oldest_limit.expect("guarded")).await }, if oldest_limit.is_some() => {
+                    break Code::DeadlineExceeded;
+                }
+                () = async {
+                    if let Some(at) = send_at { tokio::time::sleep_until(at).await }
+                }, if may_send => {
+                    let seq = *i;
+                    *i += 1;
+                    let msg = match src.next(seq) {
+                        Ok(m) => m,
+                        Err(_) => { out.template_errors += 1; continue; }
+                    };
+                    let sent = Instant::now();
+                    let due = due.unwrap_or(sent);
+                    if self.plan.schedule.is_some() {
+                        out.send_lag.saturating_record(ns(due, sent));
+                    }
+                    out.first_sent.get_or_insert(sent);
+                    out.requests += 1;
+                    out.msgs_out += 1;
+                    out.bytes_out += msg.len() as u64;
+                    sent_here += 1;
+                    if tx.as_ref().expect("guarded").send(msg).await.is_err() {
+                        // The call ended under us; its status comes from the response side.
+                        tx = None;
+                    }
+                    waiting.push_back((due, sent));
+                }
+            }
+        };
+        let done = Instant::now();
+        out.status[code as usize] += 1;
+        out.call.saturating_record(ns(call_start, done));
+        // Messages still waiting are not answered: they count in requests but not in
+        // requests_ok.
+        out.last_done = Some(done);
+    }
+}
+
+/// Sums status counts of several clients.
+pub fn add_status(into: &mut StatusCounts, from: &StatusCounts) {
+    for (a, b) in into.iter_mut().zip(from) {
+        *a += b;
+    }
+}
+
+/// An `Arc` so scenario code can share one plan among threads.
+pub type SharedPlan = Arc<Plan>;

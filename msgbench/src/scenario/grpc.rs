@@ -1,0 +1,773 @@
+//! `msgbench grpc`: who connects and does what. Resolves the target (or serves the log service
+//! in process), the method's definition and the data template; spreads clients over
+//! connections and connections over threads; runs the load loop; and turns the clients' raw
+//! facts into the common result, with a `grpc` section for what only gRPC has.
+//!
+//! Also the two helpers: `grpc serve` (the log service as a process of its own) and `grpc
+//! encode` (the cost of building and encoding messages, apart from any I/O).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use prost_reflect::DescriptorPool;
+use serde::Serialize;
+
+use crate::cli::{GrpcEncodeArgs, GrpcServeArgs};
+use crate::engine::grpc::load::{add_status, Client, ClientOutcome, Plan, StatusCounts};
+use crate::engine::grpc::schema::{self, CallKind, Method};
+use crate::engine::grpc::template::Template;
+use crate::engine::grpc::{self as g, code_name};
+use crate::error::{exit, Error, ErrorCounts, ErrorKind, Result};
+use crate::options::grpc::{GrpcOptions, GrpcTarget, SchemaSource};
+use crate::options::Pace;
+use crate::result::{throughput_sections, LatencyStats, Pacing, RunResult, ServerMeta};
+use crate::stats::delivery::Delivery;
+use crate::stats::latency::{new_histogram, Schedule};
+use crate::stats::throughput::{ClientRun, Role, Throughput};
+use crate::stats::timeline::Meter;
+
+/// What only a gRPC run has.
+#[derive(Debug, Clone, Serialize)]
+pub struct GrpcReport {
+    /// `package.Service/Method`.
+    pub method: String,
+    /// unary, client_streaming, server_streaming or bidi.
+    pub kind: &'static str,
+    /// Where the definition came from: a .proto path, `reflection` or `builtin`.
+    pub schema: String,
+    /// Requests issued and answered OK (calls, or bidi messages).
+    pub requests: u64,
+    pub requests_ok: u64,
+    /// Calls finished, and those that ended OK.
+    pub calls: u64,
+    pub calls_ok: u64,
+    pub messages_sent: u64,
+    pub messages_received: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Finished calls by status code (OK included).
+    pub status: BTreeMap<&'static str, u64>,
+    /// Per call, from its due time to its end (streaming methods; for unary the call is the
+    /// request, and `latency` has it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_latency: Option<LatencyStats>,
+    /// Server streaming: from the call's due time to its first response.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_response: Option<LatencyStats>,
+    /// Messages the data template could not build, skipped.
+    pub template_errors: u64,
+    pub connections: u32,
+    pub tls: bool,
+}
+
+/// The log service running in this process, for a run given no --server; stopped on drop.
+struct Embedded {
+    addr: SocketAddr,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Embedded {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Serves the log service on a free loopback port, on threads of its own.
+fn embedded(retain: usize, threads: usize) -> Result<Embedded> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| Error::io("cannot listen on a loopback port for the log service", e))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| Error::io("log service address", e))?;
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::Builder::new()
+        .name("grpc-serve".into())
+        .spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(threads.max(1))
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async move {
+                let _ = serve_on(listener, retain, None, async {
+                    let _ = rx.await;
+                })
+                .await;
+            });
+        })
+        .map_err(|e| Error::io("cannot start the log service thread", e))?;
+    Ok(Embedded {
+        addr,
+        shutdown: Some(tx),
+        thread: Some(thread),
+    })
+}
+
+/// Serves the log service and reflection on `listener` until `shutdown` resolves.
+async fn serve_on(
+    listener: std::net::TcpListener,
+    retain: usize,
+    tls: Option<tonic::transport::ServerTlsConfig>,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> std::result::Result<Arc<g::log::LogService>, String> {
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?;
+    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    let state = Arc::new(g::log::LogService::new(retain));
+    let mut builder = tonic::transport::Server::builder()
+        // A write flood keeps thousands of calls open on one connection; the HTTP/2 default of
+        // a couple of hundred would make the client queue, not the service.
+        .max_concurrent_streams(Some(16_384))
+        .initial_stream_window_size(Some(1 << 20))
+        .initial_connection_window_size(Some(16 << 20));
+    if let Some(tls) = tls {
+        builder = builder.tls_config(tls).map_err(|e| e.to_string())?;
+    }
+    builder
+        .add_service(g::log::server(Arc::clone(&state)))
+        .add_service(g::log::reflection())
+        .serve_with_incoming_shutdown(incoming, shutdown)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(state)
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// Runs `msgbench grpc` once.
+///
+/// # Errors
+/// Bad input found only now (an unknown method, data that does not fit), or no connection.
+pub fn run(o: &GrpcOptions, meter: &Meter, stop: &AtomicBool) -> Result<RunResult> {
+    let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    // Half the machine for the service when it runs in this process: the other half loads it.
+    let local = match o.target {
+        GrpcTarget::Embedded => Some(embedded(10_000, (cores() / 2).max(1))?),
+        GrpcTarget::Url { .. } => None,
+    };
+    let (uri, tls) = match (&o.target, &local) {
+        (GrpcTarget::Url { uri, .. }, _) => (uri.clone(), o.tls),
+        (GrpcTarget::Embedded, Some(l)) => (
+            format!("http://{}", l.addr)
+                .parse()
+                .expect("a socket address is a URI"),
+            None,
+        ),
+        (GrpcTarget::Embedded, None) => unreachable!("the embedded service was started"),
+    };
+    let url = uri.to_string().trim_end_matches('/').to_string();
+    let target = g::Target {
+        server_name: o.tls_server_name.clone().unwrap_or_else(|| {
+            uri.host()
+                .unwrap_or_default()
+                .trim_matches(['[', ']'])
+                .to_string()
+        }),
+        uri,
+        tls: tls.map(|t| Arc::clone(&t.config)),
+        connect_timeout: o.connect_timeout,
+    };
+    let connect_error = |reason: String| Error::Connect {
+        url: url.clone(),
+        reason,
+    };
+    let pool = match &o.schema {
+        SchemaSource::Builtin => schema::builtin(),
+        SchemaSource::Proto { file, includes } => schema::compile(file, includes)
+            .map_err(|why| Error::flag("--proto", &file.display().to_string(), why))?,
+        SchemaSource::Reflection => {
+            let service = schema::split_call(&o.call)
+                .map(|(s, _)| s.to_string())
+                .map_err(|why| Error::flag("--call", &o.call, why))?;
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| Error::io("tokio runtime", e))?;
+            rt.block_on(async {
+                let ch = g::connect(&target).await.map_err(&connect_error)?;
+                tokio::time::timeout(o.timeout, g::reflect(ch, &service))
+                    .await
+                    .map_err(|_| {
+                        Error::Usage(format!(
+                            "server reflection did not answer within {:?}; give the \
+                             service's definition with --proto",
+                            o.timeout
+                        ))
+                    })?
+                    .map_err(|why| Error::Usage(format!("{url}: {why}")))
+            })?
+        }
+    };
+    let method =
+        schema::method(&pool, &o.call).map_err(|why| Error::flag("--call", &o.call, why))?;
+    let template = Template::new(
+        &o.data.lines,
+        &o.data.origin,
+        method.input.clone(),
+        o.streams,
+    )
+    .map_err(|e| Error::Usage(format!("invalid --data: {e}")))?;
+    let plan = plan(o, &method)?;
+    let errors = Arc::new(ErrorCounts::default());
+    meter.watch_errors(&errors);
+    let outcomes = drive(o, &plan, &template, &target, meter, stop).map_err(connect_error)?;
+    let schema_name = match &o.schema {
+        SchemaSource::Proto { file, .. } => file.display().to_string(),
+        SchemaSource::Reflection => "reflection".into(),
+        SchemaSource::Builtin => "builtin".into(),
+    };
+    let result = assemble(
+        o,
+        &method,
+        schema_name,
+        &url,
+        local.is_some(),
+        &outcomes,
+        &errors,
+        started_at,
+        stop,
+    );
+    drop(local);
+    Ok(result)
+}
+
+fn plan(o: &GrpcOptions, m: &Method) -> Result<Plan> {
+    let per_call = match (m.kind, o.messages_per_call) {
+        (CallKind::ClientStreaming, n) => n.unwrap_or(100),
+        (CallKind::Bidi, n) => n.unwrap_or(u64::MAX),
+        (_, Some(_)) => {
+            return Err(Error::Usage(format!(
+                "--messages-per-call applies to client-streaming and bidi methods; {} is {}",
+                m.name,
+                m.kind.as_str()
+            )))
+        }
+        (_, None) => 1,
+    };
+    let mut headers = tonic::metadata::MetadataMap::new();
+    for (k, v) in &o.headers {
+        if k.ends_with("-bin") {
+            use base64::Engine as _;
+            let raw = base64::engine::general_purpose::STANDARD
+                .decode(v)
+                .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(v))
+                .expect("checked when parsed");
+            headers.append_bin(
+                tonic::metadata::BinaryMetadataKey::from_bytes(k.as_bytes()).expect("checked"),
+                tonic::metadata::BinaryMetadataValue::from_bytes(&raw),
+            );
+        } else {
+            headers.append(
+                tonic::metadata::AsciiMetadataKey::from_bytes(k.as_bytes()).expect("checked"),
+                v.parse().expect("checked when parsed"),
+            );
+        }
+    }
+    Ok(Plan {
+        path: m.path.parse().expect("a method path is a valid path"),
+        kind: m.kind,
+        in_flight: o.in_flight,
+        per_call,
+        schedule: match o.pace {
+            Pace::Rate { per_sec } => Some(Schedule::at_rate(per_sec / f64::from(o.clients))),
+            Pace::Unlimited => None,
+        },
+        stop: o.stop,
+        deadline: o.deadline,
+        limit: o.deadline.unwrap_or(o.timeout),
+        headers,
+    })
+}
+
+/// Opens the connections (each on one thread, with the clients using it), starts every
+/// client at once, and gathers what they measured.
+fn drive(
+    o: &GrpcOptions,
+    plan: &Plan,
+    template: &Template,
+    target: &g::Target,
+    meter: &Meter,
+    stop: &AtomicBool,
+) -> std::result::Result<Vec<ClientOutcome>, String> {
+    let threads = (o.connections as usize).min(cores()).max(1);
+    let client_meters: Vec<_> = (0..o.clients)
+        .map(|id| meter.client(Role::Pub, id, true))
+        .collect();
+    let (ready_tx, ready_rx) = mpsc::channel::<std::result::Result<(), String>>();
+    let mut starts = Vec::new();
+    let outcomes = std::thread::scope(|scope| {
+        let mut handles = Vec::new();
+        for t in 0..threads {
+            let (start_tx, start_rx) = mpsc::channel::<Option<Instant>>();
+            starts.push(start_tx);
+            let ready_tx = ready_tx.clone();
+            let client_meters = &client_meters;
+            handles.push(scope.spawn(move || -> Vec<ClientOutcome> {
+                let rt = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e.to_string()));
+                        return Vec::new();
+                    }
+                };
+                rt.block_on(async {
+                    // This thread's connections, and which clients use each.
+                    let mine: Vec<u32> = (0..o.connections)
+                        .filter(|c| *c as usize % threads == t)
+                        .collect();
+                    let mut channels = Vec::new();
+                    for _ in &mine {
+                        match g::connect(target).await {
+                            Ok(ch) => channels.push(ch),
+                            Err(e) => {
+                                let _ = ready_tx.send(Err(e));
+                                return Vec::new();
+                            }
+                        }
+                    }
+                    let _ = ready_tx.send(Ok(()));
+                    let Ok(Some(start)) = start_rx.recv() else {
+                        return Vec::new();
+                    };
+                    let clients = (0..o.clients).filter_map(|id| {
+                        let conn = id % o.connections;
+                        let k = mine.iter().position(|c| *c == conn)?;
+                        Some(
+                            Client {
+                                id,
+                                channel: channels[k].clone(),
+                                plan,
+                                template,
+                                start,
+                                meter: &client_meters[id as usize],
+                                stop,
+                            }
+                            .run(),
+                        )
+                    });
+                    futures_util::future::join_all(clients).await
+                })
+            }));
+        }
+        drop(ready_tx);
+        let mut failure = None;
+        for _ in 0..threads {
+            match ready_rx.recv() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    failure.get_or_insert(e);
+                }
+                Err(_) => {
+                    failure.get_or_insert_with(|| "a connection thread ended early".to_string());
+                }
+            }
+        }
+        let start = failure.is_none().then(Instant::now);
+        for s in &starts {
+            let _ = s.send(start);
+        }
+        let mut all: Vec<ClientOutcome> = handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect();
+        all.sort_by_key(|c| c.id);
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(all),
+        }
+    })?;
+    Ok(outcomes)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn assemble(
+    o: &GrpcOptions,
+    method: &Method,
+    schema_name: String,
+    url: &str,
+    embedded: bool,
+    clients: &[ClientOutcome],
+    errors: &ErrorCounts,
+    started_at: String,
+    stop: &AtomicBool,
+) -> RunResult {
+    let mut status: StatusCounts = [0; 17];
+    let mut corrected = new_histogram();
+    let mut uncorrected = new_histogram();
+    let mut call = new_histogram();
+    let mut first = new_histogram();
+    let mut lag = new_histogram();
+    for c in clients {
+        add_status(&mut status, &c.status);
+        corrected.add(&c.corrected).expect("same bounds");
+        uncorrected.add(&c.uncorrected).expect("same bounds");
+        call.add(&c.call).expect("same bounds");
+        first.add(&c.first).expect("same bounds");
+        lag.add(&c.send_lag).expect("same bounds");
+    }
+    for (code, n) in status.iter().enumerate().skip(1) {
+        for _ in 0..*n {
+            errors.add(ErrorKind::RpcFailed);
+        }
+        let _ = code;
+    }
+    let sum = |f: fn(&ClientOutcome) -> u64| clients.iter().map(f).sum::<u64>();
+    let requests = sum(|c| c.requests);
+    let requests_ok = sum(|c| c.requests_ok);
+    let runs: Vec<ClientRun> = clients
+        .iter()
+        .map(|c| ClientRun {
+            role: Role::Pub,
+            id: c.id,
+            msgs: c.requests_ok,
+            bytes: c.bytes_out,
+            start: c.first_sent,
+            end: c.last_done,
+        })
+        .collect();
+    let (_, by_role, client_stats) = throughput_sections(&runs);
+    // The headline: requests answered OK per second, over the span of the run.
+    let throughput = Throughput::aggregate(&runs);
+    let open_loop = o.pace != Pace::Unlimited;
+    let pacing = match o.pace {
+        Pace::Rate { per_sec } => {
+            let seconds = throughput.seconds;
+            let actual = if seconds > 0.0 {
+                requests as f64 / seconds
+            } else {
+                0.0
+            };
+            Some(Pacing {
+                target_rate: per_sec,
+                actual_rate: actual,
+                rate_error: if actual > 0.0 {
+                    actual / per_sec - 1.0
+                } else {
+                    0.0
+                },
+                late_bound_ns: 1_000_000,
+                late_sends: late(&lag, 1_000_000),
+                send_lag_p50_ns: lag.value_at_quantile(0.5),
+                send_lag_p99_ns: lag.value_at_quantile(0.99),
+                send_lag_max_ns: lag.max(),
+            })
+        }
+        Pace::Unlimited => None,
+    };
+    let streaming = method.kind != CallKind::Unary;
+    let report = GrpcReport {
+        method: method.name.clone(),
+        kind: method.kind.as_str(),
+        schema: schema_name,
+        requests,
+        requests_ok,
+        calls: status.iter().sum(),
+        calls_ok: status[0],
+        messages_sent: sum(|c| c.msgs_out),
+        messages_received: sum(|c| c.msgs_in),
+        bytes_sent: sum(|c| c.bytes_out),
+        bytes_received: sum(|c| c.bytes_in),
+        status: status
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(code, n)| (code_name(tonic::Code::from_i32(code as i32)), *n))
+            .collect(),
+        call_latency: (streaming && !call.is_empty()).then(|| LatencyStats::of(&call)),
+        first_response: (method.kind == CallKind::ServerStreaming && !first.is_empty())
+            .then(|| LatencyStats::of(&first)),
+        template_errors: sum(|c| c.template_errors),
+        connections: o.connections,
+        tls: o.tls.is_some(),
+    };
+    let delivery = Delivery {
+        sent: requests,
+        expected: requests,
+        received: requests_ok,
+        lost: requests.saturating_sub(requests_ok),
+        duplicated: None,
+        reordered: None,
+        unstamped: 0,
+        accounting: "acknowledged",
+        publishers: Vec::new(),
+        missing_seqs: None,
+        duplicate_seqs: None,
+    };
+    let server = ServerMeta {
+        url: url.to_string(),
+        name: if embedded {
+            "msgbench grpc serve".into()
+        } else {
+            String::new()
+        },
+        version: if embedded {
+            env!("CARGO_PKG_VERSION").into()
+        } else {
+            String::new()
+        },
+        embedded,
+        max_payload: 0,
+        auth: if o.tls.is_some() { "tls" } else { "none" },
+    };
+    RunResult {
+        throughput,
+        by_role,
+        clients: client_stats,
+        delivery,
+        latency: Some(LatencyStats::of(&corrected)),
+        latency_uncorrected: open_loop.then(|| LatencyStats::of(&uncorrected)),
+        pacing,
+        grpc: Some(report),
+        ..RunResult::new(
+            "grpc",
+            started_at,
+            o.params(method.kind.as_str(), url),
+            server,
+            errors,
+            stop.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// Sends more than `bound` ns behind their schedule.
+fn late(lag: &Histogram<u64>, bound: u64) -> u64 {
+    lag.iter_recorded()
+        .filter(|v| v.value_iterated_to() > bound)
+        .map(|v| v.count_at_value())
+        .sum()
+}
+
+/// `msgbench grpc serve`: the log service until Ctrl-C or `--duration`.
+///
+/// # Errors
+/// The address cannot be bound, or the TLS files are unusable.
+pub fn serve(a: &GrpcServeArgs, stop: &AtomicBool) -> Result<u8> {
+    let tls = match (&a.tls_cert, &a.tls_key) {
+        (Some(cert), Some(key)) => {
+            let read = |flag: &str, p: &std::path::Path| {
+                std::fs::read(p).map_err(|e| Error::flag(flag, &p.display().to_string(), e))
+            };
+            let identity = tonic::transport::Identity::from_pem(
+                read("--tls-cert", cert)?,
+                read("--tls-key", key)?,
+            );
+            Some(tonic::transport::ServerTlsConfig::new().identity(identity))
+        }
+        _ => None,
+    };
+    let listener = std::net::TcpListener::bind(a.listen)
+        .map_err(|e| Error::flag("--listen", &a.listen.to_string(), e))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| Error::io("listening address", e))?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let threads = a.threads.map_or_else(cores, |n| n as usize);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io("tokio runtime", e))?;
+    println!(
+        "msgbench grpc serve: {} on {scheme}://{addr} (reflection on, {} records kept per stream)",
+        schema::LOG_SERVICE,
+        a.retain
+    );
+    let until = a.duration.map(|d| Instant::now() + d);
+    let started = Instant::now();
+    let state = rt
+        .block_on(serve_on(listener, a.retain as usize, tls, async move {
+            loop {
+                if stop.load(Ordering::Relaxed) || until.is_some_and(|u| Instant::now() >= u) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }))
+        .map_err(|why| {
+            if why.to_lowercase().contains("certificate") || why.to_lowercase().contains("key") {
+                Error::Usage(format!("--tls-cert/--tls-key: {why}"))
+            } else {
+                Error::Io {
+                    context: "the log service".into(),
+                    source: std::io::Error::other(why),
+                }
+            }
+        })?;
+    let (appended, calls) = state.counts();
+    println!(
+        "served {calls} calls in {:.1}s: {appended} records appended to {} streams",
+        started.elapsed().as_secs_f64(),
+        state.streams()
+    );
+    Ok(exit::OK)
+}
+
+/// One step of `grpc encode` and what it cost.
+#[derive(Debug, Clone, Serialize)]
+pub struct EncodeStep {
+    pub name: &'static str,
+    pub ns_per_msg: f64,
+    /// Average size of what the step produced (absent when it produces no bytes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_per_msg: Option<f64>,
+}
+
+/// `grpc encode`'s result.
+#[derive(Debug, Clone, Serialize)]
+pub struct EncodeReport {
+    pub schema: &'static str,
+    pub message: String,
+    pub count: u64,
+    /// Whether the data has per-message placeholders (else a client can encode it once).
+    pub templated: bool,
+    pub steps: Vec<EncodeStep>,
+    pub total_ns_per_msg: f64,
+    /// What one core could build at most, at the total cost.
+    pub max_msgs_per_sec_per_core: f64,
+}
+
+/// `msgbench grpc encode`.
+///
+/// # Errors
+/// Bad input: the definition, the message type, the data.
+pub fn encode(a: &GrpcEncodeArgs) -> Result<u8> {
+    use base64::Engine as _;
+    use prost::Message as _;
+
+    if a.count == 0 {
+        return Err(Error::flag("--count", "0", "must be at least 1"));
+    }
+    let source = crate::options::grpc::schema_source(&a.schema, a.schema.proto.is_none());
+    let pool: DescriptorPool = match &source {
+        SchemaSource::Proto { file, includes } => schema::compile(file, includes)
+            .map_err(|why| Error::flag("--proto", &file.display().to_string(), why))?,
+        _ => schema::builtin(),
+    };
+    let (desc, call_for_default) = match (&a.message, &a.call) {
+        (Some(name), _) => (
+            pool.get_message_by_name(name.trim()).ok_or_else(|| {
+                Error::flag("--message", name, "no such message type in the definition")
+            })?,
+            String::new(),
+        ),
+        (None, call) => {
+            let call = call
+                .clone()
+                .unwrap_or_else(|| crate::options::grpc::DEFAULT_CALL.into());
+            let m =
+                schema::method(&pool, &call).map_err(|why| Error::flag("--call", &call, why))?;
+            (m.input, call)
+        }
+    };
+    let data = crate::options::grpc::data_spec(&a.schema, &call_for_default)?;
+    let template = Template::new(&data.lines, &data.origin, desc.clone(), a.schema.streams)
+        .map_err(|e| Error::Usage(format!("invalid --data: {e}")))?;
+    let templated = data.lines.iter().any(|l| l.contains("{{"));
+    // Steps run batch by batch, each over the whole batch, so each is timed without a clock
+    // read per message and memory stays bounded whatever --count is.
+    const BATCH: usize = 1024;
+    let mut text: Vec<String> = (0..BATCH).map(|_| String::new()).collect();
+    let mut msgs = Vec::with_capacity(BATCH);
+    let mut wire: Vec<Vec<u8>> = Vec::with_capacity(BATCH);
+    let mut b64 = String::new();
+    let mut t = [Duration::ZERO; 4];
+    let mut bytes = [0u64; 4];
+    let mut done = 0u64;
+    while done < a.count {
+        let n = (a.count - done).min(BATCH as u64) as usize;
+        let t0 = Instant::now();
+        for (k, out) in text.iter_mut().take(n).enumerate() {
+            let seq = done + k as u64;
+            let vars = g::template::Vars {
+                seq,
+                client: 0,
+                stream: template.stream_of(0, seq),
+            };
+            template.render((seq % template.len() as u64) as usize, vars, out);
+        }
+        let t1 = Instant::now();
+        msgs.clear();
+        for s in text.iter().take(n) {
+            let m = template
+                .parse_json(s)
+                .map_err(|why| Error::Usage(format!("invalid --data: {why}")))?;
+            msgs.push(m);
+        }
+        let t2 = Instant::now();
+        wire.clear();
+        for m in &msgs {
+            wire.push(m.encode_to_vec());
+        }
+        let t3 = Instant::now();
+        if a.base64 {
+            for w in &wire {
+                b64.clear();
+                base64::engine::general_purpose::STANDARD.encode_string(w, &mut b64);
+                bytes[3] += b64.len() as u64;
+            }
+        }
+        let t4 = Instant::now();
+        t[0] += t1 - t0;
+        t[1] += t2 - t1;
+        t[2] += t3 - t2;
+        t[3] += t4 - t3;
+        bytes[0] += text.iter().take(n).map(|s| s.len() as u64).sum::<u64>();
+        bytes[2] += wire.iter().map(|w| w.len() as u64).sum::<u64>();
+        done += n as u64;
+    }
+    let per = |d: Duration| d.as_nanos() as f64 / a.count as f64;
+    let avg = |b: u64| b as f64 / a.count as f64;
+    let mut steps = vec![
+        EncodeStep {
+            name: "template",
+            ns_per_msg: per(t[0]),
+            bytes_per_msg: Some(avg(bytes[0])),
+        },
+        EncodeStep {
+            name: "json_to_message",
+            ns_per_msg: per(t[1]),
+            bytes_per_msg: None,
+        },
+        EncodeStep {
+            name: "protobuf_encode",
+            ns_per_msg: per(t[2]),
+            bytes_per_msg: Some(avg(bytes[2])),
+        },
+    ];
+    if a.base64 {
+        steps.push(EncodeStep {
+            name: "base64",
+            ns_per_msg: per(t[3]),
+            bytes_per_msg: Some(avg(bytes[3])),
+        });
+    }
+    let total: f64 = steps.iter().map(|s| s.ns_per_msg).sum();
+    let report = EncodeReport {
+        schema: "msgbench.encode/v1",
+        message: desc.full_name().to_string(),
+        count: a.count,
+        templated,
+        steps,
+        total_ns_per_msg: total,
+        max_msgs_per_sec_per_core: if total > 0.0 { 1e9 / total } else { 0.0 },
+    };
+    crate::export::text::print_encode(&report, a.json.as_deref())?;
+    Ok(exit::OK)
+}
