@@ -524,7 +524,7 @@ fn assemble(
         },
         embedded,
         max_payload: 0,
-        auth: if o.tls.is_some() { "tls" } else { "none" },
+        auth: "none",
     };
     RunResult {
         throughput,

@@ -247,6 +247,7 @@ impl Client<'_> {
         let path = self.plan.path.clone();
         let kind = self.plan.kind;
         let limit = self.plan.limit;
+        let deadline = self.plan.deadline;
         let msgs_out = msgs.len() as u64;
         let bytes_out: u64 = msgs.iter().map(|m| m.len() as u64).sum();
         Box::pin(async move {
@@ -294,11 +295,20 @@ impl Client<'_> {
                 Ok(Err(s)) => s.code(),
                 Err(_) => Code::DeadlineExceeded,
             };
+            let done = Instant::now();
+            // Past its deadline a call has failed by DEADLINE_EXCEEDED, whatever the server
+            // said as it gave up (tonic's server answers CANCELLED when grpc-timeout expires).
+            let code = match deadline {
+                Some(d) if code != Code::Ok && done.saturating_duration_since(sent) >= d => {
+                    Code::DeadlineExceeded
+                }
+                _ => code,
+            };
             CallFacts {
                 due,
                 sent,
                 first,
-                done: Instant::now(),
+                done,
                 code,
                 msgs_out,
                 msgs_in,
