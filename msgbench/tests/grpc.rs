@@ -601,3 +601,56 @@ fn encode_reports_each_step() {
     assert!(stderr(&out).contains("--message"), "{}", stderr(&out));
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn bidi_at_a_rate_for_a_duration() {
+    let (out, doc) = grpc_json(&[
+        "--call",
+        "msgbench.log.v1.Log/AppendStream",
+        "--rate",
+        "1000",
+        "--duration",
+        "1s",
+        "--in-flight",
+        "20",
+    ]);
+    ok(&out, &doc);
+    let g = &doc["grpc"];
+    let n = u(&g["requests_ok"]);
+    // 1000 messages due in the second; the schedule, not the service, decides.
+    assert!((990..=1000).contains(&n), "{n}");
+    assert_eq!(u(&g["requests"]), n);
+    assert_eq!(u(&doc["latency_uncorrected"]["count"]), n);
+    assert_eq!(doc["pacing"]["target_rate"], 1000.0);
+}
+
+#[test]
+fn an_interrupted_run_still_writes_what_it_measured() {
+    let dir = support::scratch_dir("grpc-int");
+    let json = dir.join("r.json");
+    let child = support::spawn_piped(&[
+        "grpc",
+        "--duration",
+        "60s",
+        "--rate",
+        "2000",
+        "--in-flight",
+        "10",
+        "--no-progress",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: signalling a child this test started.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(doc["interrupted"], true);
+    let n = u(&doc["grpc"]["requests_ok"]);
+    assert!(n > 500 && n < 10_000, "{n}");
+    assert_eq!(u(&doc["delivery"]["lost"]), 0);
+    let _ = std::fs::remove_dir_all(dir);
+}

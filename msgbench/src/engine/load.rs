@@ -572,7 +572,7 @@ const SPIN_WINDOW: Duration = Duration::from_micros(80);
 
 /// Asks the kernel to end this thread's sleeps on time (the default slack is 50 µs), so a
 /// paced loop can sleep closer to its deadlines and spin less.
-fn precise_timers() {
+pub(crate) fn precise_timers() {
     #[cfg(target_os = "linux")]
     // SAFETY: PR_SET_TIMERSLACK only changes the calling thread's timer slack.
     unsafe {

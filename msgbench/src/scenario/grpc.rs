@@ -17,7 +17,7 @@ use prost_reflect::DescriptorPool;
 use serde::Serialize;
 
 use crate::cli::{GrpcEncodeArgs, GrpcServeArgs};
-use crate::engine::grpc::load::{add_status, Client, ClientOutcome, Plan, StatusCounts};
+use crate::engine::grpc::load::{add_status, Client, ClientOutcome, Pacer, Plan, StatusCounts};
 use crate::engine::grpc::schema::{self, CallKind, Method};
 use crate::engine::grpc::template::Template;
 use crate::engine::grpc::{self as g, code_name};
@@ -327,42 +327,56 @@ fn drive(
                         return Vec::new();
                     }
                 };
-                rt.block_on(async {
-                    // This thread's connections, and which clients use each.
-                    let mine: Vec<u32> = (0..o.connections)
-                        .filter(|c| *c as usize % threads == t)
-                        .collect();
+                // This thread's connections, and which clients use each.
+                let mine: Vec<u32> = (0..o.connections)
+                    .filter(|c| *c as usize % threads == t)
+                    .collect();
+                let connected = rt.block_on(async {
                     let mut channels = Vec::new();
                     for _ in &mine {
-                        match g::connect(target).await {
-                            Ok(ch) => channels.push(ch),
-                            Err(e) => {
-                                let _ = ready_tx.send(Err(e));
-                                return Vec::new();
-                            }
-                        }
+                        channels.push(g::connect(target).await?);
                     }
-                    let _ = ready_tx.send(Ok(()));
-                    let Ok(Some(start)) = start_rx.recv() else {
+                    Ok::<_, String>(channels)
+                });
+                let channels = match connected {
+                    Ok(c) => c,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
                         return Vec::new();
-                    };
-                    let clients = (0..o.clients).filter_map(|id| {
-                        let conn = id % o.connections;
-                        let k = mine.iter().position(|c| *c == conn)?;
-                        Some(
-                            Client {
-                                id,
-                                channel: channels[k].clone(),
-                                plan,
-                                template,
-                                start,
-                                meter: &client_meters[id as usize],
-                                stop,
-                            }
-                            .run(),
-                        )
-                    });
-                    futures_util::future::join_all(clients).await
+                    }
+                };
+                let _ = ready_tx.send(Ok(()));
+                let Ok(Some(start)) = start_rx.recv() else {
+                    return Vec::new();
+                };
+                let pacer = plan.schedule.map(|_| Pacer::default());
+                let clients = (0..o.clients).filter_map(|id| {
+                    let conn = id % o.connections;
+                    let k = mine.iter().position(|c| *c == conn)?;
+                    Some(
+                        Client {
+                            id,
+                            channel: channels[k].clone(),
+                            plan,
+                            template,
+                            start,
+                            meter: &client_meters[id as usize],
+                            stop,
+                            pacer: pacer.as_ref(),
+                        }
+                        .run(),
+                    )
+                });
+                let all = futures_util::future::join_all(clients);
+                std::thread::scope(|s| {
+                    if let (Some(pacer), Some(schedule)) = (&pacer, plan.schedule) {
+                        s.spawn(move || pacer.run(schedule, start, plan.stop, stop));
+                    }
+                    let out = rt.block_on(all);
+                    if let Some(p) = &pacer {
+                        p.finish();
+                    }
+                    out
                 })
             }));
         }

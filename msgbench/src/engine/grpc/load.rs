@@ -14,7 +14,7 @@
 
 use std::collections::VecDeque;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -126,6 +126,79 @@ fn ns(from: Instant, to: Instant) -> u64 {
     (to.saturating_duration_since(from).as_nanos() as u64).clamp(1, MAX_NS)
 }
 
+/// Releases paced requests from an OS thread of its own. tokio's timer ticks in whole
+/// milliseconds, so a send timed by it leaves up to 1 ms late, and that lateness, the tool's
+/// own, would land in the corrected latency. The pacer thread sleeps with a fine timer and
+/// wakes the clients of one runtime thread, who share one schedule.
+#[derive(Default)]
+pub struct Pacer {
+    /// Requests `0..released` of every client may go.
+    released: AtomicU64,
+    notify: tokio::sync::Notify,
+    /// Set when the clients are done, so the pacer stops early.
+    done: AtomicBool,
+}
+
+impl Pacer {
+    /// The pacer thread's body: releases request `k` at `start + schedule(k)` until the run's
+    /// end, then releases everything so no client waits for a request that will never come.
+    pub fn run(&self, schedule: Schedule, start: Instant, stop: Stop, halt: &AtomicBool) {
+        crate::engine::load::precise_timers();
+        let mut k = 0u64;
+        loop {
+            if self.done.load(Ordering::Relaxed) || halt.load(Ordering::Relaxed) {
+                break;
+            }
+            let due = start + Duration::from_nanos(schedule.due_ns(k));
+            let ended = match stop {
+                Stop::Count(n) => k >= n,
+                Stop::For(d) => due >= start + d,
+            };
+            if ended {
+                break;
+            }
+            // Sleep, never spin: on a small machine a spinning pacer takes the core the
+            // service needs. With the timer slack at its minimum a sleep ends within tens of
+            // microseconds of its due time, and whatever fell due meanwhile goes together. Long
+            // waits are cut in pieces, so the end of the clients is noticed.
+            let left = due.saturating_duration_since(Instant::now());
+            if !left.is_zero() {
+                std::thread::sleep(left.min(Duration::from_millis(10)));
+                continue;
+            }
+            // Everything due by now goes at once: after a late wake, the backlog.
+            let now = Instant::now();
+            k += 1;
+            while start + Duration::from_nanos(schedule.due_ns(k)) <= now {
+                k += 1;
+            }
+            self.released.store(k, Ordering::Release);
+            self.notify.notify_waiters();
+        }
+        self.released.store(u64::MAX, Ordering::Release);
+        self.notify.notify_waiters();
+    }
+
+    /// Tells the pacer the clients are done.
+    pub fn finish(&self) {
+        self.done.store(true, Ordering::Relaxed);
+    }
+
+    /// Resolves once request `i` is released.
+    async fn until(&self, i: u64) {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            // Registered before the check, so a release between the two is not missed.
+            notified.as_mut().enable();
+            if self.released.load(Ordering::Acquire) > i {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
 /// Everything a client needs, borrowed for the length of the run.
 pub struct Client<'a> {
     pub id: u32,
@@ -135,6 +208,8 @@ pub struct Client<'a> {
     pub start: Instant,
     pub meter: &'a ClientMeter,
     pub stop: &'a AtomicBool,
+    /// Open loop: what releases each request at its due time.
+    pub pacer: Option<&'a Pacer>,
 }
 
 impl Client<'_> {
@@ -195,19 +270,20 @@ impl Client<'_> {
                 }
                 continue;
             }
-            if let Some(due) = due {
-                if Instant::now() < due {
-                    // Wait for the due time, handling answers meanwhile.
-                    let sleep = tokio::time::sleep_until(TokioInstant::from_std(due));
-                    tokio::pin!(sleep);
-                    loop {
-                        tokio::select! {
-                            () = &mut sleep => break,
-                            Some(f) = inflight.next(), if !inflight.is_empty() => {
-                                self.record_call(&mut out, f);
-                            }
+            if let (Some(_), Some(pacer)) = (due, self.pacer) {
+                // Wait for the due time, handling answers meanwhile.
+                let release = pacer.until(i);
+                tokio::pin!(release);
+                loop {
+                    tokio::select! {
+                        () = &mut release => break,
+                        Some(f) = inflight.next(), if !inflight.is_empty() => {
+                            self.record_call(&mut out, f);
                         }
                     }
+                }
+                if !self.wanted(i, due) {
+                    break;
                 }
             }
             let mut msgs = Vec::with_capacity(per_call.min(1024) as usize);
@@ -410,7 +486,7 @@ impl Client<'_> {
                 break Code::Ok;
             }
             let due = if may_send { self.due(*i) } else { None };
-            let send_at = due.map(TokioInstant::from_std);
+            let next = *i;
             let oldest_limit = waiting
                 .front()
                 .map(|(_, sent)| TokioInstant::from_std(*sent + self.plan.limit));
@@ -448,8 +524,11 @@ impl Client<'_> {
                     break Code::DeadlineExceeded;
                 }
                 () = async {
-                    if let Some(at) = send_at { tokio::time::sleep_until(at).await }
+                    if let (Some(_), Some(p)) = (due, self.pacer) { p.until(next).await }
                 }, if may_send => {
+                    if !self.wanted(*i, due) {
+                        continue;
+                    }
                     let seq = *i;
                     *i += 1;
                     let msg = match src.next(seq) {
