@@ -220,7 +220,7 @@ pub fn run(o: &GrpcOptions, meter: &Meter, stop: &AtomicBool) -> Result<RunResul
         method.input.clone(),
         o.streams,
     )
-    .map_err(|e| Error::Usage(format!("invalid --data: {e}")))?;
+    .map_err(data_error)?;
     let plan = plan(o, &method)?;
     let errors = Arc::new(ErrorCounts::default());
     meter.watch_errors(&errors);
@@ -560,6 +560,15 @@ fn assemble(
     }
 }
 
+/// A template error as one line that names --data (and the file and line, for @FILE).
+fn data_error(e: g::template::TemplateError) -> Error {
+    if e.0.starts_with("--data") {
+        Error::Usage(e.0)
+    } else {
+        Error::Usage(format!("--data {}", e.0))
+    }
+}
+
 /// Sends more than `bound` ns behind their schedule.
 fn late(lag: &Histogram<u64>, bound: u64) -> u64 {
     lag.iter_recorded()
@@ -692,7 +701,7 @@ pub fn encode(a: &GrpcEncodeArgs) -> Result<u8> {
     };
     let data = crate::options::grpc::data_spec(&a.schema, &call_for_default)?;
     let template = Template::new(&data.lines, &data.origin, desc.clone(), a.schema.streams)
-        .map_err(|e| Error::Usage(format!("invalid --data: {e}")))?;
+        .map_err(data_error)?;
     let templated = data.lines.iter().any(|l| l.contains("{{"));
     // Steps run batch by batch, each over the whole batch, so each is timed without a clock
     // read per message and memory stays bounded whatever --count is.
