@@ -278,6 +278,24 @@ fn the_probe_service_is_found_by_reflection_in_every_call_shape() {
 }
 
 #[test]
+fn older_servers_with_only_v1alpha_reflection_work_too() {
+    let probe = grpc_service::start_v1alpha_only();
+    let (out, doc) = grpc_json(&[
+        "--server",
+        &probe.url,
+        "--call",
+        "msgbench.test.v1.Probe/Echo",
+        "--data",
+        r#"{"text":"old"}"#,
+        "--requests",
+        "20",
+    ]);
+    ok(&out, &doc);
+    assert_eq!(doc["grpc"]["schema"], "reflection");
+    assert_eq!(u(&doc["grpc"]["requests_ok"]), 20);
+}
+
+#[test]
 fn a_proto_file_works_where_reflection_is_not_asked() {
     let probe = grpc_service::start();
     let proto = grpc_service::proto_dir().join(grpc_service::PROTO);

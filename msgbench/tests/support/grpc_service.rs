@@ -99,7 +99,13 @@ impl Drop for ProbeService {
 
 /// Starts the service over plaintext HTTP/2 (h2c).
 pub fn start() -> ProbeService {
-    serve(Server::builder(), "http", "127.0.0.1")
+    serve(Server::builder(), "http", "127.0.0.1", true)
+}
+
+/// Starts the service with only the older reflection version (v1alpha), as servers built
+/// before v1 existed have it.
+pub fn start_v1alpha_only() -> ProbeService {
+    serve(Server::builder(), "http", "127.0.0.1", false)
 }
 
 /// Starts the service over TLS with the given certificate chain and key (PEM).
@@ -108,10 +114,10 @@ pub fn start_tls(cert_pem: &str, key_pem: &str) -> ProbeService {
     let builder = Server::builder()
         .tls_config(tls)
         .expect("the TLS certificate and key are usable");
-    serve(builder, "https", "localhost")
+    serve(builder, "https", "localhost", true)
 }
 
-fn serve(mut builder: Server, scheme: &str, host: &str) -> ProbeService {
+fn serve(mut builder: Server, scheme: &str, host: &str, v1: bool) -> ProbeService {
     let bytes: &'static [u8] = &descriptors().0;
     // Both reflection versions: current clients ask for v1, older ones know only v1alpha.
     let reflection_v1 = tonic_reflection::server::Builder::configure()
@@ -124,7 +130,7 @@ fn serve(mut builder: Server, scheme: &str, host: &str) -> ProbeService {
         .expect("reflection v1alpha builds");
     let router = builder
         .add_service(ProbeServer::new())
-        .add_service(reflection_v1)
+        .add_optional_service(v1.then_some(reflection_v1))
         .add_service(reflection_v1alpha);
 
     // Its own runtime, so that synchronous tests (which run msgbench as a child process) can

@@ -139,7 +139,8 @@ fn explain(e: &dyn std::error::Error) -> String {
 }
 
 /// Asks the server's reflection service for the file defining `symbol`, and for the files it
-/// imports, until the set is complete.
+/// imports, until the set is complete. `grpc.reflection.v1` first, then the older v1alpha that
+/// servers built before v1 existed offer (the two have the same messages on the wire).
 ///
 /// # Errors
 /// No reflection service, or an answer that does not hold the symbol.
@@ -147,12 +148,34 @@ pub async fn reflect(
     channel: Channel,
     symbol: &str,
 ) -> Result<prost_reflect::DescriptorPool, String> {
-    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+    const V1: &str = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo";
+    const V1ALPHA: &str = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo";
+    match reflect_at(channel.clone(), V1, symbol).await {
+        Err(s) if s.code() == tonic::Code::Unimplemented => {
+            reflect_at(channel, V1ALPHA, symbol).await.map_err(|s| {
+                format!(
+                    "server reflection is not available ({}: {}); give the service's \
+                     definition with --proto",
+                    code_name(s.code()),
+                    s.message()
+                )
+            })?
+        }
+        Err(s) => return Err(format!("server reflection failed: {}", s.message())),
+        Ok(r) => r,
+    }
+}
+
+async fn reflect_at(
+    channel: Channel,
+    path: &'static str,
+    symbol: &str,
+) -> Result<Result<prost_reflect::DescriptorPool, String>, tonic::Status> {
     use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
     use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
-    use tonic_reflection::pb::v1::ServerReflectionRequest;
+    use tonic_reflection::pb::v1::{ServerReflectionRequest, ServerReflectionResponse};
 
-    let mut client = ServerReflectionClient::new(channel);
+    let mut grpc = tonic::client::Grpc::new(channel);
     let mut files: Vec<Vec<u8>> = Vec::new();
     let mut asks = vec![MessageRequest::FileContainingSymbol(symbol.to_string())];
     let mut asked = std::collections::HashSet::new();
@@ -169,29 +192,26 @@ pub async fn reflect(
                 message_request: Some(m),
             })
             .collect();
-        let mut stream = client
-            .server_reflection_info(tokio_stream::iter(requests))
+        grpc.ready()
             .await
-            .map_err(|s| {
-                format!(
-                    "server reflection is not available ({}: {}); give the service's \
-                     definition with --proto",
-                    code_name(s.code()),
-                    s.message()
-                )
-            })?
+            .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
+        let codec =
+            tonic_prost::ProstCodec::<ServerReflectionRequest, ServerReflectionResponse>::default();
+        let mut stream = grpc
+            .streaming(
+                tonic::Request::new(tokio_stream::iter(requests)),
+                tonic::codegen::http::uri::PathAndQuery::from_static(path),
+                codec,
+            )
+            .await?
             .into_inner();
-        while let Some(r) = stream
-            .message()
-            .await
-            .map_err(|s| s.message().to_string())?
-        {
+        while let Some(r) = stream.message().await? {
             match r.message_response {
                 Some(MessageResponse::FileDescriptorResponse(f)) => {
                     files.extend(f.file_descriptor_proto);
                 }
                 Some(MessageResponse::ErrorResponse(e)) => {
-                    return Err(format!("server reflection: {}", e.error_message));
+                    return Ok(Err(format!("server reflection: {}", e.error_message)));
                 }
                 _ => {}
             }
@@ -202,7 +222,7 @@ pub async fn reflect(
             }
         }
     }
-    schema::from_files(&files)
+    Ok(schema::from_files(&files))
 }
 
 /// The canonical name of a status code, as gRPC writes it (`DEADLINE_EXCEEDED`).
