@@ -161,7 +161,7 @@ pub async fn reflect(
                 )
             })?
         }
-        Err(s) => return Err(format!("server reflection failed: {}", s.message())),
+        Err(s) => Err(format!("server reflection failed: {}", s.message())),
         Ok(r) => r,
     }
 }
