@@ -1,5 +1,6 @@
 //! Criterion benchmarks of msgbench's own per-message work: encoding a publish into the write
-//! buffer, parsing a delivered message out of the read buffer, and recording its stamp. These
+//! buffer, parsing a delivered message out of the read buffer, and recording its stamp; and for
+//! gRPC, getting the next request's bytes from a `--data` template. These
 //! are the costs the tool adds on top of the server; whole-run comparisons live in `bench/`.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
@@ -79,5 +80,35 @@ fn parse_and_record(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, encode_publish, parse_and_record);
+/// The next gRPC request's bytes: reused when the template allows it (`{{stream}}` only), built
+/// from JSON per message when it does not (`{{seq}}`).
+fn grpc_template(c: &mut Criterion) {
+    use msgbench::engine::grpc::{schema, template::Template};
+    let desc = schema::builtin()
+        .get_message_by_name("msgbench.log.v1.AppendRequest")
+        .expect("the log service's request type");
+    let mut g = c.benchmark_group("grpc_template");
+    g.throughput(Throughput::Elements(BATCH));
+    for (name, data) in [
+        ("per_stream", r#"{"stream":"s-{{stream}}","data":"{{bytes 128}}"}"#),
+        ("per_message", r#"{"stream":"s-{{seq}}","data":"{{bytes 128}}"}"#),
+    ] {
+        let t = Template::new(&[data.to_string()], "--data", desc.clone(), 5).expect("valid");
+        let mut src = t.source(0);
+        let mut seq = 0u64;
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let mut n = 0;
+                for _ in 0..BATCH {
+                    n += src.next(black_box(seq)).expect("builds").len();
+                    seq += 1;
+                }
+                black_box(n)
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, encode_publish, parse_and_record, grpc_template);
 criterion_main!(benches);
