@@ -65,6 +65,7 @@ from run import (  # noqa: E402  (run.py lives next to this file)
     entry,
     fmt_rate,
     free_port,
+    NatsServer,
     log,
     md_table,
     notes_block,
@@ -119,8 +120,9 @@ def proc_cpu_seconds(pid: int) -> float | None:
         return None
 
 
-class GrpcServer:
-    """`msgbench grpc serve --listen 127.0.0.1:PORT` as a separate process."""
+class GrpcServer(NatsServer):
+    """`msgbench grpc serve --listen 127.0.0.1:PORT` as a separate process; the log tail and
+    the stopping are the NATS server's."""
 
     def __init__(self, binary: str, workdir: Path):
         self.binary = binary
@@ -155,25 +157,6 @@ class GrpcServer:
     def cpu_seconds(self) -> float | None:
         return proc_cpu_seconds(self.proc.pid) if self.alive() else None
 
-    def log_tail(self, lines: int = 10) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
-
-    def stop(self) -> None:
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(SERVER_STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(SERVER_STOP_TIMEOUT)
-        if self._log_f is not None:
-            self._log_f.close()
-        self.proc = None
 
 
 # --------------------------------------------------------------------------

@@ -90,8 +90,14 @@ fn grpc_template(c: &mut Criterion) {
     let mut g = c.benchmark_group("grpc_template");
     g.throughput(Throughput::Elements(BATCH));
     for (name, data) in [
-        ("per_stream", r#"{"stream":"s-{{stream}}","data":"{{bytes 128}}"}"#),
-        ("per_message", r#"{"stream":"s-{{seq}}","data":"{{bytes 128}}"}"#),
+        (
+            "per_stream",
+            r#"{"stream":"s-{{stream}}","data":"{{bytes 128}}"}"#,
+        ),
+        (
+            "per_message",
+            r#"{"stream":"s-{{seq}}","data":"{{bytes 128}}"}"#,
+        ),
     ] {
         let t = Template::new(&[data.to_string()], "--data", desc.clone(), 5).expect("valid");
         let mut src = t.source(0);

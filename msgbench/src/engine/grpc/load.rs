@@ -239,6 +239,19 @@ impl Client<'_> {
         }
     }
 
+    /// A request leaves now: its lag behind schedule (open loop), the client's first send, the
+    /// count. Returns its due time (now, closed loop) and its send time.
+    fn leaving(&self, out: &mut ClientOutcome, due: Option<Instant>) -> (Instant, Instant) {
+        let sent = Instant::now();
+        let due = due.unwrap_or(sent);
+        if self.plan.schedule.is_some() {
+            out.send_lag.saturating_record(ns(due, sent));
+        }
+        out.first_sent.get_or_insert(sent);
+        out.requests += 1;
+        (due, sent)
+    }
+
     fn request<T>(&self, body: T) -> Request<T> {
         let mut r = Request::new(body);
         r.metadata_mut().clone_from(&self.plan.headers);
@@ -294,13 +307,7 @@ impl Client<'_> {
                 }
                 msg_seq += 1;
             }
-            let sent = Instant::now();
-            let due = due.unwrap_or(sent);
-            if self.plan.schedule.is_some() {
-                out.send_lag.saturating_record(ns(due, sent));
-            }
-            out.first_sent.get_or_insert(sent);
-            out.requests += 1;
+            let (due, sent) = self.leaving(&mut out, due);
             i += 1;
             if msgs.is_empty() {
                 continue;
@@ -535,13 +542,7 @@ impl Client<'_> {
                         Ok(m) => m,
                         Err(_) => { out.template_errors += 1; continue; }
                     };
-                    let sent = Instant::now();
-                    let due = due.unwrap_or(sent);
-                    if self.plan.schedule.is_some() {
-                        out.send_lag.saturating_record(ns(due, sent));
-                    }
-                    out.first_sent.get_or_insert(sent);
-                    out.requests += 1;
+                    let (due, sent) = self.leaving(out, due);
                     out.msgs_out += 1;
                     out.bytes_out += msg.len() as u64;
                     sent_here += 1;
