@@ -141,6 +141,8 @@ fn unary_appends_follow_the_template_across_streams_and_clients() {
 #[test]
 fn seq_makes_every_message_its_own() {
     let log = LogServer::start(&[]);
+    let dir = support::scratch_dir("grpc-md");
+    let md = dir.join("r.md");
     let (out, doc) = grpc_json(&[
         "--server",
         &log.url,
@@ -148,8 +150,17 @@ fn seq_makes_every_message_its_own() {
         r#"{"stream":"s{{seq}}"}"#,
         "--requests",
         "5",
+        "--markdown",
+        md.to_str().unwrap(),
     ]);
     ok(&out, &doc);
+    let table = std::fs::read_to_string(&md).unwrap();
+    assert!(
+        table.contains("against unary msgbench.log.v1.Log/Append at http://"),
+        "{table}"
+    );
+    assert!(table.contains("| calls by status | OK 5 |"), "{table}");
+    let _ = std::fs::remove_dir_all(dir);
     assert_eq!(records_in(&log.url, "s0"), 1);
     assert_eq!(records_in(&log.url, "s4"), 1);
     assert_eq!(records_in(&log.url, "s5"), 0);

@@ -13,11 +13,14 @@ pub struct Markdown;
 impl Exporter for Markdown {
     fn serialize(&self, r: &RunResult) -> Vec<u8> {
         let mut o = String::new();
+        let against = match &r.grpc {
+            Some(g) => format!("{} {} at {}", g.kind, g.method, r.server.url),
+            None => format!("nats-server {}", r.server.version),
+        };
         let _ = writeln!(
             o,
-            "**msgbench {}** against nats-server {} ({}), {}\n",
+            "**msgbench {}** against {against} ({}), {}\n",
             r.scenario,
-            r.server.version,
             if r.server.embedded {
                 "embedded"
             } else {
@@ -56,6 +59,21 @@ impl Exporter for Markdown {
                 row(&format!("latency {label}"), duration_ns(l.at(k) as f64));
             }
             row("latency max", duration_ns(l.max_ns as f64));
+        }
+        if let Some(g) = &r.grpc {
+            let status: Vec<String> = g
+                .status
+                .iter()
+                .map(|(k, n)| format!("{k} {}", group(*n)))
+                .collect();
+            row(
+                "calls by status",
+                if status.is_empty() {
+                    "none".into()
+                } else {
+                    status.join(", ")
+                },
+            );
         }
         let d = &r.delivery;
         let opt = |v: Option<u64>| v.map_or("unknown".to_string(), group);
