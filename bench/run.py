@@ -848,13 +848,17 @@ def environment(server_bin: str | None) -> dict[str, str]:
         "go": capture(["go", "version"]) or "not found",
         "rustc": capture(["rustc", "--version"]) or "not found",
     }
-    commit = capture(["git", "rev-parse", "--short", "HEAD"], cwd=REPO)
-    if commit:
-        dirty = capture(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO)
-        env["msgbench commit"] = commit + (" (with local changes)" if dirty else "")
-    else:
-        env["msgbench commit"] = "none (no commits yet)"
+    env["msgbench commit"] = commit_label()
     return env
+
+
+def commit_label() -> str:
+    """The commit the figures come from, marked when the tree has local changes."""
+    commit = capture(["git", "rev-parse", "--short", "HEAD"], cwd=REPO)
+    if not commit:
+        return "none (no commits yet)"
+    dirty = capture(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO)
+    return commit + (" (with local changes)" if dirty else "")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

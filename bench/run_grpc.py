@@ -59,6 +59,7 @@ from run import (  # noqa: E402  (run.py lives next to this file)
     build,
     build_tools,
     capture,
+    commit_label,
     commands_block,
     cpu_model,
     dig,
@@ -642,12 +643,7 @@ def environment() -> dict[str, str]:
         "go": capture(["go", "version"]) or "not found",
         "rustc": capture(["rustc", "--version"]) or "not found",
     }
-    commit = capture(["git", "rev-parse", "--short", "HEAD"], cwd=REPO)
-    if commit:
-        dirty = capture(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO)
-        env["msgbench commit"] = commit + (" (with local changes)" if dirty else "")
-    else:
-        env["msgbench commit"] = "none (no commits yet)"
+    env["msgbench commit"] = commit_label()
     return env
 
 
