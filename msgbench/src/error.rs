@@ -347,6 +347,11 @@ impl ErrorCounts {
         self.counts[kind as usize].fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Counts `n` errors of one kind at once.
+    pub fn add_n(&self, kind: ErrorKind, n: u64) {
+        self.counts[kind as usize].fetch_add(n, Ordering::Relaxed);
+    }
+
     /// A connection completed its handshake.
     pub fn opened(&self) {
         self.opened.fetch_add(1, Ordering::Relaxed);

@@ -15,7 +15,6 @@
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -569,6 +568,3 @@ pub fn add_status(into: &mut StatusCounts, from: &StatusCounts) {
         *a += b;
     }
 }
-
-/// An `Arc` so scenario code can share one plan among threads.
-pub type SharedPlan = Arc<Plan>;

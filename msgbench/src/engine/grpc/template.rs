@@ -107,11 +107,6 @@ impl Template {
         Ok(t)
     }
 
-    /// The message type this template builds.
-    pub fn descriptor(&self) -> &MessageDescriptor {
-        &self.desc
-    }
-
     /// The stream index message `seq` of `client` goes to.
     pub fn stream_of(&self, client: u32, seq: u64) -> u64 {
         (u64::from(client) + seq) % self.streams
