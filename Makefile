@@ -6,8 +6,15 @@ CARGO ?= cargo
 
 .PHONY: run test build nats-server lint unit bench-ref drivers test-drivers compare-smoke fuzz bench
 
-run: nats-server build
-	./target/release/msgbench
+# Installs msgbench itself (into cargo's bin folder, ~/.cargo/bin unless CARGO_HOME says
+# otherwise), so the README's examples can be typed as shown; the binary finds the server in
+# this checkout's .tools/bin.
+CARGO_BIN := $(or $(CARGO_HOME),$(HOME)/.cargo)/bin
+
+run: nats-server
+	$(CARGO) install --locked --path msgbench
+	$(CARGO_BIN)/msgbench
+	@command -v msgbench >/dev/null 2>&1 || echo "note: add $(CARGO_BIN) to PATH to type msgbench" >&2
 
 build:
 	$(CARGO) build --release --locked

@@ -119,8 +119,9 @@ pub struct GrpcArgs {
     /// Without it, msgbench serves its own log service on a free loopback port and loads that.
     #[arg(short = 's', long, value_name = "URL")]
     pub server: Option<String>,
-    /// Clients; each keeps its own --in-flight window and its own schedule share.
-    #[arg(long, default_value_t = 1, value_parser = parse_clients)]
+    /// Clients; each keeps its own --in-flight window and its own schedule share (-c as in
+    /// ghz).
+    #[arg(short = 'c', long, default_value_t = 1, value_parser = parse_clients)]
     pub clients: u32,
     /// HTTP/2 connections the clients share, round robin (default: one per client).
     #[arg(long, value_parser = parse_clients)]
@@ -130,12 +131,17 @@ pub struct GrpcArgs {
     #[arg(long, default_value = "10000", value_parser = parse_count, allow_hyphen_values = true,
           conflicts_with = "duration")]
     pub requests: u64,
+    /// Requests in total, split evenly over the clients (ghz's -n); a multiple of --clients.
+    #[arg(short = 'n', long, value_parser = parse_count, value_name = "N",
+          conflicts_with_all = ["requests", "duration"])]
+    pub total: Option<u64>,
     /// Run for this long instead of a count.
     #[arg(long, value_parser = parse_duration, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
     /// Aggregate requests per second, open loop with latency from each one's due time
-    /// (corrected for coordinated omission); 0 = closed loop.
-    #[arg(long, default_value = "0", value_parser = parse_rate, allow_hyphen_values = true)]
+    /// (corrected for coordinated omission); 0 = closed loop. Also --rps, as in ghz.
+    #[arg(long, visible_alias = "rps", default_value = "0", value_parser = parse_rate,
+          allow_hyphen_values = true)]
     pub rate: f64,
     /// Requests (or bidi messages) each client keeps outstanding at most.
     #[arg(long, default_value = "1", value_parser = parse_count)]
@@ -168,8 +174,8 @@ pub struct GrpcArgs {
     /// The client certificate's private key (PEM).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
-    /// Do not verify the server's certificate (prints a warning).
-    #[arg(long)]
+    /// Do not verify the server's certificate (prints a warning). Also --insecure, as in ghz.
+    #[arg(long, visible_alias = "insecure")]
     pub tls_insecure: bool,
     /// The name to verify the server's certificate against (default: the URL's host).
     #[arg(long, value_name = "NAME")]

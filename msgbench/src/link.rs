@@ -37,8 +37,10 @@ pub struct LinkReport {
     pub up: Shape,
     pub down: Shape,
     /// Median PING/PONG round trip through the proxy at zero delay minus the direct one,
-    /// measured before the run: what the proxy itself adds.
-    pub proxy_added_rtt_ns: i64,
+    /// measured before the run: what the proxy itself adds. It can come out below zero when
+    /// the proxy's cost is smaller than the noise of a loopback round trip, and is kept so;
+    /// null when it could not be measured.
+    pub proxy_added_rtt_ns: Option<i64>,
     /// The servers behind the proxy.
     pub servers: Vec<String>,
 }
@@ -369,7 +371,8 @@ pub fn attach(servers: &[ServerUrl], spec: LinkSpec) -> Result<(Vec<ServerUrl>, 
         });
         proxies.push(p);
     }
-    let added = added_rtt(&servers[0]).unwrap_or(0);
+    // A failed measurement is unknown, not free.
+    let added = added_rtt(&servers[0]).ok();
     Ok((
         urls,
         Link {

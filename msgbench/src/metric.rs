@@ -26,13 +26,15 @@ enum Kind {
     Reordered,
     /// Every counted error kind together.
     Errors,
+    /// Percent by which a paced run's achieved rate fell short of its target.
+    ShortfallPct,
 }
 
 /// One named figure of a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Metric(Kind);
 
-const PLAIN: [(&str, Kind); 12] = [
+const PLAIN: [(&str, Kind); 13] = [
     ("min", Kind::LatencyMin),
     ("max", Kind::LatencyMax),
     ("mean", Kind::LatencyMean),
@@ -45,6 +47,7 @@ const PLAIN: [(&str, Kind); 12] = [
     ("duplicated", Kind::Duplicated),
     ("reordered", Kind::Reordered),
     ("errors", Kind::Errors),
+    ("shortfall_pct", Kind::ShortfallPct),
 ];
 
 impl Metric {
@@ -79,7 +82,8 @@ impl Metric {
         }
         Err(format!(
             "unknown metric '{name}' (use p50…p100, min, max, mean, msgs_per_sec, \
-             bytes_per_sec, msgs, sent, received, lost, duplicated, reordered, errors)"
+             bytes_per_sec, msgs, sent, received, lost, duplicated, reordered, errors, \
+             shortfall_pct)"
         ))
     }
 
@@ -167,6 +171,7 @@ impl Metric {
             Kind::Lost => counted("/delivery/lost"),
             Kind::Duplicated => counted("/delivery/duplicated"),
             Kind::Reordered => counted("/delivery/reordered"),
+            Kind::ShortfallPct => num("/pacing/shortfall_pct").ok_or("this run had no target rate"),
             Kind::Errors => doc
                 .get("errors")
                 .and_then(Value::as_object)

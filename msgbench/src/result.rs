@@ -288,13 +288,22 @@ impl LatencyStats {
     }
 }
 
+/// An achieved rate this far below its target is called out: the tool or the machine, not the
+/// server, may be what limited the run.
+pub const SHORTFALL_WARN: f64 = 0.05;
+
 /// Schedule-keeping of a paced publisher.
 #[derive(Debug, Clone, Serialize)]
 pub struct Pacing {
     pub target_rate: f64,
-    pub actual_rate: f64,
-    /// (actual − target) / target.
-    pub rate_error: f64,
+    /// Null when the run sent too little to time a rate.
+    pub actual_rate: Option<f64>,
+    /// (actual − target) / target; null with `actual_rate`.
+    pub rate_error: Option<f64>,
+    /// How far below the target the achieved rate fell, in percent (negative when above).
+    pub shortfall_pct: Option<f64>,
+    /// The achieved rate fell more than 5% short of the target.
+    pub below_target: bool,
     pub late_bound_ns: u64,
     /// Sends that went out more than `late_bound_ns` behind their schedule.
     pub late_sends: u64,
@@ -302,6 +311,34 @@ pub struct Pacing {
     pub send_lag_p50_ns: u64,
     pub send_lag_p99_ns: u64,
     pub send_lag_max_ns: u64,
+}
+
+impl Pacing {
+    /// The schedule-keeping of a run paced at `target_rate` that achieved `actual_rate`
+    /// (`None` when it could not be timed), with the send lag of its paced sends.
+    pub fn new(
+        target_rate: f64,
+        actual_rate: Option<f64>,
+        late_bound_ns: u64,
+        late_sends: u64,
+        lag: &hdrhistogram::Histogram<u64>,
+    ) -> Self {
+        let actual_rate = actual_rate.filter(|r| r.is_finite() && *r > 0.0);
+        let rate_error = actual_rate.map(|a| a / target_rate - 1.0);
+        let shortfall_pct = rate_error.map(|e| -100.0 * e);
+        Pacing {
+            target_rate,
+            actual_rate,
+            rate_error,
+            shortfall_pct,
+            below_target: rate_error.is_some_and(|e| e < -SHORTFALL_WARN),
+            late_bound_ns,
+            late_sends,
+            send_lag_p50_ns: lag.value_at_quantile(0.5),
+            send_lag_p99_ns: lag.value_at_quantile(0.99),
+            send_lag_max_ns: lag.max(),
+        }
+    }
 }
 
 /// Round trips to the publishing (a) and subscribing (b) servers: the median of several.

@@ -7,7 +7,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -86,8 +86,11 @@ pub struct Finished {
     pub result: Value,
     /// Its user plus system CPU time.
     pub cpu_seconds: f64,
-    /// Its peak resident memory.
-    pub peak_rss_bytes: u64,
+    /// Its own peak resident memory, read from the kernel's high-water mark of its address
+    /// space each time it wrote a line; `None` when that could not be read (not Linux, or it
+    /// exited before its first line was seen). Not `ru_maxrss`: a child's starts at the size of
+    /// the msgbench that forked it, so a small driver run after the native engine read as big.
+    pub peak_rss_bytes: Option<u64>,
 }
 
 /// A failure, with what the driver wrote on stderr last.
@@ -124,7 +127,8 @@ pub fn run(
             stderr_tail: String::new(),
         })?;
     let stderr = Arc::new(Mutex::new(Vec::new()));
-    let lines = read_lines(&mut child, &stderr);
+    let peak = Arc::new(AtomicU64::new(0));
+    let lines = read_lines(&mut child, &stderr, &peak);
     let mut stdin = child.stdin.take().expect("piped stdin");
     let outcome = exchange(&mut stdin, &lines, scenario, limits, stop);
     // Closing stdin is the protocol's second way to say stop; a driver that is done exits.
@@ -139,28 +143,37 @@ pub fn run(
         stderr_tail: tail.clone(),
     };
     match (outcome, exited) {
-        (Ok((client, result)), Ok((_, cpu_seconds, peak_rss_bytes))) => Ok(Finished {
+        (Ok((client, result)), Ok((_, cpu_seconds))) => Ok(Finished {
             client,
             result,
             cpu_seconds,
-            peak_rss_bytes,
+            peak_rss_bytes: Some(peak.load(Ordering::Relaxed)).filter(|&b| b > 0),
         }),
         // A result followed by a crash or a hang on exit is still a result, but not a clean
         // one: report the failure rather than figures from a process that misbehaved.
         (Ok(_), Err(status)) => Err(fail(Failure::Crashed { status })),
-        (Err(Failure::Crashed { .. }), Err(status) | Ok((status, _, _))) => {
+        (Err(Failure::Crashed { .. }), Err(status) | Ok((status, _))) => {
             Err(fail(Failure::Crashed { status }))
         }
         (Err(f), _) => Err(fail(f)),
     }
 }
 
-/// Starts the threads that read stdout (as lines, into a channel) and stderr (its tail).
-fn read_lines(child: &mut Child, stderr: &Arc<Mutex<Vec<u8>>>) -> Receiver<String> {
+/// Starts the threads that read stdout (as lines, into a channel) and stderr (its tail). At
+/// each line, while the driver is surely alive, its memory high-water mark is read into `peak`.
+fn read_lines(
+    child: &mut Child,
+    stderr: &Arc<Mutex<Vec<u8>>>,
+    peak: &Arc<AtomicU64>,
+) -> Receiver<String> {
     let (tx, rx) = mpsc::channel();
     let out = child.stdout.take().expect("piped stdout");
+    let (pid, peak) = (child.id(), Arc::clone(peak));
     std::thread::spawn(move || {
         for line in BufReader::new(out).lines() {
+            if let Some(b) = high_water_mark(pid) {
+                peak.fetch_max(b, Ordering::Relaxed);
+            }
             let Ok(line) = line else { break };
             if tx.send(line).is_err() {
                 break;
@@ -289,10 +302,18 @@ fn truncate(line: &str) -> String {
     s
 }
 
+/// A process's peak resident memory so far (`VmHWM`), in bytes; `None` once it has exited.
+fn high_water_mark(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
 /// Waits for the driver to exit (5 s after a result, at once after a failure, when it is
-/// killed) and reads its exit status and resource use. `Err` carries the status when it did not
+/// killed) and reads its exit status and CPU time. `Err` carries the status when it did not
 /// exit cleanly.
-fn reap(child: &mut Child, had_result: bool) -> Result<(Option<i32>, f64, u64), Option<i32>> {
+fn reap(child: &mut Child, had_result: bool) -> Result<(Option<i32>, f64), Option<i32>> {
     let grace = if had_result {
         Duration::from_secs(5)
     } else {
@@ -310,10 +331,8 @@ fn reap(child: &mut Child, had_result: bool) -> Result<(Option<i32>, f64, u64), 
             let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
             let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
             let cpu = secs(usage.ru_utime) + secs(usage.ru_stime);
-            // Linux reports ru_maxrss in KiB.
-            let rss = u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024;
             return if code == Some(0) && !killed {
-                Ok((code, cpu, rss))
+                Ok((code, cpu))
             } else {
                 Err(code)
             };
@@ -369,7 +388,29 @@ mod tests {
         .expect("a result");
         assert_eq!(done.client["language"], "sh");
         assert_eq!(done.result["interrupted"], false);
-        assert!(done.peak_rss_bytes > 0);
+        assert!(done.peak_rss_bytes.is_some_and(|b| b > 0));
+    }
+
+    #[test]
+    fn a_drivers_memory_is_its_own_not_the_forking_processs() {
+        // This process grows by 256 MiB first; a forked child's ru_maxrss would start there.
+        let ballast: Vec<u8> = vec![1; 256 << 20];
+        std::hint::black_box(&ballast);
+        let script = format!(
+            "read s; echo '{READY}'; read go; \
+             echo '{{\"type\":\"result\",\"result\":{{\"interrupted\":false,\"clients\":[]}}}}'"
+        );
+        let stop = AtomicBool::new(false);
+        let done = run(
+            &sh(&script),
+            &serde_json::json!({"type": "scenario"}),
+            limits(),
+            &stop,
+        )
+        .expect("a result");
+        let peak = done.peak_rss_bytes.expect("measured");
+        assert!(peak > 0 && peak < 64 << 20, "a shell's peak: {peak} bytes");
+        drop(ballast);
     }
 
     #[test]

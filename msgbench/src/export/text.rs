@@ -52,10 +52,10 @@ impl Exporter for Text {
         if let Some(l) = &r.link {
             let _ = writeln!(
                 o,
-                "Link: {} (a {} in msgbench; it adds {} to a round trip by itself)",
+                "Link: {} (a {} in msgbench; {})",
                 l.spec,
                 l.via,
-                duration_ns(l.proxy_added_rtt_ns.max(0) as f64)
+                proxy_cost(l.proxy_added_rtt_ns)
             );
         }
         if let Some(c) = &r.cluster {
@@ -91,6 +91,7 @@ impl Exporter for Text {
             role_detail(&mut o, r, role, stats);
         }
         latency(&mut o, r);
+        pacing(&mut o, r);
         runs(&mut o, r);
         if r.grpc.is_some() {
             grpc(&mut o, r);
@@ -452,6 +453,14 @@ fn role_detail(o: &mut String, r: &RunResult, role: &str, stats: &RoleStats) {
 
 fn latency(o: &mut String, r: &RunResult) {
     let Some(c) = &r.latency else {
+        if r.scenario == "js.consume" && r.params["publish"] != "live" {
+            let _ = writeln!(
+                o,
+                "Latency: not measured: the messages were published before consuming began, \
+                 so their send times give their age in the stream, not a latency \
+                 (--publish live measures it)"
+            );
+        }
         return;
     };
     if let Some(rtt) = &r.rtt_ns {
@@ -539,19 +548,64 @@ fn latency(o: &mut String, r: &RunResult) {
     row(o, "min".into(), c.min_ns, u.map(|u| u.min_ns));
     row(o, "median".into(), c.at("50"), u.map(|u| u.at("50")));
     row(o, "max".into(), c.max_ns, u.map(|u| u.max_ns));
-    if let Some(p) = &r.pacing {
+}
+
+/// How well a paced run kept its schedule, and a warning as loud as the loss warning when it
+/// fell well short: then the tool or the machine, not the server, may have been the limit.
+fn pacing(o: &mut String, r: &RunResult) {
+    let Some(p) = &r.pacing else { return };
+    let achieved = match (p.actual_rate, p.rate_error) {
+        (Some(a), Some(e)) => format!(
+            "{} msgs/s achieved of {} ({:+.3}%)",
+            group(a.round() as u64),
+            group(p.target_rate.round() as u64),
+            e * 100.0
+        ),
+        _ => format!(
+            "achieved rate not measured (too few sends) of {}",
+            group(p.target_rate.round() as u64)
+        ),
+    };
+    let _ = writeln!(
+        o,
+        "Pacing: {achieved}; send lag P50 {}, P99 {}, max {}; {} sends later than {}",
+        duration_ns(p.send_lag_p50_ns as f64),
+        duration_ns(p.send_lag_p99_ns as f64),
+        duration_ns(p.send_lag_max_ns as f64),
+        group(p.late_sends),
+        duration_ns(p.late_bound_ns as f64)
+    );
+    if let (true, Some(short)) = (p.below_target, p.shortfall_pct) {
         let _ = writeln!(
             o,
-            "Pacing: {} msgs/s achieved of {} ({:+.3}%); send lag P50 {}, P99 {}, max {}; {} sends later than {}",
-            group(p.actual_rate.round() as u64),
-            group(p.target_rate.round() as u64),
-            p.rate_error * 100.0,
-            duration_ns(p.send_lag_p50_ns as f64),
-            duration_ns(p.send_lag_p99_ns as f64),
-            duration_ns(p.send_lag_max_ns as f64),
-            group(p.late_sends),
-            duration_ns(p.late_bound_ns as f64)
+            "!! RATE SHORTFALL: {short:.1}% below the target of {} msgs/s; msgbench or this \
+             machine, not the server, may be the limit (see the send lag above) !!",
+            group(p.target_rate.round() as u64)
         );
+    }
+}
+
+/// What the link proxy adds to a round trip by itself, as measured before the run.
+fn proxy_cost(added_ns: Option<i64>) -> String {
+    match added_ns {
+        None => "its own cost could not be measured".into(),
+        Some(ns) if ns < 0 => format!(
+            "its own cost measured {}, below zero: smaller than a round trip's noise",
+            duration_ns_signed(ns)
+        ),
+        Some(ns) => format!(
+            "it adds {} to a round trip by itself",
+            duration_ns(ns as f64)
+        ),
+    }
+}
+
+fn duration_ns_signed(ns: i64) -> String {
+    let s = duration_ns(ns.unsigned_abs() as f64);
+    if ns < 0 {
+        format!("-{s}")
+    } else {
+        s
     }
 }
 
@@ -571,10 +625,10 @@ pub fn calibration(c: &crate::scenario::calibrate::Calibration) -> String {
     if let Some(l) = &c.link {
         let _ = writeln!(
             o,
-            "Link: {}; the server hops below go through it. Its proxy alone adds {} to a round \
-             trip (median PING/PONG through it at zero delay, minus direct).",
+            "Link: {}; the server hops below go through it. Its proxy alone: {} (median \
+             PING/PONG through it at zero delay, minus direct).",
             l.spec,
-            duration_ns(l.proxy_added_rtt_ns.max(0) as f64)
+            proxy_cost(l.proxy_added_rtt_ns)
         );
     }
     let _ = writeln!(
@@ -686,7 +740,20 @@ pub fn duration_ns(ns: f64) -> String {
 fn delivery(o: &mut String, r: &RunResult) {
     let d = &r.delivery;
     if d.accounting == "none" {
-        let _ = writeln!(o, "Delivery: {} sent (no subscribers)", group(d.sent));
+        // Nothing in this process subscribed, so delivery was not checked here; whoever
+        // received (a `sub` or requesters elsewhere) counts it on their side.
+        let line = if r.scenario == "reply" {
+            format!(
+                "Delivery: answered {} requests; the requesters count the round trips",
+                group(d.received)
+            )
+        } else {
+            format!(
+                "Delivery: {} sent; not checked here (this run has no subscriber of its own)",
+                group(d.sent)
+            )
+        };
+        let _ = writeln!(o, "{line}");
         return;
     }
     let opt = |v: Option<u64>| v.map_or("unknown".to_string(), group);

@@ -145,15 +145,26 @@ impl GrpcOptions {
                 format!("more connections than --clients ({})", a.clients),
             ));
         }
-        let stop = match a.duration {
-            Some(d) if d.is_zero() => {
+        let stop = match (a.duration, a.total) {
+            (_, Some(n)) if n == 0 || n % u64::from(a.clients) != 0 => {
+                return Err(Error::flag(
+                    "-n",
+                    &n.to_string(),
+                    format!(
+                        "must be a positive multiple of --clients ({}): each client sends the same count",
+                        a.clients
+                    ),
+                ))
+            }
+            (_, Some(n)) => Stop::Count(n / u64::from(a.clients)),
+            (Some(d), _) if d.is_zero() => {
                 return Err(Error::flag("--duration", "0", "must be more than 0"))
             }
-            Some(d) => Stop::For(d),
-            None if a.requests == 0 => {
+            (Some(d), _) => Stop::For(d),
+            (None, _) if a.requests == 0 => {
                 return Err(Error::flag("--requests", "0", "must be at least 1"))
             }
-            None => Stop::Count(a.requests),
+            (None, _) => Stop::Count(a.requests),
         };
         if a.timeout.is_zero() {
             return Err(Error::flag("--timeout", "0", "must be more than 0"));

@@ -258,7 +258,7 @@ fn sentence(m: Metric, c: &Change, verdict: Verdict) -> String {
     let p = match c.p_value {
         Some(p) if p < 0.001 => "p < 0.001".to_string(),
         Some(p) if p < 0.01 => "p < 0.01".to_string(),
-        Some(p) => format!("p = {p:.2}"),
+        Some(p) => format!("p = {}", p_text(p)),
         None => String::new(),
     };
     // The factor is told in the direction of the change, so it is always ≥ 1: "1.25× slower",
@@ -295,6 +295,15 @@ fn sentence(m: Metric, c: &Change, verdict: Verdict) -> String {
             factor(c.ratio)
         ),
     }
+}
+
+/// A p-value with two decimals, or as many more as it takes to stay on its side of [`ALPHA`]:
+/// 0.0496 is a significant difference and must not read "p = 0.05".
+fn p_text(p: f64) -> String {
+    (2..=6)
+        .map(|d| format!("{p:.d$}"))
+        .find(|t| t.parse::<f64>().is_ok_and(|r| (r < ALPHA) == (p < ALPHA)))
+        .unwrap_or_else(|| format!("{p:e}"))
 }
 
 fn figure(m: &str, v: f64) -> String {
@@ -454,5 +463,14 @@ mod tests {
         assert_eq!(r.metrics.len(), 1);
         assert_eq!(r.skipped[0].metric, "p50");
         assert!(render(&r).contains("p50      not compared: a: "));
+    }
+
+    #[test]
+    fn a_p_value_never_reads_as_the_other_side_of_alpha() {
+        assert_eq!(p_text(0.0496), "0.0496");
+        assert_eq!(p_text(0.0504), "0.05");
+        assert_eq!(p_text(0.049), "0.049");
+        assert_eq!(p_text(0.5), "0.50");
+        assert_eq!(p_text(0.05), "0.05");
     }
 }

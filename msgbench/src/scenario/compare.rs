@@ -43,6 +43,8 @@ struct Plan<'a> {
     native: Box<NativeRun<'a>>,
     js: Option<crate::options::js::JsPubOptions>,
     responder: Option<crate::options::request::ReplyOptions>,
+    /// `--connect-timeout`, which drivers get too.
+    connect_timeout: Duration,
 }
 
 /// A client's row of the comparison.
@@ -56,9 +58,10 @@ pub struct ClientRow {
     /// What the driver said it is (language, library, version, notes).
     #[serde(skip_serializing_if = "Value::is_null")]
     pub client: Value,
-    /// CPU seconds and peak resident bytes of each run, in run order.
+    /// CPU seconds and peak resident bytes of each run, in run order; a peak is null when it
+    /// could not be read.
     pub cpu_seconds: Vec<f64>,
-    pub peak_rss_bytes: Vec<u64>,
+    pub peak_rss_bytes: Vec<Option<u64>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<RunResult>,
     #[serde(skip)]
@@ -273,7 +276,9 @@ fn plan(s: &CompareScenario) -> Result<Plan<'_>> {
             )?;
             let target = crate::server::resolve(&o.server, o.conn.link)?;
             let (output, allow_loss, params) = (leak(o.output.clone()), o.allow_loss, o.params());
+            let connect_timeout = o.conn.connect_timeout;
             Plan {
+                connect_timeout,
                 kind: "pubsub",
                 scenario: "pubsub",
                 params,
@@ -289,7 +294,9 @@ fn plan(s: &CompareScenario) -> Result<Plan<'_>> {
             let o = options::latency::LatencyOptions::new(a)?;
             let target = crate::server::resolve(&o.server_a, o.conn.link)?;
             let (output, allow_loss, params) = (leak(o.output.clone()), o.allow_loss, o.params());
+            let connect_timeout = o.conn.connect_timeout;
             Plan {
+                connect_timeout,
                 kind: "latency",
                 scenario: "latency",
                 params,
@@ -319,6 +326,7 @@ fn plan(s: &CompareScenario) -> Result<Plan<'_>> {
                 output: Output::default(),
             };
             Plan {
+                connect_timeout: o.conn.connect_timeout,
                 kind: "request",
                 scenario: "request",
                 params,
@@ -352,6 +360,7 @@ fn plan(s: &CompareScenario) -> Result<Plan<'_>> {
             let (output, allow_loss, params) = (leak(p.output.clone()), p.allow_loss, o.params());
             let js = o.clone();
             Plan {
+                connect_timeout: p.conn.connect_timeout,
                 kind: "js_pub",
                 scenario: "js.pub",
                 params,
@@ -384,7 +393,7 @@ fn drivers_can_reach(plan: &Plan<'_>) -> Result<()> {
     Ok(())
 }
 
-type Outcome = std::result::Result<(RunResult, Value, f64, u64), String>;
+type Outcome = std::result::Result<(RunResult, Value, f64, Option<u64>), String>;
 
 fn self_usage() -> (f64, u64) {
     // SAFETY: rusage is plain data the kernel fills in.
@@ -404,7 +413,7 @@ fn run_native(plan: &Plan<'_>, stop: &AtomicBool) -> Outcome {
     let (cpu1, rss) = self_usage();
     let client = json!({"language": "rust", "library": "msgbench (native engine)",
                         "version": env!("CARGO_PKG_VERSION")});
-    Ok((r, client, cpu1 - cpu0, rss))
+    Ok((r, client, cpu1 - cpu0, Some(rss)))
 }
 
 /// The driver protocol's scenario for this plan.
@@ -429,7 +438,7 @@ fn driver_scenario(plan: &Plan<'_>, stream: Option<&str>) -> Value {
         "in_flight": num("in_flight").or_else(|| num("max_in_flight")).unwrap_or(1.0).max(1.0) as u64,
         "warmup_ms": ms("warmup_secs").unwrap_or(0),
         "timeout_ms": ms("timeout_secs").unwrap_or(5000),
-        "connect_timeout_ms": 2000,
+        "connect_timeout_ms": plan.connect_timeout.as_millis() as u64,
         "js": stream.map(|s| json!({"stream": s, "mode": plan.js.as_ref().map_or("async", |j| j.mode)})),
     })
 }
@@ -445,8 +454,9 @@ fn limits(scenario: &Value) -> Limits {
         // As fast as it can: a counted run has no expected length; silence is the limit.
         _ => Duration::from_secs(600),
     };
+    let connect = Duration::from_millis(scenario["connect_timeout_ms"].as_u64().unwrap_or(2000));
     Limits {
-        ready: Duration::from_millis(2000) + Duration::from_secs(10),
+        ready: connect + Duration::from_secs(10),
         silence: timeout + Duration::from_secs(5),
         total: expected + timeout + Duration::from_secs(5),
     }
@@ -508,6 +518,28 @@ fn run_driver(plan: &Plan<'_>, name: &str, drivers: &Path, stop: &AtomicBool) ->
     Ok((r, f.client, f.cpu_seconds, f.peak_rss_bytes))
 }
 
+/// What a driver should have sent and delivered, from msgbench's own plan rather than from the
+/// driver's report: a counted run sends `msgs` per publisher whatever the driver says it did,
+/// and every subscriber of a fan-out expects every message. Only a run by duration (or one cut
+/// short) has to take the driver's count of what it sent.
+fn expected_of_driver(
+    scenario: &str,
+    params: &Value,
+    reported_sent: u64,
+    interrupted: bool,
+) -> (u64, u64) {
+    let num = |k: &str| params.get(k).and_then(Value::as_u64);
+    let planned = num("msgs")
+        .filter(|_| !interrupted)
+        .map(|m| m * num("pubs").unwrap_or(1).max(1));
+    let sent = planned.unwrap_or(reported_sent);
+    let fanout = match scenario {
+        "pubsub" | "latency" => num("subs").unwrap_or(1).max(1),
+        _ => 1,
+    };
+    (sent, sent * fanout)
+}
+
 fn driver_acks(result: &Value) -> Option<crate::scenario::js::DriverAcks> {
     let js = result.get("js")?;
     let n = |k: &str| js.get(k).and_then(Value::as_u64).unwrap_or(0);
@@ -567,11 +599,14 @@ fn from_driver(
     r.clients = clients;
     let dl = &d["delivery"];
     let n = |k: &str| dl[k].as_u64().unwrap_or(0);
+    let (sent, expected) = expected_of_driver(scenario, &r.params, n("sent"), interrupted);
     r.delivery = Delivery {
-        sent: n("sent"),
-        expected: n("received") + n("lost"),
+        sent,
+        expected,
         received: n("received"),
-        lost: n("lost"),
+        // The driver's own stamp accounting may find more missing (duplicates hide losses
+        // in a count); never less than what the counts alone show.
+        lost: n("lost").max(expected.saturating_sub(n("received"))),
         duplicated: dl["duplicated"].as_u64(),
         reordered: dl["reordered"].as_u64(),
         unstamped: 0,
@@ -642,7 +677,13 @@ fn table(c: &Comparison) -> String {
             row.client["version"].as_str().unwrap_or("")
         );
         let cpu = crate::stats::significance::median(&row.cpu_seconds);
-        let rss = row.peak_rss_bytes.iter().copied().max().unwrap_or(0);
+        let rss = row
+            .peak_rss_bytes
+            .iter()
+            .copied()
+            .max()
+            .flatten()
+            .map_or("-".into(), |b| ibytes(b as f64));
         let _ = writeln!(
             o,
             "{:<9} {:<34} {:>12} {:>10} {:>10} {:>10} {:>7.2} {:>9}",
@@ -653,7 +694,7 @@ fn table(c: &Comparison) -> String {
             lat("p99"),
             lat("p99.9"),
             cpu,
-            ibytes(rss as f64)
+            rss
         );
         if row.status == "failed" {
             let _ = writeln!(
@@ -689,4 +730,33 @@ fn emit(c: &Comparison, out: &Output) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_drivers_expected_count_comes_from_the_plan() {
+        let counted = json!({"msgs": 1000, "pubs": 2, "subs": 3});
+        // A driver that says it sent 10 of a planned 2,000 does not shrink what was expected.
+        assert_eq!(
+            expected_of_driver("pubsub", &counted, 10, false),
+            (2000, 6000)
+        );
+        assert_eq!(
+            expected_of_driver("request", &counted, 10, false),
+            (2000, 2000)
+        );
+        // By duration, or cut short, only the driver knows what it sent.
+        let timed = json!({"msgs": null, "pubs": 1, "subs": 2});
+        assert_eq!(
+            expected_of_driver("pubsub", &timed, 500, false),
+            (500, 1000)
+        );
+        assert_eq!(
+            expected_of_driver("pubsub", &counted, 700, true),
+            (700, 2100)
+        );
+    }
 }

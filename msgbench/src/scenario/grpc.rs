@@ -447,7 +447,8 @@ fn assemble(
             role: Role::Pub,
             id: c.id,
             msgs: c.requests_ok,
-            bytes: c.bytes_out,
+            // Rates and volumes of one population: the requests answered OK.
+            bytes: c.bytes_ok,
             start: c.first_sent,
             end: c.last_done,
         })
@@ -459,25 +460,14 @@ fn assemble(
     let pacing = match o.pace {
         Pace::Rate { per_sec } => {
             let seconds = throughput.seconds;
-            let actual = if seconds > 0.0 {
-                requests as f64 / seconds
-            } else {
-                0.0
-            };
-            Some(Pacing {
-                target_rate: per_sec,
-                actual_rate: actual,
-                rate_error: if actual > 0.0 {
-                    actual / per_sec - 1.0
-                } else {
-                    0.0
-                },
-                late_bound_ns: 1_000_000,
-                late_sends: late(&lag, 1_000_000),
-                send_lag_p50_ns: lag.value_at_quantile(0.5),
-                send_lag_p99_ns: lag.value_at_quantile(0.99),
-                send_lag_max_ns: lag.max(),
-            })
+            let actual = (seconds > 0.0).then(|| requests as f64 / seconds);
+            Some(Pacing::new(
+                per_sec,
+                actual,
+                1_000_000,
+                late(&lag, 1_000_000),
+                &lag,
+            ))
         }
         Pace::Unlimited => None,
     };

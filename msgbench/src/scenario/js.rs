@@ -457,7 +457,10 @@ pub fn run_consume(
     let publishing_over = AtomicBool::new(opts.source != Source::Live);
     // Latency means publish-to-consume only when both ran at once (or the messages came from
     // another live publisher); after a fill it would be the time messages waited.
-    let timed = opts.source != Source::Before;
+    // Only messages published while consuming have a latency. The send time in a message
+    // published before the consumer started (by this run first, or by anyone earlier) gives
+    // its age in the stream, which is not a latency and must not be reported as one.
+    let timed = opts.source == Source::Live;
     let meters: Vec<_> = (0..opts.clients)
         .map(|i| meter.client(Role::Sub, i, timed))
         .collect();

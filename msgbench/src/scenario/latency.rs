@@ -276,22 +276,17 @@ pub fn run(
     };
     let last_send_ns = sent.checked_sub(1).and_then(|last| send_times.get(last));
     let actual_rate = match last_send_ns {
-        Some(ns) if sent > 1 && ns > 0 => (sent - 1) as f64 / (ns as f64 / 1e9),
-        _ => 0.0,
+        Some(ns) if sent > 1 && ns > 0 => Some((sent - 1) as f64 / (ns as f64 / 1e9)),
+        _ => None,
     };
-    let pacing = pub_out.send_lag.as_ref().map(|lag| Pacing {
-        target_rate: opts.rate,
-        actual_rate,
-        rate_error: if actual_rate > 0.0 {
-            actual_rate / opts.rate - 1.0
-        } else {
-            0.0
-        },
-        late_bound_ns: opts.late_bound.as_nanos() as u64,
-        late_sends: pub_out.late_sends,
-        send_lag_p50_ns: lag.value_at_quantile(0.5),
-        send_lag_p99_ns: lag.value_at_quantile(0.99),
-        send_lag_max_ns: lag.max(),
+    let pacing = pub_out.send_lag.as_ref().map(|lag| {
+        Pacing::new(
+            opts.rate,
+            actual_rate,
+            opts.late_bound.as_nanos() as u64,
+            pub_out.late_sends,
+            lag,
+        )
     });
     Ok(RunResult {
         throughput,

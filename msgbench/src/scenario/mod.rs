@@ -219,7 +219,7 @@ pub fn run(opts: &Options, target: &Target, meter: &Meter, stop: &AtomicBool) ->
                 pace: per_pub_pace,
                 phase: i as f64 / f64::from(opts.pubs.max(1)),
                 start_at: zero,
-                late_bound: Duration::MAX,
+                late_bound: PACING_LATE_BOUND,
                 flush_timeout: opts.timeout,
             };
             let reader_shared = shared.clone();
@@ -305,8 +305,13 @@ pub fn run(opts: &Options, target: &Target, meter: &Meter, stop: &AtomicBool) ->
         };
         inj.report(&logs, rate, end_ns)
     });
+    let pacing = match opts.pace {
+        Pace::Rate { per_sec } => pacing(per_sec, &pub_runs, by_role.get("pub")),
+        Pace::Unlimited => None,
+    };
     Ok(RunResult {
         fault,
+        pacing,
         throughput,
         by_role,
         clients,
@@ -320,4 +325,27 @@ pub fn run(opts: &Options, target: &Target, meter: &Meter, stop: &AtomicBool) ->
             stop.load(Ordering::Relaxed),
         )
     })
+}
+
+/// A paced send later than this behind its schedule counts as late.
+pub(crate) const PACING_LATE_BOUND: Duration = Duration::from_millis(1);
+
+/// How the publishers together kept an aggregate schedule of `per_sec`.
+pub(crate) fn pacing(
+    per_sec: f64,
+    pubs: &[PubOutcome],
+    stats: Option<&crate::result::RoleStats>,
+) -> Option<crate::result::Pacing> {
+    let mut lag = crate::stats::latency::new_histogram();
+    for h in pubs.iter().filter_map(|o| o.send_lag.as_ref()) {
+        lag.add(h).ok()?;
+    }
+    let actual = stats.map(|s| s.throughput.msgs_per_sec);
+    Some(crate::result::Pacing::new(
+        per_sec,
+        actual,
+        PACING_LATE_BOUND.as_nanos() as u64,
+        pubs.iter().map(|o| o.late_sends).sum(),
+        &lag,
+    ))
 }

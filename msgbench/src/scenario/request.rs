@@ -336,7 +336,7 @@ pub fn run_requests(
                         phase: i as f64 / f64::from(opts.clients),
                         flush_timeout: opts.timeout,
                         start_at: Some(zero),
-                        late_bound: Duration::MAX,
+                        late_bound: super::PACING_LATE_BOUND,
                     };
                     let (window, times, progress) =
                         (&windows[i], &send_times[i], &progress[i].msgs);
@@ -466,12 +466,17 @@ pub fn run_requests(
         }
         per
     });
+    let pacing = match opts.pace {
+        Pace::Rate { per_sec } => super::pacing(per_sec, &pub_outs, by_role.get("pub")),
+        Pace::Unlimited => None,
+    };
     let result = RunResult {
         throughput,
         by_role,
         clients,
         delivery,
         fault,
+        pacing,
         latency: Some(LatencyStats::of(&corrected)),
         // Closed loop has no schedule: the round trip is the only latency there is.
         latency_uncorrected: open_loop.then(|| LatencyStats::of(&uncorrected)),

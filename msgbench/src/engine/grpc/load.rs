@@ -67,6 +67,8 @@ pub struct ClientOutcome {
     pub msgs_in: u64,
     pub bytes_out: u64,
     pub bytes_in: u64,
+    /// The bytes of the requests answered OK: the population of the headline's rate.
+    pub bytes_ok: u64,
     /// Calls finished, by status.
     pub status: StatusCounts,
     /// Messages the template could not build (skipped).
@@ -94,6 +96,7 @@ impl ClientOutcome {
             msgs_out: 0,
             msgs_in: 0,
             bytes_out: 0,
+            bytes_ok: 0,
             bytes_in: 0,
             status: [0; 17],
             template_errors: 0,
@@ -411,6 +414,7 @@ impl Client<'_> {
             return;
         }
         out.requests_ok += 1;
+        out.bytes_ok += f.bytes_out;
         let corrected = ns(f.due, f.done);
         let uncorrected = ns(f.sent, f.done);
         // A client-streaming call answers all of its messages at once: each of them waited
@@ -470,8 +474,8 @@ impl Client<'_> {
         tokio::pin!(opening);
         let mut responses: Option<tonic::Streaming<usize>> = None;
         let mut tx = Some(tx);
-        // (due, sent) of each message awaiting its reply, oldest first.
-        let mut waiting: VecDeque<(Instant, Instant)> = VecDeque::new();
+        // (due, sent, bytes) of each message awaiting its reply, oldest first.
+        let mut waiting: VecDeque<(Instant, Instant, u64)> = VecDeque::new();
         let mut sent_here = 0u64;
         let call_start = self.due(*i).unwrap_or_else(Instant::now);
         let code = loop {
@@ -495,7 +499,7 @@ impl Client<'_> {
             let next = *i;
             let oldest_limit = waiting
                 .front()
-                .map(|(_, sent)| TokioInstant::from_std(*sent + self.plan.limit));
+                .map(|(_, sent, _)| TokioInstant::from_std(*sent + self.plan.limit));
             tokio::select! {
                 biased;
                 opened = &mut opening, if responses.is_none() => {
@@ -511,8 +515,9 @@ impl Client<'_> {
                             out.msgs_in += 1;
                             out.bytes_in += n as u64;
                             out.last_done = Some(done);
-                            if let Some((due, sent)) = waiting.pop_front() {
+                            if let Some((due, sent, bytes)) = waiting.pop_front() {
                                 out.requests_ok += 1;
+                                out.bytes_ok += bytes;
                                 let c = ns(due, done);
                                 out.corrected.saturating_record(c);
                                 out.uncorrected.saturating_record(ns(sent, done));
@@ -543,13 +548,14 @@ impl Client<'_> {
                     };
                     let (due, sent) = self.leaving(out, due);
                     out.msgs_out += 1;
-                    out.bytes_out += msg.len() as u64;
+                    let msg_len = msg.len() as u64;
+                    out.bytes_out += msg_len;
                     sent_here += 1;
                     if tx.as_ref().expect("guarded").send(msg).await.is_err() {
                         // The call ended under us; its status comes from the response side.
                         tx = None;
                     }
-                    waiting.push_back((due, sent));
+                    waiting.push_back((due, sent, msg_len));
                 }
             }
         };
