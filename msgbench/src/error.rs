@@ -73,6 +73,22 @@ pub enum Error {
         context: String,
         source: std::io::Error,
     },
+    /// An output file given by `flag` cannot be written: found before anything runs, so the
+    /// run is refused rather than measured and then lost.
+    #[error("cannot write {flag} file '{path}': {reason}")]
+    Destination {
+        flag: &'static str,
+        path: String,
+        reason: String,
+    },
+    /// A result file could not be written after the run; the result went to `saved` instead,
+    /// so the measurement is not lost.
+    #[error("{context}: {source}; the result was written to '{saved}' instead")]
+    Rescued {
+        context: String,
+        source: std::io::Error,
+        saved: String,
+    },
 }
 
 impl Error {
@@ -82,10 +98,11 @@ impl Error {
             Error::Usage(_)
             | Error::PayloadTooLarge { .. }
             | Error::EmbeddedServer(_)
-            | Error::JetStream { .. } => exit::USAGE,
+            | Error::JetStream { .. }
+            | Error::Destination { .. } => exit::USAGE,
             Error::Connect { .. } | Error::Rejected { .. } => exit::CONNECT,
             Error::Protocol { .. } => exit::PROTOCOL,
-            Error::Io { .. } => exit::FAILURE,
+            Error::Io { .. } | Error::Rescued { .. } => exit::FAILURE,
         }
     }
 
