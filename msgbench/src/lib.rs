@@ -22,6 +22,8 @@ pub mod result;
 pub mod scenario;
 pub mod server;
 pub mod stats;
+#[cfg(test)]
+mod testdir;
 
 use std::ffi::OsString;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -290,7 +292,9 @@ fn execute(
             }
             Err(e) if results.is_empty() => {
                 if let Some(s) = &stream {
-                    s.lock().unwrap_or_else(|p| p.into_inner()).remove_if_empty();
+                    s.lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .remove_if_empty();
                 }
                 return Err(e);
             }

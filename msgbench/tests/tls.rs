@@ -13,7 +13,7 @@ use support::{bin, run_json, scratch_dir, stderr, u, TestServer};
 
 /// A CA, and certificates it signed, written as PEM files into a directory of the test's.
 struct Pki {
-    dir: PathBuf,
+    dir: support::Scratch,
 }
 
 impl Pki {

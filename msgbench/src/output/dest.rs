@@ -100,19 +100,15 @@ pub fn check(flag: &'static str, path: &Path) -> Result<()> {
             .open(path)
             .map(drop)
             .map_err(|e| refuse(format!("it cannot be opened for writing: {e}"))),
-        Err(e) if e.kind() == IoKind::NotFound => {
+        // A file under a plain file (`notes.txt/r.json`) is "not a directory", not "not found".
+        Err(e) if matches!(e.kind(), IoKind::NotFound | IoKind::NotADirectory) => {
             let parent = path
                 .parent()
                 .filter(|p| !p.as_os_str().is_empty())
                 .unwrap_or(Path::new("."));
             match fs::metadata(parent) {
                 Ok(m) if m.is_dir() => {}
-                Ok(_) => {
-                    return Err(refuse(format!(
-                        "'{}' is not a directory",
-                        parent.display()
-                    )))
-                }
+                Ok(_) => return Err(refuse(format!("'{}' is not a directory", parent.display()))),
                 Err(e) if e.kind() == IoKind::NotFound => {
                     return Err(refuse(format!(
                         "the directory '{}' does not exist",
@@ -180,27 +176,7 @@ pub fn rescued(failure: Error, doc: &[u8]) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A folder of this test's own, removed when the test ends however it ends.
-    struct Scratch(PathBuf);
-
-    impl Scratch {
-        fn new(tag: &str) -> Self {
-            let dir = std::env::temp_dir().join(format!(
-                "msgbench-dest-{}-{tag}",
-                std::process::id()
-            ));
-            let _ = fs::remove_dir_all(&dir);
-            fs::create_dir_all(&dir).unwrap();
-            Self(dir)
-        }
-    }
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
+    use crate::testdir::TestDir;
 
     fn reason(flag: &'static str, p: &Path) -> String {
         check(flag, p).unwrap_err().to_string()
@@ -208,16 +184,16 @@ mod tests {
 
     #[test]
     fn refuses_missing_folders_and_directories_naming_flag_and_path() {
-        let s = Scratch::new("refuse");
-        let missing = s.0.join("gone").join("r.json");
+        let s = TestDir::new("dest-refuse");
+        let missing = s.path().join("gone").join("r.json");
         let e = reason("--json", &missing);
         assert!(
             e.contains("--json") && e.contains(&missing.display().to_string()),
             "{e}"
         );
         assert!(e.contains("does not exist"), "{e}");
-        assert!(reason("--csv", &s.0).contains("is a directory"));
-        let file = s.0.join("plain");
+        assert!(reason("--csv", s.path()).contains("is a directory"));
+        let file = s.path().join("plain");
         fs::write(&file, "x").unwrap();
         let e = reason("--markdown", &file.join("r.md"));
         assert!(e.contains("is not a directory"), "{e}");
@@ -234,11 +210,11 @@ mod tests {
 
     #[test]
     fn accepts_writable_paths_and_leaves_nothing_behind() {
-        let s = Scratch::new("accept");
-        let new = s.0.join("new.json");
+        let s = TestDir::new("dest-accept");
+        let new = s.path().join("new.json");
         check("--json", &new).unwrap();
         assert!(!new.exists(), "the check created {}", new.display());
-        let existing = s.0.join("old.json");
+        let existing = s.path().join("old.json");
         fs::write(&existing, "keep").unwrap();
         check("--json", &existing).unwrap();
         assert_eq!(fs::read_to_string(&existing).unwrap(), "keep");
