@@ -211,23 +211,24 @@ fn kill_mid_run(tmp: &std::path::Path, extra: &[&str], folders: usize) -> Vec<st
 #[test]
 fn the_next_run_removes_the_folders_of_a_killed_msgbench_and_its_cluster() {
     let tmp = scratch_dir("orphans");
-    let single = kill_mid_run(&tmp, &[], 1);
-    let cluster = kill_mid_run(&tmp, &["--cluster", "3"], 3);
-    for d in single.iter().chain(&cluster) {
-        assert!(d.exists(), "{} went before the next run", d.display());
-    }
     let binary = msgbench::server::find_binary(None).unwrap();
-    let out = bin()
-        .args(["pub", "--msgs", "10", "--no-progress"])
-        .env("TMPDIR", &tmp)
-        .env("MSGBENCH_NATS_SERVER", &binary)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    for d in single.iter().chain(&cluster) {
-        assert!(!d.exists(), "{} is left", d.display());
+    for (extra, folders) in [(&[][..], 1), (&["--cluster", "3"][..], 3)] {
+        let left = kill_mid_run(&tmp, extra, folders);
+        for d in &left {
+            assert!(d.exists(), "{} went before the next run", d.display());
+        }
+        let out = bin()
+            .args(["pub", "--msgs", "10", "--no-progress"])
+            .env("TMPDIR", &tmp)
+            .env("MSGBENCH_NATS_SERVER", &binary)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        for d in &left {
+            assert!(!d.exists(), "{extra:?}: {} is left", d.display());
+        }
+        support::assert_nothing_left_in(&tmp);
     }
-    support::assert_nothing_left_in(&tmp);
 }
 
 #[test]

@@ -5,7 +5,6 @@
 
 mod support;
 
-use std::path::PathBuf;
 use std::process::Output;
 
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};

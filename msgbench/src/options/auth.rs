@@ -367,13 +367,12 @@ mod tests {
     #[test]
     fn a_context_parse_error_names_the_field_not_the_value() {
         let e = parse_context(r#"{"user":"ann","password":987654321}"#)
-            .err()
-            .expect("a number is not a password");
+            .expect_err("a number is not a password");
         assert!(e.contains("'password'"), "{e}");
         assert!(!e.contains("987654321"), "{e}");
-        let e = parse_context(r#"{"token":["s3cretlist"]}"#).err().unwrap();
+        let e = parse_context(r#"{"token":["s3cretlist"]}"#).unwrap_err();
         assert!(e.contains("'token'") && !e.contains("s3cretlist"), "{e}");
-        let e = parse_context(r#"{"password":"x"#).err().unwrap();
+        let e = parse_context(r#"{"password":"x"#).unwrap_err();
         assert!(e.contains("not valid JSON"), "{e}");
     }
 
