@@ -16,7 +16,7 @@ pub mod exit {
     /// An unexpected failure during the run (I/O error, protocol violation by the server).
     pub const FAILURE: u8 = 1;
     /// Bad input or an unusable setup: a malformed flag or combination, a size above the
-    /// server's limit, no `nats-server` to start.
+    /// server's limit, no `nats-server` to start, an output file that cannot be written.
     pub const USAGE: u8 = 2;
     /// The run completed but messages were lost, and `--allow-loss` was not given.
     pub const LOSS: u8 = 3;
