@@ -16,7 +16,7 @@ pub mod exit {
     /// An unexpected failure during the run (I/O error, protocol violation by the server).
     pub const FAILURE: u8 = 1;
     /// Bad input or an unusable setup: a malformed flag or combination, a size above the
-    /// server's limit, no `nats-server` to start.
+    /// server's limit, no `nats-server` to start, an output file that cannot be written.
     pub const USAGE: u8 = 2;
     /// The run completed but messages were lost, and `--allow-loss` was not given.
     pub const LOSS: u8 = 3;
@@ -73,6 +73,22 @@ pub enum Error {
         context: String,
         source: std::io::Error,
     },
+    /// An output file given by `flag` cannot be written: found before anything runs, so the
+    /// run is refused rather than measured and then lost.
+    #[error("cannot write {flag} file '{path}': {reason}")]
+    Destination {
+        flag: &'static str,
+        path: String,
+        reason: String,
+    },
+    /// A result file could not be written after the run; the result went to `saved` instead,
+    /// so the measurement is not lost.
+    #[error("{context}: {source}; the result was written to '{saved}' instead")]
+    Rescued {
+        context: String,
+        source: std::io::Error,
+        saved: String,
+    },
 }
 
 impl Error {
@@ -82,10 +98,11 @@ impl Error {
             Error::Usage(_)
             | Error::PayloadTooLarge { .. }
             | Error::EmbeddedServer(_)
-            | Error::JetStream { .. } => exit::USAGE,
+            | Error::JetStream { .. }
+            | Error::Destination { .. } => exit::USAGE,
             Error::Connect { .. } | Error::Rejected { .. } => exit::CONNECT,
             Error::Protocol { .. } => exit::PROTOCOL,
-            Error::Io { .. } => exit::FAILURE,
+            Error::Io { .. } | Error::Rescued { .. } => exit::FAILURE,
         }
     }
 

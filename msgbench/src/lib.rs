@@ -22,6 +22,8 @@ pub mod result;
 pub mod scenario;
 pub mod server;
 pub mod stats;
+#[cfg(test)]
+mod testdir;
 
 use std::ffi::OsString;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -95,6 +97,9 @@ fn clap_exit(e: &clap::Error) -> u8 {
 /// Failures that prevent a result: bad input, no server, refused connections.
 pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
     let command = cli.command.unwrap_or(Command::Demo(cli.demo));
+    // Before any server is started or connected to: a result that cannot be written is
+    // refused now, not found out after the run.
+    output::dest::check_command(&command)?;
     match command {
         Command::Pub(a) => {
             let o = Options::new(
@@ -285,7 +290,14 @@ fn execute(
                 }
                 results.push(r);
             }
-            Err(e) if results.is_empty() => return Err(e),
+            Err(e) if results.is_empty() => {
+                if let Some(s) = &stream {
+                    s.lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .remove_if_empty();
+                }
+                return Err(e);
+            }
             Err(e) => {
                 failure = Some(e);
                 break;

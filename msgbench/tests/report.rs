@@ -809,7 +809,8 @@ fn bad_input_gives_one_clear_line() {
         assert!(out.stdout.is_empty(), "{args:?}");
         assert!(!Path::new(&out_html).exists(), "{args:?} wrote a report");
     }
-    // A directory that does not exist for the output: an I/O failure naming it.
+    // A directory that does not exist for the output: refused as bad input before the inputs
+    // are read, naming the flag and the file.
     let out = run(&[
         "report",
         &path("minimal.json"),
@@ -817,10 +818,9 @@ fn bad_input_gives_one_clear_line() {
         &path("no/such/dir/out.html"),
     ]);
     let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("cannot write") && err.contains("out.html"),
+        err.contains("cannot write --output file") && err.contains("out.html"),
         "{err}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -216,10 +216,10 @@ fn bad_runs_and_stream_flags_are_named() {
         (vec!["pub", "--runs", "0"], 2, "--runs"),
         (vec!["pub", "--runs", "many"], 2, "--runs"),
         (vec!["pub", "--live", "--no-progress"], 2, "--live"),
-        // A file that cannot be made is an I/O failure, found before any load.
+        // A file that cannot be made is bad input, found before any load.
         (
             [&["pub", "--server", &s.url, "--msgs", "10"][..], &stream].concat(),
-            1,
+            2,
             "--stream-stats",
         ),
     ] {

@@ -5,7 +5,6 @@
 
 mod support;
 
-use std::path::PathBuf;
 use std::process::Output;
 
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
@@ -13,7 +12,7 @@ use support::{bin, run_json, scratch_dir, stderr, u, TestServer};
 
 /// A CA, and certificates it signed, written as PEM files into a directory of the test's.
 struct Pki {
-    dir: PathBuf,
+    dir: support::Scratch,
 }
 
 impl Pki {

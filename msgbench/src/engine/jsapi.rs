@@ -82,6 +82,14 @@ struct ApiError {
 struct InfoReply {
     error: Option<ApiError>,
     state: Option<StreamState>,
+    config: Option<InfoConfig>,
+}
+
+/// The part of a stream's configuration in an info or create reply that a run checks.
+#[derive(Debug, Deserialize)]
+struct InfoConfig {
+    #[serde(default)]
+    subjects: Vec<String>,
 }
 
 /// The kind to count for a JetStream error.
@@ -122,15 +130,21 @@ fn call(conn: &mut Conn, api: &str, body: &[u8], timeout: Duration) -> Result<In
     }
 }
 
-/// Creates the stream, or leaves an existing one with the same name as it is.
+/// Creates the stream, or leaves an existing one with the same name as it is, and returns the
+/// subjects the server says it captures.
 ///
 /// # Errors
 /// [`Error::JetStream`] with the server's reason.
-pub fn ensure_stream(conn: &mut Conn, cfg: &StreamConfig, timeout: Duration) -> Result<()> {
+pub fn ensure_stream(
+    conn: &mut Conn,
+    cfg: &StreamConfig,
+    timeout: Duration,
+) -> Result<Vec<String>> {
     let body = serde_json::to_vec(cfg).expect("a stream config serialises");
     // The server treats a create with an identical config as a no-op; a different config under
     // the same name is its error ("stream name already in use"), passed on as is.
-    call(conn, &format!("STREAM.CREATE.{}", cfg.name), &body, timeout).map(|_| ())
+    let reply = call(conn, &format!("STREAM.CREATE.{}", cfg.name), &body, timeout)?;
+    Ok(reply.config.map_or_else(Vec::new, |c| c.subjects))
 }
 
 /// Removes every message from the stream.

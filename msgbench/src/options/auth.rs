@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::options::url::Auth;
 
 /// A NATS CLI context: the fields msgbench uses.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Default, Deserialize)]
 struct Context {
     #[serde(default)]
     url: String,
@@ -35,6 +35,24 @@ struct Context {
     key: String,
     #[serde(default)]
     ca: String,
+}
+
+impl std::fmt::Debug for Context {
+    /// By hand, so that a context in a log or a panic message shows no password or token.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let secret = |s: &str| if s.is_empty() { "" } else { "<redacted>" };
+        f.debug_struct("Context")
+            .field("url", &crate::options::url::redact(&self.url))
+            .field("user", &self.user)
+            .field("password", &secret(&self.password))
+            .field("token", &secret(&self.token))
+            .field("creds", &self.creds)
+            .field("nkey", &self.nkey)
+            .field("cert", &self.cert)
+            .field("key", &self.key)
+            .field("ca", &self.ca)
+            .finish()
+    }
 }
 
 /// What the connection flags, the environment and the context say about servers and
@@ -141,12 +159,31 @@ fn load_context(name: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Cont
             format!("cannot read {}: {e}", path.display()),
         )
     })?;
-    serde_json::from_str(&text).map_err(|e| {
+    parse_context(&text).map_err(|why| {
         Error::flag(
             "--context",
             name,
-            format!("{} is not a NATS context: {e}", path.display()),
+            format!("{} is not a NATS context: {why}", path.display()),
         )
+    })
+}
+
+/// Parses a context file. serde's own message would quote a wrongly typed value (a password
+/// written as a number, say), so the error names the field and the position only.
+fn parse_context(text: &str) -> std::result::Result<Context, String> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let inner = e.inner();
+        let at = format!("line {} column {}", inner.line(), inner.column());
+        match inner.classify() {
+            serde_json::error::Category::Data => {
+                format!("field '{}' has the wrong type or value ({at})", e.path())
+            }
+            serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
+                format!("not valid JSON ({at})")
+            }
+            serde_json::error::Category::Io => format!("cannot be read ({at})"),
+        }
     })
 }
 
@@ -217,6 +254,7 @@ fn nkey_auth(flag: &str, path: &Path, seed: &str, jwt: Option<String>) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testdir::TestDir;
     use clap::Parser;
 
     fn conn(args: &[&str]) -> ConnArgs {
@@ -230,12 +268,12 @@ mod tests {
         T::try_parse_from(all).unwrap().c
     }
 
-    fn scratch(name: &str, text: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("msgbench-auth-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join(name);
+    /// A file holding `text` in a folder of its own, removed when the returned guard drops.
+    fn scratch(name: &str, text: &str) -> (TestDir, PathBuf) {
+        let dir = TestDir::new(&format!("auth-{name}"));
+        let p = dir.path().join(name);
         std::fs::write(&p, text).unwrap();
-        p
+        (dir, p)
     }
 
     #[test]
@@ -268,7 +306,7 @@ mod tests {
     fn seed_and_credentials_files_are_read_and_checked() {
         let kp = nkeys::KeyPair::new_user();
         let seed = kp.seed().unwrap();
-        let nk = scratch("user.nk", &format!("# a seed\n\n{seed}\n"));
+        let (_nk_dir, nk) = scratch("user.nk", &format!("# a seed\n\n{seed}\n"));
         let none = |_: &str| None;
         let s = sources_with(&conn(&["--nkey", nk.to_str().unwrap()]), &none).unwrap();
         assert_eq!(
@@ -278,7 +316,7 @@ mod tests {
                 seed: seed.clone()
             }
         );
-        let creds = scratch(
+        let (_creds_dir, creds) = scratch(
             "user.creds",
             &format!(
                 "-----BEGIN NATS USER JWT-----\naaa.bbb.ccc\n------END NATS USER JWT------\n\n\
@@ -294,7 +332,7 @@ mod tests {
                 seed
             }
         );
-        let bad = scratch("bad.nk", "SUNOTASEED\n");
+        let (_bad_dir, bad) = scratch("bad.nk", "SUNOTASEED\n");
         let e = sources_with(&conn(&["--nkey", bad.to_str().unwrap()]), &none)
             .unwrap_err()
             .to_string();
@@ -308,8 +346,40 @@ mod tests {
     }
 
     #[test]
+    fn a_context_never_shows_its_secrets() {
+        let ctx = Context {
+            url: "nats://ann:urlpass@h:1".into(),
+            user: "ann".into(),
+            password: "pa55word".into(),
+            token: "t0ken".into(),
+            ..Context::default()
+        };
+        let shown = format!("{ctx:?}");
+        assert!(
+            shown.contains("ann") && shown.contains("<redacted>"),
+            "{shown}"
+        );
+        for secret in ["pa55word", "t0ken", "urlpass"] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
+    }
+
+    #[test]
+    fn a_context_parse_error_names_the_field_not_the_value() {
+        let e = parse_context(r#"{"user":"ann","password":987654321}"#)
+            .expect_err("a number is not a password");
+        assert!(e.contains("'password'"), "{e}");
+        assert!(!e.contains("987654321"), "{e}");
+        let e = parse_context(r#"{"token":["s3cretlist"]}"#).unwrap_err();
+        assert!(e.contains("'token'") && !e.contains("s3cretlist"), "{e}");
+        let e = parse_context(r#"{"password":"x"#).unwrap_err();
+        assert!(e.contains("not valid JSON"), "{e}");
+    }
+
+    #[test]
     fn a_context_supplies_the_url_and_credentials() {
-        let dir = std::env::temp_dir().join(format!("msgbench-ctx-{}", std::process::id()));
+        let scratch = TestDir::new("ctx");
+        let dir = scratch.path();
         let ctx_dir = dir.join("nats").join("context");
         std::fs::create_dir_all(&ctx_dir).unwrap();
         std::fs::write(

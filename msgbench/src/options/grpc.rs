@@ -81,7 +81,8 @@ impl GrpcOptions {
                 s,
                 a.tls_ca.is_some() || a.tls_cert.is_some() || a.tls_insecure,
             )
-            .map_err(|why| Error::flag("--server", s, why))?,
+            // The URL may carry `user:password@`: quoted without it.
+            .map_err(|why| Error::flag("--server", &crate::options::url::redact(s), why))?,
         };
         let tls_wanted = matches!(target, GrpcTarget::Url { tls: true, .. });
         if !tls_wanted
@@ -172,7 +173,13 @@ impl GrpcOptions {
         let headers = a
             .headers
             .iter()
-            .map(|h| parse_metadata(h).map_err(|why| Error::flag("--header", h, why)))
+            .map(|h| {
+                // Metadata often carries a token: an error quotes the key only.
+                let shown = h
+                    .split_once(':')
+                    .map_or("…".into(), |(k, _)| format!("{k}: …"));
+                parse_metadata(h).map_err(|why| Error::flag("--header", &shown, why))
+            })
             .collect::<Result<Vec<_>>>()?;
         Ok(Self {
             target,
@@ -316,6 +323,12 @@ fn parse_target(s: &str, tls_flags: bool) -> std::result::Result<GrpcTarget, Str
         return Err("expected HOST:PORT after the scheme".into());
     }
     let url = url::Url::parse(&format!("http://{rest}")).map_err(|e| e.to_string())?;
+    // gRPC has no use for URL credentials; dropping them silently would run unauthenticated.
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err("credentials in the URL are not sent over gRPC; \
+                    pass them as metadata with --header 'authorization: …'"
+            .into());
+    }
     let host = url.host_str().ok_or("no host")?;
     let port = url.port().ok_or("no port: give HOST:PORT")?;
     let scheme = if tls { "https" } else { "http" };
@@ -389,6 +402,8 @@ mod tests {
         assert!(t("grpc://x:1", false).unwrap_err().contains("http://"));
         assert!(t("localhost", false).unwrap_err().contains("port"));
         assert!(t("http://x:1/path", false).is_err());
+        let e = t("http://ann:s3cret@127.0.0.1:5000", false).unwrap_err();
+        assert!(e.contains("--header") && !e.contains("s3cret"), "{e}");
     }
 
     #[test]

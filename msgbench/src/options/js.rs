@@ -93,6 +93,16 @@ fn stream_configs(t: &StreamArgs, spread: Option<u32>) -> Result<Vec<StreamConfi
         .collect())
 }
 
+/// The publishers' subjects must be ones their streams capture (`options::capture`): checked here
+/// on the configuration, before anything connects or a stream is created.
+fn check_captured(streams: &[StreamConfig], publish: &RequestOptions) -> Result<()> {
+    crate::options::capture::check_publish(publish, |k| {
+        streams
+            .get(k)
+            .map(|s| (s.name.as_str(), s.subjects.as_slice()))
+    })
+}
+
 fn check_size(size: usize) -> Result<()> {
     if size < SEQ_LEN {
         return Err(Error::flag(
@@ -261,6 +271,7 @@ impl JsPubOptions {
             (&a.out).into(),
         );
         publish.spread = spread;
+        check_captured(&streams, &publish)?;
         publish.js_framing = Some(JsFraming {
             batch: if mode == "batch" { batch } else { 1 },
             dedup,
@@ -467,6 +478,9 @@ impl JsConsumeOptions {
                 Output::default(),
             )
         });
+        if let Some(p) = &publish {
+            check_captured(std::slice::from_ref(&stream), p)?;
+        }
         Ok(Self {
             stream,
             purge: a.target.purge,

@@ -3,6 +3,7 @@
 //! connection is made, with a message that names the flag.
 
 pub mod auth;
+pub mod capture;
 pub mod conn;
 pub mod grpc;
 pub mod js;

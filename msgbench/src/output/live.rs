@@ -18,7 +18,9 @@ use crate::stats::timeline::{Meter, Sampler, Tick, Timeline, MAX_TICKS};
 /// `--stream-stats`: one file for every run of an invocation (`--runs` tags each line).
 pub struct StreamStats {
     out: BufWriter<File>,
-    path: String,
+    path: std::path::PathBuf,
+    /// Lines written so far: a file that got none can be removed when the run fails.
+    lines: u64,
 }
 
 impl StreamStats {
@@ -35,7 +37,8 @@ impl StreamStats {
         })?;
         Ok(Self {
             out: BufWriter::new(f),
-            path: path.display().to_string(),
+            path: path.to_path_buf(),
+            lines: 0,
         })
     }
 
@@ -48,10 +51,19 @@ impl StreamStats {
         if !ok {
             eprintln!(
                 "warning: --stream-stats '{}': write failed; no more lines",
-                self.path
+                self.path.display()
             );
         }
+        self.lines += u64::from(ok);
         ok
+    }
+
+    /// Removes the file when no line was written to it: a run that failed before its first
+    /// second leaves no empty file behind.
+    pub fn remove_if_empty(&self) {
+        if self.lines == 0 {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 

@@ -1,10 +1,12 @@
 //! Sends a finished result to every destination the user asked for: files first (so a broken
 //! terminal pipe cannot lose them), then the text report on stdout, or on stderr when stdout
-//! carries the JSON document.
+//! carries the JSON document. A file that cannot be written does not lose the result: it is
+//! saved to a fallback file instead.
 
 use std::io::Write;
 use std::path::Path;
 
+use super::dest;
 use crate::error::{Error, Result};
 use crate::export::{csv::Csv, json::Json, markdown::Markdown, text::Text, Exporter};
 use crate::options::Output;
@@ -12,17 +14,28 @@ use crate::result::RunResult;
 
 /// Writes `result` to the files and streams `out` names.
 ///
+/// Every file is attempted and the text report is printed even when one fails (its folder
+/// vanished during the run, the disk filled): the measurement is then also saved to a
+/// fallback file (see [`dest::rescue`]) and the error says where.
+///
 /// # Errors
-/// [`Error::Io`] naming the file that could not be written.
+/// [`Error::Rescued`] (or [`Error::Io`] when no fallback could be written either) naming the
+/// first file that could not be written.
 pub fn emit(result: &RunResult, out: &Output) -> Result<()> {
+    let mut failed = None;
+    let mut write = |path: &Path, bytes: Vec<u8>, flag: &str| {
+        if let Err(e) = write_file(path, &bytes, flag) {
+            failed.get_or_insert(e);
+        }
+    };
     if let Some(path) = out.json.as_deref().filter(|_| !out.json_to_stdout()) {
-        write_file(path, &Json.serialize(result), "--json")?;
+        write(path, Json.serialize(result), "--json");
     }
     if let Some(path) = &out.csv {
-        write_file(path, &Csv.serialize(result), "--csv")?;
+        write(path, Csv.serialize(result), "--csv");
     }
     if let Some(path) = &out.markdown {
-        write_file(path, &Markdown.serialize(result), "--markdown")?;
+        write(path, Markdown.serialize(result), "--markdown");
     }
     let text = Text.serialize(result);
     // A closed pipe (`| head`) is not worth failing the run over; the files are already written.
@@ -36,7 +49,10 @@ pub fn emit(result: &RunResult, out: &Output) -> Result<()> {
         let _ = stdout.write_all(&text);
         let _ = stdout.flush();
     }
-    Ok(())
+    match failed {
+        Some(e) => Err(dest::rescued(e, &Json.serialize(result))),
+        None => Ok(()),
+    }
 }
 
 fn write_file(path: &Path, bytes: &[u8], flag: &str) -> Result<()> {
@@ -48,7 +64,7 @@ fn write_file(path: &Path, bytes: &[u8], flag: &str) -> Result<()> {
 /// text table.
 ///
 /// # Errors
-/// [`Error::Io`] naming the file that could not be written.
+/// As [`emit`].
 pub fn emit_calibration(
     cal: &crate::scenario::calibrate::Calibration,
     json: Option<&Path>,
@@ -62,8 +78,8 @@ pub fn emit_calibration(
             let _ = std::io::stdout().write_all(&doc);
         }
         Some(p) => {
-            write_file(p, &doc, "--json")?;
             let _ = std::io::stdout().write_all(text.as_bytes());
+            write_file(p, &doc, "--json").map_err(|e| dest::rescued(e, &doc))?;
         }
         None => {
             let _ = std::io::stdout().write_all(text.as_bytes());

@@ -134,16 +134,28 @@ fn api_conn(target: &Target, opts: &ConnOptions, timeout: std::time::Duration) -
     )
 }
 
-/// Creates (or finds) the streams, purges them if asked, and returns their states.
+/// Creates (or finds) the streams, checks that they capture what `publish` will send (by the
+/// subjects the server reports), purges them if asked, and returns their states.
 fn open_streams(
     setup: &mut Conn,
     streams: &[StreamConfig],
+    publish: Option<&RequestOptions>,
     purge: bool,
     timeout: std::time::Duration,
 ) -> Result<Vec<StreamState>> {
     let mut before = Vec::new();
+    let mut captured = Vec::new();
     for cfg in streams {
-        jsapi::ensure_stream(setup, cfg, timeout)?;
+        captured.push(jsapi::ensure_stream(setup, cfg, timeout)?);
+    }
+    if let Some(p) = publish {
+        // An empty list means the server did not say; the options were checked already.
+        crate::options::capture::check_publish(p, |k| {
+            Some((streams.get(k)?.name.as_str(), captured.get(k)?.as_slice()))
+                .filter(|(_, subjects)| !subjects.is_empty())
+        })?;
+    }
+    for cfg in streams {
         if purge {
             jsapi::purge_stream(setup, &cfg.name, timeout)?;
         }
@@ -209,7 +221,7 @@ pub fn run_pub(
 ) -> Result<RunResult> {
     let p = &opts.publish;
     let mut setup = api_conn(target, &p.conn, p.timeout)?;
-    let before = open_streams(&mut setup, &opts.streams, opts.purge, p.timeout)?;
+    let before = open_streams(&mut setup, &opts.streams, Some(p), opts.purge, p.timeout)?;
     let (mut result, report, _) = publish_and_reconcile(
         p,
         opts.mode,
@@ -255,7 +267,13 @@ pub fn around_driver<T>(
     let p = &opts.publish;
     let cfg = &opts.streams[0];
     let mut setup = api_conn(target, &p.conn, p.timeout)?;
-    let before = open_streams(&mut setup, std::slice::from_ref(cfg), opts.purge, p.timeout)?;
+    let before = open_streams(
+        &mut setup,
+        std::slice::from_ref(cfg),
+        Some(p),
+        opts.purge,
+        p.timeout,
+    )?;
     let (out, acks) = publish(cfg);
     let report = match acks {
         Some(a) => {
@@ -314,7 +332,7 @@ pub fn run_kv(
     };
     let p = &opts.put.publish;
     let mut setup = api_conn(target, &p.conn, p.timeout)?;
-    let before = open_streams(&mut setup, &opts.put.streams, false, p.timeout)?;
+    let before = open_streams(&mut setup, &opts.put.streams, Some(p), false, p.timeout)?;
     // Every key gets a value first, so each get has something to find.
     let (_, fill, _) = publish_and_reconcile(
         p,
@@ -382,7 +400,13 @@ pub fn run_consume(
     // name is then the server's "stream not found", not an empty new stream).
     let before = match opts.source {
         Source::Stream => vec![jsapi::stream_state(&mut setup, name, timeout)?],
-        Source::Before | Source::Live => open_streams(&mut setup, streams, opts.purge, timeout)?,
+        Source::Before | Source::Live => open_streams(
+            &mut setup,
+            streams,
+            opts.publish.as_ref(),
+            opts.purge,
+            timeout,
+        )?,
     };
     let state = before[0];
     // Where consuming starts, and how many distinct messages will do.

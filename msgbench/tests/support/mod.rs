@@ -12,7 +12,8 @@ use msgbench::server::{find_binary, EmbeddedServer};
 /// A nats-server for one test.
 pub struct TestServer {
     server: EmbeddedServer,
-    config: Option<PathBuf>,
+    /// The folder of the configuration file, removed with the server.
+    config: Option<Scratch>,
     pub url: String,
 }
 
@@ -26,11 +27,12 @@ impl TestServer {
     pub fn with_config(config: &str) -> Self {
         let binary = find_binary(None)
             .expect("these tests need nats-server on PATH (the README's test command installs it)");
-        let config_path = (!config.is_empty()).then(|| {
-            let p = scratch_dir("conf").join("server.conf");
-            std::fs::write(&p, config).unwrap();
-            p
+        let config_dir = (!config.is_empty()).then(|| {
+            let dir = scratch_dir("conf");
+            std::fs::write(dir.join("server.conf"), config).unwrap();
+            dir
         });
+        let config_path = config_dir.as_ref().map(|d| d.join("server.conf"));
         let extra: Vec<&str> = match &config_path {
             Some(p) => vec!["-c", p.to_str().unwrap()],
             None => vec![],
@@ -39,7 +41,7 @@ impl TestServer {
         let url = server.url.to_string();
         TestServer {
             server,
-            config: config_path,
+            config: config_dir,
             url,
         }
     }
@@ -60,14 +62,13 @@ impl Drop for TestServer {
     fn drop(&mut self) {
         self.freeze(false);
         self.server.stop();
-        if let Some(p) = &self.config {
-            let _ = std::fs::remove_dir_all(p.parent().unwrap());
-        }
+        // The configuration's folder goes when `config` is dropped, after the server.
     }
 }
 
-/// A fresh directory for one test's files.
-pub fn scratch_dir(tag: &str) -> PathBuf {
+/// A fresh directory for one test's files, removed with everything in it when the value is
+/// dropped (also when the test fails), so a test run leaves nothing in the temporary folder.
+pub fn scratch_dir(tag: &str) -> Scratch {
     use std::sync::atomic::{AtomicU32, Ordering};
     static N: AtomicU32 = AtomicU32::new(0);
     let dir = std::env::temp_dir().join(format!(
@@ -77,7 +78,36 @@ pub fn scratch_dir(tag: &str) -> PathBuf {
     ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
+}
+
+/// See [`scratch_dir`]; it reads as the directory's path.
+#[derive(Debug)]
+pub struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for Scratch {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 pub fn bin() -> Command {
