@@ -174,9 +174,13 @@ pub struct GrpcArgs {
     /// The client certificate's private key (PEM).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
-    /// Do not verify the server's certificate (prints a warning). Also --insecure, as in ghz.
-    #[arg(long, visible_alias = "insecure")]
+    /// Do not verify the server's certificate (prints a warning).
+    #[arg(long)]
     pub tls_insecure: bool,
+    /// Plaintext HTTP/2, as ghz's --insecure means: the default for http:// and HOST:PORT
+    /// targets, refused with https:// or any --tls-* flag.
+    #[arg(long)]
+    pub insecure: bool,
     /// The name to verify the server's certificate against (default: the URL's host).
     #[arg(long, value_name = "NAME")]
     pub tls_server_name: Option<String>,

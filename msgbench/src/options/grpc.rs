@@ -85,6 +85,13 @@ impl GrpcOptions {
             .map_err(|why| Error::flag("--server", &crate::options::url::redact(s), why))?,
         };
         let tls_wanted = matches!(target, GrpcTarget::Url { tls: true, .. });
+        if a.insecure && tls_wanted {
+            return Err(Error::Usage(
+                "--insecure asks for plaintext (as in ghz), but the target is TLS: give \
+                 --server http://HOST:PORT, or use --tls-insecure to skip certificate checks"
+                    .into(),
+            ));
+        }
         if !tls_wanted
             && (a.tls_ca.is_some()
                 || a.tls_cert.is_some()
