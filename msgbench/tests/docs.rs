@@ -173,7 +173,11 @@ fn commands_in_block(lines: &[(usize, &str)]) -> Vec<Found> {
         let (n, line) = lines[i];
         i += 1;
         let t = line.trim_start();
-        let candidate = if prompted { t.strip_prefix("$ ") } else { Some(t) };
+        let candidate = if prompted {
+            t.strip_prefix("$ ")
+        } else {
+            Some(t)
+        };
         let Some(candidate) = candidate else { continue };
         let mut text = candidate.trim_end().to_string();
         while text.ends_with('\\') && i < lines.len() {
@@ -246,7 +250,10 @@ fn classify_span(line: usize, code: &str, page: &mut Page) {
 fn is_flag_span(code: &str) -> bool {
     let first = first_flag_word(code);
     if let Some(long) = first.strip_prefix("--") {
-        return long.chars().next().is_some_and(|c| c.is_ascii_alphanumeric());
+        return long
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric());
     }
     let mut chars = first.chars();
     chars.next() == Some('-')
@@ -633,7 +640,10 @@ fn every_relative_link_between_the_pages_resolves() {
     let root = repo_root();
     let pages = read_pages(&root);
     let links: usize = pages.iter().map(|(_, p)| p.links.len()).sum();
-    assert!(links > 0, "no links found: the reading rules or the pages changed");
+    assert!(
+        links > 0,
+        "no links found: the reading rules or the pages changed"
+    );
     let mut problems = Vec::new();
     for (file, page) in &pages {
         let dir = file.parent().expect("a page is in a folder");
@@ -671,7 +681,8 @@ fn flag_problems(text: &str) -> Vec<Problem> {
 
 #[test]
 fn a_made_up_flag_is_reported_with_its_file_line_and_command() {
-    let page = "# Title\n\nSome prose.\n\n```sh\nmsgbench js pub --mode sync --no-such-flag 3\n```\n";
+    let page =
+        "# Title\n\nSome prose.\n\n```sh\nmsgbench js pub --mode sync --no-such-flag 3\n```\n";
     let problems = flag_problems(page);
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert_eq!(problems[0].file, "made-up.md");
@@ -736,7 +747,8 @@ fn only_prompted_lines_of_an_output_block_are_commands() {
 
 #[test]
 fn an_inline_span_is_checked_and_reported_at_the_line_it_starts_on() {
-    let page = "First line.\nSee `msgbench\nlatency --rate 5 --nope` and `--also-nope`, or `-ERR`.\n";
+    let page =
+        "First line.\nSee `msgbench\nlatency --rate 5 --nope` and `--also-nope`, or `-ERR`.\n";
     let problems = flag_problems(page);
     let found: Vec<(usize, &str)> = problems
         .iter()
