@@ -1,0 +1,806 @@
+//! The documentation is checked against the program, so the two cannot drift apart:
+//! - every `msgbench …` command that README.md or a docs/ page shows, in a code block or an
+//!   inline code span, may use only flags that exist on the (sub)command it names. The command
+//!   tree is read from clap itself (`Cli::command()`), never from a list kept here;
+//! - a flag named on its own in an inline code span (`--busy-poll`) must exist on some command;
+//! - every relative link between the pages points at a file that exists, and a `#heading` in it
+//!   at a heading that exists;
+//! - no page names an investigation by its report number: the docs describe them in user terms.
+//!
+//! A failure names the file, the line and the flag or link. The checker is also fed made-up
+//! pages, so a test proves it reports what it should and accepts what it should.
+//!
+//! Reading rules, chosen so that output is never mistaken for a command:
+//! - in a code block with a `$ ` prompt anywhere, only prompted lines are commands (the other
+//!   lines are output, and output starts with `msgbench pub against …`);
+//! - in a code block without prompts, a line that starts with `msgbench` is a command;
+//! - a trailing `\` joins the next line; a shell operator (`|`, `&&`, `;`, `>`, `#`) ends it;
+//! - `VAR=value` before `msgbench` is the environment, not part of the command.
+//!
+//! No server is needed: nothing here runs a command, it only parses them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use clap::CommandFactory;
+use msgbench::cli::Cli;
+
+/// One thing wrong in one page, with where it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Problem {
+    file: String,
+    line: usize,
+    what: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}", self.file, self.line, self.what)
+    }
+}
+
+/// A command or code span found in a page, with the line it starts on.
+#[derive(Debug, Clone)]
+struct Found {
+    line: usize,
+    text: String,
+}
+
+/// What one page contains that can be checked.
+#[derive(Debug, Default)]
+struct Page {
+    /// Command lines starting with `msgbench`, from code blocks and inline code spans.
+    commands: Vec<Found>,
+    /// Inline code spans that start with a flag (`--rate R`, `-H K:V`).
+    bare_flags: Vec<Found>,
+    /// Link targets outside code: `[text](target)`.
+    links: Vec<Found>,
+    /// Heading anchors as GitHub makes them.
+    anchors: BTreeSet<String>,
+    /// Prose outside code blocks, by line, for the report-number rule.
+    prose: Vec<Found>,
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the crate lives in a workspace folder")
+        .to_path_buf()
+}
+
+/// README.md and every docs/*.md, README first. A missing docs/ folder is a failure, not a
+/// reason to check less.
+fn doc_files(root: &Path) -> Vec<PathBuf> {
+    let mut files = vec![root.join("README.md")];
+    let docs = root.join("docs");
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(&docs)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", docs.display()))
+        .map(|entry| entry.expect("a readable docs/ entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    pages.sort();
+    assert!(!pages.is_empty(), "docs/ holds no .md page");
+    files.extend(pages);
+    files
+}
+
+/// The name a problem report uses for a file: relative to the repository.
+fn display_name(root: &Path, file: &Path) -> String {
+    file.strip_prefix(root)
+        .unwrap_or(file)
+        .display()
+        .to_string()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading a page
+
+fn is_fence(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with("```") || t.starts_with("~~~")
+}
+
+/// Splits a page into code blocks and prose, and collects what can be checked in each.
+fn read_page(text: &str) -> Page {
+    let mut page = Page::default();
+    let mut block: Option<Vec<(usize, &str)>> = None;
+    let mut prose: Vec<(usize, &str)> = Vec::new();
+    let mut seen_anchors: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        if is_fence(line) {
+            match block.take() {
+                Some(lines) => page.commands.extend(commands_in_block(&lines)),
+                None => block = Some(Vec::new()),
+            }
+            // A fence also ends a paragraph, so a code span cannot run across it.
+            prose.push((n, ""));
+            continue;
+        }
+        match block.as_mut() {
+            Some(lines) => lines.push((n, line)),
+            None => {
+                if let Some(heading) = heading_text(line) {
+                    let slug = slug(heading);
+                    let count = seen_anchors.entry(slug.clone()).or_insert(0);
+                    let anchor = if *count == 0 {
+                        slug.clone()
+                    } else {
+                        format!("{slug}-{count}")
+                    };
+                    *count += 1;
+                    page.anchors.insert(anchor);
+                }
+                prose.push((n, line));
+            }
+        }
+    }
+    // An unclosed fence runs to the end of the page, as Markdown renders it.
+    if let Some(lines) = block {
+        page.commands.extend(commands_in_block(&lines));
+    }
+    read_prose(&prose, &mut page);
+    page
+}
+
+/// The text of an ATX heading (`## Title`), if the line is one.
+fn heading_text(line: &str) -> Option<&str> {
+    let hashes = line.chars().take_while(|&c| c == '#').count();
+    if (1..=6).contains(&hashes) && line[hashes..].starts_with(' ') {
+        Some(line[hashes..].trim().trim_end_matches('#').trim())
+    } else {
+        None
+    }
+}
+
+/// The anchor GitHub gives a heading: lower case, punctuation dropped, spaces to hyphens.
+fn slug(heading: &str) -> String {
+    heading
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-' || *c == '_')
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// Commands in one code block (see the module's reading rules).
+fn commands_in_block(lines: &[(usize, &str)]) -> Vec<Found> {
+    let prompted = lines.iter().any(|(_, l)| l.trim_start().starts_with("$ "));
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let (n, line) = lines[i];
+        i += 1;
+        let t = line.trim_start();
+        let candidate = if prompted {
+            t.strip_prefix("$ ")
+        } else {
+            Some(t)
+        };
+        let Some(candidate) = candidate else { continue };
+        let mut text = candidate.trim_end().to_string();
+        while text.ends_with('\\') && i < lines.len() {
+            text.pop();
+            text.push(' ');
+            text.push_str(lines[i].1.trim());
+            i += 1;
+        }
+        if names_msgbench(&text) {
+            found.push(Found { line: n, text });
+        }
+    }
+    found
+}
+
+/// Whether a command line runs msgbench (after any `VAR=value` environment).
+fn names_msgbench(text: &str) -> bool {
+    command_words(text).first().is_some_and(|w| w == "msgbench")
+}
+
+/// Inline code spans and links in the prose. A span may wrap onto the next line of its
+/// paragraph; a blank line ends it.
+fn read_prose(lines: &[(usize, &str)], page: &mut Page) {
+    let mut span: Option<(usize, String)> = None;
+    for &(n, line) in lines {
+        if line.trim().is_empty() {
+            span = None;
+        }
+        page.prose.push(Found {
+            line: n,
+            text: line.to_string(),
+        });
+        let mut outside = String::new();
+        for c in line.chars() {
+            if c == '`' {
+                match span.take() {
+                    Some((start, code)) => classify_span(start, code.trim(), page),
+                    None => {
+                        links_in(&outside, n, page);
+                        outside.clear();
+                        span = Some((n, String::new()));
+                    }
+                }
+            } else if let Some((_, code)) = span.as_mut() {
+                code.push(c);
+            } else {
+                outside.push(c);
+            }
+        }
+        match span.as_mut() {
+            Some((_, code)) => code.push(' '),
+            None => links_in(&outside, n, page),
+        }
+    }
+}
+
+fn classify_span(line: usize, code: &str, page: &mut Page) {
+    let found = Found {
+        line,
+        text: code.to_string(),
+    };
+    if names_msgbench(code) {
+        page.commands.push(found);
+    } else if is_flag_span(code) {
+        page.bare_flags.push(found);
+    }
+}
+
+/// `--name …` or `-x …`; not `-ERR` (a protocol operation) nor `-bin` (a metadata suffix).
+fn is_flag_span(code: &str) -> bool {
+    let first = first_flag_word(code);
+    if let Some(long) = first.strip_prefix("--") {
+        return long
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric());
+    }
+    let mut chars = first.chars();
+    chars.next() == Some('-')
+        && chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.next().is_none()
+}
+
+/// The first word of a span, without the comma of a list such as `-s, --server URL`.
+fn first_flag_word(code: &str) -> &str {
+    code.split_whitespace()
+        .next()
+        .unwrap_or("")
+        .trim_end_matches(',')
+}
+
+/// `[text](target)` in a stretch of prose with the code spans taken out.
+fn links_in(text: &str, line: usize, page: &mut Page) {
+    let mut rest = text;
+    while let Some(at) = rest.find("](") {
+        let after = &rest[at + 2..];
+        let Some(end) = after.find(')') else { break };
+        let target = after[..end].trim();
+        // `[text](url "title")`: the title is not part of the target.
+        let target = target.split_whitespace().next().unwrap_or("");
+        if !target.is_empty() {
+            page.links.push(Found {
+                line,
+                text: target.to_string(),
+            });
+        }
+        rest = &after[end..];
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Words of a command line
+
+/// Shell-like words: quotes group, a backslash escapes one character, and the first shell
+/// operator or comment ends the command.
+fn shell_words(text: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut quote: Option<char> = None;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => word.push(c),
+            None => match c {
+                '\'' | '"' => {
+                    quote = Some(c);
+                    in_word = true;
+                }
+                '\\' => {
+                    if let Some(next) = chars.next() {
+                        word.push(next);
+                    }
+                    in_word = true;
+                }
+                c if c.is_whitespace() => {
+                    if in_word {
+                        if is_operator(&word) {
+                            return words;
+                        }
+                        words.push(std::mem::take(&mut word));
+                        in_word = false;
+                    }
+                }
+                '|' | ';' | '&' | '>' | '<' if !in_word || word.is_empty() => return words,
+                '#' if !in_word => return words,
+                _ => {
+                    word.push(c);
+                    in_word = true;
+                }
+            },
+        }
+    }
+    if in_word && !is_operator(&word) {
+        words.push(word);
+    }
+    words
+}
+
+fn is_operator(word: &str) -> bool {
+    matches!(word, "|" | "||" | "&&" | ";" | "&") || word.starts_with("2>")
+}
+
+/// The words of a command, without the `VAR=value` environment in front of it.
+fn command_words(text: &str) -> Vec<String> {
+    let words = shell_words(text);
+    let skip = words
+        .iter()
+        .take_while(|w| {
+            w.split_once('=').is_some_and(|(name, _)| {
+                !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            })
+        })
+        .count();
+    words[skip..].to_vec()
+}
+
+/// A flag's name as the docs may write it: letters, digits, `-` and `_`. Anything else
+/// (`--tls-*`, `--…`) is a placeholder for several flags, not one, and is left alone.
+fn is_flag_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checking against the command tree
+
+fn command_tree() -> clap::Command {
+    let mut cmd = Cli::command();
+    // Building adds --help and --version and fills in what the derive left implicit.
+    cmd.build();
+    cmd
+}
+
+fn find_long<'a>(cmd: &'a clap::Command, name: &str) -> Option<&'a clap::Arg> {
+    cmd.get_arguments().find(|a| {
+        a.get_long() == Some(name)
+            || a.get_all_aliases()
+                .is_some_and(|aliases| aliases.contains(&name))
+    })
+}
+
+fn find_short(cmd: &clap::Command, c: char) -> Option<&clap::Arg> {
+    cmd.get_arguments().find(|a| {
+        a.get_short() == Some(c)
+            || a.get_all_short_aliases()
+                .is_some_and(|aliases| aliases.contains(&c))
+    })
+}
+
+/// Checks one command line: walks its subcommands (`msgbench compare --clients native,go
+/// request …` is `compare`, then its scenario `request`) and looks every flag up on the
+/// subcommand reached at that point. Returns what is wrong, one line per flag.
+fn check_command(tree: &clap::Command, text: &str) -> Vec<String> {
+    let words = command_words(text);
+    let mut errors = Vec::new();
+    if words.first().map(String::as_str) != Some("msgbench") {
+        return errors;
+    }
+    let mut cmd = tree;
+    let mut path = String::from("msgbench");
+    let mut i = 1;
+    while i < words.len() {
+        let word = words[i].as_str();
+        i += 1;
+        if word == "--" {
+            break;
+        }
+        let arg = if let Some(long) = word.strip_prefix("--") {
+            let (name, inline_value) = match long.split_once('=') {
+                Some((name, _)) => (name, true),
+                None => (long, false),
+            };
+            if !is_flag_name(name) {
+                continue;
+            }
+            match find_long(cmd, name) {
+                Some(arg) => (arg, inline_value),
+                None => {
+                    errors.push(format!("`--{name}` is not a flag of `{path}`"));
+                    continue;
+                }
+            }
+        } else if let Some(short) = word.strip_prefix('-').filter(|s| !s.is_empty()) {
+            let c = short.chars().next().expect("not empty");
+            if !c.is_ascii_alphabetic() {
+                // A negative number or a lone `-` (stdin): a value, not a flag.
+                continue;
+            }
+            match find_short(cmd, c) {
+                // `-n20000`: the value is attached.
+                Some(arg) => (arg, short.len() > c.len_utf8()),
+                None => {
+                    errors.push(format!("`-{c}` is not a flag of `{path}`"));
+                    continue;
+                }
+            }
+        } else {
+            if let Some(sub) = cmd.find_subcommand(word) {
+                cmd = sub;
+                path.push(' ');
+                path.push_str(sub.get_name());
+            }
+            continue;
+        };
+        let (arg, value_attached) = arg;
+        if arg.get_action().takes_values() && !value_attached {
+            i += 1;
+        }
+    }
+    errors
+}
+
+/// Every long and short flag anywhere in the tree, for flags named on their own in prose.
+fn all_flags(cmd: &clap::Command, longs: &mut BTreeSet<String>, shorts: &mut BTreeSet<char>) {
+    for arg in cmd.get_arguments() {
+        longs.extend(arg.get_long().map(str::to_string));
+        longs.extend(
+            arg.get_all_aliases()
+                .unwrap_or_default()
+                .into_iter()
+                .map(str::to_string),
+        );
+        shorts.extend(arg.get_short());
+        shorts.extend(arg.get_all_short_aliases().unwrap_or_default());
+    }
+    for sub in cmd.get_subcommands() {
+        all_flags(sub, longs, shorts);
+    }
+}
+
+/// Flag problems in one page: its commands, and flags named on their own.
+fn check_flags(tree: &clap::Command, file: &str, page: &Page) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    for found in &page.commands {
+        for what in check_command(tree, &found.text) {
+            problems.push(Problem {
+                file: file.to_string(),
+                line: found.line,
+                what: format!("{what}, in `{}`", found.text),
+            });
+        }
+    }
+    let (mut longs, mut shorts) = (BTreeSet::new(), BTreeSet::new());
+    all_flags(tree, &mut longs, &mut shorts);
+    for found in &page.bare_flags {
+        let first = first_flag_word(&found.text);
+        let (flag, known) = if let Some(long) = first.strip_prefix("--") {
+            let name = long.split_once('=').map_or(long, |(n, _)| n);
+            if !is_flag_name(name) {
+                continue;
+            }
+            (format!("--{name}"), longs.contains(name))
+        } else {
+            let c = first.chars().nth(1).expect("a flag span has a letter");
+            (format!("-{c}"), shorts.contains(&c))
+        };
+        if !known {
+            problems.push(Problem {
+                file: file.to_string(),
+                line: found.line,
+                what: format!("`{flag}` is not a flag of any msgbench command"),
+            });
+        }
+    }
+    problems
+}
+
+/// Link problems in one page: relative targets that do not exist, and anchors with no heading.
+/// `dir` is the folder the page is in; `anchors_of` reads the headings of another page.
+fn check_links(
+    file: &str,
+    dir: &Path,
+    page: &Page,
+    anchors_of: &dyn Fn(&Path) -> Option<BTreeSet<String>>,
+) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    for link in &page.links {
+        let target = link.text.as_str();
+        if target.contains("://") || target.starts_with("mailto:") {
+            continue;
+        }
+        let (path, anchor) = match target.split_once('#') {
+            Some((path, anchor)) => (path, Some(anchor)),
+            None => (target, None),
+        };
+        let problem = |what: String| Problem {
+            file: file.to_string(),
+            line: link.line,
+            what,
+        };
+        let anchors = if path.is_empty() {
+            Some(page.anchors.clone())
+        } else {
+            let resolved = dir.join(path);
+            if !resolved.exists() {
+                problems.push(problem(format!("link to `{target}`: no such file")));
+                continue;
+            }
+            if resolved.extension().is_some_and(|x| x == "md") {
+                anchors_of(&resolved)
+            } else {
+                None
+            }
+        };
+        if let (Some(anchor), Some(anchors)) = (anchor, anchors) {
+            if !anchors.contains(anchor) {
+                problems.push(problem(format!(
+                    "link to `{target}`: no heading with the anchor `#{anchor}`"
+                )));
+            }
+        }
+    }
+    problems
+}
+
+/// Prose that names an investigation by its number (`the 004 report`, `000/002/003`).
+fn check_report_numbers(file: &str, page: &Page) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    for found in &page.prose {
+        for word in found.text.split_whitespace() {
+            let word = word.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '/');
+            // "the 004's findings" names it as much as "the 004 report" does.
+            let word = word
+                .strip_suffix("'s")
+                .or_else(|| word.strip_suffix("\u{2019}s"))
+                .unwrap_or(word);
+            if word
+                .split('/')
+                .any(|part| matches!(part, "000" | "001" | "002" | "003" | "004"))
+            {
+                problems.push(Problem {
+                    file: file.to_string(),
+                    line: found.line,
+                    what: format!(
+                        "`{word}` names an investigation by number; describe it in user terms"
+                    ),
+                });
+            }
+        }
+    }
+    problems
+}
+
+fn read_pages(root: &Path) -> Vec<(PathBuf, Page)> {
+    doc_files(root)
+        .into_iter()
+        .map(|file| {
+            let text = std::fs::read_to_string(&file)
+                .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+            let page = read_page(&text);
+            (file, page)
+        })
+        .collect()
+}
+
+fn anchors_from_disk(path: &Path) -> Option<BTreeSet<String>> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|text| read_page(&text).anchors)
+}
+
+fn report(problems: &[Problem]) -> String {
+    problems
+        .iter()
+        .map(|p| format!("  {p}\n"))
+        .collect::<String>()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The checks on the real pages
+
+#[test]
+fn every_flag_the_docs_show_exists_on_the_command_it_is_shown_with() {
+    let root = repo_root();
+    let tree = command_tree();
+    let pages = read_pages(&root);
+    let readme_commands = pages[0].1.commands.len();
+    assert!(
+        readme_commands > 0,
+        "README.md shows no msgbench command: the reading rules or the README changed"
+    );
+    let mut problems = Vec::new();
+    for (file, page) in &pages {
+        problems.extend(check_flags(&tree, &display_name(&root, file), page));
+    }
+    assert!(
+        problems.is_empty(),
+        "{} flag(s) in the docs do not exist:\n{}",
+        problems.len(),
+        report(&problems)
+    );
+}
+
+#[test]
+fn every_relative_link_between_the_pages_resolves() {
+    let root = repo_root();
+    let pages = read_pages(&root);
+    let links: usize = pages.iter().map(|(_, p)| p.links.len()).sum();
+    assert!(
+        links > 0,
+        "no links found: the reading rules or the pages changed"
+    );
+    let mut problems = Vec::new();
+    for (file, page) in &pages {
+        let dir = file.parent().expect("a page is in a folder");
+        problems.extend(check_links(
+            &display_name(&root, file),
+            dir,
+            page,
+            &anchors_from_disk,
+        ));
+    }
+    assert!(
+        problems.is_empty(),
+        "{} broken link(s):\n{}",
+        problems.len(),
+        report(&problems)
+    );
+}
+
+#[test]
+fn no_page_names_an_investigation_by_its_report_number() {
+    let root = repo_root();
+    let mut problems = Vec::new();
+    for (file, page) in read_pages(&root) {
+        problems.extend(check_report_numbers(&display_name(&root, &file), &page));
+    }
+    assert!(problems.is_empty(), "{}", report(&problems));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The checker itself, on made-up pages: it must report what is wrong and accept what is right.
+
+fn flag_problems(text: &str) -> Vec<Problem> {
+    check_flags(&command_tree(), "made-up.md", &read_page(text))
+}
+
+#[test]
+fn a_made_up_flag_is_reported_with_its_file_line_and_command() {
+    let page =
+        "# Title\n\nSome prose.\n\n```sh\nmsgbench js pub --mode sync --no-such-flag 3\n```\n";
+    let problems = flag_problems(page);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].file, "made-up.md");
+    assert_eq!(problems[0].line, 6);
+    assert!(
+        problems[0]
+            .what
+            .starts_with("`--no-such-flag` is not a flag of `msgbench js pub`"),
+        "{}",
+        problems[0].what
+    );
+}
+
+#[test]
+fn real_flags_values_and_quoted_words_pass() {
+    let page = concat!(
+        "```sh\n",
+        "msgbench js pub --mode sync --msgs 20000 --subject orders.new\n",
+        "msgbench grpc --data '{\"stream\":\"hi-{{stream}}\",\"data\":\"{{bytes 128}}\"}' \\\n",
+        "    --streams 5 -H 'k: v' --in-flight 2000\n",
+        "msgbench grpc serve --listen 127.0.0.1:50051\n",
+        "msgbench report a.json b.json -o report.html\n",
+        "msgbench pub --pubs 2 --size=16   # an alias, and a value after '='\n",
+        "```\n",
+    );
+    assert_eq!(flag_problems(page), Vec::new());
+}
+
+#[test]
+fn a_compare_scenario_is_checked_as_the_nested_subcommand() {
+    // `--in-flight` belongs to request; `--mode` to js-pub, not request.
+    let ok = "`msgbench compare --clients native,go request --in-flight 4`";
+    assert_eq!(flag_problems(ok), Vec::new());
+    let bad = "`msgbench compare --clients native,go request --mode sync`";
+    let problems = flag_problems(bad);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0]
+            .what
+            .starts_with("`--mode` is not a flag of `msgbench compare request`"),
+        "{}",
+        problems[0].what
+    );
+}
+
+#[test]
+fn only_prompted_lines_of_an_output_block_are_commands() {
+    let page = concat!(
+        "```\n",
+        "$ msgbench pub --msgs 1M --bogus-one\n",
+        "msgbench pub against nats://127.0.0.1:4222 --bogus-output\n",
+        "$ NATS_PASSWORD=x msgbench pub --bogus-two && echo --bogus-three\n",
+        "```\n",
+    );
+    let problems = flag_problems(page);
+    let found: Vec<(usize, &str)> = problems
+        .iter()
+        .map(|p| (p.line, p.what.split('`').nth(1).unwrap_or("")))
+        .collect();
+    assert_eq!(found, vec![(2, "--bogus-one"), (4, "--bogus-two")]);
+}
+
+#[test]
+fn an_inline_span_is_checked_and_reported_at_the_line_it_starts_on() {
+    let page =
+        "First line.\nSee `msgbench\nlatency --rate 5 --nope` and `--also-nope`, or `-ERR`.\n";
+    let problems = flag_problems(page);
+    let found: Vec<(usize, &str)> = problems
+        .iter()
+        .map(|p| (p.line, p.what.split('`').nth(1).unwrap_or("")))
+        .collect();
+    assert_eq!(found, vec![(2, "--nope"), (3, "--also-nope")]);
+}
+
+#[test]
+fn a_missing_page_and_a_missing_heading_are_reported() {
+    let root = repo_root();
+    let page = read_page(concat!(
+        "# Here\n\n",
+        "[fine](#here) [gone](no-such-page.md) [no anchor](#nowhere)\n",
+        "[fine too](README.md#msgbench) [bad anchor](README.md#no-such-heading) [web](https://x.y/z)\n",
+        "`[not a link](inside-code.md)`\n",
+    ));
+    let problems = check_links("made-up.md", &root, &page, &|path: &Path| {
+        (path == root.join("README.md")).then(|| BTreeSet::from(["msgbench".to_string()]))
+    });
+    let found: Vec<(usize, &str)> = problems
+        .iter()
+        .map(|p| (p.line, p.what.split('`').nth(1).unwrap_or("")))
+        .collect();
+    assert_eq!(
+        found,
+        vec![
+            (3, "no-such-page.md"),
+            (3, "#nowhere"),
+            (4, "README.md#no-such-heading")
+        ]
+    );
+}
+
+#[test]
+fn a_report_number_in_prose_is_reported_and_ordinary_numbers_are_not() {
+    let page = read_page(
+        "The 004 report.\nSee 000/002 too.\n2,000 messages, 0.004 s.\nThe 003's tails.\n",
+    );
+    let lines: Vec<usize> = check_report_numbers("made-up.md", &page)
+        .iter()
+        .map(|p| p.line)
+        .collect();
+    assert_eq!(lines, vec![1, 2, 4]);
+}
+
+#[test]
+fn headings_get_the_anchors_github_gives_them() {
+    let page = read_page("# msgbench\n## `js pub`: publish, and ack!\n## Faults\n## Faults\n");
+    let expected: BTreeSet<String> = ["msgbench", "js-pub-publish-and-ack", "faults", "faults-1"]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    assert_eq!(page.anchors, expected);
+}
