@@ -27,8 +27,13 @@ esac
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root/drivers"
 export PATH="$root/.tools/bin:$PATH"
-# Maven writes ANSI colour codes even into a pipe unless told otherwise; logs want plain text.
-mvn_flags=(-B -q -Dstyle.color=never)
+# Maven quietly and in batch mode (no colours, no progress). Even so, Maven 3.8 with -q writes
+# bare colour resets (ESC[0m) to both streams, which no option tried turns off (-Dstyle.color,
+# --color never, jansi properties in MAVEN_OPTS); logs want plain text, so they are stripped.
+# pipefail keeps Maven's exit status.
+mvn_plain() {
+  mvn -B -q "$@" 2>&1 | sed -u 's/\x1b\[[0-9;]*m//g'
+}
 
 required=0
 if [ "${MSGBENCH_REQUIRE_DRIVERS:-}" = 1 ] || [ "${CI:-}" = true ] || [ "${CI:-}" = 1 ]; then
@@ -121,8 +126,8 @@ for d in "${ready[@]}"; do
       if [ "$what" = build ]; then cargo build --release --locked --quiet --manifest-path rust/Cargo.toml
       else (cd rust && cargo fmt --check && cargo clippy --locked --quiet --all-targets -- -D warnings && cargo test --locked --quiet); fi ;;
     java)
-      if [ "$what" = build ]; then (cd java && mvn "${mvn_flags[@]}" package -DskipTests)
-      else (cd java && mvn "${mvn_flags[@]}" test); fi ;;
+      if [ "$what" = build ]; then (cd java && mvn_plain package -DskipTests)
+      else (cd java && mvn_plain test); fi ;;
   esac
 done
 
