@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -113,15 +114,39 @@ func TestParseLatencyArgs(t *testing.T) {
 	}
 }
 
-// startServer starts a nats-server on a free port of 127.0.0.1, with any
-// extra arguments, and returns its URL; the test is skipped if no
-// nats-server is on PATH.
-func startServer(t *testing.T, extra ...string) string {
+// pinnedServer is resolved once, from the package directory go test starts
+// in, so a test that changes directory still finds it.
+var pinnedServer, _ = filepath.Abs(filepath.Join("..", "..", ".tools", "bin", "nats-server"))
+
+// natsServer finds the nats-server binary: $NATS_SERVER, else the pinned one
+// the checkout installs (make nats-server puts it in .tools/bin at the
+// repository's root, two levels above this package), else one on PATH. None
+// is a failure, not a skip: a suite that quietly tests less is worse than a
+// red one.
+func natsServer(t *testing.T) string {
 	t.Helper()
+	if bin := os.Getenv("NATS_SERVER"); bin != "" {
+		if _, err := os.Stat(bin); err != nil {
+			t.Fatalf("NATS_SERVER=%s: %v", bin, err)
+		}
+		return bin
+	}
+	if _, err := os.Stat(pinnedServer); err == nil {
+		return pinnedServer
+	}
 	bin, err := exec.LookPath("nats-server")
 	if err != nil {
-		t.Skip("nats-server not on PATH")
+		t.Fatalf("no nats-server: not in NATS_SERVER, %s or PATH "+
+			"(bash scripts/install-nats-server.sh installs the pinned one)", pinnedServer)
 	}
+	return bin
+}
+
+// startServer starts a nats-server on a free port of 127.0.0.1, with any
+// extra arguments, and returns its URL.
+func startServer(t *testing.T, extra ...string) string {
+	t.Helper()
+	bin := natsServer(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -6,8 +6,9 @@
 //! print and the HTML are kept in `target/artifacts/` for people to look at.
 //!
 //! Chromium and chromedriver come from Debian's packages (`scripts/install-browser.sh`). Without
-//! them the browser part is skipped with a line saying so, unless `MSGBENCH_REQUIRE_BROWSER=1`
-//! (CI), which makes their absence a failure.
+//! them the browser part is skipped with a line saying so (left in `target/test-skips/` for
+//! `make unit` to print), unless `MSGBENCH_REQUIRE_BROWSER=1` (CI), which makes their absence a
+//! failure.
 //!
 //! Also here: bad input gives one clear error line and a non-zero exit.
 
@@ -266,9 +267,14 @@ fn browser_available() -> bool {
         "MSGBENCH_REQUIRE_BROWSER=1 but {CHROMIUM} or {CHROMEDRIVER} is missing: run \
          scripts/install-browser.sh"
     );
-    println!(
-        "report test skipped: chromium or chromedriver not installed (scripts/install-browser.sh)"
-    );
+    let note = "SKIPPED: report browser test (no chromium or chromedriver; \
+                bash scripts/install-browser.sh installs them)";
+    println!("{note}");
+    // cargo test shows a passing test's output to no one: `make unit` prints what is left in
+    // target/test-skips/ after the run, where a person sees it.
+    let skips = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-skips");
+    std::fs::create_dir_all(&skips).unwrap();
+    std::fs::write(skips.join("report-browser"), format!("{note}\n")).unwrap();
     false
 }
 

@@ -2,8 +2,9 @@
 //! one server, side by side. The native engine runs in-process; every other client is a driver
 //! process ([`crate::engine::driver`]) given the same scenario. Runs are interleaved (with
 //! `--runs N`, each round starts with the next client) so a slow drift of the machine does not
-//! land on one client. A client whose toolchain or build is missing is skipped with a note, and
-//! one whose driver fails is reported in its row: neither loses the other clients' results.
+//! land on one client. A client whose toolchain or build is missing is skipped with a note (a
+//! failure under MSGBENCH_REQUIRE_DRIVERS=1, as in CI), and one whose driver fails is reported
+//! in its row: neither loses the other clients' results.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -115,10 +116,22 @@ pub fn run(args: &CompareArgs, stop: &AtomicBool) -> Result<u8> {
             runs: Vec::new(),
         })
         .collect();
+    // CI sets MSGBENCH_REQUIRE_DRIVERS=1: there a driver that cannot start is a failure named
+    // in its row, never a quiet "skipped" that leaves the run green.
+    let required = std::env::var("MSGBENCH_REQUIRE_DRIVERS").as_deref() == Ok("1");
     for row in &mut rows {
         if row.name != "native" {
             if let Err(why) = launch_for(&row.name, &drivers) {
-                row.status = "skipped";
+                if required {
+                    eprintln!(
+                        "compare: {} fails: {why} (MSGBENCH_REQUIRE_DRIVERS=1)",
+                        row.name
+                    );
+                    row.status = "failed";
+                } else {
+                    eprintln!("SKIPPED: {}: {why}", row.name);
+                    row.status = "skipped";
+                }
                 row.why = Some(why);
             }
         }
@@ -221,9 +234,8 @@ fn launch_for(name: &str, drivers: &Path) -> std::result::Result<Launch, String>
             ))
         }
     };
-    let tool = |program: &str| {
-        on_path(program).ok_or_else(|| format!("{program} is not installed, so {name} is skipped"))
-    };
+    let tool =
+        |program: &str| on_path(program).ok_or_else(|| format!("{program} is not installed"));
     let (program, args, dir) = match name {
         "go" => (built("go", "msgbench-driver-go")?, vec![], "go"),
         "rust" => (
