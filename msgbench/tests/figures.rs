@@ -92,7 +92,7 @@ fn a_rate_far_beyond_reach_is_called_out_and_can_be_gated() {
     let s = TestServer::start();
     // No machine publishes 16 B messages at 50 M/s through one connection.
     let (out, v) = run_json(&[
-        "pubsub",
+        "pub",
         "--server",
         &s.url,
         "--duration",
@@ -101,7 +101,6 @@ fn a_rate_far_beyond_reach_is_called_out_and_can_be_gated() {
         "50000000",
         "--size",
         "16",
-        "--allow-loss",
         "--threshold",
         "shortfall_pct<5",
     ]);
@@ -111,7 +110,7 @@ fn a_rate_far_beyond_reach_is_called_out_and_can_be_gated() {
     // The gate judged it: exit 8, the thresholds' status.
     assert_eq!(out.status.code(), Some(8), "{}", stderr(&out));
     let text = run(&[
-        "pubsub",
+        "pub",
         "--server",
         &s.url,
         "--duration",
@@ -120,7 +119,6 @@ fn a_rate_far_beyond_reach_is_called_out_and_can_be_gated() {
         "50000000",
         "--size",
         "16",
-        "--allow-loss",
         "--no-progress",
     ]);
     let stdout = String::from_utf8_lossy(&text.stdout);
@@ -148,10 +146,8 @@ fn the_delivery_line_says_what_this_run_did_not_check() {
         "reply",
         "--server",
         &s.url,
-        "--max",
+        "--msgs",
         "300",
-        "--duration",
-        "30s",
         "--no-progress",
     ]);
     // The service subscribes after it starts (until then requests find no responders) and
