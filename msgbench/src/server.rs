@@ -650,6 +650,11 @@ mod tests {
         for d in [&a, &b] {
             assert!(e.contains(&d.display().to_string()), "{e}");
         }
+        assert!(
+            e.contains("go install github.com/nats-io/nats-server/v2@"),
+            "{e}"
+        );
+        assert_eq!(e.lines().count(), 1, "{e}");
         assert_eq!(found.unwrap(), b.join("nats-server"));
     }
 

@@ -559,28 +559,6 @@ fn a_refused_connection_is_reported_within_the_connect_timeout() {
 }
 
 #[test]
-fn without_nats_server_the_error_says_how_to_install_it() {
-    let home = scratch_dir("home");
-    let out = bin()
-        .args(["pub", "--msgs", "10"])
-        .env("PATH", "")
-        .env("HOME", &home)
-        .env_remove("GOPATH")
-        .env_remove("GOBIN")
-        .env_remove("MSGBENCH_NATS_SERVER")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = stderr(&out);
-    assert!(
-        err.contains("go install github.com/nats-io/nats-server/v2@"),
-        "{err}"
-    );
-    assert_eq!(err.lines().count(), 1, "{err}");
-    let _ = std::fs::remove_dir_all(home);
-}
-
-#[test]
 fn the_embedded_server_is_removed_on_a_normal_exit_and_on_an_error() {
     let tmp = scratch_dir("embedded");
     let binary = msgbench::server::find_binary(None).unwrap();

@@ -150,11 +150,13 @@ fn calibrate_reports_what_the_proxy_adds() {
     assert!(u(&v["environment"]["floor_ns"]["one_hop"]["min"]) >= 4_000_000);
     // The loopback echo does not involve the server, nor the link.
     assert!(u(&v["environment"]["floor_ns"]["tcp"]["p50"]) < 2_000_000);
-    assert!(
-        stderr(&out).contains("Its proxy alone adds"),
-        "{}",
-        stderr(&out)
-    );
+    // A measured cost is told as what it is: a cost, or below zero within the noise.
+    let wording = if v["link"]["proxy_added_rtt_ns"].as_i64().unwrap() >= 0 {
+        "to a round trip by itself"
+    } else {
+        "below zero"
+    };
+    assert!(stderr(&out).contains(wording), "{}", stderr(&out));
 }
 
 #[test]

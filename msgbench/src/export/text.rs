@@ -625,8 +625,8 @@ pub fn calibration(c: &crate::scenario::calibrate::Calibration) -> String {
     if let Some(l) = &c.link {
         let _ = writeln!(
             o,
-            "Link: {}; the server hops below go through it. Its proxy alone: {} (median \
-             PING/PONG through it at zero delay, minus direct).",
+            "Link: {}; the server hops below go through it, and as for its proxy alone, {} \
+             (median PING/PONG through it at zero delay, minus direct).",
             l.spec,
             proxy_cost(l.proxy_added_rtt_ns)
         );
