@@ -72,7 +72,8 @@ def main() -> int:
     ap.add_argument("--no-build", nargs=2, metavar=("RELEASE_BIN", "DIST_BIN"),
                     help="use these two binaries instead of building")
     args = ap.parse_args()
-    server_bin = common.find_nats_server()
+    pinned = common.REPO / ".tools" / "bin" / "nats-server"
+    server_bin = common.find_nats_server() or (str(pinned) if pinned.exists() else None)
     if not server_bin:
         print("error: no nats-server (make run installs one into .tools/bin)", file=sys.stderr)
         return 2
