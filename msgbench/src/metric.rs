@@ -80,10 +80,11 @@ impl Metric {
                 }
             };
         }
+        // The list comes from the table, so a new metric can't be left out of it.
+        let plain: Vec<&str> = PLAIN.iter().map(|(n, _)| *n).collect();
         Err(format!(
-            "unknown metric '{name}' (use p50…p100, min, max, mean, msgs_per_sec, \
-             bytes_per_sec, msgs, sent, received, lost, duplicated, reordered, errors, \
-             shortfall_pct)"
+            "unknown metric '{name}' (use p50…p100, {})",
+            plain.join(", ")
         ))
     }
 

@@ -371,21 +371,26 @@ mod tests {
 
     const READY: &str =
         r#"{"type":"ready","client":{"language":"sh","library":"none","version":"1"}}"#;
+    const RESULT: &str = r#"{"type":"result","result":{"interrupted":false,"clients":[]}}"#;
 
-    #[test]
-    fn a_well_behaved_driver_gives_its_result_and_resource_use() {
-        let script = format!(
-            "read s; echo '{READY}'; read go; echo '{{\"type\":\"progress\",\"t_s\":1,\"sent\":1,\"received\":1}}'; \
-             echo '{{\"type\":\"result\",\"result\":{{\"interrupted\":false,\"clients\":[]}}}}'"
-        );
+    /// Runs a shell driver that must finish with a result.
+    fn finished(script: &str) -> Finished {
         let stop = AtomicBool::new(false);
-        let done = run(
-            &sh(&script),
+        run(
+            &sh(script),
             &serde_json::json!({"type": "scenario"}),
             limits(),
             &stop,
         )
-        .expect("a result");
+        .expect("a result")
+    }
+
+    #[test]
+    fn a_well_behaved_driver_gives_its_result_and_resource_use() {
+        let done = finished(&format!(
+            "read s; echo '{READY}'; read go; echo '{{\"type\":\"progress\",\"t_s\":1,\"sent\":1,\"received\":1}}'; \
+             echo '{RESULT}'"
+        ));
         assert_eq!(done.client["language"], "sh");
         assert_eq!(done.result["interrupted"], false);
         assert!(done.peak_rss_bytes.is_some_and(|b| b > 0));
@@ -396,18 +401,7 @@ mod tests {
         // This process grows by 256 MiB first; a forked child's ru_maxrss would start there.
         let ballast: Vec<u8> = vec![1; 256 << 20];
         std::hint::black_box(&ballast);
-        let script = format!(
-            "read s; echo '{READY}'; read go; \
-             echo '{{\"type\":\"result\",\"result\":{{\"interrupted\":false,\"clients\":[]}}}}'"
-        );
-        let stop = AtomicBool::new(false);
-        let done = run(
-            &sh(&script),
-            &serde_json::json!({"type": "scenario"}),
-            limits(),
-            &stop,
-        )
-        .expect("a result");
+        let done = finished(&format!("read s; echo '{READY}'; read go; echo '{RESULT}'"));
         let peak = done.peak_rss_bytes.expect("measured");
         assert!(peak > 0 && peak < 64 << 20, "a shell's peak: {peak} bytes");
         drop(ballast);

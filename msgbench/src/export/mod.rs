@@ -5,6 +5,7 @@ pub mod csv;
 pub mod hdr;
 pub mod json;
 pub mod markdown;
+pub mod numbers;
 pub mod text;
 
 use crate::result::RunResult;

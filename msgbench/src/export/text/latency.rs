@@ -1,0 +1,202 @@
+//! Latency tables (corrected beside uncorrected), how a paced run kept its schedule (with the
+//! shortfall warning), the link proxy's own cost, and `msgbench calibrate`'s floor table.
+
+use std::fmt::Write;
+
+use super::*;
+
+pub(super) fn latency(o: &mut String, r: &RunResult) {
+    let Some(c) = &r.latency else {
+        if r.scenario == "js.consume" && r.params["publish"] != "live" {
+            let _ = writeln!(
+                o,
+                "Latency: not measured: the messages were published before consuming began, \
+                 so their send times give their age in the stream, not a latency \
+                 (--publish live measures it)"
+            );
+        }
+        return;
+    };
+    if let Some(rtt) = &r.rtt_ns {
+        let _ = writeln!(
+            o,
+            "RTT: server A {}, server B {} (median of 5 PING/PONG before the run)",
+            duration_ns(rtt.a as f64),
+            duration_ns(rtt.b as f64)
+        );
+    }
+    // Closed-loop request/reply has no schedule, so only one latency: the round trip.
+    let u = r.latency_uncorrected.as_ref();
+    match u {
+        Some(_) => {
+            let _ = writeln!(
+                o,
+                "Latency of {} messages, from intended send (corrected) and from actual send (uncorrected):",
+                group(c.count)
+            );
+            let _ = writeln!(
+                o,
+                "  {:>10} {:>12} {:>12}",
+                "percentile", "corrected", "uncorrected"
+            );
+        }
+        None if r.scenario == "js.pub" || r.scenario == "kv.put" => {
+            let what = match r.params["mode"].as_str() {
+                Some("batch") => "batches (first message to the commit's PubAck)",
+                _ if r.scenario == "kv.put" => "puts",
+                _ => "publishes",
+            };
+            let _ = writeln!(
+                o,
+                "Latency from publish to PubAck, {} {what}:",
+                group(c.count)
+            );
+            let _ = writeln!(o, "  {:>10} {:>12}", "percentile", "ack");
+        }
+        None if r.scenario == "js.consume" => {
+            let _ = writeln!(
+                o,
+                "Latency from publish to consume (send time carried in the payload), {} \
+                 messages:",
+                group(c.count)
+            );
+            let _ = writeln!(o, "  {:>10} {:>12}", "percentile", "end to end");
+        }
+        None if r.scenario == "grpc" => {
+            let what = match r.params["kind"].as_str() {
+                Some("bidi") => "message to its reply",
+                Some("client_streaming") => "message to its call's answer",
+                Some("server_streaming") => "call to its last response",
+                _ => "call",
+            };
+            let _ = writeln!(
+                o,
+                "Latency of each request ({what}), {} requests:",
+                group(c.count)
+            );
+            let _ = writeln!(o, "  {:>10} {:>12}", "percentile", "latency");
+        }
+        None if r.scenario == "kv.get" => {
+            let _ = writeln!(o, "Latency of each get, {} gets:", group(c.count));
+            let _ = writeln!(o, "  {:>10} {:>12}", "percentile", "get");
+        }
+        None => {
+            let _ = writeln!(o, "Round-trip latency of {} requests:", group(c.count));
+            let _ = writeln!(o, "  {:>10} {:>12}", "percentile", "round trip");
+        }
+    }
+    let row = |o: &mut String, name: String, ours: u64, theirs: Option<u64>| {
+        let _ = match theirs {
+            Some(t) => writeln!(
+                o,
+                "  {name:>10} {:>12} {:>12}",
+                duration_ns(ours as f64),
+                duration_ns(t as f64)
+            ),
+            None => writeln!(o, "  {name:>10} {:>12}", duration_ns(ours as f64)),
+        };
+    };
+    for (key, value) in &c.percentiles_ns.0 {
+        row(o, format!("P{key}"), *value, u.map(|u| u.at(key)));
+    }
+    row(o, "min".into(), c.min_ns, u.map(|u| u.min_ns));
+    row(o, "median".into(), c.at("50"), u.map(|u| u.at("50")));
+    row(o, "max".into(), c.max_ns, u.map(|u| u.max_ns));
+}
+
+/// How well a paced run kept its schedule, and a warning as loud as the loss warning when it
+/// fell well short: then the tool or the machine, not the server, may have been the limit.
+pub(super) fn pacing(o: &mut String, r: &RunResult) {
+    let Some(p) = &r.pacing else { return };
+    let achieved = match (p.actual_rate, p.rate_error) {
+        (Some(a), Some(e)) => format!(
+            "{} msgs/s achieved of {} ({:+.3}%)",
+            group(a.round() as u64),
+            group(p.target_rate.round() as u64),
+            e * 100.0
+        ),
+        _ => format!(
+            "achieved rate not measured (too few sends) of {}",
+            group(p.target_rate.round() as u64)
+        ),
+    };
+    let _ = writeln!(
+        o,
+        "Pacing: {achieved}; send lag P50 {}, P99 {}, max {}; {} sends later than {}",
+        duration_ns(p.send_lag_p50_ns as f64),
+        duration_ns(p.send_lag_p99_ns as f64),
+        duration_ns(p.send_lag_max_ns as f64),
+        group(p.late_sends),
+        duration_ns(p.late_bound_ns as f64)
+    );
+    if let (true, Some(short)) = (p.below_target, p.shortfall_pct) {
+        let _ = writeln!(
+            o,
+            "!! RATE SHORTFALL: {short:.1}% below the target of {} msgs/s; msgbench or this \
+             machine, not the server, may be the limit (see the send lag above) !!",
+            group(p.target_rate.round() as u64)
+        );
+    }
+}
+
+/// What the link proxy adds to a round trip by itself, as measured before the run.
+pub(super) fn proxy_cost(added_ns: Option<i64>) -> String {
+    match added_ns {
+        None => "its own cost could not be measured".into(),
+        Some(ns) if ns < 0 => format!(
+            "its own cost measured {}, below zero: smaller than a round trip's noise",
+            duration_ns_signed(ns)
+        ),
+        Some(ns) => format!(
+            "it adds {} to a round trip by itself",
+            duration_ns(ns as f64)
+        ),
+    }
+}
+
+/// The floor as a table.
+pub fn calibration(c: &crate::scenario::calibrate::Calibration) -> String {
+    let mut o = String::new();
+    let embedded = if c.server.embedded { ", embedded" } else { "" };
+    let _ = writeln!(
+        o,
+        "msgbench calibrate against {} (nats-server {}{embedded}): {} round trips of {} B each, {} CPUs",
+        c.server.url,
+        c.server.version,
+        group(c.environment.samples),
+        c.environment.size,
+        c.environment.cpus
+    );
+    if let Some(l) = &c.link {
+        let _ = writeln!(
+            o,
+            "Link: {}; the server hops below go through it, and as for its proxy alone, {} \
+             (median PING/PONG through it at zero delay, minus direct).",
+            l.spec,
+            proxy_cost(l.proxy_added_rtt_ns)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "  {:<38} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "round trip", "min", "P50", "P99", "P99.9", "max"
+    );
+    let f = &c.environment.floor_ns;
+    for (name, r) in [
+        ("loopback TCP, no server", &f.tcp),
+        ("one hop: publish to own subscription", &f.one_hop),
+        ("two hops: request and reply", &f.two_hop),
+    ] {
+        let _ = writeln!(
+            o,
+            "  {:<38} {:>10} {:>10} {:>10} {:>10} {:>10}",
+            name,
+            duration_ns(r.min as f64),
+            duration_ns(r.p50 as f64),
+            duration_ns(r.p99 as f64),
+            duration_ns(r.p999 as f64),
+            duration_ns(r.max as f64)
+        );
+    }
+    o
+}

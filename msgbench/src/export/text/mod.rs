@@ -1,0 +1,278 @@
+//! The human report, laid out like `nats bench`: the aggregate line, then per role the role's
+//! line, one line per client and the spread of client rates; then delivery, loudly when
+//! anything was lost, and errors. This file holds the exporter and the header and throughput
+//! lines; each later section has a file of its own, and numbers are formatted by
+//! [`super::numbers`], shared with every other human-facing output.
+
+use std::fmt::Write;
+
+use super::numbers::duration_ns_signed;
+pub use super::numbers::{duration_ns, group, ibytes};
+use super::Exporter;
+use crate::result::{RoleStats, RunResult};
+use crate::stats::throughput::Throughput;
+
+mod delivery;
+mod grpc;
+mod latency;
+mod runs;
+
+use delivery::{connections, consumer, delivery, jetstream};
+pub use grpc::print_encode;
+use grpc::{grpc, grpc_shape};
+pub use latency::calibration;
+use latency::{latency, pacing, proxy_cost};
+pub use runs::run_line;
+use runs::runs;
+
+pub struct Text;
+
+impl Exporter for Text {
+    fn serialize(&self, r: &RunResult) -> Vec<u8> {
+        let mut o = String::new();
+        let embedded = if r.server.embedded { ", embedded" } else { "" };
+        if r.scenario == "grpc" {
+            let server = if r.server.embedded {
+                " (msgbench grpc serve, in process)"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                o,
+                "msgbench grpc against {}{server}: {}",
+                r.server.url,
+                grpc_shape(&r.params)
+            );
+        } else {
+            let _ = writeln!(
+                o,
+                "msgbench {} against {} (nats-server {}{embedded}): {}",
+                r.scenario,
+                r.server.url,
+                r.server.version,
+                shape(r.scenario, &r.params)
+            );
+        }
+        let title = match r.scenario {
+            "pub" => "NATS Core publisher stats",
+            "sub" => "NATS Core subscriber stats",
+            "latency" => "NATS latency run",
+            "request" => "NATS request/reply stats",
+            "reply" => "NATS reply service stats",
+            "js.pub" => "NATS JetStream publish stats",
+            "js.consume" => "NATS JetStream consume stats",
+            "kv.put" => "NATS KV put stats",
+            "kv.get" => "NATS KV get stats",
+            "grpc" => "gRPC requests answered OK",
+            _ => "NATS Pub/Sub stats",
+        };
+        if let Some(l) = &r.link {
+            let _ = writeln!(
+                o,
+                "Link: {} (a {} in msgbench; {})",
+                l.spec,
+                l.via,
+                proxy_cost(l.proxy_added_rtt_ns)
+            );
+        }
+        if let Some(c) = &r.cluster {
+            let names: Vec<&str> = c.nodes.iter().map(|n| n.name.as_str()).collect();
+            let sides = match &r.server_b {
+                Some(b) => format!("publisher on {}, subscriber on {}", r.server.name, b.name),
+                None => format!("clients on {}", r.server.name),
+            };
+            let _ = writeln!(
+                o,
+                "Cluster: {} local nodes routed together ({}); {sides}",
+                c.nodes.len(),
+                names.join(", ")
+            );
+        }
+        let _ = writeln!(o, "{title}: {}", rate_line(&r.throughput));
+        for (role, stats) in &r.by_role {
+            if r.by_role.len() > 1 {
+                let name = match (r.scenario, *role) {
+                    ("request", "pub") => "Requests",
+                    ("request", _) => "Replies",
+                    ("js.pub" | "js.consume", "pub") => "Publishes",
+                    ("kv.put", "pub") => "Puts",
+                    ("js.pub" | "kv.put", _) => "Acks",
+                    ("js.consume", _) => "Consumed",
+                    ("kv.get", "pub") => "Gets",
+                    ("kv.get", _) => "Values",
+                    (_, "pub") => "Pub stats",
+                    _ => "Sub stats",
+                };
+                let _ = writeln!(o, " {name}: {}", rate_line(&stats.throughput));
+            }
+            role_detail(&mut o, r, role, stats);
+        }
+        latency(&mut o, r);
+        pacing(&mut o, r);
+        runs(&mut o, r);
+        if r.grpc.is_some() {
+            grpc(&mut o, r);
+        } else {
+            delivery(&mut o, r);
+        }
+        jetstream(&mut o, r);
+        consumer(&mut o, r);
+        if !r.errors.is_empty() {
+            let list: Vec<String> = r.errors.iter().map(|(k, n)| format!("{k} {n}")).collect();
+            let _ = writeln!(o, "Errors: {}", list.join(", "));
+        }
+        connections(&mut o, r);
+        thresholds(&mut o, r);
+        if r.interrupted {
+            let _ = writeln!(o, "Interrupted: these are partial results.");
+        }
+        o.into_bytes()
+    }
+}
+
+/// Each `--threshold` with what was measured, and the count that passed.
+pub(super) fn thresholds(o: &mut String, r: &RunResult) {
+    if r.thresholds.is_empty() {
+        return;
+    }
+    let passed = r.thresholds.iter().filter(|t| t.pass).count();
+    let _ = writeln!(o, "Thresholds: {passed} of {} passed", r.thresholds.len());
+    for t in &r.thresholds {
+        let measured = match (t.measured, t.latency) {
+            (Some(v), true) => format!("measured {}", duration_ns(v)),
+            (Some(v), false) if v.fract() == 0.0 && v.abs() < 1e15 => {
+                format!("measured {}", group(v as u64))
+            }
+            (Some(v), false) => format!("measured {v:.1}"),
+            (None, _) => format!("not measured: {}", t.why.unwrap_or("no value")),
+        };
+        let verdict = if t.pass { "PASS" } else { "FAIL" };
+        let _ = writeln!(o, "  {verdict} {} ({measured})", t.expr);
+    }
+}
+
+/// "2 pubs, 1 sub; 16 B messages; 1,000,000 per publisher at 10,000 msgs/s" from the
+/// run's parameters.
+pub(super) fn shape(scenario: &str, p: &serde_json::Value) -> String {
+    let n = |k: &str| p[k].as_u64().unwrap_or(0);
+    let plural = |n: u64, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
+    let s = |k: &str| p[k].as_str().unwrap_or("").to_string();
+    match scenario {
+        "js.consume" => {
+            let source = match s("publish").as_str() {
+                "before" => format!("{} B messages published first", group(n("size"))),
+                "live" => {
+                    let rate = p["rate"].as_f64().unwrap_or(0.0);
+                    let pace = if rate > 0.0 {
+                        format!(" at {} msgs/s", group(rate.round() as u64))
+                    } else {
+                        String::new()
+                    };
+                    format!("{} B messages published live{pace}", group(n("size")))
+                }
+                _ => "the stream's messages".into(),
+            };
+            let acks = match s("ack").as_str() {
+                "none" => "no acks".to_string(),
+                a => format!("{a} acks"),
+            };
+            return format!(
+                "{} mode, {acks}, batch {}; {}; {source}; {} messages",
+                s("mode"),
+                group(n("batch")),
+                plural(n("subs"), "consumer"),
+                group(n("msgs"))
+            );
+        }
+        "kv.put" | "kv.get" => {
+            let amount = match p["duration_secs"].as_f64() {
+                Some(d) => format!("for {d} s"),
+                None => format!("{} per client", group(n("msgs"))),
+            };
+            let size = if scenario == "kv.put" {
+                format!("{} B values; ", group(n("size")))
+            } else {
+                String::new()
+            };
+            return format!(
+                "bucket {}, {} {} keys, history {}; {}, {} in flight; {size}{amount}",
+                s("bucket"),
+                group(n("keys")),
+                s("key_order"),
+                n("history"),
+                plural(n("pubs"), "client"),
+                group(n("in_flight")),
+            );
+        }
+        _ => {}
+    }
+    let (pubs, subs) = match scenario {
+        "request" | "reply" => ("client", "responder"),
+        _ => ("pub", "sub"),
+    };
+    let mut who = Vec::new();
+    if n("pubs") > 0 {
+        who.push(plural(n("pubs"), pubs));
+    }
+    if n("subs") > 0 {
+        who.push(plural(n("subs"), subs));
+    }
+    let each = match scenario {
+        "request" => "client",
+        "reply" => "service",
+        _ if n("pubs") > 0 => "publisher",
+        _ => "subscriber",
+    };
+    let mut amount = match p["duration_secs"].as_f64() {
+        Some(d) => format!("for {d} s"),
+        None => format!("{} per {each}", group(n("msgs"))),
+    };
+    let rate = p["rate"].as_f64().unwrap_or(0.0);
+    if rate > 0.0 {
+        let _ = write!(amount, " at {} msgs/s", group(rate.round() as u64));
+    }
+    if n("pubs") == 0 {
+        // A subscriber takes whatever size arrives; --size does not apply.
+        return format!("{}; {amount}", who.join(", "));
+    }
+    format!(
+        "{}; {} B messages; {amount}",
+        who.join(", "),
+        group(n("size"))
+    )
+}
+
+pub(super) fn rate_line(t: &Throughput) -> String {
+    format!(
+        "{} msgs/sec ~ {}/sec ~ {} msgs in {:.3} s",
+        group(t.msgs_per_sec.round() as u64),
+        ibytes(t.bytes_per_sec),
+        group(t.msgs),
+        t.seconds
+    )
+}
+
+pub(super) fn role_detail(o: &mut String, r: &RunResult, role: &str, stats: &RoleStats) {
+    if stats.clients < 2 {
+        return;
+    }
+    for c in r.clients.iter().filter(|c| c.role.as_str() == role) {
+        let _ = writeln!(
+            o,
+            "  [{}] {} msgs/sec ~ {}/sec ({} msgs)",
+            c.id + 1,
+            group(c.msgs_per_sec.round() as u64),
+            ibytes(c.bytes_per_sec),
+            group(c.msgs)
+        );
+    }
+    let s = &stats.client_rates;
+    let _ = writeln!(
+        o,
+        "  min {} | avg {} | max {} | stddev {} msgs",
+        group(s.min.round() as u64),
+        group(s.avg.round() as u64),
+        group(s.max.round() as u64),
+        group(s.stddev.round() as u64)
+    );
+}

@@ -1,0 +1,73 @@
+//! `--runs`: the line printed per run and the summary of medians, ranges and spreads.
+
+use std::fmt::Write;
+
+use super::*;
+
+/// The figures `--runs` prints as each run ends, and summarises per metric at the end.
+pub(super) const RUN_METRICS: [&str; 7] = [
+    "msgs_per_sec",
+    "p50",
+    "p99",
+    "p99.9",
+    "max",
+    "lost",
+    "errors",
+];
+
+/// A metric's value as the text report writes it.
+pub(super) fn figure(name: &str, v: f64) -> String {
+    match crate::metric::Metric::parse(name) {
+        Ok(m) if m.is_latency() => duration_ns(v),
+        _ => group(v.round() as u64),
+    }
+}
+
+/// `run 2/5: 1,234,567 msgs/s, p99 1.23 ms, lost 0, errors 0`, as each of `--runs` ends.
+pub fn run_line(k: u32, n: u32, r: &RunResult) -> String {
+    let doc = serde_json::to_value(r).expect("a result serialises");
+    let parts: Vec<String> = RUN_METRICS
+        .iter()
+        .filter(|m| !matches!(**m, "p50" | "p99.9" | "max"))
+        .filter_map(|name| {
+            let m = crate::metric::Metric::parse(name).ok()?;
+            let v = m.read_one(&doc).ok()?;
+            Some(match *name {
+                "msgs_per_sec" => format!("{} msgs/s", figure(name, v)),
+                _ => format!("{name} {}", figure(name, v)),
+            })
+        })
+        .collect();
+    format!("run {k}/{n}: {}", parts.join(", "))
+}
+
+/// The summary of `--runs`: median, range and spread of the headline figures.
+pub(super) fn runs(o: &mut String, r: &RunResult) {
+    let Some(runs) = &r.runs else { return };
+    let chosen = runs.representative_by.replace("msgs_per_sec", "msgs/s");
+    let _ = writeln!(
+        o,
+        "Runs: {}; the figures above are run {}'s, the median by {chosen}",
+        runs.n,
+        runs.representative + 1
+    );
+    for name in RUN_METRICS {
+        let Some(m) = runs.metrics.get(name) else {
+            continue;
+        };
+        let spread = if m.median.abs() > 0.0 {
+            format!(" ({:.1}%)", 100.0 * m.mad / m.median.abs())
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            o,
+            "  {:<13} median {:>12}   range {} – {}   MAD {}{spread}",
+            name.replace("msgs_per_sec", "msgs/s"),
+            figure(name, m.median),
+            figure(name, m.min),
+            figure(name, m.max),
+            figure(name, m.mad),
+        );
+    }
+}
