@@ -151,6 +151,9 @@ pub struct ReplyOptions {
     pub server: ServerChoice,
     pub conn: crate::options::conn::ConnOptions,
     pub output: Output,
+    /// Say on stderr what is being served: the `reply` command does; a service started for
+    /// someone else's run (compare's drivers) does not.
+    pub announce: bool,
 }
 
 impl ReplyOptions {
@@ -172,6 +175,7 @@ impl ReplyOptions {
             } else {
                 Duration::from_secs(60)
             }),
+            announce: true,
             server: server_choice(&a.conn)?,
             conn: {
                 let c = crate::options::conn::ConnOptions::new(&a.conn)?;

@@ -336,6 +336,8 @@ fn plan(s: &CompareScenario) -> Result<Plan<'_>> {
                 server: o.server.clone(),
                 conn: o.conn,
                 output: Output::default(),
+                // Its lifetime is the driver's run, not the day it is bounded by.
+                announce: false,
             };
             Plan {
                 connect_timeout: o.conn.connect_timeout,

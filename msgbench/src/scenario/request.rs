@@ -760,17 +760,14 @@ pub fn run_reply(
                 run
             }));
         }
-        // Once per process: `compare` starts this service again for every driver's run, and
-        // one line is all a reader needs.
-        static ANNOUNCED: std::sync::Once = std::sync::Once::new();
-        ANNOUNCED.call_once(|| {
+        if opts.announce {
             eprintln!(
                 "serving requests on '{}' with {} responder(s) for up to {}",
                 opts.subject,
                 opts.clients,
                 humantime::format_duration(opts.duration)
             );
-        });
+        }
         Ok(threads
             .into_iter()
             .map(|h| h.join().expect("responder panicked"))
