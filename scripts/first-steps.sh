@@ -14,7 +14,13 @@ if [ -z "$first_example" ]; then
 fi
 
 echo "first-steps: make run" >&2
-make run >/dev/null
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+if ! make run >"$log" 2>&1; then
+  tail -n 40 "$log" >&2
+  echo "first-steps: FAILED: make run" >&2
+  exit 1
+fi
 
 echo "first-steps: $first_example (PATH: system folders and $cargo_bin only)" >&2
 if ! out="$(cd /tmp && env -u GOBIN -u GOPATH -u MSGBENCH_NATS_SERVER \
