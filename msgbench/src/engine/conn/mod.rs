@@ -1,0 +1,50 @@
+//! One NATS connection: the handshake, the read side (a reused buffer parsed in place) and the
+//! write side shared between a load loop and the connection's own duties.
+//!
+//! A connection is split in two after the handshake. The [`Reader`] is owned by exactly one
+//! thread, which parses everything the server sends and answers PINGs. [`Shared`] holds the write
+//! half behind a mutex: the load loop takes it once per buffered batch (not per message), and the
+//! reader takes it for the rare PONG. Neither half knows what load is being generated.
+//!
+//! The files follow that split, so each can be read without the others: `dial` opens a
+//! connection (TCP, TLS, the handshake and auth) and makes the setup calls that come before the
+//! read loop; `writer` is the write half with what keeps a connection alive (keepalive PINGs,
+//! reconnect); `reader` is the read half and its loop. This file holds the two types callers
+//! build and receive, and re-exports the rest, so callers see one `conn` module and the halves'
+//! internals stay private to it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::engine::proto::ServerInfo;
+use crate::options::conn::ConnOptions;
+use crate::options::url::ServerUrl;
+
+mod dial;
+mod reader;
+mod writer;
+
+pub use dial::{connect, connect_for_check};
+pub use reader::{End, Event, Flow, Reader};
+pub use writer::{io_kind, SendError, Shared, INTERRUPTED};
+
+/// How to open a connection, and how to keep it.
+#[derive(Debug, Clone)]
+pub struct ConnectSpec<'a> {
+    pub servers: &'a [ServerUrl],
+    /// Shown by the server in its connection list (`connz`).
+    pub name: &'a str,
+    pub opts: &'a ConnOptions,
+    /// A write that makes no progress for this long fails (the server stopped reading); with
+    /// `--reconnect`, also how long a lost connection is retried before the run gives up on it.
+    pub stall_limit: Duration,
+}
+
+/// A connection after a successful handshake.
+pub struct Conn {
+    pub info: ServerInfo,
+    /// The server it reached (credentials never printed: see `ServerUrl`'s `Display`).
+    pub url: ServerUrl,
+    pub reader: Reader,
+    pub shared: Arc<Shared>,
+}

@@ -1,0 +1,198 @@
+//! Tests of the frames a publisher builds and of the in-flight window, kept beside the module
+//! rather than in it so its files hold only the loops.
+
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::engine::jsframe;
+use crate::engine::proto::{self, parse, Parsed, ServerOp};
+use crate::engine::stamp::{self, STAMP_LEN};
+
+fn messages(bytes: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    // Re-read what a publisher wrote as the server would deliver it.
+    let delivered = proto::deliver_as_server(bytes, 1);
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < delivered.len() {
+        match parse(&delivered[at..]).unwrap() {
+            Parsed::Op(ServerOp::Msg(m), n) => {
+                out.push((m.subject.to_vec(), m.payload.to_vec()));
+                at += n;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    out
+}
+
+#[test]
+fn frame_stamps_each_message_with_its_sequence() {
+    let payload = vec![7u8; 20];
+    let f = Frame::new(
+        "s",
+        None,
+        b"",
+        &payload,
+        StampKind::Delivery {
+            run_tag: 0x1234,
+            publisher: 3,
+        },
+    );
+    assert!(f.stamped());
+    let mut out = Vec::new();
+    for seq in 0..3 {
+        f.append(&mut out, seq);
+    }
+    let msgs = messages(&out);
+    assert_eq!(msgs.len(), 3);
+    for (seq, (subject, p)) in msgs.iter().enumerate() {
+        assert_eq!(subject, b"s");
+        let s = stamp::read(p).unwrap();
+        assert_eq!((s.run_tag, s.publisher, s.seq), (0x1234, 3, seq as u64));
+        assert_eq!(&p[STAMP_LEN..], &[7u8; 4]);
+    }
+}
+
+#[test]
+fn frame_without_room_for_a_stamp_sends_the_payload_as_is() {
+    let f = Frame::new("s", None, b"", b"abcdefg", StampKind::Sequence);
+    assert!(!f.stamped());
+    let mut out = Vec::new();
+    f.append(&mut out, 5);
+    assert_eq!(out, b"PUB s 7\r\nabcdefg\r\n");
+}
+
+#[test]
+fn sequence_stamp_is_the_first_eight_bytes() {
+    let f = Frame::new("s", None, b"", &[0xEEu8; 10], StampKind::Sequence);
+    assert!(f.stamped());
+    let mut out = Vec::new();
+    f.append(&mut out, 0x0102_0304_0506_0708);
+    let msgs = messages(&out);
+    assert_eq!(msgs[0].1, [8, 7, 6, 5, 4, 3, 2, 1, 0xEE, 0xEE]);
+}
+
+#[test]
+fn random_keys_are_fixed_spread_and_in_range() {
+    let k = Keys {
+        n: 10,
+        random: true,
+    };
+    let seen: std::collections::HashSet<u64> = (0..200).map(|s| k.of(s)).collect();
+    assert_eq!(seen.len(), 10, "200 draws over 10 keys reach them all");
+    assert!((0..1000).all(|s| k.of(s) < 10));
+    let first: Vec<u64> = (0..8).map(|s| k.of(s)).collect();
+    assert_ne!(
+        first,
+        (0..8).collect::<Vec<_>>(),
+        "not the sequential order"
+    );
+    assert_eq!(
+        first,
+        (0..8).map(|s| k.of(s)).collect::<Vec<_>>(),
+        "the same every run"
+    );
+}
+
+#[test]
+fn timed_stamp_carries_the_sequence_and_the_send_time() {
+    let f = Frame::new("s", None, b"", &[0u8; 20], StampKind::Timed);
+    let mut out = Vec::new();
+    f.append(&mut out, 9);
+    let msgs = messages(&out);
+    assert_eq!(u64::from_le_bytes(msgs[0].1[..8].try_into().unwrap()), 9);
+    let now = jsframe::unix_ns();
+    let sent = jsframe::sent_at(&msgs[0].1, now).expect("a send time");
+    assert!(now - sent < 1_000_000_000, "{now} {sent}");
+}
+
+#[test]
+fn multisubject_frames_cycle_through_subjects() {
+    let f = Frame::new(
+        "s",
+        Some(Keys::cycle(3)),
+        b"",
+        &[0u8; 16],
+        StampKind::Delivery {
+            run_tag: 1,
+            publisher: 0,
+        },
+    );
+    let mut out = Vec::new();
+    for seq in 0..4 {
+        f.append(&mut out, seq);
+    }
+    let text = String::from_utf8_lossy(&out);
+    let lines: Vec<&str> = text
+        .split("\r\n")
+        .filter(|l| l.starts_with("PUB"))
+        .collect();
+    assert_eq!(
+        lines,
+        ["PUB s.0 16", "PUB s.1 16", "PUB s.2 16", "PUB s.0 16"]
+    );
+}
+
+#[test]
+fn window_limits_in_flight_and_expires_old_requests() {
+    let w = Window::new(2, Duration::from_millis(30));
+    let stop = AtomicBool::new(false);
+    assert!(w.try_acquire(0) && w.try_acquire(1));
+    assert!(!w.try_acquire(2));
+    assert!(w.complete(1));
+    assert!(
+        !w.complete(1),
+        "a second reply for the same request is not awaited"
+    );
+    assert!(w.try_acquire(2));
+    // Nothing answers 0 and 2: acquire waits for them to time out, then proceeds.
+    let t = Instant::now();
+    assert!(w.acquire(3, &stop));
+    assert!(t.elapsed() >= Duration::from_millis(25));
+    assert!(w.timeouts() >= 1);
+    assert!(!w.complete(0), "a reply after the timeout is late");
+    w.drain(&stop);
+    assert_eq!(w.timeouts(), 3);
+}
+
+#[test]
+fn reply_subjects_name_each_request() {
+    let f = Frame::with_reply(
+        "svc",
+        None,
+        Some("_INBOX.t.0."),
+        b"",
+        &[0u8; 8],
+        StampKind::Sequence,
+    );
+    let mut out = Vec::new();
+    f.append(&mut out, 7);
+    f.append(&mut out, 12);
+    let text = String::from_utf8_lossy(&out);
+    let lines: Vec<&str> = text
+        .split("\r\n")
+        .filter(|l| l.starts_with("PUB"))
+        .collect();
+    assert_eq!(lines, ["PUB svc _INBOX.t.0.7 8", "PUB svc _INBOX.t.0.12 8"]);
+}
+
+#[test]
+fn frame_with_headers_uses_hpub() {
+    let block = proto::header_block(&[("A".into(), "b".into())]);
+    let f = Frame::new(
+        "s",
+        None,
+        &block,
+        &[0u8; 16],
+        StampKind::Delivery {
+            run_tag: 9,
+            publisher: 1,
+        },
+    );
+    let mut out = Vec::new();
+    f.append(&mut out, 42);
+    assert!(out.starts_with(b"HPUB s 18 34\r\nNATS/1.0\r\nA: b\r\n\r\n"));
+    let msgs = messages(&out);
+    assert_eq!(stamp::read(&msgs[0].1).unwrap().seq, 42);
+}
