@@ -1,0 +1,155 @@
+//! `msgbench report`: result files (`--json` output) in, one self-contained HTML file out.
+//!
+//! This module is the entry the rest of the crate calls ([`run`], [`render`]): it takes the
+//! parsed input documents ([`super::load`]), gives each a label and a colour, and hands them
+//! to the page. The work between those documents and the bytes written is split by what it
+//! owns, so that a chart can change without touching how files are read, and the plotting kit
+//! can be tested without a result:
+//!
+//! - `model`: what the report reads from a result or calibration, and the latency curves;
+//! - [`units`]: numbers as people read them, shared by the tables and the charts;
+//! - [`svg`]: the small plotting kit every chart is drawn with (scales, ticks, axes, legends,
+//!   lines and bars), and the escaping it needs ([`esc`], [`num`]);
+//! - `charts`: which charts the page shows and where each is read from in a result;
+//! - `tables`: the summary and environment tables;
+//! - `page`: the skeleton, its CSS and script, and the order the rest is assembled in.
+//!
+//! The charts are drawn here, in Rust, as inline SVG rather than by a script in the browser, so
+//! the file prints, works with scripts off and fetches nothing; the page's one small script
+//! (`report.js`) only toggles series from the legends. Every drawn series, point and bar carries
+//! its raw numbers in `data-*` attributes (in the input's units: ns, msgs/s) so a test, or a
+//! person with the browser's inspector, can check a chart against the file it came from.
+//!
+//! Everything taken from an input is untrusted: text and attributes go through [`esc`], the
+//! embedded copies of the inputs through [`json_in_script`], and nothing from an input ever
+//! becomes script source.
+
+mod charts;
+mod model;
+mod page;
+pub mod svg;
+mod tables;
+#[cfg(test)]
+mod tests;
+pub mod units;
+
+pub use page::json_in_script;
+pub use svg::{esc, num};
+
+use super::{Doc, DocKind};
+use crate::cli::ReportArgs;
+use crate::error::{exit, Error, Result};
+use model::{CalInput, Input};
+
+/// The Okabe–Ito palette, which stays distinguishable under the common colour-vision
+/// deficiencies; its yellow is left out because it is too faint on white. Lines also differ by
+/// dash where colour alone would have to carry the meaning (corrected vs uncorrected).
+const PALETTE: [&str; 7] = [
+    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#333333",
+];
+
+/// Writes the report `args` asks for and returns the exit status.
+///
+/// # Errors
+/// Unreadable or foreign input files, no result among them, or an output file that cannot be
+/// written.
+pub fn run(args: &ReportArgs) -> Result<u8> {
+    let docs = args
+        .inputs
+        .iter()
+        .map(|p| super::load_for_report(p))
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>();
+    refuse_to_overwrite_an_input(args)?;
+    let html = render(&docs)?;
+    std::fs::write(&args.output, html)
+        .map_err(|e| Error::io(format!("cannot write '{}'", args.output.display()), e))?;
+    let results = docs.iter().filter(|d| d.kind == DocKind::Result).count();
+    let cals = docs.len() - results;
+    let mut what = plural(results, "result");
+    if cals > 0 {
+        what = format!("{what}, {}", plural(cals, "calibration"));
+    }
+    println!("report: wrote {} ({what})", args.output.display());
+    Ok(exit::OK)
+}
+
+/// `-o a.json` next to `a.json` as an input would replace a result with its own report.
+fn refuse_to_overwrite_an_input(args: &ReportArgs) -> Result<()> {
+    let Ok(out) = std::fs::canonicalize(&args.output) else {
+        return Ok(()); // not there yet, so it is none of the inputs
+    };
+    for input in &args.inputs {
+        if std::fs::canonicalize(input).is_ok_and(|p| p == out) {
+            return Err(Error::Usage(format!(
+                "the output '{}' is one of the inputs; give another file with -o",
+                args.output.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+/// The whole page for `docs`, in the order given.
+///
+/// # Errors
+/// [`Error::Usage`] when no document is a result, or one is a result in name only (fields of
+/// the wrong type, an undecodable histogram).
+pub fn render(docs: &[Doc]) -> Result<String> {
+    let mut results = Vec::new();
+    let mut cals = Vec::new();
+    for (doc, label) in docs.iter().zip(labels(docs)) {
+        match doc.kind {
+            DocKind::Result => {
+                let color = PALETTE[results.len() % PALETTE.len()];
+                results.push(Input::read(doc, label, color)?);
+            }
+            DocKind::Calibration => cals.push(CalInput::read(doc, label)?),
+        }
+    }
+    if results.is_empty() {
+        let names: Vec<String> = cals.iter().map(|c| format!("'{}'", c.label)).collect();
+        return Err(Error::Usage(format!(
+            "no result file among the inputs ({} {} a calibration, which only adds the \
+             machine's latency floor); give at least one file written by a scenario's --json",
+            names.join(", "),
+            if names.len() == 1 { "is" } else { "are each" }
+        )));
+    }
+    Ok(page::page(&results, &cals))
+}
+
+/// Names that tell the inputs apart: they key the columns, series and legends. The file name
+/// when it is unique, else the path as given, numbered when even that repeats (the same file
+/// given twice).
+fn labels(docs: &[Doc]) -> Vec<String> {
+    let names: Vec<String> = docs.iter().map(|d| d.name.clone()).collect();
+    let mut out: Vec<String> = docs
+        .iter()
+        .zip(&names)
+        .map(|(d, n)| {
+            if names.iter().filter(|m| *m == n).count() > 1 {
+                d.path.display().to_string()
+            } else {
+                n.clone()
+            }
+        })
+        .collect();
+    for i in 1..out.len() {
+        let seen = out[..i].iter().filter(|n| **n == out[i]).count();
+        if seen > 0 {
+            out[i] = format!("{} ({})", out[i], seen + 1);
+        }
+    }
+    out
+}

@@ -1,0 +1,50 @@
+//! Charts as inline SVG: linear and logarithmic scales with 1-2-5 ticks, axes with labels,
+//! a legend that wraps, line series (with gaps) and grouped bars (with whiskers). Every
+//! chart is drawn in its own coordinate system ([`NARROW`] or [`WIDE`] units across, about
+//! the pixels it gets on a desktop, so text there is at its nominal size) and scaled by the
+//! page through its `viewBox`, so one drawing serves a phone, a desktop and paper.
+//!
+//! The data contract a test relies on: `<svg class="chart" data-chart=KIND
+//! [data-input=LABEL]>`; each series a `<g class="series" data-series=ID data-points=N>`
+//! holding a `<path data-series data-points data-values>` (lines) or N
+//! `<rect class="bar" data-series data-category data-value>` (bars); line points as
+//! `<circle class="pt" data-value …>` while a series has at most [`MAX_MARKERS`] of them.
+//!
+//! The arithmetic of where values sit (`scale`: scales and 1-2-5 ticks) is kept apart from the
+//! drawing (`draw`: layout, axes, legends, lines and bars), so each can be read and tested on
+//! its own. HTML escaping lives here because every label drawn needs it; the page and the
+//! tables use the same function.
+
+mod draw;
+mod scale;
+
+pub use draw::{
+    bars, fit, lines, Bar, BarSet, Chart, Line, Point, RefLine, CHAR_W, MAX_MARKERS, NARROW, WIDE,
+};
+pub use scale::{linear_ticks, log_ticks, nice_step, Axis, Scale, Tick};
+
+/// `s` made safe as HTML text and as a quoted attribute value.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// A raw number for a `data-*` attribute: the shortest text that reads back as the same
+/// double, so a test comparing it with the input file can demand equality.
+pub fn num(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v}")
+    } else {
+        String::new()
+    }
+}
