@@ -857,7 +857,12 @@ def commit_label() -> str:
     commit = capture(["git", "rev-parse", "--short", "HEAD"], cwd=REPO)
     if not commit:
         return "none (no commits yet)"
-    dirty = capture(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO)
+    # The reports themselves change as the suites run one after another; they are not what
+    # was measured.
+    dirty = capture(
+        ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)bench/RESULTS*.md"],
+        cwd=REPO,
+    )
     return commit + (" (with local changes)" if dirty else "")
 
 
