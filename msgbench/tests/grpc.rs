@@ -484,6 +484,28 @@ fn tls_is_verified_by_default() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+#[test]
+fn ghz_short_forms_split_a_total_and_pace_by_rps() {
+    let log = LogServer::start(&[]);
+    let (out, doc) = grpc_json(&[
+        "--server",
+        &log.url,
+        "-n",
+        "300",
+        "-c",
+        "3",
+        "--rps",
+        "1000",
+        "--insecure",
+    ]);
+    ok(&out, &doc);
+    // 300 in all, 100 per client, open loop at the aggregate rate.
+    assert_eq!(u(&doc["grpc"]["requests_ok"]), 300);
+    assert_eq!(doc["params"]["clients"], 3);
+    assert_eq!(u(&doc["params"]["requests"]), 100);
+    assert_eq!(doc["pacing"]["target_rate"].as_f64(), Some(1000.0));
+}
+
 /// One line on stderr naming what is wrong, exit 2, nothing on stdout.
 fn bad(args: &[&str], expect: &[&str]) {
     let mut all = vec!["grpc"];
@@ -531,6 +553,16 @@ fn bad_input_is_one_line_naming_it() {
         &["--messages-per-call", "unary"],
     );
     bad(&["--tls-ca", "x.pem"], &["--tls-"]);
+    // ghz's forms: -n is a total split evenly over the clients; --insecure means plaintext.
+    bad(
+        &["-n", "10", "-c", "3"],
+        &["-n", "multiple of --clients (3)"],
+    );
+    bad(&["-n", "10", "--requests", "5"], &["--requests"]);
+    bad(
+        &["--insecure", "--server", "https://127.0.0.1:1"],
+        &["--insecure", "plaintext", "--tls-insecure"],
+    );
     bad(&["-H", "grpc-timeout: 1S"], &["--header", "reserved"]);
     bad(
         &["--proto", "/nonexistent/x.proto"],
