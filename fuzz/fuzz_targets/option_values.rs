@@ -28,8 +28,8 @@
 use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
-use msgbench::options::url::{parse_servers, redact, Auth, ServerUrl, DEFAULT_PORT};
-use msgbench::options::values::{parse_count, parse_duration, parse_rate, parse_size};
+use msgbench::wire::url::{parse_servers, redact, Auth, ServerUrl, DEFAULT_PORT};
+use msgbench::values::{parse_count, parse_duration, parse_rate, parse_size};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, rest)) = data.split_first() else {

@@ -1,4 +1,4 @@
-//! Fuzzes `engine::proto::parse` the way a connection's read loop drives it.
+//! Fuzzes `wire::proto::parse` the way a connection's read loop drives it.
 //!
 //! The input is a byte stream from a (possibly hostile) server. The first byte also chooses how
 //! the stream is cut into reads. Checked, for every call of `parse`:
@@ -19,7 +19,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use msgbench::engine::proto::{
+use msgbench::wire::proto::{
     parse, Parsed, ProtocolError, ServerOp, MAX_CONTROL_LINE, MAX_MESSAGE_SIZE,
 };
 
@@ -211,7 +211,7 @@ fn checked_parse(buf: &[u8]) -> Result<Parsed<'_>, ProtocolError> {
                 "unbounded wait for a control line"
             );
         }
-        Err(ProtocolError::ControlLineTooLong) => {
+        Err(ProtocolError::ControlLineTooLong { .. }) => {
             assert!(
                 buf.len() > MAX_CONTROL_LINE,
                 "short line rejected as too long"

@@ -13,7 +13,7 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use msgbench::engine::proto::{encode_pub, header_block, parse, Msg, Parsed, ServerOp};
+use msgbench::wire::proto::{encode_pub, header_block, parse, Msg, Parsed, ServerOp};
 
 #[derive(Debug, Arbitrary)]
 enum Headers {

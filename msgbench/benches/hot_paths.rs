@@ -7,9 +7,9 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use std::hint::black_box;
 
 use msgbench::engine::load::{Frame, StampKind};
-use msgbench::engine::proto::{self, Parsed, ServerOp};
-use msgbench::engine::stamp;
 use msgbench::stats::delivery::DeliveryLog;
+use msgbench::wire::proto::{self, Parsed, ServerOp};
+use msgbench::wire::stamp;
 
 const SIZES: [usize; 3] = [32, 1024, 8192];
 const BATCH: u64 = 1024;

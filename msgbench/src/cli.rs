@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::options::values::{parse_count, parse_duration, parse_rate, parse_size};
+use crate::values::{parse_count, parse_duration, parse_rate, parse_size};
 
 #[derive(Debug, Parser)]
 #[command(

@@ -60,10 +60,7 @@ pub enum Error {
     EmbeddedServer(String),
     /// The server broke the protocol.
     #[error("protocol error from {url}: {source}")]
-    Protocol {
-        url: String,
-        source: crate::engine::proto::ProtocolError,
-    },
+    Protocol { url: String, source: ProtocolError },
     /// A JetStream API call failed before or after the load (stream setup, state).
     #[error("JetStream: {text}")]
     JetStream { kind: ErrorKind, text: String },
@@ -478,4 +475,22 @@ mod tests {
             exit::FAILURE
         );
     }
+}
+
+/// Why bytes from the server could not be parsed. Each is fatal for the connection: after a
+/// framing error there is no reliable way to find the next operation.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProtocolError {
+    #[error("unknown operation {0:?} from server")]
+    UnknownOp(String),
+    #[error("malformed {0} arguments from server")]
+    MalformedArgs(&'static str),
+    #[error("control line longer than {limit} bytes from server")]
+    ControlLineTooLong { limit: usize },
+    #[error("message of {size} bytes announced by server exceeds {limit}")]
+    MessageTooLarge { size: usize, limit: usize },
+    #[error("message payload not terminated by CRLF")]
+    MissingPayloadEnd,
+    #[error("control line ended by LF without CR")]
+    MissingCr,
 }

@@ -4,10 +4,9 @@
 
 use std::fmt;
 
-use serde::Serialize;
-
 use crate::metric::Metric;
 use crate::result::RunResult;
+use crate::result::Verdict;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Op {
@@ -123,21 +122,6 @@ fn plain_value(v: &str) -> Result<f64, String> {
         return Err(format!("'{v}' is not a finite number"));
     }
     Ok(n * mult)
-}
-
-/// How one threshold fared, as a result records it.
-#[derive(Debug, Clone, Serialize)]
-pub struct Verdict {
-    pub expr: String,
-    /// The measured value in the metric's unit (ns for latency); null when the run has none.
-    pub measured: Option<f64>,
-    pub pass: bool,
-    /// Why there is no value, when there is none.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub why: Option<&'static str>,
-    /// Latency metrics are in nanoseconds.
-    #[serde(skip)]
-    pub latency: bool,
 }
 
 /// Judges every threshold against a finished result. A metric the run did not measure fails:

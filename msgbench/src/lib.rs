@@ -12,6 +12,7 @@ pub mod cli;
 pub mod engine;
 pub mod error;
 pub mod export;
+pub mod format;
 pub mod gate;
 pub mod link;
 pub mod metric;
@@ -24,6 +25,8 @@ pub mod server;
 pub mod stats;
 #[cfg(test)]
 mod testdir;
+pub mod values;
+pub mod wire;
 
 use std::ffi::OsString;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -223,7 +226,11 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
         Command::Diff(a) => report::diff::run(&a),
         Command::Grpc(g) => match g.action {
             Some(cli::GrpcAction::Serve(a)) => scenario::grpc::serve(&a, stop),
-            Some(cli::GrpcAction::Encode(a)) => scenario::grpc::encode(&a),
+            Some(cli::GrpcAction::Encode(a)) => {
+                let report = scenario::grpc::encode(&a)?;
+                export::text::print_encode(&report, a.json.as_deref())?;
+                Ok(exit::OK)
+            }
             None => {
                 let o = options::grpc::GrpcOptions::new(&g.run)?;
                 execute("grpc", None, &o.output, o.allow_loss, stop, |m| {

@@ -16,34 +16,14 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-
 use crate::error::{Error, Result};
-use crate::options::link::{LinkSpec, Shape};
-use crate::options::url::ServerUrl;
+use crate::result::{LinkReport, LinkSpec, Shape};
+use crate::wire::url::ServerUrl;
 
 /// The bytes a direction may hold beyond the bandwidth-delay product before the reader waits.
 const QUEUE_SLACK: usize = 4 << 20;
 const CHUNK: usize = 64 * 1024;
 const DIAL_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// What a result says about the link it ran over.
-#[derive(Debug, Clone, Serialize)]
-pub struct LinkReport {
-    /// How the link was made: `proxy`.
-    pub via: &'static str,
-    /// The link as configured, in words.
-    pub spec: String,
-    pub up: Shape,
-    pub down: Shape,
-    /// Median PING/PONG round trip through the proxy at zero delay minus the direct one,
-    /// measured before the run: what the proxy itself adds. It can come out below zero when
-    /// the proxy's cost is smaller than the noise of a loopback round trip, and is kept so;
-    /// null when it could not be measured.
-    pub proxy_added_rtt_ns: Option<i64>,
-    /// The servers behind the proxy.
-    pub servers: Vec<String>,
-}
 
 /// When each chunk of one direction may be delivered.
 #[derive(Debug)]

@@ -13,9 +13,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::options::link::LinkSpec;
-use crate::options::url::{self, ServerUrl};
 use crate::options::ServerChoice;
+use crate::result::{ClusterNode, ClusterReport, LinkSpec};
+use crate::wire::url::{self, ServerUrl};
 
 /// The server version the project's install scripts pin; named in the install hint.
 pub const PINNED_VERSION: &str = "v2.15.2";
@@ -35,19 +35,6 @@ pub struct Target {
     /// msgbench started these servers (also true for a node of its cluster that this target
     /// does not own).
     pub local: bool,
-}
-
-/// What a result says about a local cluster.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct ClusterReport {
-    /// Node names (`msgbench-0`, …) and their client URLs, in order.
-    pub nodes: Vec<ClusterNode>,
-}
-
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct ClusterNode {
-    pub name: String,
-    pub url: String,
 }
 
 impl Target {

@@ -8,9 +8,9 @@ use std::cell::Cell;
 
 use msgbench::engine::jsframe::{JsFrame, JsFraming};
 use msgbench::engine::load::{Frame, Keys, StampKind};
-use msgbench::engine::proto::{self, Parsed, ServerOp};
-use msgbench::engine::stamp;
 use msgbench::stats::delivery::DeliveryLog;
+use msgbench::wire::proto::{self, Parsed, ServerOp};
+use msgbench::wire::stamp;
 
 struct Counting;
 

@@ -9,7 +9,7 @@
 use std::cell::RefCell;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::engine::proto;
+use crate::wire::proto;
 
 /// Bytes at the front of a JetStream payload: the message number, then (from 16 B) the send
 /// time in nanoseconds since the Unix epoch, so a consumer anywhere can time the message.

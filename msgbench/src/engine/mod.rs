@@ -8,7 +8,6 @@ pub mod grpc;
 pub mod jsapi;
 pub mod jsframe;
 pub mod load;
-pub mod proto;
+pub mod pace;
 pub mod pull;
-pub mod stamp;
 pub mod tls;

@@ -9,9 +9,48 @@ use std::time::{Duration, Instant};
 
 use crate::engine::conn::{Event, Flow, Reader, SendError, Shared};
 use crate::engine::jsapi::{self, Delivered};
-use crate::engine::proto;
 use crate::error::ErrorKind;
-use crate::options::js::{AckMode, PullMode};
+use crate::wire::proto;
+
+/// How a consumer pulls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PullMode {
+    /// One pull request of `batch` at a time, the next when it is fulfilled.
+    Fetch,
+    /// `batch` pulled ahead, topped up when half has arrived.
+    Consume,
+    /// As consume, on an ordered consumer: no acks, one reader, gaps in its sequence detected.
+    Ordered,
+}
+
+impl PullMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PullMode::Fetch => "fetch",
+            PullMode::Consume => "consume",
+            PullMode::Ordered => "ordered",
+        }
+    }
+}
+
+/// Which messages a consumer acknowledges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AckMode {
+    Explicit,
+    All,
+    None,
+}
+
+impl AckMode {
+    /// The consumer's `ack_policy`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AckMode::Explicit => "explicit",
+            AckMode::All => "all",
+            AckMode::None => "none",
+        }
+    }
+}
 
 /// How a client pulls.
 #[derive(Debug, Clone)]

@@ -4,8 +4,8 @@
 
 use std::fmt::Write;
 
-use super::text::{duration_ns, group, ibytes};
 use super::Exporter;
+use crate::format::{duration_ns, group, ibytes};
 use crate::result::RunResult;
 
 pub struct Markdown;

@@ -2,10 +2,8 @@
 //! so adding a format never touches the scenarios and every format sees the same facts.
 
 pub mod csv;
-pub mod hdr;
 pub mod json;
 pub mod markdown;
-pub mod numbers;
 pub mod text;
 
 use crate::result::RunResult;

@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use crate::cli::ConnArgs;
 use crate::error::{Error, Result};
-use crate::options::url::Auth;
+use crate::wire::url::Auth;
 
 /// A NATS CLI context: the fields msgbench uses.
 #[derive(Default, Deserialize)]
@@ -42,7 +42,7 @@ impl std::fmt::Debug for Context {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let secret = |s: &str| if s.is_empty() { "" } else { "<redacted>" };
         f.debug_struct("Context")
-            .field("url", &crate::options::url::redact(&self.url))
+            .field("url", &crate::wire::url::redact(&self.url))
             .field("user", &self.user)
             .field("password", &secret(&self.password))
             .field("token", &secret(&self.token))

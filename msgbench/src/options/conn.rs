@@ -4,30 +4,24 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
-
 use crate::cli::ConnArgs;
+use crate::engine::conn::Dialing;
 use crate::engine::tls::{Tls, TlsOptions};
 use crate::error::{Error, Result};
-use crate::options::link::LinkSpec;
-use crate::options::values::parse_duration;
 use crate::options::{server_choice, ServerChoice};
+use crate::result::LinkSpec;
+use crate::stats::recovery::{FaultKind, FaultSpec};
+use crate::values::parse_duration;
 
-/// How connections are opened and kept.
+/// The connection settings of a run: how the engine dials and keeps connections, plus the
+/// fault to inject and the link to run over, which act on the target rather than on a
+/// connection.
 #[derive(Debug, Clone, Copy)]
 pub struct ConnOptions {
-    pub connect_timeout: Duration,
-    /// Dial again after a lost connection (with backoff, for up to the scenario's --timeout).
-    pub reconnect: bool,
-    /// A keepalive PING goes out after this long without hearing from the server; two
-    /// unanswered ones end the connection.
-    pub ping_interval: Duration,
+    pub dial: Dialing,
     pub fault: Option<FaultSpec>,
     /// The impaired link to run over, if any.
     pub link: Option<LinkSpec>,
-    /// TLS as asked for with the --tls-* flags; a server that requires TLS gets it anyway,
-    /// verified against the system's roots.
-    pub tls: Option<&'static Tls>,
 }
 
 impl ConnOptions {
@@ -37,7 +31,7 @@ impl ConnOptions {
         let fault = conn
             .fault
             .as_deref()
-            .map(|f| FaultSpec::parse(f).map_err(|why| Error::flag("--fault", f, why)))
+            .map(|f| parse_fault(f).map_err(|why| Error::flag("--fault", f, why)))
             .transpose()?;
         if fault.is_some() && !matches!(server_choice(conn)?, ServerChoice::Embedded { .. }) {
             return Err(Error::Usage(
@@ -78,12 +72,14 @@ impl ConnOptions {
             None
         };
         Ok(Self {
-            connect_timeout: conn.connect_timeout,
-            reconnect: conn.reconnect,
-            ping_interval: conn.ping_interval,
+            dial: Dialing {
+                connect_timeout: conn.connect_timeout,
+                reconnect: conn.reconnect,
+                ping_interval: conn.ping_interval,
+                tls,
+            },
             fault,
             link,
-            tls,
         })
     }
 
@@ -103,11 +99,11 @@ impl ConnOptions {
     /// The parameters as they go into a result.
     pub fn params(&self) -> serde_json::Value {
         serde_json::json!({
-            "reconnect": self.reconnect,
-            "ping_interval_secs": self.ping_interval.as_secs_f64(),
+            "reconnect": self.dial.reconnect,
+            "ping_interval_secs": self.dial.ping_interval.as_secs_f64(),
             "fault": self.fault,
             "link": self.link,
-            "tls": self.tls.map(|t| serde_json::json!({
+            "tls": self.dial.tls.map(|t| serde_json::json!({
                 "ca": t.options.ca.is_some(),
                 "client_cert": t.options.cert.is_some(),
                 "insecure": t.options.insecure,
@@ -117,68 +113,40 @@ impl ConnOptions {
     }
 }
 
-/// What happens to the embedded server during a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FaultKind {
-    /// SIGKILL, and the server stays down.
-    Kill,
-    /// SIGKILL, then the server starts again on the same port (after `hold`, if given).
-    Restart,
-    /// SIGSTOP for `hold`, then SIGCONT: a server that stops responding without closing.
-    Pause,
-}
-
 /// `--fault KIND@AT[:HOLD]`: `kill@5s`, `restart@5s`, `restart@5s:1s`, `pause@3s:200ms`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct FaultSpec {
-    pub kind: FaultKind,
-    /// When, from the start of the load.
-    #[serde(serialize_with = "secs")]
-    pub at: Duration,
-    /// How long the server stays paused, or down before a restart.
-    #[serde(serialize_with = "secs")]
-    pub hold: Duration,
-}
-
-fn secs<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
-    s.serialize_f64(d.as_secs_f64())
-}
-
-impl FaultSpec {
-    /// # Errors
-    /// Why the text is not a fault.
-    pub fn parse(s: &str) -> std::result::Result<Self, String> {
-        let (kind, rest) = s
-            .split_once('@')
-            .ok_or("expected KIND@TIME, such as kill@5s, restart@5s or pause@3s:200ms")?;
-        let kind = match kind.trim() {
-            "kill" => FaultKind::Kill,
-            "restart" => FaultKind::Restart,
-            "pause" => FaultKind::Pause,
-            other => return Err(format!("unknown fault '{other}' (kill, restart or pause)")),
-        };
-        let (at, hold) = match rest.split_once(':') {
-            Some((at, hold)) => (at, Some(hold)),
-            None => (rest, None),
-        };
-        let at = if matches!(at.trim(), "0" | "0s") {
-            Duration::ZERO
-        } else {
-            parse_duration(at)?
-        };
-        let hold = hold.map(parse_duration).transpose()?;
-        let hold = match (kind, hold) {
-            (FaultKind::Kill, Some(_)) => {
-                return Err("kill takes no duration: the server stays down".into())
-            }
-            (FaultKind::Pause, None) => {
-                return Err("pause needs a duration, such as pause@3s:200ms".into())
-            }
-            (_, h) => h.unwrap_or(Duration::ZERO),
-        };
-        Ok(Self { kind, at, hold })
-    }
+///
+/// # Errors
+/// Why the text is not a fault.
+pub fn parse_fault(s: &str) -> std::result::Result<FaultSpec, String> {
+    let (kind, rest) = s
+        .split_once('@')
+        .ok_or("expected KIND@TIME, such as kill@5s, restart@5s or pause@3s:200ms")?;
+    let kind = match kind.trim() {
+        "kill" => FaultKind::Kill,
+        "restart" => FaultKind::Restart,
+        "pause" => FaultKind::Pause,
+        other => return Err(format!("unknown fault '{other}' (kill, restart or pause)")),
+    };
+    let (at, hold) = match rest.split_once(':') {
+        Some((at, hold)) => (at, Some(hold)),
+        None => (rest, None),
+    };
+    let at = if matches!(at.trim(), "0" | "0s") {
+        Duration::ZERO
+    } else {
+        parse_duration(at)?
+    };
+    let hold = hold.map(parse_duration).transpose()?;
+    let hold = match (kind, hold) {
+        (FaultKind::Kill, Some(_)) => {
+            return Err("kill takes no duration: the server stays down".into())
+        }
+        (FaultKind::Pause, None) => {
+            return Err("pause needs a duration, such as pause@3s:200ms".into())
+        }
+        (_, h) => h.unwrap_or(Duration::ZERO),
+    };
+    Ok(FaultSpec { kind, at, hold })
 }
 
 #[cfg(test)]
@@ -189,7 +157,7 @@ mod tests {
     fn parses_faults() {
         let ms = Duration::from_millis;
         assert_eq!(
-            FaultSpec::parse("kill@5s").unwrap(),
+            parse_fault("kill@5s").unwrap(),
             FaultSpec {
                 kind: FaultKind::Kill,
                 at: ms(5000),
@@ -197,7 +165,7 @@ mod tests {
             }
         );
         assert_eq!(
-            FaultSpec::parse("restart@1500ms:250ms").unwrap(),
+            parse_fault("restart@1500ms:250ms").unwrap(),
             FaultSpec {
                 kind: FaultKind::Restart,
                 at: ms(1500),
@@ -205,7 +173,7 @@ mod tests {
             }
         );
         assert_eq!(
-            FaultSpec::parse("pause@3s:200ms").unwrap(),
+            parse_fault("pause@3s:200ms").unwrap(),
             FaultSpec {
                 kind: FaultKind::Pause,
                 at: ms(3000),
@@ -221,7 +189,7 @@ mod tests {
             "restart@-1s",
             "",
         ] {
-            assert!(FaultSpec::parse(bad).is_err(), "{bad}");
+            assert!(parse_fault(bad).is_err(), "{bad}");
         }
     }
 }

@@ -6,9 +6,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::cli::{GrpcArgs, GrpcSchemaArgs};
+use crate::engine::pace::{Pace, Stop};
 use crate::engine::tls::{Tls, TlsOptions};
 use crate::error::{Error, Result};
-use crate::options::{check_rate, Output, Pace, Stop};
+use crate::options::{check_rate, Output};
 
 /// Where the service is.
 #[derive(Debug, Clone)]
@@ -82,7 +83,7 @@ impl GrpcOptions {
                 a.tls_ca.is_some() || a.tls_cert.is_some() || a.tls_insecure,
             )
             // The URL may carry `user:password@`: quoted without it.
-            .map_err(|why| Error::flag("--server", &crate::options::url::redact(s), why))?,
+            .map_err(|why| Error::flag("--server", &crate::wire::url::redact(s), why))?,
         };
         let tls_wanted = matches!(target, GrpcTarget::Url { tls: true, .. });
         if a.insecure && tls_wanted {

@@ -10,11 +10,13 @@ use crate::cli::{JsConsumeArgs, JsPubArgs, KvArgs, StreamArgs};
 use crate::engine::jsapi::StreamConfig;
 use crate::engine::jsframe::{JsFraming, MAX_BATCH};
 use crate::engine::load::Keys;
-use crate::engine::stamp::{self, SEQ_LEN};
+use crate::engine::pace::{Pace, Stop};
+use crate::engine::pull::{AckMode, PullMode};
 use crate::error::{Error, Result};
 use crate::options::conn::ConnOptions;
 use crate::options::request::RequestOptions;
-use crate::options::{check_subject, server_choice, Output, Pace, ServerChoice, Stop};
+use crate::options::{check_subject, server_choice, Output, ServerChoice};
+use crate::wire::stamp::{self, SEQ_LEN};
 
 /// The server's limit on atomic batches in flight per stream.
 const MAX_BATCHES_PER_STREAM: u64 = 50;
@@ -305,46 +307,6 @@ impl JsPubOptions {
         p["purge"] = self.purge.into();
         p["delete_after"] = self.delete_after.into();
         p
-    }
-}
-
-/// How a consumer pulls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PullMode {
-    /// One pull request of `batch` at a time, the next when it is fulfilled.
-    Fetch,
-    /// `batch` pulled ahead, topped up when half has arrived.
-    Consume,
-    /// As consume, on an ordered consumer: no acks, one reader, gaps in its sequence detected.
-    Ordered,
-}
-
-impl PullMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PullMode::Fetch => "fetch",
-            PullMode::Consume => "consume",
-            PullMode::Ordered => "ordered",
-        }
-    }
-}
-
-/// Which messages a consumer acknowledges.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AckMode {
-    Explicit,
-    All,
-    None,
-}
-
-impl AckMode {
-    /// The consumer's `ack_policy`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AckMode::Explicit => "explicit",
-            AckMode::All => "all",
-            AckMode::None => "none",
-        }
     }
 }
 

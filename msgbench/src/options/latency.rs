@@ -5,11 +5,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::cli::LatencyArgs;
-use crate::engine::stamp::SEQ_LEN;
+use crate::engine::pace::Stop;
 use crate::error::{Error, Result};
-use crate::options::{
-    check_subject, server_choice, server_choice_from, Output, ServerChoice, Stop,
-};
+use crate::options::{check_subject, server_choice, server_choice_from, Output, ServerChoice};
+use crate::wire::stamp::SEQ_LEN;
 
 /// Up to this rate `--busy-poll auto` turns polling on. Measured on a 2-core machine: at 1,000
 /// msgs/s polling took the median from about 85 µs to about 45 µs; at 100,000 msgs/s of 4 KiB

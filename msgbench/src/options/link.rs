@@ -2,43 +2,10 @@
 //! (`delay=1ms,jitter=200us,rate=100mbit`, with `up:` or `down:` for one direction only), and
 //! its validated form.
 
-use std::fmt;
 use std::time::Duration;
 
-use serde::Serialize;
-
-use crate::options::values::parse_duration;
-
-/// One direction of the link.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Shape {
-    /// One-way delay added to every byte.
-    #[serde(rename = "delay_ns", serialize_with = "ns")]
-    pub delay: Duration,
-    /// Each chunk's delay is drawn uniformly from `delay ± jitter` (not below 0); a chunk never
-    /// overtakes the one before it.
-    #[serde(rename = "jitter_ns", serialize_with = "ns")]
-    pub jitter: Duration,
-    /// Bandwidth cap in bits per second; `None` for none.
-    pub rate_bps: Option<u64>,
-}
-
-fn ns<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_u64(d.as_nanos() as u64)
-}
-
-impl Shape {
-    pub fn is_clear(&self) -> bool {
-        *self == Shape::default()
-    }
-}
-
-/// Both directions: `up` is client to server, `down` server to client.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct LinkSpec {
-    pub up: Shape,
-    pub down: Shape,
-}
+use crate::result::LinkSpec;
+use crate::values::parse_duration;
 
 /// Rates from 1 kbit/s to 100 Gbit/s: below, a 64 KiB chunk takes minutes; above, the proxy
 /// itself is the limit.
@@ -141,41 +108,6 @@ fn parse_rate_bits(v: &str) -> Result<u64, String> {
         return Err(format!("rate={v}: must be 1kbit to 100gbit"));
     }
     Ok(bps.round() as u64)
-}
-
-impl fmt::Display for Shape {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut parts = vec![format!("delay {}", humantime::format_duration(self.delay))];
-        if !self.jitter.is_zero() {
-            parts.push(format!(
-                "jitter ±{}",
-                humantime::format_duration(self.jitter)
-            ));
-        }
-        if let Some(r) = self.rate_bps {
-            parts.push(format!("rate {}", rate_text(r)));
-        }
-        f.write_str(&parts.join(", "))
-    }
-}
-
-fn rate_text(bps: u64) -> String {
-    match bps {
-        b if b >= 1_000_000_000 => format!("{} Gbit/s", b as f64 / 1e9),
-        b if b >= 1_000_000 => format!("{} Mbit/s", b as f64 / 1e6),
-        b if b >= 1_000 => format!("{} kbit/s", b as f64 / 1e3),
-        b => format!("{b} bit/s"),
-    }
-}
-
-impl fmt::Display for LinkSpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.up == self.down {
-            write!(f, "{} each way", self.up)
-        } else {
-            write!(f, "up {}; down {}", self.up, self.down)
-        }
-    }
 }
 
 #[cfg(test)]

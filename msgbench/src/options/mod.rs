@@ -10,17 +10,16 @@ pub mod js;
 pub mod latency;
 pub mod link;
 pub mod request;
-pub mod url;
-pub mod values;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Serialize;
 
-use self::url::ServerUrl;
 use crate::cli::{ConnArgs, LoadArgs, OutputArgs, StallArgs};
+use crate::engine::pace::{Pace, Stop};
 use crate::error::{Error, Result};
+use crate::wire::url::{self, ServerUrl};
 
 /// Which scenario runs. The scenario code is one; this only names it and fixes its shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -39,34 +38,6 @@ impl ScenarioKind {
             ScenarioKind::Pubsub => "pubsub",
         }
     }
-}
-
-/// When a load loop stops.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stop {
-    /// After this many messages per publisher (or per subscriber, for `sub`).
-    Count(u64),
-    /// After this long.
-    For(Duration),
-}
-
-impl Stop {
-    /// The `msgs` and `duration_secs` a result's params record (one of them is null).
-    pub fn as_params(self) -> (Option<u64>, Option<f64>) {
-        match self {
-            Stop::Count(n) => (Some(n), None),
-            Stop::For(d) => (None, Some(d.as_secs_f64())),
-        }
-    }
-}
-
-/// How a publisher spaces its messages.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Pace {
-    /// Closed loop: the next message goes as soon as the previous one is in the buffer.
-    Unlimited,
-    /// Open loop: message i is due at start + i / rate, whatever happened to earlier ones.
-    Rate { per_sec: f64 },
 }
 
 /// Which server to use.

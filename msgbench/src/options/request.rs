@@ -6,9 +6,10 @@ use std::time::Duration;
 use crate::cli::{ReplyArgs, RequestArgs};
 use crate::engine::jsframe::JsFraming;
 use crate::engine::load::Keys;
-use crate::engine::stamp::SEQ_LEN;
+use crate::engine::pace::{Pace, Stop};
 use crate::error::{Error, Result};
-use crate::options::{check_subject, server_choice, Output, Pace, ServerChoice, Stop};
+use crate::options::{check_subject, server_choice, Output, ServerChoice};
+use crate::wire::stamp::SEQ_LEN;
 
 #[derive(Debug, Clone)]
 pub struct RequestOptions {

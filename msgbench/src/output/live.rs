@@ -12,7 +12,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::export::text::{duration_ns, group};
+use crate::format::{duration_ns, group};
 use crate::stats::timeline::{Meter, Sampler, Tick, Timeline, MAX_TICKS};
 
 /// `--stream-stats`: one file for every run of an invocation (`--runs` tags each line).

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use crate::cli::DiffArgs;
 use crate::error::{exit, Error, Result};
-use crate::export::text::{duration_ns, group};
+use crate::format::{duration_ns, group};
 use crate::metric::Metric;
 use crate::report::{load, Doc, DocKind};
 use crate::stats::significance::{compare, median, Change};

@@ -15,11 +15,11 @@ use serde::Serialize;
 
 use crate::engine::conn::{self, Conn, ConnectSpec, Event, Flow};
 use crate::engine::load::{self, RespondSpec};
-use crate::engine::proto;
 use crate::error::{Error, ErrorCounts, Result};
 use crate::result::ToolInfo;
 use crate::server::Target;
 use crate::stats::latency::new_histogram;
+use crate::wire::proto;
 
 pub const SCHEMA: &str = "msgbench.calibration/v1";
 
@@ -42,7 +42,7 @@ pub struct Calibration {
     /// With `--link`: the round trips above went through it; this is the link and what its
     /// proxy adds at zero delay.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub link: Option<crate::link::LinkReport>,
+    pub link: Option<crate::result::LinkReport>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -109,7 +109,7 @@ pub fn run(opts: &CalibrateOptions, target: &Target, stop: &AtomicBool) -> Resul
             &ConnectSpec {
                 servers: &target.urls,
                 name,
-                opts: &opts.conn,
+                opts: &opts.conn.dial,
                 stall_limit: TIMEOUT,
             },
             errors.clone(),

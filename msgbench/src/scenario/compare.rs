@@ -288,7 +288,7 @@ fn plan(s: &CompareScenario) -> Result<Plan<'_>> {
             )?;
             let target = crate::server::resolve(&o.server, o.conn.link)?;
             let (output, allow_loss, params) = (leak(o.output.clone()), o.allow_loss, o.params());
-            let connect_timeout = o.conn.connect_timeout;
+            let connect_timeout = o.conn.dial.connect_timeout;
             Plan {
                 connect_timeout,
                 kind: "pubsub",
@@ -306,7 +306,7 @@ fn plan(s: &CompareScenario) -> Result<Plan<'_>> {
             let o = options::latency::LatencyOptions::new(a)?;
             let target = crate::server::resolve(&o.server_a, o.conn.link)?;
             let (output, allow_loss, params) = (leak(o.output.clone()), o.allow_loss, o.params());
-            let connect_timeout = o.conn.connect_timeout;
+            let connect_timeout = o.conn.dial.connect_timeout;
             Plan {
                 connect_timeout,
                 kind: "latency",
@@ -340,7 +340,7 @@ fn plan(s: &CompareScenario) -> Result<Plan<'_>> {
                 announce: false,
             };
             Plan {
-                connect_timeout: o.conn.connect_timeout,
+                connect_timeout: o.conn.dial.connect_timeout,
                 kind: "request",
                 scenario: "request",
                 params,
@@ -374,7 +374,7 @@ fn plan(s: &CompareScenario) -> Result<Plan<'_>> {
             let (output, allow_loss, params) = (leak(p.output.clone()), p.allow_loss, o.params());
             let js = o.clone();
             Plan {
-                connect_timeout: p.conn.connect_timeout,
+                connect_timeout: p.conn.dial.connect_timeout,
                 kind: "js_pub",
                 scenario: "js.pub",
                 params,
@@ -397,7 +397,7 @@ fn leak<T>(v: T) -> &'static T {
 /// Drivers connect with a plain URL in protocol v1: no credentials, no TLS.
 fn drivers_can_reach(plan: &Plan<'_>) -> Result<()> {
     let url = &plan.target.urls[0];
-    if url.tls || !matches!(url.auth, crate::options::url::Auth::None) {
+    if url.tls || !matches!(url.auth, crate::wire::url::Auth::None) {
         return Err(Error::Usage(
             "--clients: drivers connect without credentials or TLS (driver protocol v1); \
              compare such a server with --clients native"
@@ -648,7 +648,7 @@ fn from_driver(
     }
     let hist = |v: &Value| {
         let b64 = v.get("hdr")?.as_str()?;
-        crate::export::hdr::decode_base64(b64).ok()
+        crate::stats::hdr::decode_base64(b64).ok()
     };
     r.latency = hist(&d["latency"]).map(|h| LatencyStats::of(&h));
     r.latency_uncorrected = hist(&d["latency_uncorrected"]).map(|h| LatencyStats::of(&h));
@@ -657,7 +657,7 @@ fn from_driver(
 
 /// The side-by-side table.
 fn table(c: &Comparison) -> String {
-    use crate::export::text::{duration_ns, group, ibytes};
+    use crate::format::{duration_ns, group, ibytes};
     use std::fmt::Write as _;
     let mut o = String::new();
     let runs = if c.runs > 1 {

@@ -9,8 +9,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::options::conn::{FaultKind, FaultSpec};
 use crate::server::{EmbeddedServer, Target};
+use crate::stats::recovery::{FaultKind, FaultSpec};
 use crate::stats::recovery::{FaultReport, RecoveryLog};
 
 /// Not injected (yet): the value subscribers compare due times against.

@@ -6,7 +6,6 @@
 //! Also the two helpers: `grpc serve` (the log service as a process of its own) and `grpc
 //! encode` (the cost of building and encoding messages, apart from any I/O).
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
@@ -21,48 +20,15 @@ use crate::engine::grpc::load::{add_status, Client, ClientOutcome, Pacer, Plan, 
 use crate::engine::grpc::schema::{self, CallKind, Method};
 use crate::engine::grpc::template::Template;
 use crate::engine::grpc::{self as g, code_name};
+use crate::engine::pace::Pace;
 use crate::error::{exit, Error, ErrorCounts, ErrorKind, Result};
 use crate::options::grpc::{GrpcOptions, GrpcTarget, SchemaSource};
-use crate::options::Pace;
+use crate::result::GrpcReport;
 use crate::result::{throughput_sections, LatencyStats, Pacing, RunResult, ServerMeta};
 use crate::stats::delivery::Delivery;
 use crate::stats::latency::{new_histogram, Schedule};
 use crate::stats::throughput::{ClientRun, Role, Throughput};
 use crate::stats::timeline::Meter;
-
-/// What only a gRPC run has.
-#[derive(Debug, Clone, Serialize)]
-pub struct GrpcReport {
-    /// `package.Service/Method`.
-    pub method: String,
-    /// unary, client_streaming, server_streaming or bidi.
-    pub kind: &'static str,
-    /// Where the definition came from: a .proto path, `reflection` or `builtin`.
-    pub schema: String,
-    /// Requests issued and answered OK (calls, or bidi messages).
-    pub requests: u64,
-    pub requests_ok: u64,
-    /// Calls finished, and those that ended OK.
-    pub calls: u64,
-    pub calls_ok: u64,
-    pub messages_sent: u64,
-    pub messages_received: u64,
-    pub bytes_sent: u64,
-    pub bytes_received: u64,
-    /// Finished calls by status code (OK included).
-    pub status: BTreeMap<&'static str, u64>,
-    /// Per call, from its due time to its end (streaming methods; for unary the call is the
-    /// request, and `latency` has it).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub call_latency: Option<LatencyStats>,
-    /// Server streaming: from the call's due time to its first response.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub first_response: Option<LatencyStats>,
-    /// Messages the data template could not build, skipped.
-    pub template_errors: u64,
-    pub connections: u32,
-    pub tls: bool,
-}
 
 /// The log service running in this process, for a run given no --server; stopped on drop.
 struct Embedded {
@@ -656,7 +622,7 @@ pub struct EncodeReport {
 ///
 /// # Errors
 /// Bad input: the definition, the message type, the data.
-pub fn encode(a: &GrpcEncodeArgs) -> Result<u8> {
+pub fn encode(a: &GrpcEncodeArgs) -> Result<EncodeReport> {
     use base64::Engine as _;
     use prost::Message as _;
 
@@ -777,6 +743,5 @@ pub fn encode(a: &GrpcEncodeArgs) -> Result<u8> {
         total_ns_per_msg: total,
         max_msgs_per_sec_per_core: if total > 0.0 { 1e9 / total } else { 0.0 },
     };
-    crate::export::text::print_encode(&report, a.json.as_deref())?;
-    Ok(exit::OK)
+    Ok(report)
 }

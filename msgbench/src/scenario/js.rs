@@ -7,18 +7,17 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
-use serde::Serialize;
-
 use crate::engine::conn::{self, Conn, ConnectSpec};
 use crate::engine::jsapi::{self, ConsumerConfig, StreamConfig, StreamState};
 use crate::engine::jsframe;
 use crate::engine::pull::{self, PullEnd, PullSpec};
-use crate::engine::{proto, stamp};
+use crate::engine::pull::{AckMode, PullMode};
 use crate::error::{Error, ErrorCounts, Result};
 use crate::options::conn::ConnOptions;
-use crate::options::js::{AckMode, JsConsumeOptions, JsPubOptions, KvOptions, PullMode, Source};
+use crate::options::js::{JsConsumeOptions, JsPubOptions, KvOptions, Source};
 use crate::options::request::RequestOptions;
 use crate::result::{throughput_sections, LatencyStats, RunResult, ServerMeta};
+use crate::result::{ConsumeReport, JsReport, StreamReport};
 use crate::scenario::request::{self, JsAcks};
 use crate::server::Target;
 use crate::stats::acks::{AckSet, GAPS_LISTED};
@@ -26,44 +25,7 @@ use crate::stats::delivery::Delivery;
 use crate::stats::latency::new_histogram;
 use crate::stats::throughput::{ClientRun, Role};
 use crate::stats::timeline::Meter;
-
-/// The result's `jetstream` section: totals over the streams, and each stream.
-#[derive(Debug, Clone, Serialize)]
-pub struct JsReport {
-    pub storage: String,
-    pub mode: &'static str,
-    pub acked: u64,
-    pub duplicate_acks: u64,
-    pub deduplicated: u64,
-    pub stored: u64,
-    pub unacked_stored: u64,
-    /// Every stream reconciled.
-    pub reconciled: bool,
-    pub streams: Vec<StreamReport>,
-}
-
-/// One stream's reconciliation.
-#[derive(Debug, Clone, Serialize)]
-pub struct StreamReport {
-    pub name: String,
-    /// Distinct stream sequences acknowledged to the publishers.
-    pub acked: u64,
-    /// Acknowledgements for a sequence already acknowledged.
-    pub duplicate_acks: u64,
-    /// Publishes the server recognised by their message id and did not store again.
-    pub deduplicated: u64,
-    /// The stream before and after the run.
-    pub before: StreamState,
-    pub after: StreamState,
-    /// Sequences the stream assigned during the run (`after.last_seq - before.last_seq`).
-    pub stored: u64,
-    /// Sequences stored during the run whose acknowledgement never arrived, and the first few.
-    pub unacked_stored: u64,
-    pub unacked_seqs: Vec<u64>,
-    /// Every stored message acknowledged exactly once and (with no limit that discards) the
-    /// stream grown by exactly that many.
-    pub reconciled: bool,
-}
+use crate::wire::{proto, stamp};
 
 impl StreamReport {
     fn new(
@@ -93,41 +55,13 @@ impl StreamReport {
     }
 }
 
-/// The result's `consumer` section: how `js consume` pulled, and whether every message it was
-/// owed arrived exactly once.
-#[derive(Debug, Clone, Serialize)]
-pub struct ConsumeReport {
-    pub stream: String,
-    pub consumer: String,
-    pub mode: &'static str,
-    pub ack: &'static str,
-    pub batch: u64,
-    /// Where the messages came from: before, live or none.
-    pub publish: &'static str,
-    /// The stream sequences owed to the consumers: those acknowledged to this run's publisher,
-    /// or the stream's first messages.
-    pub expected: u64,
-    /// Distinct stream sequences delivered.
-    pub consumed: u64,
-    pub pull_requests: u64,
-    pub acks_sent: u64,
-    /// Deliveries the server marked as redeliveries.
-    pub redelivered: u64,
-    /// Ordered mode: breaks in the consumer sequence.
-    pub sequence_breaks: u64,
-    /// Why the consumers stopped: done, drained, idle, stopped, failed.
-    pub ended: &'static str,
-    /// Every expected message delivered exactly once.
-    pub reconciled: bool,
-}
-
 /// A connection for API calls, whose read loop never runs.
 fn api_conn(target: &Target, opts: &ConnOptions, timeout: std::time::Duration) -> Result<Conn> {
     conn::connect(
         &ConnectSpec {
             servers: &target.urls,
             name: "msgbench-js-setup",
-            opts,
+            opts: &opts.dial,
             stall_limit: timeout,
         },
         Arc::new(ErrorCounts::default()),
@@ -460,7 +394,7 @@ pub fn run_consume(
             &ConnectSpec {
                 servers: &target.urls,
                 name: &format!("msgbench-consumer-{i}"),
-                opts: &opts.conn,
+                opts: &opts.conn.dial,
                 stall_limit: timeout,
             },
             errors.clone(),

@@ -16,18 +16,18 @@ use crate::engine::conn::{self, Conn, ConnectSpec, Flow};
 use crate::engine::load::{
     self, Frame, PubSpec, Recorder, Recovering, StampKind, SubControl, SubSpec, UNKNOWN,
 };
-use crate::engine::{proto, stamp};
+use crate::engine::pace::{Pace, Stop};
 use crate::error::{Error, ErrorCounts, Result};
-use crate::export::hdr::{percentile_distribution, IntervalLog};
 use crate::options::latency::LatencyOptions;
-use crate::options::{Pace, Stop};
 use crate::result::{throughput_sections, LatencyStats, Pacing, Rtt, RunResult, ServerMeta};
 use crate::scenario::fault::Injector;
 use crate::server::Target;
 use crate::stats::delivery::{Delivery, PublisherDelivery};
+use crate::stats::hdr::{percentile_distribution, IntervalLog};
 use crate::stats::latency::{IntervalSink, LatencyRecorder, Schedule, SendTimes};
 use crate::stats::throughput::{ClientRun, Role};
 use crate::stats::timeline::Meter;
+use crate::wire::{proto, stamp};
 
 /// The sequence number of a probe message (never a real sequence).
 const PROBE: u64 = u64::MAX;
@@ -54,7 +54,7 @@ pub fn run(
             &ConnectSpec {
                 servers: &t.urls,
                 name,
-                opts: &opts.conn,
+                opts: &opts.conn.dial,
                 stall_limit: opts.timeout,
             },
             errors.clone(),

@@ -15,15 +15,16 @@ use crate::engine::load::{
     self, Frame, PubOutcome, PubSpec, Recovering, StampKind, SubControl, SubOutcome, SubSpec,
     UNKNOWN,
 };
-use crate::engine::{proto, stamp};
+use crate::engine::pace::{Pace, Stop};
 use crate::error::{Error, ErrorCounts, Result};
-use crate::options::{Options, Pace, ScenarioKind, Stop};
+use crate::options::{Options, ScenarioKind};
 use crate::result::{throughput_sections, RunResult, ServerMeta};
 use crate::server::Target;
 use crate::stats::delivery::{self, Delivery, DeliveryLog, Expectation};
 use crate::stats::recovery::RecoveryLog;
 use crate::stats::throughput::{ClientRun, Role};
 use crate::stats::timeline::Meter;
+use crate::wire::{proto, stamp};
 use fault::Injector;
 
 pub mod calibrate;
@@ -49,7 +50,7 @@ pub fn run(opts: &Options, target: &Target, meter: &Meter, stop: &AtomicBool) ->
             &ConnectSpec {
                 servers: &target.urls,
                 name: &name,
-                opts: &opts.conn,
+                opts: &opts.conn.dial,
                 stall_limit: opts.timeout,
             },
             errors.clone(),

@@ -14,10 +14,9 @@ use crate::engine::conn::{self, Conn, ConnectSpec, Event, Flow};
 use crate::engine::jsapi::{self, Ack};
 use crate::engine::jsframe::JsFrame;
 use crate::engine::load::{self, Frame, PubOutcome, PubSpec, RespondSpec, StampKind, Window};
-use crate::engine::{proto, stamp};
+use crate::engine::pace::{Pace, Stop};
 use crate::error::{Error, ErrorCounts, ErrorKind, Result};
 use crate::options::request::{ReplyOptions, RequestOptions};
-use crate::options::{Pace, Stop};
 use crate::result::{throughput_sections, LatencyStats, RunResult, ServerMeta};
 use crate::scenario::fault::Injector;
 use crate::server::Target;
@@ -27,6 +26,7 @@ use crate::stats::latency::{new_histogram, LatencyRecorder, Schedule, SendTimes}
 use crate::stats::recovery::RecoveryLog;
 use crate::stats::throughput::{ClientRun, Role};
 use crate::stats::timeline::{ClientMeter, Meter};
+use crate::wire::{proto, stamp};
 
 /// The queue group responders join, so each request is answered once.
 const QUEUE: &str = "msgbench";
@@ -701,7 +701,7 @@ fn connect_to(
         &ConnectSpec {
             servers: &target.urls,
             name,
-            opts: conn_opts,
+            opts: &conn_opts.dial,
             stall_limit: stall,
         },
         errors.clone(),

@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use crate::engine::stamp::Stamp;
+use crate::wire::stamp::Stamp;
 
 /// Sequence numbers remembered below the highest one seen.
 pub const WINDOW: u64 = 8192;

@@ -3,9 +3,9 @@
 
 pub mod acks;
 pub mod delivery;
+pub mod hdr;
 pub mod latency;
 pub mod recovery;
-pub mod runs;
 pub mod significance;
 pub mod throughput;
 pub mod timeline;

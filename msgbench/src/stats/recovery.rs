@@ -9,8 +9,6 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::options::conn::FaultSpec;
-
 /// Width of the rate buckets.
 pub const BUCKET: Duration = Duration::from_millis(100);
 
@@ -81,6 +79,34 @@ impl RecoveryLog {
     }
 }
 
+/// What happens to the embedded server during a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FaultKind {
+    /// SIGKILL, and the server stays down.
+    Kill,
+    /// SIGKILL, then the server starts again on the same port (after `hold`, if given).
+    Restart,
+    /// SIGSTOP for `hold`, then SIGCONT: a server that stops responding without closing.
+    Pause,
+}
+
+/// A fault to inject (`--fault KIND@AT[:HOLD]`), and the spec a result records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct FaultSpec {
+    pub kind: FaultKind,
+    /// When, from the start of the load.
+    #[serde(serialize_with = "secs")]
+    pub at: Duration,
+    /// How long the server stays paused, or down before a restart.
+    #[serde(serialize_with = "secs")]
+    pub hold: Duration,
+}
+
+fn secs<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
 /// The fault section of a result.
 #[derive(Debug, Clone, Serialize)]
 pub struct FaultReport {
@@ -135,7 +161,6 @@ impl FaultReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::conn::FaultKind;
 
     const MS: u64 = 1_000_000;
 

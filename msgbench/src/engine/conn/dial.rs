@@ -14,12 +14,11 @@ use std::time::{Duration, Instant};
 
 use super::reader::{ReadError, Reader};
 use super::writer::{Redial, Shared};
-use super::{Conn, ConnectSpec};
-use crate::engine::proto::{self, ConnectOptions, ServerInfo, ServerOp};
+use super::{Conn, ConnectSpec, Dialing};
 use crate::engine::tls::{self, RawIn, Session, Tls};
 use crate::error::{Error, ErrorCounts, Result, ServerErrorKind};
-use crate::options::conn::ConnOptions;
-use crate::options::url::{Auth, ServerUrl};
+use crate::wire::proto::{self, ConnectOptions, ServerInfo, ServerOp};
+use crate::wire::url::{Auth, ServerUrl};
 
 /// Send timeout of the socket: how often a blocked write looks at the clock.
 const WRITE_WAKEUP: Duration = Duration::from_millis(100);
@@ -65,12 +64,10 @@ pub fn connect(spec: &ConnectSpec<'_>, errors: Arc<ErrorCounts>) -> Result<Conn>
 /// # Errors
 /// As [`connect`].
 pub fn connect_for_check(url: &ServerUrl, name: &str, timeout: Duration) -> Result<Conn> {
-    let opts = ConnOptions {
+    let opts = Dialing {
         connect_timeout: timeout,
         reconnect: false,
         ping_interval: Duration::from_secs(60),
-        fault: None,
-        link: None,
         tls: None,
     };
     connect(
@@ -361,7 +358,7 @@ impl Conn {
     ) -> Result<(Option<Vec<u8>>, Vec<u8>)> {
         let inbox = format!(
             "_INBOX.msgbench.api.{:04x}",
-            crate::engine::stamp::new_run_tag()
+            crate::wire::stamp::new_run_tag()
         );
         let mut out = Vec::with_capacity(body.len() + 128);
         proto::encode_sub(&mut out, &format!("{inbox}.*"), None, API_SID);

@@ -16,9 +16,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::engine::proto::ServerInfo;
-use crate::options::conn::ConnOptions;
-use crate::options::url::ServerUrl;
+use crate::engine::tls::Tls;
+use crate::wire::proto::ServerInfo;
+use crate::wire::url::ServerUrl;
 
 mod dial;
 mod reader;
@@ -28,13 +28,27 @@ pub use dial::{connect, connect_for_check};
 pub use reader::{End, Event, Flow, Reader};
 pub use writer::{io_kind, SendError, Shared, INTERRUPTED};
 
+/// How connections are dialled and kept alive.
+#[derive(Debug, Clone, Copy)]
+pub struct Dialing {
+    pub connect_timeout: Duration,
+    /// Dial again after a lost connection (with backoff, for up to the scenario's --timeout).
+    pub reconnect: bool,
+    /// A keepalive PING goes out after this long without hearing from the server; two
+    /// unanswered ones end the connection.
+    pub ping_interval: Duration,
+    /// TLS as asked for with the --tls-* flags; a server that requires TLS gets it anyway,
+    /// verified against the system's roots.
+    pub tls: Option<&'static Tls>,
+}
+
 /// How to open a connection, and how to keep it.
 #[derive(Debug, Clone)]
 pub struct ConnectSpec<'a> {
     pub servers: &'a [ServerUrl],
     /// Shown by the server in its connection list (`connz`).
     pub name: &'a str,
-    pub opts: &'a ConnOptions,
+    pub opts: &'a Dialing,
     /// A write that makes no progress for this long fails (the server stopped reading); with
     /// `--reconnect`, also how long a lost connection is retried before the run gives up on it.
     pub stall_limit: Duration,

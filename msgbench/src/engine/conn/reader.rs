@@ -13,9 +13,9 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::writer::{io_kind, Shared, MAX_PINGS_OUT};
-use crate::engine::proto::{self, Msg, Parsed, ProtocolError, ServerOp};
 use crate::engine::tls::{self, RawIn, Session};
 use crate::error::{ErrorKind, ServerErrorKind};
+use crate::wire::proto::{self, Msg, Parsed, ProtocolError, ServerOp};
 
 /// Read buffer size. Large enough that one read syscall carries thousands of small messages.
 const READ_BUF: usize = 128 * 1024;

@@ -18,10 +18,10 @@ use std::time::{Duration, Instant};
 
 use super::dial::dial_any;
 use super::reader::{Event, Flow, Reader};
-use crate::engine::proto;
 use crate::engine::tls::{self, Session, Tls};
 use crate::error::{Error, ErrorCounts, ErrorKind, Result};
-use crate::options::url::ServerUrl;
+use crate::wire::proto;
+use crate::wire::url::ServerUrl;
 
 /// Raised on SIGINT or SIGTERM (by the binary's signal handler): a write blocked on a server
 /// that stopped reading, or a wait for a PONG or a reconnect, gives up at its next wake-up
@@ -440,7 +440,7 @@ impl Reader {
                 }
             }
             // Jitter (±25%) keeps many clients from dialling in lockstep after a restart.
-            let jitter = 0.75 + 0.5 * f64::from(crate::engine::stamp::new_run_tag()) / 65535.0;
+            let jitter = 0.75 + 0.5 * f64::from(crate::wire::stamp::new_run_tag()) / 65535.0;
             let pause = wait.mul_f64(jitter);
             let wake = (Instant::now() + pause).min(give_up);
             while Instant::now() < wake && !shared.closing.load(Ordering::Acquire) {

@@ -30,7 +30,7 @@ use tonic::{Code, Request, Status};
 use super::schema::CallKind;
 use super::template::Template;
 use super::RawCodec;
-use crate::options::Stop;
+use crate::engine::pace::Stop;
 use crate::stats::latency::{new_histogram, Schedule, MAX_NS};
 use crate::stats::timeline::ClientMeter;
 

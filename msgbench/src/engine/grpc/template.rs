@@ -321,7 +321,7 @@ fn push_uuid(out: &mut String) {
     use std::cell::Cell;
     thread_local! {
         static STATE: Cell<u64> = Cell::new(
-            crate::engine::stamp::new_run_tag() as u64 ^ 0x9e37_79b9_7f4a_7c15
+            crate::wire::stamp::new_run_tag() as u64 ^ 0x9e37_79b9_7f4a_7c15
         );
     }
     let next = || {

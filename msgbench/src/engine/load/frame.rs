@@ -6,8 +6,9 @@
 //! [`Keys`] and [`StampKind`] live here because they decide the frame's shape: which subject
 //! each message goes to and what its payload starts with.
 
-use crate::engine::stamp::{self, STAMP_LEN};
-use crate::engine::{jsframe, proto};
+use crate::engine::jsframe;
+use crate::wire::proto;
+use crate::wire::stamp::{self, STAMP_LEN};
 
 /// What a publisher sends: the bytes of one message, prebuilt, with the place of the sequence
 /// number known.

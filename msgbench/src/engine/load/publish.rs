@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use super::{Frame, Window, FLUSH_AT};
 use crate::engine::conn::{SendError, Shared};
+use crate::engine::pace::{Pace, Stop};
 use crate::error::ErrorKind;
-use crate::options::{Pace, Stop};
 use crate::stats::latency::{self, SendTimes};
 use crate::stats::throughput::{ClientRun, Role};
 use hdrhistogram::Histogram;

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use super::{FLUSH_AT, TICK};
 use crate::engine::conn::{Event, Flow, Reader, SendError, Shared};
-use crate::engine::proto;
 use crate::stats::throughput::{ClientRun, Role};
+use crate::wire::proto;
 
 /// A responder's parameters.
 #[derive(Debug, Clone, Copy)]

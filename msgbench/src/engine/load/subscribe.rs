@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use super::TICK;
 use crate::engine::conn::{End, Event, Flow, Reader, Shared};
-use crate::engine::stamp;
 use crate::stats::delivery::DeliveryLog;
 use crate::stats::recovery::RecoveryLog;
 use crate::stats::throughput::{ClientRun, Role};
+use crate::wire::stamp;
 
 /// When a subscriber's expectation is not known yet (publishers still running).
 pub const UNKNOWN: u64 = u64::MAX;

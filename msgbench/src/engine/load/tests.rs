@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::engine::jsframe;
-use crate::engine::proto::{self, parse, Parsed, ServerOp};
-use crate::engine::stamp::{self, STAMP_LEN};
+use crate::wire::proto::{self, parse, Parsed, ServerOp};
+use crate::wire::stamp::{self, STAMP_LEN};
 
 fn messages(bytes: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
     // Re-read what a publisher wrote as the server would deliver it.

@@ -9,7 +9,7 @@ use super::*;
 /// The reconciliation of acknowledgements with the streams.
 pub(super) fn jetstream(o: &mut String, r: &RunResult) {
     let Some(js) = &r.jetstream else { return };
-    let line = |st: &crate::scenario::js::StreamReport| {
+    let line = |st: &crate::result::StreamReport| {
         let stored = if st.stored == 0 {
             "nothing new stored".to_string()
         } else {

@@ -6,9 +6,9 @@
 
 use std::fmt::Write;
 
-use super::numbers::duration_ns_signed;
-pub use super::numbers::{duration_ns, group, ibytes};
 use super::Exporter;
+use crate::format::duration_ns_signed;
+use crate::format::{duration_ns, group, ibytes};
 use crate::result::{RoleStats, RunResult};
 use crate::stats::throughput::Throughput;
 

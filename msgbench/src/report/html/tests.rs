@@ -42,7 +42,7 @@ fn full_result() -> Value {
             "count": h.len(), "min_ns": h.min(), "mean_ns": h.mean(), "stddev_ns": h.stdev(),
             "max_ns": h.max(),
             "percentiles_ns": {"50": h.value_at_quantile(0.5), "99": h.value_at_quantile(0.99)},
-            "hdr": crate::export::hdr::encode_base64(h)
+            "hdr": crate::stats::hdr::encode_base64(h)
         })
     };
     serde_json::json!({

@@ -43,23 +43,7 @@ pub struct Msg<'a> {
     pub payload: &'a [u8],
 }
 
-/// Why bytes from the server could not be parsed. Each is fatal for the connection: after a
-/// framing error there is no reliable way to find the next operation.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ProtocolError {
-    #[error("unknown operation {0:?} from server")]
-    UnknownOp(String),
-    #[error("malformed {0} arguments from server")]
-    MalformedArgs(&'static str),
-    #[error("control line longer than {MAX_CONTROL_LINE} bytes from server")]
-    ControlLineTooLong,
-    #[error("message of {0} bytes announced by server exceeds {MAX_MESSAGE_SIZE}")]
-    MessageTooLarge(usize),
-    #[error("message payload not terminated by CRLF")]
-    MissingPayloadEnd,
-    #[error("control line ended by LF without CR")]
-    MissingCr,
-}
+pub use crate::error::ProtocolError;
 
 /// The result of looking at the front of a read buffer.
 #[derive(Debug, PartialEq, Eq)]
@@ -88,12 +72,16 @@ pub fn parse(buf: &[u8]) -> Result<Parsed<'_>, ProtocolError> {
         // The limit must not depend on how the bytes arrived: a line of exactly the limit may
         // be waiting for its LF with the CR already here.
         if buf.len() > MAX_CONTROL_LINE + 1 {
-            return Err(ProtocolError::ControlLineTooLong);
+            return Err(ProtocolError::ControlLineTooLong {
+                limit: MAX_CONTROL_LINE,
+            });
         }
         return Ok(Parsed::Incomplete { need: None });
     };
     if line_end > MAX_CONTROL_LINE {
-        return Err(ProtocolError::ControlLineTooLong);
+        return Err(ProtocolError::ControlLineTooLong {
+            limit: MAX_CONTROL_LINE,
+        });
     }
     let line = &buf[..line_end];
     let after_line = line_end + 2;
@@ -244,9 +232,15 @@ fn parse_u64(digits: &[u8]) -> Option<u64> {
 
 fn parse_size(digits: &[u8], op: &'static str) -> Result<usize, ProtocolError> {
     let n = parse_u64(digits).ok_or(ProtocolError::MalformedArgs(op))?;
-    let n = usize::try_from(n).map_err(|_| ProtocolError::MessageTooLarge(usize::MAX))?;
+    let n = usize::try_from(n).map_err(|_| ProtocolError::MessageTooLarge {
+        size: usize::MAX,
+        limit: MAX_MESSAGE_SIZE,
+    })?;
     if n > MAX_MESSAGE_SIZE {
-        return Err(ProtocolError::MessageTooLarge(n));
+        return Err(ProtocolError::MessageTooLarge {
+            size: n,
+            limit: MAX_MESSAGE_SIZE,
+        });
     }
     Ok(n)
 }
@@ -631,10 +625,18 @@ mod tests {
         );
         assert_eq!(
             parse(b"MSG a 1 99999999999\r\n"),
-            Err(ProtocolError::MessageTooLarge(99_999_999_999))
+            Err(ProtocolError::MessageTooLarge {
+                size: 99_999_999_999,
+                limit: MAX_MESSAGE_SIZE
+            })
         );
         let long = vec![b'A'; MAX_CONTROL_LINE + 2];
-        assert_eq!(parse(&long), Err(ProtocolError::ControlLineTooLong));
+        assert_eq!(
+            parse(&long),
+            Err(ProtocolError::ControlLineTooLong {
+                limit: MAX_CONTROL_LINE
+            })
+        );
         assert_eq!(
             parse(b"MSG a 18446744073709551616 1\r\n"),
             Err(ProtocolError::MalformedArgs("MSG"))
@@ -661,9 +663,19 @@ mod tests {
         over.push(b'x');
         let mut over_whole = over.clone();
         over_whole.extend_from_slice(b"\r\n");
-        assert_eq!(parse(&over_whole), Err(ProtocolError::ControlLineTooLong));
+        assert_eq!(
+            parse(&over_whole),
+            Err(ProtocolError::ControlLineTooLong {
+                limit: MAX_CONTROL_LINE
+            })
+        );
         over.push(b'\r');
-        assert_eq!(parse(&over), Err(ProtocolError::ControlLineTooLong));
+        assert_eq!(
+            parse(&over),
+            Err(ProtocolError::ControlLineTooLong {
+                limit: MAX_CONTROL_LINE
+            })
+        );
         assert_eq!(
             parse(b"MSG a 18446744073709551615 1\r\nx\r\n").map(|p| matches!(p, Parsed::Op(..))),
             Ok(true)

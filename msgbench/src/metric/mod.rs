@@ -4,9 +4,9 @@
 //! three read a figure the same way: from the JSON form of the result, which is also what a
 //! saved file holds.
 
-use serde_json::Value;
+pub mod runs;
 
-use crate::result::PERCENTILES;
+use serde_json::Value;
 
 /// What a metric measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +29,19 @@ enum Kind {
     /// Percent by which a paced run's achieved rate fell short of its target.
     ShortfallPct,
 }
+
+/// The percentiles every latency result reports, in order.
+pub const PERCENTILES: [(&str, f64); 9] = [
+    ("10", 10.0),
+    ("50", 50.0),
+    ("75", 75.0),
+    ("90", 90.0),
+    ("99", 99.0),
+    ("99.9", 99.9),
+    ("99.99", 99.99),
+    ("99.999", 99.999),
+    ("100", 100.0),
+];
 
 /// One named figure of a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,7 +8,15 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+mod sections;
+
+pub use sections::{
+    ClusterNode, ClusterReport, ConsumeReport, GrpcReport, JsReport, LinkReport, LinkSpec, Shape,
+    StreamReport, Verdict,
+};
+
 use crate::error::exit;
+use crate::metric::PERCENTILES;
 use crate::stats::delivery::Delivery;
 use crate::stats::throughput::{ClientRun, Role, Spread, Throughput};
 
@@ -58,26 +66,26 @@ pub struct RunResult {
     pub fault: Option<crate::stats::recovery::FaultReport>,
     /// JetStream publishing: acknowledgements reconciled with the stream's state.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub jetstream: Option<crate::scenario::js::JsReport>,
+    pub jetstream: Option<JsReport>,
     /// `latency` with a second server (`--server-b`, or a cluster's second node): the server
     /// its subscriber used; `server` is the publisher's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_b: Option<ServerMeta>,
     /// How each `--threshold` fared.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub thresholds: Vec<crate::gate::Verdict>,
+    pub thresholds: Vec<Verdict>,
     /// The nodes of the local cluster msgbench started (`--cluster`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cluster: Option<crate::server::ClusterReport>,
+    pub cluster: Option<ClusterReport>,
     /// The impaired link the run went over (`--link`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub link: Option<crate::link::LinkReport>,
+    pub link: Option<LinkReport>,
     /// JetStream consuming: how the consumers pulled and whether every message arrived once.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub consumer: Option<crate::scenario::js::ConsumeReport>,
+    pub consumer: Option<ConsumeReport>,
     /// gRPC runs: the method, calls by status, messages both ways, per-call latency.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub grpc: Option<crate::scenario::grpc::GrpcReport>,
+    pub grpc: Option<GrpcReport>,
     /// The machine msgbench ran on.
     pub host: Host,
     /// Second by second: rates per client, latency, errors.
@@ -85,7 +93,7 @@ pub struct RunResult {
     pub timeline: Option<crate::stats::timeline::Timeline>,
     /// `--runs N`: every metric over the runs; the sections above are one of them.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub runs: Option<crate::stats::runs::RunsReport>,
+    pub runs: Option<crate::metric::runs::RunsReport>,
     #[serde(skip)]
     pub(crate) fatal: Option<crate::error::ErrorKind>,
 }
@@ -154,8 +162,8 @@ impl Default for ToolInfo {
 impl ServerMeta {
     /// What the server said about itself, and how it was reached.
     pub fn new(
-        info: &crate::engine::proto::ServerInfo,
-        url: &crate::options::url::ServerUrl,
+        info: &crate::wire::proto::ServerInfo,
+        url: &crate::wire::url::ServerUrl,
         embedded: bool,
     ) -> Self {
         Self {
@@ -219,19 +227,6 @@ impl From<&ClientRun> for ClientStats {
     }
 }
 
-/// The percentiles every latency result reports, in order.
-pub const PERCENTILES: [(&str, f64); 9] = [
-    ("10", 10.0),
-    ("50", 50.0),
-    ("75", 75.0),
-    ("90", 90.0),
-    ("99", 99.0),
-    ("99.9", 99.9),
-    ("99.99", 99.99),
-    ("99.999", 99.999),
-    ("100", 100.0),
-];
-
 /// A latency histogram's summary, plus the histogram itself for anyone who wants more.
 #[derive(Debug, Clone, Serialize)]
 pub struct LatencyStats {
@@ -274,7 +269,7 @@ impl LatencyStats {
                     .map(|(k, p)| (*k, h.value_at_percentile(*p)))
                     .collect(),
             ),
-            hdr: crate::export::hdr::encode_base64(h),
+            hdr: crate::stats::hdr::encode_base64(h),
         }
     }
 
@@ -402,7 +397,7 @@ impl RunResult {
             run_id: format!(
                 "{}-{scenario}-{:04x}",
                 started_at.replace([':', '-'], ""),
-                crate::engine::stamp::new_run_tag()
+                crate::wire::stamp::new_run_tag()
             ),
             started_at,
             interrupted,
@@ -474,14 +469,14 @@ impl RunResult {
             .collect();
         let entries = results
             .iter()
-            .map(|r| crate::stats::runs::RunEntry {
+            .map(|r| crate::metric::runs::RunEntry {
                 run_id: r.run_id.clone(),
                 started_at: r.started_at.clone(),
                 interrupted: r.interrupted,
                 exit_status: r.exit_code(allow_loss),
             })
             .collect();
-        let report = crate::stats::runs::summarize(results[0].scenario, &docs, entries);
+        let report = crate::metric::runs::summarize(results[0].scenario, &docs, entries);
         let interrupted = results.iter().any(|r| r.interrupted);
         let mut chosen = results.swap_remove(report.representative);
         chosen.interrupted = interrupted;

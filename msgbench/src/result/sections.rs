@@ -1,0 +1,224 @@
+//! The sections a result has beside its core figures: gates, a local cluster, an impaired link,
+//! JetStream reconciliation and gRPC calls. Only their shape lives here, so the result model
+//! stays a leaf; each is filled in by the layer that measures it.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::LatencyStats;
+use crate::engine::jsapi::StreamState;
+
+/// How one threshold fared, as a result records it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdict {
+    pub expr: String,
+    /// The measured value in the metric's unit (ns for latency); null when the run has none.
+    pub measured: Option<f64>,
+    pub pass: bool,
+    /// Why there is no value, when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<&'static str>,
+    /// Latency metrics are in nanoseconds.
+    #[serde(skip)]
+    pub latency: bool,
+}
+
+/// What a result says about a local cluster.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClusterReport {
+    /// Node names (`msgbench-0`, …) and their client URLs, in order.
+    pub nodes: Vec<ClusterNode>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ClusterNode {
+    pub name: String,
+    pub url: String,
+}
+
+/// What a result says about the link it ran over.
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkReport {
+    /// How the link was made: `proxy`.
+    pub via: &'static str,
+    /// The link as configured, in words.
+    pub spec: String,
+    pub up: Shape,
+    pub down: Shape,
+    /// Median PING/PONG round trip through the proxy at zero delay minus the direct one,
+    /// measured before the run: what the proxy itself adds. It can come out below zero when
+    /// the proxy's cost is smaller than the noise of a loopback round trip, and is kept so;
+    /// null when it could not be measured.
+    pub proxy_added_rtt_ns: Option<i64>,
+    /// The servers behind the proxy.
+    pub servers: Vec<String>,
+}
+
+/// The result's `jetstream` section: totals over the streams, and each stream.
+#[derive(Debug, Clone, Serialize)]
+pub struct JsReport {
+    pub storage: String,
+    pub mode: &'static str,
+    pub acked: u64,
+    pub duplicate_acks: u64,
+    pub deduplicated: u64,
+    pub stored: u64,
+    pub unacked_stored: u64,
+    /// Every stream reconciled.
+    pub reconciled: bool,
+    pub streams: Vec<StreamReport>,
+}
+
+/// One stream's reconciliation.
+#[derive(Debug, Clone, Serialize)]
+pub struct StreamReport {
+    pub name: String,
+    /// Distinct stream sequences acknowledged to the publishers.
+    pub acked: u64,
+    /// Acknowledgements for a sequence already acknowledged.
+    pub duplicate_acks: u64,
+    /// Publishes the server recognised by their message id and did not store again.
+    pub deduplicated: u64,
+    /// The stream before and after the run.
+    pub before: StreamState,
+    pub after: StreamState,
+    /// Sequences the stream assigned during the run (`after.last_seq - before.last_seq`).
+    pub stored: u64,
+    /// Sequences stored during the run whose acknowledgement never arrived, and the first few.
+    pub unacked_stored: u64,
+    pub unacked_seqs: Vec<u64>,
+    /// Every stored message acknowledged exactly once and (with no limit that discards) the
+    /// stream grown by exactly that many.
+    pub reconciled: bool,
+}
+
+/// The result's `consumer` section: how `js consume` pulled, and whether every message it was
+/// owed arrived exactly once.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConsumeReport {
+    pub stream: String,
+    pub consumer: String,
+    pub mode: &'static str,
+    pub ack: &'static str,
+    pub batch: u64,
+    /// Where the messages came from: before, live or none.
+    pub publish: &'static str,
+    /// The stream sequences owed to the consumers: those acknowledged to this run's publisher,
+    /// or the stream's first messages.
+    pub expected: u64,
+    /// Distinct stream sequences delivered.
+    pub consumed: u64,
+    pub pull_requests: u64,
+    pub acks_sent: u64,
+    /// Deliveries the server marked as redeliveries.
+    pub redelivered: u64,
+    /// Ordered mode: breaks in the consumer sequence.
+    pub sequence_breaks: u64,
+    /// Why the consumers stopped: done, drained, idle, stopped, failed.
+    pub ended: &'static str,
+    /// Every expected message delivered exactly once.
+    pub reconciled: bool,
+}
+
+/// What only a gRPC run has.
+#[derive(Debug, Clone, Serialize)]
+pub struct GrpcReport {
+    /// `package.Service/Method`.
+    pub method: String,
+    /// unary, client_streaming, server_streaming or bidi.
+    pub kind: &'static str,
+    /// Where the definition came from: a .proto path, `reflection` or `builtin`.
+    pub schema: String,
+    /// Requests issued and answered OK (calls, or bidi messages).
+    pub requests: u64,
+    pub requests_ok: u64,
+    /// Calls finished, and those that ended OK.
+    pub calls: u64,
+    pub calls_ok: u64,
+    pub messages_sent: u64,
+    pub messages_received: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Finished calls by status code (OK included).
+    pub status: BTreeMap<&'static str, u64>,
+    /// Per call, from its due time to its end (streaming methods; for unary the call is the
+    /// request, and `latency` has it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_latency: Option<LatencyStats>,
+    /// Server streaming: from the call's due time to its first response.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_response: Option<LatencyStats>,
+    /// Messages the data template could not build, skipped.
+    pub template_errors: u64,
+    pub connections: u32,
+    pub tls: bool,
+}
+
+/// One direction of the link.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Shape {
+    /// One-way delay added to every byte.
+    #[serde(rename = "delay_ns", serialize_with = "ns")]
+    pub delay: Duration,
+    /// Each chunk's delay is drawn uniformly from `delay ± jitter` (not below 0); a chunk never
+    /// overtakes the one before it.
+    #[serde(rename = "jitter_ns", serialize_with = "ns")]
+    pub jitter: Duration,
+    /// Bandwidth cap in bits per second; `None` for none.
+    pub rate_bps: Option<u64>,
+}
+
+fn ns<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(d.as_nanos() as u64)
+}
+
+impl Shape {
+    pub fn is_clear(&self) -> bool {
+        *self == Shape::default()
+    }
+}
+
+/// Both directions: `up` is client to server, `down` server to client.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct LinkSpec {
+    pub up: Shape,
+    pub down: Shape,
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = vec![format!("delay {}", humantime::format_duration(self.delay))];
+        if !self.jitter.is_zero() {
+            parts.push(format!(
+                "jitter ±{}",
+                humantime::format_duration(self.jitter)
+            ));
+        }
+        if let Some(r) = self.rate_bps {
+            parts.push(format!("rate {}", rate_text(r)));
+        }
+        f.write_str(&parts.join(", "))
+    }
+}
+
+fn rate_text(bps: u64) -> String {
+    match bps {
+        b if b >= 1_000_000_000 => format!("{} Gbit/s", b as f64 / 1e9),
+        b if b >= 1_000_000 => format!("{} Mbit/s", b as f64 / 1e6),
+        b if b >= 1_000 => format!("{} kbit/s", b as f64 / 1e3),
+        b => format!("{b} bit/s"),
+    }
+}
+
+impl fmt::Display for LinkSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.up == self.down {
+            write!(f, "{} each way", self.up)
+        } else {
+            write!(f, "up {}; down {}", self.up, self.down)
+        }
+    }
+}
