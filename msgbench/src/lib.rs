@@ -389,7 +389,7 @@ fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
         server_a: None,
         server_b: None,
         late_bound: Duration::from_millis(1),
-        busy_poll: "auto".into(),
+        busy_poll: cli::BusyPoll::Auto,
         hist: None,
         timeout: Duration::from_secs(5),
         allow_loss: false,
@@ -433,7 +433,7 @@ fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
     }
     // A JetStream stream of the suite's own, in memory, removed afterwards.
     let js = cli::JsPubArgs {
-        mode: "async".into(),
+        mode: cli::JsPubMode::Async,
         max_in_flight: None,
         batch: None,
         dedup: false,
@@ -447,10 +447,10 @@ fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
             stream: "msgbench_demo".into(),
             subject: "msgbench.demo.js".into(),
             subjects: Vec::new(),
-            storage: "memory".into(),
+            storage: cli::Storage::Memory,
             replicas: 1,
             max_bytes: None,
-            discard: "old".into(),
+            discard: cli::Discard::Old,
             purge: true,
             delete_after: true,
         },

@@ -13,7 +13,10 @@ use crate::error::ErrorKind;
 use crate::wire::proto;
 
 /// How a consumer pulls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum PullMode {
     /// One pull request of `batch` at a time, the next when it is fulfilled.
     Fetch,
@@ -34,7 +37,10 @@ impl PullMode {
 }
 
 /// Which messages a consumer acknowledges.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum AckMode {
     Explicit,
     All,

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::cli::{JsConsumeArgs, JsPubArgs, KvArgs, StreamArgs};
+use crate::cli::{JsConsumeArgs, JsPubArgs, JsPubMode, KeyOrder, KvArgs, Publish, StreamArgs};
 use crate::engine::jsapi::StreamConfig;
 use crate::engine::jsframe::{JsFraming, MAX_BATCH};
 use crate::engine::load::Keys;
@@ -30,7 +30,7 @@ pub struct JsPubOptions {
     pub purge: bool,
     pub delete_after: bool,
     /// `sync`, `async` or `batch`.
-    pub mode: &'static str,
+    pub mode: JsPubMode,
     /// The publishing run itself.
     pub publish: RequestOptions,
 }
@@ -85,10 +85,10 @@ fn stream_configs(t: &StreamArgs, spread: Option<u32>) -> Result<Vec<StreamConfi
             StreamConfig {
                 name,
                 subjects,
-                storage: t.storage.clone(),
+                storage: t.storage.as_str().into(),
                 num_replicas: t.replicas as u32,
                 max_bytes: t.max_bytes.map_or(-1, |b| b as i64),
-                discard: t.discard.clone(),
+                discard: t.discard.as_str().into(),
                 ..StreamConfig::default()
             }
         })
@@ -170,12 +170,8 @@ impl JsPubOptions {
         if a.max_in_flight == Some(0) {
             return Err(Error::flag("--max-in-flight", "0", "must be at least 1"));
         }
-        let mode: &'static str = match a.mode.as_str() {
-            "sync" => "sync",
-            "batch" => "batch",
-            _ => "async",
-        };
-        if let (Some(b), false) = (a.batch, mode == "batch") {
+        let mode = a.mode;
+        if let (Some(b), false) = (a.batch, mode == JsPubMode::Batch) {
             return Err(Error::flag(
                 "--batch",
                 &b.to_string(),
@@ -183,7 +179,7 @@ impl JsPubOptions {
             ));
         }
         let batch = a.batch.unwrap_or(100);
-        if mode == "batch" && !(1..=MAX_BATCH).contains(&batch) {
+        if mode == JsPubMode::Batch && !(1..=MAX_BATCH).contains(&batch) {
             return Err(Error::flag(
                 "--batch",
                 &batch.to_string(),
@@ -209,15 +205,15 @@ impl JsPubOptions {
             ));
         }
         let window = match (mode, a.max_in_flight) {
-            ("sync", Some(n)) => {
+            (JsPubMode::Sync, Some(n)) => {
                 return Err(Error::flag(
                     "--max-in-flight",
                     &n.to_string(),
                     "applies to --mode async or batch (sync waits for each acknowledgement)",
                 ))
             }
-            ("sync", None) => 1,
-            ("batch", n) => {
+            (JsPubMode::Sync, None) => 1,
+            (JsPubMode::Batch, n) => {
                 let n = n.unwrap_or(1);
                 let per_stream = u64::from(a.clients).div_ceil(a.streams) * n;
                 if per_stream > MAX_BATCHES_PER_STREAM {
@@ -254,7 +250,7 @@ impl JsPubOptions {
         let spread = (a.streams > 1).then_some(a.streams as u32);
         let mut streams = stream_configs(&a.target, spread)?;
         for s in &mut streams {
-            s.allow_atomic = mode == "batch";
+            s.allow_atomic = mode == JsPubMode::Batch;
         }
         let conn = ConnOptions::new(&a.conn)?;
         conn.no_fault("js pub")?;
@@ -275,7 +271,7 @@ impl JsPubOptions {
         publish.spread = spread;
         check_captured(&streams, &publish)?;
         publish.js_framing = Some(JsFraming {
-            batch: if mode == "batch" { batch } else { 1 },
+            batch: if mode == JsPubMode::Batch { batch } else { 1 },
             dedup,
             total: match stop {
                 Stop::Count(n) => Some(n),
@@ -294,7 +290,7 @@ impl JsPubOptions {
     /// The parameters as they go into a result.
     pub fn params(&self) -> serde_json::Value {
         let mut p = self.publish.params();
-        p["mode"] = self.mode.into();
+        p["mode"] = self.mode.as_str().into();
         if let Some(f) = &self.publish.js_framing {
             p["batch"] = f.batch.into();
             p["msg_id_prefix"] = f.dedup.clone().into();
@@ -356,22 +352,18 @@ impl JsConsumeOptions {
     /// # Errors
     /// [`Error::Usage`] naming the flag whose value cannot work.
     pub fn new(a: &JsConsumeArgs) -> Result<Self> {
-        let mode = match a.mode.as_str() {
-            "fetch" => PullMode::Fetch,
-            "ordered" => PullMode::Ordered,
-            _ => PullMode::Consume,
-        };
-        let ack = match (mode, a.ack.as_deref()) {
-            (PullMode::Ordered, Some(ack @ ("explicit" | "all"))) => {
+        let mode = a.mode;
+        let ack = match (mode, a.ack) {
+            (PullMode::Ordered, Some(ack @ (AckMode::Explicit | AckMode::All))) => {
                 return Err(Error::flag(
                     "--ack",
-                    ack,
+                    ack.as_str(),
                     "an ordered consumer acknowledges nothing (use none, or --mode consume)",
                 ))
             }
-            (_, Some("all")) => AckMode::All,
-            (_, Some("none")) | (PullMode::Ordered, None) => AckMode::None,
-            _ => AckMode::Explicit,
+            (_, Some(ack)) => ack,
+            (PullMode::Ordered, None) => AckMode::None,
+            (_, None) => AckMode::Explicit,
         };
         if mode == PullMode::Ordered && a.clients > 1 {
             return Err(Error::flag(
@@ -392,10 +384,10 @@ impl JsConsumeOptions {
         }
         check_size(a.size)?;
         crate::options::check_rate(a.rate)?;
-        let source = match a.publish.as_str() {
-            "live" => Source::Live,
-            "none" => Source::Stream,
-            _ => Source::Before,
+        let source = match a.publish {
+            Publish::Live => Source::Live,
+            Publish::None => Source::Stream,
+            Publish::Before => Source::Before,
         };
         if a.rate > 0.0 && source != Source::Live {
             return Err(Error::flag(
@@ -525,12 +517,12 @@ impl KvOptions {
         let server = server_choice(&a.conn)?;
         let keys = Keys {
             n: a.keys,
-            random: a.order == "random",
+            random: a.order == KeyOrder::Random,
         };
         let stream = StreamConfig {
             name: format!("KV_{}", a.bucket),
             subjects: vec![format!("$KV.{}.>", a.bucket)],
-            storage: a.storage.clone(),
+            storage: a.storage.as_str().into(),
             num_replicas: 1,
             max_bytes: -1,
             // A bucket's defaults, as the clients create them.
@@ -591,9 +583,9 @@ impl KvOptions {
                 purge: false,
                 delete_after: a.delete_after,
                 mode: if a.max_in_flight == 1 {
-                    "sync"
+                    JsPubMode::Sync
                 } else {
-                    "async"
+                    JsPubMode::Async
                 },
                 publish: put,
             },

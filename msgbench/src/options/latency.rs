@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::LatencyArgs;
+use crate::cli::{BusyPoll, LatencyArgs};
 use crate::engine::pace::Stop;
 use crate::error::{Error, Result};
 use crate::options::{check_subject, server_choice, server_choice_from, Output, ServerChoice};
@@ -102,10 +102,10 @@ impl LatencyOptions {
             conn: crate::options::conn::ConnOptions::new(&a.conn)?,
             late_bound: a.late_bound,
             hist: a.hist.clone(),
-            busy_poll: match a.busy_poll.as_str() {
-                "on" => true,
-                "off" => false,
-                _ => a.rate <= BUSY_POLL_MAX_RATE,
+            busy_poll: match a.busy_poll {
+                BusyPoll::On => true,
+                BusyPoll::Off => false,
+                BusyPoll::Auto => a.rate <= BUSY_POLL_MAX_RATE,
             },
             timeout: a.timeout,
             allow_loss: a.allow_loss,

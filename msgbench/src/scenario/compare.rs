@@ -356,7 +356,7 @@ fn plan(s: &CompareScenario) -> Result<Plan<'_>> {
         }
         CompareScenario::JsPub(a) => {
             let o = options::js::JsPubOptions::new(a)?;
-            if o.mode == "batch"
+            if o.mode == crate::cli::JsPubMode::Batch
                 || o.streams.len() > 1
                 || o.publish
                     .js_framing
@@ -453,7 +453,7 @@ fn driver_scenario(plan: &Plan<'_>, stream: Option<&str>) -> Value {
         "warmup_ms": ms("warmup_secs").unwrap_or(0),
         "timeout_ms": ms("timeout_secs").unwrap_or(5000),
         "connect_timeout_ms": plan.connect_timeout.as_millis() as u64,
-        "js": stream.map(|s| json!({"stream": s, "mode": plan.js.as_ref().map_or("async", |j| j.mode)})),
+        "js": stream.map(|s| json!({"stream": s, "mode": plan.js.as_ref().map_or("async", |j| j.mode.as_str())})),
     })
 }
 

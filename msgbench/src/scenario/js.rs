@@ -158,7 +158,7 @@ pub fn run_pub(
     let before = open_streams(&mut setup, &opts.streams, Some(p), opts.purge, p.timeout)?;
     let (mut result, report, _) = publish_and_reconcile(
         p,
-        opts.mode,
+        opts.mode.as_str(),
         &opts.streams,
         &before,
         &mut setup,
@@ -230,7 +230,7 @@ pub fn around_driver<T>(
             }
             Some(JsReport {
                 storage: cfg.storage.clone(),
-                mode: opts.mode,
+                mode: opts.mode.as_str(),
                 acked: a.acked,
                 duplicate_acks: stream.duplicate_acks,
                 deduplicated: 0,

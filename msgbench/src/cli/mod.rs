@@ -12,6 +12,11 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+mod modes;
+
+pub use modes::{BusyPoll, Discard, JsPubMode, KeyOrder, Publish, Storage};
+
+use crate::engine::pull::{AckMode, PullMode};
 use crate::values::{parse_count, parse_duration, parse_rate, parse_size};
 
 #[derive(Debug, Parser)]
@@ -354,8 +359,8 @@ pub struct StreamArgs {
     #[arg(long, value_delimiter = ',', value_name = "SUBJECTS")]
     pub subjects: Vec<String>,
     /// Stream storage.
-    #[arg(long, default_value = "memory", value_parser = ["memory", "file"])]
-    pub storage: String,
+    #[arg(long, value_enum, default_value = "memory")]
+    pub storage: Storage,
     /// Stream replicas (needs a cluster above 1).
     #[arg(long, default_value = "1", value_parser = parse_count)]
     pub replicas: u64,
@@ -363,8 +368,8 @@ pub struct StreamArgs {
     #[arg(long, value_parser = parse_size)]
     pub max_bytes: Option<usize>,
     /// Which messages give way at a limit: old (the stream's oldest) or new (the publish).
-    #[arg(long, default_value = "old", value_parser = ["old", "new"])]
-    pub discard: String,
+    #[arg(long, value_enum, default_value = "old")]
+    pub discard: Discard,
     /// Purge the stream before the run.
     #[arg(long)]
     pub purge: bool,
@@ -377,8 +382,8 @@ pub struct StreamArgs {
 pub struct JsPubArgs {
     /// sync: wait for each acknowledgement; async: keep --max-in-flight unacknowledged;
     /// batch: atomic batches of --batch messages, each acknowledged once at its commit.
-    #[arg(long, default_value = "async", value_parser = ["sync", "async", "batch"])]
-    pub mode: String,
+    #[arg(long, value_enum, default_value = "async")]
+    pub mode: JsPubMode,
     /// Unacknowledged publishes each client keeps at most (default 256), or in batch mode
     /// uncommitted batches (default 1).
     #[arg(long, value_parser = parse_count)]
@@ -428,20 +433,20 @@ pub struct JsPubArgs {
 pub struct JsConsumeArgs {
     /// fetch: pull --batch at a time and wait for each; consume: keep --batch pulled ahead,
     /// topping up at half; ordered: an ordered ephemeral consumer (no acks, gaps detected).
-    #[arg(long, default_value = "consume", value_parser = ["fetch", "consume", "ordered"])]
-    pub mode: String,
+    #[arg(long, value_enum, default_value = "consume")]
+    pub mode: PullMode,
     /// Messages per pull request (fetch) or pulled ahead (consume, ordered).
     #[arg(long, default_value = "500", value_parser = parse_count)]
     pub batch: u64,
     /// explicit: ack each message; all: ack the last of each pull; none: no acks (default:
     /// explicit, and none for ordered).
-    #[arg(long, value_parser = ["explicit", "all", "none"])]
-    pub ack: Option<String>,
+    #[arg(long, value_enum)]
+    pub ack: Option<AckMode>,
     /// Where the messages come from: before (msgbench publishes --msgs, then consumes them),
     /// live (publishes while consuming: end-to-end latency), none (consume what the stream
     /// holds).
-    #[arg(long, default_value = "before", value_parser = ["before", "live", "none"])]
-    pub publish: String,
+    #[arg(long, value_enum, default_value = "before")]
+    pub publish: Publish,
     /// With --publish live: publish at this many msgs/s (open loop); 0 = as fast as acks allow.
     #[arg(long, default_value = "0", value_parser = parse_rate, allow_hyphen_values = true)]
     pub rate: f64,
@@ -481,8 +486,8 @@ pub struct KvArgs {
     #[arg(long, default_value = "1000", value_parser = parse_count)]
     pub keys: u64,
     /// Key order: sequential (0, 1, 2, …) or random (a fixed shuffle, so runs compare).
-    #[arg(long, default_value = "sequential", value_parser = ["sequential", "random"])]
-    pub order: String,
+    #[arg(long, value_enum, default_value = "sequential")]
+    pub order: KeyOrder,
     /// Operations in flight per client; 1 waits for each.
     #[arg(long, default_value = "1", value_parser = parse_count)]
     pub max_in_flight: u64,
@@ -500,8 +505,8 @@ pub struct KvArgs {
     #[arg(long, default_value = "128", value_parser = parse_size, allow_hyphen_values = true)]
     pub size: usize,
     /// Bucket storage.
-    #[arg(long, default_value = "memory", value_parser = ["memory", "file"])]
-    pub storage: String,
+    #[arg(long, value_enum, default_value = "memory")]
+    pub storage: Storage,
     /// Delete the bucket afterwards.
     #[arg(long)]
     pub delete_after: bool,
@@ -629,8 +634,8 @@ pub struct LatencyArgs {
     pub late_bound: Duration,
     /// The subscriber polls its socket instead of sleeping between messages: on, off, or auto
     /// (on up to 10,000 msgs/s, where a CPU is free for it).
-    #[arg(long, default_value = "auto", value_parser = ["auto", "on", "off"])]
-    pub busy_poll: String,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub busy_poll: BusyPoll,
     /// Write PREFIX.hgrm, PREFIX.uncorrected.hgrm and the per-second interval log PREFIX.hlog.
     #[arg(long, value_name = "PREFIX")]
     pub hist: Option<std::path::PathBuf>,

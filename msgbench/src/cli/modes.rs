@@ -1,0 +1,86 @@
+//! The named choices flags offer (`--mode async`, `--storage file`, …) as types: clap lists and
+//! checks their values, plans carry them by the same names, and code matches on variants
+//! rather than comparing strings.
+
+use clap::ValueEnum;
+use serde::{Deserialize, Serialize};
+
+/// Names a choice the way its flag spells it.
+macro_rules! choice {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+        pub enum $name {
+            $($(#[$vdoc])* #[value(name = $text)] #[serde(rename = $text)] $variant),+
+        }
+
+        impl $name {
+            /// The flag's spelling, which is also what results record.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+        }
+    };
+}
+
+choice!(
+    /// How `js pub` publishes.
+    JsPubMode {
+        /// One publish at a time, each waiting for its acknowledgement.
+        Sync = "sync",
+        /// A window of publishes in flight.
+        Async = "async",
+        /// Atomic batches.
+        Batch = "batch",
+    }
+);
+
+choice!(
+    /// Where a JetStream stream or bucket keeps its messages.
+    Storage {
+        Memory = "memory",
+        File = "file",
+    }
+);
+
+choice!(
+    /// Which messages give way at a stream's limit.
+    Discard {
+        /// The stream's oldest.
+        Old = "old",
+        /// The publish.
+        New = "new",
+    }
+);
+
+choice!(
+    /// Where `js consume`'s messages come from.
+    Publish {
+        /// msgbench publishes --msgs first, then consumes them.
+        Before = "before",
+        /// msgbench publishes while consuming.
+        Live = "live",
+        /// The stream already holds them.
+        None = "none",
+    }
+);
+
+choice!(
+    /// The order a KV run visits its keys in.
+    KeyOrder {
+        Sequential = "sequential",
+        /// A fixed shuffle, so runs compare.
+        Random = "random",
+    }
+);
+
+choice!(
+    /// Whether the latency subscriber polls its socket.
+    BusyPoll {
+        Auto = "auto",
+        On = "on",
+        Off = "off",
+    }
+);
