@@ -18,6 +18,7 @@ pub mod link;
 pub mod metric;
 pub mod options;
 pub mod output;
+pub mod plan;
 pub mod report;
 pub mod result;
 pub mod scenario;
@@ -31,13 +32,13 @@ pub mod wire;
 use std::ffi::OsString;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use clap::Parser;
 
-use cli::{Cli, Command, DemoArgs, LoadArgs, OutputArgs};
+use cli::{Cli, Command, DemoArgs};
 use error::{exit, Result};
-use options::{Options, Output, ScenarioKind};
+use options::Output;
+use plan::Plan;
 use stats::timeline::Meter;
 
 /// Raised by SIGINT/SIGTERM; every load loop polls it and ends, and results are still written.
@@ -100,106 +101,31 @@ fn clap_exit(e: &clap::Error) -> u8 {
 /// Failures that prevent a result: bad input, no server, refused connections.
 pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
     let command = cli.command.unwrap_or(Command::Demo(cli.demo));
+    // Every run of one scenario is a plan, typed or read from a file.
+    let plan = match command {
+        Command::Run(a) => {
+            let mut plan = Plan::from_file(&a.plan)?;
+            *plan.out_mut() = a.out;
+            plan
+        }
+        command => match Plan::from_command(command) {
+            Ok(plan) => plan,
+            Err(other) => return run_tool(other, stop),
+        },
+    };
+    if plan.out().print_plan {
+        return print_plan(&plan);
+    }
     // Before any server is started or connected to: a result that cannot be written is
     // refused now, not found out after the run.
+    output::dest::check_plan(&plan)?;
+    run_plan(&plan, stop)
+}
+
+/// The commands that are not one plan: the suite, compare, calibration and the file tools.
+fn run_tool(command: Command, stop: &AtomicBool) -> Result<u8> {
     output::dest::check_command(&command)?;
     match command {
-        Command::Pub(a) => {
-            let o = Options::new(
-                ScenarioKind::Pub,
-                a.clients,
-                0,
-                &a.load,
-                &a.conn,
-                &a.out,
-                None,
-                None,
-            )?;
-            run_one(&o, stop)
-        }
-        Command::Sub(a) => {
-            let o = Options::new(
-                ScenarioKind::Sub,
-                0,
-                a.clients,
-                &a.load,
-                &a.conn,
-                &a.out,
-                Some(&a.stall),
-                Some(a.start_timeout),
-            )?;
-            run_one(&o, stop)
-        }
-        Command::Pubsub(a) => {
-            let o = Options::new(
-                ScenarioKind::Pubsub,
-                a.pubs,
-                a.subs,
-                &a.load,
-                &a.conn,
-                &a.out,
-                Some(&a.stall),
-                None,
-            )?;
-            run_one(&o, stop)
-        }
-        Command::Latency(a) => {
-            let o = options::latency::LatencyOptions::new(&a)?;
-            let a = server::resolve(&o.server_a, o.conn.link)?;
-            let b = o
-                .server_b
-                .as_ref()
-                .map(|b| server::resolve(b, o.conn.link))
-                .transpose()?;
-            // In a local cluster the subscriber sits on the second node: latency across a route.
-            let peer = if b.is_none() { a.node(1) } else { None };
-            let sub_side = b.as_ref().or(peer.as_ref());
-            execute("latency", Some(&a), &o.output, o.allow_loss, stop, |m| {
-                scenario::latency::run(&o, &a, sub_side, m, stop)
-            })
-        }
-        Command::Request(a) => {
-            let o = options::request::RequestOptions::new(&a)?;
-            let t = server::resolve(&o.server, o.conn.link)?;
-            execute("request", Some(&t), &o.output, o.allow_loss, stop, |m| {
-                scenario::request::run_request(&o, &t, m, stop)
-            })
-        }
-        Command::Reply(a) => {
-            let o = options::request::ReplyOptions::new(&a)?;
-            let t = server::resolve(&o.server, o.conn.link)?;
-            execute("reply", Some(&t), &o.output, false, stop, |m| {
-                scenario::request::run_reply(&o, &t, m, stop)
-            })
-        }
-        Command::Js(cli::JsCommand::Pub(a)) => {
-            let o = options::js::JsPubOptions::new(&a)?;
-            let p = &o.publish;
-            let t = server::resolve(&p.server, p.conn.link)?;
-            execute("js.pub", Some(&t), &p.output, p.allow_loss, stop, |m| {
-                scenario::js::run_pub(&o, &t, m, stop)
-            })
-        }
-        Command::Js(cli::JsCommand::Consume(a)) => {
-            let o = options::js::JsConsumeOptions::new(&a)?;
-            let t = server::resolve(&o.server, o.conn.link)?;
-            execute("js.consume", Some(&t), &o.output, o.allow_loss, stop, |m| {
-                scenario::js::run_consume(&o, &t, m, stop)
-            })
-        }
-        Command::Kv(kv) => {
-            let (a, get) = match &kv {
-                cli::KvCommand::Put(a) => (a, false),
-                cli::KvCommand::Get(a) => (a, true),
-            };
-            let o = options::js::KvOptions::new(a, get)?;
-            let t = server::resolve(&o.put.publish.server, o.put.publish.conn.link)?;
-            let out = o.gets.as_ref().map_or(&o.put.publish.output, |g| &g.output);
-            let name = if get { "kv.get" } else { "kv.put" };
-            execute(name, Some(&t), out, a.allow_loss, stop, |m| {
-                scenario::js::run_kv(&o, &t, m, stop)
-            })
-        }
         Command::Calibrate(a) => {
             if a.samples == 0 {
                 return Err(error::Error::flag("--samples", "0", "must be at least 1"));
@@ -221,7 +147,12 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
             })
         }
         Command::Demo(a) => demo(&a, stop),
-        Command::Compare(a) => scenario::compare::run(&a, stop),
+        Command::Compare(a) => {
+            if a.scenario.out().print_plan {
+                return print_plan(&Plan::from_compare(a.scenario));
+            }
+            scenario::compare::run(&a, stop)
+        }
         Command::Report(a) => report::html::run(&a),
         Command::Diff(a) => report::diff::run(&a),
         Command::Grpc(g) => match g.action {
@@ -231,41 +162,48 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
                 export::text::print_encode(&report, a.json.as_deref())?;
                 Ok(exit::OK)
             }
-            None => {
-                let o = options::grpc::GrpcOptions::new(&g.run)?;
-                execute("grpc", None, &o.output, o.allow_loss, stop, |m| {
-                    scenario::grpc::run(&o, m, stop)
-                })
-            }
+            None => unreachable!("a gRPC load run is a plan"),
         },
+        _ => unreachable!("every scenario run is a plan"),
     }
 }
 
-fn run_one(opts: &Options, stop: &AtomicBool) -> Result<u8> {
-    let target = server::resolve(&opts.server, opts.conn.link)?;
-    execute(
-        opts.scenario.as_str(),
-        Some(&target),
-        &opts.output,
-        opts.allow_loss,
-        stop,
-        |m| scenario::run(opts, &target, m, stop),
-    )
+/// `--print-plan`: the plan on stdout, and nothing run. Output flags would have nothing to
+/// act on, so they are refused rather than ignored.
+fn print_plan(plan: &Plan) -> Result<u8> {
+    let o = plan.out();
+    let given = [
+        ("--json", o.json.is_some()),
+        ("--csv", o.csv.is_some()),
+        ("--markdown", o.markdown.is_some()),
+        ("--stream-stats", o.stream_stats.is_some()),
+        ("--live", o.live),
+        ("--runs", o.runs > 1),
+        ("--threshold", !o.threshold.is_empty()),
+    ];
+    if let Some((flag, _)) = given.iter().find(|(_, on)| *on) {
+        return Err(error::Error::Usage(format!(
+            "{flag}: --print-plan prints the plan and runs nothing; give {flag} to `msgbench run`"
+        )));
+    }
+    let doc = plan.to_json()?;
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&doc).expect("a plan serialises")
+    );
+    Ok(exit::OK)
 }
 
-/// Runs a scenario once, or `--runs` times, each with its live view and timeline, then judges
-/// the thresholds, writes the result and returns the exit status. A run that fails after
-/// others succeeded ends the series: what was measured is still written, then the failure is
+/// Runs a plan once, or `--runs` times, each with its live view and timeline, then judges the
+/// thresholds, writes the result and returns the exit status. A run that fails after others
+/// succeeded ends the series: what was measured is still written, then the failure is
 /// reported.
-fn execute(
-    scenario: &'static str,
-    target: Option<&server::Target>,
-    out: &Output,
-    allow_loss: bool,
-    stop: &AtomicBool,
-    mut once: impl FnMut(&stats::timeline::Meter) -> Result<result::RunResult>,
-) -> Result<u8> {
+fn run_plan(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
     use output::live::{Live, StreamStats, View};
+    let validated = plan.validate()?;
+    let targets = scenario::Targets::resolve(&validated)?;
+    let out = validated.output();
+    let allow_loss = validated.allow_loss();
     let stream = out
         .stream_stats
         .as_deref()
@@ -280,16 +218,22 @@ fn execute(
         let view = View {
             line: View::line_wanted(out.live, out.progress),
             stream: stream.clone(),
-            scenario,
+            scenario: plan.name(),
             run: (n > 1).then_some((k, n)),
         };
         let live = Live::start(Arc::clone(&meter), view);
-        let r = once(&meter);
+        let r = scenario::execute(
+            &validated,
+            targets.main.as_ref(),
+            targets.second.as_ref(),
+            &meter,
+            stop,
+        );
         let timeline = live.finish();
         match r {
             Ok(mut r) => {
                 r.timeline = timeline;
-                if let Some(t) = target {
+                if let Some(t) = &targets.main {
                     t.annotate(&mut r);
                 }
                 if n > 1 {
@@ -315,6 +259,7 @@ fn execute(
         }
     }
     let mut result = result::RunResult::combine(results, allow_loss);
+    result.plan = Some(plan.recorded());
     result.thresholds = gate::judge(&out.thresholds, &result);
     output::write::emit(&result, out)?;
     match failure {
@@ -324,152 +269,64 @@ fn execute(
 }
 
 /// The default suite: short pub, pubsub, latency, request and JetStream publish runs on one
-/// server, so a first-time user sees the tool work end to end in a few seconds.
+/// server, so a first-time user sees the tool work end to end in a few seconds. Each is a plan
+/// (the same a user could keep in a file) and runs down the same path as a typed command.
 fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
-    let out = OutputArgs {
-        json: None,
-        csv: None,
-        markdown: None,
-        no_progress: args.no_progress,
-        live: false,
-        stream_stats: None,
-        runs: 1,
-        threshold: Vec::new(),
-    };
     let conn = options::conn::ConnOptions::new(&args.conn)?;
     conn.no_fault("demo")?;
     // One server for the whole suite.
     let target = server::resolve(&options::server_choice(&args.conn)?, conn.link)?;
+    let suite = [
+        (
+            "pub",
+            serde_json::json!({"scenario": "pub",
+            "load": {"msgs": 2_000_000, "size": 16, "subject": "msgbench.demo.pub"}}),
+        ),
+        (
+            "pubsub",
+            serde_json::json!({"scenario": "pubsub",
+            "load": {"msgs": 1_000_000, "size": 16, "subject": "msgbench.demo.pubsub"}}),
+        ),
+        (
+            "latency",
+            serde_json::json!({"scenario": "latency", "rate": 1000, "duration": "3s",
+            "size": 8, "warmup": "500ms", "subject": "msgbench.demo.latency"}),
+        ),
+        (
+            "request",
+            serde_json::json!({"scenario": "request", "msgs": 20_000, "size": 16,
+            "subject": "msgbench.demo.service", "timeout": "2s"}),
+        ),
+        // A JetStream stream of the suite's own, in memory, removed afterwards.
+        (
+            "js pub",
+            serde_json::json!({"scenario": "js.pub", "mode": "async", "msgs": 20_000,
+            "size": 128, "target": {"stream": "msgbench_demo", "subject": "msgbench.demo.js",
+            "storage": "memory", "purge": true, "delete_after": true}}),
+        ),
+    ];
     let mut worst = exit::OK;
-    let mut report = |name: &str, result: Result<result::RunResult>, first: bool| -> Result<()> {
-        let mut result = result?;
+    for (k, (name, mut doc)) in suite.into_iter().enumerate() {
+        doc["schema"] = plan::SCHEMA.into();
+        let mut plan = Plan::from_json(&doc)?;
+        if let Some(c) = plan.conn_mut() {
+            c.clone_from(&args.conn);
+        }
+        plan.out_mut().no_progress = args.no_progress;
+        let validated = plan.validate()?;
+        let mut result =
+            scenario::execute(&validated, Some(&target), None, &Meter::default(), stop)?;
+        result.plan = Some(plan.recorded());
         target.annotate(&mut result);
-        if !first {
+        if k > 0 {
             println!();
         }
         println!("== {name}");
         output::write::emit(&result, &Output::default())?;
         worst = worst.max(result.exit_code(false));
-        Ok(())
-    };
-    for (kind, pubs, subs, msgs) in [
-        (ScenarioKind::Pub, 1, 0, 2_000_000),
-        (ScenarioKind::Pubsub, 1, 1, 1_000_000),
-    ] {
-        let load = LoadArgs {
-            msgs,
-            duration: None,
-            size: 16,
-            subject: format!("msgbench.demo.{}", kind.as_str()),
-            multisubject: false,
-            multisubject_max: 1,
-            rate: 0.0,
-            payload: None,
-            headers: Vec::new(),
-            timeout: Duration::from_secs(5),
-            allow_loss: false,
-        };
-        let opts = Options::new(kind, pubs, subs, &load, &args.conn, &out, None, None)?;
-        report(
-            kind.as_str(),
-            scenario::run(&opts, &target, &Meter::default(), stop),
-            kind == ScenarioKind::Pub,
-        )?;
         if stop.load(Ordering::Relaxed) {
-            return Ok(worst);
+            break;
         }
     }
-    let latency = cli::LatencyArgs {
-        rate: 1000.0,
-        msgs: None,
-        duration: Some(Duration::from_secs(3)),
-        size: 8,
-        warmup: Duration::from_millis(500),
-        subject: "msgbench.demo.latency".into(),
-        server_a: None,
-        server_b: None,
-        late_bound: Duration::from_millis(1),
-        busy_poll: cli::BusyPoll::Auto,
-        hist: None,
-        timeout: Duration::from_secs(5),
-        allow_loss: false,
-        conn: cli::ConnArgs {
-            ..args.conn.clone()
-        },
-        out: out.clone(),
-    };
-    let opts = options::latency::LatencyOptions::new(&latency)?;
-    report(
-        "latency",
-        scenario::latency::run(&opts, &target, None, &Meter::default(), stop),
-        false,
-    )?;
-    if stop.load(Ordering::Relaxed) {
-        return Ok(worst);
-    }
-    let request = cli::RequestArgs {
-        clients: 1,
-        in_flight: 1,
-        rate: 0.0,
-        msgs: 20_000,
-        duration: None,
-        size: 16,
-        subject: "msgbench.demo.service".into(),
-        responders: 1,
-        delay: Duration::ZERO,
-        timeout: Duration::from_secs(2),
-        allow_loss: false,
-        conn: args.conn.clone(),
-        out,
-    };
-    let opts = options::request::RequestOptions::new(&request)?;
-    report(
-        "request",
-        scenario::request::run_request(&opts, &target, &Meter::default(), stop),
-        false,
-    )?;
-    if stop.load(Ordering::Relaxed) {
-        return Ok(worst);
-    }
-    // A JetStream stream of the suite's own, in memory, removed afterwards.
-    let js = cli::JsPubArgs {
-        mode: cli::JsPubMode::Async,
-        max_in_flight: None,
-        batch: None,
-        dedup: false,
-        msg_id_prefix: None,
-        clients: 1,
-        msgs: 20_000,
-        duration: None,
-        size: 128,
-        streams: 1,
-        target: cli::StreamArgs {
-            stream: "msgbench_demo".into(),
-            subject: "msgbench.demo.js".into(),
-            subjects: Vec::new(),
-            storage: cli::Storage::Memory,
-            replicas: 1,
-            max_bytes: None,
-            discard: cli::Discard::Old,
-            purge: true,
-            delete_after: true,
-        },
-        timeout: Duration::from_secs(5),
-        allow_loss: false,
-        conn: args.conn.clone(),
-        out: OutputArgs {
-            json: None,
-            csv: None,
-            markdown: None,
-            no_progress: args.no_progress,
-            live: false,
-            stream_stats: None,
-            runs: 1,
-            threshold: Vec::new(),
-        },
-    };
-    let opts = options::js::JsPubOptions::new(&js)?;
-    let result = scenario::js::run_pub(&opts, &target, &Meter::default(), stop);
-    report("js pub", result, false)?;
     Ok(worst)
 }

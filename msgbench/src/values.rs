@@ -385,3 +385,44 @@ mod tests {
         );
     }
 }
+
+/// Writes values the way the parsers above read them back, so a plan (`--print-plan`) holds
+/// `"5s"` rather than a struct of seconds and nanoseconds, and its re-reading goes through
+/// the same parsers as a typed flag.
+pub mod ser {
+    use std::time::Duration;
+
+    use serde::Serializer;
+
+    /// The shortest exact spelling: `5s`, `250ms`, `40us`, `7ns`, `0s`.
+    pub fn text(d: Duration) -> String {
+        let ns = d.as_nanos();
+        for (unit, per) in [("s", 1_000_000_000u128), ("ms", 1_000_000), ("us", 1_000)] {
+            if ns.is_multiple_of(per) {
+                return format!("{}{unit}", ns / per);
+            }
+        }
+        format!("{ns}ns")
+    }
+
+    pub fn duration<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&text(*d))
+    }
+
+    #[allow(clippy::ref_option)] // serde hands the field over by reference
+    pub fn opt_duration<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_str(&text(*d)),
+            None => s.serialize_none(),
+        }
+    }
+
+    /// `--sub-stall N:DURATION`.
+    #[allow(clippy::ref_option)]
+    pub fn stall<S: Serializer>(v: &Option<(u64, Duration)>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some((n, d)) => s.serialize_str(&format!("{n}:{}", text(*d))),
+            None => s.serialize_none(),
+        }
+    }
+}

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use serde::Serialize;
 
 mod modes;
 
@@ -61,6 +62,8 @@ pub enum Command {
     Kv(KvCommand),
     /// Measure this machine's latency floor: loopback TCP, one hop and two hops via the server.
     Calibrate(CalibrateArgs),
+    /// Run a plan written by --print-plan (or by hand), with output flags of this run.
+    Run(RunArgs),
     /// Run the short default suite (pub, pubsub, latency, request) and print the results.
     Demo(DemoArgs),
     /// Run one scenario through several client libraries (the native engine and drivers in
@@ -98,7 +101,7 @@ pub enum GrpcAction {
 }
 
 /// Which service definition to use, and which method or message of it.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Args, Serialize)]
 pub struct GrpcSchemaArgs {
     /// The .proto file defining the service, compiled here (no protoc needed). Without it,
     /// msgbench asks the server (server reflection), or uses its own log service's definition.
@@ -118,12 +121,13 @@ pub struct GrpcSchemaArgs {
     pub streams: u64,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Serialize)]
 pub struct GrpcArgs {
     /// The method: package.Service/Method (default: msgbench.log.v1.Log/Append).
     #[arg(long, value_name = "METHOD")]
     pub call: Option<String>,
     #[command(flatten)]
+    #[serde(rename = "definition")] // "schema" is the plan document's own key
     pub schema: GrpcSchemaArgs,
     /// The service: http://HOST:PORT (plaintext HTTP/2) or https://HOST:PORT (TLS, verified).
     /// Without it, msgbench serves its own log service on a free loopback port and loads that.
@@ -147,6 +151,7 @@ pub struct GrpcArgs {
     pub total: Option<u64>,
     /// Run for this long instead of a count.
     #[arg(long, value_parser = parse_duration, allow_hyphen_values = true)]
+    #[serde(serialize_with = "crate::values::ser::opt_duration")]
     pub duration: Option<Duration>,
     /// Aggregate requests per second, open loop with latency from each one's due time
     /// (corrected for coordinated omission); 0 = closed loop. Also --rps, as in ghz.
@@ -162,18 +167,22 @@ pub struct GrpcArgs {
     pub messages_per_call: Option<u64>,
     /// Metadata on every call (repeatable): -H 'key: value'; a key ending in -bin takes base64.
     #[arg(short = 'H', long = "header", value_name = "K:V")]
+    #[serde(rename = "header")]
     pub headers: Vec<String>,
     /// The deadline of each call, sent to the server as grpc-timeout; a call past it counts as
     /// DEADLINE_EXCEEDED.
     #[arg(long, value_parser = parse_duration)]
+    #[serde(serialize_with = "crate::values::ser::opt_duration")]
     pub deadline: Option<Duration>,
     /// With no --deadline, a call unanswered after this long is abandoned and counted as
     /// DEADLINE_EXCEEDED (nothing is sent to the server); also how long to wait for the last
     /// calls at the end.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[serde(serialize_with = "crate::values::ser::duration")]
     pub timeout: Duration,
     /// How long to wait for the connection.
     #[arg(long, default_value = "5s", value_parser = parse_duration, value_name = "DURATION")]
+    #[serde(serialize_with = "crate::values::ser::duration")]
     pub connect_timeout: Duration,
     /// CA certificates (PEM) to verify the server with, instead of the system's.
     #[arg(long, value_name = "FILE")]
@@ -198,6 +207,7 @@ pub struct GrpcArgs {
     #[arg(long)]
     pub allow_loss: bool,
     #[command(flatten)]
+    #[serde(skip)]
     pub out: OutputArgs,
 }
 
@@ -277,6 +287,27 @@ pub enum CompareScenario {
     JsPub(JsPubArgs),
 }
 
+impl CompareScenario {
+    /// Where the comparison's results go.
+    pub fn out(&self) -> &OutputArgs {
+        match self {
+            CompareScenario::Pubsub(a) => &a.out,
+            CompareScenario::Latency(a) => &a.out,
+            CompareScenario::Request(a) => &a.out,
+            CompareScenario::JsPub(a) => &a.out,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The plan file: JSON as `msgbench <scenario> … --print-plan` writes it.
+    #[arg(value_name = "PLAN.json")]
+    pub plan: PathBuf,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// Result files written by --json (one or more; several are shown side by side).
@@ -347,7 +378,7 @@ pub enum KvCommand {
 }
 
 /// The stream a JetStream command works on.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Args, Serialize)]
 pub struct StreamArgs {
     /// Stream name; created if missing (an existing one with another config is an error).
     #[arg(long, default_value = "msgbench")]
@@ -378,7 +409,7 @@ pub struct StreamArgs {
     pub delete_after: bool,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Serialize)]
 pub struct JsPubArgs {
     /// sync: wait for each acknowledgement; async: keep --max-in-flight unacknowledged;
     /// batch: atomic batches of --batch messages, each acknowledged once at its commit.
@@ -407,6 +438,7 @@ pub struct JsPubArgs {
     pub msgs: u64,
     /// Publish for this long instead of a count.
     #[arg(long, value_parser = parse_duration, allow_hyphen_values = true)]
+    #[serde(serialize_with = "crate::values::ser::opt_duration")]
     pub duration: Option<Duration>,
     /// Payload size, at least 8 B (the sequence number; from 16 B also the send time).
     #[arg(long, default_value = "128", value_parser = parse_size, allow_hyphen_values = true)]
@@ -419,6 +451,7 @@ pub struct JsPubArgs {
     pub target: StreamArgs,
     /// An acknowledgement not received after this long counts as timed out.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    #[serde(serialize_with = "crate::values::ser::duration")]
     pub timeout: Duration,
     /// Exit 0 even if publishes were not acknowledged or did not reconcile.
     #[arg(long)]
@@ -426,10 +459,11 @@ pub struct JsPubArgs {
     #[command(flatten)]
     pub conn: ConnArgs,
     #[command(flatten)]
+    #[serde(skip)]
     pub out: OutputArgs,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Serialize)]
 pub struct JsConsumeArgs {
     /// fetch: pull --batch at a time and wait for each; consume: keep --batch pulled ahead,
     /// topping up at half; ordered: an ordered ephemeral consumer (no acks, gaps detected).
@@ -464,6 +498,7 @@ pub struct JsConsumeArgs {
     /// Give up when no message arrives for this long; an API call or ack not answered in it
     /// times out.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    #[serde(serialize_with = "crate::values::ser::duration")]
     pub timeout: Duration,
     /// Exit 0 even if messages were missed or delivered twice.
     #[arg(long)]
@@ -471,10 +506,11 @@ pub struct JsConsumeArgs {
     #[command(flatten)]
     pub conn: ConnArgs,
     #[command(flatten)]
+    #[serde(skip)]
     pub out: OutputArgs,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Serialize)]
 pub struct KvArgs {
     /// Bucket name (its stream is KV_<bucket>); created if missing.
     #[arg(long, default_value = "msgbench")]
@@ -500,6 +536,7 @@ pub struct KvArgs {
     pub msgs: u64,
     /// Run for this long instead of a count.
     #[arg(long, value_parser = parse_duration, allow_hyphen_values = true)]
+    #[serde(serialize_with = "crate::values::ser::opt_duration")]
     pub duration: Option<Duration>,
     /// Value size, at least 8 B.
     #[arg(long, default_value = "128", value_parser = parse_size, allow_hyphen_values = true)]
@@ -512,6 +549,7 @@ pub struct KvArgs {
     pub delete_after: bool,
     /// An operation not answered after this long counts as timed out.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    #[serde(serialize_with = "crate::values::ser::duration")]
     pub timeout: Duration,
     /// Exit 0 even if operations failed.
     #[arg(long)]
@@ -519,6 +557,7 @@ pub struct KvArgs {
     #[command(flatten)]
     pub conn: ConnArgs,
     #[command(flatten)]
+    #[serde(skip)]
     pub out: OutputArgs,
 }
 
@@ -537,7 +576,7 @@ pub struct CalibrateArgs {
     pub json: Option<std::path::PathBuf>,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Serialize)]
 pub struct RequestArgs {
     /// Number of requesting connections.
     #[arg(long, default_value_t = 1, value_parser = parse_clients)]
@@ -554,6 +593,7 @@ pub struct RequestArgs {
     pub msgs: u64,
     /// Run for this long instead of a count.
     #[arg(long, value_parser = parse_duration, allow_hyphen_values = true)]
+    #[serde(serialize_with = "crate::values::ser::opt_duration")]
     pub duration: Option<Duration>,
     /// Request payload size (at least 8 B).
     #[arg(long, default_value = "16", value_parser = parse_size, allow_hyphen_values = true)]
@@ -567,9 +607,11 @@ pub struct RequestArgs {
     pub responders: u64,
     /// Processing delay of the in-process responders, per request.
     #[arg(long, default_value = "0s", value_parser = parse_duration_or_zero)]
+    #[serde(serialize_with = "crate::values::ser::duration")]
     pub delay: Duration,
     /// A request without a reply after this long counts as timed out.
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    #[serde(serialize_with = "crate::values::ser::duration")]
     pub timeout: Duration,
     /// Exit 0 even if requests timed out or found no responders.
     #[arg(long)]
@@ -577,16 +619,18 @@ pub struct RequestArgs {
     #[command(flatten)]
     pub conn: ConnArgs,
     #[command(flatten)]
+    #[serde(skip)]
     pub out: OutputArgs,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Serialize)]
 pub struct ReplyArgs {
     /// Number of responders in the queue group.
     #[arg(long, default_value_t = 1, value_parser = parse_clients)]
     pub clients: u32,
     /// Processing delay per request.
     #[arg(long, default_value = "0s", value_parser = parse_duration_or_zero)]
+    #[serde(serialize_with = "crate::values::ser::duration")]
     pub delay: Duration,
     /// Subject to serve.
     #[arg(long, default_value = "msgbench.service")]
@@ -596,14 +640,16 @@ pub struct ReplyArgs {
     pub msgs: Option<u64>,
     /// Serve for this long (default 60s).
     #[arg(long, value_parser = parse_duration)]
+    #[serde(serialize_with = "crate::values::ser::opt_duration")]
     pub duration: Option<Duration>,
     #[command(flatten)]
     pub conn: ConnArgs,
     #[command(flatten)]
+    #[serde(skip)]
     pub out: OutputArgs,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Serialize)]
 pub struct LatencyArgs {
     /// Messages per second, on a fixed schedule: message i is due at start + i/rate.
     #[arg(long, default_value = "1000", value_parser = parse_rate, allow_hyphen_values = true)]
@@ -613,12 +659,14 @@ pub struct LatencyArgs {
     pub msgs: Option<u64>,
     /// How long to send (default 5s).
     #[arg(long, value_parser = parse_duration, allow_hyphen_values = true)]
+    #[serde(serialize_with = "crate::values::ser::opt_duration")]
     pub duration: Option<Duration>,
     /// Payload size, at least 8 B (the sequence number).
     #[arg(long, default_value = "8", value_parser = parse_size, allow_hyphen_values = true)]
     pub size: usize,
     /// Messages due in this first part of the run are sent but not recorded.
     #[arg(long, default_value = "1s", value_parser = parse_duration_or_zero)]
+    #[serde(serialize_with = "crate::values::ser::duration")]
     pub warmup: Duration,
     /// Subject to publish and subscribe on.
     #[arg(long, default_value = "msgbench.latency")]
@@ -631,6 +679,7 @@ pub struct LatencyArgs {
     pub server_b: Option<String>,
     /// A send this far behind its schedule counts as late (reported, like dropped iterations).
     #[arg(long, default_value = "1ms", value_parser = parse_duration)]
+    #[serde(serialize_with = "crate::values::ser::duration")]
     pub late_bound: Duration,
     /// The subscriber polls its socket instead of sleeping between messages: on, off, or auto
     /// (on up to 10,000 msgs/s, where a CPU is free for it).
@@ -641,6 +690,7 @@ pub struct LatencyArgs {
     pub hist: Option<std::path::PathBuf>,
     /// How long to wait for the last messages after the publisher is done.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    #[serde(serialize_with = "crate::values::ser::duration")]
     pub timeout: Duration,
     /// Exit 0 even if messages were lost.
     #[arg(long)]
@@ -648,10 +698,11 @@ pub struct LatencyArgs {
     #[command(flatten)]
     pub conn: ConnArgs,
     #[command(flatten)]
+    #[serde(skip)]
     pub out: OutputArgs,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Serialize)]
 pub struct PubArgs {
     /// Number of publishing connections.
     #[arg(long, visible_alias = "pubs", default_value_t = 1, value_parser = parse_clients)]
@@ -661,16 +712,18 @@ pub struct PubArgs {
     #[command(flatten)]
     pub conn: ConnArgs,
     #[command(flatten)]
+    #[serde(skip)]
     pub out: OutputArgs,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Serialize)]
 pub struct SubArgs {
     /// Number of subscribing connections; each expects every message.
     #[arg(long, visible_alias = "subs", default_value_t = 1, value_parser = parse_clients)]
     pub clients: u32,
     /// How long to wait for the first message before giving up.
     #[arg(long, default_value = "60s", value_parser = parse_duration, value_name = "DURATION")]
+    #[serde(serialize_with = "crate::values::ser::duration")]
     pub start_timeout: Duration,
     #[command(flatten)]
     pub stall: StallArgs,
@@ -679,10 +732,11 @@ pub struct SubArgs {
     #[command(flatten)]
     pub conn: ConnArgs,
     #[command(flatten)]
+    #[serde(skip)]
     pub out: OutputArgs,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Serialize)]
 pub struct PubSubArgs {
     /// Number of publishing connections.
     #[arg(long, default_value_t = 1, value_parser = parse_clients)]
@@ -697,6 +751,7 @@ pub struct PubSubArgs {
     #[command(flatten)]
     pub conn: ConnArgs,
     #[command(flatten)]
+    #[serde(skip)]
     pub out: OutputArgs,
 }
 
@@ -710,7 +765,7 @@ pub struct DemoArgs {
 }
 
 /// What to send and for how long.
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Serialize)]
 pub struct LoadArgs {
     /// Messages per publisher (or expected by each subscriber). Accepts 100000, 1_000_000, 20M.
     #[arg(long, default_value = "100000", value_parser = parse_count,
@@ -718,6 +773,7 @@ pub struct LoadArgs {
     pub msgs: u64,
     /// Run for this long instead of a message count (e.g. 10s, 1m).
     #[arg(long, value_parser = parse_duration, allow_hyphen_values = true)]
+    #[serde(serialize_with = "crate::values::ser::opt_duration")]
     pub duration: Option<Duration>,
     /// Payload size: 16, 16B, 1KiB, 4kb (multiples are binary: 1 KB = 1024 B).
     #[arg(long, default_value = "128", value_parser = parse_size, allow_hyphen_values = true,
@@ -741,9 +797,11 @@ pub struct LoadArgs {
     pub payload: Option<PathBuf>,
     /// Add a header to every message (repeatable): -H 'Key:Value'.
     #[arg(short = 'H', long = "header", value_name = "K:V")]
+    #[serde(rename = "header")]
     pub headers: Vec<String>,
     /// How long subscribers wait without progress, and publishers wait for the final flush.
     #[arg(long, default_value = "5s", value_parser = parse_duration, allow_hyphen_values = true)]
+    #[serde(serialize_with = "crate::values::ser::duration")]
     pub timeout: Duration,
     /// Exit 0 even if messages were lost.
     #[arg(long)]
@@ -751,16 +809,17 @@ pub struct LoadArgs {
 }
 
 /// Deliberately slow subscribers, to see what loss looks like.
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Serialize)]
 pub struct StallArgs {
     /// Each subscriber stops reading for DURATION after N messages, e.g. 1000:3s. The server
     /// may then cut it off as a slow consumer; the loss shows in the delivery accounting.
     #[arg(long, value_name = "N:DURATION", value_parser = parse_stall)]
+    #[serde(serialize_with = "crate::values::ser::stall")]
     pub sub_stall: Option<(u64, Duration)>,
 }
 
 /// Where the server is and how to reach it.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Args, Serialize)]
 pub struct ConnArgs {
     /// Server URLs, comma separated: nats://[user:pass@|token@]host:port. Without it (and
     /// without NATS_URL) msgbench starts a local nats-server.
@@ -782,6 +841,7 @@ pub struct ConnArgs {
     pub nats_server: Option<PathBuf>,
     /// How long to wait for a TCP connection and the server's handshake.
     #[arg(long, default_value = "2s", value_parser = parse_duration, value_name = "DURATION")]
+    #[serde(serialize_with = "crate::values::ser::duration")]
     pub connect_timeout: Duration,
     /// After a lost connection, dial again with backoff (10 ms doubling to 1 s) and replay the
     /// subscriptions, for up to --timeout; without it a lost connection ends the run.
@@ -790,6 +850,7 @@ pub struct ConnArgs {
     /// Send a keepalive PING after this long without hearing from the server; two unanswered
     /// PINGs end the connection (counted as ping_timeout).
     #[arg(long, default_value = "2s", value_parser = parse_duration, value_name = "DURATION")]
+    #[serde(serialize_with = "crate::values::ser::duration")]
     pub ping_interval: Duration,
     /// Inject a fault into the embedded server: kill@5s, restart@5s[:DOWN], pause@3s:200ms
     /// (time from the start of the load). Reports the recovery time.
@@ -869,6 +930,9 @@ pub struct OutputArgs {
     /// the exit status 8.
     #[arg(long, value_name = "EXPR", value_parser = crate::gate::parse)]
     pub threshold: Vec<crate::gate::Threshold>,
+    /// Print the run as a plan (JSON) and run nothing; `msgbench run PLAN.json` runs it.
+    #[arg(long)]
+    pub print_plan: bool,
 }
 
 fn parse_runs(s: &str) -> Result<u32, String> {

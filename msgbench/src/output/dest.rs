@@ -12,64 +12,73 @@ use std::fs::{self, OpenOptions};
 use std::io::ErrorKind as IoKind;
 use std::path::{Path, PathBuf};
 
-use crate::cli::{Command, CompareScenario, GrpcAction, JsCommand, KvCommand, OutputArgs};
+use crate::cli::{Command, CompareScenario, GrpcAction, OutputArgs};
 use crate::error::{Error, Result};
+use crate::plan::Plan;
 
-/// Checks every file `cmd` would write.
+/// Checks every file a plan's run would write.
+///
+/// # Errors
+/// [`Error::Destination`] for the first one that cannot be written.
+pub fn check_plan(plan: &Plan) -> Result<()> {
+    check_all(destinations(plan.out(), hist_of(plan)))
+}
+
+/// Checks every file a command that is not one plan would write.
 ///
 /// # Errors
 /// [`Error::Destination`] for the first one that cannot be written.
 pub fn check_command(cmd: &Command) -> Result<()> {
-    for (flag, path) in destinations(cmd) {
+    let found = match cmd {
+        Command::Compare(c) => {
+            let hist = match &c.scenario {
+                CompareScenario::Latency(a) => a.hist.clone(),
+                _ => None,
+            };
+            destinations(c.scenario.out(), hist)
+        }
+        Command::Grpc(g) => match &g.action {
+            Some(GrpcAction::Encode(a)) => file("--json", a.json.as_ref()),
+            _ => Vec::new(),
+        },
+        Command::Calibrate(a) => file("--json", a.json.as_ref()),
+        Command::Report(a) => file("--output", Some(&a.output)),
+        Command::Diff(a) => file("--json", a.json.as_ref()),
+        _ => Vec::new(),
+    };
+    check_all(found)
+}
+
+fn check_all(found: Vec<(&'static str, PathBuf)>) -> Result<()> {
+    for (flag, path) in found {
         check(flag, &path)?;
     }
     Ok(())
 }
 
-/// The files a command writes, with the flag that names each. `-` (stdout) is left out.
-fn destinations(cmd: &Command) -> Vec<(&'static str, PathBuf)> {
-    let mut found = Vec::new();
-    let mut out = |o: &OutputArgs| {
-        found.extend(o.json.clone().map(|p| ("--json", p)));
-        found.extend(o.csv.clone().map(|p| ("--csv", p)));
-        found.extend(o.markdown.clone().map(|p| ("--markdown", p)));
-        found.extend(o.stream_stats.clone().map(|p| ("--stream-stats", p)));
-    };
-    let mut hist = Vec::new();
-    match cmd {
-        Command::Pub(a) => out(&a.out),
-        Command::Sub(a) => out(&a.out),
-        Command::Pubsub(a) => out(&a.out),
-        Command::Latency(a) => {
-            out(&a.out);
-            hist.extend(a.hist.clone());
-        }
-        Command::Request(a) => out(&a.out),
-        Command::Reply(a) => out(&a.out),
-        Command::Js(JsCommand::Pub(a)) => out(&a.out),
-        Command::Js(JsCommand::Consume(a)) => out(&a.out),
-        Command::Kv(KvCommand::Put(a) | KvCommand::Get(a)) => out(&a.out),
-        Command::Compare(c) => match &c.scenario {
-            CompareScenario::Pubsub(a) => out(&a.out),
-            CompareScenario::Latency(a) => {
-                out(&a.out);
-                hist.extend(a.hist.clone());
-            }
-            CompareScenario::Request(a) => out(&a.out),
-            CompareScenario::JsPub(a) => out(&a.out),
-        },
-        Command::Grpc(g) => match &g.action {
-            None => out(&g.run.out),
-            Some(GrpcAction::Encode(a)) => found.extend(a.json.clone().map(|p| ("--json", p))),
-            Some(GrpcAction::Serve(_)) => {}
-        },
-        Command::Calibrate(a) => found.extend(a.json.clone().map(|p| ("--json", p))),
-        Command::Report(a) => found.push(("--output", a.output.clone())),
-        Command::Diff(a) => found.extend(a.json.clone().map(|p| ("--json", p))),
-        Command::Demo(_) => {}
+fn hist_of(plan: &Plan) -> Option<PathBuf> {
+    match plan {
+        Plan::Latency(a) => a.hist.clone(),
+        _ => None,
     }
+}
+
+fn file(flag: &'static str, path: Option<&PathBuf>) -> Vec<(&'static str, PathBuf)> {
+    path.into_iter()
+        .filter(|p| p.as_path() != Path::new("-"))
+        .map(|p| (flag, p.clone()))
+        .collect()
+}
+
+/// The files a run writes, with the flag that names each. `-` (stdout) is left out.
+fn destinations(o: &OutputArgs, hist: Option<PathBuf>) -> Vec<(&'static str, PathBuf)> {
+    let mut found = Vec::new();
+    found.extend(o.json.clone().map(|p| ("--json", p)));
+    found.extend(o.csv.clone().map(|p| ("--csv", p)));
+    found.extend(o.markdown.clone().map(|p| ("--markdown", p)));
+    found.extend(o.stream_stats.clone().map(|p| ("--stream-stats", p)));
     // `--hist PREFIX` writes three files next to each other.
-    for prefix in hist {
+    if let Some(prefix) = hist {
         for suffix in ["hgrm", "uncorrected.hgrm", "hlog"] {
             let mut p = prefix.clone().into_os_string();
             p.push(".");
@@ -227,7 +236,8 @@ mod tests {
             "msgbench", "latency", "--hist", "h", "--json", "-", "--csv", "c.csv",
         ])
         .unwrap();
-        let found = destinations(&cli.command.unwrap());
+        let plan = Plan::from_command(cli.command.unwrap()).unwrap();
+        let found = destinations(plan.out(), hist_of(&plan));
         let names: Vec<String> = found
             .iter()
             .map(|(f, p)| format!("{f} {}", p.display()))

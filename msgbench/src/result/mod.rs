@@ -34,6 +34,9 @@ pub struct RunResult {
     /// True when SIGINT/SIGTERM cut the run short; figures cover what ran.
     pub interrupted: bool,
     pub params: serde_json::Value,
+    /// The plan that ran (`msgbench run` reads it back), with no credentials in it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<serde_json::Value>,
     pub server: ServerMeta,
     /// All clients together: for pubsub, published plus received messages over the whole span,
     /// as `nats bench` reports its aggregated pub/sub figure. `by_role` has each side alone.
@@ -402,6 +405,7 @@ impl RunResult {
             started_at,
             interrupted,
             params,
+            plan: None,
             server,
             throughput: Throughput::default(),
             by_role: BTreeMap::new(),

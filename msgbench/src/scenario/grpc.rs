@@ -493,6 +493,7 @@ fn assemble(
         auth: "none",
     };
     RunResult {
+        plan: None,
         throughput,
         by_role,
         clients: client_stats,

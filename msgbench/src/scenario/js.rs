@@ -595,6 +595,7 @@ pub fn run_consume(
     let received: u64 = consumed.iter().map(|c| c.msgs).sum();
     let reconciled = missing == 0 && seen.duplicates == 0 && counts.sequence_breaks == 0;
     let mut result = RunResult {
+        plan: None,
         throughput,
         delivery: Delivery {
             sent: published

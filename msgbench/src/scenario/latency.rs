@@ -289,6 +289,7 @@ pub fn run(
         )
     });
     Ok(RunResult {
+        plan: None,
         throughput,
         by_role,
         clients,

@@ -29,10 +29,13 @@ use fault::Injector;
 
 pub mod calibrate;
 pub mod compare;
+mod execute;
 pub mod fault;
 pub mod grpc;
 pub mod js;
 pub mod latency;
+
+pub use execute::{execute, Targets};
 pub mod request;
 
 /// Runs one scenario against `target` until it completes or `stop` is raised.
@@ -311,6 +314,7 @@ pub fn run(opts: &Options, target: &Target, meter: &Meter, stop: &AtomicBool) ->
         Pace::Unlimited => None,
     };
     Ok(RunResult {
+        plan: None,
         fault,
         pacing,
         throughput,

@@ -471,6 +471,7 @@ pub fn run_requests(
         Pace::Unlimited => None,
     };
     let result = RunResult {
+        plan: None,
         throughput,
         by_role,
         clients,
@@ -775,6 +776,7 @@ pub fn run_reply(
     })?;
     let (throughput, by_role, clients) = throughput_sections(&runs);
     Ok(RunResult {
+        plan: None,
         throughput,
         by_role,
         clients,
