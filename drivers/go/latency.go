@@ -45,7 +45,7 @@ type latency struct {
 	warmup    int64 // ns
 
 	mu          sync.Mutex // guards the receiving side below
-	r           *receiver
+	r           *deliveryLog
 	corrected   *latencyHist
 	uncorrected *latencyHist
 	subSpan     span
@@ -71,7 +71,7 @@ func setupLatency(sc *scenario, ctl *control) (runner, error) {
 		corrected:   newLatencyHist(),
 		uncorrected: newLatencyHist(),
 	}
-	l.r = newReceiver(sc.stamped(), []*atomic.Int64{&l.sent})
+	l.r = newDeliveryLog(sc.stamped(), []*atomic.Int64{&l.sent})
 
 	var err error
 	if l.subConn, err = connect(sc, "latency sub", l.errs); err != nil {
@@ -115,7 +115,7 @@ func (l *latency) handle(m *nats.Msg) {
 	if s, _, ok := readStamp(m.Data); ok && l.sc.stamped() {
 		seq = s
 	}
-	isNew := l.r.add(m.Data)
+	isNew := l.r.record(m.Data)
 	l.received.Add(1)
 	l.subSpan.mark(now)
 	if !isNew || seq >= uint64(l.sent.Load()) {
@@ -170,7 +170,7 @@ func (l *latency) run() (result, error) {
 			{Role: "pub", ID: 0, Msgs: sent, Bytes: sent * int64(sc.Size), Seconds: l.pubSpan.seconds(false)},
 			{Role: "sub", ID: 0, Msgs: l.r.received, Bytes: l.r.bytes, Seconds: l.subSpan.seconds(true)},
 		},
-		Delivery: deliveryOf(sc.stamped(), []int64{sent}, []*receiver{l.r}),
+		Delivery: summarize(sc.stamped(), []int64{sent}, []*deliveryLog{l.r}),
 		Errors:   l.errs.snapshot(),
 	}
 	var err error

@@ -76,7 +76,7 @@ func TestStopMidRun(t *testing.T) {
 			if sent := num(res["delivery"].(map[string]any)["sent"]); sent == 0 {
 				t.Fatal("nothing was sent before the stop")
 			}
-			t.Logf("stopped after %v: %s", took.Round(time.Millisecond), summarize(res))
+			t.Logf("stopped after %v: %s", took.Round(time.Millisecond), describeResult(res))
 		})
 	}
 }

@@ -39,7 +39,7 @@ type pubsub struct {
 	subs     []*nats.Subscription
 
 	// Publisher p has sent pubSent[p] messages; incremented before the
-	// publish, so a receiver never sees a sequence at or past it.
+	// publish, so a subscriber never sees a sequence at or past it.
 	pubSent  []*atomic.Int64
 	pubSpans []span
 	sinks    []*sink
@@ -49,9 +49,9 @@ type pubsub struct {
 // delivery goroutine; mu guards the accounting against the final read.
 type sink struct {
 	mu   sync.Mutex
-	r    *receiver
+	r    *deliveryLog
 	span span
-	// received and unique mirror the receiver's counts for progress and
+	// received and unique mirror the log's counts for progress and
 	// for the end of the drain.
 	received atomic.Int64
 	unique   atomic.Int64
@@ -85,12 +85,12 @@ func setupPubSub(sc *scenario, ctl *control) (runner, error) {
 			return nil, &connectError{fmt.Errorf("subscriber %d: connect %s: %w", s, sc.Server, err)}
 		}
 		ps.subConns = append(ps.subConns, nc)
-		k := &sink{r: newReceiver(sc.stamped(), ps.pubSent)}
+		k := &sink{r: newDeliveryLog(sc.stamped(), ps.pubSent)}
 		ps.sinks = append(ps.sinks, k)
 		sub, err := nc.Subscribe(sc.Subject, func(m *nats.Msg) {
 			t := ctl.now()
 			k.mu.Lock()
-			isNew := k.r.add(m.Data)
+			isNew := k.r.record(m.Data)
 			k.mu.Unlock()
 			if isNew {
 				k.unique.Add(1)
@@ -239,7 +239,7 @@ func (ps *pubsub) result() result {
 		})
 	}
 	// Held until the end: a handler may still be finishing a message.
-	rs := make([]*receiver, len(ps.sinks))
+	rs := make([]*deliveryLog, len(ps.sinks))
 	for i, k := range ps.sinks {
 		k.mu.Lock()
 		defer k.mu.Unlock()
@@ -252,7 +252,7 @@ func (ps *pubsub) result() result {
 			fmt.Fprintf(os.Stderr, "msgbench-driver-go: subscriber %d: %d messages without this run's stamp\n", i, k.r.foreign)
 		}
 	}
-	res.Delivery = deliveryOf(ps.sc.stamped(), sent, rs)
+	res.Delivery = summarize(ps.sc.stamped(), sent, rs)
 	res.Errors = ps.errs.snapshot()
 	return res
 }

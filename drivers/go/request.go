@@ -57,7 +57,7 @@ type requester struct {
 	subSpan span
 
 	mu sync.Mutex // guards r
-	r  *receiver
+	r  *deliveryLog
 }
 
 func setupRequest(sc *scenario, ctl *control) (runner, error) {
@@ -85,7 +85,7 @@ func setupRequest(sc *scenario, ctl *control) (runner, error) {
 		for i := range limits {
 			limits[i] = limit
 		}
-		q.r = newReceiver(sc.stamped(), limits)
+		q.r = newDeliveryLog(sc.stamped(), limits)
 		rq.clients = append(rq.clients, q)
 	}
 	return rq, nil
@@ -210,7 +210,7 @@ func (rq *request) do(q *requester, buf []byte, j job, dead *atomic.Bool) {
 	q.replies.Add(1)
 	q.subSpan.mark(t1)
 	q.mu.Lock()
-	q.r.add(reply.Data)
+	q.r.record(reply.Data)
 	q.mu.Unlock()
 	from := t0
 	if j.due >= 0 {

@@ -173,7 +173,7 @@ func TestScenarioVectors(t *testing.T) {
 			if stream != nil {
 				reconcileStream(t, stream, res)
 			}
-			t.Logf("%s: %s", v.Name, summarize(res))
+			t.Logf("%s: %s", v.Name, describeResult(res))
 		})
 	}
 }
@@ -209,8 +209,8 @@ func reconcileStream(t *testing.T, stream jetstream.Stream, res map[string]any) 
 	}
 }
 
-// summarize is a one-line account of a result for the test log.
-func summarize(res map[string]any) string {
+// describeResult is a one-line account of a result for the test log.
+func describeResult(res map[string]any) string {
 	var b strings.Builder
 	d := res["delivery"].(map[string]any)
 	fmt.Fprintf(&b, "sent %v received %v lost %v dup %v reo %v (%v)", d["sent"], d["received"], d["lost"], d["duplicated"], d["reordered"], d["accounting"])

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from .histogram import LatencyRecorder
-from .stamp import DeliveryTotals
+from .delivery import DeliveryTotals
 
 
 @dataclass

@@ -1,9 +1,14 @@
-//! Delivery accounting, by the rules of msgbench's README ("Delivery accounting"):
+//! Delivery accounting, by the rules of msgbench's docs/scenarios.md ("Delivery accounting"):
 //! each subscriber tracks each publisher's sequence numbers in a sliding window of 8,192;
 //! a number seen twice is a duplicate, a number arriving after a higher one is reordered, and
 //! lost = what each publisher sent − the distinct numbers each subscriber saw of it.
 //! Without stamps only totals are compared (`count`), and duplicates and reordering are
 //! unknown (`null`), not a reassuring 0.
+//!
+//! The same pieces, by the same names, are in every driver: [`SeqTracker`] (one publisher at
+//! one subscriber), [`DeliveryLog`] (one subscriber) and [`summarize`] (the result's delivery
+//! section); each records with `record`. `spec/vectors/delivery` holds the sequences they must
+//! all count alike.
 
 use crate::protocol::{Accounting, Delivery};
 use crate::stamp::Stamp;
@@ -81,7 +86,7 @@ impl SeqTracker {
 
 /// Everything one subscriber counts.
 #[derive(Debug, Clone)]
-pub struct SubLog {
+pub struct DeliveryLog {
     /// Indexed by publisher.
     trackers: Vec<SeqTracker>,
     /// Deliveries, duplicates included.
@@ -93,7 +98,7 @@ pub struct SubLog {
     stamped: bool,
 }
 
-impl SubLog {
+impl DeliveryLog {
     pub fn new(publishers: usize, stamped: bool) -> Self {
         Self {
             trackers: if stamped {
@@ -142,10 +147,15 @@ impl SubLog {
         self.received += 1;
         self.bytes += len as u64;
     }
+
+    /// The tracker of publisher `publisher`, if this log tracks it.
+    pub fn tracker(&self, publisher: usize) -> Option<&SeqTracker> {
+        self.trackers.get(publisher)
+    }
 }
 
 /// The delivery section: `sent[p]` is what publisher `p` sent, `subs` what each subscriber saw.
-pub fn summarize(sent: &[u64], subs: &[&SubLog], stamped: bool) -> Delivery {
+pub fn summarize(sent: &[u64], subs: &[&DeliveryLog], stamped: bool) -> Delivery {
     let total_sent: u64 = sent.iter().sum();
     let received: u64 = subs.iter().map(|s| s.received).sum();
     if subs.is_empty() {
@@ -233,8 +243,8 @@ mod tests {
 
     #[test]
     fn summary_exact_and_count() {
-        let mut a = SubLog::new(2, true);
-        let mut b = SubLog::new(2, true);
+        let mut a = DeliveryLog::new(2, true);
+        let mut b = DeliveryLog::new(2, true);
         for seq in 0..10u64 {
             for p in 0..2u64 {
                 let mut payload = [0u8; 16];
@@ -252,7 +262,7 @@ mod tests {
         assert_eq!((d.duplicated, d.reordered), (Some(1), Some(0)));
         assert_eq!(d.accounting, Accounting::Exact);
 
-        let mut c = SubLog::new(1, false);
+        let mut c = DeliveryLog::new(1, false);
         for _ in 0..7 {
             c.record(b"abc");
         }

@@ -1,6 +1,10 @@
 // Delivery accounting from the stamps a subscriber saw, by the rules of msgbench's own engine
-// (README "Delivery accounting", msgbench/src/stats/delivery.rs): per publisher, a sliding
-// window of the last 8,192 sequence numbers tells a duplicate from a late arrival.
+// (docs/scenarios.md "Delivery accounting", msgbench/src/stats/delivery.rs): per publisher, a
+// sliding window of the last 8,192 sequence numbers tells a duplicate from a late arrival.
+//
+// The same pieces, by the same names, are in every driver: SeqTracker (one publisher at one
+// subscriber), DeliveryLog (one subscriber) and summarize (the result's delivery section); each
+// records with record. spec/vectors/delivery holds the sequences they must all count alike.
 
 export const WINDOW = 8192;
 const WORDS = WINDOW / 32;

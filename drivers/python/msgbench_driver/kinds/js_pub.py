@@ -26,11 +26,12 @@ from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 from nats.js.api import PubAck
 
+from ..delivery import DeliveryTotals
 from ..histogram import LatencyRecorder
 from ..protocol import Scenario
 from ..result import ClientSpan, JsAcks, RunResult
 from ..run import RunClock, Schedule, now_ns, wait_until
-from ..stamp import DeliveryTotals, PayloadMaker
+from ..stamp import PayloadMaker
 from .base import Workload
 
 # Returned by _paced when no more messages are to be sent.

@@ -17,11 +17,12 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from ..connection import flush
+from ..delivery import DeliveryLog, summarize
 from ..histogram import LatencyRecorder
 from ..protocol import Scenario
 from ..result import ClientSpan, RunResult
 from ..run import RunClock, Schedule, drain, now_ns, wait_until
-from ..stamp import STAMP_LEN, DeliveryLog, PayloadMaker, count_totals, exact_totals
+from ..stamp import STAMP_LEN, PayloadMaker
 from .base import Workload
 
 
@@ -121,10 +122,7 @@ class Latency(Workload):
         return self.sent, self.received
 
     def result(self, clock: RunClock, interrupted: bool) -> RunResult:
-        if self.log is not None:
-            delivery = exact_totals([self.sent], self.received, [self.log])
-        else:
-            delivery = count_totals(self.sent, [self.received])
+        delivery = summarize([self.sent], [self.received], None if self.log is None else [self.log])
         sub_span = ClientSpan("sub", 0, self.received, self.bytes, clock.t0_ns, self.last_ns)
         return RunResult(
             interrupted,

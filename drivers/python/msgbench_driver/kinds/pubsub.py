@@ -18,10 +18,11 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from ..connection import flush
+from ..delivery import DeliveryLog, DeliveryTotals, summarize
+from ..protocol import Scenario
 from ..result import ClientSpan, RunResult
 from ..run import RunClock, Schedule, drain, now_ns, wait_until
-from ..stamp import STAMP_LEN, DeliveryLog, DeliveryTotals, PayloadMaker, count_totals, exact_totals
-from ..protocol import Scenario
+from ..stamp import STAMP_LEN, PayloadMaker
 from .base import Workload
 
 # An unpaced publisher yields to the event loop (asyncio.sleep(0)) every this many messages,
@@ -154,13 +155,9 @@ class PubSub(Workload):
 
     def _delivery(self) -> DeliveryTotals:
         sent_per_pub = [p.sent for p in self.publishers] or [0] * self.scenario.pubs
-        received = sum(s.received for s in self.subscribers)
-        if not self.subscribers:
-            return DeliveryTotals(sum(sent_per_pub), 0, 0, None, None, "none")
-        if self.scenario.stamped:
-            logs = [s.log for s in self.subscribers if s.log is not None]
-            return exact_totals(sent_per_pub, received, logs)
-        return count_totals(sum(sent_per_pub), [s.received for s in self.subscribers])
+        received_per_sub = [s.received for s in self.subscribers]
+        logs = [s.log for s in self.subscribers if s.log is not None] if self.scenario.stamped else None
+        return summarize(sent_per_pub, received_per_sub, logs)
 
     def result(self, clock: RunClock, interrupted: bool) -> RunResult:
         clients = [p.span for p in self.publishers] + [s.span(clock.t0_ns) for s in self.subscribers]

@@ -20,11 +20,12 @@ from typing import Optional
 import nats.errors
 from nats.aio.client import Client as NATS
 
+from ..delivery import DeliveryTotals
 from ..histogram import LatencyRecorder
 from ..protocol import Scenario
 from ..result import ClientSpan, RunResult
 from ..run import RunClock, Schedule, now_ns, wait_until
-from ..stamp import DeliveryTotals, PayloadMaker
+from ..stamp import PayloadMaker
 from .base import Workload
 
 

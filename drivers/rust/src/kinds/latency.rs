@@ -17,7 +17,7 @@ use tokio::runtime::Handle;
 
 use crate::connect::{connect, subscribe_confirmed};
 use crate::control::{DriverError, Stop};
-use crate::delivery::{summarize, SubLog};
+use crate::delivery::{summarize, DeliveryLog};
 use crate::errors::Kind;
 use crate::hist::{latency_out, LatencyPair};
 use crate::kinds::subscriber::{consume, drain, Target};
@@ -94,7 +94,7 @@ impl Latency {
             let warmup_ns = ctx.warmup_ns();
             tokio::spawn(async move {
                 let mut lat = LatencyPair::new(warmup_ns);
-                let mut log = SubLog::new(1, stamped);
+                let mut log = DeliveryLog::new(1, stamped);
                 let mut arrival = 0u64;
                 let consumed = consume(sub, 0, &meter, &target, &end, |p| {
                     let recv_ns = ns_since(start, Instant::now());

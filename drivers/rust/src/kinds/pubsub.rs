@@ -14,7 +14,7 @@ use tokio::runtime::Handle;
 
 use crate::connect::{connect, subscribe_confirmed, SUBSCRIPTION_CAPACITY};
 use crate::control::{DriverError, Stop};
-use crate::delivery::{summarize, SubLog};
+use crate::delivery::{summarize, DeliveryLog};
 use crate::errors::Kind;
 use crate::kinds::subscriber::{consume, drain, Target};
 use crate::kinds::{join, span_from, Ctx, Length, PubOutcome};
@@ -90,7 +90,7 @@ impl PubSub {
             .map(|(id, (client, sub))| {
                 let (meter, target, end) = (meter.clone(), target.clone(), end.clone());
                 tokio::spawn(async move {
-                    let mut log = SubLog::new(n_pubs, stamped);
+                    let mut log = DeliveryLog::new(n_pubs, stamped);
                     let consumed = consume(sub, id, &meter, &target, &end, |p| log.record(p)).await;
                     drop(client);
                     (log, consumed)
@@ -161,7 +161,7 @@ impl PubSub {
             bytes: log.bytes,
             seconds: span_from(start, c.last),
         }));
-        let sub_logs: Vec<&SubLog> = logs.iter().map(|(l, _)| l).collect();
+        let sub_logs: Vec<&DeliveryLog> = logs.iter().map(|(l, _)| l).collect();
         let foreign: u64 = sub_logs.iter().map(|l| l.foreign).sum();
         if foreign > 0 {
             eprintln!(

@@ -6,6 +6,11 @@ import java.util.List;
  * Everything one subscriber counts of this run's publishers: a {@link SeqTracker} per
  * publisher for stamped messages, and how many arrived without a usable stamp.
  * Not thread-safe: one subscriber's messages are handled on one thread.
+ *
+ * <p>The same pieces, by the same names, are in every driver: {@link SeqTracker} (one publisher
+ * at one subscriber), {@code DeliveryLog} (one subscriber) and {@link #summarize} (the result's
+ * delivery section); each records with {@code record}. spec/vectors/delivery holds the
+ * sequences they must all count alike ({@code DeliveryVectorsTest}).
  */
 public final class DeliveryLog {
     private final SeqTracker[] trackers;

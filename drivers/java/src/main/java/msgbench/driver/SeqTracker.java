@@ -3,7 +3,7 @@ package msgbench.driver;
 /**
  * What one subscriber saw of one publisher's sequence numbers, in fixed memory: a sliding
  * bitmap of the last {@link #WINDOW} numbers below the highest one seen tells a duplicate from
- * a late arrival (msgbench's delivery accounting, README "Delivery accounting").
+ * a late arrival (msgbench's delivery accounting, docs/scenarios.md "Delivery accounting").
  *
  * <p>A number seen twice is a duplicate; one that arrives after a higher one is reordered; one
  * older than the window counts as reordered (and the duplicate count is then a lower bound).

@@ -1,11 +1,12 @@
-// The accounting pieces on their own: the sequence window (the cases msgbench's own
-// delivery.rs tests), the delivery summary, stamps, payloads, acknowledgements.
+// Delivery accounting (src/stats/delivery.js): the sequence window (the cases msgbench's own
+// delivery.rs tests), the delivery summary, and every spec/vectors/delivery file.
 import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
 import { test } from "node:test";
-import { Payloads } from "../src/load/payload.js";
-import { readSeq, readStamp, writeStamp } from "../src/load/stamp.js";
-import { AckSet } from "../src/stats/acks.js";
+import { readStamp, writeStamp } from "../src/load/stamp.js";
 import { DeliveryLog, SeqTracker, summarize, WINDOW } from "../src/stats/delivery.js";
+import { DELIVERY_VECTORS } from "./helpers/paths.js";
 
 const counts = (t) => [t.unique, t.duplicated, t.reordered];
 
@@ -86,34 +87,41 @@ test("summary: no subscribers, nothing to account", () => {
   });
 });
 
-test("stamps: little-endian u64 sequence and publisher", () => {
-  const b = new Uint8Array(16);
-  writeStamp(b, 2 ** 40 + 258, 7);
-  assert.deepEqual([...b.subarray(0, 8)], [2, 1, 0, 0, 0, 1, 0, 0]);
-  assert.deepEqual([...b.subarray(8, 16)], [7, 0, 0, 0, 0, 0, 0, 0]);
-  assert.deepEqual(readStamp(b), { seq: 2 ** 40 + 258, publisher: 7 });
-  assert.equal(readSeq(b), 2 ** 40 + 258);
-  assert.equal(readStamp(new Uint8Array(15)), null);
-  b[15] = 0xff; // a publisher index no JS number holds: not ours
-  assert.equal(readStamp(b), null);
-});
+// spec/vectors/delivery: each file's arrivals, stamped and read back as a subscriber does, into
+// one DeliveryLog; the summary and every publisher's tracker must come to the expected counts.
+const vectors = readdirSync(DELIVERY_VECTORS)
+  .filter((f) => f.endsWith(".json"))
+  .sort()
+  .map((f) => ({ file: f, ...JSON.parse(readFileSync(path.join(DELIVERY_VECTORS, f), "utf8")) }));
 
-test("payloads: stamped ones are distinct views, small ones shared", () => {
-  const p = new Payloads(32);
-  const x = p.make(0, 1);
-  const y = p.make(1, 1);
-  assert.notEqual(x.buffer === y.buffer && x.byteOffset === y.byteOffset, true);
-  assert.deepEqual([readStamp(x), readStamp(y)], [{ seq: 0, publisher: 1 }, { seq: 1, publisher: 1 }]);
-  assert.equal(x.length, 32);
-  const big = new Payloads(100_000);
-  assert.equal(big.make(3, 0).length, 100_000);
-  const small = new Payloads(8);
-  assert.equal(small.make(0, 0), small.make(1, 0));
-});
+test("there are delivery vectors", () => assert.ok(vectors.length >= 8));
 
-test("acks: range, duplicates, out of order, far apart", () => {
-  const a = new AckSet();
-  for (const s of [5000, 5002, 5001, 5002, 3, 200_000, 3]) a.add(s);
-  assert.deepEqual(a.toJSON(), { acked: 7, first_seq: 3, last_seq: 200_000, duplicate_acks: 2 });
-  assert.deepEqual(new AckSet().toJSON(), { acked: 0, first_seq: 0, last_seq: 0, duplicate_acks: 0 });
-});
+for (const v of vectors) {
+  test(`delivery ${v.name}`, () => {
+    assert.equal(`${v.name}.json`, v.file);
+    const log = new DeliveryLog(v.sent.length);
+    for (const [publisher, seq] of v.arrivals) {
+      const payload = new Uint8Array(16);
+      writeStamp(payload, seq, publisher);
+      log.received += 1;
+      log.record(readStamp(payload));
+    }
+    assert.equal(log.foreign, 0, "an arrival outside the vector's publishers");
+    const { publishers, unique, ...section } = v.expect;
+    assert.deepEqual(summarize([log], v.sent), section);
+    assert.equal(log.trackers.reduce((a, t) => a + t.unique, 0), unique);
+    // Per publisher, as msgbench counts it: received = unique + duplicated, lost = sent - unique.
+    assert.deepEqual(
+      log.trackers.map((t, id) => ({
+        id,
+        sent: v.sent[id],
+        received: t.unique + t.duplicated,
+        unique: t.unique,
+        lost: Math.max(0, v.sent[id] - t.unique),
+        duplicated: t.duplicated,
+        reordered: t.reordered,
+      })),
+      publishers,
+    );
+  });
+}
