@@ -1,8 +1,7 @@
 //! Significance of a change between two sets of repeated runs: the NEW/BASE ratio of one metric,
 //! its 95% confidence interval, and whether the change is more than run-to-run noise. This module
-//! owns the statistics behind `msgbench diff` and the special functions they need (ln-gamma, the
-//! regularized incomplete beta and gamma functions, Student's t and the normal distribution), so
-//! the crate needs no numerical dependency.
+//! owns the statistics behind `msgbench diff`; the distributions they rest on (Student's t, and
+//! the incomplete gamma function behind the normal tail) come from `statrs`.
 //!
 //! The verdict comes from Welch's t-test on the logarithms of the per-run values:
 //!
@@ -22,6 +21,8 @@
 //! test falls back to Welch on raw values and an approximate ratio interval.
 
 use serde::Serialize;
+use statrs::distribution::{ContinuousCDF, StudentsT};
+use statrs::function::gamma::{gamma_lr, gamma_ur};
 
 /// Two-sided confidence level of every interval reported here.
 const CONFIDENCE: f64 = 0.95;
@@ -218,8 +219,9 @@ fn welch(x: &[f64], y: &[f64]) -> Welch {
     };
     let se = se2.sqrt();
     let t = diff / se;
-    let p = (2.0 * student_t_sf(t.abs(), df)).min(1.0);
-    let q = student_t_quantile(0.5 + CONFIDENCE / 2.0, df);
+    let t_dist = students_t(df);
+    let p = (2.0 * t_dist.sf(t.abs())).min(1.0);
+    let q = t_dist.inverse_cdf(0.5 + CONFIDENCE / 2.0);
     result(q * se, p)
 }
 
@@ -238,6 +240,10 @@ fn mean_var(xs: &[f64], scale: f64) -> (f64, f64) {
 
 // ---------------------------------------------------------------------------------------------
 // Mann–Whitney U
+//
+// Computed here rather than with `statrs::stats_tests::mannwhitneyu` (statrs 0.19.1): its exact
+// two-sided p is wrong whenever the first sample is not the larger one (3 vs 3 fully separated
+// gives 1.0, not 0.1), and its normal approximation takes 1 - Φ(z), which loses the small tail.
 // ---------------------------------------------------------------------------------------------
 
 /// Pooled size up to which the exact null distribution is enumerated; beyond it the normal
@@ -333,198 +339,41 @@ fn u_distribution(m: usize, n: usize) -> Vec<u64> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Special functions
+// Distributions
 // ---------------------------------------------------------------------------------------------
 
-/// Relative accuracy the continued fractions and series iterate to.
-const EPS: f64 = 1e-15;
-/// Iteration cap: the beta fraction needs O(sqrt(max(a, b))) terms, a few hundred at df = 1e5,
-/// so reaching this means a pathological argument, and the best value so far is returned.
-const MAX_ITER: u32 = 10_000;
-
-/// Natural log of Γ(x) for x > 0 by the Lanczos approximation (g = 7, 9 terms; relative error
-/// around 1e-15), with the reflection formula below 0.5 where the series is less accurate.
-fn ln_gamma(x: f64) -> f64 {
-    const G: f64 = 7.0;
-    const COEF: [f64; 9] = [
-        0.999_999_999_999_809_9,
-        676.520_368_121_885_1,
-        -1_259.139_216_722_402_8,
-        771.323_428_777_653_1,
-        -176.615_029_162_140_6,
-        12.507_343_278_686_905,
-        -0.138_571_095_265_720_12,
-        9.984_369_578_019_572e-6,
-        1.505_632_735_149_311_6e-7,
-    ];
-    if x < 0.5 {
-        let pi = std::f64::consts::PI;
-        return (pi / (pi * x).sin()).ln() - ln_gamma(1.0 - x);
-    }
-    let x = x - 1.0;
-    let mut a = COEF[0];
-    for (i, &c) in COEF.iter().enumerate().skip(1) {
-        a += c / (x + i as f64);
-    }
-    let t = x + G + 0.5;
-    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
+/// Student's t with `df` degrees of freedom, standard location and scale. Callers pass a finite
+/// df >= 1 (Welch's df is clamped to that), which `StudentsT::new` always accepts. Its
+/// `inverse_cdf` is within about 1e-12 of the exact quantile up to a few thousand df but drifts
+/// beyond (3e-7 relative at 3e4 df, 6e-5 at 1e6); Welch's df is at most n+m-2, and `--runs`
+/// stops at 1000 a side.
+fn students_t(df: f64) -> StudentsT {
+    StudentsT::new(0.0, 1.0, df).expect("Student's t needs a finite df > 0")
 }
 
-/// Evaluates b0 + a1/(b1 + a2/(b2 + ...)) by the modified Lentz method, `term(k)` giving
-/// (a_k, b_k). Lentz avoids forming convergents as ratios of huge numerators and denominators;
-/// `TINY` stands in for an exact zero so one unlucky term cannot divide by it.
-fn continued_fraction(b0: f64, mut term: impl FnMut(u32) -> (f64, f64)) -> f64 {
-    const TINY: f64 = 1e-300;
-    let nonzero = |v: f64| if v.abs() < TINY { TINY } else { v };
-    let mut f = nonzero(b0);
-    let mut c = f;
-    let mut d = 0.0;
-    for k in 1..=MAX_ITER {
-        let (a, b) = term(k);
-        d = 1.0 / nonzero(b + a * d);
-        c = nonzero(b + a / c);
-        let delta = c * d;
-        f *= delta;
-        if (delta - 1.0).abs() < EPS {
-            break;
-        }
-    }
-    f
-}
-
-/// Regularized incomplete beta I_x(a, b), given both x and y = 1 - x so that a caller who knows
-/// the small one exactly (the t tail, where x is near 1) loses no digits forming 1 - x.
-fn inc_beta(a: f64, b: f64, x: f64, y: f64) -> f64 {
-    if x <= 0.0 {
-        return 0.0;
-    }
-    if y <= 0.0 {
+/// Complementary error function, as Q(1/2, x²) for x >= 0 and 1 + P(1/2, x²) below. Not
+/// `statrs::function::erf::erfc`: up to statrs 0.19.1 its interval constants carry only 10
+/// digits, so it (and `Normal::cdf`, built on it) is off by about 1e-10 relative, while the
+/// regularized incomplete gamma functions are good to about 1e-14 far into the tail.
+fn erfc(x: f64) -> f64 {
+    let x2 = x * x;
+    // statrs panics on 0 and infinity; both ends are known exactly.
+    if x2 == 0.0 {
         return 1.0;
     }
-    // The fraction converges fast only left of the mean of the beta distribution; on the other
-    // side use the symmetry I_x(a, b) = 1 - I_y(b, a).
-    if x > (a + 1.0) / (a + b + 2.0) {
-        return 1.0 - inc_beta(b, a, y, x);
+    if x2.is_infinite() {
+        return if x > 0.0 { 0.0 } else { 2.0 };
     }
-    let ln_front = a * x.ln() + b * y.ln() + ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b);
-    // I = front / a · 1/(1 + d1/(1 + d2/(1 + ...))), d_2k and d_2k+1 the classic even and odd
-    // coefficients of the beta continued fraction.
-    let cf = continued_fraction(1.0, |k| {
-        let j = f64::from(k / 2);
-        let d = if k % 2 == 0 {
-            j * (b - j) * x / ((a + 2.0 * j - 1.0) * (a + 2.0 * j))
-        } else {
-            -(a + j) * (a + b + j) * x / ((a + 2.0 * j) * (a + 2.0 * j + 1.0))
-        };
-        (d, 1.0)
-    });
-    (ln_front.exp() / (a * cf)).clamp(0.0, 1.0)
-}
-
-/// Regularized lower and upper incomplete gamma (P(a, x), Q(a, x)) for a > 0, x >= 0: the series
-/// where it converges quickly (x < a + 1), the continued fraction for Q elsewhere, each side
-/// computed directly so the small tail keeps its relative precision.
-fn inc_gamma(a: f64, x: f64) -> (f64, f64) {
-    if x <= 0.0 {
-        return (0.0, 1.0);
-    }
-    let ln_front = a * x.ln() - x - ln_gamma(a);
-    if x < a + 1.0 {
-        let mut term = 1.0 / a;
-        let mut sum = term;
-        for k in 1..=MAX_ITER {
-            term *= x / (a + f64::from(k));
-            sum += term;
-            if term.abs() < sum.abs() * EPS {
-                break;
-            }
-        }
-        let p = (ln_front.exp() * sum).clamp(0.0, 1.0);
-        (p, 1.0 - p)
+    if x > 0.0 {
+        gamma_ur(0.5, x2)
     } else {
-        let cf = continued_fraction(x + 1.0 - a, |k| {
-            let k = f64::from(k);
-            (-k * (k - a), x + 2.0 * k + 1.0 - a)
-        });
-        let q = (ln_front.exp() / cf).clamp(0.0, 1.0);
-        (1.0 - q, q)
-    }
-}
-
-/// Complementary error function: erfc(x) = Q(1/2, x²) for x >= 0, reflected for x < 0.
-fn erfc(x: f64) -> f64 {
-    let (p, q) = inc_gamma(0.5, x * x);
-    if x >= 0.0 {
-        q
-    } else {
-        1.0 + p
+        1.0 + gamma_lr(0.5, x2)
     }
 }
 
 /// Standard normal CDF Φ(z).
 fn normal_cdf(z: f64) -> f64 {
     0.5 * erfc(-z / std::f64::consts::SQRT_2)
-}
-
-/// Upper tail P(T > t) of Student's t with `df` (> 0, not necessarily whole) degrees of freedom.
-fn student_t_sf(t: f64, df: f64) -> f64 {
-    // P(|T| > |t|) = I_{df/(df+t²)}(df/2, 1/2). Both arguments are formed from ratios so that a
-    // huge t (t² = inf) gives x = 0, y = 1 instead of NaN.
-    let t2 = t * t;
-    let x = 1.0 / (1.0 + t2 / df);
-    let y = 1.0 / (1.0 + df / t2);
-    let two_tail = if t2 == 0.0 {
-        1.0
-    } else {
-        inc_beta(df / 2.0, 0.5, x, y)
-    };
-    if t >= 0.0 {
-        two_tail / 2.0
-    } else {
-        1.0 - two_tail / 2.0
-    }
-}
-
-/// CDF of Student's t.
-#[cfg(test)]
-fn student_t_cdf(t: f64, df: f64) -> f64 {
-    student_t_sf(-t, df)
-}
-
-/// Quantile of Student's t for 0 < p < 1, by bisection on the tail: the CDF is monotone and
-/// cheap, and bisection cannot overshoot in the flat tails where Newton's steps blow up (df = 1
-/// is the Cauchy distribution).
-fn student_t_quantile(p: f64, df: f64) -> f64 {
-    if p.is_nan() || p <= 0.0 {
-        return f64::NEG_INFINITY;
-    }
-    if p >= 1.0 {
-        return f64::INFINITY;
-    }
-    if p < 0.5 {
-        return -student_t_quantile(1.0 - p, df);
-    }
-    let tail = 1.0 - p;
-    if tail >= 0.5 {
-        return 0.0;
-    }
-    let mut hi = 1.0_f64;
-    while student_t_sf(hi, df) > tail && hi < f64::MAX / 2.0 {
-        hi *= 2.0;
-    }
-    let mut lo = 0.0_f64;
-    for _ in 0..2_000 {
-        let mid = lo + (hi - lo) / 2.0;
-        if mid <= lo || mid >= hi {
-            break;
-        }
-        if student_t_sf(mid, df) > tail {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    lo + (hi - lo) / 2.0
 }
 
 #[cfg(test)]
