@@ -151,7 +151,7 @@ fn run_tool(command: Command, stop: &AtomicBool) -> Result<u8> {
             if a.scenario.out().print_plan {
                 return print_plan(&Plan::from_compare(a.scenario));
             }
-            scenario::compare::run(&a, stop)
+            scenario::compare::run(a, stop)
         }
         Command::Report(a) => report::html::run(&a),
         Command::Diff(a) => report::diff::run(&a),

@@ -120,3 +120,70 @@ fn unknown_clients_are_named() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("--clients") && err.contains("cobol"), "{err}");
 }
+
+/// Gates, CSV and Markdown act on compare as on any scenario: every client is judged, a
+/// failed gate makes the exit status 8 and names the client, and both files are written.
+#[test]
+fn gates_csv_and_markdown_apply_to_every_client() {
+    let s = TestServer::start();
+    let dir = support::scratch_dir("compare-outputs");
+    let (csv, md) = (dir.join("c.csv"), dir.join("m.md"));
+    let (code, err, v) = compare(&[
+        "--clients",
+        "native",
+        "request",
+        "--server",
+        &s.url,
+        "--msgs",
+        "2000",
+        "--threshold",
+        "p99<1ns",
+        "--threshold",
+        "lost==0",
+        "--csv",
+        csv.to_str().unwrap(),
+        "--markdown",
+        md.to_str().unwrap(),
+        "--json",
+        "-",
+    ]);
+    assert_eq!(code, Some(8), "{err}");
+    assert!(
+        err.contains("compare: native: threshold p99<1ns failed"),
+        "{err}"
+    );
+    let gates = row(&v, "native")["result"]["thresholds"]
+        .as_array()
+        .unwrap();
+    assert_eq!(gates.len(), 2, "{gates:?}");
+    assert_eq!(gates[0]["pass"], false);
+    assert_eq!(gates[1]["pass"], true);
+    assert_eq!(v["plan"]["scenario"], "request");
+    assert_eq!(v["plan"]["schema"], "msgbench.plan/v1");
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(lines[0].starts_with("#Client,RunID,ClientID,"), "{csv}");
+    assert!(lines.len() >= 2 && lines[1].starts_with("native,"), "{csv}");
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert!(
+        md.contains("| native |") && md.contains("p99<1ns FAIL"),
+        "{md}"
+    );
+    assert!(md.contains("lost==0 pass"), "{md}");
+}
+
+#[test]
+fn flags_drivers_cannot_report_are_refused_in_one_line() {
+    for (flag, extra) in [
+        ("--live", vec!["--live"]),
+        ("--stream-stats", vec!["--stream-stats", "s.jsonl"]),
+        ("--fault", vec!["--fault", "kill@1s"]),
+    ] {
+        let mut args = vec!["--clients", "native", "pubsub", "--msgs", "100"];
+        args.extend(extra);
+        let (code, err, _) = compare(&args);
+        assert_eq!(code, Some(2), "{flag}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{flag}: {err}");
+        assert!(err.contains(flag), "{flag}: {err}");
+    }
+}

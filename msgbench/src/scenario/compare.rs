@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::cli::{CompareArgs, CompareScenario};
+use crate::cli::CompareArgs;
 use crate::engine::driver::{self, Launch, Limits};
 use crate::error::{exit, Error, ErrorCounts, ErrorKind, Result};
 use crate::options::Output;
@@ -32,7 +32,7 @@ const CLIENTS: [&str; 7] = ["native", "go", "node", "node-old", "python", "rust"
 type NativeRun<'a> = dyn Fn(&Target, &Meter, &AtomicBool) -> Result<RunResult> + 'a;
 
 /// One scenario as compare runs it, natively and through drivers.
-struct Plan<'a> {
+struct Setup<'a> {
     /// The driver protocol's name for it.
     kind: &'static str,
     /// The result's scenario name.
@@ -77,6 +77,8 @@ pub struct Comparison {
     pub runs: u32,
     pub interleaved: bool,
     pub params: Value,
+    /// The plan every client ran.
+    pub plan: Value,
     pub clients: Vec<ClientRow>,
 }
 
@@ -85,8 +87,12 @@ pub struct Comparison {
 /// # Errors
 /// Bad flags (an unknown client, a scenario option drivers cannot honour), the server, and
 /// failures of the native engine before any load; a driver's failure is a row, not an error.
-pub fn run(args: &CompareArgs, stop: &AtomicBool) -> Result<u8> {
-    for c in &args.clients {
+pub fn run(args: CompareArgs, stop: &AtomicBool) -> Result<u8> {
+    let clients = args.clients;
+    let drivers = drivers_dir(args.drivers.as_deref());
+    let planned = crate::plan::Plan::from_compare(args.scenario);
+    refuse_what_drivers_cannot_report(&planned)?;
+    for c in &clients {
         if !CLIENTS.contains(&c.as_str()) {
             return Err(Error::flag(
                 "--clients",
@@ -95,15 +101,13 @@ pub fn run(args: &CompareArgs, stop: &AtomicBool) -> Result<u8> {
             ));
         }
     }
-    let drivers = drivers_dir(args.drivers.as_deref());
-    let plan = plan(&args.scenario)?;
-    let uses_drivers = args.clients.iter().any(|c| c != "native");
+    let plan = plan(&planned)?;
+    let uses_drivers = clients.iter().any(|c| c != "native");
     if uses_drivers {
         drivers_can_reach(&plan)?;
     }
     let runs = plan.output.runs.max(1);
-    let mut rows: Vec<ClientRow> = args
-        .clients
+    let mut rows: Vec<ClientRow> = clients
         .iter()
         .map(|name| ClientRow {
             name: name.clone(),
@@ -173,6 +177,26 @@ pub fn run(args: &CompareArgs, stop: &AtomicBool) -> Result<u8> {
         if !results.is_empty() {
             let mut r = RunResult::combine(results, plan.allow_loss);
             plan.target.annotate(&mut r);
+            r.plan = Some(planned.recorded());
+            // Every client is judged by the same gates: a CI gate on compare fails when any
+            // client misses one, and says which.
+            r.thresholds = crate::gate::judge(&plan.output.thresholds, &r);
+            for v in r.thresholds.iter().filter(|v| !v.pass) {
+                let measured = v.measured.map_or_else(
+                    || v.why.unwrap_or("not measured").to_string(),
+                    |m| {
+                        if v.latency {
+                            format!("measured {}", crate::format::duration_ns(m))
+                        } else {
+                            format!("measured {}", crate::format::group(m.round() as u64))
+                        }
+                    },
+                );
+                eprintln!(
+                    "compare: {}: threshold {} failed ({measured})",
+                    row.name, v.expr
+                );
+            }
             row.result = Some(r);
         }
     }
@@ -182,6 +206,7 @@ pub fn run(args: &CompareArgs, stop: &AtomicBool) -> Result<u8> {
         runs,
         interleaved: rows.len() > 1 && runs > 1,
         params: plan.params.clone(),
+        plan: planned.recorded(),
         clients: rows,
     };
     emit(&cmp, plan.output)?;
@@ -272,62 +297,18 @@ fn launch_for(name: &str, drivers: &Path) -> std::result::Result<Launch, String>
 
 /// The scenario's options, validated as the scenario's own command would, and how to run it
 /// natively.
-fn plan(s: &CompareScenario) -> Result<Plan<'_>> {
-    use crate::options;
-    Ok(match s {
-        CompareScenario::Pubsub(a) => {
-            let o = options::Options::new(
-                options::ScenarioKind::Pubsub,
-                a.pubs,
-                a.subs,
-                &a.load,
-                &a.conn,
-                &a.out,
-                Some(&a.stall),
-                None,
-            )?;
-            let target = crate::server::resolve(&o.server, o.conn.link)?;
-            let (output, allow_loss, params) = (leak(o.output.clone()), o.allow_loss, o.params());
-            let connect_timeout = o.conn.dial.connect_timeout;
-            Plan {
-                connect_timeout,
-                kind: "pubsub",
-                scenario: "pubsub",
-                params,
-                output,
-                allow_loss,
-                target,
-                native: Box::new(move |t, m, stop| crate::scenario::run(&o, t, m, stop)),
-                js: None,
-                responder: None,
-            }
-        }
-        CompareScenario::Latency(a) => {
-            let o = options::latency::LatencyOptions::new(a)?;
-            let target = crate::server::resolve(&o.server_a, o.conn.link)?;
-            let (output, allow_loss, params) = (leak(o.output.clone()), o.allow_loss, o.params());
-            let connect_timeout = o.conn.dial.connect_timeout;
-            Plan {
-                connect_timeout,
-                kind: "latency",
-                scenario: "latency",
-                params,
-                output,
-                allow_loss,
-                target,
-                native: Box::new(move |t, m, stop| {
-                    crate::scenario::latency::run(&o, t, None, m, stop)
-                }),
-                js: None,
-                responder: None,
-            }
-        }
-        CompareScenario::Request(a) => {
-            let o = options::request::RequestOptions::new(a)?;
-            let target = crate::server::resolve(&o.server, o.conn.link)?;
-            let (output, allow_loss, params) = (leak(o.output.clone()), o.allow_loss, o.params());
+/// What compare needs beyond the plan itself: the validated options (for the driver
+/// protocol's parameters), the target, and the native client's run, which is the plan run down
+/// the same path as `msgbench <scenario>`.
+fn plan(p: &crate::plan::Plan) -> Result<Setup<'static>> {
+    use crate::plan::Validated;
+    let validated = p.validate()?;
+    let (kind, params, js, responder) = match &validated {
+        Validated::Load(o) => ("pubsub", o.params(), None, None),
+        Validated::Latency(o) => ("latency", o.params(), None, None),
+        Validated::Request(o) => {
             // Drivers are measured against msgbench's own echo service, as the native run is.
-            let responder = options::request::ReplyOptions {
+            let responder = crate::options::request::ReplyOptions {
                 clients: o.responders.max(1),
                 delay: o.delay,
                 subject: o.subject.clone(),
@@ -339,23 +320,9 @@ fn plan(s: &CompareScenario) -> Result<Plan<'_>> {
                 // Its lifetime is the driver's run, not the day it is bounded by.
                 announce: false,
             };
-            Plan {
-                connect_timeout: o.conn.dial.connect_timeout,
-                kind: "request",
-                scenario: "request",
-                params,
-                output,
-                allow_loss,
-                target,
-                native: Box::new(move |t, m, stop| {
-                    crate::scenario::request::run_request(&o, t, m, stop)
-                }),
-                js: None,
-                responder: Some(responder),
-            }
+            ("request", o.params(), None, Some(responder))
         }
-        CompareScenario::JsPub(a) => {
-            let o = options::js::JsPubOptions::new(a)?;
+        Validated::JsPub(o) => {
             if o.mode == crate::cli::JsPubMode::Batch
                 || o.streams.len() > 1
                 || o.publish
@@ -369,24 +336,50 @@ fn plan(s: &CompareScenario) -> Result<Plan<'_>> {
                         .into(),
                 ));
             }
-            let target = crate::server::resolve(&o.publish.server, o.publish.conn.link)?;
-            let p = &o.publish;
-            let (output, allow_loss, params) = (leak(p.output.clone()), p.allow_loss, o.params());
-            let js = o.clone();
-            Plan {
-                connect_timeout: p.conn.dial.connect_timeout,
-                kind: "js_pub",
-                scenario: "js.pub",
-                params,
-                output,
-                allow_loss,
-                target,
-                native: Box::new(move |t, m, stop| crate::scenario::js::run_pub(&o, t, m, stop)),
-                js: Some(js),
-                responder: None,
-            }
+            ("js_pub", o.params(), Some(o.clone()), None)
         }
+        _ => unreachable!("compare offers pubsub, latency, request and js-pub"),
+    };
+    let (choice, link) = validated.server().expect("compare's scenarios use NATS");
+    let target = crate::server::resolve(choice, link)?;
+    let connect_timeout = match &validated {
+        Validated::Load(o) => o.conn.dial.connect_timeout,
+        Validated::Latency(o) => o.conn.dial.connect_timeout,
+        Validated::Request(o) => o.conn.dial.connect_timeout,
+        Validated::JsPub(o) => o.publish.conn.dial.connect_timeout,
+        _ => unreachable!(),
+    };
+    let (output, allow_loss) = (leak(validated.output().clone()), validated.allow_loss());
+    Ok(Setup {
+        connect_timeout,
+        kind,
+        scenario: p.name(),
+        params,
+        output,
+        allow_loss,
+        target,
+        native: Box::new(move |t, m, stop| super::execute(&validated, Some(t), None, m, stop)),
+        js,
+        responder,
     })
+}
+
+/// Drivers report a run's totals and histograms at its end, not second by second, and keep
+/// no recovery log: what needs those is refused for compare rather than shown for one column.
+fn refuse_what_drivers_cannot_report(p: &crate::plan::Plan) -> Result<()> {
+    let o = p.out();
+    let refused = [
+        ("--live", o.live),
+        ("--stream-stats", o.stream_stats.is_some()),
+        ("--fault", p.conn().is_some_and(|c| c.fault.is_some())),
+    ];
+    match refused.iter().find(|(_, on)| *on) {
+        Some((flag, _)) => Err(Error::Usage(format!(
+            "compare: {flag} needs second-by-second figures from every client, and drivers \
+             report only at the end of a run; use it with `msgbench <scenario>` directly"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Options outlive the plan's closures by living for the process (one compare per process).
@@ -395,7 +388,7 @@ fn leak<T>(v: T) -> &'static T {
 }
 
 /// Drivers connect with a plain URL in protocol v1: no credentials, no TLS.
-fn drivers_can_reach(plan: &Plan<'_>) -> Result<()> {
+fn drivers_can_reach(plan: &Setup<'_>) -> Result<()> {
     let url = &plan.target.urls[0];
     if url.tls || !matches!(url.auth, crate::wire::url::Auth::None) {
         return Err(Error::Usage(
@@ -420,7 +413,7 @@ fn self_usage() -> (f64, u64) {
     )
 }
 
-fn run_native(plan: &Plan<'_>, stop: &AtomicBool) -> Outcome {
+fn run_native(plan: &Setup<'_>, stop: &AtomicBool) -> Outcome {
     let (cpu0, _) = self_usage();
     let r = (plan.native)(&plan.target, &Meter::default(), stop).map_err(|e| e.to_string())?;
     // msgbench's own process: its peak is the process's peak so far, not this run's alone.
@@ -431,7 +424,7 @@ fn run_native(plan: &Plan<'_>, stop: &AtomicBool) -> Outcome {
 }
 
 /// The driver protocol's scenario for this plan.
-fn driver_scenario(plan: &Plan<'_>, stream: Option<&str>) -> Value {
+fn driver_scenario(plan: &Setup<'_>, stream: Option<&str>) -> Value {
     let p = &plan.params;
     let num = |k: &str| p.get(k).and_then(Value::as_f64);
     let ms = |k: &str| num(k).map(|s| (s * 1000.0).round() as u64);
@@ -476,7 +469,7 @@ fn limits(scenario: &Value) -> Limits {
     }
 }
 
-fn run_driver(plan: &Plan<'_>, name: &str, drivers: &Path, stop: &AtomicBool) -> Outcome {
+fn run_driver(plan: &Setup<'_>, name: &str, drivers: &Path, stop: &AtomicBool) -> Outcome {
     let launch = launch_for(name, drivers)?;
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let go = |stream: Option<&str>| {
@@ -703,7 +696,7 @@ fn table(c: &Comparison) -> String {
             "{:<9} {:<34} {:>12} {:>10} {:>10} {:>10} {:>7.2} {:>9}",
             row.name,
             lib,
-            group(m("msgs_per_sec").unwrap_or(0.0).round() as u64),
+            m("msgs_per_sec").map_or("-".into(), |v| group(v.round() as u64)),
             lat("p50"),
             lat("p99"),
             lat("p99.9"),
@@ -743,7 +736,81 @@ fn emit(c: &Comparison, out: &Output) -> Result<()> {
             let _ = std::io::stdout().write_all(text.as_bytes());
         }
     }
+    let write = |flag: &str, path: &Path, bytes: Vec<u8>| {
+        std::fs::write(path, bytes)
+            .map_err(|e| Error::io(format!("cannot write {flag} file '{}'", path.display()), e))
+    };
+    if let Some(p) = out.csv.as_deref() {
+        write("--csv", p, csv(c).into_bytes())?;
+    }
+    if let Some(p) = out.markdown.as_deref() {
+        write("--markdown", p, markdown(c).into_bytes())?;
+    }
     Ok(())
+}
+
+/// `--csv`: nats bench's columns, one row per connection of every client, with the client
+/// first so one file holds the whole comparison.
+fn csv(c: &Comparison) -> String {
+    use crate::export::Exporter as _;
+    let mut o = format!(
+        "#Client,{}\n",
+        crate::export::csv::HEADER.trim_start_matches('#')
+    );
+    for row in &c.clients {
+        let Some(r) = &row.result else { continue };
+        let body = crate::export::csv::Csv.serialize(r);
+        for line in String::from_utf8_lossy(&body).lines().skip(1) {
+            o.push_str(&format!("{},{line}\n", row.name));
+        }
+    }
+    o
+}
+
+/// `--markdown`: the side-by-side table for a pull request, with each client's gates.
+fn markdown(c: &Comparison) -> String {
+    use crate::format::{duration_ns, group};
+    use std::fmt::Write as _;
+    let mut o = format!("### msgbench compare: {}\n\n", c.scenario);
+    o.push_str("| client | library | msgs/s | P50 | P99 | P99.9 | gates |\n");
+    o.push_str("|---|---|---:|---:|---:|---:|---|\n");
+    for row in &c.clients {
+        let Some(r) = &row.result else {
+            let _ = writeln!(
+                o,
+                "| {} | {}: {} | | | | | |",
+                row.name,
+                row.status,
+                row.why.as_deref().unwrap_or("").replace('|', "/")
+            );
+            continue;
+        };
+        let doc = serde_json::to_value(r).unwrap_or(Value::Null);
+        let m = |name: &str| crate::metric::Metric::parse(name).ok()?.read(&doc).ok();
+        let lat = |name: &str| m(name).map_or("-".into(), duration_ns);
+        let gates = if r.thresholds.is_empty() {
+            "-".to_string()
+        } else {
+            r.thresholds
+                .iter()
+                .map(|v| format!("{} {}", v.expr, if v.pass { "pass" } else { "FAIL" }))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = writeln!(
+            o,
+            "| {} | {} {} | {} | {} | {} | {} | {} |",
+            row.name,
+            row.client["library"].as_str().unwrap_or("?"),
+            row.client["version"].as_str().unwrap_or(""),
+            m("msgs_per_sec").map_or("-".into(), |v| group(v.round() as u64)),
+            lat("p50"),
+            lat("p99"),
+            lat("p99.9"),
+            gates.replace('|', "/")
+        );
+    }
+    o
 }
 
 #[cfg(test)]
