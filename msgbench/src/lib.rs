@@ -10,18 +10,18 @@
 
 pub mod cli;
 pub mod engine;
-pub mod error;
-pub mod export;
-pub mod format;
-pub mod gate;
-pub mod link;
-pub mod metric;
-pub mod options;
-pub mod output;
+mod error;
+mod export;
+mod format;
+mod gate;
+mod link;
+mod metric;
+mod options;
+mod output;
 pub mod plan;
-pub mod report;
+mod report;
 pub mod result;
-pub mod scenario;
+mod scenario;
 pub mod server;
 pub mod stats;
 #[cfg(test)]
@@ -151,7 +151,9 @@ fn run_tool(command: Command, stop: &AtomicBool) -> Result<u8> {
             if a.scenario.out().print_plan {
                 return print_plan(&Plan::from_compare(a.scenario));
             }
-            scenario::compare::run(a, stop)
+            let c = scenario::compare::run(a, stop)?;
+            export::compare::emit(&c.doc, &c.output)?;
+            Ok(c.code)
         }
         Command::Report(a) => report::html::run(&a),
         Command::Diff(a) => report::diff::run(&a),

@@ -2,12 +2,12 @@
 //! Built for generating load: no allocation per message, zero-copy parsing, explicit flushing.
 //! Beside it, [`driver`] runs other languages' clients as child processes.
 
-pub mod conn;
-pub mod driver;
+pub(crate) mod conn;
+pub(crate) mod driver;
 pub mod grpc;
-pub mod jsapi;
+pub(crate) mod jsapi;
 pub mod jsframe;
 pub mod load;
-pub mod pace;
-pub mod pull;
-pub mod tls;
+pub(crate) mod pace;
+pub(crate) mod pull;
+pub(crate) mod tls;

@@ -1,6 +1,7 @@
 //! Exporters: each turns a [`RunResult`] into the bytes of one format, behind one small trait,
 //! so adding a format never touches the scenarios and every format sees the same facts.
 
+pub mod compare;
 pub mod csv;
 pub mod json;
 pub mod markdown;

@@ -56,6 +56,10 @@ pub struct ClientRow {
     pub status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
+    /// A failed driver's failure kind: driver_missing, driver_error, driver_timeout,
+    /// driver_crashed or driver_protocol.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<&'static str>,
     /// What the driver said it is (language, library, version, notes).
     #[serde(skip_serializing_if = "Value::is_null")]
     pub client: Value,
@@ -87,7 +91,7 @@ pub struct Comparison {
 /// # Errors
 /// Bad flags (an unknown client, a scenario option drivers cannot honour), the server, and
 /// failures of the native engine before any load; a driver's failure is a row, not an error.
-pub fn run(args: CompareArgs, stop: &AtomicBool) -> Result<u8> {
+pub fn run(args: CompareArgs, stop: &AtomicBool) -> Result<Compared> {
     let clients = args.clients;
     let drivers = drivers_dir(args.drivers.as_deref());
     let planned = crate::plan::Plan::from_compare(args.scenario);
@@ -113,6 +117,7 @@ pub fn run(args: CompareArgs, stop: &AtomicBool) -> Result<u8> {
             name: name.clone(),
             status: "ok",
             why: None,
+            failure: None,
             client: Value::Null,
             cpu_seconds: Vec::new(),
             peak_rss_bytes: Vec::new(),
@@ -132,6 +137,7 @@ pub fn run(args: CompareArgs, stop: &AtomicBool) -> Result<u8> {
                         row.name
                     );
                     row.status = "failed";
+                    row.failure = Some("driver_missing");
                 } else {
                     eprintln!("SKIPPED: {}: {why}", row.name);
                     row.status = "skipped";
@@ -165,8 +171,9 @@ pub fn run(args: CompareArgs, stop: &AtomicBool) -> Result<u8> {
                     row.peak_rss_bytes.push(rss);
                     row.runs.push(result);
                 }
-                Err(why) => {
+                Err((kind, why)) => {
                     row.status = "failed";
+                    row.failure = kind;
                     row.why = Some(why);
                 }
             }
@@ -209,20 +216,31 @@ pub fn run(args: CompareArgs, stop: &AtomicBool) -> Result<u8> {
         plan: planned.recorded(),
         clients: rows,
     };
-    emit(&cmp, plan.output)?;
     let worst = cmp
         .clients
         .iter()
         .filter_map(|r| r.result.as_ref().map(|x| x.exit_code(plan.allow_loss)))
         .max()
         .unwrap_or(exit::OK);
-    Ok(if stop.load(Ordering::Relaxed) {
+    let code = if stop.load(Ordering::Relaxed) {
         exit::INTERRUPTED
     } else if cmp.clients.iter().any(|r| r.status == "failed") {
         exit::FAILURE.max(worst)
     } else {
         worst
+    };
+    Ok(Compared {
+        doc: cmp,
+        output: plan.output.clone(),
+        code,
     })
+}
+
+/// A finished comparison: the document, where it goes, and the exit status it earned.
+pub struct Compared {
+    pub doc: Comparison,
+    pub output: Output,
+    pub code: u8,
 }
 
 /// Where the drivers live: `--drivers`, else `drivers/` in the current directory, else the one
@@ -400,7 +418,10 @@ fn drivers_can_reach(plan: &Setup<'_>) -> Result<()> {
     Ok(())
 }
 
-type Outcome = std::result::Result<(RunResult, Value, f64, Option<u64>), String>;
+/// A client's run, or why it has none: the driver's failure kind when a driver failed, and
+/// the message.
+type Outcome =
+    std::result::Result<(RunResult, Value, f64, Option<u64>), (Option<&'static str>, String)>;
 
 fn self_usage() -> (f64, u64) {
     // SAFETY: rusage is plain data the kernel fills in.
@@ -415,7 +436,8 @@ fn self_usage() -> (f64, u64) {
 
 fn run_native(plan: &Setup<'_>, stop: &AtomicBool) -> Outcome {
     let (cpu0, _) = self_usage();
-    let r = (plan.native)(&plan.target, &Meter::default(), stop).map_err(|e| e.to_string())?;
+    let r =
+        (plan.native)(&plan.target, &Meter::default(), stop).map_err(|e| (None, e.to_string()))?;
     // msgbench's own process: its peak is the process's peak so far, not this run's alone.
     let (cpu1, rss) = self_usage();
     let client = json!({"language": "rust", "library": "msgbench (native engine)",
@@ -470,7 +492,7 @@ fn limits(scenario: &Value) -> Limits {
 }
 
 fn run_driver(plan: &Setup<'_>, name: &str, drivers: &Path, stop: &AtomicBool) -> Outcome {
-    let launch = launch_for(name, drivers)?;
+    let launch = launch_for(name, drivers).map_err(|why| (Some("driver_missing"), why))?;
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let go = |stream: Option<&str>| {
         let scenario = driver_scenario(plan, stream);
@@ -482,7 +504,7 @@ fn run_driver(plan: &Setup<'_>, name: &str, drivers: &Path, stop: &AtomicBool) -
             let acks = out.as_ref().ok().and_then(|f| driver_acks(&f.result));
             (out, acks)
         })
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| (None, e.to_string()))?;
         (out, report)
     } else if let Some(reply) = &plan.responder {
         // The echo service runs beside the driver and stops when it is done.
@@ -503,12 +525,13 @@ fn run_driver(plan: &Setup<'_>, name: &str, drivers: &Path, stop: &AtomicBool) -
         (go(None), None)
     };
     let f = finished.map_err(|f| {
-        if f.stderr_tail.is_empty() {
+        let why = if f.stderr_tail.is_empty() {
             f.failure.to_string()
         } else {
             let last = f.stderr_tail.lines().last().unwrap_or_default();
             format!("{} (stderr: {last})", f.failure)
-        }
+        };
+        (Some(f.failure.kind()), why)
     })?;
     let mut params = plan.params.clone();
     params["client"] = name.into();
@@ -646,171 +669,6 @@ fn from_driver(
     r.latency = hist(&d["latency"]).map(|h| LatencyStats::of(&h));
     r.latency_uncorrected = hist(&d["latency_uncorrected"]).map(|h| LatencyStats::of(&h));
     r
-}
-
-/// The side-by-side table.
-fn table(c: &Comparison) -> String {
-    use crate::format::{duration_ns, group, ibytes};
-    use std::fmt::Write as _;
-    let mut o = String::new();
-    let runs = if c.runs > 1 {
-        format!(", {} runs each, interleaved; medians", c.runs)
-    } else {
-        String::new()
-    };
-    let _ = writeln!(o, "msgbench compare: {}{runs}", c.scenario);
-    let _ = writeln!(
-        o,
-        "{:<9} {:<34} {:>12} {:>10} {:>10} {:>10} {:>7} {:>9}",
-        "client", "library", "msgs/s", "P50", "P99", "P99.9", "CPU s", "peak RSS"
-    );
-    for row in &c.clients {
-        let Some(r) = &row.result else {
-            let _ = writeln!(
-                o,
-                "{:<9} {}: {}",
-                row.name,
-                row.status,
-                row.why.as_deref().unwrap_or("")
-            );
-            continue;
-        };
-        let doc = serde_json::to_value(r).unwrap_or(Value::Null);
-        let m = |name: &str| crate::metric::Metric::parse(name).ok()?.read(&doc).ok();
-        let lat = |name: &str| m(name).map_or("-".into(), duration_ns);
-        let lib = format!(
-            "{} {}",
-            row.client["library"].as_str().unwrap_or("?"),
-            row.client["version"].as_str().unwrap_or("")
-        );
-        let cpu = crate::stats::significance::median(&row.cpu_seconds);
-        let rss = row
-            .peak_rss_bytes
-            .iter()
-            .copied()
-            .max()
-            .flatten()
-            .map_or("-".into(), |b| ibytes(b as f64));
-        let _ = writeln!(
-            o,
-            "{:<9} {:<34} {:>12} {:>10} {:>10} {:>10} {:>7.2} {:>9}",
-            row.name,
-            lib,
-            m("msgs_per_sec").map_or("-".into(), |v| group(v.round() as u64)),
-            lat("p50"),
-            lat("p99"),
-            lat("p99.9"),
-            cpu,
-            rss
-        );
-        if row.status == "failed" {
-            let _ = writeln!(
-                o,
-                "          then failed: {}",
-                row.why.as_deref().unwrap_or("")
-            );
-        }
-    }
-    o
-}
-
-fn emit(c: &Comparison, out: &Output) -> Result<()> {
-    use std::io::Write as _;
-    let text = table(c);
-    let doc = || {
-        let mut v = serde_json::to_vec_pretty(c).expect("a comparison serialises");
-        v.push(b'\n');
-        v
-    };
-    match out.json.as_deref() {
-        Some(p) if p == Path::new("-") => {
-            let _ = std::io::stderr().write_all(text.as_bytes());
-            let _ = std::io::stdout().write_all(&doc());
-        }
-        Some(p) => {
-            std::fs::write(p, doc())
-                .map_err(|e| Error::io(format!("cannot write --json file '{}'", p.display()), e))?;
-            let _ = std::io::stdout().write_all(text.as_bytes());
-        }
-        None => {
-            let _ = std::io::stdout().write_all(text.as_bytes());
-        }
-    }
-    let write = |flag: &str, path: &Path, bytes: Vec<u8>| {
-        std::fs::write(path, bytes)
-            .map_err(|e| Error::io(format!("cannot write {flag} file '{}'", path.display()), e))
-    };
-    if let Some(p) = out.csv.as_deref() {
-        write("--csv", p, csv(c).into_bytes())?;
-    }
-    if let Some(p) = out.markdown.as_deref() {
-        write("--markdown", p, markdown(c).into_bytes())?;
-    }
-    Ok(())
-}
-
-/// `--csv`: nats bench's columns, one row per connection of every client, with the client
-/// first so one file holds the whole comparison.
-fn csv(c: &Comparison) -> String {
-    use crate::export::Exporter as _;
-    let mut o = format!(
-        "#Client,{}\n",
-        crate::export::csv::HEADER.trim_start_matches('#')
-    );
-    for row in &c.clients {
-        let Some(r) = &row.result else { continue };
-        let body = crate::export::csv::Csv.serialize(r);
-        for line in String::from_utf8_lossy(&body).lines().skip(1) {
-            o.push_str(&format!("{},{line}\n", row.name));
-        }
-    }
-    o
-}
-
-/// `--markdown`: the side-by-side table for a pull request, with each client's gates.
-fn markdown(c: &Comparison) -> String {
-    use crate::format::{duration_ns, group};
-    use std::fmt::Write as _;
-    let mut o = format!("### msgbench compare: {}\n\n", c.scenario);
-    o.push_str("| client | library | msgs/s | P50 | P99 | P99.9 | gates |\n");
-    o.push_str("|---|---|---:|---:|---:|---:|---|\n");
-    for row in &c.clients {
-        let Some(r) = &row.result else {
-            let _ = writeln!(
-                o,
-                "| {} | {}: {} | | | | | |",
-                row.name,
-                row.status,
-                row.why.as_deref().unwrap_or("").replace('|', "/")
-            );
-            continue;
-        };
-        let doc = serde_json::to_value(r).unwrap_or(Value::Null);
-        let m = |name: &str| crate::metric::Metric::parse(name).ok()?.read(&doc).ok();
-        let lat = |name: &str| m(name).map_or("-".into(), duration_ns);
-        let gates = if r.thresholds.is_empty() {
-            "-".to_string()
-        } else {
-            r.thresholds
-                .iter()
-                .map(|v| format!("{} {}", v.expr, if v.pass { "pass" } else { "FAIL" }))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let _ = writeln!(
-            o,
-            "| {} | {} {} | {} | {} | {} | {} | {} |",
-            row.name,
-            row.client["library"].as_str().unwrap_or("?"),
-            row.client["version"].as_str().unwrap_or(""),
-            m("msgs_per_sec").map_or("-".into(), |v| group(v.round() as u64)),
-            lat("p50"),
-            lat("p99"),
-            lat("p99.9"),
-            gates.replace('|', "/")
-        );
-    }
-    o
 }
 
 #[cfg(test)]

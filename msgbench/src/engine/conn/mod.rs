@@ -26,7 +26,7 @@ mod writer;
 
 pub use dial::{connect, connect_for_check};
 pub use reader::{End, Event, Flow, Reader};
-pub use writer::{io_kind, SendError, Shared, INTERRUPTED};
+pub use writer::{SendError, Shared, INTERRUPTED};
 
 /// How connections are dialled and kept alive.
 #[derive(Debug, Clone, Copy)]

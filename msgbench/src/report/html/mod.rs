@@ -33,8 +33,10 @@ mod tables;
 mod tests;
 pub mod units;
 
-pub use page::json_in_script;
-pub use svg::{esc, num};
+#[cfg(test)]
+use page::json_in_script;
+#[cfg(test)]
+use svg::{esc, num};
 
 use super::{Doc, DocKind};
 use crate::cli::ReportArgs;

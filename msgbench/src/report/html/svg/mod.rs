@@ -18,10 +18,11 @@
 mod draw;
 mod scale;
 
-pub use draw::{
-    bars, fit, lines, Bar, BarSet, Chart, Line, Point, RefLine, CHAR_W, MAX_MARKERS, NARROW, WIDE,
-};
-pub use scale::{linear_ticks, log_ticks, nice_step, Axis, Scale, Tick};
+pub use draw::{bars, lines, Bar, BarSet, Chart, Line, Point, RefLine};
+pub use scale::{Axis, Scale, Tick};
+// What only the tests reach from outside the kit.
+#[cfg(test)]
+pub use scale::{linear_ticks, log_ticks, nice_step};
 
 /// `s` made safe as HTML text and as a quoted attribute value.
 pub fn esc(s: &str) -> String {
