@@ -1,70 +1,45 @@
 #!/usr/bin/env python3
 """Soak test: a long `msgbench latency` run at a constant rate, with pass/fail checks.
 
-Usage:
     python3 bench/soak.py [--minutes 10] [--rate 10000] [--size 16] [--warmup 10]
                           [--out FILE] [--msgbench PATH]
                           [--max-rss-growth-mib 1] [--max-rss-growth-pct 5]
                           [--max-p99-ratio 1.5] [--max-p99-increase-us 200]
 
-It builds msgbench (`cargo build --release --locked`, unless --msgbench names a
-binary), runs `msgbench latency` once for --minutes against the nats-server that
-msgbench embeds, samples the process's RSS every second, and then checks:
+It builds msgbench (`cargo build --release --locked`, unless --msgbench names a binary), runs
+`msgbench latency` once for --minutes against the nats-server that msgbench embeds, samples
+the process's RSS every second, and then checks:
 
   1. memory stays flat: median RSS of the last window vs. the first window;
   2. nothing is lost: delivery.lost == 0 and delivery.duplicated == 0;
-  3. latency does not degrade: P99 (corrected) of the last window vs. the first,
-     from the per-second HdrHistogram interval log (`--hist`), decoded here.
+  3. latency does not degrade: P99 (corrected) of the last window vs. the first, from the
+     per-second HdrHistogram interval log (`--hist`), decoded here (benchkit/hdr.py).
 
-The windows are min(60 s, a third of the run after the warm-up), whole seconds:
-the first starts at the end of the warm-up, the last ends where the run ends.
+The windows are min(60 s, a third of the run after the warm-up), whole seconds: the first
+starts at the end of the warm-up, the last ends where the run ends.
 
-Unlike run.py and run_latency.py this is a test: it exits 1 when a check fails
-(2 when it cannot run). It still measures a machine, so run it by hand on a
-quiet one, not as a timed CI job.
-
-Standard library only (Python 3.11).
+Unlike the benchmarks this is a test, not a suite: one run, no rounds. It exits 1 when a check
+fails (2 when it cannot run). It still measures a machine, so run it by hand on a quiet one,
+not as a timed CI job.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
-import binascii
-import datetime as _dt
 import json
-import math
 import os
 import shlex
-import shutil
-import signal
 import statistics
-import struct
-import subprocess
-import sys
 import tempfile
-import time
-import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from run import (  # noqa: E402  (run.py lives next to this file)
-    REPO,
-    build,
-    capture,
-    cpu_model,
-    dig,
-    entry,
-    log,
-    md_table,
-    nproc,
-    num,
-    one_line,
-    show_cmd,
-)
-from run_latency import DURATION_SLACK_S, fmt_ns, go_duration  # noqa: E402
+from benchkit import REPO, build, env
+from benchkit.fmt import fmt_ns, go_duration, md_table, one_line
+from benchkit.hdr import Interval, decode_histogram, merged, read_interval_log
+from benchkit.proc import dig, log, num, read_status_kb, run_child
+from benchkit.server import find_nats_server, nats_server_version
+from benchkit.suite import entry
 
 # The longest comparison window; shorter runs use a third of their measured part.
 WINDOW_MAX_S = 60
@@ -72,6 +47,8 @@ WINDOW_MAX_S = 60
 WINDOW_MIN_S = 5
 SAMPLE_PERIOD_S = 1.0
 PROGRESS_EVERY_S = 60.0
+# msgbench is stopped if it still runs this long after its duration.
+DURATION_SLACK_S = 60.0
 # msgbench stops its embedded server and writes partial results on SIGTERM; give it that long.
 TERM_GRACE_S = 10.0
 # How far the interval log's total may be from latency.count before the decoder is distrusted.
@@ -79,284 +56,10 @@ HLOG_COUNT_SLACK = 5
 # msgbench exit statuses after which its result is complete: OK, and LOSS (judged by check 2).
 COMPLETE_EXITS = (0, 3)
 
-BUILD_CMD = ["cargo", "build", "--release", "--locked"]
 RESULT_FILE = "result.json"
 HIST_PREFIX = "hist"
 
 PASS, FAIL = "pass", "FAIL"
-
-
-# --------------------------------------------------------------------------
-# HdrHistogram V2 decoding (the format msgbench/src/export/hdr.rs writes)
-
-# Bits 4-7 of a cookie carry the counter word size (0x10: 8 bytes, what the Rust crate
-# writes); HdrHistogram's decoders mask them off, so other writers' cookies read too.
-V2_COOKIE_BASE = 0x1C849303
-V2_COMPRESSED_COOKIE_BASE = 0x1C849304
-COOKIE_WORD_SIZE_BITS = 0xF0
-# cookie, payload length, normalizing index offset, significant digits, lowest, highest, ratio
-V2_HEADER = struct.Struct(">Iiiiqqd")
-assert V2_HEADER.size == 40
-
-
-@dataclass
-class Histogram:
-    """An HdrHistogram's layout and its counts array, as far as the percentile math needs it."""
-
-    sigfig: int
-    lowest: int
-    highest: int
-    counts: list[int]
-
-    def __post_init__(self) -> None:
-        largest_single_unit = 2 * 10**self.sigfig
-        self.unit_magnitude = self.lowest.bit_length() - 1  # floor(log2(lowest))
-        sub_bucket_count_magnitude = (largest_single_unit - 1).bit_length()  # ceil(log2(...))
-        self.half_magnitude = sub_bucket_count_magnitude - 1
-        self.half_count = 1 << self.half_magnitude
-        # The counts array of this layout (HdrHistogram's buckets_to_cover and num_bins): a
-        # payload that decodes to more entries than this is corrupt, not a bigger histogram.
-        smallest_untrackable = (1 << sub_bucket_count_magnitude) << self.unit_magnitude
-        buckets = 1
-        while smallest_untrackable <= self.highest and buckets < 64:
-            smallest_untrackable <<= 1
-            buckets += 1
-        self.max_len = (buckets + 1) * self.half_count
-
-    @property
-    def total(self) -> int:
-        return sum(self.counts)
-
-    def layout(self) -> tuple[int, int, int]:
-        return (self.sigfig, self.lowest, self.highest)
-
-    def _bucket_and_value(self, index: int) -> tuple[int, int]:
-        bucket = (index >> self.half_magnitude) - 1
-        sub_bucket = (index & (self.half_count - 1)) + self.half_count
-        if bucket < 0:
-            # The lower half of bucket 0 is the only half-bucket in use.
-            sub_bucket -= self.half_count
-            bucket = 0
-        return bucket, sub_bucket << (bucket + self.unit_magnitude)
-
-    def value_at_percentile(self, percentile: float) -> int | None:
-        """Same rule as the hdrhistogram crate, and so as msgbench's own percentiles: the highest
-        value equivalent to the bucket where the running count reaches ceil(q * total). q is
-        percentile / 100 as the crate computes it, so 99.9 rounds the same way there and here."""
-        q = min(max(percentile / 100.0, 0.0), 1.0)
-        total = self.total
-        if total == 0:
-            return None
-        target = max(1, math.ceil(q * total))
-        running = 0
-        for index, c in enumerate(self.counts):
-            running += c
-            if running >= target:
-                bucket, value = self._bucket_and_value(index)
-                if q == 0.0:
-                    return value
-                return value + (1 << (bucket + self.unit_magnitude)) - 1
-        return None  # unreachable: running reaches total, and target <= total
-
-    def merge(self, other: "Histogram") -> None:
-        if other.layout() != self.layout():
-            raise ValueError(f"cannot merge histograms of different layouts: {self.layout()} vs {other.layout()}")
-        if len(other.counts) > len(self.counts):
-            self.counts.extend([0] * (len(other.counts) - len(self.counts)))
-        for i, c in enumerate(other.counts):
-            self.counts[i] += c
-
-
-def empty_like(h: Histogram) -> Histogram:
-    return Histogram(h.sigfig, h.lowest, h.highest, [])
-
-
-def decode_counts(payload: bytes, max_len: int) -> list[int]:
-    """ZigZag LEB128 counts; a negative number is a run of that many empty buckets."""
-    counts: list[int] = []
-    pos, end = 0, len(payload)
-    while pos < end:
-        value, shift = 0, 0
-        for nth in range(9):
-            if pos >= end:
-                raise ValueError("truncated varint in the counts payload")
-            b = payload[pos]
-            pos += 1
-            if nth == 8:
-                # The 9th byte has no continuation bit: all 8 bits are value (64 = 8*7 + 8).
-                value |= b << 56
-                break
-            value |= (b & 0x7F) << shift
-            shift += 7
-            if b < 0x80:
-                break
-        n = (value >> 1) ^ -(value & 1)
-        if n < 0:
-            counts.extend([0] * min(-n, max_len + 1))
-        else:
-            counts.append(n)
-        if len(counts) > max_len:
-            raise ValueError(f"counts payload longer than the histogram's {max_len} buckets")
-    return counts
-
-
-def decode_histogram(text: str) -> Histogram:
-    """A base64 V2 deflate-compressed histogram (HdrHistogram's `encodeIntoCompressedByteBuffer`)."""
-    try:
-        raw = base64.b64decode(text.strip(), validate=True)
-    except binascii.Error as e:
-        raise ValueError(f"not base64: {e}") from None
-    if len(raw) < 8:
-        raise ValueError("shorter than the compressed header")
-    cookie, length = struct.unpack_from(">Ii", raw, 0)
-    if cookie & ~COOKIE_WORD_SIZE_BITS != V2_COMPRESSED_COOKIE_BASE:
-        raise ValueError(f"not a V2 compressed histogram (cookie {cookie:#010x})")
-    if length < 0 or 8 + length > len(raw):
-        raise ValueError(f"compressed length {length} exceeds the {len(raw) - 8} bytes present")
-    try:
-        inner = zlib.decompress(raw[8 : 8 + length])
-    except zlib.error as e:
-        raise ValueError(f"deflate: {e}") from None
-    if len(inner) < V2_HEADER.size:
-        raise ValueError("shorter than the V2 header")
-    cookie, payload_len, offset, sigfig, lowest, highest, ratio = V2_HEADER.unpack_from(inner, 0)
-    if cookie & ~COOKIE_WORD_SIZE_BITS != V2_COOKIE_BASE:
-        raise ValueError(f"not a V2 histogram inside the deflate stream (cookie {cookie:#010x})")
-    # A non-zero offset only comes from Java's in-place value shifting, a ratio other than 1
-    # from DoubleHistogram; both would change what an index means, and msgbench writes neither.
-    if offset != 0:
-        raise ValueError(f"normalizing index offset {offset} is not supported")
-    if ratio != 1.0:
-        raise ValueError(f"integer-to-double conversion ratio {ratio} is not supported")
-    if not (0 <= sigfig <= 5) or lowest < 1 or highest < 2 * lowest:
-        raise ValueError(f"implausible layout: sigfig {sigfig}, lowest {lowest}, highest {highest}")
-    if payload_len < 0 or V2_HEADER.size + payload_len > len(inner):
-        raise ValueError(f"payload length {payload_len} exceeds the {len(inner) - V2_HEADER.size} bytes present")
-    h = Histogram(sigfig, lowest, highest, [])
-    h.counts = decode_counts(inner[V2_HEADER.size : V2_HEADER.size + payload_len], h.max_len)
-    return h
-
-
-@dataclass
-class Interval:
-    start_s: float  # since the run's zero
-    length_s: float
-    hist: Histogram
-
-
-def read_interval_log(path: Path) -> list[Interval]:
-    """The intervals of an HdrHistogram interval log: comment lines start with '#', the column
-    legend with '"', every other line is start,length,max,histogram (maybe tagged)."""
-    out = []
-    with open(path, encoding="ascii", errors="replace") as f:
-        for lineno, line in enumerate(f, 1):
-            line = line.strip()
-            if not line or line.startswith("#") or line.startswith('"'):
-                continue
-            fields = line.split(",")
-            if fields[0].startswith("Tag="):
-                fields = fields[1:]
-            if len(fields) != 4:
-                raise ValueError(f"{path.name}:{lineno}: expected 4 comma-separated fields, got {len(fields)}")
-            try:
-                out.append(Interval(float(fields[0]), float(fields[1]), decode_histogram(fields[3])))
-            except ValueError as e:
-                raise ValueError(f"{path.name}:{lineno}: {e}") from None
-    return out
-
-
-def merged(intervals: list[Interval]) -> Histogram | None:
-    if not intervals:
-        return None
-    h = empty_like(intervals[0].hist)
-    for i in intervals:
-        h.merge(i.hist)
-    return h
-
-
-# --------------------------------------------------------------------------
-# Running msgbench
-
-
-def read_vm_rss_kb(pid: int) -> int | None:
-    """The current RSS of a live process (VmRSS, kB); None once it has exited (a zombie has none)."""
-    try:
-        with open(f"/proc/{pid}/status", "rb") as f:
-            for line in f:
-                if line.startswith(b"VmRSS:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-@dataclass
-class SoakRun:
-    cmd: list[str]
-    exit_code: int | None = None
-    timed_out: bool = False
-    wall_s: float = 0.0
-    rss: list[tuple[float, int]] = field(default_factory=list)  # (seconds since start, kB)
-    stderr_tail: str = ""
-
-
-def stop_child(proc: subprocess.Popen) -> None:
-    """SIGTERM first, so msgbench can stop its embedded server and write what it has; SIGKILL
-    if it does not go."""
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(TERM_GRACE_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-def run_msgbench(cmd: list[str], workdir: Path, env: dict[str, str], duration_s: float) -> SoakRun:
-    """Runs cmd in workdir, sampling its RSS every second, and stops it if it is still running
-    DURATION_SLACK_S after its --duration."""
-    res = SoakRun(cmd=cmd)
-    err_path = workdir / "msgbench.err"
-    with open(workdir / "msgbench.out", "wb") as out_f, open(err_path, "wb") as err_f:
-        t0 = time.monotonic()
-        proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=out_f, stderr=err_f, stdin=subprocess.DEVNULL)
-        deadline = t0 + duration_s + DURATION_SLACK_S
-        next_sample = t0
-        next_progress = t0 + PROGRESS_EVERY_S
-        try:
-            while True:
-                now = time.monotonic()
-                if now >= next_sample:
-                    # Unreaped until wait() returns, so the pid cannot belong to anyone else.
-                    kb = read_vm_rss_kb(proc.pid)
-                    if kb is not None:
-                        res.rss.append((now - t0, kb))
-                    next_sample += SAMPLE_PERIOD_S
-                    if next_sample <= now:
-                        # Fell behind (machine suspended, heavy load): skip, do not catch up in a burst.
-                        next_sample = now + SAMPLE_PERIOD_S
-                if now >= next_progress:
-                    last = f", RSS {res.rss[-1][1] / 1024:.1f} MiB" if res.rss else ""
-                    log(f"soak: {now - t0:.0f} s of {duration_s:.0f} s{last}")
-                    next_progress += PROGRESS_EVERY_S
-                if now >= deadline:
-                    res.timed_out = True
-                    log(f"soak: msgbench still running {DURATION_SLACK_S:.0f} s after its duration; stopping it")
-                    stop_child(proc)
-                    break
-                try:
-                    proc.wait(timeout=max(0.0, min(next_sample, next_progress, deadline) - time.monotonic()))
-                    break
-                except subprocess.TimeoutExpired:
-                    pass
-        except BaseException:
-            stop_child(proc)
-            raise
-        res.wall_s = time.monotonic() - t0
-    res.exit_code = proc.returncode
-    res.stderr_tail = "\n".join(err_path.read_text(errors="replace").strip().splitlines()[-5:])
-    return res
 
 
 # --------------------------------------------------------------------------
@@ -391,11 +94,12 @@ def fmt_mib(kb: float | None) -> str:
     return "n/a" if kb is None else f"{kb / 1024:.2f} MiB"
 
 
-def check_memory(a: argparse.Namespace, run: SoakRun, w: Windows) -> dict:
+def check_memory(a: argparse.Namespace, rss: list[tuple[float, int]], w: Windows) -> dict:
+    """rss: (seconds since the start, kB) samples of the msgbench process."""
     (f0, f1), (l0, l1) = w.first, w.last
-    first = [kb for t, kb in run.rss if f0 <= t < f1]
-    last = [kb for t, kb in run.rss if l0 <= t < l1]
-    c: dict = {"check": "memory", "samples": len(run.rss), "first_samples": len(first), "last_samples": len(last)}
+    first = [kb for t, kb in rss if f0 <= t < f1]
+    last = [kb for t, kb in rss if l0 <= t < l1]
+    c: dict = {"check": "memory", "samples": len(rss), "first_samples": len(first), "last_samples": len(last)}
     # Fewer than half the expected samples means the process ended early or sampling stalled.
     if len(first) < w.length_s // 2 or len(last) < w.length_s // 2:
         c.update(verdict=FAIL, why=f"too few RSS samples (first window {len(first)}, last {len(last)}, of {w.length_s} expected)")
@@ -533,49 +237,26 @@ def decoder_line(d: dict) -> str:
     return "hlog decoder check: " + "; ".join(parts)
 
 
-def environment(server_bin: str | None) -> dict[str, str]:
-    env = {
-        "date (UTC)": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M"),
-        "nproc": nproc(),
-        "CPU": cpu_model(),
-        "nats-server": ((capture([server_bin, "--version"]) if server_bin else None) or "not found").removeprefix("nats-server: "),
-    }
-    commit = capture(["git", "rev-parse", "--short", "HEAD"], cwd=REPO)
-    if commit:
-        dirty = capture(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO)
-        commit += " (with local changes)" if dirty else ""
-    env["msgbench commit"] = commit or "unknown"
-    return env
+def facts(server_bin: str | None) -> dict[str, str]:
+    f = env.machine()
+    del f["OS"]
+    f["nats-server"] = nats_server_version(server_bin)
+    f["msgbench commit"] = env.commit_label()
+    return f
 
 
 # --------------------------------------------------------------------------
 # Setup
 
 
-def msgbench_binary(a: argparse.Namespace) -> tuple[str | None, str]:
-    """The binary to run and how to show it; None with the reason if there is none."""
-    if a.msgbench:
-        p = Path(a.msgbench)
-        return (str(p.resolve()), "") if p.is_file() and os.access(p, os.X_OK) else (None, f"--msgbench {a.msgbench}: not an executable file")
-    err = build(BUILD_CMD, REPO, "msgbench")
-    if err:
-        return None, err
-    target_dir = Path(os.environ.get("CARGO_TARGET_DIR") or REPO / "target")
-    if not target_dir.is_absolute():
-        target_dir = REPO / target_dir
-    b = target_dir / "release" / "msgbench"
-    return (str(b), "") if b.is_file() else (None, "binary not found: target/release/msgbench")
-
-
 def child_env() -> tuple[dict[str, str], str | None]:
     """The environment for msgbench, with .tools/bin first on PATH as the Makefile has it, and
     the nats-server msgbench will pick there (MSGBENCH_NATS_SERVER wins, as in msgbench)."""
-    env = dict(os.environ)
+    environ = dict(os.environ)
     tools_bin = REPO / ".tools" / "bin"
     if tools_bin.is_dir():
-        env["PATH"] = os.pathsep.join([str(tools_bin), env.get("PATH", "")])
-    explicit = env.get("MSGBENCH_NATS_SERVER")
-    return env, explicit or shutil.which("nats-server", path=env.get("PATH"))
+        environ["PATH"] = os.pathsep.join([str(tools_bin), environ.get("PATH", "")])
+    return environ, find_nats_server()
 
 
 def latency_cmd(binary: str, a: argparse.Namespace) -> list[str]:
@@ -613,29 +294,51 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 # --------------------------------------------------------------------------
 
 
+def run_msgbench(cmd: list[str], workdir: Path, environ: dict[str, str], duration_s: float):
+    """Runs msgbench in workdir, sampling its RSS every second and logging progress every
+    minute; stops it (SIGTERM, then SIGKILL) if it still runs DURATION_SLACK_S after its
+    duration. Returns the run and the RSS samples."""
+    rss: list[tuple[float, int]] = []
+    progress = [PROGRESS_EVERY_S]
+
+    def sample(pid: int, t: float) -> None:
+        kb = read_status_kb(pid, "VmRSS")
+        if kb is not None:
+            rss.append((t, kb))
+        if t >= progress[0]:
+            log(f"soak: {t:.0f} s of {duration_s:.0f} s" + (f", RSS {rss[-1][1] / 1024:.1f} MiB" if rss else ""))
+            progress[0] += PROGRESS_EVERY_S
+
+    run = run_child(
+        cmd, duration_s + DURATION_SLACK_S, workdir, cwd=workdir, env=environ, json_file=workdir / RESULT_FILE,
+        poll=SAMPLE_PERIOD_S, on_poll=sample, term_grace=TERM_GRACE_S,
+    )  # fmt: skip
+    if run.timed_out:
+        log(f"soak: msgbench still ran {DURATION_SLACK_S:.0f} s after its duration; stopped it")
+    return run, rss
+
+
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
-    binary, err = msgbench_binary(a)
+    binary, err = build.executable(a.msgbench, "--msgbench") if a.msgbench else build.msgbench()
     if binary is None:
         log(f"msgbench unavailable: {err}")
         return 2
-    env, server_bin = child_env()
+    environ, server_bin = child_env()
     if server_bin is None:
         log("nats-server not found on PATH or in .tools/bin (`make nats-server` installs it); leaving the search to msgbench")
-    facts = environment(server_bin)
+    fact_table = facts(server_bin)
     w = Windows(a.warmup, a.duration_s, window_length(a.duration_s, a.warmup))
     with tempfile.TemporaryDirectory(prefix="msgbench-soak-") as tmp:
         workdir = Path(tmp)
         cmd = latency_cmd(binary, a)
-        shown = show_cmd({"msgbench": binary if not a.msgbench else None}, None, cmd)
+        shown = shlex.join([Path(binary).name if a.msgbench else "target/release/msgbench", *cmd[1:]])
         log(f"soak: {a.duration_s} s at {a.rate:,} msgs/s, windows {Windows.label(w.first)} and {Windows.label(w.last)}")
         log(f"running (in a temporary directory): {shlex.join(cmd)}")
-        run = run_msgbench(cmd, workdir, env, a.duration_s)
-        result = None
-        try:
-            result = json.loads((workdir / RESULT_FILE).read_text())
-        except (OSError, json.JSONDecodeError) as e:
-            log(f"no usable {RESULT_FILE}: {str(e).replace(str(workdir), '<tmp>')}")
+        run, rss = run_msgbench(cmd, workdir, environ, a.duration_s)
+        result = run.data
+        if result is None:
+            log(f"no usable {RESULT_FILE}")
         intervals: list[Interval] = []
         hlog_error = ""
         try:
@@ -653,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     if hlog_error:
         problems.append(f"interval log unreadable: {hlog_error}")
 
-    mem = check_memory(a, run, w)
+    mem = check_memory(a, rss, w)
     dlv = check_delivery(result)
     dec = decoder_check(intervals, result)
     lat = check_latency(a, intervals, w, dec)
@@ -668,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
         f"Windows: {w.length_s} s each (min({WINDOW_MAX_S} s, a third of the run after the {a.warmup} s warm-up)); "
         f"RSS sampled every {SAMPLE_PERIOD_S:g} s ({mem['samples']} samples); latency from the per-second interval log "
         "(by receive time, so the last window also holds the messages that arrived after the end).",
-        ", ".join(f"{k}: {v}" for k, v in facts.items()),
+        ", ".join(f"{k}: {v}" for k, v in fact_table.items()),
         decoder_line(dec),
         "",
         "```",
@@ -692,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
             "params": {k: getattr(a, k) for k in ("minutes", "rate", "size", "warmup", "max_rss_growth_mib",
                                                    "max_rss_growth_pct", "max_p99_ratio", "max_p99_increase_us")},
             "command": shown,
-            "environment": facts,
+            "environment": fact_table,
             "windows_s": {"first": list(w.first), "last": list(w.last)},
             "exit_code": run.exit_code,
             "timed_out": run.timed_out,
@@ -700,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
             "problems": problems,
             "checks": {c["check"]: c for c in checks},
             "decoder": dec,
-            "rss_samples": [[round(t, 3), kb] for t, kb in run.rss],
+            "rss_samples": [[round(t, 3), kb] for t, kb in rss],
         }  # fmt: skip
         path = Path(a.out)
         path.parent.mkdir(parents=True, exist_ok=True)
