@@ -1,18 +1,17 @@
 //! Numbers as people read them, one way for every human-facing output (text, Markdown, diff,
-//! compare, the live line): thousands grouped, durations in the unit that keeps three figures,
-//! bytes in binary units.
+//! compare, the live line, the HTML report's tables and axes): thousands grouped, durations
+//! and rates to three significant figures in the unit that keeps them at 1 or more, bytes in
+//! binary units.
+//!
+//! Three figures because that is what a latency histogram records (HdrHistogram at three
+//! significant digits): a fourth would print noise as if it were measured.
 
-/// 45_663 ns -> "45.7 µs"; 1_262_591 -> "1.26 ms".
+/// 45_663 ns -> "45.7 µs"; 1_262_591 -> "1.26 ms"; 999_960 -> "1.00 ms".
 pub fn duration_ns(ns: f64) -> String {
-    if ns < 1e3 {
-        format!("{ns:.0} ns")
-    } else if ns < 1e6 {
-        format!("{:.1} µs", ns / 1e3)
-    } else if ns < 1e9 {
-        format!("{:.2} ms", ns / 1e6)
-    } else {
-        format!("{:.2} s", ns / 1e9)
+    if ns == 0.0 {
+        return "0 ns".into();
     }
+    scaled(ns, &TIME, false, " ")
 }
 
 pub fn duration_ns_signed(ns: i64) -> String {
@@ -53,6 +52,99 @@ pub fn ibytes(b: f64) -> String {
     }
 }
 
+/// `v` to `digits` significant digits; `trim` drops trailing zeros after the point.
+pub fn sig(v: f64, digits: i32, trim: bool) -> String {
+    if !v.is_finite() {
+        return "–".into();
+    }
+    if v == 0.0 {
+        return "0".into();
+    }
+    let mag = v.abs().log10().floor() as i32;
+    let mut decimals = (digits - 1 - mag).max(0) as usize;
+    let mut s = format!("{v:.decimals$}");
+    // Rounding can carry into a new digit (0.99996 → 1.000): one decimal fewer then.
+    if decimals > 0
+        && s.parse::<f64>()
+            .is_ok_and(|r| r.abs() >= 10f64.powi(mag + 1))
+    {
+        decimals -= 1;
+        s = format!("{v:.decimals$}");
+    }
+    if trim && s.contains('.') {
+        s = s.trim_end_matches('0').trim_end_matches('.').to_string();
+    }
+    s
+}
+
+/// `v` in the largest of `scales` that keeps it at 1 or more, to 3 significant digits. A
+/// value that rounds up to 1000 of a unit moves to the next one (999.96 µs is 1.00 ms).
+fn scaled(v: f64, scales: &[(f64, &str)], trim: bool, sep: &str) -> String {
+    let a = v.abs();
+    let mut pick = scales[0];
+    for s in scales {
+        if a >= s.0 {
+            pick = *s;
+        }
+    }
+    let mut text = sig(v / pick.0, 3, trim);
+    if text
+        .trim_start_matches('-')
+        .parse::<f64>()
+        .is_ok_and(|x| x >= 1000.0)
+    {
+        if let Some(next) = scales.iter().find(|s| s.0 > pick.0) {
+            pick = *next;
+            text = sig(v / pick.0, 3, trim);
+        }
+    }
+    if pick.1.is_empty() {
+        text
+    } else {
+        format!("{text}{sep}{}", pick.1)
+    }
+}
+
+/// The units a duration in nanoseconds is shown in.
+const TIME: [(f64, &str); 4] = [(1.0, "ns"), (1e3, "µs"), (1e6, "ms"), (1e9, "s")];
+
+/// A duration given in nanoseconds, for tables and axes: `850 ns`, `54.3 µs`, `2.29 ms`,
+/// `1.20 s`, with a non-breaking space; `trim` drops trailing zeros (tick labels).
+pub fn ns(v: f64, trim: bool) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    scaled(v, &TIME, trim, "\u{a0}")
+}
+
+/// A rate or large count: `850`, `359k`, `2.10M`.
+pub fn si(v: f64, trim: bool) -> String {
+    scaled(
+        v,
+        &[(1.0, ""), (1e3, "k"), (1e6, "M"), (1e9, "G")],
+        trim,
+        "",
+    )
+}
+
+/// A count with thousands separated: `1,200,000`; fractions to 3 significant digits.
+pub fn count(v: f64) -> String {
+    if !v.is_finite() || v.fract() != 0.0 || v.abs() >= 1e15 {
+        return sig(v, 3, true);
+    }
+    let o = group(v.abs() as u64);
+    if v < 0.0 {
+        format!("-{o}")
+    } else {
+        o
+    }
+}
+
+/// A duration given in seconds, for parameters: `3 s`, `0.5 s`.
+pub fn secs(v: f64) -> String {
+    format!("{}\u{a0}s", sig(v, 3, true))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -63,6 +155,22 @@ mod tests {
         assert_eq!(group(999), "999");
         assert_eq!(group(1000), "1,000");
         assert_eq!(group(5_676_218), "5,676,218");
+    }
+
+    #[test]
+    fn durations_keep_three_figures_in_every_output() {
+        assert_eq!(duration_ns(850.0), "850 ns");
+        assert_eq!(duration_ns(45_663.0), "45.7 µs");
+        assert_eq!(duration_ns(102_600.0), "103 µs");
+        assert_eq!(duration_ns(999_960.0), "1.00 ms");
+        assert_eq!(duration_ns(12_570_000.0), "12.6 ms");
+        assert_eq!(duration_ns(1.5e9), "1.50 s");
+        assert_eq!(duration_ns(0.0), "0 ns");
+        // Text and the report's tables differ only in the space.
+        assert_eq!(
+            ns(102_600.0, false).replace('\u{a0}', " "),
+            duration_ns(102_600.0)
+        );
     }
 
     #[test]

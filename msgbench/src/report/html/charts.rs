@@ -9,7 +9,8 @@ use super::model::{percentile_label, percentile_x, CalInput, Input, Tick, TickLa
 use super::page::figure;
 use super::svg::{self, esc, num};
 use super::tables::Unit;
-use super::{units, PALETTE};
+use super::PALETTE;
+use crate::format;
 
 /// Beyond this many clients a per-client line chart is a tangle of lines; the timeline's
 /// sent/received totals are drawn instead.
@@ -46,8 +47,8 @@ pub(super) fn percentile_chart(results: &[Input], cals: &[CalInput]) -> Option<S
                         attrs: vec![("data-percentile", num(pct))],
                         tip: format!(
                             "{id}: P{} = {}",
-                            units::sig(pct, 6, true),
-                            units::ns(*v, false)
+                            format::sig(pct, 6, true),
+                            format::ns(*v, false)
                         ),
                     })
                 })
@@ -88,7 +89,7 @@ pub(super) fn percentile_chart(results: &[Input], cals: &[CalInput]) -> Option<S
     let (lo, hi) = ys.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
         (lo.min(v.max(1.0)), hi.max(v))
     });
-    let y = svg::Axis::log(lo, hi, "latency (log scale)", |v| units::ns(v, true));
+    let y = svg::Axis::log(lo, hi, "latency (log scale)", |v| format::ns(v, true));
     let top = lines
         .iter()
         .flat_map(|l| l.points.iter().flatten().map(|p| p.x))
@@ -151,8 +152,8 @@ fn compare_bar(r: &Input, name: &str, unit: Unit, color: Option<&'static str>) -
         range: f.spread.map(|(lo, hi, _)| (lo, hi)),
         color,
         label: Some(match unit {
-            Unit::Ns => units::ns(f.value, true),
-            _ => units::si(f.value, true),
+            Unit::Ns => format::ns(f.value, true),
+            _ => format::si(f.value, true),
         }),
         tip,
     })
@@ -175,7 +176,7 @@ pub(super) fn compare_throughput(results: &[Input]) -> String {
         title: "Throughput by input (msgs/s, all clients)".into(),
     };
     figure(
-        &svg::bars(&chart, &cats, "msgs/s", &[set], |v| units::si(v, true)),
+        &svg::bars(&chart, &cats, "msgs/s", &[set], |v| format::si(v, true)),
         "Messages per second over all clients (for pubsub: published plus received). \
          Whiskers: the range over repeated runs, where there were several.",
         false,
@@ -207,7 +208,7 @@ pub(super) fn compare_latency(results: &[Input]) -> Option<String> {
         title: "Latency by input (P50, P99, corrected)".into(),
     };
     Some(figure(
-        &svg::bars(&chart, &cats, "latency", &sets, |v| units::ns(v, true)),
+        &svg::bars(&chart, &cats, "latency", &sets, |v| format::ns(v, true)),
         "Bars start at zero so their lengths compare. Whiskers: the range over repeated runs.",
         false,
     ))
@@ -222,7 +223,7 @@ fn interval(k: &Tick) -> String {
 fn time_axis(ticks: &[Tick]) -> svg::Axis {
     let end = ticks.iter().map(|t| t.t_s).fold(0.0, f64::max);
     svg::Axis::linear_exact(0.0, end, "seconds since the start", |v| {
-        units::sig(v, 3, true)
+        format::sig(v, 3, true)
     })
 }
 
@@ -255,7 +256,7 @@ pub(super) fn latency_timeline(r: &Input) -> Option<String> {
                         x0: Some(k.t_s - k.span_s),
                         y: v,
                         attrs: vec![("data-t", num(k.t_s)), ("data-span", num(k.span_s))],
-                        tip: format!("{id}, {}: {}", interval(k), units::ns(v, false)),
+                        tip: format!("{id}, {}: {}", interval(k), format::ns(v, false)),
                     })
                 })
                 .collect(),
@@ -267,7 +268,7 @@ pub(super) fn latency_timeline(r: &Input) -> Option<String> {
     let (lo, hi) = ys.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
         (lo.min(v.max(1.0)), hi.max(v))
     });
-    let y = svg::Axis::log(lo, hi, "latency (log scale)", |v| units::ns(v, true));
+    let y = svg::Axis::log(lo, hi, "latency (log scale)", |v| format::ns(v, true));
     let chart = svg::Chart {
         kind: "latency-timeline",
         wide: false,
@@ -278,7 +279,7 @@ pub(super) fn latency_timeline(r: &Input) -> Option<String> {
         "Each step is one {} interval of {}, corrected latency of the messages that arrived \
          in it, to within 2 %. Gaps: intervals in which no latency was measured (warm-up, \
          nothing arrived).",
-        units::secs(t.interval_s),
+        format::secs(t.interval_s),
         esc(&r.label)
     );
     if t.truncated {
@@ -307,7 +308,7 @@ pub(super) fn throughput_timeline(r: &Input) -> Option<String> {
         x0: Some(k.t_s - k.span_s),
         y: v,
         attrs: vec![("data-t", num(k.t_s)), ("data-span", num(k.span_s))],
-        tip: format!("{id}, {}: {} msgs/s", interval(k), units::si(v, false)),
+        tip: format!("{id}, {}: {} msgs/s", interval(k), format::si(v, false)),
     };
     let lines: Vec<svg::Line> = if per_client {
         t.clients
@@ -352,7 +353,7 @@ pub(super) fn throughput_timeline(r: &Input) -> Option<String> {
         .flat_map(|l| l.points.iter().flatten().map(|p| p.y))
         .fold(0.0, f64::max);
     // Linear from zero: a dip in a rate has to look as deep as it was.
-    let y = svg::Axis::linear(0.0, hi, "msgs/s", |v| units::si(v, true));
+    let y = svg::Axis::linear(0.0, hi, "msgs/s", |v| format::si(v, true));
     let chart = svg::Chart {
         kind: "throughput-timeline",
         wide: false,
@@ -364,7 +365,7 @@ pub(super) fn throughput_timeline(r: &Input) -> Option<String> {
             "Messages per second of each client of {}, per {} interval (a client's count in \
              the interval over its length).",
             esc(&r.label),
-            units::secs(t.interval_s)
+            format::secs(t.interval_s)
         )
     } else {
         format!(
@@ -372,7 +373,7 @@ pub(super) fn throughput_timeline(r: &Input) -> Option<String> {
              interval.",
             n,
             esc(&r.label),
-            units::secs(t.interval_s)
+            format::secs(t.interval_s)
         )
     };
     let errs: Vec<String> = t
@@ -383,8 +384,8 @@ pub(super) fn throughput_timeline(r: &Input) -> Option<String> {
         .map(|k| {
             format!(
                 "{} s ({})",
-                units::sig(k.t_s, 4, true),
-                units::count(k.errors)
+                format::sig(k.t_s, 4, true),
+                format::count(k.errors)
             )
         })
         .collect();
@@ -432,14 +433,14 @@ pub(super) fn client_bars(r: &Input) -> Option<String> {
                         value: c.msgs_per_sec,
                         range: None,
                         color: None,
-                        label: few.then(|| units::si(c.msgs_per_sec, true)),
+                        label: few.then(|| format::si(c.msgs_per_sec, true)),
                         tip: format!(
                             "{} {}: {} msgs/s ({} msgs in {} s)",
                             c.role,
                             c.id,
-                            units::si(c.msgs_per_sec, false),
-                            units::count(c.msgs),
-                            units::sig(c.seconds, 4, true)
+                            format::si(c.msgs_per_sec, false),
+                            format::count(c.msgs),
+                            format::sig(c.seconds, 4, true)
                         ),
                     })
                 })
@@ -453,7 +454,7 @@ pub(super) fn client_bars(r: &Input) -> Option<String> {
         title: format!("Throughput per client: {}", r.label),
     };
     Some(figure(
-        &svg::bars(&chart, &cats, "msgs/s", &sets, |v| units::si(v, true)),
+        &svg::bars(&chart, &cats, "msgs/s", &sets, |v| format::si(v, true)),
         &format!(
             "Each client's messages per second over its own span, in {}. Even bars mean the \
              load was shared fairly.",

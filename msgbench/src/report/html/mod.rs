@@ -7,7 +7,7 @@
 //! can be tested without a result:
 //!
 //! - `model`: what the report reads from a result or calibration, and the latency curves;
-//! - [`units`]: numbers as people read them, shared by the tables and the charts;
+//! - numbers read as everywhere else in msgbench ([`crate::format`]);
 //! - [`svg`]: the small plotting kit every chart is drawn with (scales, ticks, axes, legends,
 //!   lines and bars), and the escaping it needs ([`esc`], [`num`]);
 //! - `charts`: which charts the page shows and where each is read from in a result;
@@ -31,7 +31,6 @@ pub mod svg;
 mod tables;
 #[cfg(test)]
 mod tests;
-pub mod units;
 
 #[cfg(test)]
 use page::json_in_script;

@@ -12,9 +12,10 @@ use super::charts::{
     throughput_timeline,
 };
 use super::model::{CalInput, Input};
+use super::plural;
 use super::svg::esc;
 use super::tables::{environment, summary};
-use super::{plural, units};
+use crate::format;
 
 const CSS: &str = include_str!("report.css");
 const JS: &str = include_str!("report.js");
@@ -143,20 +144,20 @@ fn key_params(params: &serde_json::Map<String, Value>) -> String {
         let text = match (key, v) {
             (_, Value::Null) => continue,
             ("msgs", Value::Number(n)) => {
-                format!("msgs {}", units::count(n.as_f64().unwrap_or(0.0)))
+                format!("msgs {}", format::count(n.as_f64().unwrap_or(0.0)))
             }
             ("duration_secs", Value::Number(n)) => {
-                format!("duration {}", units::secs(n.as_f64().unwrap_or(0.0)))
+                format!("duration {}", format::secs(n.as_f64().unwrap_or(0.0)))
             }
             ("warmup_secs", Value::Number(n)) => {
-                format!("warm-up {}", units::secs(n.as_f64().unwrap_or(0.0)))
+                format!("warm-up {}", format::secs(n.as_f64().unwrap_or(0.0)))
             }
             ("rate", Value::Number(n)) => match n.as_f64().unwrap_or(0.0) {
-                r if r > 0.0 => format!("rate {}/s", units::count(r)),
+                r if r > 0.0 => format!("rate {}/s", format::count(r)),
                 _ => "rate unlimited".into(),
             },
             ("size", Value::Number(n)) => {
-                format!("size {}\u{a0}B", units::count(n.as_f64().unwrap_or(0.0)))
+                format!("size {}\u{a0}B", format::count(n.as_f64().unwrap_or(0.0)))
             }
             (k, Value::String(s)) => format!("{k} {s}"),
             (k, v) => format!("{k} {v}"),
@@ -227,8 +228,8 @@ fn header(o: &mut String, results: &[Input], cals: &[CalInput]) {
             esc(&c.label),
             env.and_then(|e| Some(format!(
                 ", {} round trips of {}\u{a0}B",
-                units::count(e.samples?),
-                units::count(e.size?)
+                format::count(e.samples?),
+                format::count(e.size?)
             )))
             .map(|s| esc(&s))
             .unwrap_or_default(),

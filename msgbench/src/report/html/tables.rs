@@ -15,8 +15,9 @@ use serde_json::Value;
 
 use super::model::{CalInput, Input, Link, Server};
 use super::page::swatch;
+use super::plural;
 use super::svg::{esc, num};
-use super::{plural, units};
+use crate::format;
 use crate::metric::Metric;
 
 /// How a summary row shows its numbers.
@@ -30,9 +31,9 @@ pub(super) enum Unit {
 impl Unit {
     pub(super) fn fmt(self, v: f64) -> String {
         match self {
-            Unit::Ns => units::ns(v, false),
-            Unit::Rate => units::si(v, false),
-            Unit::Count => units::count(v),
+            Unit::Ns => format::ns(v, false),
+            Unit::Rate => format::si(v, false),
+            Unit::Count => format::count(v),
         }
     }
 }
@@ -89,7 +90,7 @@ pub(super) fn summary(o: &mut String, results: &[Input]) {
                             "<td data-input=\"{}\" data-metric=\"{role}.msgs_per_sec\" data-value=\"{}\">{}{clients}</td>",
                             esc(&r.label),
                             num(s.msgs_per_sec),
-                            esc(&units::si(s.msgs_per_sec, false))
+                            esc(&format::si(s.msgs_per_sec, false))
                         );
                     }
                     None => missing_cell(o, r, &format!("{role}.msgs_per_sec"), "no such clients"),
@@ -116,7 +117,7 @@ pub(super) fn summary(o: &mut String, results: &[Input]) {
             let n = |k: &str| {
                 js.get(k)
                     .and_then(Value::as_f64)
-                    .map_or("?".into(), units::count)
+                    .map_or("?".into(), format::count)
             };
             Some(format!(
                 "{} acked, {} stored, {}",
@@ -136,7 +137,7 @@ pub(super) fn summary(o: &mut String, results: &[Input]) {
             let n = |k: &str| {
                 c.get(k)
                     .and_then(Value::as_f64)
-                    .map_or("?".into(), units::count)
+                    .map_or("?".into(), format::count)
             };
             Some(format!(
                 "{} of {} consumed, {} redelivered, {}",
@@ -274,7 +275,7 @@ fn errors_row(o: &mut String, results: &[Input]) {
                     .errors
                     .iter()
                     .filter(|(_, n)| **n > 0.0)
-                    .map(|(k, n)| format!("{} {}", esc(k), units::count(*n)))
+                    .map(|(k, n)| format!("{} {}", esc(k), format::count(*n)))
                     .collect();
                 let _ = write!(
                     o,
@@ -282,14 +283,14 @@ fn errors_row(o: &mut String, results: &[Input]) {
                     esc(&r.label),
                     num(f.value),
                     if f.value > 0.0 { " class=\"fail\"" } else { "" },
-                    esc(&units::count(f.value))
+                    esc(&format::count(f.value))
                 );
                 if let Some((lo, hi, n)) = f.spread {
                     let _ = write!(
                         o,
                         "<span class=\"range\">[{} – {}], n\u{a0}=\u{a0}{n}</span>",
-                        units::count(lo),
-                        units::count(hi)
+                        format::count(lo),
+                        format::count(hi)
                     );
                 }
                 if !kinds.is_empty() {
@@ -344,8 +345,8 @@ fn thresholds_row(o: &mut String, results: &[Input]) {
                     .trim();
                 let latency = Metric::parse(metric).is_ok_and(Metric::is_latency);
                 let measured = match (v.measured, &v.why) {
-                    (Some(m), _) if latency => units::ns(m, false),
-                    (Some(m), _) => units::sig(m, 4, true),
+                    (Some(m), _) if latency => format::ns(m, false),
+                    (Some(m), _) => format::sig(m, 4, true),
                     (None, Some(why)) => why.clone(),
                     (None, None) => "not measured".into(),
                 };
@@ -425,7 +426,7 @@ fn server_rows(t: &mut EnvTable, col: usize, s: &Server) {
             "Server",
             "max payload",
             col,
-            format!("{} B", units::count(m)),
+            format!("{} B", format::count(m)),
         );
     }
     if let Some(a) = &s.auth {
@@ -472,7 +473,7 @@ pub(super) fn environment(o: &mut String, results: &[Input], cals: &[CalInput]) 
                 t.set("Host", "CPU", col, cpu.clone());
             }
             if let Some(n) = h.cores {
-                t.set("Host", "cores", col, units::count(n));
+                t.set("Host", "cores", col, format::count(n));
             }
             if let Some(os) = &h.os {
                 t.set("Host", "OS", col, os.clone());
@@ -486,7 +487,7 @@ pub(super) fn environment(o: &mut String, results: &[Input], cals: &[CalInput]) 
         }
         if let Some(rtt) = &run.rtt_ns {
             t.set("Network", "round trip before the run", col, {
-                let (a, b) = (units::ns(rtt.a, false), units::ns(rtt.b, false));
+                let (a, b) = (format::ns(rtt.a, false), format::ns(rtt.b, false));
                 if a == b || rtt.b == 0.0 {
                     a
                 } else {
@@ -510,7 +511,7 @@ pub(super) fn environment(o: &mut String, results: &[Input], cals: &[CalInput]) 
         }
         if let Some(env) = &c.cal.environment {
             if let Some(n) = env.cpus {
-                t.set("Host", "cores", col, units::count(n));
+                t.set("Host", "cores", col, format::count(n));
             }
             if let (Some(n), Some(size)) = (env.samples, env.size) {
                 t.set(
@@ -519,8 +520,8 @@ pub(super) fn environment(o: &mut String, results: &[Input], cals: &[CalInput]) 
                     col,
                     format!(
                         "{} of {} B, one at a time",
-                        units::count(n),
-                        units::count(size)
+                        format::count(n),
+                        format::count(size)
                     ),
                 );
             }
@@ -531,7 +532,7 @@ pub(super) fn environment(o: &mut String, results: &[Input], cals: &[CalInput]) 
                 .iter()
                 .filter_map(|(k, label)| {
                     rt.get(*k)
-                        .map(|v| format!("{label}\u{a0}{}", units::ns(*v, false)))
+                        .map(|v| format!("{label}\u{a0}{}", format::ns(*v, false)))
                 })
                 .collect();
             let row = match name {
@@ -619,7 +620,7 @@ fn link_text(l: &Link) -> String {
         Some(ns) => format!(
             "{} (the proxy itself adds {} per round trip)",
             l.spec,
-            units::ns(ns, false)
+            format::ns(ns, false)
         ),
         None => l.spec.clone(),
     }

@@ -5,6 +5,8 @@
 use super::*;
 use std::path::PathBuf;
 
+use crate::format;
+
 use hdrhistogram::Histogram;
 use serde_json::Value;
 
@@ -134,21 +136,21 @@ fn series_values(html: &str, kind: &str, id: &str) -> Vec<f64> {
 
 #[test]
 fn numbers_read_in_their_units() {
-    assert_eq!(units::ns(850.0, false), "850\u{a0}ns");
-    assert_eq!(units::ns(54_303.0, false), "54.3\u{a0}µs");
-    assert_eq!(units::ns(2_293_759.0, false), "2.29\u{a0}ms");
-    assert_eq!(units::ns(999_960.0, false), "1.00\u{a0}ms");
-    assert_eq!(units::ns(1_000_000.0, true), "1\u{a0}ms");
-    assert_eq!(units::ns(1.5e9, false), "1.50\u{a0}s");
-    assert_eq!(units::si(2_097_110.0, false), "2.10M");
-    assert_eq!(units::si(359_548.7, true), "360k");
-    assert_eq!(units::si(200_000.0, true), "200k");
-    assert_eq!(units::si(850.0, true), "850");
-    assert_eq!(units::si(0.0, true), "0");
-    assert_eq!(units::count(1_200_000.0), "1,200,000");
-    assert_eq!(units::count(999.0), "999");
-    assert_eq!(units::count(0.5), "0.5");
-    assert_eq!(units::sig(0.30000000000000004, 3, true), "0.3");
+    assert_eq!(format::ns(850.0, false), "850\u{a0}ns");
+    assert_eq!(format::ns(54_303.0, false), "54.3\u{a0}µs");
+    assert_eq!(format::ns(2_293_759.0, false), "2.29\u{a0}ms");
+    assert_eq!(format::ns(999_960.0, false), "1.00\u{a0}ms");
+    assert_eq!(format::ns(1_000_000.0, true), "1\u{a0}ms");
+    assert_eq!(format::ns(1.5e9, false), "1.50\u{a0}s");
+    assert_eq!(format::si(2_097_110.0, false), "2.10M");
+    assert_eq!(format::si(359_548.7, true), "360k");
+    assert_eq!(format::si(200_000.0, true), "200k");
+    assert_eq!(format::si(850.0, true), "850");
+    assert_eq!(format::si(0.0, true), "0");
+    assert_eq!(format::count(1_200_000.0), "1,200,000");
+    assert_eq!(format::count(999.0), "999");
+    assert_eq!(format::count(0.5), "0.5");
+    assert_eq!(format::sig(0.30000000000000004, 3, true), "0.3");
 }
 
 #[test]
@@ -268,8 +270,8 @@ fn a_chart_holds_the_points_it_was_given() {
         title: "T".into(),
         wide: false,
     };
-    let x = svg::Axis::linear(0.0, 3.0, "x", |v| units::sig(v, 3, true));
-    let y = svg::Axis::log(10.0, 250.5, "y", |v| units::sig(v, 3, true));
+    let x = svg::Axis::linear(0.0, 3.0, "x", |v| format::sig(v, 3, true));
+    let y = svg::Axis::log(10.0, 250.5, "y", |v| format::sig(v, 3, true));
     let out = svg::lines(&chart, &x, &y, &[line], &[]);
     assert!(out.starts_with("<svg class=\"chart\" data-chart=\"test\" data-input=\"in\""));
     assert!(out.contains("data-series=\"a &lt;series&gt;\" data-points=\"3\""));
@@ -329,7 +331,7 @@ fn a_chart_holds_the_points_it_was_given() {
         ],
     };
     let cats = ["a".to_string(), "b".into(), "c".into()];
-    let out = svg::bars(&chart, &cats, "v", &[set], |v| units::sig(v, 3, true));
+    let out = svg::bars(&chart, &cats, "v", &[set], |v| format::sig(v, 3, true));
     assert_eq!(out.matches("<rect class=\"bar\"").count(), 2);
     assert!(out.contains("data-category=\"a\" data-value=\"5.5\" data-min=\"5\" data-max=\"6\""));
     assert!(out.contains("data-category=\"c\" data-value=\"2\""));
