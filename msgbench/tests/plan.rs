@@ -39,6 +39,8 @@ fn a_printed_plan_runs_and_the_result_records_it() {
         assert_eq!(r["throughput"]["msgs"], 20_000);
     }
     assert_eq!(planned["params"], direct["params"]);
+    let errors = support::schema_errors(&planned);
+    assert!(errors.is_empty(), "{errors:?}");
     assert_eq!(planned["plan"], plan);
     assert_eq!(direct["plan"], plan);
 }
