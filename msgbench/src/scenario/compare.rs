@@ -5,6 +5,10 @@
 //! land on one client. A client whose toolchain or build is missing is skipped with a note (a
 //! failure under MSGBENCH_REQUIRE_DRIVERS=1, as in CI), and one whose driver fails is reported
 //! in its row: neither loses the other clients' results.
+//!
+//! About 680 lines before its tests: the rounds, the native client and the driver protocol's
+//! mapping of a driver's result into msgbench's are one flow; its outputs live in
+//! `export::compare`.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -512,7 +516,7 @@ fn run_driver(plan: &Setup<'_>, name: &str, drivers: &Path, stop: &AtomicBool) -
         let (target, done_ref) = (&plan.target, &done);
         let out = std::thread::scope(|s| {
             let service = s.spawn(move || {
-                crate::scenario::request::run_reply(reply, target, &Meter::default(), done_ref)
+                crate::scenario::reply::run_reply(reply, target, &Meter::default(), done_ref)
             });
             std::thread::sleep(Duration::from_millis(200));
             let out = go(None);

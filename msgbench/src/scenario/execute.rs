@@ -63,7 +63,7 @@ pub fn execute(
         Validated::Load(o) => super::run(o, target(), meter, stop),
         Validated::Latency(o) => super::latency::run(o, target(), second, meter, stop),
         Validated::Request(o) => super::request::run_request(o, target(), meter, stop),
-        Validated::Reply(o) => super::request::run_reply(o, target(), meter, stop),
+        Validated::Reply(o) => super::reply::run_reply(o, target(), meter, stop),
         Validated::JsPub(o) => super::js::run_pub(o, target(), meter, stop),
         Validated::JsConsume(o) => super::js::run_consume(o, target(), meter, stop),
         Validated::Kv(o) => super::js::run_kv(o, target(), meter, stop),

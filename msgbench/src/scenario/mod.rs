@@ -36,6 +36,7 @@ pub mod js;
 pub mod latency;
 
 pub use execute::{execute, Targets};
+pub mod reply;
 pub mod request;
 
 /// Runs one scenario against `target` until it completes or `stop` is raised.

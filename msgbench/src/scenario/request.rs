@@ -4,7 +4,12 @@
 //! `<inbox>.<seq>`, so a reply names its request even when it carries no payload (a
 //! no-responders status); and a [`Window`] gates sending, which makes the loop closed (wait for
 //! the reply) or pipelined (K in flight), or, with a rate, open loop with corrected latency.
-//! Responders are the reply loop, in a queue group, in this process unless told otherwise.
+//! Responders are the reply loop, in a queue group, in this process unless told otherwise
+//! (`msgbench reply` is [`super::reply`]).
+//!
+//! Over 600 lines: [`run_requests`] is one orchestration shared by request/reply, JetStream
+//! publishing and KV gets (a publish with an acknowledgement is a request), and its reply
+//! bookkeeping is kept beside it rather than spread over files that would each need all of it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -16,7 +21,7 @@ use crate::engine::jsframe::JsFrame;
 use crate::engine::load::{self, Frame, PubOutcome, PubSpec, RespondSpec, StampKind, Window};
 use crate::engine::pace::{Pace, Stop};
 use crate::error::{Error, ErrorCounts, ErrorKind, Result};
-use crate::options::request::{ReplyOptions, RequestOptions};
+use crate::options::request::RequestOptions;
 use crate::result::{throughput_sections, LatencyStats, RunResult, ServerMeta};
 use crate::scenario::fault::Injector;
 use crate::server::Target;
@@ -29,7 +34,7 @@ use crate::stats::timeline::{ClientMeter, Meter};
 use crate::wire::{proto, stamp};
 
 /// The queue group responders join, so each request is answered once.
-const QUEUE: &str = "msgbench";
+pub(super) const QUEUE: &str = "msgbench";
 
 /// What one requester's reader saw.
 struct Replies<'a> {
@@ -685,13 +690,13 @@ fn closed_loop(
 }
 
 /// Sends a SUB plus PING and returns the PONG to wait for.
-fn subscribe(shared: &conn::Shared, cmd: Vec<u8>) -> Result<u64> {
+pub(super) fn subscribe(shared: &conn::Shared, cmd: Vec<u8>) -> Result<u64> {
     shared
         .subscribe(&cmd)
         .map_err(|e| e.during("cannot subscribe"))
 }
 
-fn connect_to(
+pub(super) fn connect_to(
     target: &Target,
     name: &str,
     conn_opts: &crate::options::conn::ConnOptions,
@@ -707,91 +712,4 @@ fn connect_to(
         },
         errors.clone(),
     )
-}
-
-/// Runs `msgbench reply`: responders in a queue group until the count or the time is reached.
-///
-/// # Errors
-/// Failures before serving: server, connections, subscriptions.
-pub fn run_reply(
-    opts: &ReplyOptions,
-    target: &Target,
-    meter: &Meter,
-    stop: &AtomicBool,
-) -> Result<RunResult> {
-    let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let errors = Arc::new(ErrorCounts::default());
-    meter.watch_errors(&errors);
-    let conns: Vec<Conn> = (0..opts.clients)
-        .map(|i| {
-            connect_to(
-                target,
-                &format!("msgbench-responder-{i}"),
-                &opts.conn,
-                opts.duration,
-                &errors,
-            )
-        })
-        .collect::<Result<_>>()?;
-    let (info, url) = (conns[0].info.clone(), conns[0].url.clone());
-    let until = Instant::now() + opts.duration;
-    let done = AtomicBool::new(false);
-    // All responders add to one count; the live view shows it as received requests.
-    let served_meter = meter.client(Role::Sub, 0, false);
-    let served = &served_meter.msgs;
-    let runs: Vec<ClientRun> = std::thread::scope(|s| -> Result<_> {
-        let mut threads = Vec::new();
-        for (i, c) in conns.into_iter().enumerate() {
-            let Conn {
-                mut reader, shared, ..
-            } = c;
-            let mut cmd = Vec::new();
-            proto::encode_sub(&mut cmd, &opts.subject, Some(QUEUE), 1);
-            subscribe(&shared, cmd)?;
-            let spec = RespondSpec {
-                id: i as u32,
-                delay: opts.delay,
-                max: opts.max,
-                until: Some(until),
-            };
-            let done = &done;
-            threads.push(s.spawn(move || {
-                let run = load::respond(&mut reader, &shared, &spec, served, done, stop);
-                shared.close();
-                run
-            }));
-        }
-        if opts.announce {
-            eprintln!(
-                "serving requests on '{}' with {} responder(s) for up to {}",
-                opts.subject,
-                opts.clients,
-                humantime::format_duration(opts.duration)
-            );
-        }
-        Ok(threads
-            .into_iter()
-            .map(|h| h.join().expect("responder panicked"))
-            .collect())
-    })?;
-    let (throughput, by_role, clients) = throughput_sections(&runs);
-    Ok(RunResult {
-        plan: None,
-        throughput,
-        by_role,
-        clients,
-        delivery: Delivery {
-            received: served.load(Ordering::Relaxed),
-            accounting: "none",
-            ..Delivery::default()
-        },
-        ..RunResult::new(
-            "reply",
-            started_at,
-            opts.params(),
-            ServerMeta::new(&info, &url, target.local),
-            &errors,
-            stop.load(Ordering::Relaxed),
-        )
-    })
 }

@@ -1,0 +1,107 @@
+//! `msgbench reply`: responders in a queue group that echo every request, until a count or a
+//! time is reached. `request` starts the same responders for itself.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use crate::engine::conn::Conn;
+use crate::engine::load::{self, RespondSpec};
+use crate::error::{ErrorCounts, Result};
+use crate::options::request::ReplyOptions;
+use crate::result::{throughput_sections, RunResult, ServerMeta};
+use crate::server::Target;
+use crate::stats::delivery::Delivery;
+use crate::stats::throughput::{ClientRun, Role};
+use crate::stats::timeline::Meter;
+use crate::wire::proto;
+
+/// The queue group responders join, so each request is answered once.
+use super::request::{connect_to, subscribe, QUEUE};
+
+/// Runs `msgbench reply`: responders in a queue group until the count or the time is reached.
+///
+/// # Errors
+/// Failures before serving: server, connections, subscriptions.
+pub fn run_reply(
+    opts: &ReplyOptions,
+    target: &Target,
+    meter: &Meter,
+    stop: &AtomicBool,
+) -> Result<RunResult> {
+    let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let errors = Arc::new(ErrorCounts::default());
+    meter.watch_errors(&errors);
+    let conns: Vec<Conn> = (0..opts.clients)
+        .map(|i| {
+            connect_to(
+                target,
+                &format!("msgbench-responder-{i}"),
+                &opts.conn,
+                opts.duration,
+                &errors,
+            )
+        })
+        .collect::<Result<_>>()?;
+    let (info, url) = (conns[0].info.clone(), conns[0].url.clone());
+    let until = Instant::now() + opts.duration;
+    let done = AtomicBool::new(false);
+    // All responders add to one count; the live view shows it as received requests.
+    let served_meter = meter.client(Role::Sub, 0, false);
+    let served = &served_meter.msgs;
+    let runs: Vec<ClientRun> = std::thread::scope(|s| -> Result<_> {
+        let mut threads = Vec::new();
+        for (i, c) in conns.into_iter().enumerate() {
+            let Conn {
+                mut reader, shared, ..
+            } = c;
+            let mut cmd = Vec::new();
+            proto::encode_sub(&mut cmd, &opts.subject, Some(QUEUE), 1);
+            subscribe(&shared, cmd)?;
+            let spec = RespondSpec {
+                id: i as u32,
+                delay: opts.delay,
+                max: opts.max,
+                until: Some(until),
+            };
+            let done = &done;
+            threads.push(s.spawn(move || {
+                let run = load::respond(&mut reader, &shared, &spec, served, done, stop);
+                shared.close();
+                run
+            }));
+        }
+        if opts.announce {
+            eprintln!(
+                "serving requests on '{}' with {} responder(s) for up to {}",
+                opts.subject,
+                opts.clients,
+                humantime::format_duration(opts.duration)
+            );
+        }
+        Ok(threads
+            .into_iter()
+            .map(|h| h.join().expect("responder panicked"))
+            .collect())
+    })?;
+    let (throughput, by_role, clients) = throughput_sections(&runs);
+    Ok(RunResult {
+        plan: None,
+        throughput,
+        by_role,
+        clients,
+        delivery: Delivery {
+            received: served.load(Ordering::Relaxed),
+            accounting: "none",
+            ..Delivery::default()
+        },
+        ..RunResult::new(
+            "reply",
+            started_at,
+            opts.params(),
+            ServerMeta::new(&info, &url, target.local),
+            &errors,
+            stop.load(Ordering::Relaxed),
+        )
+    })
+}
