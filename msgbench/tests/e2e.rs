@@ -480,6 +480,14 @@ fn bad_input_gets_one_line_naming_the_flag_and_exit_2() {
             vec!["sub".into(), "--sub-stall".into(), "ten".into()],
             "--sub-stall",
         ),
+        // `sub` publishes nothing: what shapes publishing is refused, not ignored.
+        (vec!["sub".into(), "--rate".into(), "100".into()], "--rate"),
+        (vec!["sub".into(), "-H".into(), "a:b".into()], "--header"),
+        (vec!["sub".into(), "--size".into(), "64".into()], "--size"),
+        (
+            vec!["sub".into(), "--payload".into(), "Cargo.toml".into()],
+            "--payload",
+        ),
         (vec!["nosuchcommand".into()], "nosuchcommand"),
         // Faults and connection keeping.
         (with(&["--ping-interval", "0s"]), "--ping-interval"),

@@ -40,6 +40,24 @@ impl ScenarioKind {
     }
 }
 
+/// `sub` only listens: the flags that shape what is published have nothing to act on there.
+fn refuse_publishing_flags(load: &LoadArgs) -> Result<()> {
+    let typed = [
+        ("--rate", load.rate != 0.0),
+        ("--payload", load.payload.is_some()),
+        ("--header", !load.headers.is_empty()),
+        // 128 is the default; any other size was typed.
+        ("--size", load.size != 128),
+    ];
+    match typed.iter().find(|(_, on)| *on) {
+        Some((flag, _)) => Err(Error::Usage(format!(
+            "{flag} shapes what is published, and `sub` publishes nothing; give it to the \
+             publisher (`msgbench pub`, or `pubsub`)"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Which server to use.
 #[derive(Debug, Clone)]
 pub enum ServerChoice {
@@ -129,6 +147,9 @@ impl Options {
         stall: Option<&StallArgs>,
         start_timeout: Option<Duration>,
     ) -> Result<Self> {
+        if scenario == ScenarioKind::Sub {
+            refuse_publishing_flags(load)?;
+        }
         let server = server_choice(conn)?;
         let stop = match load.duration {
             Some(d) => Stop::For(d),
