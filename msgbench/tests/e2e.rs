@@ -480,6 +480,16 @@ fn bad_input_gets_one_line_naming_the_flag_and_exit_2() {
             vec!["sub".into(), "--sub-stall".into(), "ten".into()],
             "--sub-stall",
         ),
+        (
+            vec![
+                "request".into(),
+                "--responders".into(),
+                "0".into(),
+                "--delay".into(),
+                "1ms".into(),
+            ],
+            "--delay",
+        ),
         // `sub` publishes nothing: what shapes publishing is refused, not ignored.
         (vec!["sub".into(), "--rate".into(), "100".into()], "--rate"),
         (vec!["sub".into(), "-H".into(), "a:b".into()], "--header"),

@@ -63,6 +63,13 @@ impl RequestOptions {
                 "at most 1000",
             ));
         }
+        if a.responders == 0 && !a.delay.is_zero() {
+            return Err(Error::Usage(
+                "--delay is the responders' work per request, and --responders 0 starts none; \
+                 give it to `msgbench reply`"
+                    .into(),
+            ));
+        }
         let stop = match a.duration {
             Some(d) => Stop::For(d),
             None if a.msgs == 0 => return Err(Error::flag("--msgs", "0", "must be at least 1")),
