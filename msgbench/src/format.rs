@@ -1,17 +1,37 @@
 //! Numbers as people read them, one way for every human-facing output (text, Markdown, diff,
-//! compare, the live line, the HTML report's tables and axes): thousands grouped, durations
-//! and rates to three significant figures in the unit that keeps them at 1 or more, bytes in
-//! binary units.
-//!
-//! Three figures because that is what a latency histogram records (HdrHistogram at three
-//! significant digits): a fourth would print noise as if it were measured.
+//! compare, the live line, the HTML report's tables): thousands grouped, durations in the
+//! largest unit that keeps them at 1 or more with a fixed number of decimals per unit, bytes in
+//! binary units. Chart axes alone trim their tick labels to significant figures.
 
-/// 45_663 ns -> "45.7 µs"; 1_262_591 -> "1.26 ms"; 999_960 -> "1.00 ms".
+/// 850 ns, 45.7 µs, 1.26 ms, 1.50 s: no decimals for ns, one for µs, two for ms and s, so a
+/// column of figures in one unit lines up. A value that rounds up to 1000 of a unit moves to
+/// the next (999_960 ns is 1.00 ms, not 1000.0 µs).
 pub fn duration_ns(ns: f64) -> String {
-    if ns == 0.0 {
-        return "0 ns".into();
+    duration_with(ns, " ")
+}
+
+fn duration_with(ns: f64, sep: &str) -> String {
+    const STEPS: [(f64, &str, usize); 4] = [
+        (1.0, "ns", 0),
+        (1e3, "µs", 1),
+        (1e6, "ms", 2),
+        (1e9, "s", 2),
+    ];
+    let a = ns.abs();
+    let mut k = STEPS.iter().rposition(|s| a >= s.0).unwrap_or(0);
+    loop {
+        let (per, unit, decimals) = STEPS[k];
+        let text = format!("{:.decimals$}", ns / per);
+        let carried = text
+            .trim_start_matches('-')
+            .parse::<f64>()
+            .is_ok_and(|v| v >= 1000.0);
+        if carried && k + 1 < STEPS.len() {
+            k += 1;
+            continue;
+        }
+        return format!("{text}{sep}{unit}");
     }
-    scaled(ns, &TIME, false, " ")
 }
 
 pub fn duration_ns_signed(ns: i64) -> String {
@@ -108,13 +128,18 @@ fn scaled(v: f64, scales: &[(f64, &str)], trim: bool, sep: &str) -> String {
 /// The units a duration in nanoseconds is shown in.
 const TIME: [(f64, &str); 4] = [(1.0, "ns"), (1e3, "µs"), (1e6, "ms"), (1e9, "s")];
 
-/// A duration given in nanoseconds, for tables and axes: `850 ns`, `54.3 µs`, `2.29 ms`,
-/// `1.20 s`, with a non-breaking space; `trim` drops trailing zeros (tick labels).
+/// A duration given in nanoseconds for the report: as [`duration_ns`] with a non-breaking
+/// space in tables; `trim` (tick labels) keeps three significant figures and drops trailing
+/// zeros.
 pub fn ns(v: f64, trim: bool) -> String {
     if v == 0.0 {
         return "0".into();
     }
-    scaled(v, &TIME, trim, "\u{a0}")
+    if trim {
+        scaled(v, &TIME, true, "\u{a0}")
+    } else {
+        duration_with(v, "\u{a0}")
+    }
 }
 
 /// A rate or large count: `850`, `359k`, `2.10M`.
@@ -158,12 +183,13 @@ mod tests {
     }
 
     #[test]
-    fn durations_keep_three_figures_in_every_output() {
+    fn durations_read_alike_in_every_output() {
         assert_eq!(duration_ns(850.0), "850 ns");
         assert_eq!(duration_ns(45_663.0), "45.7 µs");
-        assert_eq!(duration_ns(102_600.0), "103 µs");
+        assert_eq!(duration_ns(102_600.0), "102.6 µs");
         assert_eq!(duration_ns(999_960.0), "1.00 ms");
-        assert_eq!(duration_ns(12_570_000.0), "12.6 ms");
+        assert_eq!(duration_ns(999.6), "1.0 µs");
+        assert_eq!(duration_ns(12_570_000.0), "12.57 ms");
         assert_eq!(duration_ns(1.5e9), "1.50 s");
         assert_eq!(duration_ns(0.0), "0 ns");
         // Text and the report's tables differ only in the space.
