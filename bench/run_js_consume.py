@@ -59,6 +59,7 @@ class JsConsume(Suite):
         p.add_argument("--batch", type=int, default=500, help="messages per pull (fetch) or pulled ahead (consume, ordered) (default 500)")
         p.add_argument("--nats", default="nats", help="the natscli binary (default: nats on PATH)")
         p.add_argument("--old", default=None, help="an earlier msgbench binary to run as a third tool")
+        p.add_argument("--old-label", default=None, help="what --old was built from (a commit, say), for the report")
         p.add_argument("--strace", action="store_true", help="also count socket syscalls under strace -f -c, once per mode and msgbench binary")
 
     @classmethod
@@ -118,14 +119,26 @@ class JsConsume(Suite):
             "--subject", SUBJECT, "--json", str(self.json_file(case, tool)), "--no-progress",
         ]  # fmt: skip
 
+    def fill_commands(self) -> list[list[str]]:
+        url = self.server.url
+        return [
+            [self.bin("nats"), "--server", url, "stream", "rm", "-f", STREAM],
+            [
+                self.bin("msgbench"), "js", "pub", "--server", url, "--msgs", str(self.args.msgs), "--size", str(self.args.size),
+                "--stream", STREAM, "--subject", SUBJECT, "--storage", "memory", "--mode", "async", "--no-progress",
+            ],
+        ]  # fmt: skip
+
+    def warm_up(self, case):
+        # Not a warm-up: the report's command list gets the fill that precedes every run.
+        rm, pub = self.fill_commands()
+        self.shown_cmds["before every run: delete the stream"] = self.show(rm)
+        self.shown_cmds["before every run: fill it"] = self.show(pub)
+
     def fill(self) -> None:
         """A fresh stream of --msgs messages: deleted (with any consumer a run left), then filled."""
-        url = self.server.url
-        subprocess.run([self.bins["nats"], "--server", url, "stream", "rm", "-f", STREAM], capture_output=True, timeout=30)
-        cmd = [
-            self.bins["msgbench"], "js", "pub", "--server", url, "--msgs", str(self.args.msgs), "--size", str(self.args.size),
-            "--stream", STREAM, "--subject", SUBJECT, "--storage", "memory", "--mode", "async", "--no-progress",
-        ]  # fmt: skip
+        rm, cmd = self.fill_commands()
+        subprocess.run(rm, capture_output=True, timeout=30)
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=self.args.timeout)
         if p.returncode != 0:
             raise RuntimeError(f"filling the stream failed: {p.stderr.strip()[-300:]}")
@@ -224,7 +237,8 @@ class JsConsume(Suite):
         return f
 
     def intro(self):
-        old = " and an earlier msgbench build (`msgbench-old`, run with `--old`)" if self.args.old else ""
+        label = f" of {self.args.old_label}" if self.args.old_label else ""
+        old = f" and an earlier msgbench build{label} (`msgbench-old`, run with `--old`)" if self.args.old else ""
         return [
             f"{self.generated_by()} One nats-server with JetStream, memory storage. msgbench `js consume` against "
             f"`nats bench js consume|fetch|ordered` (natscli){old}, each round running the tools back to back in "
