@@ -346,6 +346,8 @@ pub struct ErrorCounts {
     counts: [AtomicU64; ErrorKind::ALL.len()],
     opened: AtomicU64,
     gave_up: AtomicU64,
+    /// Write syscalls on the connections' sockets after the handshake.
+    writes: AtomicU64,
     /// Time from losing a connection to the new one being ready, in ns, in order.
     reconnects: Mutex<Vec<u64>>,
     /// `ErrorKind as usize + 1` of the first unrecovered failure; 0 while there is none.
@@ -369,6 +371,16 @@ impl ErrorCounts {
     /// A connection completed its handshake.
     pub fn opened(&self) {
         self.opened.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A connection's write half made one write syscall.
+    pub fn wrote(&self) {
+        self.writes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Write syscalls made so far, over all connections.
+    pub fn writes(&self) -> u64 {
+        self.writes.load(Ordering::Relaxed)
     }
 
     /// A lost connection was replaced after `took`.

@@ -3,12 +3,17 @@
 //! consumer's policy asks, and hands each delivered message to the caller with what its reply
 //! subject says. It stops when the caller has what it wanted, when the stream has nothing more
 //! to give, or after a quiet spell.
+//!
+//! Writes follow the rule publishes do (see `docs/architecture.md`, "Flushing"): acks and pull
+//! requests are appended to one buffer while a read is dispatched and written once after it,
+//! or when the buffer is full; never one write per message, and never on a timer.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::engine::conn::{Event, Flow, Reader, SendError, Shared};
 use crate::engine::jsapi::{self, Delivered};
+use crate::engine::load::FLUSH_AT;
 use crate::error::ErrorKind;
 use crate::wire::proto;
 
@@ -114,7 +119,8 @@ pub fn pull(
     mut on_msg: impl FnMut(&Delivered, &[u8]) -> bool,
 ) -> (PullEnd, PullCounts) {
     let mut counts = PullCounts::default();
-    let mut out: Vec<u8> = Vec::with_capacity(64 * 1024);
+    // Room for a full batch of acks plus the pull request that follows them.
+    let mut out: Vec<u8> = Vec::with_capacity(FLUSH_AT + 1024);
     // Messages asked for and not yet delivered or released by a status.
     let mut outstanding = 0u64;
     let mut last_msg = Instant::now();
@@ -181,10 +187,17 @@ pub fn pull(
                         }
                     }
                 }
+                // Acks collect in `out` while the read is dispatched; they go out with the next
+                // pull request after it (the reader's tick), so a read of a thousand messages
+                // costs one write, not a thousand. Only a full buffer or the end goes out now.
+                if end.is_none() && out.len() < FLUSH_AT {
+                    return Flow::Continue;
+                }
             }
             Event::Tick => {}
         }
-        // After every read and every tick: decide whether to go on, then write what is due.
+        // After every read and every tick (and a full buffer): decide whether to go on, then
+        // write what is due.
         let now = Instant::now();
         let over = publishing_over.load(Ordering::Acquire);
         if over && over_seen_at.is_none() {

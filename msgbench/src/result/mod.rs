@@ -114,6 +114,9 @@ pub struct Connections {
     pub gave_up: u64,
     /// Time from losing a connection to its replacement being ready, for each reconnect.
     pub reconnect_ns: Vec<u64>,
+    /// Write syscalls on the connections' sockets after their handshakes: far fewer than
+    /// messages when writes are batched.
+    pub writes: u64,
 }
 
 /// What the figures were measured on.
@@ -440,6 +443,7 @@ impl RunResult {
                     reconnects: reconnect_ns.len() as u64,
                     gave_up,
                     reconnect_ns,
+                    writes: errors.writes(),
                 }
             },
             failure: errors.fatal().map(crate::error::ErrorKind::as_str),
