@@ -75,21 +75,7 @@ fn clap_exit(e: &clap::Error) -> u8 {
             exit::OK
         }
         _ => {
-            let rendered = e.render().to_string();
-            let mut lines = rendered.lines().skip_while(|l| l.trim().is_empty());
-            let mut line = lines
-                .next()
-                .unwrap_or("error: invalid arguments")
-                .to_string();
-            // "…were not provided:" lists the missing flags on the indented lines below.
-            if line.ends_with(':') {
-                let listed: Vec<&str> = lines
-                    .take_while(|l| l.starts_with(char::is_whitespace) && !l.trim().is_empty())
-                    .map(str::trim)
-                    .collect();
-                line = format!("{line} {}", listed.join(", "));
-            }
-            eprintln!("{line}");
+            eprintln!("error: {}", cli::one_line(e));
             exit::USAGE
         }
     }

@@ -895,6 +895,26 @@ pub struct ConnArgs {
     pub tls_first: bool,
 }
 
+/// A clap error as one line without its `error: ` prefix; "…were not provided:" gets the
+/// missing flags clap lists on the indented lines below it.
+pub fn one_line(e: &clap::Error) -> String {
+    let rendered = e.render().to_string();
+    let mut lines = rendered.lines().skip_while(|l| l.trim().is_empty());
+    let mut line = lines
+        .next()
+        .unwrap_or("invalid arguments")
+        .trim_start_matches("error: ")
+        .to_string();
+    if line.ends_with(':') {
+        let listed: Vec<&str> = lines
+            .take_while(|l| l.starts_with(char::is_whitespace) && !l.trim().is_empty())
+            .map(str::trim)
+            .collect();
+        line = format!("{line} {}", listed.join(", "));
+    }
+    line
+}
+
 fn parse_nodes(s: &str) -> Result<u32, String> {
     match s.trim().parse::<u32>() {
         Ok(n @ 2..=5) => Ok(n),

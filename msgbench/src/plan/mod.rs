@@ -332,7 +332,8 @@ impl Plan {
             })
             .collect();
         flags(&rest, &defaults, &mut argv)?;
-        let cli = Cli::try_parse_from(argv).map_err(|e| Error::Usage(plan_error(&e)))?;
+        let cli = Cli::try_parse_from(argv)
+            .map_err(|e| Error::Usage(format!("plan: {}", crate::cli::one_line(&e))))?;
         let cmd = cli
             .command
             .ok_or_else(|| Error::Usage("the plan names no scenario".into()))?;
@@ -438,26 +439,6 @@ fn scalar(key: &str, v: &Value) -> Result<String> {
             "plan key '{key}' must be a string, a number or a list of them"
         ))),
     }
-}
-
-/// clap's message as one line, speaking of plan keys where it spoke of flags.
-fn plan_error(e: &clap::Error) -> String {
-    let rendered = e.render().to_string();
-    let mut lines = rendered.lines().skip_while(|l| l.trim().is_empty());
-    let mut line = lines
-        .next()
-        .unwrap_or("invalid plan")
-        .trim_start_matches("error: ")
-        .to_string();
-    // "…were not provided:" lists the missing flags on the indented lines below.
-    if line.ends_with(':') {
-        let listed: Vec<&str> = lines
-            .take_while(|l| l.starts_with(char::is_whitespace) && !l.trim().is_empty())
-            .map(str::trim)
-            .collect();
-        line = format!("{line} {}", listed.join(", "));
-    }
-    format!("plan: {line}")
 }
 
 #[cfg(test)]
