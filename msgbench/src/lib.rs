@@ -1,12 +1,12 @@
-//! msgbench: an honest load generator and benchmark for NATS.
+//! msgbench: an honest load generator and benchmark for NATS and gRPC.
 //!
-//! The crate follows the data: [`cli`] (what was typed) → [`options`] (validated values) →
-//! [`server`] (which server, maybe started here, or a local cluster) and [`link`] (an impaired
-//! link in front of it) → [`scenario`] (who connects and does what) → [`engine`] (connections,
-//! TLS, wire protocol, load loops) → [`stats`] (delivery and throughput arithmetic) →
-//! [`result`] (the result schema) → [`gate`] (thresholds judged on it) → [`export`] and
-//! [`output`] (formats and destinations). [`error`] holds the error kinds and the exit-code
-//! table.
+//! Every run of a scenario takes one path: the command line (or a plan file) becomes a
+//! [`plan::Plan`]; `Plan::validate` checks it in one place; `scenario::Targets` finds or starts
+//! the servers; `scenario::execute` runs it once; this file repeats that for `--runs`, judges
+//! `--threshold`s and writes the result ([`result`]). The layers, bottom up: `error`, `format`,
+//! `values`; [`wire`]; [`stats`], `metric`; [`engine`]; [`result`]; `gate`; [`cli`], [`plan`],
+//! `options`; [`server`], `link`; `scenario`; `export`, `report`, `output`; this file
+//! (msgbench/tests/layers.rs keeps them so).
 
 pub mod cli;
 pub mod engine;

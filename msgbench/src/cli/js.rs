@@ -1,0 +1,213 @@
+//! The JetStream commands' flags: `js pub`, `js consume`, `kv put` and `kv get`, and the
+//! stream they work on.
+
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use serde::Serialize;
+
+use super::{parse_clients, ConnArgs, Discard, JsPubMode, KeyOrder, OutputArgs, Publish, Storage};
+use crate::engine::pull::{AckMode, PullMode};
+use crate::values::{parse_count, parse_duration, parse_rate, parse_size};
+
+#[derive(Debug, Subcommand)]
+pub enum JsCommand {
+    /// Publish to a stream, sync (one at a time), async (a window in flight) or in atomic
+    /// batches, timing each PubAck, then reconcile the acknowledgements with the stream's state.
+    Pub(JsPubArgs),
+    /// Consume from a stream with a pull consumer (fetch, consume) or an ordered one, and check
+    /// that every stored message was delivered exactly once.
+    Consume(JsConsumeArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KvCommand {
+    /// Write values to keys of a bucket, timing each acknowledgement.
+    Put(KvArgs),
+    /// Read keys of a bucket (filled first), timing each direct get.
+    Get(KvArgs),
+}
+
+/// The stream a JetStream command works on.
+#[derive(Debug, Clone, Args, Serialize)]
+pub struct StreamArgs {
+    /// Stream name; created if missing (an existing one with another config is an error).
+    #[arg(long, default_value = "msgbench")]
+    pub stream: String,
+    /// Subject to publish to.
+    #[arg(long, default_value = "msgbench.js")]
+    pub subject: String,
+    /// Subjects the stream captures, comma separated (default: --subject).
+    #[arg(long, value_delimiter = ',', value_name = "SUBJECTS")]
+    pub subjects: Vec<String>,
+    /// Stream storage.
+    #[arg(long, value_enum, default_value = "memory")]
+    pub storage: Storage,
+    /// Stream replicas (needs a cluster above 1).
+    #[arg(long, default_value = "1", value_parser = parse_count)]
+    pub replicas: u64,
+    /// Stream byte limit (e.g. 64MiB); with --discard new, publishes past it are refused.
+    #[arg(long, value_parser = parse_size)]
+    pub max_bytes: Option<usize>,
+    /// Which messages give way at a limit: old (the stream's oldest) or new (the publish).
+    #[arg(long, value_enum, default_value = "old")]
+    pub discard: Discard,
+    /// Purge the stream before the run.
+    #[arg(long)]
+    pub purge: bool,
+    /// Delete the stream afterwards.
+    #[arg(long)]
+    pub delete_after: bool,
+}
+
+#[derive(Debug, Args, Serialize)]
+pub struct JsPubArgs {
+    /// sync: wait for each acknowledgement; async: keep --max-in-flight unacknowledged;
+    /// batch: atomic batches of --batch messages, each acknowledged once at its commit.
+    #[arg(long, value_enum, default_value = "async")]
+    pub mode: JsPubMode,
+    /// Unacknowledged publishes each client keeps at most (default 256), or in batch mode
+    /// uncommitted batches (default 1).
+    #[arg(long, value_parser = parse_count)]
+    pub max_in_flight: Option<u64>,
+    /// Messages per atomic batch, in batch mode (1 to 1000).
+    #[arg(long, value_parser = parse_count)]
+    pub batch: Option<u64>,
+    /// Send a Nats-Msg-Id with each message, so the server stores each id once.
+    #[arg(long)]
+    pub dedup: bool,
+    /// With --dedup: the ids' prefix (default: random per run). Give an earlier run's prefix
+    /// to send the same ids again.
+    #[arg(long, value_name = "PREFIX", requires = "dedup")]
+    pub msg_id_prefix: Option<String>,
+    /// Publishing connections.
+    #[arg(long, default_value_t = 1, value_parser = parse_clients)]
+    pub clients: u32,
+    /// Messages per client.
+    #[arg(long, default_value = "100000", value_parser = parse_count, allow_hyphen_values = true,
+          conflicts_with = "duration")]
+    pub msgs: u64,
+    /// Publish for this long instead of a count.
+    #[arg(long, value_parser = parse_duration, allow_hyphen_values = true)]
+    #[serde(serialize_with = "crate::values::ser::opt_duration")]
+    pub duration: Option<Duration>,
+    /// Payload size, at least 8 B (the sequence number; from 16 B also the send time).
+    #[arg(long, default_value = "128", value_parser = parse_size, allow_hyphen_values = true)]
+    pub size: usize,
+    /// Spread the clients over K streams (a write flood): client i publishes to
+    /// SUBJECT.<i mod K>, captured by stream NAME_<i mod K>.
+    #[arg(long, default_value = "1", value_parser = parse_count)]
+    pub streams: u64,
+    #[command(flatten)]
+    pub target: StreamArgs,
+    /// An acknowledgement not received after this long counts as timed out.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    #[serde(serialize_with = "crate::values::ser::duration")]
+    pub timeout: Duration,
+    /// Exit 0 even if publishes were not acknowledged or did not reconcile.
+    #[arg(long)]
+    pub allow_loss: bool,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    #[command(flatten)]
+    #[serde(skip)]
+    pub out: OutputArgs,
+}
+
+#[derive(Debug, Args, Serialize)]
+pub struct JsConsumeArgs {
+    /// fetch: pull --batch at a time and wait for each; consume: keep --batch pulled ahead,
+    /// topping up at half; ordered: an ordered ephemeral consumer (no acks, gaps detected).
+    #[arg(long, value_enum, default_value = "consume")]
+    pub mode: PullMode,
+    /// Messages per pull request (fetch) or pulled ahead (consume, ordered).
+    #[arg(long, default_value = "500", value_parser = parse_count)]
+    pub batch: u64,
+    /// explicit: ack each message; all: ack the last of each pull; none: no acks (default:
+    /// explicit, and none for ordered).
+    #[arg(long, value_enum)]
+    pub ack: Option<AckMode>,
+    /// Where the messages come from: before (msgbench publishes --msgs, then consumes them),
+    /// live (publishes while consuming: end-to-end latency), none (consume what the stream
+    /// holds).
+    #[arg(long, value_enum, default_value = "before")]
+    pub publish: Publish,
+    /// With --publish live: publish at this many msgs/s (open loop); 0 = as fast as acks allow.
+    #[arg(long, default_value = "0", value_parser = parse_rate, allow_hyphen_values = true)]
+    pub rate: f64,
+    /// Consuming connections sharing one pull consumer (fetch and consume).
+    #[arg(long, default_value_t = 1, value_parser = parse_clients)]
+    pub clients: u32,
+    /// Messages to consume (with --publish none: at most this many of the stream's).
+    #[arg(long, default_value = "100000", value_parser = parse_count, allow_hyphen_values = true)]
+    pub msgs: u64,
+    /// Payload size of the messages msgbench publishes (from 16 B they carry their send time).
+    #[arg(long, default_value = "128", value_parser = parse_size, allow_hyphen_values = true)]
+    pub size: usize,
+    #[command(flatten)]
+    pub target: StreamArgs,
+    /// Give up when no message arrives for this long; an API call or ack not answered in it
+    /// times out.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    #[serde(serialize_with = "crate::values::ser::duration")]
+    pub timeout: Duration,
+    /// Exit 0 even if messages were missed or delivered twice.
+    #[arg(long)]
+    pub allow_loss: bool,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    #[command(flatten)]
+    #[serde(skip)]
+    pub out: OutputArgs,
+}
+
+#[derive(Debug, Args, Serialize)]
+pub struct KvArgs {
+    /// Bucket name (its stream is KV_<bucket>); created if missing.
+    #[arg(long, default_value = "msgbench")]
+    pub bucket: String,
+    /// Values kept per key.
+    #[arg(long, default_value = "1", value_parser = parse_count)]
+    pub history: u64,
+    /// Number of distinct keys.
+    #[arg(long, default_value = "1000", value_parser = parse_count)]
+    pub keys: u64,
+    /// Key order: sequential (0, 1, 2, …) or random (a fixed shuffle, so runs compare).
+    #[arg(long, value_enum, default_value = "sequential")]
+    pub order: KeyOrder,
+    /// Operations in flight per client; 1 waits for each.
+    #[arg(long, default_value = "1", value_parser = parse_count)]
+    pub max_in_flight: u64,
+    /// Connections.
+    #[arg(long, default_value_t = 1, value_parser = parse_clients)]
+    pub clients: u32,
+    /// Operations per client.
+    #[arg(long, default_value = "100000", value_parser = parse_count, allow_hyphen_values = true,
+          conflicts_with = "duration")]
+    pub msgs: u64,
+    /// Run for this long instead of a count.
+    #[arg(long, value_parser = parse_duration, allow_hyphen_values = true)]
+    #[serde(serialize_with = "crate::values::ser::opt_duration")]
+    pub duration: Option<Duration>,
+    /// Value size, at least 8 B.
+    #[arg(long, default_value = "128", value_parser = parse_size, allow_hyphen_values = true)]
+    pub size: usize,
+    /// Bucket storage.
+    #[arg(long, value_enum, default_value = "memory")]
+    pub storage: Storage,
+    /// Delete the bucket afterwards.
+    #[arg(long)]
+    pub delete_after: bool,
+    /// An operation not answered after this long counts as timed out.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    #[serde(serialize_with = "crate::values::ser::duration")]
+    pub timeout: Duration,
+    /// Exit 0 even if operations failed.
+    #[arg(long)]
+    pub allow_loss: bool,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    #[command(flatten)]
+    #[serde(skip)]
+    pub out: OutputArgs,
+}
