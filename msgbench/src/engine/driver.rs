@@ -128,12 +128,15 @@ pub fn run(
         })?;
     let stderr = Arc::new(Mutex::new(Vec::new()));
     let peak = Arc::new(AtomicU64::new(0));
-    let lines = read_lines(&mut child, &stderr, &peak);
+    let (lines, stderr_done) = read_lines(&mut child, &stderr, &peak);
     let mut stdin = child.stdin.take().expect("piped stdin");
     let outcome = exchange(&mut stdin, &lines, scenario, limits, stop);
     // Closing stdin is the protocol's second way to say stop; a driver that is done exits.
     drop(stdin);
     let exited = reap(&mut child, outcome.is_ok());
+    // The driver has exited, but its last words may still be in the pipe: wait for the stderr
+    // reader to reach the end (bounded, in case a child of the driver holds the pipe open).
+    let _ = stderr_done.recv_timeout(Duration::from_secs(2));
     let tail = {
         let bytes = stderr.lock().map(|b| b.clone()).unwrap_or_default();
         String::from_utf8_lossy(&bytes).trim().to_string()
@@ -159,13 +162,14 @@ pub fn run(
     }
 }
 
-/// Starts the threads that read stdout (as lines, into a channel) and stderr (its tail). At
-/// each line, while the driver is surely alive, its memory high-water mark is read into `peak`.
+/// Starts the threads that read stdout (as lines, into a channel) and stderr (its tail; the
+/// second channel closes when stderr ends). At each line, while the driver is surely alive,
+/// its memory high-water mark is read into `peak`.
 fn read_lines(
     child: &mut Child,
     stderr: &Arc<Mutex<Vec<u8>>>,
     peak: &Arc<AtomicU64>,
-) -> Receiver<String> {
+) -> (Receiver<String>, Receiver<()>) {
     let (tx, rx) = mpsc::channel();
     let out = child.stdout.take().expect("piped stdout");
     let (pid, peak) = (child.id(), Arc::clone(peak));
@@ -182,7 +186,10 @@ fn read_lines(
     });
     let mut err = child.stderr.take().expect("piped stderr");
     let keep = Arc::clone(stderr);
+    let (done_tx, done_rx) = mpsc::channel::<()>();
     std::thread::spawn(move || {
+        // Dropped when the thread ends, which is what the reader of `done_rx` waits for.
+        let _done = done_tx;
         let mut buf = [0u8; 4096];
         while let Ok(n) = err.read(&mut buf) {
             if n == 0 {
@@ -195,7 +202,7 @@ fn read_lines(
             }
         }
     });
-    rx
+    (rx, done_rx)
 }
 
 fn send(stdin: &mut ChildStdin, msg: &Value) -> Result<(), Failure> {
