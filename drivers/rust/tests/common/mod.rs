@@ -68,7 +68,14 @@ impl NatsServer {
                 if let Ok(Some(_)) = child.try_wait() {
                     break;
                 }
+                // A connection proves someone listens on the port; that it is this server is
+                // proven by this server still running a moment later (one that lost the port
+                // to a parallel test's server exits at once).
                 if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    std::thread::sleep(Duration::from_millis(100));
+                    if !matches!(child.try_wait(), Ok(None)) {
+                        break;
+                    }
                     return NatsServer {
                         child,
                         url: format!("nats://127.0.0.1:{port}"),
