@@ -32,6 +32,9 @@ pub mod exit {
     pub const PROTOCOL: u8 = 7;
     /// The run completed, but a `--threshold` failed.
     pub const THRESHOLD: u8 = 8;
+    /// A run on agents (`--agents`) could not have or keep its agents: too few answered, one
+    /// refused the plan, or one went silent mid-run (the partial result is written, naming it).
+    pub const AGENT: u8 = 9;
     /// Interrupted by SIGINT or SIGTERM; partial results were written.
     pub const INTERRUPTED: u8 = 130;
 }
@@ -78,6 +81,9 @@ pub enum Error {
         path: String,
         reason: String,
     },
+    /// A run on agents could not start or lost an agent; the message names the agent.
+    #[error("{0}")]
+    Agent(String),
     /// A result file could not be written after the run; the result went to `saved` instead,
     /// so the measurement is not lost.
     #[error("{context}: {source}; the result was written to '{saved}' instead")]
@@ -100,6 +106,7 @@ impl Error {
             Error::Connect { .. } | Error::Rejected { .. } => exit::CONNECT,
             Error::Protocol { .. } => exit::PROTOCOL,
             Error::Io { .. } | Error::Rescued { .. } => exit::FAILURE,
+            Error::Agent(_) => exit::AGENT,
         }
     }
 
@@ -290,6 +297,11 @@ impl ErrorKind {
         ErrorKind::RpcFailed,
     ];
 
+    /// The kind whose result key is `name` (what [`ErrorKind::as_str`] gives), if any.
+    pub fn named(name: &str) -> Option<ErrorKind> {
+        ErrorKind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+
     /// The key used in results.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -477,6 +489,14 @@ mod tests {
             c.snapshot(),
             vec![(ErrorKind::SlowConsumer, 1), (ErrorKind::Disconnected, 2)]
         );
+    }
+
+    #[test]
+    fn every_kind_is_found_by_its_name() {
+        for k in ErrorKind::ALL {
+            assert_eq!(ErrorKind::named(k.as_str()), Some(k));
+        }
+        assert_eq!(ErrorKind::named("driver_other"), None);
     }
 
     #[test]

@@ -9,6 +9,8 @@
 //! (msgbench/tests/layers.rs keeps them so).
 
 pub mod cli;
+mod control;
+mod dist;
 pub mod engine;
 mod error;
 mod export;
@@ -105,6 +107,9 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
     // Before any server is started or connected to: a result that cannot be written is
     // refused now, not found out after the run.
     output::dest::check_plan(&plan)?;
+    if plan.out().distributed() {
+        return dist::coordinator::run(&plan, stop);
+    }
     run_plan(&plan, stop)
 }
 
@@ -142,6 +147,7 @@ fn run_tool(command: Command, stop: &AtomicBool) -> Result<u8> {
             Ok(c.code)
         }
         Command::Report(a) => report::html::run(&a),
+        Command::Agent(a) => dist::agent::run(&a, stop),
         Command::Diff(a) => report::diff::run(&a),
         Command::Grpc(g) => match g.action {
             Some(cli::GrpcAction::Serve(a)) => scenario::grpc::serve(&a, stop),
@@ -216,6 +222,7 @@ fn run_plan(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
             targets.second.as_ref(),
             &meter,
             stop,
+            None,
         );
         let timeline = live.finish();
         match r {
@@ -302,8 +309,14 @@ fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
         }
         plan.out_mut().no_progress = args.no_progress;
         let validated = plan.validate()?;
-        let mut result =
-            scenario::execute(&validated, Some(&target), None, &Meter::default(), stop)?;
+        let mut result = scenario::execute(
+            &validated,
+            Some(&target),
+            None,
+            &Meter::default(),
+            stop,
+            None,
+        )?;
         result.plan = Some(plan.recorded());
         target.annotate(&mut result);
         if k > 0 {

@@ -28,10 +28,12 @@ const LAYERS: &[(u8, &str)] = &[
     (7, "plan"),
     (8, "server"),
     (8, "link"),
+    (8, "control"),
     (9, "scenario"),
     (10, "export"),
     (10, "report"),
     (10, "output"),
+    (10, "dist"),
     (11, "app"),
 ];
 

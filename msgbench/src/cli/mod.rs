@@ -14,10 +14,12 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 
+mod agent;
 mod grpc;
 mod js;
 mod modes;
 
+pub use agent::{AgentAction, AgentArgs, KeygenArgs};
 pub use grpc::{GrpcAction, GrpcArgs, GrpcCommand, GrpcEncodeArgs, GrpcSchemaArgs, GrpcServeArgs};
 pub use js::{JsCommand, JsConsumeArgs, JsPubArgs, KvArgs, KvCommand, StreamArgs};
 pub use modes::{BusyPoll, Discard, JsPubMode, KeyOrder, Publish, Storage};
@@ -82,6 +84,10 @@ pub enum Command {
     /// loop, with per-message latency; `grpc serve` runs the reference log service and
     /// `grpc encode` times message building and encoding apart from I/O.
     Grpc(GrpcCommand),
+    /// A load agent for distributed runs: it announces itself on a NATS control server, runs
+    /// the signed plans a coordinator (any scenario with --agents) gives it, and reports back.
+    /// `agent keygen` makes the coordinator's signing key.
+    Agent(AgentArgs),
 }
 
 #[derive(Debug, Args)]
@@ -580,6 +586,26 @@ pub struct OutputArgs {
     /// Print the run as a plan (JSON) and run nothing; `msgbench run PLAN.json` runs it.
     #[arg(long)]
     pub print_plan: bool,
+    /// Run on msgbench agents (`msgbench agent`): N of them, or the ones named (comma
+    /// separated). The clients and the rate are split between them and the results merged.
+    #[arg(long, value_name = "N|NAMES")]
+    pub agents: Option<String>,
+    /// Use only agents carrying this label (repeatable, K=V); alone, every such agent.
+    #[arg(long = "agent-label", value_name = "K=V")]
+    pub agent_labels: Vec<String>,
+    /// The NATS server the agents listen on (default: --server, the server under test).
+    #[arg(long, value_name = "URL")]
+    pub control: Option<String>,
+    /// NKey seed file the plans sent to agents are signed with (`msgbench agent keygen`).
+    #[arg(long, value_name = "FILE")]
+    pub sign: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    /// Whether the run goes to agents rather than running here.
+    pub fn distributed(&self) -> bool {
+        self.agents.is_some() || !self.agent_labels.is_empty()
+    }
 }
 
 fn parse_runs(s: &str) -> Result<u32, String> {

@@ -8,8 +8,11 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+mod agents;
+pub mod merge;
 mod sections;
 
+pub use agents::{AgentEntry, AgentStatus, AgentsReport};
 pub use sections::{
     ClusterNode, ClusterReport, ConsumeReport, GrpcReport, JsReport, LinkReport, LinkSpec, Shape,
     StreamReport, Verdict,
@@ -97,6 +100,10 @@ pub struct RunResult {
     /// `--runs N`: every metric over the runs; the sections above are one of them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runs: Option<crate::metric::runs::RunsReport>,
+    /// A distributed run: its agents, their shares and their own results (the sections above
+    /// merge those that completed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agents: Option<AgentsReport>,
     #[serde(skip)]
     pub(crate) fatal: Option<crate::error::ErrorKind>,
 }
@@ -324,6 +331,29 @@ impl Pacing {
         late_sends: u64,
         lag: &hdrhistogram::Histogram<u64>,
     ) -> Self {
+        let send_lag_ns = [
+            lag.value_at_quantile(0.5),
+            lag.value_at_quantile(0.99),
+            lag.max(),
+        ];
+        Self::from_figures(
+            target_rate,
+            actual_rate,
+            late_bound_ns,
+            late_sends,
+            send_lag_ns,
+        )
+    }
+
+    /// As [`Pacing::new`], from the send lag's P50, P99 and max when its histogram is not at
+    /// hand (a merge of several agents' figures).
+    pub fn from_figures(
+        target_rate: f64,
+        actual_rate: Option<f64>,
+        late_bound_ns: u64,
+        late_sends: u64,
+        [p50, p99, max]: [u64; 3],
+    ) -> Self {
         let actual_rate = actual_rate.filter(|r| r.is_finite() && *r > 0.0);
         let rate_error = actual_rate.map(|a| a / target_rate - 1.0);
         let shortfall_pct = rate_error.map(|e| -100.0 * e);
@@ -335,9 +365,9 @@ impl Pacing {
             below_target: rate_error.is_some_and(|e| e < -SHORTFALL_WARN),
             late_bound_ns,
             late_sends,
-            send_lag_p50_ns: lag.value_at_quantile(0.5),
-            send_lag_p99_ns: lag.value_at_quantile(0.99),
-            send_lag_max_ns: lag.max(),
+            send_lag_p50_ns: p50,
+            send_lag_p99_ns: p99,
+            send_lag_max_ns: max,
         }
     }
 }
@@ -458,6 +488,7 @@ impl RunResult {
             host: Host::this(),
             timeline: None,
             runs: None,
+            agents: None,
             fatal: errors.fatal(),
         }
     }

@@ -380,7 +380,9 @@ fn plan(p: &crate::plan::Plan) -> Result<Setup<'static>> {
         output,
         allow_loss,
         target,
-        native: Box::new(move |t, m, stop| super::execute(&validated, Some(t), None, m, stop)),
+        native: Box::new(move |t, m, stop| {
+            super::execute(&validated, Some(t), None, m, stop, None)
+        }),
         js,
         responder,
     })

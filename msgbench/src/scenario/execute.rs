@@ -8,6 +8,7 @@ use std::sync::atomic::AtomicBool;
 use crate::error::Result;
 use crate::plan::Validated;
 use crate::result::RunResult;
+use crate::scenario::segment::Share;
 use crate::server::{self, Target};
 use crate::stats::timeline::Meter;
 
@@ -47,7 +48,8 @@ impl Targets {
     }
 }
 
-/// Runs a validated plan once against `main` (and, for latency, `second`).
+/// Runs a validated plan once against `main` (and, for latency, `second`); on an agent, only
+/// its `share`.
 ///
 /// # Errors
 /// Failures that prevent a result: refused connections, a server that went away for good.
@@ -57,11 +59,17 @@ pub fn execute(
     second: Option<&Target>,
     meter: &Meter,
     stop: &AtomicBool,
+    share: Option<Share<'_>>,
 ) -> Result<RunResult> {
     let target = || main.expect("a NATS scenario has a target");
+    if share.is_some() && !matches!(v, Validated::Load(_) | Validated::Latency(_)) {
+        return Err(crate::error::Error::Usage(
+            "this scenario does not run on agents yet (pub, sub, pubsub and latency do)".into(),
+        ));
+    }
     match v {
-        Validated::Load(o) => super::run(o, target(), meter, stop),
-        Validated::Latency(o) => super::latency::run(o, target(), second, meter, stop),
+        Validated::Load(o) => super::run(o, target(), meter, stop, share),
+        Validated::Latency(o) => super::latency::run(o, target(), second, meter, stop, share),
         Validated::Request(o) => super::request::run_request(o, target(), meter, stop),
         Validated::Reply(o) => super::reply::run_reply(o, target(), meter, stop),
         Validated::JsPub(o) => super::js::run_pub(o, target(), meter, stop),

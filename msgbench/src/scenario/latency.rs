@@ -21,6 +21,7 @@ use crate::error::{Error, ErrorCounts, Result};
 use crate::options::latency::LatencyOptions;
 use crate::result::{throughput_sections, LatencyStats, Pacing, Rtt, RunResult, ServerMeta};
 use crate::scenario::fault::Injector;
+use crate::scenario::segment::Share;
 use crate::server::Target;
 use crate::stats::delivery::{Delivery, PublisherDelivery};
 use crate::stats::hdr::{percentile_distribution, IntervalLog};
@@ -45,7 +46,11 @@ pub fn run(
     target_b: Option<&Target>,
     meter: &Meter,
     stop: &AtomicBool,
+    share: Option<Share<'_>>,
 ) -> Result<RunResult> {
+    // On agents the publisher and the subscriber may be on different hosts; each side then
+    // runs alone, and they meet at the common start time and the final count.
+    let (has_pub, has_sub) = share.map_or((true, true), |sh| (sh.seg.pubs > 0, sh.seg.subs > 0));
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let errors = Arc::new(ErrorCounts::default());
     meter.watch_errors(&errors);
@@ -60,10 +65,20 @@ pub fn run(
             errors.clone(),
         )
     };
-    let mut pub_conn = connect(target_a, "msgbench-latency-pub")?;
-    let mut sub_conn = connect(target_b.unwrap_or(target_a), "msgbench-latency-sub")?;
-    let (info, url) = (pub_conn.info.clone(), pub_conn.url.clone());
-    let server_b = target_b.map(|t| ServerMeta::new(&sub_conn.info, &sub_conn.url, t.local));
+    let mut pub_conn = has_pub
+        .then(|| connect(target_a, "msgbench-latency-pub"))
+        .transpose()?;
+    let mut sub_conn = has_sub
+        .then(|| connect(target_b.unwrap_or(target_a), "msgbench-latency-sub"))
+        .transpose()?;
+    let first = pub_conn
+        .as_ref()
+        .or(sub_conn.as_ref())
+        .expect("a share has a client");
+    let (info, url) = (first.info.clone(), first.url.clone());
+    let server_b = target_b
+        .zip(sub_conn.as_ref())
+        .map(|(t, c)| ServerMeta::new(&c.info, &c.url, t.local));
     let max = info.max_payload;
     if max > 0 && opts.size > max {
         return Err(Error::PayloadTooLarge {
@@ -71,9 +86,12 @@ pub fn run(
             max_payload: max,
         });
     }
-    let rtt = Rtt {
-        a: median_ns(pub_conn.ping_rtts(RTT_SAMPLES, opts.timeout)?),
-        b: median_ns(sub_conn.ping_rtts(RTT_SAMPLES, opts.timeout)?),
+    let rtt = match (pub_conn.as_mut(), sub_conn.as_mut()) {
+        (Some(p), Some(s)) => Some(Rtt {
+            a: median_ns(p.ping_rtts(RTT_SAMPLES, opts.timeout)?),
+            b: median_ns(s.ping_rtts(RTT_SAMPLES, opts.timeout)?),
+        }),
+        _ => None,
     };
 
     let schedule = Schedule::at_rate(opts.rate);
@@ -106,80 +124,114 @@ pub fn run(
 
     let injector = Injector::new(opts.conn.fault, target_a)?;
     let no_fault = AtomicU64::new(crate::scenario::fault::NOT_YET);
-    let (pub_out, (sub_out, recorder, recovery)) = std::thread::scope(|s| -> Result<_> {
-        let Conn {
-            mut reader,
-            shared: sub_shared,
-            ..
-        } = sub_conn;
-        if opts.busy_poll {
-            // Long enough to bridge the gap between messages at the rates where it is on.
-            reader.set_busy_poll(Some(Duration::from_millis(2)));
-        }
-        let mut cmd = Vec::new();
-        proto::encode_sub(&mut cmd, &opts.subject, None, 1);
-        let ticket = sub_shared
-            .subscribe(&cmd)
-            .map_err(|e| e.during("cannot subscribe"))?;
-        let sink: Option<Box<IntervalSink<'_>>> = interval_log.as_mut().map(|log| {
-            Box::new(move |h: &hdrhistogram::Histogram<u64>, start, end| {
-                // A full disk must not end the measurement; the file simply stops growing.
-                let _ = log.append(h, start, end);
-            }) as Box<IntervalSink<'_>>
-        });
-        let recorder = LatencySubscriber {
-            rec: LatencyRecorder::new(opts.warmup.as_nanos() as u64, 1_000_000_000, sink)
-                .with_live(sub_meter.latency.as_ref()),
-            schedule,
-            epoch: &epoch,
-            send_times: &send_times,
-            probes: &probes,
-            unstamped: 0,
+    let (pub_out, sub, everyone) = std::thread::scope(|s| -> Result<_> {
+        let sub_side = match sub_conn {
+            Some(Conn {
+                mut reader,
+                shared: sub_shared,
+                ..
+            }) => {
+                if opts.busy_poll {
+                    // Long enough to bridge the gap between messages at the rates where it is on.
+                    reader.set_busy_poll(Some(Duration::from_millis(2)));
+                }
+                let mut cmd = Vec::new();
+                proto::encode_sub(&mut cmd, &opts.subject, None, 1);
+                let ticket = sub_shared
+                    .subscribe(&cmd)
+                    .map_err(|e| e.during("cannot subscribe"))?;
+                let sink: Option<Box<IntervalSink<'_>>> = interval_log.as_mut().map(|log| {
+                    Box::new(move |h: &hdrhistogram::Histogram<u64>, start, end| {
+                        // A full disk must not end the measurement; the file simply stops growing.
+                        let _ = log.append(h, start, end);
+                    }) as Box<IntervalSink<'_>>
+                });
+                let recorder = LatencySubscriber {
+                    rec: LatencyRecorder::new(opts.warmup.as_nanos() as u64, 1_000_000_000, sink)
+                        .with_live(sub_meter.latency.as_ref()),
+                    schedule,
+                    epoch: &epoch,
+                    send_times: &send_times,
+                    probes: &probes,
+                    unstamped: 0,
+                };
+                let spec = SubSpec {
+                    id: 0,
+                    idle_timeout: opts.timeout,
+                    start_timeout: opts.timeout,
+                    duration: None,
+                    stall: None,
+                    run_tag: None,
+                };
+                let (ctl_ref, sub_progress, epoch_ref) = (&ctl, &sub_meter.msgs, &epoch);
+                let sh = sub_shared.clone();
+                let fault_ns = injector.as_ref().map_or(&no_fault, Injector::fault_ns);
+                let sub_thread = s.spawn(move || {
+                    // Recovery is logged whether or not a fault comes: this recorder reads the clock
+                    // per message anyway, so the log costs one counter per message.
+                    let due = move |p: &[u8]| {
+                        sequence(p)
+                            .filter(|seq| *seq != PROBE)
+                            .map(|seq| schedule.due_ns(seq))
+                    };
+                    let mut r = Recovering::new(recorder, due, epoch_ref, fault_ns);
+                    let out = load::subscribe(
+                        &mut reader,
+                        &sh,
+                        &spec,
+                        ctl_ref,
+                        stop,
+                        sub_progress,
+                        &mut r,
+                    );
+                    let (mut recorder, recovery) = (r.inner, r.log);
+                    let now = recorder.now_ns(Instant::now());
+                    recorder.rec.finish(now);
+                    sh.close();
+                    (out, recorder, recovery)
+                });
+                if !sub_shared.wait_pong(ticket, opts.timeout) {
+                    sub_shared.close();
+                    return Err(Error::Connect {
+                        url: url.to_string(),
+                        reason: "the server did not confirm the subscription".into(),
+                    });
+                }
+                Some((sub_shared, sub_thread))
+            }
+            None => None,
         };
-        let spec = SubSpec {
-            id: 0,
-            idle_timeout: opts.timeout,
-            start_timeout: opts.timeout,
-            duration: None,
-            stall: None,
-            run_tag: None,
-        };
-        let (ctl_ref, sub_progress, epoch_ref) = (&ctl, &sub_meter.msgs, &epoch);
-        let sh = sub_shared.clone();
-        let fault_ns = injector.as_ref().map_or(&no_fault, Injector::fault_ns);
-        let sub_thread = s.spawn(move || {
-            // Recovery is logged whether or not a fault comes: this recorder reads the clock
-            // per message anyway, so the log costs one counter per message.
-            let due = move |p: &[u8]| {
-                sequence(p)
-                    .filter(|seq| *seq != PROBE)
-                    .map(|seq| schedule.due_ns(seq))
-            };
-            let mut r = Recovering::new(recorder, due, epoch_ref, fault_ns);
-            let out = load::subscribe(&mut reader, &sh, &spec, ctl_ref, stop, sub_progress, &mut r);
-            let (mut recorder, recovery) = (r.inner, r.log);
-            let now = recorder.now_ns(Instant::now());
-            recorder.rec.finish(now);
-            sh.close();
-            (out, recorder, recovery)
-        });
         let fail = |why: &str| {
-            sub_shared.close();
+            if let Some((sh, _)) = &sub_side {
+                sh.close();
+            }
             Error::Connect {
                 url: url.to_string(),
                 reason: why.to_string(),
             }
         };
-        if !sub_shared.wait_pong(ticket, opts.timeout) {
-            return Err(fail("the server did not confirm the subscription"));
-        }
-
-        let Conn {
+        // Only a subscriber that sees a probe tells the publisher the interest is in place;
+        // on agents, the common start comes after every agent's subscriptions instead.
+        let Some(Conn {
             mut reader, shared, ..
-        } = pub_conn;
+        }) = pub_conn
+        else {
+            let zero = match share.map(|sh| sh.peers.ready(stop)) {
+                Some(Some(at)) => at,
+                _ => return Err(fail("stopped before the common start")),
+            };
+            // Time zero is set before the publisher (elsewhere) starts, so no message can
+            // arrive before it and be taken for a probe.
+            let _ = epoch.set(zero);
+            let all = share.and_then(|sh| sh.peers.all_published(stop));
+            ctl.arm(all.as_ref().map_or(0, |a| a.iter().sum()));
+            let (_, handle) = sub_side.expect("a subscriber-only share");
+            let sub = handle.join().expect("subscriber thread panicked");
+            return Ok((None, Some(sub), all));
+        };
         let reader_shared = shared.clone();
         s.spawn(move || reader.run(&reader_shared, load::TICK, |_| Flow::Continue));
-        if target_b.is_some() {
+        if target_b.is_some() && sub_side.is_some() {
             // Interest travels from B to A over the route asynchronously: publish probes on A
             // until one arrives on B, so the first measured message cannot be dropped for lack
             // of interest.
@@ -193,8 +245,18 @@ pub fn run(
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
-
-        let zero = *epoch.get_or_init(Instant::now);
+        let zero = match share {
+            Some(sh) => match sh.peers.ready(stop) {
+                Some(at) => at,
+                None => {
+                    shared.close();
+                    return Err(fail("stopped before the common start"));
+                }
+            },
+            None => Instant::now(),
+        };
+        let zero = *epoch.get_or_init(|| zero);
+        std::thread::sleep(zero.saturating_duration_since(Instant::now()));
         if let Some(inj) = &injector {
             s.spawn(move || inj.run(zero, stop));
         }
@@ -220,14 +282,20 @@ pub fn run(
         if let Some(inj) = &injector {
             inj.finish();
         }
-        // Probes that were still in flight arrive before the measured messages (same route,
-        // same order), so by now their count is final.
-        ctl.arm(pub_out.run.msgs + probes.load(Ordering::Acquire));
-        let sub = sub_thread.join().expect("subscriber thread panicked");
-        Ok((pub_out, sub))
+        if let Some(sh) = share {
+            sh.peers.published(&[pub_out.run.msgs]);
+        }
+        let sub = sub_side.map(|(_, handle)| {
+            // Probes that were still in flight arrive before the measured messages (same
+            // route, same order), so by now their count is final.
+            ctl.arm(pub_out.run.msgs + probes.load(Ordering::Acquire));
+            handle.join().expect("subscriber thread panicked")
+        });
+        Ok((Some(pub_out), sub, None))
     })?;
+    let cross = share.is_some() && !(has_pub && has_sub);
 
-    if let Some(prefix) = &opts.hist {
+    if let (Some(prefix), Some((_, recorder, _))) = (&opts.hist, &sub) {
         for (suffix, h) in [
             ("hgrm", &recorder.rec.corrected),
             ("uncorrected.hgrm", &recorder.rec.uncorrected),
@@ -239,10 +307,14 @@ pub fn run(
         }
     }
 
-    let sent = pub_out.run.msgs;
+    // What the publisher sent: its own count, or (subscriber alone) what its agent said.
+    let sent = pub_out.as_ref().map_or_else(
+        || everyone.as_ref().map_or(0, |a| a.iter().sum()),
+        |p| p.run.msgs,
+    );
     let zero = epoch.get().copied();
     let probes_seen = probes.load(Ordering::Acquire);
-    let sub_run = ClientRun {
+    let sub_run = sub.as_ref().map(|(sub_out, _, _)| ClientRun {
         msgs: sub_out.run.msgs.saturating_sub(probes_seen),
         bytes: sub_out
             .run
@@ -250,61 +322,91 @@ pub fn run(
             .saturating_sub(probes_seen * opts.size as u64),
         start: zero.or(sub_out.run.start),
         ..sub_out.run
-    };
-    let (throughput, by_role, clients) = throughput_sections(&[pub_out.run, sub_run]);
-    let t = &recorder.rec.tracker;
-    let lost = sent.saturating_sub(t.unique);
-    let delivery = Delivery {
-        sent,
-        expected: sent,
-        received: sub_run.msgs,
-        lost,
-        duplicated: Some(t.duplicated),
-        reordered: Some(t.reordered),
-        unstamped: recorder.unstamped,
-        accounting: "exact",
-        publishers: vec![PublisherDelivery {
-            id: 0,
+    });
+    let runs: Vec<ClientRun> = pub_out.iter().map(|p| p.run).chain(sub_run).collect();
+    let (throughput, by_role, clients) = throughput_sections(&runs);
+    let delivery = match (&sub, sub_run) {
+        (Some((_, recorder, _)), Some(sub_run)) => {
+            let t = &recorder.rec.tracker;
+            let lost = sent.saturating_sub(t.unique);
+            Delivery {
+                sent,
+                expected: sent,
+                received: sub_run.msgs,
+                lost,
+                duplicated: Some(t.duplicated),
+                reordered: Some(t.reordered),
+                unstamped: recorder.unstamped,
+                accounting: "exact",
+                publishers: vec![PublisherDelivery {
+                    id: 0,
+                    sent,
+                    received: t.unique + t.duplicated,
+                    lost,
+                    duplicated: t.duplicated,
+                    reordered: t.reordered,
+                }],
+                missing_seqs: None,
+                duplicate_seqs: None,
+            }
+        }
+        // A publisher alone: what it sent, for the subscriber's agent to account for.
+        _ => Delivery {
             sent,
-            received: t.unique + t.duplicated,
-            lost,
-            duplicated: t.duplicated,
-            reordered: t.reordered,
-        }],
-        missing_seqs: None,
-        duplicate_seqs: None,
+            accounting: "none",
+            publishers: vec![PublisherDelivery {
+                id: 0,
+                sent,
+                received: 0,
+                lost: 0,
+                duplicated: 0,
+                reordered: 0,
+            }],
+            ..Delivery::default()
+        },
     };
     let last_send_ns = sent.checked_sub(1).and_then(|last| send_times.get(last));
     let actual_rate = match last_send_ns {
         Some(ns) if sent > 1 && ns > 0 => Some((sent - 1) as f64 / (ns as f64 / 1e9)),
         _ => None,
     };
-    let pacing = pub_out.send_lag.as_ref().map(|lag| {
-        Pacing::new(
-            opts.rate,
-            actual_rate,
-            opts.late_bound.as_nanos() as u64,
-            pub_out.late_sends,
-            lag,
-        )
+    let pacing = pub_out.as_ref().and_then(|p| {
+        p.send_lag.as_ref().map(|lag| {
+            Pacing::new(
+                opts.rate,
+                actual_rate,
+                opts.late_bound.as_nanos() as u64,
+                p.late_sends,
+                lag,
+            )
+        })
     });
+    let latency = sub
+        .as_ref()
+        .map(|(_, r, _)| LatencyStats::of(&r.rec.corrected));
+    // Across hosts there is no send time to read: the publisher's ring is in another process.
+    let latency_uncorrected = sub
+        .as_ref()
+        .filter(|_| !cross)
+        .map(|(_, r, _)| LatencyStats::of(&r.rec.uncorrected));
+    let recovery = sub.as_ref().map(|(_, _, r)| r);
     Ok(RunResult {
         plan: None,
         throughput,
         by_role,
         clients,
         delivery,
-        latency: Some(LatencyStats::of(&recorder.rec.corrected)),
-        latency_uncorrected: Some(LatencyStats::of(&recorder.rec.uncorrected)),
+        latency,
+        latency_uncorrected,
         pacing,
-        rtt_ns: Some(rtt),
+        rtt_ns: rtt,
         server_b,
-        fault: injector.as_ref().map(|inj| {
+        fault: injector.as_ref().zip(recovery).map(|(inj, recovery)| {
             let end_ns = match opts.stop {
                 Stop::For(d) => d.as_nanos() as u64,
                 Stop::Count(n) => schedule.due_ns(n),
             };
-            inj.report(&[&recovery], opts.rate, end_ns)
+            inj.report(&[recovery], opts.rate, end_ns)
         }),
         ..RunResult::new(
             "latency",

@@ -38,13 +38,31 @@ pub mod latency;
 pub use execute::{execute, Targets};
 pub mod reply;
 pub mod request;
+pub mod segment;
+
+use segment::Share;
 
 /// Runs one scenario against `target` until it completes or `stop` is raised.
 ///
 /// # Errors
 /// Failures before any load runs: connection, handshake, or a size the server would reject.
 /// Failures during the run are counted in the result instead.
-pub fn run(opts: &Options, target: &Target, meter: &Meter, stop: &AtomicBool) -> Result<RunResult> {
+///
+/// With a `share`, this process runs only its agent's clients (global ids from the segment's
+/// bases), starts at the agents' common start, and its subscribers expect what every agent's
+/// publishers sent.
+pub fn run(
+    opts: &Options,
+    target: &Target,
+    meter: &Meter,
+    stop: &AtomicBool,
+    share: Option<Share<'_>>,
+) -> Result<RunResult> {
+    // This process's clients: all of them, or its agent's share.
+    let (n_pubs, n_subs, pub_base, sub_base) = match share {
+        Some(sh) => (sh.seg.pubs, sh.seg.subs, sh.seg.pub_base, sh.seg.sub_base),
+        None => (opts.pubs, opts.subs, 0, 0),
+    };
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let errors = Arc::new(ErrorCounts::default());
     meter.watch_errors(&errors);
@@ -61,8 +79,8 @@ pub fn run(opts: &Options, target: &Target, meter: &Meter, stop: &AtomicBool) ->
         )
     };
 
-    let pubs: Vec<Conn> = (0..opts.pubs)
-        .map(|i| connect("pub", i))
+    let pubs: Vec<Conn> = (0..n_pubs)
+        .map(|i| connect("pub", pub_base + i))
         .collect::<Result<_>>()?;
     let header_block = proto::header_block(&opts.headers);
     if let Some(first) = pubs.first() {
@@ -79,15 +97,15 @@ pub fn run(opts: &Options, target: &Target, meter: &Meter, stop: &AtomicBool) ->
             ));
         }
     }
-    let mut subs: Vec<Conn> = (0..opts.subs)
-        .map(|i| connect("sub", i))
+    let mut subs: Vec<Conn> = (0..n_subs)
+        .map(|i| connect("sub", sub_base + i))
         .collect::<Result<_>>()?;
     let info = pubs
         .first()
         .or(subs.first())
         .map(|c| (c.info.clone(), c.url.clone()));
 
-    let run_tag = stamp::new_run_tag();
+    let run_tag = share.map_or_else(stamp::new_run_tag, |sh| sh.seg.run_tag);
     let payload = opts
         .payload
         .clone()
@@ -122,11 +140,11 @@ pub fn run(opts: &Options, target: &Target, meter: &Meter, stop: &AtomicBool) ->
         run_tag: (opts.scenario == ScenarioKind::Pubsub).then_some(run_tag),
     };
 
-    let pub_meters: Vec<_> = (0..opts.pubs)
-        .map(|i| meter.client(Role::Pub, i, false))
+    let pub_meters: Vec<_> = (0..n_pubs)
+        .map(|i| meter.client(Role::Pub, pub_base + i, false))
         .collect();
-    let sub_meters: Vec<_> = (0..opts.subs)
-        .map(|i| meter.client(Role::Sub, i, false))
+    let sub_meters: Vec<_> = (0..n_subs)
+        .map(|i| meter.client(Role::Sub, sub_base + i, false))
         .collect();
 
     let subject = opts.sub_subject();
@@ -144,7 +162,7 @@ pub fn run(opts: &Options, target: &Target, meter: &Meter, stop: &AtomicBool) ->
         stamp::read(p)
             .map(|st| ((st.seq as f64 + f64::from(st.publisher) / npubs) * interval_ns) as u64)
     };
-    let (pub_runs, sub_outcomes) = std::thread::scope(|s| -> Result<_> {
+    let (pub_runs, sub_outcomes, everyone, common_zero) = std::thread::scope(|s| -> Result<_> {
         let mut sub_threads = Vec::new();
         for (i, conn) in subs.drain(..).enumerate() {
             let Conn {
@@ -155,7 +173,7 @@ pub fn run(opts: &Options, target: &Target, meter: &Meter, stop: &AtomicBool) ->
             let ticket = shared
                 .subscribe(&cmd)
                 .map_err(|e| e.during("cannot subscribe"))?;
-            let spec = sub_spec(i as u32);
+            let spec = sub_spec(sub_base + i as u32);
             let (ctl, progress, epoch) = (&ctl, &sub_meters[i].msgs, &epoch);
             let sh = shared.clone();
             let fault_ns = injector.as_ref().map(Injector::fault_ns);
@@ -191,9 +209,23 @@ pub fn run(opts: &Options, target: &Target, meter: &Meter, stop: &AtomicBool) ->
                 });
             }
         }
-        if opts.scenario == ScenarioKind::Sub {
+        if opts.scenario == ScenarioKind::Sub && share.is_none() {
             eprintln!("waiting for messages on '{subject}'");
         }
+        // On agents, everyone starts together, on one schedule.
+        let common_zero = match share {
+            Some(sh) => match sh.peers.ready(stop) {
+                Some(at) => {
+                    std::thread::sleep(at.saturating_duration_since(Instant::now()));
+                    Some(at)
+                }
+                None => {
+                    sub_threads.iter().for_each(|(sh, _, _)| sh.close());
+                    return Err(Error::Agent("stopped before the common start".into()));
+                }
+            },
+            None => None,
+        };
 
         let zero = injector.as_ref().map(|inj| {
             let zero = *epoch.get_or_init(Instant::now);
@@ -213,17 +245,17 @@ pub fn run(opts: &Options, target: &Target, meter: &Meter, stop: &AtomicBool) ->
                 match stamp_with {
                     Some(run_tag) => StampKind::Delivery {
                         run_tag,
-                        publisher: i as u32,
+                        publisher: pub_base + i as u32,
                     },
                     None => StampKind::None,
                 },
             );
             let spec = PubSpec {
-                id: i as u32,
+                id: pub_base + i as u32,
                 stop: opts.stop,
                 pace: per_pub_pace,
-                phase: i as f64 / f64::from(opts.pubs.max(1)),
-                start_at: zero,
+                phase: f64::from(pub_base + i as u32) / f64::from(opts.pubs.max(1)),
+                start_at: zero.or(common_zero),
                 late_bound: PACING_LATE_BOUND,
                 flush_timeout: opts.timeout,
             };
@@ -246,20 +278,32 @@ pub fn run(opts: &Options, target: &Target, meter: &Meter, stop: &AtomicBool) ->
             inj.finish();
         }
         let sent: u64 = pub_runs.iter().map(|o| o.run.msgs).sum();
+        let everyone = match share {
+            Some(sh) => {
+                sh.peers
+                    .published(&pub_runs.iter().map(|o| o.run.msgs).collect::<Vec<_>>());
+                if opts.scenario == ScenarioKind::Pubsub && n_subs > 0 {
+                    sh.peers.all_published(stop)
+                } else {
+                    None
+                }
+            }
+            None => None,
+        };
         if opts.scenario == ScenarioKind::Pubsub {
-            ctl.arm(sent);
+            ctl.arm(everyone.as_ref().map_or(sent, |all| all.iter().sum()));
         }
         let sub_outcomes: Vec<(SubOutcome, DeliveryLog, Option<RecoveryLog>)> = sub_threads
             .into_iter()
             .map(|(_, _, h)| h.join().expect("subscriber thread panicked"))
             .collect();
-        Ok((pub_runs, sub_outcomes))
+        Ok((pub_runs, sub_outcomes, everyone, common_zero))
     })?;
 
     // In pubsub a subscriber's span starts when publishing starts, not at its first message:
     // delivery rate is end to end, and a short run that arrives in one read is not "infinitely"
     // fast. A lone `sub` has no publish clock and spans first to last message.
-    let publish_start = pub_runs.iter().filter_map(|o| o.run.start).min();
+    let publish_start = common_zero.or(pub_runs.iter().filter_map(|o| o.run.start).min());
     let runs: Vec<ClientRun> = pub_runs
         .iter()
         .map(|o| o.run)
@@ -269,7 +313,18 @@ pub fn run(opts: &Options, target: &Target, meter: &Meter, stop: &AtomicBool) ->
         }))
         .collect();
     let (throughput, by_role, clients) = throughput_sections(&runs);
-    let sent: Vec<u64> = pub_runs.iter().map(|o| o.run.msgs).collect();
+    // Indexed by global publisher id: on an agent, every publisher's count when its
+    // subscribers were told them, else its own publishers' in their places.
+    let sent: Vec<u64> = match everyone {
+        Some(all) => all,
+        None => {
+            let mut v = vec![0; (pub_base + n_pubs) as usize];
+            for (i, o) in pub_runs.iter().enumerate() {
+                v[pub_base as usize + i] = o.run.msgs;
+            }
+            v
+        }
+    };
     let delivery = match opts.scenario {
         ScenarioKind::Pub => Delivery {
             sent: sent.iter().sum(),
@@ -311,7 +366,13 @@ pub fn run(opts: &Options, target: &Target, meter: &Meter, stop: &AtomicBool) ->
         inj.report(&logs, rate, end_ns)
     });
     let pacing = match opts.pace {
-        Pace::Rate { per_sec } => pacing(per_sec, &pub_runs, by_role.get("pub")),
+        // An agent's target is its publishers' share of the aggregate rate.
+        Pace::Rate { per_sec } if n_pubs > 0 => pacing(
+            per_sec * f64::from(n_pubs) / f64::from(opts.pubs.max(1)),
+            &pub_runs,
+            by_role.get("pub"),
+        ),
+        Pace::Rate { .. } => None,
         Pace::Unlimited => None,
     };
     Ok(RunResult {

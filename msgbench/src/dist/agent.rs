@@ -1,0 +1,515 @@
+//! `msgbench agent`: a long-running load host. It connects to the control server, announces
+//! itself every half second, answers clock exchanges, and runs the plans a trusted coordinator
+//! signs, one at a time, down the same path as any run. While a run is under way it reports
+//! progress, meets the other agents at the common start and the final count, and stops its load
+//! by itself when the coordinator's lease lapses: an agent never keeps loading a system for a
+//! coordinator that is gone.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::cli::{AgentAction, AgentArgs};
+use crate::control::clock::{self, Stamps};
+use crate::control::msg::{
+    self, Abort, Answer, Assignment, Heartbeat, Lease, Published, Report, Start,
+};
+use crate::control::signed::{self, Gate, Signed};
+use crate::control::Bus;
+use crate::error::{exit, Error, Result};
+use crate::plan::Plan;
+use crate::scenario::segment::{Peers, Segment, Share};
+use crate::stats::timeline::Meter;
+
+/// Runs the agent (or `agent keygen`) until `stop` is raised or the control connection is lost
+/// for good.
+///
+/// # Errors
+/// Bad flags, an unreachable control server.
+pub fn run(args: &AgentArgs, stop: &AtomicBool) -> Result<u8> {
+    if let Some(AgentAction::Keygen(k)) = &args.action {
+        let public = signed::keygen(&k.out)?;
+        eprintln!(
+            "wrote a signing seed to '{}' (keep it secret); give agents its public key:",
+            k.out.display()
+        );
+        println!("{public}");
+        return Ok(exit::OK);
+    }
+    let cfg = Config::new(args)?;
+    let bus = Arc::new(super::coordinator::connect_control(
+        &args.conn,
+        args.control.as_deref(),
+        &format!("msgbench-agent-{}", cfg.name),
+        true,
+    )?);
+    let commands = bus.subscribe(&msg::command_subject(&cfg.name))?;
+    let clock_rx = bus.subscribe(&msg::clock_subject(&cfg.name))?;
+    eprintln!(
+        "agent {}: listening on {} ({})",
+        cfg.name,
+        bus.url,
+        if cfg.signed_only {
+            "signed plans only"
+        } else {
+            "UNSIGNED plans accepted"
+        }
+    );
+    let busy: Arc<Mutex<Option<Arc<RunState>>>> = Arc::default();
+    std::thread::scope(|s| -> Result<u8> {
+        let b = Arc::clone(&bus);
+        s.spawn(move || answer_clock(&b, &clock_rx));
+        let (b, busy_hb, cfg_hb) = (Arc::clone(&bus), Arc::clone(&busy), &cfg);
+        s.spawn(move || {
+            while !stop.load(Ordering::Relaxed) && !b.is_closed() {
+                let run = busy_hb
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .as_ref()
+                    .map(|r| r.run.clone());
+                let hb = cfg_hb.heartbeat(run);
+                let _ = b.publish(
+                    &msg::heartbeat_subject(&cfg_hb.name),
+                    None,
+                    &serde_json::to_vec(&hb).expect("a heartbeat serialises"),
+                );
+                std::thread::sleep(Duration::from_millis(msg::HEARTBEAT_EVERY_MS));
+            }
+        });
+        let code = loop {
+            if stop.load(Ordering::Relaxed) {
+                break exit::INTERRUPTED;
+            }
+            let m = match commands.recv_timeout(Duration::from_millis(200)) {
+                Ok(m) => m,
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => {
+                    eprintln!(
+                        "agent {}: the control connection was lost for good",
+                        cfg.name
+                    );
+                    break exit::DISCONNECTED;
+                }
+            };
+            let Ok(sealed) = serde_json::from_slice::<Signed>(&m.payload) else {
+                eprintln!(
+                    "agent {}: refused a message that is not a sealed command",
+                    cfg.name
+                );
+                continue;
+            };
+            if sealed.kind == "plan" {
+                let answer = accept(&cfg, &bus, &busy, &sealed, s, stop);
+                if let Some(reply) = &m.reply {
+                    let _ = bus.publish(reply, None, &serde_json::to_vec(&answer).expect("json"));
+                }
+            } else {
+                route(&cfg, &busy, &sealed);
+            }
+        };
+        if let Some(r) = busy.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            r.stop.store(true, Ordering::SeqCst);
+        }
+        Ok(code)
+    })
+}
+
+/// The agent's settings, checked.
+struct Config {
+    name: String,
+    labels: BTreeMap<String, String>,
+    gate: Gate,
+    signed_only: bool,
+    lease: Duration,
+}
+
+impl Config {
+    fn new(args: &AgentArgs) -> Result<Self> {
+        let c = &args.conn;
+        for (flag, given) in [
+            ("--fault", c.fault.is_some()),
+            ("--link", c.link.is_some()),
+            ("--cluster", c.cluster.is_some()),
+        ] {
+            if given {
+                return Err(Error::Usage(format!(
+                    "{flag} belongs to a run: give it to the coordinator, not to the agent"
+                )));
+            }
+        }
+        let name = match &args.name {
+            Some(n) => n.clone(),
+            None => hostname(),
+        };
+        msg::check_name(&name).map_err(|why| Error::flag("--name", &name, why))?;
+        let mut labels = BTreeMap::new();
+        for l in &args.labels {
+            let (k, v) = parse_label(l).map_err(|why| Error::flag("--label", l, why))?;
+            labels.insert(k, v);
+        }
+        let mut trusted = args.trust.clone();
+        if let Some(f) = &args.trust_file {
+            trusted.extend(signed::read_trust_file(f)?);
+        }
+        if trusted.is_empty() && !args.insecure_control {
+            return Err(Error::Usage(
+                "agent: give --trust PUBLIC_KEY or --trust-file FILE (the coordinator's key from \
+                 `msgbench agent keygen`), or --insecure-control on a closed test network"
+                    .into(),
+            ));
+        }
+        if trusted.is_empty() {
+            eprintln!(
+                "warning: --insecure-control: this agent runs any plan anyone who can publish on \
+                 the control server sends it"
+            );
+        }
+        if args.lease < Duration::from_millis(500) {
+            return Err(Error::flag(
+                "--lease",
+                &humantime::format_duration(args.lease).to_string(),
+                "must be at least 500ms (coordinators renew every 250ms)",
+            ));
+        }
+        Ok(Self {
+            name,
+            labels,
+            signed_only: !trusted.is_empty(),
+            gate: Gate::new(trusted, args.insecure_control)?,
+            lease: args.lease,
+        })
+    }
+
+    fn heartbeat(&self, busy: Option<String>) -> Heartbeat {
+        Heartbeat {
+            name: self.name.clone(),
+            labels: self.labels.clone(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            plan_schema: crate::plan::SCHEMA.into(),
+            cores: std::thread::available_parallelism().map_or(1, usize::from),
+            free_memory_bytes: free_memory(),
+            busy,
+            signed_only: self.signed_only,
+        }
+    }
+}
+
+/// `k=v`, both non-empty.
+pub fn parse_label(l: &str) -> std::result::Result<(String, String), String> {
+    match l.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() && !v.trim().is_empty() => {
+            Ok((k.trim().to_string(), v.trim().to_string()))
+        }
+        _ => Err("expected K=V".into()),
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().replace('.', "-"))
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "agent".into())
+}
+
+fn free_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+fn answer_clock(bus: &Bus, rx: &std::sync::mpsc::Receiver<crate::control::Inbound>) {
+    while let Ok(m) = rx.recv() {
+        let t1 = clock::now_ns();
+        let Some(reply) = m.reply else { continue };
+        let seq = std::str::from_utf8(&m.payload)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(u64::MAX);
+        let stamps = Stamps {
+            seq,
+            t1,
+            t2: clock::now_ns(),
+        };
+        let _ = bus.publish(&reply, None, &serde_json::to_vec(&stamps).expect("json"));
+    }
+}
+
+/// One run under way on this agent: what the coordinator has told it so far.
+struct RunState {
+    run: String,
+    agent: String,
+    report_to: String,
+    seg: Segment,
+    stop: AtomicBool,
+    start_at_ns: Mutex<Option<i64>>,
+    everyone: Mutex<Option<Vec<u64>>>,
+    lease_renewed: Mutex<Instant>,
+    changed: Condvar,
+    bus: Arc<Bus>,
+}
+
+impl RunState {
+    fn report(&self, r: &Report) {
+        let _ = self.bus.publish(
+            &self.report_to,
+            None,
+            &serde_json::to_vec(r).expect("a report serialises"),
+        );
+    }
+
+    /// Waits until `f` finds what it wants in the state, or the run is stopped.
+    fn wait<T>(&self, slot: &Mutex<Option<T>>, stop: &AtomicBool) -> Option<T>
+    where
+        T: Clone,
+    {
+        let mut g = slot.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some(v) = g.as_ref() {
+                return Some(v.clone());
+            }
+            if stop.load(Ordering::Relaxed) || self.stop.load(Ordering::Relaxed) {
+                return None;
+            }
+            g = self
+                .changed
+                .wait_timeout(g, Duration::from_millis(50))
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+}
+
+impl Peers for RunState {
+    fn ready(&self, stop: &AtomicBool) -> Option<Instant> {
+        self.report(&Report::Ready {
+            agent: self.agent.clone(),
+        });
+        self.wait(&self.start_at_ns, stop).map(clock::instant_at)
+    }
+
+    fn published(&self, sent: &[u64]) {
+        self.report(&Report::Published {
+            agent: self.agent.clone(),
+            pub_base: self.seg.pub_base,
+            sent: sent.to_vec(),
+        });
+    }
+
+    fn all_published(&self, stop: &AtomicBool) -> Option<Vec<u64>> {
+        self.wait(&self.everyone, stop)
+    }
+}
+
+/// Checks a plan and, when it is acceptable, starts it on its own thread.
+fn accept<'s>(
+    cfg: &'s Config,
+    bus: &Arc<Bus>,
+    busy: &'s Arc<Mutex<Option<Arc<RunState>>>>,
+    sealed: &Signed,
+    s: &'s std::thread::Scope<'s, '_>,
+    stop: &'s AtomicBool,
+) -> Answer {
+    let refuse = |reason: String| {
+        eprintln!("agent {}: refused plan {}: {reason}", cfg.name, sealed.id);
+        Answer {
+            accepted: false,
+            reason: Some(reason),
+        }
+    };
+    let a: Assignment = match cfg.gate.read(sealed, clock::now_ms(), true) {
+        Ok(a) => a,
+        Err(r) => return refuse(r.to_string()),
+    };
+    if a.agent != cfg.name {
+        return refuse(format!("it is addressed to agent '{}'", a.agent));
+    }
+    let mut slot = busy.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(r) = slot.as_ref() {
+        return refuse(format!("busy with run {}", r.run));
+    }
+    let plan = match Plan::from_json(&a.plan) {
+        Ok(p) => p,
+        Err(e) => return refuse(format!("the plan is not valid here: {e}")),
+    };
+    let validated = match plan.validate() {
+        Ok(v) => v,
+        Err(e) => return refuse(format!("the plan is not valid here: {e}")),
+    };
+    let state = Arc::new(RunState {
+        run: a.run.clone(),
+        agent: cfg.name.clone(),
+        report_to: msg::report_subject(&a.run),
+        seg: a.segment,
+        stop: AtomicBool::new(false),
+        start_at_ns: Mutex::new(None),
+        everyone: Mutex::new(None),
+        lease_renewed: Mutex::new(Instant::now()),
+        changed: Condvar::new(),
+        bus: Arc::clone(bus),
+    });
+    *slot = Some(Arc::clone(&state));
+    drop(slot);
+    eprintln!(
+        "agent {}: accepted plan {} ({}, run {}, {} publishers from {}, {} subscribers from {})",
+        cfg.name,
+        sealed.id,
+        plan.name(),
+        a.run,
+        a.segment.pubs,
+        a.segment.pub_base,
+        a.segment.subs,
+        a.segment.sub_base
+    );
+    let progress_every = Duration::from_millis(a.progress_ms.max(50));
+    s.spawn(move || {
+        let out = run_share(&state, &plan, &validated, cfg, progress_every, stop);
+        let report = match out {
+            Ok(mut r) => {
+                r.plan = Some(plan.recorded());
+                Report::Done {
+                    agent: cfg.name.clone(),
+                    result: Some(serde_json::to_value(&r).expect("a result serialises")),
+                    error: None,
+                }
+            }
+            Err(e) => Report::Done {
+                agent: cfg.name.clone(),
+                result: None,
+                error: Some(e.to_string()),
+            },
+        };
+        state.report(&report);
+        eprintln!("agent {}: run {} ended", cfg.name, state.run);
+        *busy.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    });
+    Answer {
+        accepted: true,
+        reason: None,
+    }
+}
+
+/// Runs this agent's share with a watchdog on the lease and a progress reporter beside it.
+fn run_share(
+    state: &Arc<RunState>,
+    plan: &Plan,
+    validated: &crate::plan::Validated,
+    cfg: &Config,
+    progress_every: Duration,
+    stop: &AtomicBool,
+) -> Result<crate::result::RunResult> {
+    let meter = Arc::new(Meter::default());
+    let done = AtomicBool::new(false);
+    let _ = plan;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                let since = state
+                    .lease_renewed
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .elapsed();
+                if since > cfg.lease && !state.stop.load(Ordering::Relaxed) {
+                    eprintln!(
+                        "agent {}: the coordinator's lease lapsed ({} without renewal): stopping \
+                         run {}",
+                        cfg.name,
+                        humantime::format_duration(Duration::from_millis(since.as_millis() as u64)),
+                        state.run
+                    );
+                    state.stop.store(true, Ordering::SeqCst);
+                }
+                if stop.load(Ordering::Relaxed) {
+                    state.stop.store(true, Ordering::SeqCst);
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        let progress = super::progress::Reporter::start(Arc::clone(&meter), progress_every, {
+            let st = Arc::clone(state);
+            move |p| {
+                st.report(&Report::Progress {
+                    agent: st.agent.clone(),
+                    progress: p,
+                })
+            }
+        });
+        let out = (|| {
+            let targets = crate::scenario::Targets::resolve(validated)?;
+            crate::scenario::execute(
+                validated,
+                targets.main.as_ref(),
+                targets.second.as_ref(),
+                &meter,
+                &state.stop,
+                Some(Share {
+                    seg: state.seg,
+                    peers: state.as_ref(),
+                }),
+            )
+        })();
+        let timeline = progress.finish();
+        done.store(true, Ordering::Relaxed);
+        out.map(|mut r| {
+            r.timeline = Some(timeline);
+            r
+        })
+    })
+}
+
+/// A command for the run under way.
+fn route(cfg: &Config, busy: &Mutex<Option<Arc<RunState>>>, sealed: &Signed) {
+    let Some(state) = busy.lock().unwrap_or_else(|p| p.into_inner()).clone() else {
+        return;
+    };
+    let now = clock::now_ms();
+    let refused = |r: signed::Refusal| {
+        eprintln!(
+            "agent {}: refused {} {}: {r}",
+            cfg.name, sealed.kind, sealed.id
+        );
+    };
+    let same = |run: &str| run == state.run;
+    match sealed.kind.as_str() {
+        "start" => match cfg.gate.read::<Start>(sealed, now, false) {
+            Ok(m) if same(&m.run) => {
+                *state.start_at_ns.lock().unwrap_or_else(|p| p.into_inner()) = Some(m.at_ns);
+            }
+            Ok(_) => {}
+            Err(r) => refused(r),
+        },
+        "lease" => match cfg.gate.read::<Lease>(sealed, now, false) {
+            Ok(m) if same(&m.run) => {
+                *state
+                    .lease_renewed
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner()) = Instant::now();
+            }
+            Ok(_) => {}
+            Err(r) => refused(r),
+        },
+        "published" => match cfg.gate.read::<Published>(sealed, now, false) {
+            Ok(m) if same(&m.run) => {
+                *state.everyone.lock().unwrap_or_else(|p| p.into_inner()) = Some(m.sent);
+            }
+            Ok(_) => {}
+            Err(r) => refused(r),
+        },
+        "abort" => match cfg.gate.read::<Abort>(sealed, now, false) {
+            Ok(m) if same(&m.run) => {
+                eprintln!("agent {}: run {} aborted: {}", cfg.name, m.run, m.reason);
+                state.stop.store(true, Ordering::SeqCst);
+            }
+            Ok(_) => {}
+            Err(r) => refused(r),
+        },
+        other => eprintln!(
+            "agent {}: refused a command of unknown kind '{other}'",
+            cfg.name
+        ),
+    }
+    state.changed.notify_all();
+}

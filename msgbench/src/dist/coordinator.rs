@@ -1,0 +1,681 @@
+//! The coordinator: a scenario run with `--agents`. It finds the agents, measures their clocks,
+//! gives each its signed share of the plan, starts them together, renews their lease, relays
+//! every publisher's final count to the subscribers' agents, shows the progress, and merges
+//! the results. An agent that goes silent for the run's `--timeout` is named, the others are
+//! told to stop, and what they measured is still written, with an exit status of its own.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::{Duration, Instant};
+
+use crate::cli::ConnArgs;
+use crate::control::clock::{self, Offset};
+use crate::control::msg::{
+    self, Abort, Answer, Assignment, Heartbeat, Lease, Published, Report, Segment, Start,
+};
+use crate::control::signed::{self, Signed, Signer};
+use crate::control::{bus, Bus};
+use crate::error::{Error, Result};
+use crate::options::ServerChoice;
+use crate::plan::{Plan, Validated};
+use crate::result::{AgentEntry, AgentStatus, RunResult, ServerMeta};
+
+/// How often agents report progress and the coordinator renews the lease.
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+const LEASE_EVERY: Duration = Duration::from_millis(250);
+/// How long agents are listened for before the run picks from those heard.
+const DISCOVER_FOR: Duration = Duration::from_millis(3 * msg::HEARTBEAT_EVERY_MS);
+/// Clock exchanges per agent: the one with the least round trip is kept.
+const CLOCK_EXCHANGES: usize = 8;
+/// How long a sealed command stays valid (agents' clocks must agree this well).
+const TTL_MS: u64 = 30_000;
+
+/// Opens a control connection: to `control`, else the `--server` of `conn`, with `conn`'s
+/// credentials and TLS.
+///
+/// # Errors
+/// No URL, bad connection flags, an unreachable server.
+pub fn connect_control(
+    conn: &ConnArgs,
+    control: Option<&str>,
+    name: &str,
+    reconnect: bool,
+) -> Result<Bus> {
+    let url = control
+        .or(conn.server.as_deref())
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| {
+            Error::Usage(
+                "--control: give the NATS server agents and coordinator talk through (or \
+                 --server)"
+                    .into(),
+            )
+        })?;
+    let mut c = conn.clone();
+    c.server = Some(url.to_string());
+    c.fault = None;
+    c.link = None;
+    c.cluster = None;
+    let ServerChoice::Urls(urls) = crate::options::server_choice(&c)
+        .map_err(|e| Error::Usage(e.to_string().replace("--server", "--control")))?
+    else {
+        unreachable!("a URL was given");
+    };
+    let mut dial = crate::options::conn::ConnOptions::new(&c)?.dial;
+    dial.reconnect = reconnect;
+    Bus::connect(&urls, name, &dial, Duration::from_secs(10))
+}
+
+/// Which agents a run wants.
+struct Wanted {
+    count: Option<usize>,
+    names: Vec<String>,
+    labels: BTreeMap<String, String>,
+}
+
+impl Wanted {
+    fn parse(agents: Option<&str>, labels: &[String]) -> Result<Self> {
+        let mut w = Wanted {
+            count: None,
+            names: Vec::new(),
+            labels: BTreeMap::new(),
+        };
+        if let Some(a) = agents.map(str::trim) {
+            match a.parse::<usize>() {
+                Ok(0) => return Err(Error::flag("--agents", a, "must be at least 1")),
+                Ok(n) => w.count = Some(n),
+                Err(_) => {
+                    for name in a.split(',').map(str::trim) {
+                        msg::check_name(name).map_err(|why| Error::flag("--agents", a, why))?;
+                        w.names.push(name.to_string());
+                    }
+                }
+            }
+        }
+        for l in labels {
+            let (k, v) =
+                super::agent::parse_label(l).map_err(|why| Error::flag("--agent-label", l, why))?;
+            w.labels.insert(k, v);
+        }
+        Ok(w)
+    }
+
+    fn matches(&self, hb: &Heartbeat) -> bool {
+        self.labels.iter().all(|(k, v)| hb.labels.get(k) == Some(v))
+            && (self.names.is_empty() || self.names.contains(&hb.name))
+    }
+
+    fn describe(&self) -> String {
+        match (self.count, self.names.is_empty()) {
+            (Some(n), _) => format!("--agents {n}"),
+            (None, false) => format!("--agents {}", self.names.join(",")),
+            (None, true) => "--agent-label".into(),
+        }
+    }
+}
+
+/// The clients a plan has, as the split sees them.
+fn clients(plan: &Plan) -> Result<(u32, u32)> {
+    Ok(match plan {
+        Plan::Pub(a) => (a.clients, 0),
+        Plan::Sub(a) => (0, a.clients),
+        Plan::Pubsub(a) => (a.pubs, a.subs),
+        Plan::Latency(a) => {
+            if a.server_b.is_some() {
+                return Err(Error::Usage(
+                    "--server-b cannot be combined with --agents yet: agents share one server"
+                        .into(),
+                ));
+            }
+            (1, 1)
+        }
+        other => {
+            return Err(Error::Usage(format!(
+                "--agents: `{}` does not run on agents yet (pub, sub, pubsub and latency do)",
+                other.name()
+            )))
+        }
+    })
+}
+
+fn timeout_of(v: &Validated) -> Duration {
+    match v {
+        Validated::Load(o) => o.timeout,
+        Validated::Latency(o) => o.timeout,
+        _ => Duration::from_secs(5),
+    }
+}
+
+/// Runs `plan` on agents: `--runs` times, then thresholds and output as for any run.
+///
+/// # Errors
+/// Bad flags, too few agents, a refused plan; a lost agent after the result was written.
+pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
+    let out = plan.out();
+    let conn = plan
+        .conn()
+        .expect("scenarios on agents have connection flags");
+    for (flag, given) in [
+        ("--fault", conn.fault.is_some()),
+        ("--link", conn.link.is_some()),
+        ("--cluster", conn.cluster.is_some()),
+    ] {
+        if given {
+            return Err(Error::Usage(format!(
+                "{flag} cannot be combined with --agents: it acts on a server or link msgbench \
+                 starts itself, which agents on other hosts cannot share"
+            )));
+        }
+    }
+    let target = conn
+        .server
+        .clone()
+        .or_else(|| out.control.clone())
+        .filter(|s| !s.trim().is_empty())
+        .ok_or_else(|| {
+            Error::Usage(
+                "--agents needs --server URL (or --control URL): agents cannot share a server \
+                 msgbench starts itself"
+                    .into(),
+            )
+        })?;
+    let (pubs, subs) = clients(plan)?;
+    let wanted = Wanted::parse(out.agents.as_deref(), &out.agent_labels)?;
+    let validated = plan.validate()?;
+    let signer = out.sign.as_deref().map(Signer::from_file).transpose()?;
+    if signer.is_none() {
+        eprintln!(
+            "warning: no --sign: plans go unsigned, and only agents run with --insecure-control \
+             accept them"
+        );
+    }
+    let mut doc = plan.to_json()?;
+    doc["conn"]["server"] = target.clone().into();
+    let bus = connect_control(conn, out.control.as_deref(), "msgbench-coordinator", false)?;
+    let agents = discover(&bus, &wanted)?;
+    let n = out.runs.max(1);
+    let mut results = Vec::new();
+    let mut lost = None;
+    for k in 1..=n {
+        let c = Coordinated {
+            bus: &bus,
+            signer: signer.as_ref(),
+            agents: &agents,
+            doc: &doc,
+            validated: &validated,
+            target: crate::wire::url::parse_servers(&target)
+                .ok()
+                .and_then(|u| u.first().map(ToString::to_string))
+                .unwrap_or_default(),
+            silent_limit: timeout_of(&validated).max(3 * PROGRESS_EVERY),
+            live: crate::output::live::View::line_wanted(out.live, !out.no_progress),
+        };
+        let (mut r, missing) = c.once(pubs, subs, stop)?;
+        r.plan = Some(plan.recorded());
+        if n > 1 {
+            eprintln!("{}", crate::export::text::run_line(k, n, &r));
+        }
+        results.push(r);
+        if !missing.is_empty() {
+            lost = Some(missing);
+            break;
+        }
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+    }
+    let allow_loss = validated.allow_loss();
+    let mut result = RunResult::combine(results, allow_loss);
+    result.thresholds = crate::gate::judge(&validated.output().thresholds, &result);
+    crate::output::write::emit(&result, validated.output())?;
+    match lost {
+        Some(names) => Err(Error::Agent(format!(
+            "agent {} went silent mid-run; the partial result was written",
+            names.join(", ")
+        ))),
+        None => Ok(result.exit_code(allow_loss)),
+    }
+}
+
+/// Listens to heartbeats and picks the agents the run wants.
+fn discover(bus: &Bus, wanted: &Wanted) -> Result<Vec<Heartbeat>> {
+    let rx = bus.subscribe(&format!("{}.*", msg::HEARTBEATS))?;
+    let mut heard: BTreeMap<String, Heartbeat> = BTreeMap::new();
+    let deadline = Instant::now() + DISCOVER_FOR;
+    while let Some(m) = bus::recv_until(&rx, deadline) {
+        if let Ok(hb) = serde_json::from_slice::<Heartbeat>(&m.payload) {
+            heard.insert(hb.name.clone(), hb);
+        }
+        if !wanted.names.is_empty() && wanted.names.iter().all(|n| heard.contains_key(n)) {
+            break;
+        }
+    }
+    let mine = env!("CARGO_PKG_VERSION");
+    let mut fit = Vec::new();
+    for hb in heard.values().filter(|hb| wanted.matches(hb)) {
+        if hb.version != mine || hb.plan_schema != crate::plan::SCHEMA {
+            return Err(Error::Agent(format!(
+                "agent {} runs msgbench {} (plans {}), this coordinator {mine} ({}): run one \
+                 version everywhere",
+                hb.name,
+                hb.version,
+                hb.plan_schema,
+                crate::plan::SCHEMA
+            )));
+        }
+        if hb.busy.is_none() {
+            fit.push(hb.clone());
+        }
+    }
+    let need = wanted.count.unwrap_or(wanted.names.len().max(1));
+    let missing: Vec<&String> = wanted
+        .names
+        .iter()
+        .filter(|n| !fit.iter().any(|hb| &hb.name == *n))
+        .collect();
+    if fit.len() < need || !missing.is_empty() {
+        let found: Vec<&str> = fit.iter().map(|h| h.name.as_str()).collect();
+        return Err(Error::Agent(format!(
+            "{}: {} idle agent(s) answered on {} within {} ({}){}",
+            wanted.describe(),
+            fit.len(),
+            bus.url,
+            humantime::format_duration(DISCOVER_FOR),
+            if found.is_empty() {
+                "none".into()
+            } else {
+                found.join(", ")
+            },
+            if missing.is_empty() {
+                format!(", {need} wanted")
+            } else {
+                format!(
+                    "; not found: {}",
+                    missing
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
+        )));
+    }
+    fit.truncate(wanted.count.unwrap_or(fit.len()));
+    Ok(fit)
+}
+
+/// One run on the chosen agents.
+struct Coordinated<'a> {
+    bus: &'a Bus,
+    signer: Option<&'a Signer>,
+    agents: &'a [Heartbeat],
+    doc: &'a serde_json::Value,
+    validated: &'a Validated,
+    /// The server under test, as the agents were told it (no credentials).
+    target: String,
+    silent_limit: Duration,
+    live: bool,
+}
+
+/// What the coordinator knows of one agent during a run.
+struct Tracked {
+    hb: Heartbeat,
+    seg: Segment,
+    clock: Offset,
+    heard: Instant,
+    ready: bool,
+    published: Option<Vec<u64>>,
+    done: Option<(Option<serde_json::Value>, Option<String>)>,
+    missing: Option<String>,
+    last: Option<crate::control::msg::Progress>,
+}
+
+impl Coordinated<'_> {
+    fn seal(&self, kind: &str, id: &str, body: &impl serde::Serialize) -> Vec<u8> {
+        let now = clock::now_ms();
+        let s: Signed = match self.signer {
+            Some(k) => k.seal(kind, id, body, now, TTL_MS),
+            None => signed::seal_unsigned(kind, id, body, now, TTL_MS),
+        };
+        serde_json::to_vec(&s).expect("a sealed command serialises")
+    }
+
+    fn send(&self, agent: &str, kind: &str, id: &str, body: &impl serde::Serialize) {
+        let _ = self.bus.publish(
+            &msg::command_subject(agent),
+            None,
+            &self.seal(kind, id, body),
+        );
+    }
+
+    fn once(&self, pubs: u32, subs: u32, stop: &AtomicBool) -> Result<(RunResult, Vec<String>)> {
+        let run = bus::unique();
+        let started_at =
+            humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+        let n = self.agents.len() as u32;
+        let segs = super::split::segments(pubs, subs, n, crate::wire::stamp::new_run_tag());
+        if let Some(idle) = segs.iter().position(|s| s.pubs + s.subs == 0) {
+            return Err(Error::Usage(format!(
+                "--agents {n}: {pubs} publisher(s) and {subs} subscriber(s) leave agent {} \
+                 nothing to run",
+                self.agents[idle].name
+            )));
+        }
+        let mut tracked = Vec::new();
+        for (hb, seg) in self.agents.iter().zip(&segs) {
+            let clock = clock::estimate(
+                self.bus,
+                &msg::clock_subject(&hb.name),
+                CLOCK_EXCHANGES,
+                Duration::from_secs(2),
+            )
+            .map_err(|e| Error::Agent(format!("agent {}: {e}", hb.name)))?;
+            tracked.push(Tracked {
+                hb: hb.clone(),
+                seg: *seg,
+                clock,
+                heard: Instant::now(),
+                ready: false,
+                published: None,
+                done: None,
+                missing: None,
+                last: None,
+            });
+        }
+        let reports = self.bus.subscribe(&msg::report_subject(&run))?;
+        for (i, t) in tracked.iter().enumerate() {
+            let a = Assignment {
+                run: run.clone(),
+                agent: t.hb.name.clone(),
+                plan: self.doc.clone(),
+                segment: t.seg,
+                progress_ms: PROGRESS_EVERY.as_millis() as u64,
+            };
+            let id = format!("{run}-{}", t.hb.name);
+            let answer = self
+                .bus
+                .request(
+                    &msg::command_subject(&t.hb.name),
+                    &self.seal("plan", &id, &a),
+                    Duration::from_secs(5),
+                )
+                .and_then(|m| {
+                    serde_json::from_slice::<Answer>(&m.payload)
+                        .map_err(|e| Error::Agent(format!("an answer that cannot be read: {e}")))
+                });
+            let refused = match answer {
+                Ok(a) if a.accepted => None,
+                Ok(a) => Some(a.reason.unwrap_or_default()),
+                Err(e) => Some(e.to_string()),
+            };
+            if let Some(why) = refused {
+                for earlier in &tracked[..i] {
+                    self.send(
+                        &earlier.hb.name,
+                        "abort",
+                        &run,
+                        &Abort {
+                            run: run.clone(),
+                            reason: "another agent refused the plan".into(),
+                        },
+                    );
+                }
+                let key = self.signer.map_or("unsigned".into(), |k| {
+                    format!("signed by {}", k.public_key())
+                });
+                return Err(Error::Agent(format!(
+                    "agent {} refused the plan ({key}): {why}",
+                    t.hb.name
+                )));
+            }
+        }
+        let done = AtomicBool::new(false);
+        let missing = std::thread::scope(|s| {
+            s.spawn(|| {
+                while !done.load(Ordering::Relaxed) {
+                    for t in self.agents {
+                        self.send(&t.name, "lease", &run, &Lease { run: run.clone() });
+                    }
+                    std::thread::sleep(LEASE_EVERY);
+                }
+            });
+            let m = self.follow(&run, &reports, &mut tracked, stop);
+            done.store(true, Ordering::Relaxed);
+            m
+        });
+        let result = self.merge(&started_at, tracked)?;
+        Ok((result, missing))
+    }
+
+    /// Reads the agents' reports until every agent is done or missing.
+    fn follow(
+        &self,
+        run: &str,
+        reports: &std::sync::mpsc::Receiver<crate::control::Inbound>,
+        tracked: &mut [Tracked],
+        stop: &AtomicBool,
+    ) -> Vec<String> {
+        let mut started = false;
+        let mut relayed = false;
+        let mut aborted: Option<Instant> = None;
+        let mut board = super::progress::Board::default();
+        let mut shown = Instant::now();
+        let abort_all = |tracked: &[Tracked], why: &str| {
+            for t in tracked
+                .iter()
+                .filter(|t| t.done.is_none() && t.missing.is_none())
+            {
+                self.send(
+                    &t.hb.name,
+                    "abort",
+                    run,
+                    &Abort {
+                        run: run.into(),
+                        reason: why.into(),
+                    },
+                );
+            }
+        };
+        loop {
+            if tracked
+                .iter()
+                .all(|t| t.done.is_some() || t.missing.is_some())
+            {
+                break;
+            }
+            match reports.recv_timeout(Duration::from_millis(100)) {
+                Ok(m) => {
+                    if let Ok(r) = serde_json::from_slice::<Report>(&m.payload) {
+                        self.take(r, tracked, &mut board);
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    for t in tracked.iter_mut().filter(|t| t.done.is_none()) {
+                        t.missing = Some("the coordinator lost its control connection".into());
+                    }
+                    break;
+                }
+            }
+            if !started && tracked.iter().all(|t| t.ready) {
+                let rtt = tracked.iter().map(|t| t.clock.rtt_ns).max().unwrap_or(0);
+                let at = clock::now_ns() + (4 * rtt as i64).max(300_000_000);
+                for t in tracked.iter() {
+                    self.send(
+                        &t.hb.name,
+                        "start",
+                        run,
+                        &Start {
+                            run: run.into(),
+                            at_ns: at + t.clock.offset_ns,
+                        },
+                    );
+                }
+                started = true;
+            }
+            if !relayed
+                && tracked
+                    .iter()
+                    .filter(|t| t.seg.pubs > 0)
+                    .all(|t| t.published.is_some())
+            {
+                let mut sent = vec![0u64; tracked.first().map_or(0, |t| t.seg.pubs_total as usize)];
+                for t in tracked.iter() {
+                    for (i, n) in t.published.iter().flatten().enumerate() {
+                        sent[t.seg.pub_base as usize + i] = *n;
+                    }
+                }
+                for t in tracked.iter() {
+                    self.send(
+                        &t.hb.name,
+                        "published",
+                        run,
+                        &Published {
+                            run: run.into(),
+                            sent: sent.clone(),
+                        },
+                    );
+                }
+                relayed = true;
+            }
+            for t in tracked
+                .iter_mut()
+                .filter(|t| t.done.is_none() && t.missing.is_none())
+            {
+                if t.heard.elapsed() > self.silent_limit {
+                    eprintln!(
+                        "error: agent {} has been silent for {}; telling the others to stop",
+                        t.hb.name,
+                        humantime::format_duration(Duration::from_millis(
+                            t.heard.elapsed().as_millis() as u64
+                        ))
+                    );
+                    t.missing = Some(format!(
+                        "silent for more than {} (it died, hung or lost the control server)",
+                        humantime::format_duration(self.silent_limit)
+                    ));
+                }
+            }
+            let someone_missing = tracked.iter().any(|t| t.missing.is_some());
+            if aborted.is_none() && (someone_missing || stop.load(Ordering::Relaxed)) {
+                abort_all(
+                    tracked,
+                    if someone_missing {
+                        "an agent went missing"
+                    } else {
+                        "the coordinator was interrupted"
+                    },
+                );
+                aborted = Some(Instant::now());
+            }
+            // After an abort the others get one more --timeout to send what they measured.
+            if aborted.is_some_and(|at| at.elapsed() > self.silent_limit) {
+                for t in tracked
+                    .iter_mut()
+                    .filter(|t| t.done.is_none() && t.missing.is_none())
+                {
+                    t.missing = Some("no result after being told to stop".into());
+                }
+                break;
+            }
+            if self.live && shown.elapsed() >= PROGRESS_EVERY {
+                super::progress::print(&board.rows());
+                shown = Instant::now();
+            }
+        }
+        tracked
+            .iter()
+            .filter(|t| t.missing.is_some())
+            .map(|t| t.hb.name.clone())
+            .collect()
+    }
+
+    fn take(&self, r: Report, tracked: &mut [Tracked], board: &mut super::progress::Board) {
+        let name = match &r {
+            Report::Ready { agent }
+            | Report::Published { agent, .. }
+            | Report::Progress { agent, .. }
+            | Report::Done { agent, .. } => agent.clone(),
+        };
+        let Some(t) = tracked.iter_mut().find(|t| t.hb.name == name) else {
+            return;
+        };
+        if t.missing.is_some() {
+            return;
+        }
+        t.heard = Instant::now();
+        match r {
+            Report::Ready { .. } => t.ready = true,
+            Report::Published { sent, .. } => t.published = Some(sent),
+            Report::Progress { progress, .. } => {
+                board.latest.insert(name, progress.clone());
+                t.last = Some(progress);
+            }
+            Report::Done { result, error, .. } => {
+                if let Some(e) = &error {
+                    eprintln!("error: agent {name}: {e}");
+                }
+                t.done = Some((result, error));
+            }
+        }
+    }
+
+    fn merge(&self, started_at: &str, tracked: Vec<Tracked>) -> Result<RunResult> {
+        let cross = tracked
+            .iter()
+            .any(|t| t.seg.subs > 0 && t.seg.pubs < t.seg.pubs_total);
+        let uncertainty = cross.then(|| {
+            let mut u: Vec<u64> = tracked.iter().map(|t| t.clock.uncertainty_ns).collect();
+            u.sort_unstable();
+            u.iter().rev().take(2).sum()
+        });
+        let entries: Vec<AgentEntry> = tracked
+            .into_iter()
+            .map(|t| {
+                let (result, error) = t.done.unwrap_or((None, None));
+                let (status, reason) = match (&result, t.missing, error) {
+                    (Some(_), _, _) => (AgentStatus::Complete, None),
+                    (None, Some(why), _) => (AgentStatus::Missing, Some(why)),
+                    (None, None, e) => (AgentStatus::Failed, e),
+                };
+                AgentEntry {
+                    name: t.hb.name,
+                    labels: t.hb.labels,
+                    status,
+                    reason,
+                    clock_offset_ns: Some(t.clock.offset_ns),
+                    clock_uncertainty_ns: Some(t.clock.uncertainty_ns),
+                    pubs: t.seg.pubs,
+                    subs: t.seg.subs,
+                    last_progress: t.last.map(|p| serde_json::to_value(p).expect("json")),
+                    result,
+                }
+            })
+            .collect();
+        let (scenario, params) = match self.validated {
+            Validated::Load(o) => (o.scenario.as_str(), o.params()),
+            Validated::Latency(o) => ("latency", o.params()),
+            _ => unreachable!("only these scenarios run on agents"),
+        };
+        // Stands in for the server's own description only when no agent completed.
+        let server = ServerMeta {
+            url: self.target.clone(),
+            name: String::new(),
+            version: String::new(),
+            embedded: false,
+            max_payload: 0,
+            auth: "unknown",
+        };
+        crate::result::merge::merge(
+            scenario,
+            started_at.to_string(),
+            params,
+            server,
+            entries,
+            uncertainty,
+        )
+        .map_err(|e| Error::Agent(e.to_string()))
+    }
+}

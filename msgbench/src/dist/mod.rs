@@ -1,0 +1,12 @@
+//! Distributed runs: `msgbench agent` on each load host, and any scenario with `--agents` as
+//! their coordinator. The coordinator finds its agents on the control server, measures their
+//! clocks, splits the plan into one segment per agent ([`split`]), sends each its signed share,
+//! starts them together, relays what they must know of each other (every publisher's final
+//! count), shows their progress, and merges their results into one. An agent runs its share
+//! down the same path as any run (`scenario::execute`), so what a plan does on one host it does
+//! on many.
+
+pub mod agent;
+pub mod coordinator;
+mod progress;
+pub mod split;

@@ -1,0 +1,161 @@
+//! Progress of distributed runs, both ends. On an agent, [`Reporter`] samples the run's meter
+//! every interval, sends each tick's counts to the coordinator and keeps the ticks as the
+//! agent's own timeline. On the coordinator, [`Board`] holds each agent's latest report and
+//! prints the live view: the aggregate and one row per agent.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::control::msg::Progress;
+use crate::format;
+use crate::stats::timeline::{Meter, Sampler, Timeline, MAX_TICKS};
+
+/// The agent's side: ticks to the coordinator, and the timeline kept.
+pub struct Reporter {
+    done: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Timeline>>,
+}
+
+impl Reporter {
+    pub fn start(
+        meter: Arc<Meter>,
+        every: Duration,
+        send: impl Fn(Progress) + Send + 'static,
+    ) -> Self {
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&done);
+        let thread = std::thread::spawn(move || {
+            let mut sampler = Sampler::new(Arc::clone(&meter));
+            let mut ticks = Vec::new();
+            let mut total = Progress::default();
+            let mut next = every;
+            loop {
+                let finished = flag.load(Ordering::Relaxed);
+                if !finished {
+                    // Short sleeps, so the last tick is taken soon after the run ends.
+                    std::thread::sleep(Duration::from_millis(20).min(every));
+                    if meter.elapsed() < next {
+                        continue;
+                    }
+                    next += every;
+                }
+                let t = sampler.tick();
+                total.elapsed_ms = (t.t_s * 1000.0) as u64;
+                total.pub_msgs += (t.sent_per_sec * t.span_s).round() as u64;
+                total.sub_msgs += (t.received_per_sec * t.span_s).round() as u64;
+                total.errors += t.errors;
+                total.p99_ns = t.latency.as_ref().map(|l| l.p99_ns);
+                send(total.clone());
+                if ticks.len() < MAX_TICKS {
+                    ticks.push(t);
+                }
+                if finished {
+                    break;
+                }
+            }
+            Timeline {
+                interval_s: every.as_secs_f64(),
+                clients: sampler.clients(),
+                truncated: ticks.len() >= MAX_TICKS,
+                ticks,
+            }
+        });
+        Self {
+            done,
+            thread: Some(thread),
+        }
+    }
+
+    /// Takes the last tick, sends it, and returns the timeline.
+    pub fn finish(mut self) -> Timeline {
+        self.done.store(true, Ordering::Relaxed);
+        self.thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .expect("the progress thread does not panic")
+    }
+}
+
+/// The coordinator's side: each agent's latest counts, and what was shown last.
+#[derive(Default)]
+pub struct Board {
+    pub latest: BTreeMap<String, Progress>,
+    shown: BTreeMap<String, Progress>,
+}
+
+/// One row of the live view: rates since the previous row of the same agent.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Row {
+    pub agent: String,
+    pub t_s: f64,
+    pub sent_per_sec: f64,
+    pub received_per_sec: f64,
+    pub errors: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p99_ns: Option<u64>,
+}
+
+impl Board {
+    /// Rows since the last call: the aggregate first ("all"), then one per agent. Rates are
+    /// over each agent's own interval between its reports, so a late report is not a dip.
+    pub fn rows(&mut self) -> Vec<Row> {
+        let mut rows = Vec::new();
+        let mut all = Row {
+            agent: "all".into(),
+            t_s: 0.0,
+            sent_per_sec: 0.0,
+            received_per_sec: 0.0,
+            errors: 0,
+            p99_ns: None,
+        };
+        for (name, p) in &self.latest {
+            let before = self.shown.get(name).cloned().unwrap_or_default();
+            let span = (p.elapsed_ms.saturating_sub(before.elapsed_ms)) as f64 / 1000.0;
+            if span <= 0.0 {
+                continue;
+            }
+            let row = Row {
+                agent: name.clone(),
+                t_s: p.elapsed_ms as f64 / 1000.0,
+                sent_per_sec: p.pub_msgs.saturating_sub(before.pub_msgs) as f64 / span,
+                received_per_sec: p.sub_msgs.saturating_sub(before.sub_msgs) as f64 / span,
+                errors: p.errors.saturating_sub(before.errors),
+                p99_ns: p.p99_ns,
+            };
+            all.t_s = all.t_s.max(row.t_s);
+            all.sent_per_sec += row.sent_per_sec;
+            all.received_per_sec += row.received_per_sec;
+            all.errors += row.errors;
+            all.p99_ns = all.p99_ns.max(row.p99_ns);
+            rows.push(row);
+        }
+        self.shown = self.latest.clone();
+        if !rows.is_empty() {
+            rows.insert(0, all);
+        }
+        rows
+    }
+}
+
+/// Prints rows on stderr, one line each.
+pub fn print(rows: &[Row]) {
+    let mut err = std::io::stderr().lock();
+    for r in rows {
+        let p99 = r.p99_ns.map_or(String::new(), |v| {
+            format!("  p99 {}", format::duration_ns(v as f64))
+        });
+        let _ = writeln!(
+            err,
+            "[{:>5.1}s] {:<12} sent {:>12}/s  received {:>12}/s  errors {}{p99}",
+            r.t_s,
+            r.agent,
+            format::group(r.sent_per_sec.round() as u64),
+            format::group(r.received_per_sec.round() as u64),
+            r.errors
+        );
+    }
+}

@@ -1,0 +1,518 @@
+//! Distributed runs end to end: `msgbench agent` processes on a real nats-server (the control
+//! plane and the server under test at once), a coordinator run as any scenario with
+//! `--agents`, and what must hold: exact reconciliation across agents, signed plans only, no
+//! orphaned load when either side dies, and one-way latency corrected for the agents' clocks.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use support::{bin, scratch_dir, stderr, u, Scratch, TestServer};
+
+/// A running agent whose stderr is collected as it comes.
+struct Agent {
+    child: Child,
+    log: Arc<Mutex<String>>,
+}
+
+impl Agent {
+    fn start(url: &str, name: &str, trust: &[&str], env: &[(&str, &str)]) -> Agent {
+        let mut cmd = bin();
+        cmd.args([
+            "agent",
+            "--control",
+            url,
+            "--name",
+            name,
+            "--label",
+            "zone=test",
+        ]);
+        if trust.is_empty() {
+            cmd.arg("--insecure-control");
+        }
+        for k in trust {
+            cmd.args(["--trust", k]);
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the agent starts");
+        let log = Arc::new(Mutex::new(String::new()));
+        let (err, sink) = (child.stderr.take().unwrap(), Arc::clone(&log));
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                let mut l = sink.lock().unwrap();
+                l.push_str(&line);
+                l.push('\n');
+            }
+        });
+        let a = Agent { child, log };
+        assert!(
+            a.wait_for("listening on", Duration::from_secs(10)),
+            "the agent did not come up: {}",
+            a.log()
+        );
+        a
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    fn wait_for(&self, needle: &str, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if self.log().contains(needle) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A signing seed and its public key, made by `msgbench agent keygen`.
+fn keys(dir: &Scratch, name: &str) -> (String, String) {
+    let seed = dir.join(name);
+    let out = bin()
+        .args(["agent", "keygen", "--out", seed.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let public = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    assert!(public.starts_with('U'), "a user public key: {public}");
+    (seed.to_str().unwrap().to_string(), public)
+}
+
+fn coordinate(args: &[&str]) -> (std::process::Output, serde_json::Value, Scratch) {
+    let dir = scratch_dir("coord");
+    let json = dir.join("r.json");
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--no-progress", "--json", json.to_str().unwrap()]);
+    let out = bin().args(&all).output().unwrap();
+    let doc = std::fs::read_to_string(&json)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(serde_json::Value::Null);
+    (out, doc, dir)
+}
+
+#[test]
+fn pubsub_on_two_agents_reconciles_exactly_publishers_on_one_subscribers_on_the_other() {
+    let server = TestServer::start();
+    let keydir = scratch_dir("keys");
+    let (seed, public) = keys(&keydir, "coord.nk");
+    let _a = Agent::start(&server.url, "a1", &[&public], &[]);
+    let _b = Agent::start(&server.url, "a2", &[&public], &[]);
+    let (out, doc, _d) = coordinate(&[
+        "pubsub",
+        "--pubs",
+        "1",
+        "--subs",
+        "1",
+        "--msgs",
+        "20000",
+        "--size",
+        "64",
+        "--server",
+        &server.url,
+        "--agents",
+        "2",
+        "--sign",
+        &seed,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let d = &doc["delivery"];
+    assert_eq!(u(&d["sent"]), 20_000);
+    assert_eq!(u(&d["expected"]), 20_000);
+    assert_eq!(u(&d["received"]), 20_000);
+    assert_eq!(u(&d["lost"]), 0);
+    assert_eq!(d["accounting"], "exact");
+    let agents = doc["agents"]["agents"].as_array().unwrap();
+    assert_eq!(agents.len(), 2);
+    // The publisher ran on one agent and the subscriber on the other.
+    assert_eq!((u(&agents[0]["pubs"]), u(&agents[0]["subs"])), (1, 0));
+    assert_eq!((u(&agents[1]["pubs"]), u(&agents[1]["subs"])), (0, 1));
+    assert!(agents.iter().all(|a| a["status"] == "complete"));
+    assert_eq!(u(&doc["by_role"]["pub"]["msgs"]), 20_000);
+    assert_eq!(u(&doc["by_role"]["sub"]["msgs"]), 20_000);
+    let errs = support::schema_errors(&doc);
+    assert!(errs.is_empty(), "{errs:?}");
+}
+
+#[test]
+fn a_stalled_subscriber_on_another_agent_shows_the_loss_per_publisher() {
+    let server = TestServer::start();
+    let _a = Agent::start(&server.url, "p1", &[], &[]);
+    let _b = Agent::start(&server.url, "s1", &[], &[]);
+    // One publisher on each agent, the subscriber on the second: it stops reading long enough
+    // for the server to cut it off as a slow consumer, and reconnects.
+    let (out, doc, _d) = coordinate(&[
+        "pubsub",
+        "--pubs",
+        "2",
+        "--subs",
+        "1",
+        "--msgs",
+        "200000",
+        "--size",
+        "512",
+        "--sub-stall",
+        "1000:3s",
+        "--allow-loss",
+        "--reconnect",
+        "--server",
+        &server.url,
+        "--agents",
+        "p1,s1",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let d = &doc["delivery"];
+    assert_eq!(u(&d["sent"]), 400_000);
+    let pubs = d["publishers"].as_array().unwrap();
+    assert_eq!(pubs.len(), 2, "{d}");
+    for p in pubs {
+        assert_eq!(u(&p["sent"]), 200_000);
+        assert_eq!(
+            u(&p["lost"]) + u(&p["received"]) - u(&p["duplicated"]),
+            200_000,
+            "{p}"
+        );
+    }
+    let lost: u64 = pubs.iter().map(|p| u(&p["lost"])).sum();
+    assert!(lost > 0, "a stalled subscriber loses messages: {d}");
+    assert_eq!(u(&d["lost"]), lost);
+}
+
+#[test]
+fn a_killed_agent_is_named_the_partial_result_written_and_the_survivor_stops() {
+    let server = TestServer::start();
+    let mut a = Agent::start(&server.url, "k1", &[], &[]);
+    let b = Agent::start(&server.url, "k2", &[], &[]);
+    let dir = scratch_dir("kill");
+    let json = dir.join("r.json");
+    let mut coord = bin()
+        .args([
+            "pubsub",
+            "--pubs",
+            "1",
+            "--subs",
+            "1",
+            "--rate",
+            "2000",
+            "--duration",
+            "30s",
+            "--timeout",
+            "2s",
+            "--server",
+            &server.url,
+            "--agents",
+            "k1,k2",
+            "--no-progress",
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(
+        a.wait_for("accepted plan", Duration::from_secs(10)),
+        "{}",
+        a.log()
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    a.kill();
+    let killed = Instant::now();
+    let out = coord.wait_with_output().unwrap();
+    let took = killed.elapsed();
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
+    assert!(stderr(&out).contains("k1"), "{}", stderr(&out));
+    // Silence is noticed after --timeout (2 s), the survivor gets as long again to report.
+    assert!(
+        took < Duration::from_secs(10),
+        "ended {took:?} after the kill"
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["agents"]["missing"], serde_json::json!(["k1"]));
+    let k1 = &doc["agents"]["agents"][0];
+    assert_eq!(k1["status"], "missing");
+    assert!(u(&k1["last_progress"]["pub_msgs"]) > 0, "{k1}");
+    assert!(
+        doc["interrupted"].as_bool().unwrap(),
+        "the survivor was stopped early"
+    );
+    assert!(b.wait_for("ended", Duration::from_secs(5)), "{}", b.log());
+}
+
+#[test]
+fn agents_stop_their_load_when_the_coordinator_dies() {
+    let server = TestServer::start();
+    let a = Agent::start(&server.url, "c1", &[], &[]);
+    let mut coord = bin()
+        .args([
+            "pubsub",
+            "--pubs",
+            "1",
+            "--subs",
+            "1",
+            "--rate",
+            "1000",
+            "--duration",
+            "60s",
+            "--server",
+            &server.url,
+            "--agents",
+            "1",
+            "--no-progress",
+        ])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(
+        a.wait_for("accepted plan", Duration::from_secs(10)),
+        "{}",
+        a.log()
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    coord.kill().unwrap();
+    coord.wait().unwrap();
+    // The lease is 3 s; the run ends and the agent says why.
+    assert!(
+        a.wait_for("lease lapsed", Duration::from_secs(6)),
+        "{}",
+        a.log()
+    );
+    assert!(a.wait_for("ended", Duration::from_secs(5)), "{}", a.log());
+}
+
+#[test]
+fn unsigned_untrusted_replayed_and_expired_plans_are_refused_and_logged() {
+    let server = TestServer::start();
+    let keydir = scratch_dir("keys");
+    let (seed, public) = keys(&keydir, "coord.nk");
+    let (other_seed, _) = keys(&keydir, "other.nk");
+    let a = Agent::start(&server.url, "t1", &[&public], &[]);
+    let args = |sign: Option<&str>| {
+        let mut v = vec![
+            "pub".to_string(),
+            "--msgs".into(),
+            "100".into(),
+            "--server".into(),
+            server.url.clone(),
+            "--agents".into(),
+            "t1".into(),
+        ];
+        if let Some(s) = sign {
+            v.extend(["--sign".into(), s.into()]);
+        }
+        v
+    };
+    let run = |a: Vec<String>| bin().args(a).arg("--no-progress").output().unwrap();
+
+    let out = run(args(None));
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
+    assert!(stderr(&out).contains("not signed"), "{}", stderr(&out));
+    assert!(a.log().contains("refused plan") && a.log().contains("not signed"));
+
+    let out = run(args(Some(&other_seed)));
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
+    assert!(a.log().contains("does not trust"), "{}", a.log());
+
+    // A plan captured off the wire and sent again is a replay.
+    let capture = Capture::start(&server.url, "msgbench.ctl.agent.t1.cmd");
+    let out = run(args(Some(&seed)));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let plan = capture.first_with("\"kind\":\"plan\"");
+    let answer = support::raw_request(&server.url, "msgbench.ctl.agent.t1.cmd", &plan);
+    assert!(
+        answer.contains("\"accepted\":false") && answer.contains("replay"),
+        "{answer}"
+    );
+    assert!(
+        a.wait_for("a replay", Duration::from_secs(2)),
+        "{}",
+        a.log()
+    );
+
+    // An agent whose clock is a minute ahead sees every plan as expired.
+    let late = Agent::start(&server.url, "t2", &[&public], &[(CLOCK_ENV, "60000000000")]);
+    let mut v = args(Some(&seed));
+    v[6] = "t2".into();
+    let out = run(v);
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
+    assert!(late.log().contains("expired"), "{}", late.log());
+}
+
+const CLOCK_ENV: &str = "MSGBENCH_TEST_CLOCK_OFFSET_NS";
+
+/// The tests' own subscriber (a raw connection), collecting message payloads.
+struct Capture {
+    got: Arc<Mutex<Vec<String>>>,
+}
+
+impl Capture {
+    fn start(url: &str, subject: &str) -> Capture {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(url.trim_start_matches("nats://")).unwrap();
+        write!(
+            s,
+            "CONNECT {{\"verbose\":false}}\r\nSUB {subject} 1\r\nPING\r\n"
+        )
+        .unwrap();
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&got);
+        let mut r = BufReader::new(s.try_clone().unwrap());
+        let mut line = String::new();
+        // Wait for the PONG: the subscription is in place.
+        loop {
+            line.clear();
+            r.read_line(&mut line).unwrap();
+            if line.starts_with("PONG") {
+                break;
+            }
+        }
+        std::thread::spawn(move || loop {
+            line.clear();
+            if r.read_line(&mut line).unwrap_or(0) == 0 {
+                break;
+            }
+            if line.starts_with("PING") {
+                let _ = s.write_all(b"PONG\r\n");
+            }
+            if let Some(rest) = line.strip_prefix("MSG ") {
+                let len: usize = rest.trim_end().rsplit(' ').next().unwrap().parse().unwrap();
+                let mut payload = vec![0; len + 2];
+                r.read_exact(&mut payload).unwrap();
+                sink.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&payload[..len]).into_owned());
+            }
+        });
+        Capture { got }
+    }
+
+    fn first_with(&self, needle: &str) -> String {
+        self.got
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|p| p.contains(needle))
+            .cloned()
+            .expect("the sealed plan was seen on the wire")
+    }
+}
+
+#[test]
+fn an_agents_clock_offset_is_found_and_cross_agent_latency_is_corrected_by_it() {
+    let server = TestServer::start();
+    let truth: i64 = 50_000_000;
+    let _a = Agent::start(&server.url, "l1", &[], &[]);
+    let _b = Agent::start(&server.url, "l2", &[], &[(CLOCK_ENV, &truth.to_string())]);
+    let latency = |agents: &str| {
+        let (out, doc, _d) = coordinate(&[
+            "latency",
+            "--rate",
+            "1000",
+            "--duration",
+            "2s",
+            "--warmup",
+            "200ms",
+            "--server",
+            &server.url,
+            "--agents",
+            agents,
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        doc
+    };
+    let cross = latency("l1,l2");
+    let same = latency("l1");
+    let l2 = &cross["agents"]["agents"][1];
+    assert_eq!(l2["name"], "l2");
+    let estimate = l2["clock_offset_ns"].as_i64().unwrap();
+    let rtt = 2 * u(&l2["clock_uncertainty_ns"]);
+    assert!(
+        estimate.abs_diff(truth) <= 2 * rtt,
+        "offset {estimate} ns, truth {truth} ns, least round trip {rtt} ns"
+    );
+    let bound = u(&cross["agents"]["cross_agent_latency_uncertainty_ns"]);
+    assert!(bound > 0 && bound < 5_000_000, "{bound}");
+    // The subscriber's clock is 50 ms ahead; uncorrected, every latency would be 50 ms longer.
+    let p50 = |d: &serde_json::Value| u(&d["latency"]["percentiles_ns"]["50"]);
+    let (c, s) = (p50(&cross), p50(&same));
+    // Two runs' medians also differ by scheduling noise on a shared machine: allow 1 ms of it.
+    assert!(
+        c.abs_diff(s) <= 2 * bound + 1_000_000,
+        "cross-agent p50 {c} ns, same-agent p50 {s} ns, bound {bound} ns"
+    );
+    assert!(
+        cross["latency_uncorrected"].is_null(),
+        "no send times across hosts"
+    );
+}
+
+#[test]
+fn too_few_agents_and_unsupported_scenarios_are_refused_in_one_line() {
+    let server = TestServer::start();
+    let _a = Agent::start(&server.url, "f1", &[], &[]);
+    let out = bin()
+        .args([
+            "pub",
+            "--msgs",
+            "10",
+            "--server",
+            &server.url,
+            "--agents",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(9));
+    let e = stderr(&out);
+    assert_eq!(
+        e.lines().filter(|l| l.starts_with("error:")).count(),
+        1,
+        "{e}"
+    );
+    assert!(e.contains("--agents 2") && e.contains("f1"), "{e}");
+    let out = bin()
+        .args([
+            "request",
+            "--msgs",
+            "10",
+            "--server",
+            &server.url,
+            "--agents",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("does not run on agents yet"),
+        "{}",
+        stderr(&out)
+    );
+    let out = bin().args(["pub", "--agents", "1"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--server"), "{}", stderr(&out));
+}
