@@ -110,6 +110,19 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
     if plan.out().distributed() {
         return dist::coordinator::run(&plan, stop);
     }
+    // Without agents they would act on nothing.
+    let o = plan.out();
+    if let Some(flag) = [
+        ("--control", o.control.is_some()),
+        ("--sign", o.sign.is_some()),
+    ]
+    .iter()
+    .find_map(|(f, on)| on.then_some(*f))
+    {
+        return Err(error::Error::Usage(format!(
+            "{flag} is for runs on agents: give --agents N (or --agent-label) too"
+        )));
+    }
     run_plan(&plan, stop)
 }
 
@@ -174,6 +187,10 @@ fn print_plan(plan: &Plan) -> Result<u8> {
         ("--live", o.live),
         ("--runs", o.runs > 1),
         ("--threshold", !o.threshold.is_empty()),
+        ("--agents", o.agents.is_some()),
+        ("--agent-label", !o.agent_labels.is_empty()),
+        ("--control", o.control.is_some()),
+        ("--sign", o.sign.is_some()),
     ];
     if let Some((flag, _)) = given.iter().find(|(_, on)| *on) {
         return Err(error::Error::Usage(format!(

@@ -516,3 +516,98 @@ fn too_few_agents_and_unsupported_scenarios_are_refused_in_one_line() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--server"), "{}", stderr(&out));
 }
+
+#[test]
+fn live_rows_stream_stats_runs_thresholds_and_report_work_on_a_run_on_agents() {
+    let server = TestServer::start();
+    let _a = Agent::start(&server.url, "m1", &[], &[]);
+    let _b = Agent::start(&server.url, "m2", &[], &[]);
+    let dir = scratch_dir("live");
+    let (stream, json, html) = (dir.join("s.jsonl"), dir.join("r.json"), dir.join("r.html"));
+    let out = bin()
+        .args([
+            "pubsub",
+            "--pubs",
+            "2",
+            "--subs",
+            "2",
+            "--rate",
+            "4000",
+            "--duration",
+            "3s",
+            "--server",
+            &server.url,
+            "--agents",
+            "2",
+            "--runs",
+            "2",
+            "--live",
+            "--threshold",
+            "lost==0",
+            "--stream-stats",
+            stream.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let e = stderr(&out);
+    for who in ["all", "m1", "m2"] {
+        assert!(
+            e.lines().any(|l| l.contains(&format!("] {who} "))),
+            "no live row for {who}: {e}"
+        );
+    }
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&stream)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for who in ["all", "m1", "m2"] {
+        assert!(
+            lines.iter().any(|l| l["agent"] == who),
+            "no stream line for {who}"
+        );
+    }
+    // The aggregate row is the sum of the agents' rows written with it.
+    let at = lines
+        .iter()
+        .position(|l| l["agent"] == "all" && l["sent_per_sec"].as_f64().unwrap() > 0.0)
+        .unwrap();
+    let rate = |l: &serde_json::Value| l["sent_per_sec"].as_f64().unwrap();
+    let parts: f64 = lines[at + 1..]
+        .iter()
+        .take_while(|l| l["agent"] != "all")
+        .map(rate)
+        .sum();
+    assert!(
+        (parts - rate(&lines[at])).abs() < 1e-6,
+        "{} vs {parts}",
+        rate(&lines[at])
+    );
+    assert!(lines[at]["run"].as_u64().is_some(), "--runs tags each line");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["runs"]["runs"].as_array().unwrap().len(), 2);
+    assert_eq!(doc["thresholds"][0]["pass"], true);
+    assert_eq!(doc["delivery"]["lost"], 0);
+    assert!(doc["timeline"]["ticks"]
+        .as_array()
+        .is_some_and(|t| !t.is_empty()));
+    let out = bin()
+        .args([
+            "report",
+            json.to_str().unwrap(),
+            "-o",
+            html.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = bin()
+        .args(["diff", json.to_str().unwrap(), json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+}

@@ -195,6 +195,12 @@ pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
     doc["conn"]["server"] = target.clone().into();
     let bus = connect_control(conn, out.control.as_deref(), "msgbench-coordinator", false)?;
     let agents = discover(&bus, &wanted)?;
+    let stream = out
+        .stream_stats
+        .as_deref()
+        .map(crate::output::live::StreamStats::create)
+        .transpose()?
+        .map(std::sync::Mutex::new);
     let n = out.runs.max(1);
     let mut results = Vec::new();
     let mut lost = None;
@@ -211,6 +217,9 @@ pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
                 .unwrap_or_default(),
             silent_limit: timeout_of(&validated).max(3 * PROGRESS_EVERY),
             live: crate::output::live::View::line_wanted(out.live, !out.no_progress),
+            stream: stream.as_ref(),
+            scenario: plan.name(),
+            run_k: (n > 1).then_some(k),
         };
         let (mut r, missing) = c.once(pubs, subs, stop)?;
         r.plan = Some(plan.recorded());
@@ -317,6 +326,11 @@ struct Coordinated<'a> {
     target: String,
     silent_limit: Duration,
     live: bool,
+    /// `--stream-stats`: the aggregate and each agent's row, once a second.
+    stream: Option<&'a std::sync::Mutex<crate::output::live::StreamStats>>,
+    scenario: &'static str,
+    /// Which of `--runs` this is, when there are several.
+    run_k: Option<u32>,
 }
 
 /// What the coordinator knows of one agent during a run.
@@ -580,8 +594,21 @@ impl Coordinated<'_> {
                 }
                 break;
             }
-            if self.live && shown.elapsed() >= PROGRESS_EVERY {
-                super::progress::print(&board.rows());
+            if (self.live || self.stream.is_some()) && shown.elapsed() >= PROGRESS_EVERY {
+                let rows = board.rows();
+                if self.live {
+                    super::progress::print(&rows);
+                }
+                if let Some(s) = self.stream {
+                    let mut s = s.lock().unwrap_or_else(|p| p.into_inner());
+                    for row in &rows {
+                        s.write_line(&super::progress::Line {
+                            scenario: self.scenario,
+                            run: self.run_k,
+                            row,
+                        });
+                    }
+                }
                 shown = Instant::now();
             }
         }

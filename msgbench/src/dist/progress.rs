@@ -99,6 +99,16 @@ pub struct Row {
     pub p99_ns: Option<u64>,
 }
 
+/// A `--stream-stats` line of a distributed run: a row, tagged like a single run's lines.
+#[derive(serde::Serialize)]
+pub struct Line<'a> {
+    pub scenario: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run: Option<u32>,
+    #[serde(flatten)]
+    pub row: &'a Row,
+}
+
 impl Board {
     /// Rows since the last call: the aggregate first ("all"), then one per agent. Rates are
     /// over each agent's own interval between its reports, so a late report is not a dip.

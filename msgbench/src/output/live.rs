@@ -45,6 +45,11 @@ impl StreamStats {
     /// Appends a tick and flushes it, so a dashboard tailing the file sees it at once. A write
     /// that fails is reported once and the run goes on: the measurement matters more.
     fn write(&mut self, line: &StreamLine<'_>) -> bool {
+        self.write_line(line)
+    }
+
+    /// Appends one line of another shape (a distributed run's per-agent rows).
+    pub fn write_line(&mut self, line: &impl serde::Serialize) -> bool {
         let ok = serde_json::to_writer(&mut self.out, line).is_ok()
             && self.out.write_all(b"\n").is_ok()
             && self.out.flush().is_ok();

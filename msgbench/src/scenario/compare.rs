@@ -392,6 +392,13 @@ fn plan(p: &crate::plan::Plan) -> Result<Setup<'static>> {
 /// no recovery log: what needs those is refused for compare rather than shown for one column.
 fn refuse_what_drivers_cannot_report(p: &crate::plan::Plan) -> Result<()> {
     let o = p.out();
+    if o.distributed() || o.control.is_some() || o.sign.is_some() {
+        return Err(Error::Usage(
+            "compare: --agents, --agent-label, --control and --sign run one scenario on agents; \
+             compare runs client libraries side by side in this process"
+                .into(),
+        ));
+    }
     let refused = [
         ("--live", o.live),
         ("--stream-stats", o.stream_stats.is_some()),
