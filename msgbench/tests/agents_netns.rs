@@ -1,0 +1,210 @@
+//! Agents as separate hosts: each in a network namespace this test creates, joined to this
+//! one by a veth pair on addresses of the test's own (10.249.k.0/30), with the server listening
+//! only on this side's end of the first pair. Nothing is sent to any other address. The run
+//! must reconcile exactly across the "hosts", and each agent's clock is measured over a real
+//! (if short) network path rather than loopback.
+
+mod support;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use support::{bin, scratch_dir, stderr, u};
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .expect("the ip tool runs");
+    assert!(
+        out.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Two namespaces and their links; removed (with every process in them stopped first) on drop.
+struct Hosts {
+    names: Vec<String>,
+    procs: Vec<Child>,
+}
+
+impl Hosts {
+    fn create() -> Hosts {
+        let tag = std::process::id() % 100_000;
+        let mut h = Hosts {
+            names: Vec::new(),
+            procs: Vec::new(),
+        };
+        for k in 1..=2u32 {
+            let ns = format!("msgbench-t{tag}-{k}");
+            let (outer, inner) = (format!("mb{tag}h{k}"), format!("mb{tag}n{k}"));
+            ip(&["netns", "add", &ns]);
+            h.names.push(ns.clone());
+            ip(&[
+                "link", "add", &outer, "type", "veth", "peer", "name", &inner,
+            ]);
+            ip(&["link", "set", &inner, "netns", &ns]);
+            ip(&["addr", "add", &format!("10.249.{k}.1/30"), "dev", &outer]);
+            ip(&["link", "set", &outer, "up"]);
+            let inside = |args: &[&str]| {
+                let mut all = vec!["netns", "exec", &ns, "ip"];
+                all.extend_from_slice(args);
+                ip(&all);
+            };
+            inside(&["addr", "add", &format!("10.249.{k}.2/30"), "dev", &inner]);
+            inside(&["link", "set", &inner, "up"]);
+            inside(&["link", "set", "lo", "up"]);
+            // The server's address sits on the first pair; the second host reaches it through
+            // this side, which takes packets for any of its own addresses.
+            if k > 1 {
+                inside(&[
+                    "route",
+                    "add",
+                    "10.249.1.0/30",
+                    "via",
+                    &format!("10.249.{k}.1"),
+                ]);
+            }
+        }
+        h
+    }
+
+    /// Runs msgbench inside namespace `k` (1-based).
+    fn spawn(&mut self, k: usize, args: &[&str]) {
+        let child = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &self.names[k - 1],
+                env!("CARGO_BIN_EXE_msgbench"),
+            ])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.procs.push(child);
+    }
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        for p in &mut self.procs {
+            let _ = p.kill();
+            let _ = p.wait();
+        }
+        for ns in &self.names {
+            // Deleting the namespace removes the veth pair with it.
+            let _ = Command::new("ip").args(["netns", "delete", ns]).status();
+        }
+    }
+}
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn agents_on_separate_network_hosts_reconcile_exactly() {
+    let mut hosts = Hosts::create();
+    let port = {
+        let l = std::net::TcpListener::bind("10.249.1.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let server = msgbench::server::find_binary(None).expect("nats-server on PATH");
+    let _server = Server(
+        Command::new(server)
+            .args(["-a", "10.249.1.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let addr = format!("10.249.1.1:{port}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(&addr).is_err() {
+        assert!(Instant::now() < deadline, "the server did not come up");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let url = format!("nats://{addr}");
+    hosts.spawn(
+        1,
+        &[
+            "agent",
+            "--control",
+            &url,
+            "--name",
+            "host1",
+            "--insecure-control",
+        ],
+    );
+    hosts.spawn(
+        2,
+        &[
+            "agent",
+            "--control",
+            &url,
+            "--name",
+            "host2",
+            "--insecure-control",
+        ],
+    );
+    let dir = scratch_dir("netns");
+    let json = dir.join("r.json");
+    // Agents need a moment to connect; the coordinator listens for them for 1.5 s.
+    let mut out = None;
+    for _ in 0..5 {
+        let o = bin()
+            .args([
+                "pubsub",
+                "--pubs",
+                "2",
+                "--subs",
+                "2",
+                "--msgs",
+                "20000",
+                "--size",
+                "64",
+                "--server",
+                &url,
+                "--agents",
+                "host1,host2",
+                "--no-progress",
+                "--json",
+                json.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        let not_yet = o.status.code() == Some(9) && stderr(&o).contains("not found");
+        out = Some(o);
+        if !not_yet {
+            break;
+        }
+    }
+    let out = out.unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let d = &doc["delivery"];
+    assert_eq!(u(&d["sent"]), 40_000);
+    assert_eq!(u(&d["expected"]), 80_000);
+    assert_eq!(u(&d["received"]), 80_000);
+    assert_eq!(u(&d["lost"]), 0);
+    for a in doc["agents"]["agents"].as_array().unwrap() {
+        assert_eq!(a["status"], "complete");
+        // Same kernel, same clock: the offset is within its own uncertainty of zero.
+        let off = a["clock_offset_ns"].as_i64().unwrap();
+        assert!(
+            off.unsigned_abs() <= u(&a["clock_uncertainty_ns"]).max(1),
+            "{a}"
+        );
+        assert_eq!((u(&a["pubs"]), u(&a["subs"])), (1, 1));
+    }
+}
