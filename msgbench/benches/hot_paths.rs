@@ -2,8 +2,10 @@
 //! buffer, parsing a delivered message out of the read buffer, and recording its stamp; and for
 //! gRPC, getting the next request's bytes from a `--data` template. These
 //! are the costs the tool adds on top of the server; whole-run comparisons live in `bench/`.
+//! Beside them, the one per-run cost that grows with a distributed run: merging its agents'
+//! results.
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
 
 use msgbench::engine::load::{Frame, StampKind};
@@ -116,5 +118,145 @@ fn grpc_template(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, encode_publish, parse_and_record, grpc_template);
+/// One agent's result as it would send it: 2 publishers and 2 subscribers, 4 publishers in its
+/// delivery section, 10 one-second ticks, and a latency histogram of 100,000 samples spread
+/// evenly over the decades from 1 µs to 100 ms.
+fn agent_result(k: u32) -> serde_json::Value {
+    use msgbench::result::{throughput_sections, LatencyStats, RunResult, ServerMeta};
+    use msgbench::stats::delivery::PublisherDelivery;
+    use msgbench::stats::throughput::{ClientRun, Role};
+    use msgbench::stats::timeline::{Tick, TickLatency, Timeline, TimelineClient};
+    use std::time::{Duration, Instant};
+
+    let server = ServerMeta {
+        url: "nats://10.0.0.1:4222".into(),
+        name: "n1".into(),
+        version: "2.15.2".into(),
+        embedded: false,
+        max_payload: 1 << 20,
+        auth: "none",
+    };
+    let started = "2026-01-01T00:00:00Z".to_string();
+    let mut r = RunResult::new(
+        "pubsub",
+        started,
+        serde_json::json!({}),
+        server,
+        &Default::default(),
+        false,
+    );
+    let t0 = Instant::now();
+    let roles = [
+        (Role::Pub, 0),
+        (Role::Pub, 1),
+        (Role::Sub, 0),
+        (Role::Sub, 1),
+    ];
+    let runs: Vec<ClientRun> = roles
+        .iter()
+        .map(|&(role, j)| ClientRun {
+            role,
+            id: 2 * k + j,
+            msgs: 50_000,
+            bytes: 50_000 * 128,
+            start: Some(t0),
+            end: Some(t0 + Duration::from_millis(10_000 + u64::from(j))),
+        })
+        .collect();
+    (r.throughput, r.by_role, r.clients) = throughput_sections(&runs);
+    r.delivery.sent = 100_000;
+    r.delivery.expected = 200_000;
+    r.delivery.received = 100_000;
+    r.delivery.accounting = "exact";
+    (r.delivery.duplicated, r.delivery.reordered) = (Some(0), Some(0));
+    r.delivery.publishers = (0..4)
+        .map(|j| PublisherDelivery {
+            id: (2 * k + j) % 128,
+            sent: 50_000,
+            received: 50_000,
+            lost: 0,
+            duplicated: 0,
+            reordered: 0,
+        })
+        .collect();
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64 ^ u64::from(k);
+    let mut h = msgbench::stats::latency::new_histogram();
+    for _ in 0..100_000 {
+        // xorshift64*
+        rng ^= rng >> 12;
+        rng ^= rng << 25;
+        rng ^= rng >> 27;
+        let x = rng.wrapping_mul(0x2545_f491_4f6c_dd1d);
+        let decades = (x % 5_000) as f64 / 1_000.0;
+        h.record((1_000.0 * 10f64.powf(decades)) as u64)
+            .expect("in range");
+    }
+    r.latency = Some(LatencyStats::of(&h));
+    r.timeline = Some(Timeline {
+        interval_s: 1.0,
+        clients: roles
+            .iter()
+            .map(|&(role, j)| TimelineClient {
+                role,
+                id: 2 * k + j,
+            })
+            .collect(),
+        ticks: (1..=10)
+            .map(|s| Tick {
+                t_s: f64::from(s),
+                span_s: 1.0,
+                msgs: vec![5_000; 4],
+                sent_per_sec: 10_000.0,
+                received_per_sec: 10_000.0,
+                latency: Some(TickLatency {
+                    count: 10_000,
+                    p50_ns: 300_000,
+                    p99_ns: 60_000_000,
+                    max_ns: 99_000_000,
+                }),
+                errors: 0,
+            })
+            .collect(),
+        truncated: false,
+    });
+    serde_json::to_value(&r).expect("a result serialises")
+}
+
+/// Merging 64 agents' results into one: decoding and adding their histograms dominates.
+fn merge_agents(c: &mut Criterion) {
+    use msgbench::result::{merge::merge, AgentEntry, ServerMeta};
+    let agents: Vec<AgentEntry> = (0..64)
+        .map(|k| AgentEntry::complete(format!("agent-{k}"), agent_result(k)))
+        .collect();
+    let server = ServerMeta {
+        url: "nats://10.0.0.1:4222".into(),
+        name: String::new(),
+        version: String::new(),
+        embedded: false,
+        max_payload: 0,
+        auth: "none",
+    };
+    let mut g = c.benchmark_group("merge");
+    g.sample_size(20);
+    g.bench_function("64_agents", |b| {
+        b.iter_batched(
+            || agents.clone(),
+            |agents| {
+                let started = "2026-01-01T00:00:00Z".to_string();
+                let params = serde_json::json!({});
+                merge("pubsub", started, params, server.clone(), agents, None).expect("merges")
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    encode_publish,
+    parse_and_record,
+    grpc_template,
+    merge_agents
+);
 criterion_main!(benches);

@@ -209,7 +209,7 @@ fn a_killed_agent_is_named_the_partial_result_written_and_the_survivor_stops() {
     let b = Agent::start(&server.url, "k2", &[], &[]);
     let dir = scratch_dir("kill");
     let json = dir.join("r.json");
-    let mut coord = bin()
+    let coord = bin()
         .args([
             "pubsub",
             "--pubs",
@@ -610,4 +610,28 @@ fn live_rows_stream_stats_runs_thresholds_and_report_work_on_a_run_on_agents() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn an_agent_ends_promptly_on_sigterm() {
+    let server = TestServer::start();
+    let a = Agent::start(&server.url, "q1", &[], &[]);
+    let pid = a.child.id() as libc::pid_t;
+    let sent = Instant::now();
+    unsafe {
+        libc::kill(pid, libc::SIGTERM);
+    }
+    let mut a = a;
+    loop {
+        if let Some(status) = a.child.try_wait().unwrap() {
+            assert_eq!(status.code(), Some(130), "{}", a.log());
+            break;
+        }
+        assert!(
+            sent.elapsed() < Duration::from_secs(3),
+            "still running: {}",
+            a.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

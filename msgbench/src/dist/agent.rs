@@ -60,7 +60,7 @@ pub fn run(args: &AgentArgs, stop: &AtomicBool) -> Result<u8> {
     let busy: Arc<Mutex<Option<Arc<RunState>>>> = Arc::default();
     std::thread::scope(|s| -> Result<u8> {
         let b = Arc::clone(&bus);
-        s.spawn(move || answer_clock(&b, &clock_rx));
+        s.spawn(move || answer_clock(&b, &clock_rx, stop));
         let (b, busy_hb, cfg_hb) = (Arc::clone(&bus), Arc::clone(&busy), &cfg);
         s.spawn(move || {
             while !stop.load(Ordering::Relaxed) && !b.is_closed() {
@@ -221,8 +221,18 @@ fn free_memory() -> Option<u64> {
     Some(kib * 1024)
 }
 
-fn answer_clock(bus: &Bus, rx: &std::sync::mpsc::Receiver<crate::control::Inbound>) {
-    while let Ok(m) = rx.recv() {
+fn answer_clock(
+    bus: &Bus,
+    rx: &std::sync::mpsc::Receiver<crate::control::Inbound>,
+    stop: &AtomicBool,
+) {
+    // Woken now and then to see `stop`: the agent's threads must all end for it to exit.
+    while !stop.load(Ordering::Relaxed) {
+        let m = match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(m) => m,
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => return,
+        };
         let t1 = clock::now_ns();
         let Some(reply) = m.reply else { continue };
         let seq = std::str::from_utf8(&m.payload)

@@ -13,8 +13,12 @@
 //! nothing else: the merged figures are a partial result over those that completed.
 
 mod counts;
+#[cfg(test)]
+mod input_tests;
 mod latency;
 mod read;
+#[cfg(test)]
+mod sum_tests;
 #[cfg(test)]
 mod tests;
 mod timeline;
@@ -133,11 +137,9 @@ fn completed<'a>(
 ) -> Result<Vec<Doc<'a>>, MergeError> {
     let mut docs = Vec::new();
     for a in agents.iter().filter(|a| a.status == AgentStatus::Complete) {
-        let agent = a.name.clone();
-        let v = a
-            .result
-            .as_ref()
-            .ok_or_else(|| MergeError::NoResult { agent })?;
+        let v = a.result.as_ref().ok_or_else(|| MergeError::NoResult {
+            agent: a.name.clone(),
+        })?;
         let doc = Doc {
             agent: &a.name,
             v,

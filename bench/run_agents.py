@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""What running on agents costs: two agents on this machine publishing together (one
+`msgbench pub --pubs 2 --agents 2` coordinating them over the server under test) against two
+independent `msgbench pub` processes started together, the sum of their rates. Both sides run
+the same two publishing connections against one nats-server; the difference is the agents'
+coordination (control connection, clock exchanges, common start, lease, progress) and the
+merge. Rounds alternate the two sides.
+
+A benchmark, not a test: its exit status says whether it could measure, never how fast anything
+was.
+
+    python3 bench/run_agents.py [--rounds 5] [--msgs 2000000] [--size 16]
+                                [--out bench/RESULTS-agents.md] [--timeout 120] [--no-build]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchkit import REPO, build
+from benchkit.env import commit_label, cpu_model, now_utc, nproc
+from benchkit.fmt import fmt_rate, fmt_x, md_table, median, spread, verdict
+from benchkit.proc import log
+from benchkit.server import NatsServer, find_nats_server, nats_server_version
+
+# Agents publishing together must reach this share of two independent processes' sum.
+TARGET = 0.9
+
+
+def rate(path: Path) -> float | None:
+    try:
+        return json.loads(path.read_text())["by_role"]["pub"]["msgs_per_sec"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--msgs", type=int, default=2_000_000, help="messages per publisher (default 2000000)")
+    p.add_argument("--size", type=int, default=16)
+    p.add_argument("--out", default=str(REPO / "bench" / "RESULTS-agents.md"))
+    p.add_argument("--timeout", type=float, default=120.0)
+    p.add_argument("--no-build", action="store_true")
+    a = p.parse_args()
+    msgbench, err = build.msgbench(a.no_build)
+    nats = find_nats_server()
+    if msgbench is None or nats is None:
+        print(f"cannot run: {err or 'no nats-server'}", file=sys.stderr)
+        return 1
+    work = Path(tempfile.mkdtemp(prefix="msgbench-bench-agents-"))
+    server = NatsServer(nats, work)
+    server.start()
+    url = server.url
+    agents = [
+        subprocess.Popen(
+            [msgbench, "agent", "--control", url, "--name", f"bench{k}", "--insecure-control"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        for k in (1, 2)
+    ]
+    pub = [msgbench, "pub", "--server", url, "--msgs", str(a.msgs), "--size", str(a.size), "--no-progress"]
+    cmd_agents = pub + ["--pubs", "2", "--agents", "2", "--json", str(work / "agents.json")]
+    cmd_solo = [pub + ["--subject", f"solo{k}", "--json", str(work / f"solo{k}.json")] for k in (1, 2)]
+    rows, ratios, notes = {"agents": [], "independent": []}, [], []
+    try:
+        time.sleep(1.5)  # the agents' first heartbeats
+        for r in range(a.rounds):
+            got = {}
+            for side in (("agents", "independent") if r % 2 == 0 else ("independent", "agents")):
+                if side == "agents":
+                    out = subprocess.run(cmd_agents, capture_output=True, text=True, timeout=a.timeout)
+                    got[side] = rate(work / "agents.json") if out.returncode == 0 else None
+                    if out.returncode != 0:
+                        notes.append(f"round {r + 1}, agents: exit {out.returncode}: {out.stderr.strip()[-200:]}")
+                else:
+                    procs = [subprocess.Popen(c, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for c in cmd_solo]
+                    codes = [pr.wait(timeout=a.timeout) for pr in procs]
+                    rates = [rate(work / f"solo{k}.json") for k in (1, 2)]
+                    ok = all(c == 0 for c in codes) and None not in rates
+                    got[side] = sum(rates) if ok else None
+                    if not ok:
+                        notes.append(f"round {r + 1}, independent: exits {codes}")
+            for side, v in got.items():
+                if v is not None:
+                    rows[side].append(v)
+            if None not in got.values():
+                ratios.append(got["agents"] / got["independent"])
+            log(f"round {r + 1}: agents {fmt_rate(got['agents'])}, independent {fmt_rate(got['independent'])}")
+    finally:
+        for ag in agents:
+            ag.terminate()
+            ag.wait()
+        server.stop()
+    m = median(ratios)
+    cmdline = "python3 bench/run_agents.py " + " ".join(sys.argv[1:])
+    md = [
+        "# Agents against independent processes",
+        "",
+        f"`{cmdline.strip()}` on {now_utc()}: {cpu_model()}, {nproc()} CPUs, "
+        f"nats-server {nats_server_version(nats)}, msgbench at {commit_label()}.",
+        "",
+        md_table(
+            ["side", "pub msgs/s: median (min–max, runs)"],
+            [[k, spread(v)] for k, v in rows.items()],
+        ),
+        "",
+        f"agents / independent: **{fmt_x(m)}** (median of {len(ratios)} per-round ratios) — "
+        f"target >= {TARGET}x: {verdict(m, TARGET)}",
+        "",
+        "Commands (the server's URL shown as URL):",
+        "",
+        "    " + " ".join(cmd_agents).replace(url, "URL").replace(msgbench, "msgbench").replace(str(work), "<tmp>"),
+        "    " + "  &  ".join(" ".join(c) for c in cmd_solo).replace(url, "URL").replace(msgbench, "msgbench").replace(str(work), "<tmp>"),
+        "",
+        "Agents: `msgbench agent --control URL --name benchN --insecure-control`, two of them, started once.",
+    ]
+    if notes:
+        md += ["", "Notes and failures:", ""] + [f"- {n}" for n in notes]
+    text = "\n".join(md) + "\n"
+    print(text)
+    Path(a.out).write_text(text)
+    return 0 if ratios else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
