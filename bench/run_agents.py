@@ -9,7 +9,7 @@ merge. Rounds alternate the two sides.
 A benchmark, not a test: its exit status says whether it could measure, never how fast anything
 was.
 
-    python3 bench/run_agents.py [--rounds 5] [--msgs 2000000] [--size 16]
+    python3 bench/run_agents.py [--rounds 5] [--msgs 10000000] [--size 16]
                                 [--out bench/RESULTS-agents.md] [--timeout 120] [--no-build]
 """
 
@@ -43,7 +43,7 @@ def rate(path: Path) -> float | None:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--msgs", type=int, default=2_000_000, help="messages per publisher (default 2000000)")
+    p.add_argument("--msgs", type=int, default=10_000_000, help="messages per publisher (default 10000000: runs of about two seconds; sub-second runs are mostly start-up noise)")
     p.add_argument("--size", type=int, default=16)
     p.add_argument("--out", default=str(REPO / "bench" / "RESULTS-agents.md"))
     p.add_argument("--timeout", type=float, default=120.0)

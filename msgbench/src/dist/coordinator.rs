@@ -26,6 +26,9 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 const LEASE_EVERY: Duration = Duration::from_millis(250);
 /// How long agents are listened for before the run picks from those heard.
 const DISCOVER_FOR: Duration = Duration::from_millis(3 * msg::HEARTBEAT_EVERY_MS);
+/// An agent is missing after this long without a heartbeat or report, or the run's
+/// `--timeout` when that is longer: three heartbeats lost in a row is not a hiccup.
+const SILENT_AT_LEAST: Duration = Duration::from_millis(3 * msg::HEARTBEAT_EVERY_MS);
 /// Clock exchanges per agent: the one with the least round trip is kept.
 const CLOCK_EXCHANGES: usize = 8;
 /// How long a sealed command stays valid (agents' clocks must agree this well).
@@ -194,7 +197,7 @@ pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
     let mut doc = plan.to_json()?;
     doc["conn"]["server"] = target.clone().into();
     let bus = connect_control(conn, out.control.as_deref(), "msgbench-coordinator", false)?;
-    let agents = discover(&bus, &wanted)?;
+    let (agents, heartbeats) = discover(&bus, &wanted)?;
     let stream = out
         .stream_stats
         .as_deref()
@@ -215,7 +218,8 @@ pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
                 .ok()
                 .and_then(|u| u.first().map(ToString::to_string))
                 .unwrap_or_default(),
-            silent_limit: timeout_of(&validated).max(3 * PROGRESS_EVERY),
+            heartbeats: &heartbeats,
+            silent_limit: timeout_of(&validated).max(SILENT_AT_LEAST),
             live: crate::output::live::View::line_wanted(out.live, !out.no_progress),
             stream: stream.as_ref(),
             scenario: plan.name(),
@@ -249,7 +253,13 @@ pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
 }
 
 /// Listens to heartbeats and picks the agents the run wants.
-fn discover(bus: &Bus, wanted: &Wanted) -> Result<Vec<Heartbeat>> {
+fn discover(
+    bus: &Bus,
+    wanted: &Wanted,
+) -> Result<(
+    Vec<Heartbeat>,
+    std::sync::mpsc::Receiver<crate::control::Inbound>,
+)> {
     let rx = bus.subscribe(&format!("{}.*", msg::HEARTBEATS))?;
     let mut heard: BTreeMap<String, Heartbeat> = BTreeMap::new();
     let deadline = Instant::now() + DISCOVER_FOR;
@@ -312,7 +322,34 @@ fn discover(bus: &Bus, wanted: &Wanted) -> Result<Vec<Heartbeat>> {
         )));
     }
     fit.truncate(wanted.count.unwrap_or(fit.len()));
-    Ok(fit)
+    // The heartbeats go on being read during the run: an agent is alive while they come.
+    Ok((fit, rx))
+}
+
+/// A command sealed with the coordinator's key (or unsigned without one).
+fn seal(signer: Option<&Signer>, kind: &str, id: &str, body: &impl serde::Serialize) -> Vec<u8> {
+    let now = clock::now_ms();
+    let s: Signed = match signer {
+        Some(k) => k.seal(kind, id, body, now, TTL_MS),
+        None => signed::seal_unsigned(kind, id, body, now, TTL_MS),
+    };
+    serde_json::to_vec(&s).expect("a sealed command serialises")
+}
+
+/// Seals and sends a command to one agent; a lost control connection shows in the reports.
+fn send(
+    bus: &Bus,
+    signer: Option<&Signer>,
+    agent: &str,
+    kind: &str,
+    id: &str,
+    body: &impl serde::Serialize,
+) {
+    let _ = bus.publish(
+        &msg::command_subject(agent),
+        None,
+        &seal(signer, kind, id, body),
+    );
 }
 
 /// One run on the chosen agents.
@@ -322,6 +359,7 @@ struct Coordinated<'a> {
     agents: &'a [Heartbeat],
     doc: &'a serde_json::Value,
     validated: &'a Validated,
+    heartbeats: &'a std::sync::mpsc::Receiver<crate::control::Inbound>,
     /// The server under test, as the agents were told it (no credentials).
     target: String,
     silent_limit: Duration,
@@ -348,20 +386,11 @@ struct Tracked {
 
 impl Coordinated<'_> {
     fn seal(&self, kind: &str, id: &str, body: &impl serde::Serialize) -> Vec<u8> {
-        let now = clock::now_ms();
-        let s: Signed = match self.signer {
-            Some(k) => k.seal(kind, id, body, now, TTL_MS),
-            None => signed::seal_unsigned(kind, id, body, now, TTL_MS),
-        };
-        serde_json::to_vec(&s).expect("a sealed command serialises")
+        seal(self.signer, kind, id, body)
     }
 
     fn send(&self, agent: &str, kind: &str, id: &str, body: &impl serde::Serialize) {
-        let _ = self.bus.publish(
-            &msg::command_subject(agent),
-            None,
-            &self.seal(kind, id, body),
-        );
+        send(self.bus, self.signer, agent, kind, id, body);
     }
 
     fn once(&self, pubs: u32, subs: u32, stop: &AtomicBool) -> Result<(RunResult, Vec<String>)> {
@@ -436,21 +465,32 @@ impl Coordinated<'_> {
                         },
                     );
                 }
-                let key = self.signer.map_or("unsigned".into(), |k| {
-                    format!("signed by {}", k.public_key())
-                });
+                // Which key signed it, unless the agent's reason already says.
+                let key = match self.signer.map(Signer::public_key) {
+                    Some(k) if why.contains(&k) => String::new(),
+                    Some(k) => format!(" (signed by {k})"),
+                    None => " (unsigned)".into(),
+                };
                 return Err(Error::Agent(format!(
-                    "agent {} refused the plan ({key}): {why}",
+                    "agent {} refused the plan{key}: {why}",
                     t.hb.name
                 )));
             }
         }
         let done = AtomicBool::new(false);
+        let (bus, signer, agents) = (self.bus, self.signer, self.agents);
         let missing = std::thread::scope(|s| {
             s.spawn(|| {
                 while !done.load(Ordering::Relaxed) {
-                    for t in self.agents {
-                        self.send(&t.name, "lease", &run, &Lease { run: run.clone() });
+                    for t in agents {
+                        send(
+                            bus,
+                            signer,
+                            &t.name,
+                            "lease",
+                            &run,
+                            &Lease { run: run.clone() },
+                        );
                     }
                     std::thread::sleep(LEASE_EVERY);
                 }
@@ -475,7 +515,6 @@ impl Coordinated<'_> {
         let mut relayed = false;
         let mut aborted: Option<Instant> = None;
         let mut board = super::progress::Board::default();
-        let mut shown = Instant::now();
         let abort_all = |tracked: &[Tracked], why: &str| {
             for t in tracked
                 .iter()
@@ -499,7 +538,16 @@ impl Coordinated<'_> {
             {
                 break;
             }
-            match reports.recv_timeout(Duration::from_millis(100)) {
+            while let Ok(m) = self.heartbeats.try_recv() {
+                if let Ok(hb) = serde_json::from_slice::<Heartbeat>(&m.payload) {
+                    if let Some(t) = tracked.iter_mut().find(|t| t.hb.name == hb.name) {
+                        if t.missing.is_none() {
+                            t.heard = Instant::now();
+                        }
+                    }
+                }
+            }
+            match reports.recv_timeout(Duration::from_millis(50)) {
                 Ok(m) => {
                     if let Ok(r) = serde_json::from_slice::<Report>(&m.payload) {
                         self.take(r, tracked, &mut board);
@@ -594,8 +642,13 @@ impl Coordinated<'_> {
                 }
                 break;
             }
-            if (self.live || self.stream.is_some()) && shown.elapsed() >= PROGRESS_EVERY {
-                let rows = board.rows();
+            if self.live || self.stream.is_some() {
+                let running: Vec<&str> = tracked
+                    .iter()
+                    .filter(|t| t.done.is_none() && t.missing.is_none())
+                    .map(|t| t.hb.name.as_str())
+                    .collect();
+                let rows = board.rows(&running);
                 if self.live {
                     super::progress::print(&rows);
                 }
@@ -609,7 +662,6 @@ impl Coordinated<'_> {
                         });
                     }
                 }
-                shown = Instant::now();
             }
         }
         tracked
@@ -637,7 +689,7 @@ impl Coordinated<'_> {
             Report::Ready { .. } => t.ready = true,
             Report::Published { sent, .. } => t.published = Some(sent),
             Report::Progress { progress, .. } => {
-                board.latest.insert(name, progress.clone());
+                board.record(&name, progress.clone());
                 t.last = Some(progress);
             }
             Report::Done { result, error, .. } => {

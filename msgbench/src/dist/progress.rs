@@ -1,7 +1,8 @@
 //! Progress of distributed runs, both ends. On an agent, [`Reporter`] samples the run's meter
 //! every interval, sends each tick's counts to the coordinator and keeps the ticks as the
-//! agent's own timeline. On the coordinator, [`Board`] holds each agent's latest report and
-//! prints the live view: the aggregate and one row per agent.
+//! agent's own timeline. On the coordinator, [`Board`] holds every agent's reports and
+//! makes the live view: for each second all agents have reported, the aggregate and one row per
+//! agent.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -80,14 +81,15 @@ impl Reporter {
     }
 }
 
-/// The coordinator's side: each agent's latest counts, and what was shown last.
+/// The coordinator's side: every agent's reports in order (its n-th is its n-th second), and
+/// how many seconds have been shown.
 #[derive(Default)]
 pub struct Board {
-    pub latest: BTreeMap<String, Progress>,
-    shown: BTreeMap<String, Progress>,
+    ticks: BTreeMap<String, Vec<Progress>>,
+    shown: usize,
 }
 
-/// One row of the live view: rates since the previous row of the same agent.
+/// One row of the live view: an agent's rates over one of its seconds, or their sum.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Row {
     pub agent: String,
@@ -110,42 +112,59 @@ pub struct Line<'a> {
 }
 
 impl Board {
-    /// Rows since the last call: the aggregate first ("all"), then one per agent. Rates are
-    /// over each agent's own interval between its reports, so a late report is not a dip.
-    pub fn rows(&mut self) -> Vec<Row> {
+    pub fn record(&mut self, agent: &str, p: Progress) {
+        self.ticks.entry(agent.to_string()).or_default().push(p);
+    }
+
+    /// Rows for every second that all `running` agents have reported and that was not shown
+    /// yet: the aggregate ("all") first, then one per agent. A second is shown only once every
+    /// agent still running has reported it, so the aggregate is never a partial sum; agents
+    /// that finished earlier simply have no row for it.
+    pub fn rows(&mut self, running: &[&str]) -> Vec<Row> {
+        let complete = running
+            .iter()
+            .map(|a| self.ticks.get(*a).map_or(0, Vec::len))
+            .min()
+            .unwrap_or_else(|| self.ticks.values().map(Vec::len).max().unwrap_or(0));
         let mut rows = Vec::new();
-        let mut all = Row {
-            agent: "all".into(),
-            t_s: 0.0,
-            sent_per_sec: 0.0,
-            received_per_sec: 0.0,
-            errors: 0,
-            p99_ns: None,
-        };
-        for (name, p) in &self.latest {
-            let before = self.shown.get(name).cloned().unwrap_or_default();
-            let span = (p.elapsed_ms.saturating_sub(before.elapsed_ms)) as f64 / 1000.0;
-            if span <= 0.0 {
-                continue;
-            }
-            let row = Row {
-                agent: name.clone(),
-                t_s: p.elapsed_ms as f64 / 1000.0,
-                sent_per_sec: p.pub_msgs.saturating_sub(before.pub_msgs) as f64 / span,
-                received_per_sec: p.sub_msgs.saturating_sub(before.sub_msgs) as f64 / span,
-                errors: p.errors.saturating_sub(before.errors),
-                p99_ns: p.p99_ns,
+        while self.shown < complete {
+            let k = self.shown;
+            let mut all = Row {
+                agent: "all".into(),
+                t_s: 0.0,
+                sent_per_sec: 0.0,
+                received_per_sec: 0.0,
+                errors: 0,
+                p99_ns: None,
             };
-            all.t_s = all.t_s.max(row.t_s);
-            all.sent_per_sec += row.sent_per_sec;
-            all.received_per_sec += row.received_per_sec;
-            all.errors += row.errors;
-            all.p99_ns = all.p99_ns.max(row.p99_ns);
-            rows.push(row);
-        }
-        self.shown = self.latest.clone();
-        if !rows.is_empty() {
-            rows.insert(0, all);
+            let mut mine = Vec::new();
+            for (name, ticks) in &self.ticks {
+                let Some(p) = ticks.get(k) else { continue };
+                let before = k
+                    .checked_sub(1)
+                    .map(|j| ticks[j].clone())
+                    .unwrap_or_default();
+                let span = p.elapsed_ms.saturating_sub(before.elapsed_ms).max(1) as f64 / 1000.0;
+                let row = Row {
+                    agent: name.clone(),
+                    t_s: p.elapsed_ms as f64 / 1000.0,
+                    sent_per_sec: p.pub_msgs.saturating_sub(before.pub_msgs) as f64 / span,
+                    received_per_sec: p.sub_msgs.saturating_sub(before.sub_msgs) as f64 / span,
+                    errors: p.errors.saturating_sub(before.errors),
+                    p99_ns: p.p99_ns,
+                };
+                all.t_s = all.t_s.max(row.t_s);
+                all.sent_per_sec += row.sent_per_sec;
+                all.received_per_sec += row.received_per_sec;
+                all.errors += row.errors;
+                // The worst agent's P99 bounds the aggregate's from above; it is not the P99
+                // of all samples, which the result's merged histogram gives.
+                all.p99_ns = all.p99_ns.max(row.p99_ns);
+                mine.push(row);
+            }
+            rows.push(all);
+            rows.extend(mine);
+            self.shown += 1;
         }
         rows
     }
@@ -167,5 +186,48 @@ pub fn print(rows: &[Row]) {
             format::group(r.received_per_sec.round() as u64),
             r.errors
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tick(k: u64, sent: u64) -> Progress {
+        Progress {
+            elapsed_ms: 1000 * k,
+            pub_msgs: sent,
+            ..Progress::default()
+        }
+    }
+
+    #[test]
+    fn a_second_is_shown_only_when_every_running_agent_has_reported_it() {
+        let mut b = Board::default();
+        b.record("a", tick(1, 100));
+        b.record("a", tick(2, 300));
+        assert!(
+            b.rows(&["a", "b"]).is_empty(),
+            "b has not reported its first second"
+        );
+        b.record("b", tick(1, 50));
+        let rows = b.rows(&["a", "b"]);
+        let sent: Vec<(String, f64)> = rows
+            .iter()
+            .map(|r| (r.agent.clone(), r.sent_per_sec))
+            .collect();
+        assert_eq!(
+            sent,
+            [
+                ("all".into(), 150.0),
+                ("a".into(), 100.0),
+                ("b".into(), 50.0)
+            ]
+        );
+        // b finished: a's second second is shown without it, and only once.
+        let rows = b.rows(&["a"]);
+        assert_eq!(rows.len(), 2);
+        assert_eq!((rows[0].sent_per_sec, rows[1].sent_per_sec), (200.0, 200.0));
+        assert!(b.rows(&["a"]).is_empty());
     }
 }

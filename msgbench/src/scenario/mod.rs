@@ -318,9 +318,30 @@ pub fn run(
     let sent: Vec<u64> = match everyone {
         Some(all) => all,
         None => {
-            let mut v = vec![0; (pub_base + n_pubs) as usize];
+            let total = share.map_or(n_pubs, |sh| sh.seg.pubs_total);
+            let mut v = vec![0; total.max(pub_base + n_pubs) as usize];
             for (i, o) in pub_runs.iter().enumerate() {
                 v[pub_base as usize + i] = o.run.msgs;
+            }
+            // A run on agents stopped before every publisher's count came: another agent's
+            // publisher sent at least what its stamps show arrived (all below the highest
+            // sequence seen), so delivery is accounted against that.
+            if share.is_some() {
+                for (id, n) in v.iter_mut().enumerate() {
+                    let mine = (pub_base..pub_base + n_pubs).contains(&(id as u32));
+                    if !mine {
+                        let key = delivery::PublisherKey {
+                            run_tag,
+                            publisher: id as u32,
+                        };
+                        *n = sub_outcomes
+                            .iter()
+                            .filter_map(|(_, log, _)| log.tracker(key))
+                            .map(delivery::SeqTracker::high_mark)
+                            .max()
+                            .unwrap_or(0);
+                    }
+                }
             }
             v
         }

@@ -12,11 +12,13 @@ use crate::format::{duration_ns, group, ibytes};
 use crate::result::{RoleStats, RunResult};
 use crate::stats::throughput::Throughput;
 
+mod agents;
 mod delivery;
 mod grpc;
 mod latency;
 mod runs;
 
+use agents::agents;
 use delivery::{connections, consumer, delivery, jetstream};
 pub use grpc::print_encode;
 use grpc::{grpc, grpc_shape};
@@ -88,6 +90,7 @@ impl Exporter for Text {
                 names.join(", ")
             );
         }
+        agents(&mut o, r);
         let _ = writeln!(o, "{title}: {}", rate_line(&r.throughput));
         for (role, stats) in &r.by_role {
             if r.by_role.len() > 1 {
