@@ -635,3 +635,89 @@ fn an_agent_ends_promptly_on_sigterm() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[test]
+fn requests_cross_from_one_agent_to_responders_on_another_closed_and_open_loop() {
+    let server = TestServer::start();
+    let _a = Agent::start(&server.url, "r1", &[], &[]);
+    let _b = Agent::start(&server.url, "r2", &[], &[]);
+    for paced in [false, true] {
+        let mut args = vec![
+            "request",
+            "--clients",
+            "2",
+            "--responders",
+            "1",
+            "--msgs",
+            "3000",
+            "--server",
+            &server.url,
+            "--agents",
+            "2",
+        ];
+        if paced {
+            args.extend(["--rate", "2000"]);
+        }
+        let (out, doc, _d) = coordinate(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let agents = doc["agents"]["agents"].as_array().unwrap();
+        // One requester on each agent; the responder on the second, so the first agent's
+        // requests are all answered from the other host.
+        assert_eq!((u(&agents[0]["pubs"]), u(&agents[0]["subs"])), (1, 0));
+        assert_eq!((u(&agents[1]["pubs"]), u(&agents[1]["subs"])), (1, 1));
+        let d = &doc["delivery"];
+        assert_eq!(u(&d["sent"]), 6000, "{d}");
+        assert_eq!(u(&d["received"]), 6000, "{d}");
+        assert_eq!(u(&d["lost"]), 0);
+        assert_eq!(u(&doc["latency"]["count"]), 6000);
+        let ids: Vec<u64> = doc["clients"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| u(&c["id"]))
+            .collect();
+        assert_eq!(
+            ids,
+            [0, 1, 0, 1],
+            "requests and replies, each with global ids"
+        );
+    }
+}
+
+#[test]
+fn an_agent_that_fails_stops_the_others_and_the_run_exits_9() {
+    let server = TestServer::start();
+    let _a = Agent::start(&server.url, "e1", &[], &[]);
+    let _b = Agent::start(&server.url, "e2", &[], &[]);
+    // Only the publisher's agent checks the size against the server's limit and fails; the
+    // subscriber's agent would wait for a start that never comes unless it is stopped.
+    let started = Instant::now();
+    let (out, doc, _d) = coordinate(&[
+        "pubsub",
+        "--pubs",
+        "1",
+        "--subs",
+        "1",
+        "--size",
+        "2MiB",
+        "--msgs",
+        "10",
+        "--timeout",
+        "2s",
+        "--server",
+        &server.url,
+        "--agents",
+        "2",
+    ]);
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(15));
+    let e = stderr(&out);
+    assert!(e.contains("max_payload") && e.contains("e1"), "{e}");
+    let agents = doc["agents"]["agents"].as_array().unwrap();
+    assert_eq!(agents[0]["status"], "failed");
+    assert!(agents[0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("max_payload"));
+    assert_eq!(doc["agents"]["missing"][0], "e1");
+}

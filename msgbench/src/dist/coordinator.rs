@@ -125,6 +125,10 @@ fn clients(plan: &Plan) -> Result<(u32, u32)> {
         Plan::Pub(a) => (a.clients, 0),
         Plan::Sub(a) => (0, a.clients),
         Plan::Pubsub(a) => (a.pubs, a.subs),
+        // Requesters split like publishers, responders like subscribers (from the last agent):
+        // with one of each on two agents, every request crosses between hosts.
+        // (validation caps --responders at 1000)
+        Plan::Request(a) => (a.clients, a.responders.min(1000) as u32),
         Plan::Latency(a) => {
             if a.server_b.is_some() {
                 return Err(Error::Usage(
@@ -136,7 +140,8 @@ fn clients(plan: &Plan) -> Result<(u32, u32)> {
         }
         other => {
             return Err(Error::Usage(format!(
-                "--agents: `{}` does not run on agents yet (pub, sub, pubsub and latency do)",
+                "--agents: `{}` does not run on agents yet (pub, sub, pubsub, latency and request \
+                 do)",
                 other.name()
             )))
         }
@@ -147,6 +152,7 @@ fn timeout_of(v: &Validated) -> Duration {
     match v {
         Validated::Load(o) => o.timeout,
         Validated::Latency(o) => o.timeout,
+        Validated::Request(o) => o.timeout,
         _ => Duration::from_secs(5),
     }
 }
@@ -225,8 +231,14 @@ pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
             scenario: plan.name(),
             run_k: (n > 1).then_some(k),
         };
-        let (mut r, missing) = c.once(pubs, subs, stop)?;
+        let mut r = c.once(pubs, subs, stop)?;
         r.plan = Some(plan.recorded());
+        // Agents that went silent, and agents that answered with a failure instead of a result.
+        let missing = r
+            .agents
+            .as_ref()
+            .map(|a| a.missing.clone())
+            .unwrap_or_default();
         if n > 1 {
             eprintln!("{}", crate::export::text::run_line(k, n, &r));
         }
@@ -245,7 +257,7 @@ pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
     crate::output::write::emit(&result, validated.output())?;
     match lost {
         Some(names) => Err(Error::Agent(format!(
-            "agent {} went silent mid-run; the partial result was written",
+            "agent {} sent no result (see above); the partial result was written",
             names.join(", ")
         ))),
         None => Ok(result.exit_code(allow_loss)),
@@ -393,7 +405,7 @@ impl Coordinated<'_> {
         send(self.bus, self.signer, agent, kind, id, body);
     }
 
-    fn once(&self, pubs: u32, subs: u32, stop: &AtomicBool) -> Result<(RunResult, Vec<String>)> {
+    fn once(&self, pubs: u32, subs: u32, stop: &AtomicBool) -> Result<RunResult> {
         let run = bus::unique();
         let started_at =
             humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
@@ -479,7 +491,7 @@ impl Coordinated<'_> {
         }
         let done = AtomicBool::new(false);
         let (bus, signer, agents) = (self.bus, self.signer, self.agents);
-        let missing = std::thread::scope(|s| {
+        std::thread::scope(|s| {
             s.spawn(|| {
                 while !done.load(Ordering::Relaxed) {
                     for t in agents {
@@ -495,12 +507,11 @@ impl Coordinated<'_> {
                     std::thread::sleep(LEASE_EVERY);
                 }
             });
-            let m = self.follow(&run, &reports, &mut tracked, stop);
+            self.follow(&run, &reports, &mut tracked, stop);
             done.store(true, Ordering::Relaxed);
-            m
         });
         let result = self.merge(&started_at, tracked)?;
-        Ok((result, missing))
+        Ok(result)
     }
 
     /// Reads the agents' reports until every agent is done or missing.
@@ -510,7 +521,7 @@ impl Coordinated<'_> {
         reports: &std::sync::mpsc::Receiver<crate::control::Inbound>,
         tracked: &mut [Tracked],
         stop: &AtomicBool,
-    ) -> Vec<String> {
+    ) {
         let mut started = false;
         let mut relayed = false;
         let mut aborted: Option<Instant> = None;
@@ -620,12 +631,16 @@ impl Coordinated<'_> {
                     ));
                 }
             }
-            let someone_missing = tracked.iter().any(|t| t.missing.is_some());
+            // An agent that failed leaves the others waiting for it (its start, its counts):
+            // they are stopped as for a missing one.
+            let someone_missing = tracked
+                .iter()
+                .any(|t| t.missing.is_some() || matches!(t.done, Some((None, _))));
             if aborted.is_none() && (someone_missing || stop.load(Ordering::Relaxed)) {
                 abort_all(
                     tracked,
                     if someone_missing {
-                        "an agent went missing"
+                        "another agent failed or went missing"
                     } else {
                         "the coordinator was interrupted"
                     },
@@ -664,11 +679,6 @@ impl Coordinated<'_> {
                 }
             }
         }
-        tracked
-            .iter()
-            .filter(|t| t.missing.is_some())
-            .map(|t| t.hb.name.clone())
-            .collect()
     }
 
     fn take(&self, r: Report, tracked: &mut [Tracked], board: &mut super::progress::Board) {
@@ -736,6 +746,7 @@ impl Coordinated<'_> {
         let (scenario, params) = match self.validated {
             Validated::Load(o) => (o.scenario.as_str(), o.params()),
             Validated::Latency(o) => ("latency", o.params()),
+            Validated::Request(o) => (o.scenario, o.params()),
             _ => unreachable!("only these scenarios run on agents"),
         };
         // Stands in for the server's own description only when no agent completed.

@@ -62,15 +62,20 @@ pub fn execute(
     share: Option<Share<'_>>,
 ) -> Result<RunResult> {
     let target = || main.expect("a NATS scenario has a target");
-    if share.is_some() && !matches!(v, Validated::Load(_) | Validated::Latency(_)) {
+    let on_agents = matches!(
+        v,
+        Validated::Load(_) | Validated::Latency(_) | Validated::Request(_)
+    );
+    if share.is_some() && !on_agents {
         return Err(crate::error::Error::Usage(
-            "this scenario does not run on agents yet (pub, sub, pubsub and latency do)".into(),
+            "this scenario does not run on agents yet (pub, sub, pubsub, latency and request do)"
+                .into(),
         ));
     }
     match v {
         Validated::Load(o) => super::run(o, target(), meter, stop, share),
         Validated::Latency(o) => super::latency::run(o, target(), second, meter, stop, share),
-        Validated::Request(o) => super::request::run_request(o, target(), meter, stop),
+        Validated::Request(o) => super::request::run_request(o, target(), meter, stop, share),
         Validated::Reply(o) => super::reply::run_reply(o, target(), meter, stop),
         Validated::JsPub(o) => super::js::run_pub(o, target(), meter, stop),
         Validated::JsConsume(o) => super::js::run_consume(o, target(), meter, stop),

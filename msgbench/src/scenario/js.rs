@@ -117,7 +117,7 @@ fn publish_and_reconcile(
         js_bases: Some(before.iter().map(|s| s.last_seq + 1).collect()),
         ..p.clone()
     };
-    let (result, acks) = request::run_requests(&publish, target, meter, stop)?;
+    let (result, acks) = request::run_requests(&publish, target, meter, stop, None)?;
     let acks = acks.expect("js_bases set");
     let mut reports = Vec::new();
     for ((cfg, before), acks) in streams.iter().zip(before).zip(&acks) {
@@ -291,7 +291,7 @@ pub fn run_kv(
             ),
         });
     }
-    let mut result = request::run_request(gets, target, meter, stop)?;
+    let mut result = request::run_request(gets, target, meter, stop, None)?;
     result.params = opts.params();
     if opts.put.delete_after {
         jsapi::delete_stream(&mut setup, &opts.put.streams[0].name, p.timeout)?;
@@ -438,7 +438,7 @@ pub fn run_consume(
                     js_bases: Some(vec![start]),
                     ..p.clone()
                 };
-                let r = request::run_requests(&publish, target, meter, stop);
+                let r = request::run_requests(&publish, target, meter, stop, None);
                 over.store(true, Ordering::Release);
                 r
             })

@@ -24,6 +24,7 @@ use crate::error::{Error, ErrorCounts, ErrorKind, Result};
 use crate::options::request::RequestOptions;
 use crate::result::{throughput_sections, LatencyStats, RunResult, ServerMeta};
 use crate::scenario::fault::Injector;
+use crate::scenario::segment::Share;
 use crate::server::Target;
 use crate::stats::acks::AckSet;
 use crate::stats::delivery::{Delivery, PublisherDelivery};
@@ -97,8 +98,9 @@ pub fn run_request(
     target: &Target,
     meter: &Meter,
     stop: &AtomicBool,
+    share: Option<Share<'_>>,
 ) -> Result<RunResult> {
-    run_requests(opts, target, meter, stop).map(|(result, _)| result)
+    run_requests(opts, target, meter, stop, share).map(|(result, _)| result)
 }
 
 /// For one stream of a JetStream run (`opts.js_bases`): every sequence acknowledged to its
@@ -114,6 +116,10 @@ pub struct JsAcks {
 /// [`run_request`], also returning the acknowledged stream sequences when requests are
 /// JetStream publishes.
 ///
+/// With a `share` (a run on agents), this process runs its agent's requesters (global ids from
+/// the segment's publisher base) and responders (its subscribers), starts at the common start,
+/// and keeps its responders answering until every agent's requesters are done.
+///
 /// # Errors
 /// As [`run_request`].
 pub fn run_requests(
@@ -121,26 +127,42 @@ pub fn run_requests(
     target: &Target,
     meter: &Meter,
     stop: &AtomicBool,
+    share: Option<Share<'_>>,
 ) -> Result<(RunResult, Option<Vec<JsAcks>>)> {
+    let (n_clients, n_responders, base) = match share {
+        Some(sh) => (sh.seg.pubs, sh.seg.subs, sh.seg.pub_base),
+        None => (opts.clients, opts.responders, 0),
+    };
+    // A requester's id across all agents: its inbox, its stamp and its rows use it.
+    let g = |i: usize| base + i as u32;
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let errors = Arc::new(ErrorCounts::default());
     meter.watch_errors(&errors);
     let connect = |name: String| connect_to(target, &name, &opts.conn, opts.timeout, &errors);
     let errors_ref: &ErrorCounts = &errors;
-    let responders: Vec<Conn> = (0..opts.responders)
-        .map(|i| connect(format!("msgbench-responder-{i}")))
+    let responders: Vec<Conn> = (0..n_responders)
+        .map(|i| {
+            connect(format!(
+                "msgbench-responder-{}",
+                share.map_or(0, |sh| sh.seg.sub_base) + i
+            ))
+        })
         .collect::<Result<_>>()?;
-    let clients: Vec<Conn> = (0..opts.clients)
-        .map(|i| connect(format!("msgbench-requester-{i}")))
+    let clients: Vec<Conn> = (0..n_clients)
+        .map(|i| connect(format!("msgbench-requester-{}", base + i)))
         .collect::<Result<_>>()?;
-    let (info, url) = (clients[0].info.clone(), clients[0].url.clone());
+    let first = clients
+        .first()
+        .or(responders.first())
+        .expect("a share has a client");
+    let (info, url) = (first.info.clone(), first.url.clone());
     if info.max_payload > 0 && opts.size > info.max_payload {
         return Err(Error::PayloadTooLarge {
             size: opts.size,
             max_payload: info.max_payload,
         });
     }
-    let run_tag = stamp::new_run_tag();
+    let run_tag = share.map_or_else(stamp::new_run_tag, |sh| sh.seg.run_tag);
     let inbox = format!("_INBOX.msgbench{run_tag:04x}");
     let per_client = match opts.pace {
         Pace::Rate { per_sec } => Pace::Rate {
@@ -152,25 +174,39 @@ pub fn run_requests(
         Pace::Rate { per_sec } => Some(Schedule::at_rate(per_sec)),
         Pace::Unlimited => None,
     };
-    let windows: Vec<Window> = (0..opts.clients)
+    let windows: Vec<Window> = (0..n_clients)
         .map(|_| Window::new(opts.in_flight, opts.timeout))
         .collect();
     let ring = match per_client {
         Pace::Rate { per_sec } => ((per_sec * 4.0) as usize).clamp(1 << 12, 1 << 22),
         Pace::Unlimited => opts.in_flight.clamp(1 << 12, 1 << 22),
     };
-    let send_times: Vec<SendTimes> = (0..opts.clients).map(|_| SendTimes::new(ring)).collect();
+    let send_times: Vec<SendTimes> = (0..n_clients).map(|_| SendTimes::new(ring)).collect();
     let epoch: OnceLock<Instant> = OnceLock::new();
     let done = AtomicBool::new(false);
     let served = AtomicU64::new(0);
     let payload = vec![if opts.js_bases.is_some() { b'j' } else { b'r' }; opts.size];
     // Each client shows as a sender (requests out) and a receiver (timed replies in).
-    let progress: Vec<_> = (0..opts.clients)
-        .map(|i| meter.client(Role::Pub, i, false))
+    let progress: Vec<_> = (0..n_clients)
+        .map(|i| meter.client(Role::Pub, base + i, false))
         .collect();
-    let reply_meters: Vec<_> = (0..opts.clients)
-        .map(|i| meter.client(Role::Sub, i, true))
+    let reply_meters: Vec<_> = (0..n_clients)
+        .map(|i| meter.client(Role::Sub, base + i, true))
         .collect();
+    // On agents, everyone starts together; until then a requester-less agent only serves.
+    let common_start = || -> Result<Instant> {
+        match share {
+            Some(sh) => {
+                let at = sh
+                    .peers
+                    .ready(stop)
+                    .ok_or_else(|| Error::Agent("stopped before the common start".into()))?;
+                std::thread::sleep(at.saturating_duration_since(Instant::now()));
+                Ok(at)
+            }
+            None => Ok(Instant::now()),
+        }
+    };
 
     let injector = Injector::new(opts.conn.fault, target)?;
     let fault_ns = injector.as_ref().map(Injector::fault_ns);
@@ -190,7 +226,7 @@ pub fn run_requests(
         Frame::with_reply(
             &opts.target_of(i).0,
             opts.keys,
-            Some(&format!("{inbox}.{i}.")),
+            Some(&format!("{inbox}.{}.", g(i))),
             b"",
             &payload,
             stamp_kind,
@@ -199,7 +235,7 @@ pub fn run_requests(
     let shape_for = |i: usize| match &opts.js_framing {
         Some(f) if f.batch > 1 || f.dedup.is_some() => Shape::Js(JsFrame::new(
             &opts.target_of(i).0,
-            &format!("{inbox}.{i}."),
+            &format!("{inbox}.{}.", g(i)),
             opts.size,
             f,
             i as u32,
@@ -251,14 +287,20 @@ pub fn run_requests(
                 let mut ready = Vec::new();
                 for (i, mut c) in clients.into_iter().enumerate() {
                     let mut cmd = Vec::new();
-                    proto::encode_sub(&mut cmd, &format!("{inbox}.{i}.*"), None, 1);
+                    proto::encode_sub(&mut cmd, &format!("{inbox}.{}.*", g(i)), None, 1);
                     if let Err(e) = c.subscribe_and_confirm(&cmd, opts.timeout) {
                         tickets.iter().for_each(|(s, _)| s.close());
                         return Err(e);
                     }
                     ready.push(c);
                 }
-                let zero = *epoch.get_or_init(Instant::now);
+                let zero = match common_start() {
+                    Ok(at) => *epoch.get_or_init(|| at),
+                    Err(e) => {
+                        tickets.iter().for_each(|(s, _)| s.close());
+                        return Err(e);
+                    }
+                };
                 if let Some(inj) = &injector {
                     s.spawn(move || inj.run(zero, stop));
                 }
@@ -281,7 +323,7 @@ pub fn run_requests(
                             opts.stop,
                             zero,
                             stop,
-                            i as u32,
+                            g(i),
                             &mut r,
                             &sent_meter.msgs,
                         );
@@ -300,7 +342,7 @@ pub fn run_requests(
                         mut reader, shared, ..
                     } = c;
                     let mut cmd = Vec::new();
-                    proto::encode_sub(&mut cmd, &format!("{inbox}.{i}.*"), None, 1);
+                    proto::encode_sub(&mut cmd, &format!("{inbox}.{}.*", g(i)), None, 1);
                     client_tickets.push((shared.clone(), subscribe(&shared, cmd)?));
                     let (window, times, epoch, sh) =
                         (&windows[i], &send_times[i], &epoch, shared.clone());
@@ -327,7 +369,13 @@ pub fn run_requests(
                     tickets.extend(client_tickets);
                     return Err(not_confirmed(&tickets));
                 }
-                let zero = *epoch.get_or_init(Instant::now);
+                let zero = match common_start() {
+                    Ok(at) => *epoch.get_or_init(|| at),
+                    Err(e) => {
+                        tickets.iter().for_each(|(s, _)| s.close());
+                        return Err(e);
+                    }
+                };
                 if let Some(inj) = &injector {
                     s.spawn(move || inj.run(zero, stop));
                 }
@@ -335,10 +383,10 @@ pub fn run_requests(
                 for (i, shared) in writers.into_iter().enumerate() {
                     let frame = frame_for(i);
                     let spec = PubSpec {
-                        id: i as u32,
+                        id: g(i),
                         stop: opts.stop,
                         pace: per_client,
-                        phase: i as f64 / f64::from(opts.clients),
+                        phase: f64::from(g(i)) / f64::from(opts.clients),
                         flush_timeout: opts.timeout,
                         start_at: Some(zero),
                         late_bound: super::PACING_LATE_BOUND,
@@ -369,6 +417,15 @@ pub fn run_requests(
                 .into_iter()
                 .map(|h| h.join().expect("requester panicked"))
                 .collect();
+            if let Some(sh) = share {
+                sh.peers
+                    .published(&results.iter().map(|(o, _)| o.run.msgs).collect::<Vec<_>>());
+                // Responders here may be answering other agents' requesters: they stay until
+                // every agent's requesters are done.
+                if n_responders > 0 {
+                    sh.peers.all_published(stop);
+                }
+            }
             done.store(true, Ordering::Relaxed);
             if let Some(inj) = &injector {
                 inj.finish();
@@ -402,7 +459,7 @@ pub fn run_requests(
         .enumerate()
         .map(|(i, r)| ClientRun {
             role: Role::Sub,
-            id: i as u32,
+            id: g(i),
             msgs: r.ok,
             bytes: r.bytes,
             start: zero,
