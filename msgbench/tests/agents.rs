@@ -496,7 +496,7 @@ fn too_few_agents_and_unsupported_scenarios_are_refused_in_one_line() {
     assert!(e.contains("--agents 2") && e.contains("f1"), "{e}");
     let out = bin()
         .args([
-            "request",
+            "reply",
             "--msgs",
             "10",
             "--server",
