@@ -721,3 +721,67 @@ fn an_agent_that_fails_stops_the_others_and_the_run_exits_9() {
         .contains("max_payload"));
     assert_eq!(doc["agents"]["missing"][0], "e1");
 }
+
+#[test]
+fn an_agent_needs_a_trusted_key_or_says_it_runs_anything() {
+    let server = TestServer::start();
+    let out = bin()
+        .args(["agent", "--control", &server.url, "--name", "n1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let e = stderr(&out);
+    assert!(
+        e.contains("--trust") && e.contains("--insecure-control"),
+        "{e}"
+    );
+    assert_eq!(e.lines().count(), 1, "{e}");
+    let a = Agent::start(&server.url, "n2", &[], &[]);
+    assert!(
+        a.log().contains("warning: --insecure-control"),
+        "{}",
+        a.log()
+    );
+}
+
+#[test]
+fn an_agent_of_another_version_is_refused_before_anything_runs() {
+    let server = TestServer::start();
+    // A heartbeat as an agent of another version would send it, from the test's own connection.
+    let hb = serde_json::json!({
+        "name": "old1", "labels": {}, "version": "0.0.1", "plan_schema": "msgbench.plan/v1",
+        "cores": 2, "free_memory_bytes": null, "busy": null, "signed_only": false
+    })
+    .to_string();
+    let addr = server.url.trim_start_matches("nats://").to_string();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let beat = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            write!(s, "CONNECT {{\"verbose\":false}}\r\n").unwrap();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                write!(s, "PUB msgbench.ctl.hb.old1 {}\r\n{hb}\r\n", hb.len()).unwrap();
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        })
+    };
+    let out = bin()
+        .args([
+            "pub",
+            "--msgs",
+            "10",
+            "--server",
+            &server.url,
+            "--agents",
+            "old1",
+        ])
+        .output()
+        .unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    beat.join().unwrap();
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(e.contains("old1 runs msgbench 0.0.1"), "{e}");
+}
