@@ -139,9 +139,10 @@ class Regress(Suite):
         return (capture([self.bins[side], "--version"]) if side in self.bins else None) or "version unknown"
 
     def describe_binary(self, side: str, path: str, label: str) -> str:
-        """A binary in the facts: its path (relative to the checkout if inside it), what it is, its version."""
+        """A binary in the facts: its path relative to the checkout when inside it, else only its
+        file name (a report never names a machine's folders), what it is, its version."""
         p = Path(path).resolve()
-        shown = str(p.relative_to(REPO)) if p.is_relative_to(REPO) else path
+        shown = str(p.relative_to(REPO)) if p.is_relative_to(REPO) else p.name
         return f"{shown}: {label} ({self.version(side)})" if label else f"{shown} ({self.version(side)})"
 
     def builds_shown(self):
