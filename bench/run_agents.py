@@ -112,7 +112,7 @@ def main() -> int:
         ),
         "",
         f"agents / independent: **{fmt_x(m)}** (median of {len(ratios)} per-round ratios) — "
-        f"target >= {TARGET}x: {verdict(m, TARGET)}",
+        f"target {verdict(m, TARGET)}",
         "",
         "Commands (the server's URL shown as URL):",
         "",
