@@ -438,15 +438,23 @@ fn run_share(
                 std::thread::sleep(Duration::from_millis(50));
             }
         });
-        let progress = super::progress::Reporter::start(Arc::clone(&meter), progress_every, {
+        let starts = {
             let st = Arc::clone(state);
-            move |p| {
-                st.report(&Report::Progress {
-                    agent: st.agent.clone(),
-                    progress: p,
-                })
+            move || {
+                let at = *st.start_at_ns.lock().unwrap_or_else(|p| p.into_inner());
+                at.map(clock::instant_at)
             }
-        });
+        };
+        let progress =
+            super::progress::Reporter::start(Arc::clone(&meter), progress_every, starts, {
+                let st = Arc::clone(state);
+                move |p| {
+                    st.report(&Report::Progress {
+                        agent: st.agent.clone(),
+                        progress: p,
+                    })
+                }
+            });
         let out = (|| {
             let targets = crate::scenario::Targets::resolve(validated)?;
             crate::scenario::execute(

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::control::msg::Progress;
 use crate::format;
@@ -22,9 +22,13 @@ pub struct Reporter {
 }
 
 impl Reporter {
+    /// Samples `meter` every `every` from the common start (`start` says when it is, once the
+    /// coordinator has), so an agent's seconds are the run's seconds on every agent; what came
+    /// before (connecting, subscribing) is no load and is left out.
     pub fn start(
         meter: Arc<Meter>,
         every: Duration,
+        start: impl Fn() -> Option<Instant> + Send + 'static,
         send: impl Fn(Progress) + Send + 'static,
     ) -> Self {
         let done = Arc::new(AtomicBool::new(false));
@@ -33,19 +37,36 @@ impl Reporter {
             let mut sampler = Sampler::new(Arc::clone(&meter));
             let mut ticks = Vec::new();
             let mut total = Progress::default();
+            let mut zero: Option<Instant> = None;
             let mut next = every;
             loop {
                 let finished = flag.load(Ordering::Relaxed);
+                if zero.is_none() {
+                    match start() {
+                        Some(at) if Instant::now() >= at => {
+                            // Up to the start: the setup, dropped.
+                            sampler.tick();
+                            zero = Some(at);
+                        }
+                        _ if !finished => {
+                            std::thread::sleep(Duration::from_millis(10));
+                            continue;
+                        }
+                        // Stopped before the start: one tick with whatever there was.
+                        _ => {}
+                    }
+                }
                 if !finished {
                     // Short sleeps, so the last tick is taken soon after the run ends.
                     std::thread::sleep(Duration::from_millis(20).min(every));
-                    if meter.elapsed() < next {
+                    if zero.is_some_and(|z| z.elapsed() < next) {
                         continue;
                     }
                     next += every;
                 }
                 let t = sampler.tick();
-                total.elapsed_ms = (t.t_s * 1000.0) as u64;
+                total.elapsed_ms =
+                    zero.map_or((t.t_s * 1000.0) as u64, |z| z.elapsed().as_millis() as u64);
                 total.pub_msgs += (t.sent_per_sec * t.span_s).round() as u64;
                 total.sub_msgs += (t.received_per_sec * t.span_s).round() as u64;
                 total.errors += t.errors;
