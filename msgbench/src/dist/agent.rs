@@ -264,11 +264,16 @@ struct RunState {
 
 impl RunState {
     fn report(&self, r: &Report) {
-        let _ = self.bus.publish(
+        if let Err(e) = self.bus.publish(
             &self.report_to,
             None,
             &serde_json::to_vec(r).expect("a report serialises"),
-        );
+        ) {
+            eprintln!(
+                "agent {}: cannot report to the coordinator: {e}",
+                self.agent
+            );
+        }
     }
 
     /// Waits until `f` finds what it wants in the state, or the run is stopped.
@@ -380,9 +385,26 @@ fn accept<'s>(
         let report = match out {
             Ok(mut r) => {
                 r.plan = Some(plan.recorded());
+                let mut doc = serde_json::to_value(&r).expect("a result serialises");
+                // One control message holds the result; a long run's timeline could make it
+                // larger than the server accepts, and then the whole result would be lost.
+                // The timeline goes first (the coordinator still has every second's progress).
+                let room = state.bus.max_payload.saturating_sub(4096);
+                if state.bus.max_payload > 0
+                    && serde_json::to_vec(&doc).map_or(0, |b| b.len()) > room
+                {
+                    if let Some(o) = doc.as_object_mut() {
+                        o.remove("timeline");
+                    }
+                    eprintln!(
+                        "agent {}: the result is larger than the control server's max_payload; \
+                         sent without its timeline",
+                        cfg.name
+                    );
+                }
                 Report::Done {
                     agent: cfg.name.clone(),
-                    result: Some(serde_json::to_value(&r).expect("a result serialises")),
+                    result: Some(doc),
                     error: None,
                 }
             }
