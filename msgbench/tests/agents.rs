@@ -785,3 +785,47 @@ fn an_agent_of_another_version_is_refused_before_anything_runs() {
     let e = stderr(&out);
     assert!(e.contains("old1 runs msgbench 0.0.1"), "{e}");
 }
+
+#[test]
+fn two_agents_of_one_name_are_refused() {
+    let server = TestServer::start();
+    let a = Agent::start(&server.url, "twin", &[], &[]);
+    assert!(a.log().contains("listening"));
+    // A second process announcing the same name (forged from the test's own connection).
+    let hb = serde_json::json!({
+        "name": "twin", "instance": "someone-else", "labels": {}, "version": env!("CARGO_PKG_VERSION"),
+        "plan_schema": "msgbench.plan/v1", "cores": 2, "free_memory_bytes": null, "busy": null,
+        "signed_only": false
+    })
+    .to_string();
+    let addr = server.url.trim_start_matches("nats://").to_string();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let beat = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            write!(s, "CONNECT {{\"verbose\":false}}\r\n").unwrap();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                write!(s, "PUB msgbench.ctl.hb.twin {}\r\n{hb}\r\n", hb.len()).unwrap();
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        })
+    };
+    let out = bin()
+        .args([
+            "pub",
+            "--msgs",
+            "10",
+            "--server",
+            &server.url,
+            "--agents",
+            "twin",
+        ])
+        .output()
+        .unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    beat.join().unwrap();
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
+    assert!(stderr(&out).contains("are named twin"), "{}", stderr(&out));
+}

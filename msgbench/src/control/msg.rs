@@ -34,6 +34,9 @@ pub fn report_subject(run: &str) -> String {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Heartbeat {
     pub name: String,
+    /// Random per agent process: two agents given one name are told apart, and refused.
+    #[serde(default)]
+    pub instance: String,
     pub labels: BTreeMap<String, String>,
     /// msgbench's version: a coordinator refuses agents of another.
     pub version: String,

@@ -119,6 +119,7 @@ pub fn run(args: &AgentArgs, stop: &AtomicBool) -> Result<u8> {
 /// The agent's settings, checked.
 struct Config {
     name: String,
+    instance: String,
     labels: BTreeMap<String, String>,
     gate: Gate,
     signed_only: bool,
@@ -175,6 +176,7 @@ impl Config {
         }
         Ok(Self {
             name,
+            instance: crate::control::bus::unique(),
             labels,
             signed_only: !trusted.is_empty(),
             gate: Gate::new(trusted, args.insecure_control)?,
@@ -185,6 +187,7 @@ impl Config {
     fn heartbeat(&self, busy: Option<String>) -> Heartbeat {
         Heartbeat {
             name: self.name.clone(),
+            instance: self.instance.clone(),
             labels: self.labels.clone(),
             version: env!("CARGO_PKG_VERSION").into(),
             plan_schema: crate::plan::SCHEMA.into(),

@@ -24,7 +24,8 @@ use crate::result::{AgentEntry, AgentStatus, RunResult, ServerMeta};
 /// How often agents report progress and the coordinator renews the lease.
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 const LEASE_EVERY: Duration = Duration::from_millis(250);
-/// How long agents are listened for before the run picks from those heard.
+/// How long agents are listened for before the run picks from those heard: the whole time,
+/// also when the named agents were heard at once, so two agents sharing a name are seen.
 const DISCOVER_FOR: Duration = Duration::from_millis(3 * msg::HEARTBEAT_EVERY_MS);
 /// An agent is missing after this long without a heartbeat or report, or the run's
 /// `--timeout` when that is longer: three heartbeats lost in a row is not a hiccup.
@@ -277,10 +278,16 @@ fn discover(
     let deadline = Instant::now() + DISCOVER_FOR;
     while let Some(m) = bus::recv_until(&rx, deadline) {
         if let Ok(hb) = serde_json::from_slice::<Heartbeat>(&m.payload) {
+            // Commands go to a name: two agents sharing one would both run the same share.
+            if let Some(other) = heard.get(&hb.name) {
+                if other.instance != hb.instance {
+                    return Err(Error::Agent(format!(
+                        "two agents on {} are named {}: give each a name of its own (--name)",
+                        bus.url, hb.name
+                    )));
+                }
+            }
             heard.insert(hb.name.clone(), hb);
-        }
-        if !wanted.names.is_empty() && wanted.names.iter().all(|n| heard.contains_key(n)) {
-            break;
         }
     }
     let mine = env!("CARGO_PKG_VERSION");
