@@ -829,3 +829,48 @@ fn two_agents_of_one_name_are_refused() {
     assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
     assert!(stderr(&out).contains("are named twin"), "{}", stderr(&out));
 }
+
+#[test]
+fn a_result_too_large_for_the_control_server_loses_its_timeline_first_then_fails_by_name() {
+    // An agent's result here is about 6 KB with its timeline and 5.5 KB without; the plan
+    // and the progress reports are far smaller.
+    let run = |max: &str| {
+        let server = TestServer::with_config(&format!("max_payload: {max}"));
+        let a = Agent::start(&server.url, "big1", &[], &[]);
+        let started = Instant::now();
+        let (out, doc, _d) = coordinate(&[
+            "pubsub",
+            "--pubs",
+            "8",
+            "--subs",
+            "8",
+            "--msgs",
+            "100",
+            "--size",
+            "16",
+            "--server",
+            &server.url,
+            "--agents",
+            "1",
+        ]);
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the coordinator waited on"
+        );
+        (out, doc, a.log())
+    };
+    let (out, doc, log) = run("6144");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(log.contains("without its timeline"), "{log}");
+    assert!(doc["agents"]["agents"][0]["result"]["timeline"].is_null());
+    assert_eq!(u(&doc["delivery"]["received"]), 6400);
+
+    let (out, doc, _) = run("3072");
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("cannot send the result"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(doc["agents"]["agents"][0]["status"], "failed");
+}

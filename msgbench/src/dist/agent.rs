@@ -417,7 +417,20 @@ fn accept<'s>(
                 error: Some(e.to_string()),
             },
         };
-        state.report(&report);
+        // A result that cannot be sent (too large even so) must still end the coordinator's
+        // wait: a failure in its place names why.
+        let sent = state.bus.publish(
+            &state.report_to,
+            None,
+            &serde_json::to_vec(&report).expect("a report serialises"),
+        );
+        if let Err(e) = sent {
+            state.report(&Report::Done {
+                agent: cfg.name.clone(),
+                result: None,
+                error: Some(format!("cannot send the result: {e}")),
+            });
+        }
         eprintln!("agent {}: run {} ended", cfg.name, state.run);
         *busy.lock().unwrap_or_else(|p| p.into_inner()) = None;
     });
