@@ -874,3 +874,60 @@ fn a_result_too_large_for_the_control_server_loses_its_timeline_first_then_fails
     );
     assert_eq!(doc["agents"]["agents"][0]["status"], "failed");
 }
+
+#[test]
+fn a_hung_agent_is_named_and_the_run_ends_within_its_timeout() {
+    let server = TestServer::start();
+    let a = Agent::start(&server.url, "h1", &[], &[]);
+    let _b = Agent::start(&server.url, "h2", &[], &[]);
+    let coord = bin()
+        .args([
+            "pubsub",
+            "--pubs",
+            "1",
+            "--subs",
+            "1",
+            "--rate",
+            "1000",
+            "--duration",
+            "30s",
+            "--timeout",
+            "2s",
+            "--server",
+            &server.url,
+            "--agents",
+            "h1,h2",
+            "--no-progress",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(
+        a.wait_for("accepted plan", Duration::from_secs(10)),
+        "{}",
+        a.log()
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    // Frozen, not dead: its connections stay open, nothing it sends arrives.
+    let pid = a.child.id() as libc::pid_t;
+    unsafe {
+        libc::kill(pid, libc::SIGSTOP);
+    }
+    let frozen = Instant::now();
+    let out = coord.wait_with_output().unwrap();
+    unsafe {
+        libc::kill(pid, libc::SIGCONT);
+    }
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("agent h1 has been silent"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        frozen.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        frozen.elapsed()
+    );
+}

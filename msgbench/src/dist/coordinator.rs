@@ -530,6 +530,7 @@ impl Coordinated<'_> {
         stop: &AtomicBool,
     ) {
         let mut started = false;
+        let mut overdue_at: Option<Instant> = None;
         let mut relayed = false;
         let mut aborted: Option<Instant> = None;
         let mut board = super::progress::Board::default();
@@ -594,6 +595,12 @@ impl Coordinated<'_> {
                     );
                 }
                 started = true;
+                // A run for a duration has a time by which every agent should be done: an
+                // agent still at it well after is hung, though its heartbeats go on.
+                if let Some(d) = self.duration() {
+                    let ahead = Duration::from_nanos((at - clock::now_ns()).max(0) as u64);
+                    overdue_at = Some(Instant::now() + ahead + d + 2 * self.silent_limit);
+                }
             }
             if !relayed
                 && tracked
@@ -640,6 +647,17 @@ impl Coordinated<'_> {
             }
             // An agent that failed leaves the others waiting for it (its start, its counts):
             // they are stopped as for a missing one.
+            if aborted.is_none() && overdue_at.is_some_and(|at| Instant::now() > at) {
+                for t in tracked.iter_mut().filter(|t| t.done.is_none()) {
+                    eprintln!(
+                        "error: agent {} is still running long after the run's --duration; \
+                         telling it to stop",
+                        t.hb.name
+                    );
+                }
+                abort_all(tracked, "the run is overdue");
+                aborted = Some(Instant::now());
+            }
             let someone_missing = tracked
                 .iter()
                 .any(|t| t.missing.is_some() || matches!(t.done, Some((None, _))));
@@ -685,6 +703,21 @@ impl Coordinated<'_> {
                     }
                 }
             }
+        }
+    }
+
+    /// The run's length when it is given as a duration.
+    fn duration(&self) -> Option<Duration> {
+        use crate::engine::pace::Stop;
+        let stop = match self.validated {
+            Validated::Load(o) => o.stop,
+            Validated::Latency(o) => o.stop,
+            Validated::Request(o) => o.stop,
+            _ => return None,
+        };
+        match stop {
+            Stop::For(d) => Some(d),
+            Stop::Count(_) => None,
         }
     }
 
