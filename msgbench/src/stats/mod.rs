@@ -6,6 +6,7 @@ pub mod delivery;
 pub mod hdr;
 pub mod latency;
 pub mod recovery;
+pub mod schedule;
 pub mod significance;
 pub mod throughput;
 pub mod timeline;

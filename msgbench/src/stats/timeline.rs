@@ -15,6 +15,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::error::ErrorCounts;
+use crate::stats::schedule::RateSchedule;
 use crate::stats::throughput::Role;
 
 /// Significant bits kept per power of two: 64 buckets per octave, so a value is known to
@@ -86,6 +87,8 @@ pub struct Meter {
     clients: Mutex<Vec<Arc<ClientMeter>>>,
     /// Every error count of the run (a JetStream consume has its publisher's and its own).
     errors: Mutex<Vec<Arc<ErrorCounts>>>,
+    /// The rate schedule and when it started, so each tick can name its stage.
+    schedule: Mutex<Option<(Instant, RateSchedule)>>,
 }
 
 impl Default for Meter {
@@ -94,6 +97,7 @@ impl Default for Meter {
             started: Instant::now(),
             clients: Mutex::new(Vec::new()),
             errors: Mutex::new(Vec::new()),
+            schedule: Mutex::new(None),
         }
     }
 }
@@ -127,6 +131,36 @@ impl Meter {
             .push(Arc::clone(errors));
     }
 
+    /// The run follows `schedule` from `start` (a `--rate-schedule`; a fixed rate has no stages
+    /// to show).
+    pub fn follow_schedule(&self, start: Instant, schedule: &RateSchedule) {
+        if !schedule.is_fixed() {
+            *self.schedule.lock().expect("meter lock") = Some((start, schedule.clone()));
+        }
+    }
+
+    /// The stage the schedule is in now.
+    pub fn stage_now(&self) -> Option<TickStage> {
+        let guard = self.schedule.lock().expect("meter lock");
+        let (start, schedule) = guard.as_ref()?;
+        let t = start.elapsed().as_nanos() as u64;
+        let index = schedule.stage_at_ns(t);
+        Some(TickStage {
+            index,
+            of: schedule.stages().len(),
+            target_rate: schedule.stages()[index].target_rate(),
+        })
+    }
+
+    /// Every error count of the run, by kind, summed over its counters.
+    pub fn errors_by_kind(&self) -> std::collections::BTreeMap<&'static str, u64> {
+        let mut out = std::collections::BTreeMap::new();
+        for (k, n) in self.errors.lock().expect("meter lock").iter().flat_map(|e| e.snapshot()) {
+            *out.entry(k.as_str()).or_insert(0) += n;
+        }
+        out
+    }
+
     fn errors_total(&self) -> u64 {
         let all = self.errors.lock().expect("meter lock");
         all.iter().flat_map(|e| e.snapshot()).map(|(_, n)| n).sum()
@@ -140,6 +174,17 @@ pub struct TickLatency {
     pub p50_ns: u64,
     pub p99_ns: u64,
     pub max_ns: u64,
+}
+
+/// The schedule's stage at the end of a tick.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TickStage {
+    /// From 0.
+    pub index: usize,
+    /// Stages in the schedule.
+    pub of: usize,
+    /// The stage's target rate (its mean, for a stage of a ramp).
+    pub target_rate: f64,
 }
 
 /// One interval of the run.
@@ -158,6 +203,9 @@ pub struct Tick {
     pub latency: Option<TickLatency>,
     /// Errors counted in the interval.
     pub errors: u64,
+    /// Where a `--rate-schedule` was when the interval ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stage: Option<TickStage>,
 }
 
 /// Per-client columns stop here: beyond it a tick would be mostly a list of numbers.
@@ -259,6 +307,7 @@ impl Sampler {
             received_per_sec: received as f64 / span,
             latency: summarize(&self.merged),
             errors,
+            stage: self.meter.stage_now(),
         }
     }
 }

@@ -66,6 +66,8 @@ fn at(parts: &[Part], i: usize, per_client: bool) -> Tick {
         received_per_sec: 0.0,
         latency: None,
         errors: 0,
+        // Agents do not run rate schedules (refused before a run).
+        stage: None,
     };
     for p in parts {
         let tick = p.ticks.get(i);
@@ -118,6 +120,7 @@ fn tick(d: &Doc<'_>) -> Result<Tick, MergeError> {
         sent_per_sec: d.f64("/sent_per_sec")?,
         received_per_sec: d.f64("/received_per_sec")?,
         latency,
+        stage: None,
         errors: d.u64("/errors")?,
     })
 }
