@@ -87,6 +87,12 @@ pub struct GrpcArgs {
     #[arg(long, visible_alias = "rps", default_value = "0", value_parser = parse_rate,
           allow_hyphen_values = true)]
     pub rate: f64,
+    /// Vary the rate over the run instead of --rate: step:START:STEP:EVERY[:MAX],
+    /// ramp:FROM:TO:OVER or RATE@DURATION,… (the run lasts as long as the schedule; a step
+    /// without MAX runs for --duration). The result has each stage's figures.
+    #[arg(long, value_name = "SCHEDULE", conflicts_with_all = ["rate", "requests", "total"])]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_schedule: Option<String>,
     /// Requests (or bidi messages) each client keeps outstanding at most.
     #[arg(long, default_value = "1", value_parser = parse_count)]
     pub in_flight: u64,

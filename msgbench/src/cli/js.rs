@@ -91,6 +91,16 @@ pub struct JsPubArgs {
     #[arg(long, value_parser = parse_duration, allow_hyphen_values = true)]
     #[serde(serialize_with = "crate::values::ser::opt_duration")]
     pub duration: Option<Duration>,
+    /// Aggregate publishes per second in --mode async, open loop: ack latency is measured from
+    /// each message's due time (corrected); 0 = as fast as the window allows.
+    #[arg(long, default_value = "0", value_parser = parse_rate, allow_hyphen_values = true)]
+    pub rate: f64,
+    /// Vary the rate over the run instead of --rate: step:START:STEP:EVERY[:MAX],
+    /// ramp:FROM:TO:OVER or RATE@DURATION,… (the run lasts as long as the schedule; a step
+    /// without MAX runs for --duration). The result has each stage's figures.
+    #[arg(long, value_name = "SCHEDULE", conflicts_with_all = ["rate", "msgs"])]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_schedule: Option<String>,
     /// Payload size, at least 8 B (the sequence number; from 16 B also the send time).
     #[arg(long, default_value = "128", value_parser = parse_size, allow_hyphen_values = true)]
     pub size: usize,

@@ -220,6 +220,12 @@ pub struct RequestArgs {
     /// Aggregate requests per second, open loop with corrected latency; 0 = closed loop.
     #[arg(long, default_value = "0", value_parser = parse_rate, allow_hyphen_values = true)]
     pub rate: f64,
+    /// Vary the rate over the run instead of --rate: step:START:STEP:EVERY[:MAX],
+    /// ramp:FROM:TO:OVER or RATE@DURATION,… (the run lasts as long as the schedule; a step
+    /// without MAX runs for --duration). The result has each stage's figures.
+    #[arg(long, value_name = "SCHEDULE", conflicts_with_all = ["rate", "msgs"])]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_schedule: Option<String>,
     /// Requests per client.
     #[arg(long, default_value = "10000", value_parser = parse_count, allow_hyphen_values = true,
           conflicts_with = "duration")]
@@ -287,6 +293,12 @@ pub struct LatencyArgs {
     /// Messages per second, on a fixed schedule: message i is due at start + i/rate.
     #[arg(long, default_value = "1000", value_parser = parse_rate, allow_hyphen_values = true)]
     pub rate: f64,
+    /// Vary the rate over the run instead of --rate: step:START:STEP:EVERY[:MAX],
+    /// ramp:FROM:TO:OVER or RATE@DURATION,… (the run lasts as long as the schedule; a step
+    /// without MAX runs for --duration). The result has each stage's figures.
+    #[arg(long, value_name = "SCHEDULE", conflicts_with_all = ["rate", "msgs"])]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_schedule: Option<String>,
     /// Send this many messages instead of running for --duration.
     #[arg(long, value_parser = parse_count, allow_hyphen_values = true, conflicts_with = "duration")]
     pub msgs: Option<u64>,
@@ -425,6 +437,12 @@ pub struct LoadArgs {
     /// Aggregate publish rate in msgs/s, paced on a fixed schedule; 0 = as fast as possible.
     #[arg(long, default_value = "0", value_parser = parse_rate, allow_hyphen_values = true)]
     pub rate: f64,
+    /// Vary the rate over the run instead of --rate: step:START:STEP:EVERY[:MAX],
+    /// ramp:FROM:TO:OVER or RATE@DURATION,… (the run lasts as long as the schedule; a step
+    /// without MAX runs for --duration). The result has each stage's figures.
+    #[arg(long, value_name = "SCHEDULE", conflicts_with_all = ["rate", "msgs"])]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_schedule: Option<String>,
     /// Send the contents of FILE as every message's payload (no delivery stamp: see README).
     #[arg(long, value_name = "FILE")]
     pub payload: Option<PathBuf>,

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::stats::schedule::RateSchedule;
+
 /// When a load loop stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -26,12 +28,45 @@ impl Stop {
     }
 }
 
-/// How a publisher spaces its messages.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// How the publishers space their messages.
+#[derive(Debug, Clone, PartialEq)]
 pub enum Pace {
     /// Closed loop: the next message goes as soon as the previous one is in the buffer.
     Unlimited,
-    /// Open loop: message i is due at start + i / rate, whatever happened to earlier ones.
-    Rate { per_sec: f64 },
+    /// Open loop: the run's message k is due when the schedule says (start + k / rate for a
+    /// fixed `--rate`), whatever happened to earlier ones.
+    Open(RateSchedule),
+}
+
+impl Pace {
+    /// A fixed rate of `per_sec` for the whole run (0 = unlimited).
+    pub fn rate(per_sec: f64) -> Self {
+        if per_sec == 0.0 {
+            Pace::Unlimited
+        } else {
+            Pace::Open(RateSchedule::fixed(per_sec))
+        }
+    }
+
+    /// The schedule, for an open loop.
+    pub fn schedule(&self) -> Option<&RateSchedule> {
+        match self {
+            Pace::Open(s) => Some(s),
+            Pace::Unlimited => None,
+        }
+    }
+
+    /// The rate a run is judged against: a fixed rate, or a schedule's mean; 0 when unlimited.
+    pub fn target_rate(&self) -> f64 {
+        self.schedule().map_or(0.0, RateSchedule::mean_rate)
+    }
+
+    /// The highest rate the run reaches; 0 when unlimited.
+    pub fn peak_rate(&self) -> f64 {
+        self.schedule().map_or(0.0, RateSchedule::peak_rate)
+    }
+
+    pub fn is_open(&self) -> bool {
+        matches!(self, Pace::Open(_))
+    }
 }

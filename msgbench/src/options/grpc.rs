@@ -154,7 +154,10 @@ impl GrpcOptions {
                 format!("more connections than --clients ({})", a.clients),
             ));
         }
+        let (pace, schedule_stop) =
+            crate::options::pace(a.rate, a.rate_schedule.as_deref(), a.duration)?;
         let stop = match (a.duration, a.total) {
+            _ if schedule_stop.is_some() => schedule_stop.expect("just checked"),
             (_, Some(n)) if n == 0 || n % u64::from(a.clients) != 0 => {
                 return Err(Error::flag(
                     "-n",
@@ -198,11 +201,7 @@ impl GrpcOptions {
             clients: a.clients,
             connections,
             stop,
-            pace: if a.rate > 0.0 {
-                Pace::Rate { per_sec: a.rate }
-            } else {
-                Pace::Unlimited
-            },
+            pace,
             in_flight: a.in_flight as usize,
             messages_per_call: a.messages_per_call,
             headers,
@@ -227,7 +226,8 @@ impl GrpcOptions {
             "connections": self.connections,
             "requests": requests,
             "duration_secs": duration,
-            "rate": match self.pace { Pace::Rate { per_sec } => per_sec, Pace::Unlimited => 0.0 },
+            "rate": self.pace.target_rate(),
+            "rate_schedule": self.pace.schedule().filter(|s| !s.is_fixed()).map(ToString::to_string),
             "in_flight": self.in_flight,
             "messages_per_call": self.messages_per_call,
             "streams": self.streams,

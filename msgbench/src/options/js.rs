@@ -187,7 +187,23 @@ impl JsPubOptions {
                 format!("must be 1 to {MAX_BATCH} (the server's limit on an atomic batch)"),
             ));
         }
-        let stop = stop_of(a.msgs, a.duration)?;
+        let (pace, schedule_stop) =
+            crate::options::pace(a.rate, a.rate_schedule.as_deref(), a.duration)?;
+        if pace.is_open() && mode != JsPubMode::Async {
+            let flag = if a.rate_schedule.is_some() {
+                "--rate-schedule"
+            } else {
+                "--rate"
+            };
+            return Err(Error::Usage(format!(
+                "{flag} paces publishes open loop, which needs --mode async (sync waits for each \
+                 acknowledgement; batch sends a batch at once)"
+            )));
+        }
+        let stop = match schedule_stop {
+            Some(s) => s,
+            None => stop_of(a.msgs, a.duration)?,
+        };
         if a.streams == 0 || a.streams > 1000 {
             return Err(Error::flag(
                 "--streams",
@@ -259,7 +275,7 @@ impl JsPubOptions {
             "js.pub",
             a.clients,
             window,
-            Pace::Unlimited,
+            pace,
             stop,
             a.size,
             &a.target.subject,
@@ -408,11 +424,7 @@ impl JsConsumeOptions {
         let server = server_choice(&a.conn)?;
         let output: Output = (&a.out).into();
         let publish = (source != Source::Stream).then(|| {
-            let pace = if a.rate > 0.0 {
-                Pace::Rate { per_sec: a.rate }
-            } else {
-                Pace::Unlimited
-            };
+            let pace = Pace::rate(a.rate);
             publishing(
                 "js.pub",
                 1,
@@ -464,10 +476,7 @@ impl JsConsumeOptions {
             "batch": self.batch,
             "ack": self.ack.as_str(),
             "publish": self.source.as_str(),
-            "rate": match self.publish.as_ref().map(|p| p.pace) {
-                Some(Pace::Rate { per_sec }) => per_sec,
-                _ => 0.0,
-            },
+            "rate": self.publish.as_ref().map_or(0.0, |p| p.pace.target_rate()),
             "msgs": self.msgs,
             "size": self.publish.as_ref().map(|p| p.size),
             "subject": self.stream.subjects.join(","),

@@ -8,6 +8,7 @@ use crate::cli::{BusyPoll, LatencyArgs};
 use crate::engine::pace::Stop;
 use crate::error::{Error, Result};
 use crate::options::{check_subject, server_choice, server_choice_from, Output, ServerChoice};
+use crate::stats::schedule::RateSchedule;
 use crate::wire::stamp::SEQ_LEN;
 
 /// Up to this rate `--busy-poll auto` turns polling on. Measured on a 2-core machine: at 1,000
@@ -17,7 +18,8 @@ pub const BUSY_POLL_MAX_RATE: f64 = 10_000.0;
 
 #[derive(Debug, Clone)]
 pub struct LatencyOptions {
-    pub rate: f64,
+    /// `--rate` as a schedule of one endless stage, or `--rate-schedule`.
+    pub schedule: RateSchedule,
     pub stop: Stop,
     pub size: usize,
     pub warmup: Duration,
@@ -47,7 +49,9 @@ impl LatencyOptions {
                 "must be more than 0 msgs/s",
             ));
         }
-        crate::options::check_rate(a.rate)?;
+        let (pace, schedule_stop) =
+            crate::options::pace(a.rate, a.rate_schedule.as_deref(), a.duration)?;
+        let schedule = pace.schedule().expect("latency is always paced").clone();
         if a.size < SEQ_LEN {
             return Err(Error::flag(
                 "--size",
@@ -57,6 +61,7 @@ impl LatencyOptions {
         }
         let interval = Duration::from_secs_f64(1.0 / a.rate);
         let stop = match (a.msgs, a.duration) {
+            _ if schedule_stop.is_some() => schedule_stop.expect("just checked"),
             (Some(0), _) => return Err(Error::flag("--msgs", "0", "must be at least 1")),
             (Some(n), _) => Stop::Count(n),
             (None, Some(d)) if d < interval => {
@@ -92,7 +97,7 @@ impl LatencyOptions {
             .map(|list| server_choice_from(Some(list), "--server-b", None))
             .transpose()?;
         Ok(Self {
-            rate: a.rate,
+            schedule,
             stop,
             size: a.size,
             warmup: a.warmup,
@@ -105,12 +110,17 @@ impl LatencyOptions {
             busy_poll: match a.busy_poll {
                 BusyPoll::On => true,
                 BusyPoll::Off => false,
-                BusyPoll::Auto => a.rate <= BUSY_POLL_MAX_RATE,
+                BusyPoll::Auto => pace.peak_rate() <= BUSY_POLL_MAX_RATE,
             },
             timeout: a.timeout,
             allow_loss: a.allow_loss,
             output: (&a.out).into(),
         })
+    }
+
+    /// The mean rate (the rate itself without a schedule).
+    pub fn rate(&self) -> f64 {
+        self.schedule.mean_rate()
     }
 
     /// The parameters as they go into a result.
@@ -119,7 +129,8 @@ impl LatencyOptions {
         serde_json::json!({
             "pubs": 1,
             "subs": 1,
-            "rate": self.rate,
+            "rate": self.schedule.mean_rate(),
+            "rate_schedule": (!self.schedule.is_fixed()).then(|| self.schedule.to_string()),
             "msgs": msgs,
             "duration_secs": duration,
             "size": self.size,

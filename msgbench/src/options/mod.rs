@@ -44,6 +44,7 @@ impl ScenarioKind {
 fn refuse_publishing_flags(load: &LoadArgs) -> Result<()> {
     let typed = [
         ("--rate", load.rate != 0.0),
+        ("--rate-schedule", load.rate_schedule.is_some()),
         ("--payload", load.payload.is_some()),
         ("--header", !load.headers.is_empty()),
         // 128 is the default; any other size was typed.
@@ -151,18 +152,14 @@ impl Options {
             refuse_publishing_flags(load)?;
         }
         let server = server_choice(conn)?;
-        let stop = match load.duration {
-            Some(d) => Stop::For(d),
-            None if load.msgs == 0 => {
+        let (pace, schedule_stop) = pace(load.rate, load.rate_schedule.as_deref(), load.duration)?;
+        let stop = match (schedule_stop, load.duration) {
+            (Some(s), _) => s,
+            (None, Some(d)) => Stop::For(d),
+            (None, None) if load.msgs == 0 => {
                 return Err(Error::flag("--msgs", "0", "must be at least 1"));
             }
-            None => Stop::Count(load.msgs),
-        };
-        check_rate(load.rate)?;
-        let pace = if load.rate == 0.0 {
-            Pace::Unlimited
-        } else {
-            Pace::Rate { per_sec: load.rate }
+            (None, None) => Stop::Count(load.msgs),
         };
         let payload = match &load.payload {
             Some(path) => Some(std::fs::read(path).map_err(|e| {
@@ -183,7 +180,7 @@ impl Options {
         }
         let conn = conn::ConnOptions::new(conn)?;
         if conn.fault.is_some() {
-            match (scenario, pace) {
+            match (scenario, &pace) {
                 (ScenarioKind::Sub, _) => conn.no_fault("sub")?,
                 (ScenarioKind::Pubsub, Pace::Unlimited) => {
                     return Err(Error::Usage(
@@ -232,10 +229,7 @@ impl Options {
     /// The parameters as they go into a result, without secrets.
     pub fn params(&self) -> serde_json::Value {
         let (msgs, duration) = self.stop.as_params();
-        let rate = match self.pace {
-            Pace::Unlimited => 0.0,
-            Pace::Rate { per_sec } => per_sec,
-        };
+        let rate = self.pace.target_rate();
         serde_json::json!({
             "connection": self.conn.params(),
             "pubs": self.pubs,
@@ -246,6 +240,7 @@ impl Options {
             "subject": self.subject,
             "multisubject": self.multisubject,
             "rate": rate,
+            "rate_schedule": self.pace.schedule().filter(|s| !s.is_fixed()).map(ToString::to_string),
             "payload_file": self.payload.is_some(),
             "headers": self.headers.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
             "timeout_secs": self.timeout.as_secs_f64(),
@@ -264,6 +259,36 @@ pub const MIN_RATE: f64 = 0.001;
 ///
 /// # Errors
 /// [`Error::Usage`] naming `--rate`.
+/// The pace and stop of an open-loop scenario from `--rate`, `--rate-schedule` and its stop:
+/// a schedule sets the run's length itself (a step without MAX takes `--duration`'s), so the
+/// stop is `None` only when there is no schedule and the caller decides it.
+pub fn pace(
+    rate: f64,
+    schedule: Option<&str>,
+    duration: Option<Duration>,
+) -> Result<(Pace, Option<Stop>)> {
+    let Some(spec) = schedule else {
+        check_rate(rate)?;
+        return Ok((Pace::rate(rate), None));
+    };
+    let s = crate::stats::schedule::RateSchedule::parse(spec, duration)
+        .map_err(|why| Error::flag("--rate-schedule", spec, why))?;
+    if let Some(low) = s
+        .stages()
+        .iter()
+        .map(|st| st.from.max(st.to))
+        .find(|&r| r > 0.0 && r < MIN_RATE)
+    {
+        return Err(Error::flag(
+            "--rate-schedule",
+            spec,
+            format!("a stage at {low} msgs/s; each stage must be 0 or at least {MIN_RATE} msgs/s"),
+        ));
+    }
+    let len = s.length().expect("a parsed schedule has an end");
+    Ok((Pace::Open(s), Some(Stop::For(len))))
+}
+
 pub fn check_rate(rate: f64) -> Result<()> {
     if rate > 0.0 && rate < MIN_RATE {
         return Err(Error::flag(

@@ -70,23 +70,22 @@ impl RequestOptions {
                     .into(),
             ));
         }
-        let stop = match a.duration {
-            Some(d) => Stop::For(d),
-            None if a.msgs == 0 => return Err(Error::flag("--msgs", "0", "must be at least 1")),
-            None => Stop::Count(a.msgs),
+        let (pace, schedule_stop) =
+            crate::options::pace(a.rate, a.rate_schedule.as_deref(), a.duration)?;
+        let stop = match (schedule_stop, a.duration) {
+            (Some(s), _) => s,
+            (None, Some(d)) => Stop::For(d),
+            (None, None) if a.msgs == 0 => {
+                return Err(Error::flag("--msgs", "0", "must be at least 1"))
+            }
+            (None, None) => Stop::Count(a.msgs),
         };
         check_subject(&a.subject, false)
             .map_err(|why| Error::flag("--subject", &a.subject, why))?;
-        crate::options::check_rate(a.rate)?;
-        let pace = if a.rate == 0.0 {
-            Pace::Unlimited
-        } else {
-            Pace::Rate { per_sec: a.rate }
-        };
         // Open loop means requests go out on schedule whatever is in flight; the window then
         // only bounds memory.
         let in_flight = match pace {
-            Pace::Rate { .. } if a.in_flight == 1 => 1 << 20,
+            Pace::Open(_) if a.in_flight == 1 => 1 << 20,
             _ => usize::try_from(a.in_flight).unwrap_or(usize::MAX),
         };
         let conn = crate::options::conn::ConnOptions::new(&a.conn)?;
@@ -137,7 +136,8 @@ impl RequestOptions {
             "pubs": self.clients,
             "subs": self.responders,
             "in_flight": self.in_flight,
-            "rate": match self.pace { Pace::Rate { per_sec } => per_sec, Pace::Unlimited => 0.0 },
+            "rate": self.pace.target_rate(),
+            "rate_schedule": self.pace.schedule().filter(|s| !s.is_fixed()).map(ToString::to_string),
             "msgs": msgs,
             "duration_secs": duration,
             "size": self.size,

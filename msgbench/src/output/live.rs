@@ -192,6 +192,14 @@ fn line(t: &Tick, run: Option<(u32, u32)>) -> String {
         s.push_str(&format!("run {k}/{n} "));
     }
     s.push_str(&format!("{:>4.0}s", t.t_s));
+    if let Some(st) = &t.stage {
+        s.push_str(&format!(
+            "  stage {}/{} at {}/s",
+            st.index + 1,
+            st.of,
+            group(st.target_rate.round() as u64)
+        ));
+    }
     if t.sent_per_sec > 0.0 || t.received_per_sec == 0.0 {
         s.push_str(&format!(
             "  sent {}/s",
@@ -254,10 +262,24 @@ mod tests {
                 max_ns: 2,
             }),
             errors: 2,
+            stage: None,
         };
         assert_eq!(
             line(&t, Some((2, 5))),
             "run 2/5    3s  sent 1,203,113/s  received 1,201,000/s  p99 1.23 ms  errors 2"
+        );
+        let staged = Tick {
+            stage: Some(crate::stats::timeline::TickStage {
+                index: 2,
+                of: 5,
+                target_rate: 3000.0,
+            }),
+            ..t
+        };
+        assert_eq!(
+            line(&staged, None),
+            "   3s  stage 3/5 at 3,000/s  sent 1,203,113/s  received 1,201,000/s  p99 1.23 ms  \
+             errors 2"
         );
     }
 }

@@ -168,6 +168,19 @@ impl Plan {
     /// # Errors
     /// [`Error::Usage`] naming the flag whose value cannot work.
     pub fn validate(&self) -> Result<Validated> {
+        let v = self.validate_scenario()?;
+        if let Some(sc) = v.schedule() {
+            // Agents split one fixed rate between them.
+            if self.out().distributed() {
+                return Err(Error::Usage(format!(
+                    "--rate-schedule '{sc}' runs on one host; runs on --agents take a fixed --rate"
+                )));
+            }
+        }
+        Ok(v)
+    }
+
+    fn validate_scenario(&self) -> Result<Validated> {
         use crate::options::{self as o, ScenarioKind};
         Ok(match self {
             Plan::Pub(a) => Validated::Load(o::Options::new(

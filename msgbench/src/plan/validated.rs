@@ -7,6 +7,7 @@ use crate::options::latency::LatencyOptions;
 use crate::options::request::{ReplyOptions, RequestOptions};
 use crate::options::{grpc::GrpcOptions, Options, Output, ServerChoice};
 use crate::result::LinkSpec;
+use crate::stats::schedule::RateSchedule;
 
 /// One scenario's validated options.
 #[derive(Debug)]
@@ -49,6 +50,19 @@ impl Validated {
             Validated::Kv(o) => o.put.publish.allow_loss,
             Validated::Grpc(o) => o.allow_loss,
         }
+    }
+
+    /// The `--rate-schedule` the run follows, when it has one (a fixed `--rate` is none).
+    pub fn schedule(&self) -> Option<&RateSchedule> {
+        let pace = match self {
+            Validated::Load(o) => &o.pace,
+            Validated::Latency(o) => return Some(&o.schedule).filter(|s| !s.is_fixed()),
+            Validated::Request(o) => &o.pace,
+            Validated::JsPub(o) => &o.publish.pace,
+            Validated::Grpc(o) => &o.pace,
+            Validated::Reply(_) | Validated::JsConsume(_) | Validated::Kv(_) => return None,
+        };
+        pace.schedule().filter(|s| !s.is_fixed())
     }
 
     /// The NATS server the scenario's clients use, and the link to reach it over; none for

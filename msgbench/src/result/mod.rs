@@ -11,12 +11,14 @@ use serde::Serialize;
 mod agents;
 pub mod merge;
 mod sections;
+mod stages;
 
 pub use agents::{AgentEntry, AgentStatus, AgentsReport};
 pub use sections::{
     ClusterNode, ClusterReport, ConsumeReport, GrpcReport, JsReport, LinkReport, LinkSpec, Shape,
     StreamReport, Verdict,
 };
+pub use stages::{ScheduleReport, StageStats};
 
 use crate::error::exit;
 use crate::metric::PERCENTILES;
@@ -104,6 +106,9 @@ pub struct RunResult {
     /// merge those that completed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agents: Option<AgentsReport>,
+    /// A `--rate-schedule` run's figures stage by stage.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<ScheduleReport>,
     #[serde(skip)]
     pub(crate) fatal: Option<crate::error::ErrorKind>,
 }
@@ -489,6 +494,7 @@ impl RunResult {
             timeline: None,
             runs: None,
             agents: None,
+            schedule: None,
             fatal: errors.fatal(),
         }
     }

@@ -96,6 +96,22 @@ impl<'a> Injector<'a> {
 
     /// The result's fault section, from the subscribers' logs; `rate` is what each subscriber
     /// should receive per second, `end_ns` when sending stopped.
+    /// When the fault was injected, in ns from the load's time zero.
+    pub fn injected_ns(&self) -> Option<u64> {
+        let at = self.injected_ns.load(Ordering::Acquire);
+        (at != NOT_YET).then_some(at)
+    }
+
+    /// The rate recovery is judged against: `pace`'s at the moment of the fault (the stage the
+    /// fault fell in, for a `--rate-schedule`), shared by `parts`.
+    pub fn rate(&self, pace: &crate::engine::pace::Pace, parts: u32) -> f64 {
+        let rate = match (pace.schedule(), self.injected_ns()) {
+            (Some(s), Some(at)) => s.rate_at_ns(at),
+            _ => pace.target_rate(),
+        };
+        rate / f64::from(parts.max(1))
+    }
+
     pub fn report(&self, logs: &[&RecoveryLog], rate: f64, end_ns: u64) -> FaultReport {
         let at = self.injected_ns.load(Ordering::Acquire);
         FaultReport::new(

@@ -16,16 +16,20 @@ use crate::engine::conn::{self, Conn, ConnectSpec, Flow};
 use crate::engine::load::{
     self, Frame, PubSpec, Recorder, Recovering, StampKind, SubControl, SubSpec, UNKNOWN,
 };
-use crate::engine::pace::{Pace, Stop};
+use crate::engine::pace::Stop;
 use crate::error::{Error, ErrorCounts, Result};
 use crate::options::latency::LatencyOptions;
-use crate::result::{throughput_sections, LatencyStats, Pacing, Rtt, RunResult, ServerMeta};
+use crate::result::{
+    throughput_sections, LatencyStats, Pacing, Rtt, RunResult, ScheduleReport, ServerMeta,
+};
 use crate::scenario::fault::Injector;
 use crate::scenario::segment::Share;
 use crate::server::Target;
 use crate::stats::delivery::{Delivery, PublisherDelivery};
 use crate::stats::hdr::{percentile_distribution, IntervalLog};
-use crate::stats::latency::{IntervalSink, LatencyRecorder, Schedule, SendTimes};
+use crate::stats::latency::{IntervalSink, LatencyRecorder, SendTimes};
+use crate::stats::schedule::PubSchedule;
+use crate::stats::stages::StageTotals;
 use crate::stats::throughput::{ClientRun, Role};
 use crate::stats::timeline::Meter;
 use crate::wire::{proto, stamp};
@@ -94,9 +98,11 @@ pub fn run(
         _ => None,
     };
 
-    let schedule = Schedule::at_rate(opts.rate);
+    let schedule = opts.schedule.share(0, 1);
+    let stage_totals = StageTotals::new(&opts.schedule);
     // Four seconds of sends (at least 64 Ki) in flight before a send time is forgotten.
-    let send_times = SendTimes::new(((opts.rate * 4.0) as usize).clamp(1 << 16, 1 << 22));
+    let send_times =
+        SendTimes::new(((opts.schedule.peak_rate() * 4.0) as usize).clamp(1 << 16, 1 << 22));
     let epoch: OnceLock<Instant> = OnceLock::new();
     let probes = AtomicU64::new(0);
     let ctl = SubControl::new(UNKNOWN);
@@ -148,8 +154,9 @@ pub fn run(
                 });
                 let recorder = LatencySubscriber {
                     rec: LatencyRecorder::new(opts.warmup.as_nanos() as u64, 1_000_000_000, sink)
-                        .with_live(sub_meter.latency.as_ref()),
-                    schedule,
+                        .with_live(sub_meter.latency.as_ref())
+                        .with_stages(stage_totals.as_ref()),
+                    schedule: schedule.clone(),
                     epoch: &epoch,
                     send_times: &send_times,
                     probes: &probes,
@@ -169,10 +176,11 @@ pub fn run(
                 let sub_thread = s.spawn(move || {
                     // Recovery is logged whether or not a fault comes: this recorder reads the clock
                     // per message anyway, so the log costs one counter per message.
+                    let due_of = recorder.schedule.clone();
                     let due = move |p: &[u8]| {
                         sequence(p)
                             .filter(|seq| *seq != PROBE)
-                            .map(|seq| schedule.due_ns(seq))
+                            .and_then(|seq| due_of.due_ns(seq))
                     };
                     let mut r = Recovering::new(recorder, due, epoch_ref, fault_ns);
                     let out = load::subscribe(
@@ -260,11 +268,11 @@ pub fn run(
         if let Some(inj) = &injector {
             s.spawn(move || inj.run(zero, stop));
         }
+        meter.follow_schedule(zero, &opts.schedule);
         let spec = PubSpec {
             id: 0,
             stop: opts.stop,
-            pace: Pace::Rate { per_sec: opts.rate },
-            phase: 0.0,
+            pace: Some(schedule.clone()),
             flush_timeout: opts.timeout,
             start_at: Some(zero),
             late_bound: opts.late_bound,
@@ -373,7 +381,7 @@ pub fn run(
     let pacing = pub_out.as_ref().and_then(|p| {
         p.send_lag.as_ref().map(|lag| {
             Pacing::new(
-                opts.rate,
+                opts.rate(),
                 actual_rate,
                 opts.late_bound.as_nanos() as u64,
                 p.late_sends,
@@ -390,7 +398,16 @@ pub fn run(
         .filter(|_| !cross)
         .map(|(_, r, _)| LatencyStats::of(&r.rec.uncorrected));
     let recovery = sub.as_ref().map(|(_, _, r)| r);
+    let stages = stage_totals.as_ref().map(|totals| {
+        ScheduleReport::new(
+            &opts.schedule,
+            &schedule.sent_by_stage(sent),
+            1,
+            sub.is_some().then(|| totals.take()),
+        )
+    });
     Ok(RunResult {
+        schedule: stages,
         plan: None,
         throughput,
         by_role,
@@ -404,9 +421,13 @@ pub fn run(
         fault: injector.as_ref().zip(recovery).map(|(inj, recovery)| {
             let end_ns = match opts.stop {
                 Stop::For(d) => d.as_nanos() as u64,
-                Stop::Count(n) => schedule.due_ns(n),
+                Stop::Count(n) => schedule.due_ns(n).unwrap_or(u64::MAX),
             };
-            inj.report(&[recovery], opts.rate, end_ns)
+            inj.report(
+                &[recovery],
+                inj.rate(&crate::engine::pace::Pace::Open(opts.schedule.clone()), 1),
+                end_ns,
+            )
         }),
         ..RunResult::new(
             "latency",
@@ -422,7 +443,7 @@ pub fn run(
 /// The subscriber's per-message work: sequence → due time, ring → send time, clock → receive.
 struct LatencySubscriber<'a> {
     rec: LatencyRecorder<'a>,
-    schedule: Schedule,
+    schedule: PubSchedule,
     epoch: &'a OnceLock<Instant>,
     send_times: &'a SendTimes,
     probes: &'a AtomicU64,
@@ -450,13 +471,14 @@ impl Recorder for LatencySubscriber<'_> {
             self.probes.fetch_add(1, Ordering::Release);
             return;
         }
+        let Some(due_ns) = self.schedule.due_ns(seq) else {
+            // Past the schedule's end: not a message of this run.
+            self.unstamped += 1;
+            return;
+        };
         let recv_ns = self.now_ns(received_at.expect("CLOCK recorders get the time"));
-        self.rec.record(
-            seq,
-            self.schedule.due_ns(seq),
-            self.send_times.get(seq),
-            recv_ns,
-        );
+        self.rec
+            .record(seq, due_ns, self.send_times.get(seq), recv_ns);
     }
 }
 

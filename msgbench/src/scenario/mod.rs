@@ -12,16 +12,17 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::engine::conn::{self, Conn, ConnectSpec};
 use crate::engine::load::{
-    self, Frame, PubOutcome, PubSpec, Recovering, StampKind, SubControl, SubOutcome, SubSpec,
-    UNKNOWN,
+    self, Frame, PubOutcome, PubSpec, Recovering, Staged, StampKind, SubControl, SubOutcome,
+    SubSpec, UNKNOWN,
 };
 use crate::engine::pace::{Pace, Stop};
 use crate::error::{Error, ErrorCounts, Result};
 use crate::options::{Options, ScenarioKind};
-use crate::result::{throughput_sections, RunResult, ServerMeta};
+use crate::result::{throughput_sections, RunResult, ScheduleReport, ServerMeta};
 use crate::server::Target;
 use crate::stats::delivery::{self, Delivery, DeliveryLog, Expectation};
 use crate::stats::recovery::RecoveryLog;
+use crate::stats::stages::{StageArrivals, StageTotals};
 use crate::stats::throughput::{ClientRun, Role};
 use crate::stats::timeline::Meter;
 use crate::wire::{proto, stamp};
@@ -112,12 +113,6 @@ pub fn run(
         .unwrap_or_else(|| vec![b'm'; opts.size]);
     // A user's --payload goes out byte for byte: no stamp is written into it.
     let stamp_with = opts.payload.is_none().then_some(run_tag);
-    let per_pub_pace = match opts.pace {
-        Pace::Rate { per_sec } => Pace::Rate {
-            per_sec: per_sec / f64::from(opts.pubs.max(1)),
-        },
-        p => p,
-    };
 
     // Subscribers in `sub` expect --msgs each from the start; in pubsub the count is only
     // known once the publishers are done (a --duration run sends an unknown number).
@@ -153,15 +148,14 @@ pub fn run(
     // With a fault, publishers share one time zero so a subscriber can tell from a stamp alone
     // when its message was scheduled (Options ensures such a run is paced).
     let epoch: OnceLock<Instant> = OnceLock::new();
-    let interval_ns = match per_pub_pace {
-        Pace::Rate { per_sec } => 1e9 / per_sec,
-        Pace::Unlimited => 0.0,
-    };
+    let schedule = opts.pace.schedule();
     let npubs = f64::from(opts.pubs.max(1));
     let due = move |p: &[u8]| {
-        stamp::read(p)
-            .map(|st| ((st.seq as f64 + f64::from(st.publisher) / npubs) * interval_ns) as u64)
+        let st = stamp::read(p)?;
+        schedule?.due_ns(st.seq as f64 * npubs + f64::from(st.publisher))
     };
+    // A schedule of stages: every subscriber counts its arrivals by stage.
+    let staged = schedule.filter(|s| !s.is_fixed());
     let (pub_runs, sub_outcomes, everyone, common_zero) = std::thread::scope(|s| -> Result<_> {
         let mut sub_threads = Vec::new();
         for (i, conn) in subs.drain(..).enumerate() {
@@ -179,21 +173,33 @@ pub fn run(
             let fault_ns = injector.as_ref().map(Injector::fault_ns);
             let handle = s.spawn(move || {
                 let mut log = DeliveryLog::new(spec.run_tag);
-                let (out, recovery) = match fault_ns {
-                    Some(fault_ns) => {
+                let mut by_stage = None;
+                let (out, recovery) = match (fault_ns, staged) {
+                    (None, Some(sched)) => {
+                        let mut r = Staged {
+                            inner: log,
+                            arrivals: StageArrivals::new(sched, opts.pubs, spec.run_tag),
+                        };
+                        let out =
+                            load::subscribe(&mut reader, &sh, &spec, ctl, stop, progress, &mut r);
+                        log = r.inner;
+                        by_stage = Some(r.arrivals.counts);
+                        (out, None)
+                    }
+                    (Some(fault_ns), _) => {
                         let mut r = Recovering::new(log, due, epoch, fault_ns);
                         let out =
                             load::subscribe(&mut reader, &sh, &spec, ctl, stop, progress, &mut r);
                         log = r.inner;
                         (out, Some(r.log))
                     }
-                    None => (
+                    (None, None) => (
                         load::subscribe(&mut reader, &sh, &spec, ctl, stop, progress, &mut log),
                         None,
                     ),
                 };
                 sh.close();
-                (out, log, recovery)
+                (out, log, recovery, by_stage)
             });
             sub_threads.push((shared, ticket, handle));
         }
@@ -232,6 +238,14 @@ pub fn run(
             s.spawn(move || inj.run(zero, stop));
             zero
         });
+        // Stages of a schedule are shared: every publisher starts them at one time zero.
+        let zero = match (zero, staged) {
+            (None, Some(_)) => Some(common_zero.unwrap_or_else(Instant::now)),
+            (z, _) => z,
+        };
+        if let (Some(at), Some(sched)) = (zero, staged) {
+            meter.follow_schedule(at, sched);
+        }
         let mut pub_threads = Vec::new();
         for (i, conn) in pubs.into_iter().enumerate() {
             let Conn {
@@ -253,8 +267,7 @@ pub fn run(
             let spec = PubSpec {
                 id: pub_base + i as u32,
                 stop: opts.stop,
-                pace: per_pub_pace,
-                phase: f64::from(pub_base + i as u32) / f64::from(opts.pubs.max(1)),
+                pace: schedule.map(|sc| sc.share(pub_base + i as u32, opts.pubs.max(1))),
                 start_at: zero.or(common_zero),
                 late_bound: PACING_LATE_BOUND,
                 flush_timeout: opts.timeout,
@@ -293,7 +306,13 @@ pub fn run(
         if opts.scenario == ScenarioKind::Pubsub {
             ctl.arm(everyone.as_ref().map_or(sent, |all| all.iter().sum()));
         }
-        let sub_outcomes: Vec<(SubOutcome, DeliveryLog, Option<RecoveryLog>)> = sub_threads
+        #[allow(clippy::type_complexity)]
+        let sub_outcomes: Vec<(
+            SubOutcome,
+            DeliveryLog,
+            Option<RecoveryLog>,
+            Option<Vec<u64>>,
+        )> = sub_threads
             .into_iter()
             .map(|(_, _, h)| h.join().expect("subscriber thread panicked"))
             .collect();
@@ -307,7 +326,7 @@ pub fn run(
     let runs: Vec<ClientRun> = pub_runs
         .iter()
         .map(|o| o.run)
-        .chain(sub_outcomes.iter().map(|(o, _, _)| ClientRun {
+        .chain(sub_outcomes.iter().map(|(o, ..)| ClientRun {
             start: publish_start.or(o.run.start),
             ..o.run
         }))
@@ -336,7 +355,7 @@ pub fn run(
                         };
                         *n = sub_outcomes
                             .iter()
-                            .filter_map(|(_, log, _)| log.tracker(key))
+                            .filter_map(|(_, log, ..)| log.tracker(key))
                             .map(delivery::SeqTracker::high_mark)
                             .max()
                             .unwrap_or(0);
@@ -355,7 +374,7 @@ pub fn run(
         ScenarioKind::Pubsub | ScenarioKind::Sub => {
             let logs: Vec<(u64, &delivery::DeliveryLog)> = sub_outcomes
                 .iter()
-                .map(|(o, log, _)| (o.run.msgs, log))
+                .map(|(o, log, ..)| (o.run.msgs, log))
                 .collect();
             let expect = match (opts.scenario, opts.stop) {
                 (ScenarioKind::Pubsub, _) => Expectation::Published {
@@ -373,30 +392,51 @@ pub fn run(
     let fault = injector.as_ref().map(|inj| {
         let logs: Vec<&RecoveryLog> = sub_outcomes
             .iter()
-            .filter_map(|(_, _, r)| r.as_ref())
+            .filter_map(|(_, _, r, _)| r.as_ref())
             .collect();
         let end_ns = match opts.stop {
             Stop::For(d) => d.as_nanos() as u64,
-            Stop::Count(n) => (n as f64 * interval_ns) as u64,
+            Stop::Count(n) => schedule
+                .and_then(|sc| sc.due_ns(n as f64 * npubs))
+                .unwrap_or(u64::MAX),
         };
         // Every subscriber receives every publisher's messages.
-        let rate = match opts.pace {
-            Pace::Rate { per_sec } => per_sec,
-            Pace::Unlimited => 0.0,
-        };
-        inj.report(&logs, rate, end_ns)
+        inj.report(&logs, inj.rate(&opts.pace, 1), end_ns)
     });
-    let pacing = match opts.pace {
+    let pacing = match &opts.pace {
         // An agent's target is its publishers' share of the aggregate rate.
-        Pace::Rate { per_sec } if n_pubs > 0 => pacing(
-            per_sec * f64::from(n_pubs) / f64::from(opts.pubs.max(1)),
+        Pace::Open(sc) if n_pubs > 0 => pacing(
+            sc.mean_rate() * f64::from(n_pubs) / f64::from(opts.pubs.max(1)),
             &pub_runs,
             by_role.get("pub"),
         ),
-        Pace::Rate { .. } => None,
-        Pace::Unlimited => None,
+        Pace::Open(_) | Pace::Unlimited => None,
     };
+    let stages = staged.map(|sc| {
+        let mut sent_by_stage = vec![0u64; sc.stages().len()];
+        for (i, o) in pub_runs.iter().enumerate() {
+            let part = sc.share(pub_base + i as u32, opts.pubs.max(1));
+            for (t, n) in sent_by_stage.iter_mut().zip(part.sent_by_stage(o.run.msgs)) {
+                *t += n;
+            }
+        }
+        // Each subscriber receives every publisher's messages: a stage's arrivals are summed
+        // over the subscribers, and each of them expected the stage's every message.
+        let received = (opts.scenario == ScenarioKind::Pubsub && n_subs > 0).then(|| {
+            let totals = StageTotals::new(sc).expect("a schedule of stages");
+            let mut sum = vec![0u64; sc.stages().len()];
+            for counts in sub_outcomes.iter().filter_map(|(.., c)| c.as_ref()) {
+                for (t, n) in sum.iter_mut().zip(counts) {
+                    *t += n;
+                }
+            }
+            totals.add_received(&sum);
+            totals.take()
+        });
+        ScheduleReport::new(sc, &sent_by_stage, u64::from(n_subs.max(1)), received)
+    });
     Ok(RunResult {
+        schedule: stages,
         plan: None,
         fault,
         pacing,

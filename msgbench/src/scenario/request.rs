@@ -22,14 +22,16 @@ use crate::engine::load::{self, Frame, PubOutcome, PubSpec, RespondSpec, StampKi
 use crate::engine::pace::{Pace, Stop};
 use crate::error::{Error, ErrorCounts, ErrorKind, Result};
 use crate::options::request::RequestOptions;
-use crate::result::{throughput_sections, LatencyStats, RunResult, ServerMeta};
+use crate::result::{throughput_sections, LatencyStats, RunResult, ScheduleReport, ServerMeta};
 use crate::scenario::fault::Injector;
 use crate::scenario::segment::Share;
 use crate::server::Target;
 use crate::stats::acks::AckSet;
 use crate::stats::delivery::{Delivery, PublisherDelivery};
-use crate::stats::latency::{new_histogram, LatencyRecorder, Schedule, SendTimes};
+use crate::stats::latency::{new_histogram, LatencyRecorder, SendTimes};
 use crate::stats::recovery::RecoveryLog;
+use crate::stats::schedule::PubSchedule;
+use crate::stats::stages::StageTotals;
 use crate::stats::throughput::{ClientRun, Role};
 use crate::stats::timeline::{ClientMeter, Meter};
 use crate::wire::{proto, stamp};
@@ -164,21 +166,20 @@ pub fn run_requests(
     }
     let run_tag = share.map_or_else(stamp::new_run_tag, |sh| sh.seg.run_tag);
     let inbox = format!("_INBOX.msgbench{run_tag:04x}");
-    let per_client = match opts.pace {
-        Pace::Rate { per_sec } => Pace::Rate {
-            per_sec: per_sec / f64::from(opts.clients),
-        },
-        p => p,
-    };
-    let schedule = match per_client {
-        Pace::Rate { per_sec } => Some(Schedule::at_rate(per_sec)),
-        Pace::Unlimited => None,
-    };
+    // Requester i of n sends the run's requests i, i+n, … of the one schedule.
+    let schedules: Vec<Option<PubSchedule>> = (0..n_clients as usize)
+        .map(|i| opts.pace.schedule().map(|sc| sc.share(g(i), opts.clients)))
+        .collect();
+    let open = opts.pace.is_open();
+    let stage_totals = opts.pace.schedule().and_then(StageTotals::new);
+    let (schedules_ref, totals_ref) = (&schedules, stage_totals.as_ref());
     let windows: Vec<Window> = (0..n_clients)
         .map(|_| Window::new(opts.in_flight, opts.timeout))
         .collect();
-    let ring = match per_client {
-        Pace::Rate { per_sec } => ((per_sec * 4.0) as usize).clamp(1 << 12, 1 << 22),
+    let ring = match &opts.pace {
+        Pace::Open(sc) => {
+            ((sc.peak_rate() / f64::from(opts.clients) * 4.0) as usize).clamp(1 << 12, 1 << 22)
+        }
         Pace::Unlimited => opts.in_flight.clamp(1 << 12, 1 << 22),
     };
     let send_times: Vec<SendTimes> = (0..n_clients).map(|_| SendTimes::new(ring)).collect();
@@ -281,7 +282,7 @@ pub fn run_requests(
                 return Err(not_confirmed(&tickets));
             }
             let mut outs = Vec::new();
-            if schedule.is_none() {
+            if !open {
                 // Closed loop: each client's own reader thread sends the next request as soon as a
                 // reply frees a slot. No hand-off between threads sits inside the round trip.
                 let mut ready = Vec::new();
@@ -348,8 +349,10 @@ pub fn run_requests(
                         (&windows[i], &send_times[i], &epoch, shared.clone());
                     let reply_meter = &reply_meters[i];
                     readers.push(s.spawn(move || {
+                        let schedule = schedules_ref[i].as_ref();
                         let mut r =
                             new_replies(fault_ns, js_base(i), opts.size, errors_ref, reply_meter);
+                        r.rec = r.rec.with_stages(totals_ref);
                         reader.run(&sh, load::TICK, |event| {
                             if let Event::Msg(m) = event {
                                 if let Some(zero) = epoch.get() {
@@ -358,6 +361,7 @@ pub fn run_requests(
                             }
                             Flow::Continue
                         });
+                        r.rec.flush_stages();
                         r
                     }));
                     writers.push(shared);
@@ -376,6 +380,9 @@ pub fn run_requests(
                         return Err(e);
                     }
                 };
+                if let Some(sc) = opts.pace.schedule() {
+                    meter.follow_schedule(zero, sc);
+                }
                 if let Some(inj) = &injector {
                     s.spawn(move || inj.run(zero, stop));
                 }
@@ -385,8 +392,7 @@ pub fn run_requests(
                     let spec = PubSpec {
                         id: g(i),
                         stop: opts.stop,
-                        pace: per_client,
-                        phase: f64::from(g(i)) / f64::from(opts.clients),
+                        pace: schedules_ref[i].clone(),
                         flush_timeout: opts.timeout,
                         start_at: Some(zero),
                         late_bound: super::PACING_LATE_BOUND,
@@ -496,15 +502,14 @@ pub fn run_requests(
         missing_seqs: None,
         duplicate_seqs: None,
     };
-    let open_loop = schedule.is_some();
+    let open_loop = open;
     let fault = injector.as_ref().map(|inj| {
         let logs: Vec<&RecoveryLog> = replies.iter().map(|r| &r.recovery).collect();
-        let (rate, end_ns) = match (per_client, opts.stop) {
-            (Pace::Rate { per_sec }, Stop::For(d)) => (per_sec, d.as_nanos() as u64),
-            (Pace::Rate { per_sec }, Stop::Count(n)) => {
-                (per_sec, (n as f64 * 1e9 / per_sec) as u64)
-            }
-            (Pace::Unlimited, _) => (0.0, 0),
+        let per_client = inj.rate(&opts.pace, opts.clients);
+        let (rate, end_ns) = match (&schedules.first(), opts.stop) {
+            (Some(Some(_)), Stop::For(d)) => (per_client, d.as_nanos() as u64),
+            (Some(Some(sc)), Stop::Count(n)) => (per_client, sc.due_ns(n).unwrap_or(u64::MAX)),
+            _ => (0.0, 0),
         };
         inj.report(&logs, rate, end_ns)
     });
@@ -528,11 +533,25 @@ pub fn run_requests(
         }
         per
     });
-    let pacing = match opts.pace {
-        Pace::Rate { per_sec } => super::pacing(per_sec, &pub_outs, by_role.get("pub")),
+    let pacing = match &opts.pace {
+        Pace::Open(sc) => super::pacing(sc.mean_rate(), &pub_outs, by_role.get("pub")),
         Pace::Unlimited => None,
     };
+    let stages = stage_totals.as_ref().map(|totals| {
+        let sc = totals.schedule();
+        let mut sent_by_stage = vec![0u64; sc.stages().len()];
+        for (o, part) in pub_outs.iter().zip(&schedules) {
+            let part = part
+                .as_ref()
+                .expect("an open loop has a schedule per requester");
+            for (t, n) in sent_by_stage.iter_mut().zip(part.sent_by_stage(o.run.msgs)) {
+                *t += n;
+            }
+        }
+        ScheduleReport::new(sc, &sent_by_stage, 1, Some(totals.take()))
+    });
     let result = RunResult {
+        schedule: stages,
         plan: None,
         throughput,
         by_role,
@@ -586,7 +605,7 @@ fn on_reply(
     m: &proto::Msg<'_>,
     window: &Window,
     times: &SendTimes,
-    schedule: Option<Schedule>,
+    schedule: Option<&PubSchedule>,
     zero: Instant,
 ) {
     let now = Instant::now();
@@ -643,7 +662,10 @@ fn on_reply(
     let recv_ns = now.saturating_duration_since(zero).as_nanos() as u64;
     let sent_ns = times.get(seq);
     // Closed loop has no schedule: a request is due when it is sent.
-    let due_ns = schedule.map_or(sent_ns.unwrap_or(recv_ns), |s| s.due_ns(seq));
+    let due_ns = match schedule {
+        Some(s) => s.due_ns(seq).unwrap_or(recv_ns),
+        None => sent_ns.unwrap_or(recv_ns),
+    };
     r.rec.record(seq, due_ns, sent_ns, recv_ns);
     if let Some(f) = r.fault_ns {
         r.recovery

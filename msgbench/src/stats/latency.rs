@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use hdrhistogram::Histogram;
 
 use crate::stats::delivery::SeqTracker;
+use crate::stats::stages::{StageSplit, StageTotals};
 use crate::stats::timeline::LiveHist;
 
 /// Largest latency recorded without saturating: one hour.
@@ -18,26 +19,6 @@ pub const MAX_NS: u64 = 3_600_000_000_000;
 /// A new latency histogram: 1 ns to one hour, 3 significant digits.
 pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_NS, 3).expect("valid histogram bounds")
-}
-
-/// The open-loop schedule: message `seq` is due at `seq × interval` after the start.
-#[derive(Debug, Clone, Copy)]
-pub struct Schedule {
-    pub interval_ns: f64,
-}
-
-impl Schedule {
-    pub fn at_rate(per_sec: f64) -> Self {
-        Self {
-            interval_ns: 1e9 / per_sec,
-        }
-    }
-
-    /// When message `seq` is due, in ns since the start.
-    #[inline]
-    pub fn due_ns(&self, seq: u64) -> u64 {
-        (seq as f64 * self.interval_ns) as u64
-    }
 }
 
 /// When each message really left: a fixed ring, written by the publisher and read by the
@@ -111,6 +92,8 @@ pub struct LatencyRecorder<'a> {
     sink: Option<Box<IntervalSink<'a>>>,
     /// The live view's copy of the corrected latencies.
     live: Option<&'a LiveHist>,
+    /// Each stage's share of a `--rate-schedule` run.
+    stages: Option<StageSplit<'a>>,
 }
 
 impl<'a> LatencyRecorder<'a> {
@@ -129,7 +112,15 @@ impl<'a> LatencyRecorder<'a> {
             interval_ns,
             sink,
             live: None,
+            stages: None,
         }
+    }
+
+    /// Also records each message into the stage of a rate schedule it was due in.
+    #[must_use]
+    pub fn with_stages(mut self, totals: Option<&'a StageTotals>) -> Self {
+        self.stages = totals.map(StageTotals::split);
+        self
     }
 
     /// Also counts every corrected latency in `live`, for the per-second view.
@@ -146,6 +137,9 @@ impl<'a> LatencyRecorder<'a> {
         self.tracker.record(seq);
         if due_ns < self.warmup_ns {
             self.warmup_skipped += 1;
+            if let Some(st) = self.stages.as_mut() {
+                st.record(due_ns, None);
+            }
             return;
         }
         self.rotate_until(recv_ns);
@@ -156,11 +150,13 @@ impl<'a> LatencyRecorder<'a> {
         if let Some(live) = self.live {
             live.record(corrected);
         }
-        match sent_ns {
-            Some(s) => self
-                .uncorrected
-                .saturating_record(recv_ns.saturating_sub(s).max(1)),
+        let uncorrected = sent_ns.map(|s| recv_ns.saturating_sub(s).max(1));
+        match uncorrected {
+            Some(u) => self.uncorrected.saturating_record(u),
             None => self.unknown_send_time += 1,
+        }
+        if let Some(st) = self.stages.as_mut() {
+            st.record(due_ns, Some((corrected, uncorrected)));
         }
     }
 
@@ -176,8 +172,16 @@ impl<'a> LatencyRecorder<'a> {
         }
     }
 
-    /// Hands the last, partial interval to the sink.
+    /// Hands what is buffered to the stages' totals.
+    pub fn flush_stages(&mut self) {
+        if let Some(st) = self.stages.as_mut() {
+            st.flush();
+        }
+    }
+
+    /// Hands the last, partial interval to the sink (and what is buffered to the stages).
     pub fn finish(&mut self, now_ns: u64) {
+        self.flush_stages();
         self.rotate_until(now_ns);
         if !self.interval.is_empty() {
             if let Some(sink) = self.sink.as_mut() {

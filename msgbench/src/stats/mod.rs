@@ -8,5 +8,6 @@ pub mod latency;
 pub mod recovery;
 pub mod schedule;
 pub mod significance;
+pub mod stages;
 pub mod throughput;
 pub mod timeline;

@@ -19,8 +19,8 @@ use crate::values::{parse_duration, parse_rate};
 const RAMP_STAGE: Duration = Duration::from_secs(1);
 const RAMP_MAX_STAGES: u32 = 60;
 /// Stages of a schedule at most: a step schedule typed with a tiny step would otherwise make
-/// thousands, each with its own histograms.
-pub const MAX_STAGES: usize = 1000;
+/// thousands, each with its own histograms (two of ~260 KB a stage).
+pub const MAX_STAGES: usize = 100;
 
 /// One stage: its start and length on the run's clock, its rate at the start and the end, and
 /// the run's messages due before it.
@@ -190,6 +190,16 @@ impl RateSchedule {
         self.stages.last().map_or(0.0, |s| s.before + s.msgs())
     }
 
+    /// The rate the schedule asks for at `t_ns`.
+    pub fn rate_at_ns(&self, t_ns: u64) -> f64 {
+        let s = &self.stages[self.stage_at_ns(t_ns)];
+        if s.len_ns.is_infinite() {
+            return s.from;
+        }
+        let f = ((t_ns as f64 - s.start_ns) / s.len_ns).clamp(0.0, 1.0);
+        s.from + (s.to - s.from) * f
+    }
+
     /// The stage that holds time `t_ns` (the last one past the end).
     pub fn stage_at_ns(&self, t_ns: u64) -> usize {
         let t = t_ns as f64;
@@ -200,7 +210,9 @@ impl RateSchedule {
 
     /// The stage message `k` of the run is due in.
     fn stage_of_msg(&self, k: f64) -> usize {
-        self.stages.partition_point(|s| s.before <= k).saturating_sub(1)
+        self.stages
+            .partition_point(|s| s.before <= k)
+            .saturating_sub(1)
     }
 
     /// When message `k` of the run is due, in ns since the start; `None` past the end.
@@ -220,8 +232,8 @@ impl RateSchedule {
     }
 
     /// Publisher `p` of `n`: it sends the run's messages `p, p+n, …`.
-    pub fn share(&self, p: u32, n: u32) -> Share {
-        Share {
+    pub fn share(&self, p: u32, n: u32) -> PubSchedule {
+        PubSchedule {
             schedule: self.clone(),
             p: f64::from(p),
             n: f64::from(n.max(1)),
@@ -231,13 +243,13 @@ impl RateSchedule {
 
 /// One publisher's part of a schedule.
 #[derive(Debug, Clone)]
-pub struct Share {
+pub struct PubSchedule {
     schedule: RateSchedule,
     p: f64,
     n: f64,
 }
 
-impl Share {
+impl PubSchedule {
     /// When this publisher's message `seq` is due, in ns since the start; `None` past the end.
     #[inline]
     pub fn due_ns(&self, seq: u64) -> Option<u64> {
@@ -309,7 +321,9 @@ fn positive_duration(s: &str, what: &str) -> Result<f64, String> {
 fn step(rest: &str, run_for: Option<Duration>) -> Result<Vec<(f64, f64, f64)>, String> {
     let parts: Vec<&str> = rest.split(':').collect();
     if !(3..=4).contains(&parts.len()) {
-        return Err("a step schedule is step:START:STEP:EVERY[:MAX], such as step:1000:1000:2s:5000".into());
+        return Err(
+            "a step schedule is step:START:STEP:EVERY[:MAX], such as step:1000:1000:2s:5000".into(),
+        );
     }
     let start = rate(parts[0], "START")?;
     let step = rate(parts[1], "STEP")?;
@@ -397,6 +411,9 @@ mod tests {
         // 2 000 + 4 000 + 6 000 + 8 000 + 10 000 messages in all.
         assert!((s.total() - 30_000.0).abs() < 1e-6);
         assert!((s.mean_rate() - 3000.0).abs() < 1e-6);
+        assert_eq!(s.rate_at_ns(4_500_000_000), 3000.0);
+        let ramp = RateSchedule::parse("ramp:0:1000:10s", None).unwrap();
+        assert!((ramp.rate_at_ns(2_500_000_000) - 250.0).abs() < 1e-6);
         assert_eq!(s.peak_rate(), 5000.0);
     }
 
@@ -424,11 +441,16 @@ mod tests {
         for k in [1u64, 10, 499, 500, 1234, 1999] {
             let want = (k as f64 / 500.0).sqrt() * 1e9;
             let got = s.share(0, 1).due_ns(k).unwrap() as f64;
-            assert!((got - want).abs() < 2.0, "message {k}: {got} against {want}");
+            assert!(
+                (got - want).abs() < 2.0,
+                "message {k}: {got} against {want}"
+            );
             assert!((s.due_before(got + 1.0) - (k as f64 + 1.0)).abs() < 1e-3 + 1.0);
         }
         let down = RateSchedule::parse("ramp:3000:1000:4s", None).unwrap();
-        let times: Vec<u64> = (0..8000).map(|k| down.share(0, 1).due_ns(k).unwrap()).collect();
+        let times: Vec<u64> = (0..8000)
+            .map(|k| down.share(0, 1).due_ns(k).unwrap())
+            .collect();
         assert!(times.windows(2).all(|w| w[0] < w[1]), "due times must rise");
         assert_eq!(down.share(0, 1).due_ns(8000), None);
     }
@@ -480,7 +502,7 @@ mod tests {
         assert!(err("step:5:0:1s:10", None).contains("STEP"));
         assert!(err("step:10:1:1s:5", None).contains("below START"));
         assert!(err("0@1s,0@2s", None).contains("nothing would be sent"));
-        assert!(err("step:1:1:1ms:5000", None).contains("at most"));
+        assert!(err("step:1:1:1ms:500", None).contains("at most"));
         assert!(err("abc@1s", None).contains("rate 'abc'"));
     }
 }

@@ -139,11 +139,11 @@ impl Meter {
         }
     }
 
-    /// The stage the schedule is in now.
-    pub fn stage_now(&self) -> Option<TickStage> {
+    /// The stage the schedule was in `ago` before now.
+    pub fn stage_before(&self, ago: std::time::Duration) -> Option<TickStage> {
         let guard = self.schedule.lock().expect("meter lock");
         let (start, schedule) = guard.as_ref()?;
-        let t = start.elapsed().as_nanos() as u64;
+        let t = start.elapsed().saturating_sub(ago).as_nanos() as u64;
         let index = schedule.stage_at_ns(t);
         Some(TickStage {
             index,
@@ -155,7 +155,13 @@ impl Meter {
     /// Every error count of the run, by kind, summed over its counters.
     pub fn errors_by_kind(&self) -> std::collections::BTreeMap<&'static str, u64> {
         let mut out = std::collections::BTreeMap::new();
-        for (k, n) in self.errors.lock().expect("meter lock").iter().flat_map(|e| e.snapshot()) {
+        for (k, n) in self
+            .errors
+            .lock()
+            .expect("meter lock")
+            .iter()
+            .flat_map(|e| e.snapshot())
+        {
             *out.entry(k.as_str()).or_insert(0) += n;
         }
         out
@@ -176,7 +182,7 @@ pub struct TickLatency {
     pub max_ns: u64,
 }
 
-/// The schedule's stage at the end of a tick.
+/// The schedule's stage during a tick.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct TickStage {
     /// From 0.
@@ -203,7 +209,7 @@ pub struct Tick {
     pub latency: Option<TickLatency>,
     /// Errors counted in the interval.
     pub errors: u64,
-    /// Where a `--rate-schedule` was when the interval ended.
+    /// Where a `--rate-schedule` was in the middle of the interval.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stage: Option<TickStage>,
 }
@@ -307,7 +313,11 @@ impl Sampler {
             received_per_sec: received as f64 / span,
             latency: summarize(&self.merged),
             errors,
-            stage: self.meter.stage_now(),
+            // The stage in the middle of the interval: the one its figures belong to, even when
+            // the sampler's second and the schedule's are a little apart.
+            stage: self
+                .meter
+                .stage_before(std::time::Duration::from_secs_f64(span / 2.0)),
         }
     }
 }

@@ -31,7 +31,9 @@ use super::schema::CallKind;
 use super::template::Template;
 use super::RawCodec;
 use crate::engine::pace::Stop;
-use crate::stats::latency::{new_histogram, Schedule, MAX_NS};
+use crate::stats::latency::{new_histogram, MAX_NS};
+use crate::stats::schedule::PubSchedule;
+use crate::stats::stages::StageTotals;
 use crate::stats::timeline::ClientMeter;
 
 /// What every client of a run does, decided before the start.
@@ -43,8 +45,9 @@ pub struct Plan {
     pub in_flight: usize,
     /// Messages per client-streaming or bidi call (`u64::MAX`: one call for everything).
     pub per_call: u64,
-    /// Open loop: each client's own schedule (the aggregate rate shared out).
-    pub schedule: Option<Schedule>,
+    /// Open loop: each client's own schedule (the aggregate rate shared out; every client's
+    /// request k is due together, released by one pacer).
+    pub schedule: Option<PubSchedule>,
     pub stop: Stop,
     /// Sent to the server as grpc-timeout.
     pub deadline: Option<Duration>,
@@ -144,14 +147,17 @@ pub struct Pacer {
 impl Pacer {
     /// The pacer thread's body: releases request `k` at `start + schedule(k)` until the run's
     /// end, then releases everything so no client waits for a request that will never come.
-    pub fn run(&self, schedule: Schedule, start: Instant, stop: Stop, halt: &AtomicBool) {
+    pub fn run(&self, schedule: &PubSchedule, start: Instant, stop: Stop, halt: &AtomicBool) {
         crate::engine::load::precise_timers();
         let mut k = 0u64;
         loop {
             if self.done.load(Ordering::Relaxed) || halt.load(Ordering::Relaxed) {
                 break;
             }
-            let due = start + Duration::from_nanos(schedule.due_ns(k));
+            let Some(due_ns) = schedule.due_ns(k) else {
+                break;
+            };
+            let due = start + Duration::from_nanos(due_ns);
             let ended = match stop {
                 Stop::Count(n) => k >= n,
                 Stop::For(d) => due >= start + d,
@@ -171,7 +177,10 @@ impl Pacer {
             // Everything due by now goes at once: after a late wake, the backlog.
             let now = Instant::now();
             k += 1;
-            while start + Duration::from_nanos(schedule.due_ns(k)) <= now {
+            while schedule
+                .due_ns(k)
+                .is_some_and(|d| start + Duration::from_nanos(d) <= now)
+            {
                 k += 1;
             }
             self.released.store(k, Ordering::Release);
@@ -212,6 +221,8 @@ pub struct Client<'a> {
     pub stop: &'a AtomicBool,
     /// Open loop: what releases each request at its due time.
     pub pacer: Option<&'a Pacer>,
+    /// Each stage's figures, for a `--rate-schedule`.
+    pub stages: Option<&'a StageTotals>,
 }
 
 impl Client<'_> {
@@ -225,9 +236,17 @@ impl Client<'_> {
     }
 
     fn due(&self, i: u64) -> Option<Instant> {
-        self.plan
-            .schedule
-            .map(|s| self.start + Duration::from_nanos(s.due_ns(i)))
+        let s = self.plan.schedule.as_ref()?;
+        // Past a schedule's end a request is due never: `wanted` ends the run there.
+        Some(self.start + Duration::from_nanos(s.due_ns(i).unwrap_or(MAX_NS)))
+    }
+
+    /// Counts a request answered OK in its stage.
+    fn staged(&self, due: Instant, corrected: u64, uncorrected: u64, weight: u64) {
+        if let Some(t) = self.stages {
+            let due_ns = due.saturating_duration_since(self.start).as_nanos() as u64;
+            t.record_one(due_ns, corrected, uncorrected, weight);
+        }
     }
 
     /// Whether request `i` (due at `due`, if paced) is still part of the run.
@@ -426,6 +445,7 @@ impl Client<'_> {
         };
         out.corrected.saturating_record_n(corrected, weight);
         out.uncorrected.saturating_record_n(uncorrected, weight);
+        self.staged(f.due, corrected, uncorrected, weight);
         out.call.saturating_record(corrected);
         if let Some(first) = f.first {
             out.first.saturating_record(ns(f.due, first));
@@ -521,6 +541,7 @@ impl Client<'_> {
                                 let c = ns(due, done);
                                 out.corrected.saturating_record(c);
                                 out.uncorrected.saturating_record(ns(sent, done));
+                                self.staged(due, c, ns(sent, done), 1);
                                 if let Some(h) = &self.meter.latency {
                                     h.record(c);
                                 }

@@ -23,7 +23,9 @@ pub use frame::{Frame, Keys, StampKind};
 pub(crate) use publish::precise_timers;
 pub use publish::{publish, PubOutcome, PubSpec, COALESCE};
 pub use respond::{respond, RespondSpec};
-pub use subscribe::{subscribe, Recorder, Recovering, SubControl, SubOutcome, SubSpec, UNKNOWN};
+pub use subscribe::{
+    subscribe, Recorder, Recovering, Staged, SubControl, SubOutcome, SubSpec, UNKNOWN,
+};
 pub use window::Window;
 
 /// Hand the buffer to the socket once it holds this much. Large enough that syscalls are rare

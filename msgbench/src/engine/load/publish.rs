@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 
 use super::{Frame, Window, FLUSH_AT};
 use crate::engine::conn::{SendError, Shared};
-use crate::engine::pace::{Pace, Stop};
+use crate::engine::pace::Stop;
 use crate::error::ErrorKind;
 use crate::stats::latency::{self, SendTimes};
+use crate::stats::schedule::PubSchedule;
 use crate::stats::throughput::{ClientRun, Role};
 use hdrhistogram::Histogram;
 
@@ -29,15 +30,13 @@ pub const COALESCE: Duration = Duration::from_micros(50);
 const CHECK_EVERY: u64 = 256;
 
 /// One publisher's parameters.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct PubSpec {
     pub id: u32,
     pub stop: Stop,
-    /// This publisher's own pace (its share of the aggregate rate).
-    pub pace: Pace,
-    /// Where in its interval this publisher's schedule starts (0 ≤ phase < 1). Publisher i of
-    /// n takes i/n, so n paced publishers interleave evenly instead of sending in bursts of n.
-    pub phase: f64,
+    /// This publisher's share of the run's schedule (publisher i of n sends the run's messages
+    /// i, i+n, …, so n paced publishers interleave evenly); `None` for a closed loop.
+    pub pace: Option<PubSchedule>,
     /// How long to wait for the server to confirm the final flush.
     pub flush_timeout: Duration,
     /// The schedule's time zero, when several parties must share it (latency runs); otherwise
@@ -79,18 +78,15 @@ pub fn publish(
         Stop::For(d) => Some(start + d),
         Stop::Count(_) => None,
     };
-    let interval_ns = match spec.pace {
-        Pace::Unlimited => None,
-        Pace::Rate { per_sec } => Some(1e9 / per_sec),
-    };
+    let paced = spec.pace.as_ref();
     let mut seq: u64 = 0;
     // Messages known to be in the socket (the buffer's contents are not, until written).
     let mut written: u64 = 0;
     // When the oldest message in the buffer was due (paced runs).
     let mut buf_due = start;
     let mut failed = None;
-    let mut send_lag = interval_ns.map(|_| latency::new_histogram());
-    if interval_ns.is_some() {
+    let mut send_lag = paced.map(|_| latency::new_histogram());
+    if paced.is_some() {
         precise_timers();
     }
     let mut late_sends = 0u64;
@@ -107,10 +103,13 @@ pub fn publish(
     };
 
     while seq < limit {
-        if let Some(iv) = interval_ns {
-            // Open loop: message `seq` is due at start + seq * interval whether or not earlier
+        if let Some(share) = paced {
+            // Open loop: message `seq` is due when the schedule says whether or not earlier
             // ones went out late, so a stall shows up as a burst, not as a shifted schedule.
-            let due = start + Duration::from_nanos(((seq as f64 + spec.phase) * iv) as u64);
+            let Some(due_ns) = share.due_ns(seq) else {
+                break;
+            };
+            let due = start + Duration::from_nanos(due_ns);
             if deadline.is_some_and(|d| due >= d) || stop.load(Ordering::Relaxed) {
                 break;
             }
@@ -167,7 +166,7 @@ pub fn publish(
                     break;
                 }
             }
-            if interval_ns.is_none() {
+            if paced.is_none() {
                 if let Some(t) = send_times {
                     t.put(seq, start.elapsed().as_nanos() as u64);
                 }

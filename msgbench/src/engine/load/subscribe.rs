@@ -13,6 +13,7 @@ use super::TICK;
 use crate::engine::conn::{End, Event, Flow, Reader, Shared};
 use crate::stats::delivery::DeliveryLog;
 use crate::stats::recovery::RecoveryLog;
+use crate::stats::stages::StageArrivals;
 use crate::stats::throughput::{ClientRun, Role};
 use crate::wire::stamp;
 
@@ -127,6 +128,22 @@ impl<R: Recorder, F: Fn(&[u8]) -> Option<u64>> Recorder for Recovering<'_, R, F>
             let fault_ns = self.fault_ns.load(Ordering::Relaxed);
             self.log.record((self.due)(payload), recv_ns, fault_ns);
         }
+    }
+}
+
+/// A recorder that also counts each arrival in the stage of a rate schedule it was due in.
+pub struct Staged<R> {
+    pub inner: R,
+    pub arrivals: StageArrivals,
+}
+
+impl<R: Recorder> Recorder for Staged<R> {
+    const CLOCK: bool = R::CLOCK;
+
+    #[inline]
+    fn on_message(&mut self, payload: &[u8], received_at: Option<Instant>) {
+        self.arrivals.record(stamp::read(payload));
+        self.inner.on_message(payload, received_at);
     }
 }
 

@@ -15,7 +15,9 @@ pub(super) fn grpc_shape(p: &serde_json::Value) -> String {
         None => format!("{} per client", group(n("requests"))),
     };
     let rate = p["rate"].as_f64().unwrap_or(0.0);
-    if rate > 0.0 {
+    if let Some(schedule) = p["rate_schedule"].as_str() {
+        let _ = write!(amount, " on schedule {schedule}");
+    } else if rate > 0.0 {
         let _ = write!(amount, " at {} req/s", group(rate.round() as u64));
     }
     let streams = if n("streams") > 1 {

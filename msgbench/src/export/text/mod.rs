@@ -17,6 +17,7 @@ mod delivery;
 mod grpc;
 mod latency;
 mod runs;
+mod stages;
 
 use agents::agents;
 use delivery::{connections, consumer, delivery, jetstream};
@@ -26,6 +27,7 @@ pub use latency::calibration;
 use latency::{latency, pacing, proxy_cost};
 pub use runs::run_line;
 use runs::runs;
+use stages::stages;
 
 pub struct Text;
 
@@ -111,6 +113,7 @@ impl Exporter for Text {
             role_detail(&mut o, r, role, stats);
         }
         latency(&mut o, r);
+        stages(&mut o, r);
         pacing(&mut o, r);
         runs(&mut o, r);
         if r.grpc.is_some() {
@@ -231,7 +234,9 @@ pub(super) fn shape(scenario: &str, p: &serde_json::Value) -> String {
         None => format!("{} per {each}", group(n("msgs"))),
     };
     let rate = p["rate"].as_f64().unwrap_or(0.0);
-    if rate > 0.0 {
+    if let Some(schedule) = p["rate_schedule"].as_str() {
+        let _ = write!(amount, " on schedule {schedule}");
+    } else if rate > 0.0 {
         let _ = write!(amount, " at {} msgs/s", group(rate.round() as u64));
     }
     if n("pubs") == 0 {

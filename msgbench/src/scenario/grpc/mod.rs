@@ -22,9 +22,12 @@ use crate::engine::pace::Pace;
 use crate::error::{Error, ErrorCounts, ErrorKind, Result};
 use crate::options::grpc::{GrpcOptions, GrpcTarget, SchemaSource};
 use crate::result::GrpcReport;
-use crate::result::{throughput_sections, LatencyStats, Pacing, RunResult, ServerMeta};
+use crate::result::{
+    throughput_sections, LatencyStats, Pacing, RunResult, ScheduleReport, ServerMeta,
+};
 use crate::stats::delivery::Delivery;
-use crate::stats::latency::{new_histogram, Schedule};
+use crate::stats::latency::new_histogram;
+use crate::stats::stages::StageTotals;
 use crate::stats::throughput::{ClientRun, Role, Throughput};
 use crate::stats::timeline::Meter;
 
@@ -194,13 +197,23 @@ pub fn run(o: &GrpcOptions, meter: &Meter, stop: &AtomicBool) -> Result<RunResul
     let plan = plan(o, &method)?;
     let errors = Arc::new(ErrorCounts::default());
     meter.watch_errors(&errors);
-    let outcomes = drive(o, &plan, &template, &target, meter, stop).map_err(connect_error)?;
+    let stage_totals = o.pace.schedule().and_then(StageTotals::new);
+    let outcomes = drive(
+        o,
+        &plan,
+        &template,
+        &target,
+        meter,
+        stage_totals.as_ref(),
+        stop,
+    )
+    .map_err(connect_error)?;
     let schema_name = match &o.schema {
         SchemaSource::Proto { file, .. } => file.display().to_string(),
         SchemaSource::Reflection => "reflection".into(),
         SchemaSource::Builtin => "builtin".into(),
     };
-    let result = assemble(
+    let mut result = assemble(
         o,
         &method,
         schema_name,
@@ -211,6 +224,18 @@ pub fn run(o: &GrpcOptions, meter: &Meter, stop: &AtomicBool) -> Result<RunResul
         started_at,
         stop,
     );
+    result.schedule = stage_totals.as_ref().map(|totals| {
+        let sc = totals.schedule();
+        let mut sent = vec![0u64; sc.stages().len()];
+        if let Some(part) = &plan.schedule {
+            for c in &outcomes {
+                for (t, n) in sent.iter_mut().zip(part.sent_by_stage(c.requests)) {
+                    *t += n;
+                }
+            }
+        }
+        ScheduleReport::new(sc, &sent, 1, Some(totals.take()))
+    });
     drop(local);
     Ok(result)
 }
@@ -252,10 +277,9 @@ fn plan(o: &GrpcOptions, m: &Method) -> Result<Plan> {
         kind: m.kind,
         in_flight: o.in_flight,
         per_call,
-        schedule: match o.pace {
-            Pace::Rate { per_sec } => Some(Schedule::at_rate(per_sec / f64::from(o.clients))),
-            Pace::Unlimited => None,
-        },
+        // Every client's request k is due together (one pacer releases them): each client
+        // keeps the run's every n-th due time.
+        schedule: o.pace.schedule().map(|sc| sc.share(0, o.clients)),
         stop: o.stop,
         deadline: o.deadline,
         limit: o.deadline.unwrap_or(o.timeout),
@@ -271,6 +295,7 @@ fn drive(
     template: &Template,
     target: &g::Target,
     meter: &Meter,
+    stages: Option<&StageTotals>,
     stop: &AtomicBool,
 ) -> std::result::Result<Vec<ClientOutcome>, String> {
     let threads = (o.connections as usize).min(cores()).max(1);
@@ -319,7 +344,7 @@ fn drive(
                 let Ok(Some(start)) = start_rx.recv() else {
                     return Vec::new();
                 };
-                let pacer = plan.schedule.map(|_| Pacer::default());
+                let pacer = plan.schedule.as_ref().map(|_| Pacer::default());
                 let clients = (0..o.clients).filter_map(|id| {
                     let conn = id % o.connections;
                     let k = mine.iter().position(|c| *c == conn)?;
@@ -333,13 +358,14 @@ fn drive(
                             meter: &client_meters[id as usize],
                             stop,
                             pacer: pacer.as_ref(),
+                            stages,
                         }
                         .run(),
                     )
                 });
                 let all = futures_util::future::join_all(clients);
                 std::thread::scope(|s| {
-                    if let (Some(pacer), Some(schedule)) = (&pacer, plan.schedule) {
+                    if let (Some(pacer), Some(schedule)) = (&pacer, plan.schedule.as_ref()) {
                         s.spawn(move || pacer.run(schedule, start, plan.stop, stop));
                     }
                     let out = rt.block_on(all);
@@ -364,6 +390,9 @@ fn drive(
             }
         }
         let start = failure.is_none().then(Instant::now);
+        if let (Some(at), Some(sc)) = (start, o.pace.schedule()) {
+            meter.follow_schedule(at, sc);
+        }
         for s in &starts {
             let _ = s.send(start);
         }
@@ -426,9 +455,10 @@ fn assemble(
     let (_, by_role, client_stats) = throughput_sections(&runs);
     // The headline: requests answered OK per second, over the span of the run.
     let throughput = Throughput::aggregate(&runs);
-    let open_loop = o.pace != Pace::Unlimited;
-    let pacing = match o.pace {
-        Pace::Rate { per_sec } => {
+    let open_loop = o.pace.is_open();
+    let pacing = match &o.pace {
+        Pace::Open(sc) => {
+            let per_sec = sc.mean_rate();
             let seconds = throughput.seconds;
             let actual = (seconds > 0.0).then(|| requests as f64 / seconds);
             Some(Pacing::new(
