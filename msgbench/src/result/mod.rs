@@ -324,6 +324,10 @@ pub struct Pacing {
     pub send_lag_p50_ns: u64,
     pub send_lag_p99_ns: u64,
     pub send_lag_max_ns: u64,
+    /// Of the publishers' time, the share spent inside writes the socket would not take at once,
+    /// in percent: high when the server or the path held the sends back, low when the sends were
+    /// late because the tool itself did not run. Null where it is not measured.
+    pub write_blocked_pct: Option<f64>,
 }
 
 impl Pacing {
@@ -373,7 +377,25 @@ impl Pacing {
             send_lag_p50_ns: p50,
             send_lag_p99_ns: p99,
             send_lag_max_ns: max,
+            write_blocked_pct: None,
         }
+    }
+}
+
+impl Pacing {
+    /// With the share of the publishers' time spent blocked in writes.
+    #[must_use]
+    pub fn with_write_blocked(mut self, pct: Option<f64>) -> Self {
+        self.write_blocked_pct = pct;
+        self
+    }
+
+    /// Whether the tool kept its schedule: no shortfall, and sends late (P99 over `lag_bound`)
+    /// only where writes were held back, which is the far side's doing.
+    pub fn tool_kept_schedule(&self, lag_bound_ns: u64) -> bool {
+        let late = self.send_lag_p99_ns > lag_bound_ns;
+        let held_back = self.write_blocked_pct.is_some_and(|p| p >= 50.0);
+        !(self.below_target || late) || held_back
     }
 }
 

@@ -387,6 +387,7 @@ pub fn run(
                 p.late_sends,
                 lag,
             )
+            .with_write_blocked(super::write_blocked_pct(std::slice::from_ref(p)))
         })
     });
     let latency = sub

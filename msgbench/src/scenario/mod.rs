@@ -469,11 +469,27 @@ pub(crate) fn pacing(
         lag.add(h).ok()?;
     }
     let actual = stats.map(|s| s.throughput.msgs_per_sec);
-    Some(crate::result::Pacing::new(
-        per_sec,
-        actual,
-        PACING_LATE_BOUND.as_nanos() as u64,
-        pubs.iter().map(|o| o.late_sends).sum(),
-        &lag,
-    ))
+    Some(
+        crate::result::Pacing::new(
+            per_sec,
+            actual,
+            PACING_LATE_BOUND.as_nanos() as u64,
+            pubs.iter().map(|o| o.late_sends).sum(),
+            &lag,
+        )
+        .with_write_blocked(write_blocked_pct(pubs)),
+    )
+}
+
+/// The publishers' mean share of their run spent blocked in writes, in percent.
+pub(crate) fn write_blocked_pct(pubs: &[PubOutcome]) -> Option<f64> {
+    let shares: Vec<f64> = pubs
+        .iter()
+        .filter_map(|o| {
+            let blocked = o.write_blocked?;
+            let span = o.run.end?.saturating_duration_since(o.run.start?);
+            (!span.is_zero()).then(|| blocked.as_secs_f64() / span.as_secs_f64())
+        })
+        .collect();
+    (!shares.is_empty()).then(|| 100.0 * shares.iter().sum::<f64>() / shares.len() as f64)
 }

@@ -765,6 +765,7 @@ fn closed_loop(
         error: failed,
         late_sends: 0,
         send_lag: None,
+        write_blocked: None,
     }
 }
 

@@ -54,6 +54,8 @@ pub struct PubOutcome {
     pub error: Option<ErrorKind>,
     /// Paced sends that went out more than `late_bound` behind schedule.
     pub late_sends: u64,
+    /// Time the paced loop spent inside writes (paced runs only).
+    pub write_blocked: Option<Duration>,
     /// How far behind schedule each paced send went out (paced runs only).
     pub send_lag: Option<Histogram<u64>>,
 }
@@ -93,8 +95,16 @@ pub fn publish(
     let late_ns = spec.late_bound.as_nanos() as u64;
     // A write lost with a connection that `--reconnect` replaced is not a failure of the loop:
     // those messages count as sent, and the subscribers' accounting shows which arrived.
+    // Time spent inside writes of a paced loop: a send that is late because the socket would
+    // not take more (the server or the path is slow) tells apart from one late because this
+    // thread did not run (the tool is slow).
+    let blocked = std::cell::Cell::new(Duration::ZERO);
     let write = |buf: &mut Vec<u8>| -> Result<(), ErrorKind> {
+        let began = paced.map(|_| Instant::now());
         let r = shared.write_all(buf);
+        if let Some(t) = began {
+            blocked.set(blocked.get() + t.elapsed());
+        }
         buf.clear();
         match r {
             Ok(()) | Err(SendError::Reconnected) => Ok(()),
@@ -233,6 +243,7 @@ pub fn publish(
         error: failed,
         late_sends,
         send_lag,
+        write_blocked: paced.map(|_| blocked.get()),
     }
 }
 
