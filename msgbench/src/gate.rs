@@ -41,6 +41,19 @@ pub struct Threshold {
     limit: f64,
 }
 
+impl Threshold {
+    /// The figure the gate judges.
+    pub fn metric(&self) -> Metric {
+        self.metric
+    }
+
+    /// The bound, in the metric's unit (nanoseconds for latency): where the report draws an
+    /// SLO's line.
+    pub fn limit(&self) -> f64 {
+        self.limit
+    }
+}
+
 impl fmt::Display for Threshold {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.expr)

@@ -5,6 +5,12 @@
 //! phone-width page that does not scroll sideways. A screenshot, a phone screenshot, the PDF
 //! print and the HTML are kept in `target/artifacts/` for people to look at.
 //!
+//! The latency-against-throughput curve is checked the same way, on a page of its own
+//! (`report-knee.*` in the artifacts): each point's attributes equal its stage's or probed
+//! rate's numbers, each SLO line and the sustainable rate are drawn where their values are on
+//! the chart's scales, and the capacity search's tables hold its numbers. Its inputs are
+//! hand-made in the documented shapes (`support/knee_docs.rs`) until msgbench writes them.
+//!
 //! Chromium and chromedriver come from Debian's packages (`scripts/install-browser.sh`). Without
 //! them the browser part is skipped with a line saying so (left in `target/test-skips/` for
 //! `make unit` to print), unless `MSGBENCH_REQUIRE_BROWSER=1` (CI), which makes their absence a
@@ -22,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use serde_json::{json, Value};
-use support::{run, scratch_dir, stderr, TestServer};
+use support::{knee_docs, run, schema_errors_in, scratch_dir, stderr, TestServer};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
@@ -302,12 +308,35 @@ const charts = [...document.querySelectorAll('svg.chart')].map((svg) => {
     chart: svg.dataset.chart,
     input: svg.dataset.input || null,
     outside,
+    // Markers whose dot lies outside the drawing.
+    outsideMarks: [...svg.querySelectorAll('circle')].filter((c) => {
+      const x = Number(c.getAttribute('cx')), y = Number(c.getAttribute('cy'));
+      return x < 0 || y < 0 || x > vb.width || y > vb.height;
+    }).length,
     series: [...svg.querySelectorAll('path.line[data-series]')].map((p) => ({
       id: p.dataset.series,
       points: Number(p.dataset.points),
       values: p.dataset.values === '' ? [] : p.dataset.values.split(' ').map(Number),
       markers: [...p.parentNode.querySelectorAll('circle[data-value]')].map((c) => Number(c.dataset.value)),
+      // Each marker's data attributes (as strings) and where it is drawn.
+      marks: [...p.parentNode.querySelectorAll('circle[data-value]')].map((c) => ({
+        ...c.dataset, cx: Number(c.getAttribute('cx')), cy: Number(c.getAttribute('cy')),
+        hollow: c.classList.contains('hollow'),
+      })),
     })),
+    refs: [...svg.querySelectorAll('g.ref')].map((g) => ({
+      label: g.dataset.ref, value: Number(g.dataset.value), limit: g.classList.contains('limit'),
+      y: Number(g.querySelector('line').getAttribute('y1')),
+    })),
+    xrefs: [...svg.querySelectorAll('g.xref')].map((g) => {
+      const band = g.querySelector('rect.band');
+      return {
+        label: g.dataset.ref, value: Number(g.dataset.value), lo: num(g.dataset.lo),
+        hi: num(g.dataset.hi), x: Number(g.querySelector('line').getAttribute('x1')),
+        band: band ? [Number(band.getAttribute('x')),
+          Number(band.getAttribute('x')) + Number(band.getAttribute('width'))] : null,
+      };
+    }),
     bars: [...svg.querySelectorAll('rect.bar[data-value]')].map((r) => ({
       series: r.dataset.series, category: r.dataset.category, value: Number(r.dataset.value),
       min: num(r.dataset.min), max: num(r.dataset.max),
@@ -319,10 +348,20 @@ const cells = [...document.querySelectorAll('table.summary td[data-metric]')].ma
   min: num(td.dataset.min), max: num(td.dataset.max), n: num(td.dataset.n),
   text: td.textContent,
 }));
+const capacity = [...document.querySelectorAll('div.capacity')].map((d) => ({
+  input: d.dataset.input,
+  findings: Object.fromEntries([...d.querySelectorAll('table.capacity td[data-metric]')]
+    .map((td) => [td.dataset.metric, {...td.dataset, text: td.textContent}])),
+  probes: [...d.querySelectorAll('table.probes tbody tr')].map((tr) => ({
+    ...tr.dataset,
+    cells: Object.fromEntries([...tr.querySelectorAll('td[data-metric]')]
+      .map((td) => [td.dataset.metric, num(td.dataset.value)])),
+  })),
+}));
 const inputs = [...document.querySelectorAll('script.input-data')].map((s) => ({
   input: s.dataset.input, doc: JSON.parse(s.textContent),
 }));
-return {charts, cells, inputs, title: document.title};
+return {charts, cells, capacity, inputs, title: document.title};
 "#;
 
 /// Equal as JSON, numbers compared by value: JavaScript has no integer/float distinction, so
@@ -651,6 +690,11 @@ fn report_draws_real_results_in_a_real_browser() {
             c["chart"],
             c["input"]
         );
+        assert_eq!(
+            c["outsideMarks"], 0,
+            "markers outside {} {}",
+            c["chart"], c["input"]
+        );
     }
 
     // The legend hides and shows its series.
@@ -744,6 +788,398 @@ fn report_draws_real_results_in_a_real_browser() {
         f(&seen["cells"]) >= 2.0,
         "the text is shown as text: {seen}"
     );
+
+    let console = browser.console();
+    for e in &console {
+        println!("console: {} {}", e["level"], e["message"]);
+    }
+    let severe: Vec<&Value> = console.iter().filter(|e| e["level"] == "SEVERE").collect();
+    assert!(severe.is_empty(), "console errors: {severe:?}");
+    drop(browser);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Latency against throughput ("the knee").
+
+/// Median as msgbench reports one: the middle value, or the mean of the middle two (each halved
+/// first, as msgbench does, so the sums agree to the last bit).
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    let m = xs.len() / 2;
+    if xs.len() % 2 == 1 {
+        xs[m]
+    } else {
+        xs[m - 1] / 2.0 + xs[m] / 2.0
+    }
+}
+
+/// A number a marker or cell carries as text.
+fn attr(v: &Value) -> f64 {
+    v.as_str()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("not a number attribute: {v}"))
+}
+
+/// Where the chart puts values: x linear in msgs/s, y linear in log10(ns). Fitted from the
+/// markers at the extremes and checked against every other marker, so that a line drawn at a
+/// value can be checked to be where that value is. Coordinates are written to 0.1, so a fit
+/// and its use are good to a fraction of a pixel.
+struct Placement {
+    x: (f64, f64),
+    y: (f64, f64),
+}
+
+const PX: f64 = 0.6;
+
+impl Placement {
+    fn of(chart: &Value) -> Placement {
+        // (msgs/s, cx) and (log10 ns, cy) of every marker.
+        let (xs, ys): (Vec<Pair>, Vec<Pair>) = chart["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|s| s["marks"].as_array().unwrap().iter())
+            .map(|m| {
+                (
+                    (attr(&m["msgsPerSec"]), f(&m["cx"])),
+                    (attr(&m["value"]).log10(), f(&m["cy"])),
+                )
+            })
+            .unzip();
+        let p = Placement {
+            x: fit(&xs),
+            y: fit(&ys),
+        };
+        assert!(
+            p.x.1 > 0.0 && p.y.1 < 0.0,
+            "more is right and up: {:?} {:?}",
+            p.x,
+            p.y
+        );
+        for (x, y) in xs.iter().zip(&ys) {
+            assert!(
+                (p.px(x.0) - x.1).abs() <= PX,
+                "a marker off the x scale: {x:?}"
+            );
+            assert!(
+                (p.py(10f64.powf(y.0)) - y.1).abs() <= PX,
+                "a marker off the y scale: {y:?}"
+            );
+        }
+        p
+    }
+
+    fn px(&self, msgs_per_sec: f64) -> f64 {
+        self.x.0 + self.x.1 * msgs_per_sec
+    }
+
+    fn py(&self, ns: f64) -> f64 {
+        self.y.0 + self.y.1 * ns.log10()
+    }
+}
+
+/// A value and where it is drawn.
+type Pair = (f64, f64);
+
+/// (offset, slope) of the line through the pairs (value, position) at the lowest and the
+/// highest value.
+fn fit(pairs: &[Pair]) -> (f64, f64) {
+    let lo = pairs.iter().min_by(|a, b| a.0.total_cmp(&b.0)).unwrap();
+    let hi = pairs.iter().max_by(|a, b| a.0.total_cmp(&b.0)).unwrap();
+    let slope = (hi.1 - lo.1) / (hi.0 - lo.0);
+    (lo.1 - slope * lo.0, slope)
+}
+
+/// The SLO lines of a knee chart: exactly `want` (label, ns), each drawn at its value.
+fn check_slo_lines(chart: &Value, at: &Placement, want: &[(&str, f64)]) {
+    let refs = chart["refs"].as_array().unwrap();
+    let got: Vec<(&str, f64)> = refs
+        .iter()
+        .map(|r| (r["label"].as_str().unwrap(), f(&r["value"])))
+        .collect();
+    assert_eq!(got, want, "{}", chart["input"]);
+    for r in refs {
+        assert_eq!(r["limit"], true, "an SLO is drawn as a limit: {r}");
+        assert!(
+            (at.py(f(&r["value"])) - f(&r["y"])).abs() <= PX,
+            "the SLO line is not at its value: {r}"
+        );
+    }
+}
+
+/// Each stage with latency is a point of P50, P99 and P99.9, in order of achieved throughput,
+/// carrying its stage's numbers; the run's latency thresholds are the SLO lines.
+fn check_schedule_knee(page: &Value, label: &str, doc: &Value) {
+    let c = chart(page, "latency-throughput", Some(label));
+    let mut stages: Vec<&Value> = doc["schedule"]["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| !s["latency"].is_null())
+        .collect();
+    stages.sort_by(|a, b| f(&a["msgs_per_sec"]).total_cmp(&f(&b["msgs_per_sec"])));
+    assert_eq!(stages.len(), 5, "{label}");
+    assert_eq!(c["series"].as_array().unwrap().len(), 3);
+    for (id, key) in [("P50", "50"), ("P99", "99"), ("P99.9", "99.9")] {
+        let s = series(c, id);
+        let want: Vec<f64> = stages
+            .iter()
+            .map(|st| f(&st["latency"]["percentiles_ns"][key]))
+            .collect();
+        assert_eq!(values(&s["values"]), want, "{label} {id}");
+        assert_eq!(values(&s["markers"]), want, "{label} {id} markers");
+        for (m, st) in s["marks"].as_array().unwrap().iter().zip(&stages) {
+            assert_eq!(
+                attr(&m["msgsPerSec"]),
+                f(&st["msgs_per_sec"]),
+                "{label} {id}"
+            );
+            assert_eq!(
+                attr(&m["targetRate"]),
+                f(&st["target_rate"]),
+                "{label} {id}"
+            );
+            assert_eq!(attr(&m["stage"]), f(&st["index"]), "{label} {id}");
+            assert_eq!(m["hollow"], false, "a stage is not judged on its own");
+        }
+    }
+    let at = Placement::of(c);
+    check_slo_lines(
+        c,
+        &at,
+        &[
+            ("SLO p99<2ms (failed)", 2e6),
+            ("SLO p99.9<5ms (failed)", 5e6),
+        ],
+    );
+    assert!(c["xrefs"].as_array().unwrap().is_empty());
+}
+
+/// One point per probed rate with latency: the medians over its runs that measured latency,
+/// hollow where a run at that rate failed; the SLO line; the sustainable rate in its interval.
+fn check_capacity_knee(page: &Value, label: &str, doc: &Value) {
+    let c = chart(page, "latency-throughput", Some(label));
+    let probes = doc["probes"].as_array().unwrap();
+    let mut rates: Vec<f64> = probes.iter().map(|p| f(&p["rate"])).collect();
+    rates.sort_by(f64::total_cmp);
+    rates.dedup();
+    assert_eq!(rates.len(), 7);
+    for (i, (id, key)) in [("P50", "p50_ns"), ("P99", "p99_ns"), ("P99.9", "p999_ns")]
+        .into_iter()
+        .enumerate()
+    {
+        let s = series(c, id);
+        let marks = s["marks"].as_array().unwrap();
+        assert_eq!(marks.len(), rates.len(), "{label} {id}: a point per rate");
+        for (m, rate) in marks.iter().zip(&rates) {
+            let at: Vec<&Value> = probes.iter().filter(|p| f(&p["rate"]) == *rate).collect();
+            let measured: Vec<&&Value> = at.iter().filter(|p| !p["latency"].is_null()).collect();
+            let lat: Vec<f64> = measured.iter().map(|p| f(&p["latency"][key])).collect();
+            let failed = at.iter().filter(|p| p["pass"] == false).count();
+            let want = median(lat.clone());
+            assert_eq!(attr(&m["value"]), want, "{label} {id} at {rate}");
+            assert_eq!(
+                attr(&m["msgsPerSec"]),
+                median(measured.iter().map(|p| f(&p["msgs_per_sec"])).collect()),
+                "{label} {id} at {rate}"
+            );
+            assert_eq!(attr(&m["targetRate"]), *rate);
+            assert_eq!(attr(&m["runs"]), at.len() as f64);
+            assert_eq!(attr(&m["measured"]), measured.len() as f64);
+            assert_eq!(attr(&m["failed"]), failed as f64, "{label} at {rate}");
+            assert_eq!(
+                (attr(&m["min"]), attr(&m["max"])),
+                (
+                    lat.iter().copied().fold(f64::INFINITY, f64::min),
+                    lat.iter().copied().fold(0.0, f64::max)
+                )
+            );
+            assert_eq!(
+                m["hollow"],
+                failed > 0,
+                "{label} {id} at {rate}: failed runs"
+            );
+            if i == 0 {
+                // The search's two failing rates, and no other.
+                assert_eq!(failed > 0, *rate >= 45000.0, "{rate}");
+            }
+        }
+    }
+    let at = Placement::of(c);
+    check_slo_lines(c, &at, &[("SLO p99<2ms", 2e6)]);
+    let x = &c["xrefs"][0];
+    assert_eq!(c["xrefs"].as_array().unwrap().len(), 1);
+    let ci = &doc["confidence"];
+    assert_eq!(
+        (f(&x["value"]), f(&x["lo"]), f(&x["hi"])),
+        (f(&doc["sustainable_rate"]), f(&ci["low"]), f(&ci["high"]))
+    );
+    assert!((at.px(f(&x["value"])) - f(&x["x"])).abs() <= PX, "{x}");
+    let band = values(&x["band"]);
+    assert!((at.px(f(&ci["low"])) - band[0]).abs() <= PX, "{x}");
+    assert!((at.px(f(&ci["high"])) - band[1]).abs() <= PX, "{x}");
+    assert!(
+        x["label"]
+            .as_str()
+            .unwrap()
+            .starts_with("sustainable 40.0k msgs/s (95 %"),
+        "{x}"
+    );
+}
+
+/// The search's findings and one probes row per run, by rate and then run.
+fn check_capacity_tables(page: &Value, label: &str, doc: &Value) {
+    let sec = page["capacity"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["input"] == label)
+        .unwrap_or_else(|| panic!("no capacity section for {label}"));
+    let found = &sec["findings"];
+    assert_eq!(
+        attr(&found["sustainable_rate"]["value"]),
+        f(&doc["sustainable_rate"])
+    );
+    let ci = &found["confidence"];
+    assert_eq!(
+        (attr(&ci["level"]), attr(&ci["lo"]), attr(&ci["hi"])),
+        (
+            f(&doc["confidence"]["level"]),
+            f(&doc["confidence"]["low"]),
+            f(&doc["confidence"]["high"])
+        )
+    );
+    assert_eq!(found["limiter"]["kind"], doc["limiter"]["kind"]);
+    let detail = doc["limiter"]["detail"].as_str().unwrap();
+    assert!(
+        found["limiter"]["text"].as_str().unwrap().contains(detail),
+        "{found}"
+    );
+    let mut want: Vec<&Value> = doc["probes"].as_array().unwrap().iter().collect();
+    want.sort_by(|a, b| {
+        f(&a["rate"])
+            .total_cmp(&f(&b["rate"]))
+            .then(f(&a["run"]).total_cmp(&f(&b["run"])))
+    });
+    let rows = sec["probes"].as_array().unwrap();
+    assert_eq!(rows.len(), want.len());
+    for (row, p) in rows.iter().zip(want) {
+        assert_eq!(
+            (attr(&row["rate"]), attr(&row["run"]), row["pass"].as_str()),
+            (
+                f(&p["rate"]),
+                f(&p["run"]),
+                Some(if p["pass"] == true { "true" } else { "false" })
+            )
+        );
+        let cells = &row["cells"];
+        assert_eq!(f(&cells["msgs_per_sec"]), f(&p["msgs_per_sec"]));
+        assert_eq!(f(&cells["shortfall_pct"]), f(&p["shortfall_pct"]));
+        for (metric, key) in [("p50", "p50_ns"), ("p99", "p99_ns"), ("p99.9", "p999_ns")] {
+            match p["latency"].is_null() {
+                true => assert!(cells[metric].is_null(), "{row}"),
+                false => assert_eq!(f(&cells[metric]), f(&p["latency"][key]), "{row}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn report_draws_latency_against_throughput_in_a_real_browser() {
+    let dir = scratch_dir("report-knee");
+    // Hand-made documents in the shapes of a rate-schedule result and a capacity search
+    // (support/knee_docs.rs): nothing in this tree writes them yet. The capacity search is
+    // checked against its schema so that the shape the report reads is the documented one.
+    let sched = knee_docs::schedule_result();
+    let cap = knee_docs::capacity_search();
+    assert_eq!(
+        schema_errors_in("capacity-v1.schema.json", &cap),
+        Vec::<String>::new()
+    );
+    let (sched_path, cap_path) = (dir.join("sched.json"), dir.join("cap.json"));
+    std::fs::write(&sched_path, sched.to_string()).unwrap();
+    std::fs::write(&cap_path, cap.to_string()).unwrap();
+    let html_path = dir.join("knee.html");
+    let out = run(&[
+        "report",
+        sched_path.to_str().unwrap(),
+        cap_path.to_str().unwrap(),
+        "-o",
+        html_path.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!(
+            "report: wrote {} (1 result, 1 capacity search)\n",
+            html_path.display()
+        )
+    );
+    std::fs::write(
+        artifacts().join("report-knee.html"),
+        std::fs::read(&html_path).unwrap(),
+    )
+    .unwrap();
+
+    if !browser_available() {
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
+    let browser = Browser::start(&dir);
+    browser.resize(1280, 900);
+    browser.cmd(
+        "POST",
+        "/url",
+        Some(json!({"url": format!("file://{}", html_path.display())})),
+    );
+    let page = browser.execute(COLLECT);
+
+    let inputs = page["inputs"].as_array().unwrap();
+    assert_eq!(inputs.len(), 2);
+    assert!(
+        same(&inputs[0]["doc"], &sched),
+        "the embedded sched.json differs"
+    );
+    assert!(
+        same(&inputs[1]["doc"], &cap),
+        "the embedded cap.json differs"
+    );
+
+    check_schedule_knee(&page, "sched.json", &sched);
+    check_capacity_knee(&page, "cap.json", &cap);
+    check_capacity_tables(&page, "cap.json", &cap);
+
+    for c in page["charts"].as_array().unwrap() {
+        assert_eq!(
+            c["outside"],
+            json!([]),
+            "text outside {} {}",
+            c["chart"],
+            c["input"]
+        );
+        assert_eq!(
+            c["outsideMarks"], 0,
+            "markers outside {} {}",
+            c["chart"], c["input"]
+        );
+    }
+
+    let height = f(&browser.execute("return document.documentElement.scrollHeight;"));
+    browser.resize(1280, (height as u32 + 120).min(16_000));
+    browser.screenshot(&artifacts().join("report-knee.png"));
+    // A phone: the probes table scrolls in its box, not the page.
+    browser.resize(390, 844);
+    let widths = browser.execute(
+        "return [document.documentElement.scrollWidth, document.documentElement.clientWidth];",
+    );
+    assert!(
+        f(&widths[0]) <= f(&widths[1]),
+        "the page scrolls sideways on a phone: {widths}"
+    );
+    let height = f(&browser.execute("return document.documentElement.scrollHeight;"));
+    browser.resize(390, (height as u32 + 120).min(16_000));
+    browser.screenshot(&artifacts().join("report-knee-phone.png"));
 
     let console = browser.console();
     for e in &console {

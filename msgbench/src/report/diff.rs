@@ -144,13 +144,15 @@ pub fn run(args: &DiffArgs) -> Result<u8> {
 
 fn result_doc(path: &std::path::Path) -> Result<Doc> {
     let doc = load(path)?;
-    if doc.kind != DocKind::Result {
-        return Err(Error::Usage(format!(
-            "'{}' is a calibration, not a run's result; diff compares results",
-            path.display()
-        )));
-    }
-    Ok(doc)
+    let what = match doc.kind {
+        DocKind::Result => return Ok(doc),
+        DocKind::Calibration => "a calibration",
+        DocKind::Capacity => "a capacity search",
+    };
+    Err(Error::Usage(format!(
+        "'{}' is {what}, not a run's result; diff compares results",
+        path.display()
+    )))
 }
 
 fn runs_of(doc: &Value) -> usize {

@@ -1,7 +1,9 @@
 //! Reading finished results back for what comes after a run: the HTML report ([`html`]) and the
 //! statistical comparison of two results ([`diff`]). A result file is the `--json` document
 //! (`msgbench.result/v1`); a calibration (`msgbench.calibration/v1`) may sit beside them so the
-//! report can show the machine's floor.
+//! report can show the machine's floor, and the report also reads a capacity search
+//! (`msgbench.capacity/v1`) for its sustainable rate, probes and latency-against-throughput
+//! curve.
 
 pub mod diff;
 pub mod html;
@@ -12,11 +14,17 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 
+/// The schema of a capacity-search document. The search that writes it is not in this crate
+/// yet; the report reads the documented shape (`schema/capacity-v1.schema.json`), and this
+/// name moves to the writer when it lands.
+pub const CAPACITY_SCHEMA: &str = "msgbench.capacity/v1";
+
 /// What a file given to `report` or `diff` turned out to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DocKind {
     Result,
     Calibration,
+    Capacity,
 }
 
 /// One parsed input file.
@@ -78,7 +86,7 @@ pub fn load_for_report(path: &Path) -> Result<Vec<Doc>> {
 ///
 /// # Errors
 /// [`Error::Io`] when it cannot be read; [`Error::Usage`] naming the file when it is not JSON
-/// or not a msgbench result or calibration.
+/// or not a msgbench result, calibration or capacity search.
 pub fn load(path: &Path) -> Result<Doc> {
     let text = std::fs::read(path)
         .map_err(|e| Error::io(format!("cannot read '{}'", path.display()), e))?;
@@ -97,9 +105,11 @@ pub fn load(path: &Path) -> Result<Doc> {
             )))
         }
         Some(crate::scenario::calibrate::SCHEMA) => DocKind::Calibration,
+        Some(CAPACITY_SCHEMA) => DocKind::Capacity,
         Some(other) => {
             return Err(Error::Usage(format!(
-                "'{}' has schema '{other}', which this msgbench does not read (it reads {} and {})",
+                "'{}' has schema '{other}', which this msgbench does not read (it reads {}, {} \
+                 and {CAPACITY_SCHEMA})",
                 path.display(),
                 crate::result::SCHEMA,
                 crate::scenario::calibrate::SCHEMA

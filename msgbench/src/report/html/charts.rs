@@ -45,6 +45,7 @@ pub(super) fn percentile_chart(results: &[Input], cals: &[CalInput]) -> Option<S
                         x0: None,
                         y: *v,
                         attrs: vec![("data-percentile", num(pct))],
+                        hollow: false,
                         tip: format!(
                             "{id}: P{} = {}",
                             format::sig(pct, 6, true),
@@ -78,6 +79,7 @@ pub(super) fn percentile_chart(results: &[Input], cals: &[CalInput]) -> Option<S
                 refs.push(svg::RefLine {
                     y: *p50,
                     label: format!("floor P50, {name} ({})", cal.label),
+                    style: svg::RefStyle::Floor,
                 });
             }
         }
@@ -129,7 +131,7 @@ pub(super) fn percentile_chart(results: &[Input], cals: &[CalInput]) -> Option<S
         );
     }
     Some(figure(
-        &svg::lines(&chart, &x, &y, &lines, &refs),
+        &svg::lines(&chart, &x, &y, &lines, &refs, &[]),
         &caption,
         true,
     ))
@@ -257,6 +259,7 @@ pub(super) fn latency_timeline(r: &Input) -> Option<String> {
                         y: v,
                         attrs: vec![("data-t", num(k.t_s)), ("data-span", num(k.span_s))],
                         tip: format!("{id}, {}: {}", interval(k), format::ns(v, false)),
+                        hollow: false,
                     })
                 })
                 .collect(),
@@ -287,7 +290,7 @@ pub(super) fn latency_timeline(r: &Input) -> Option<String> {
             .push_str(" The run outlasted what the timeline keeps; later intervals are not shown.");
     }
     Some(figure(
-        &svg::lines(&chart, &time_axis(&t.ticks), &y, &lines, &[]),
+        &svg::lines(&chart, &time_axis(&t.ticks), &y, &lines, &[], &[]),
         &caption,
         false,
     ))
@@ -309,6 +312,7 @@ pub(super) fn throughput_timeline(r: &Input) -> Option<String> {
         y: v,
         attrs: vec![("data-t", num(k.t_s)), ("data-span", num(k.span_s))],
         tip: format!("{id}, {}: {} msgs/s", interval(k), format::si(v, false)),
+        hollow: false,
     };
     let lines: Vec<svg::Line> = if per_client {
         t.clients
@@ -397,7 +401,7 @@ pub(super) fn throughput_timeline(r: &Input) -> Option<String> {
         );
     }
     Some(figure(
-        &svg::lines(&chart, &time_axis(&t.ticks), &y, &lines, &[]),
+        &svg::lines(&chart, &time_axis(&t.ticks), &y, &lines, &[], &[]),
         &caption,
         false,
     ))

@@ -1,4 +1,5 @@
-//! `msgbench report`: result files (`--json` output) in, one self-contained HTML file out.
+//! `msgbench report`: result files (`--json` output) and capacity searches in, one
+//! self-contained HTML file out.
 //!
 //! This module is the entry the rest of the crate calls ([`run`], [`render`]): it takes the
 //! parsed input documents ([`super::load`]), gives each a label and a colour, and hands them
@@ -6,12 +7,16 @@
 //! owns, so that a chart can change without touching how files are read, and the plotting kit
 //! can be tested without a result:
 //!
-//! - `model`: what the report reads from a result or calibration, and the latency curves;
+//! - `model`: what the report reads from a result, calibration or capacity search, and the
+//!   latency curves;
+//! - `knee`: the latency-against-throughput curve's points (a rate schedule's stages, a
+//!   capacity search's probes), its SLO lines and the sustainable rate;
 //! - numbers read as everywhere else in msgbench ([`crate::format`]);
 //! - [`svg`]: the small plotting kit every chart is drawn with (scales, ticks, axes, legends,
-//!   lines and bars), and the escaping it needs ([`esc`], [`num`]);
+//!   lines, bars and reference lines), and the escaping it needs ([`esc`], [`num`]);
 //! - `charts`: which charts the page shows and where each is read from in a result;
-//! - `tables`: the summary and environment tables;
+//!   `knee_chart`: the latency-against-throughput chart;
+//! - `tables`: the summary and environment tables; `capacity`: a capacity search's section;
 //! - `page`: the skeleton, its CSS and script, and the order the rest is assembled in.
 //!
 //! The charts are drawn here, in Rust, as inline SVG rather than by a script in the browser, so
@@ -24,7 +29,12 @@
 //! embedded copies of the inputs through [`json_in_script`], and nothing from an input ever
 //! becomes script source.
 
+mod capacity;
 mod charts;
+mod knee;
+mod knee_chart;
+#[cfg(test)]
+mod knee_tests;
 mod model;
 mod page;
 pub mod svg;
@@ -40,7 +50,7 @@ use svg::{esc, num};
 use super::{Doc, DocKind};
 use crate::cli::ReportArgs;
 use crate::error::{exit, Error, Result};
-use model::{CalInput, Input};
+use model::{CalInput, CapInput, Input};
 
 /// The Okabe–Ito palette, which stays distinguishable under the common colour-vision
 /// deficiencies; its yellow is left out because it is too faint on white. Lines also differ by
@@ -67,12 +77,17 @@ pub fn run(args: &ReportArgs) -> Result<u8> {
     let html = render(&docs)?;
     std::fs::write(&args.output, html)
         .map_err(|e| Error::io(format!("cannot write '{}'", args.output.display()), e))?;
-    let results = docs.iter().filter(|d| d.kind == DocKind::Result).count();
-    let cals = docs.len() - results;
-    let mut what = plural(results, "result");
-    if cals > 0 {
-        what = format!("{what}, {}", plural(cals, "calibration"));
-    }
+    let what: Vec<String> = [
+        (DocKind::Result, "result"),
+        (DocKind::Calibration, "calibration"),
+        (DocKind::Capacity, "capacity search"),
+    ]
+    .into_iter()
+    .map(|(kind, name)| (docs.iter().filter(|d| d.kind == kind).count(), name))
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, name)| plural(n, name))
+    .collect();
+    let what = what.join(", ");
     println!("report: wrote {} ({what})", args.output.display());
     Ok(exit::OK)
 }
@@ -94,21 +109,23 @@ fn refuse_to_overwrite_an_input(args: &ReportArgs) -> Result<()> {
 }
 
 fn plural(n: usize, what: &str) -> String {
-    if n == 1 {
-        format!("1 {what}")
-    } else {
-        format!("{n} {what}s")
+    match n {
+        1 => format!("1 {what}"),
+        // "search" takes -es.
+        _ if what.ends_with("ch") => format!("{n} {what}es"),
+        _ => format!("{n} {what}s"),
     }
 }
 
 /// The whole page for `docs`, in the order given.
 ///
 /// # Errors
-/// [`Error::Usage`] when no document is a result, or one is a result in name only (fields of
-/// the wrong type, an undecodable histogram).
+/// [`Error::Usage`] when no document is a result or a capacity search, or one is a document
+/// in name only (fields of the wrong type, an undecodable histogram).
 pub fn render(docs: &[Doc]) -> Result<String> {
     let mut results = Vec::new();
     let mut cals = Vec::new();
+    let mut caps = Vec::new();
     for (doc, label) in docs.iter().zip(labels(docs)) {
         match doc.kind {
             DocKind::Result => {
@@ -116,18 +133,20 @@ pub fn render(docs: &[Doc]) -> Result<String> {
                 results.push(Input::read(doc, label, color)?);
             }
             DocKind::Calibration => cals.push(CalInput::read(doc, label)?),
+            DocKind::Capacity => caps.push(CapInput::read(doc, label)?),
         }
     }
-    if results.is_empty() {
+    if results.is_empty() && caps.is_empty() {
         let names: Vec<String> = cals.iter().map(|c| format!("'{}'", c.label)).collect();
         return Err(Error::Usage(format!(
             "no result file among the inputs ({} {} a calibration, which only adds the \
-             machine's latency floor); give at least one file written by a scenario's --json",
+             machine's latency floor); give at least one file written by a scenario's --json, or a \
+             capacity search",
             names.join(", "),
             if names.len() == 1 { "is" } else { "are each" }
         )));
     }
-    Ok(page::page(&results, &cals))
+    Ok(page::page(&results, &cals, &caps))
 }
 
 /// Names that tell the inputs apart: they key the columns, series and legends. The file name

@@ -1,6 +1,6 @@
-//! What the report reads from a result or calibration document, and the latency curves drawn
-//! from it. Kept apart from the drawing so that how a file is read is decided in one place,
-//! whichever table or chart shows it.
+//! What the report reads from a result, calibration or capacity-search document, and the
+//! latency curves drawn from it. Kept apart from the drawing so that how a file is read is
+//! decided in one place, whichever table or chart shows it.
 //!
 //! Every field is optional here: files from older or newer msgbench versions lack some
 //! sections or carry more, and a missing section leaves its row or chart out rather than
@@ -49,6 +49,7 @@ pub(super) struct Run {
     pub(super) failure: Option<String>,
     pub(super) jetstream: Option<Value>,
     pub(super) consumer: Option<Value>,
+    pub(super) schedule: Option<Schedule>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -91,6 +92,25 @@ pub(super) struct Latency {
     pub(super) count: f64,
     pub(super) percentiles_ns: BTreeMap<String, f64>,
     pub(super) hdr: String,
+}
+
+/// A `--rate-schedule` run's stages, each with what it achieved.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(super) struct Schedule {
+    pub(super) spec: String,
+    pub(super) stages: Vec<Stage>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(super) struct Stage {
+    pub(super) index: u64,
+    pub(super) target_rate: f64,
+    /// Achieved: what the stage is placed at on the throughput axis.
+    pub(super) msgs_per_sec: f64,
+    /// Corrected; null when the stage measured none (a pubsub run).
+    pub(super) latency: Option<Latency>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -201,6 +221,100 @@ pub(super) struct CalEnvironment {
     pub(super) floor_ns: BTreeMap<String, BTreeMap<String, f64>>,
 }
 
+/// A capacity search (`msgbench.capacity/v1`): the rate it found sustainable under its SLO,
+/// and every probe it ran to find it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(super) struct Capacity {
+    pub(super) scenario: String,
+    pub(super) run_id: String,
+    pub(super) started_at: String,
+    pub(super) tool: Tool,
+    pub(super) slo: Vec<String>,
+    pub(super) probe_duration_s: Option<f64>,
+    pub(super) warmup_s: Option<f64>,
+    pub(super) probe_runs: Option<f64>,
+    /// Null when no probed rate held the SLO.
+    pub(super) sustainable_rate: Option<f64>,
+    pub(super) confidence: Option<Confidence>,
+    pub(super) limiter: Option<Limiter>,
+    pub(super) probes: Vec<Probe>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(super) struct Confidence {
+    pub(super) level: f64,
+    pub(super) low: f64,
+    pub(super) high: f64,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(super) struct Limiter {
+    pub(super) kind: LimiterKind,
+    pub(super) detail: String,
+}
+
+/// What stopped the search from going higher.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum LimiterKind {
+    /// A probe broke the SLO.
+    Slo,
+    /// msgbench could not publish at the probed rate.
+    Tool,
+    /// The subscriber fell behind.
+    Subscriber,
+    /// The server refused or failed.
+    Server,
+    /// Nothing: the search reached the top of its range.
+    None,
+    /// A kind this msgbench does not know (a newer file): shown by its detail only.
+    #[default]
+    #[serde(other)]
+    Other,
+}
+
+impl LimiterKind {
+    /// As the document spells it.
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            LimiterKind::Slo => "slo",
+            LimiterKind::Tool => "tool",
+            LimiterKind::Subscriber => "subscriber",
+            LimiterKind::Server => "server",
+            LimiterKind::None => "none",
+            LimiterKind::Other => "other",
+        }
+    }
+}
+
+/// One run at one probed rate.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(super) struct Probe {
+    pub(super) rate: f64,
+    pub(super) run: u64,
+    pub(super) pass: bool,
+    pub(super) tool_kept_schedule: Option<bool>,
+    pub(super) msgs_per_sec: f64,
+    pub(super) shortfall_pct: Option<f64>,
+    /// Corrected; null when the probe measured none.
+    pub(super) latency: Option<ProbeLatency>,
+    pub(super) lost: Option<f64>,
+    pub(super) errors: Option<f64>,
+    pub(super) verdicts: Vec<Verdict>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(super) struct ProbeLatency {
+    pub(super) p50_ns: Option<f64>,
+    pub(super) p99_ns: Option<f64>,
+    pub(super) p999_ns: Option<f64>,
+}
+
 fn shape_error(doc: &Doc, e: &serde_json::Error) -> Error {
     Error::Usage(format!(
         "'{}' says it is a msgbench document but a field has the wrong type ({e})",
@@ -286,6 +400,20 @@ impl CalInput {
             env.floor_ns.iter().map(|(k, v)| (k.as_str(), v)).collect();
         f.sort_by_key(|(k, _)| order(k).unwrap_or(usize::MAX));
         f
+    }
+}
+
+/// One capacity-search file being reported.
+pub(super) struct CapInput<'a> {
+    pub(super) doc: &'a Doc,
+    pub(super) label: String,
+    pub(super) cap: Capacity,
+}
+
+impl<'a> CapInput<'a> {
+    pub(super) fn read(doc: &'a Doc, label: String) -> Result<Self> {
+        let cap = serde_json::from_value(doc.value.clone()).map_err(|e| shape_error(doc, &e))?;
+        Ok(Self { doc, label, cap })
     }
 }
 

@@ -7,11 +7,13 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
+use super::capacity::capacity;
 use super::charts::{
     client_bars, compare_latency, compare_throughput, latency_timeline, percentile_chart,
     throughput_timeline,
 };
-use super::model::{CalInput, Input};
+use super::knee_chart::{capacity_knee, result_knee};
+use super::model::{CalInput, CapInput, Input};
 use super::plural;
 use super::svg::esc;
 use super::tables::{environment, summary};
@@ -37,9 +39,13 @@ pub fn json_in_script(v: &Value) -> String {
     o
 }
 
-pub(super) fn page(results: &[Input], cals: &[CalInput]) -> String {
+pub(super) fn page(results: &[Input], cals: &[CalInput], caps: &[CapInput]) -> String {
     let mut o = String::with_capacity(128 * 1024);
-    let names: Vec<&str> = results.iter().map(|r| r.label.as_str()).collect();
+    let names: Vec<&str> = results
+        .iter()
+        .map(|r| r.label.as_str())
+        .chain(caps.iter().map(|c| c.label.as_str()))
+        .collect();
     let _ = write!(
         o,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
@@ -49,9 +55,25 @@ pub(super) fn page(results: &[Input], cals: &[CalInput]) -> String {
         env!("CARGO_PKG_VERSION"),
         esc(&names.join(", "))
     );
-    header(&mut o, results, cals);
+    header(&mut o, results, cals, caps);
     o.push_str("<main>\n");
-    summary(&mut o, results);
+    if !results.is_empty() {
+        summary(&mut o, results);
+    }
+    capacity(&mut o, caps);
+
+    // The knee comes first among the charts: it is what a schedule or a search is run for.
+    let knees: Vec<String> = results
+        .iter()
+        .filter_map(result_knee)
+        .chain(caps.iter().filter_map(capacity_knee))
+        .collect();
+    section(
+        &mut o,
+        "latency-throughput",
+        "Latency against throughput",
+        &knees,
+    );
 
     let mut dist = Vec::new();
     dist.extend(percentile_chart(results, cals));
@@ -74,7 +96,9 @@ pub(super) fn page(results: &[Input], cals: &[CalInput]) -> String {
     let per_client: Vec<String> = results.iter().filter_map(client_bars).collect();
     section(&mut o, "clients", "Throughput per client", &per_client);
 
-    environment(&mut o, results, cals);
+    if !results.is_empty() || !cals.is_empty() {
+        environment(&mut o, results, cals);
+    }
     o.push_str("</main>\n");
     let _ = writeln!(
         o,
@@ -83,12 +107,16 @@ pub(super) fn page(results: &[Input], cals: &[CalInput]) -> String {
          the page as JSON.</footer>",
         esc(env!("CARGO_PKG_VERSION"))
     );
-    for r in results {
+    let embedded = results
+        .iter()
+        .map(|r| (&r.label, r.doc))
+        .chain(caps.iter().map(|c| (&c.label, c.doc)));
+    for (label, doc) in embedded {
         let _ = writeln!(
             o,
             "<script type=\"application/json\" class=\"input-data\" data-input=\"{}\">{}</script>",
-            esc(&r.label),
-            json_in_script(&r.doc.value)
+            esc(label),
+            json_in_script(&doc.value)
         );
     }
     let _ = write!(o, "<script>\n{JS}</script>\n</body>\n</html>\n");
@@ -167,11 +195,20 @@ fn key_params(params: &serde_json::Map<String, Value>) -> String {
     parts.join(" · ")
 }
 
-fn header(o: &mut String, results: &[Input], cals: &[CalInput]) {
-    let mut what = plural(results.len(), "result");
-    if !cals.is_empty() {
-        what = format!("{what} and {}", plural(cals.len(), "calibration"));
-    }
+fn header(o: &mut String, results: &[Input], cals: &[CalInput], caps: &[CapInput]) {
+    let kinds: Vec<String> = [
+        (results.len(), "result"),
+        (cals.len(), "calibration"),
+        (caps.len(), "capacity search"),
+    ]
+    .into_iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, name)| plural(n, name))
+    .collect();
+    let what = match kinds.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => kinds.join(""),
+    };
     let _ = write!(
         o,
         "<header>\n<h1>msgbench report</h1>\n<p class=\"sub\">{what}, written by msgbench {}</p>\n\
@@ -235,6 +272,24 @@ fn header(o: &mut String, results: &[Input], cals: &[CalInput]) {
             .unwrap_or_default(),
             esc(&c.cal.started_at),
             esc(&c.cal.tool.version)
+        );
+    }
+    for c in caps {
+        let cap = &c.cap;
+        let _ = writeln!(
+            o,
+            "<li data-input=\"{}\"><b>{}</b>: <code>capacity search</code> of <code>{}</code>{}\
+             <span class=\"when\">started {}, msgbench {}</span></li>",
+            esc(&c.label),
+            esc(&c.label),
+            esc(&cap.scenario),
+            if cap.slo.is_empty() {
+                String::new()
+            } else {
+                format!(" — SLO {}", esc(&cap.slo.join(", ")))
+            },
+            esc(&cap.started_at),
+            esc(&cap.tool.version)
         );
     }
     o.push_str("</ul>\n</header>\n");

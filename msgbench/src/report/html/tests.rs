@@ -259,6 +259,7 @@ fn a_chart_holds_the_points_it_was_given() {
                     y: *y,
                     attrs: vec![("data-t", num(*x))],
                     tip: format!("{y}"),
+                    hollow: false,
                 })
             })
             .chain([None])
@@ -272,7 +273,7 @@ fn a_chart_holds_the_points_it_was_given() {
     };
     let x = svg::Axis::linear(0.0, 3.0, "x", |v| format::sig(v, 3, true));
     let y = svg::Axis::log(10.0, 250.5, "y", |v| format::sig(v, 3, true));
-    let out = svg::lines(&chart, &x, &y, &[line], &[]);
+    let out = svg::lines(&chart, &x, &y, &[line], &[], &[]);
     assert!(out.starts_with("<svg class=\"chart\" data-chart=\"test\" data-input=\"in\""));
     assert!(out.contains("data-series=\"a &lt;series&gt;\" data-points=\"3\""));
     assert!(out.contains("data-values=\"10 250.5 40\""));
@@ -293,9 +294,10 @@ fn a_chart_holds_the_points_it_was_given() {
             y: 100.0,
             attrs: Vec::new(),
             tip: String::new(),
+            hollow: false,
         })],
     };
-    let out = svg::lines(&chart, &x, &y, &[step], &[]);
+    let out = svg::lines(&chart, &x, &y, &[step], &[], &[]);
     let d = &out[out.find(" d=\"").unwrap() + 4..];
     let d = &d[..d.find('"').unwrap()];
     let (m, l) = d.split_once('L').unwrap();

@@ -5,6 +5,7 @@
 
 use std::fmt::Write as _;
 
+use super::refs::{x_ref, y_ref, RefLine, XRef};
 use super::scale::{Axis, Scale};
 use super::{esc, num};
 
@@ -67,6 +68,9 @@ pub struct Point {
     pub y: f64,
     pub attrs: Vec<(&'static str, String)>,
     pub tip: String,
+    /// Drawn as a ring rather than a dot, and always shown: a point that failed a check, told
+    /// apart by shape so that it does not rest on colour alone.
+    pub hollow: bool,
 }
 
 /// A line series; `None` points are gaps (a tick without latency).
@@ -95,18 +99,12 @@ pub struct BarSet {
     pub bars: Vec<Option<Bar>>,
 }
 
-/// A horizontal reference line (a calibrated floor).
-pub struct RefLine {
-    pub y: f64,
-    pub label: String,
-}
-
 /// The plotting area inside the drawing, and the drawing's width.
-struct Rect {
-    x0: f64,
-    y0: f64,
-    x1: f64,
-    y1: f64,
+pub(super) struct Rect {
+    pub(super) x0: f64,
+    pub(super) y0: f64,
+    pub(super) x1: f64,
+    pub(super) y1: f64,
     width: f64,
 }
 
@@ -120,16 +118,16 @@ impl Rect {
             width: chart.width(),
         }
     }
-    fn x(&self, s: Scale, v: f64) -> f64 {
+    pub(super) fn x(&self, s: Scale, v: f64) -> f64 {
         self.x0 + s.frac(v) * (self.x1 - self.x0)
     }
-    fn y(&self, s: Scale, v: f64) -> f64 {
+    pub(super) fn y(&self, s: Scale, v: f64) -> f64 {
         self.y1 - s.frac(v) * (self.y1 - self.y0)
     }
 }
 
 /// Coordinates in the drawing: one decimal is finer than any screen or printer resolves.
-fn c(v: f64) -> String {
+pub(super) fn c(v: f64) -> String {
     format!("{:.1}", v)
         .trim_end_matches('0')
         .trim_end_matches('.')
@@ -343,7 +341,14 @@ fn height_with_legend(chart: &Chart, rows: usize) -> f64 {
 }
 
 /// A line chart. Legend when there is more than one series.
-pub fn lines(chart: &Chart, x: &Axis, y: &Axis, series: &[Line], refs: &[RefLine]) -> String {
+pub fn lines(
+    chart: &Chart,
+    x: &Axis,
+    y: &Axis,
+    series: &[Line],
+    refs: &[RefLine],
+    xrefs: &[XRef],
+) -> String {
     let entries: Vec<LegendEntry> = if series.len() > 1 {
         series
             .iter()
@@ -363,21 +368,11 @@ pub fn lines(chart: &Chart, x: &Axis, y: &Axis, series: &[Line], refs: &[RefLine
     open(&mut o, chart, height_with_legend(chart, rows));
     y_axis(&mut o, &r, y);
     x_axis(&mut o, &r, x);
+    for xr in xrefs {
+        x_ref(&mut o, &r, x.scale, xr);
+    }
     for rl in refs {
-        let py = r.y(y.scale, rl.y);
-        let _ = write!(
-            o,
-            "<g class=\"ref\" data-ref=\"{}\" data-value=\"{}\"><line x1=\"{}\" y1=\"{py}\" \
-             x2=\"{}\" y2=\"{py}\"/><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text></g>",
-            esc(&rl.label),
-            num(rl.y),
-            c(r.x0),
-            c(r.x1),
-            c(r.x1 - 4.0),
-            c(py - 4.0),
-            esc(&fit(&rl.label, ((r.x1 - r.x0) / CHAR_W) as usize - 2)),
-            py = c(py)
-        );
+        y_ref(&mut o, &r, y.scale, rl);
     }
     for s in series {
         let n = s.points.iter().flatten().count();
@@ -427,14 +422,22 @@ pub fn lines(chart: &Chart, x: &Axis, y: &Axis, series: &[Line], refs: &[RefLine
         if n <= MAX_MARKERS {
             let class = if n <= VISIBLE_MARKERS { "pt few" } else { "pt" };
             for p in s.points.iter().flatten() {
+                // A ring: white inside, its series' colour around.
+                let (class, paint) = if p.hollow {
+                    (
+                        "pt few hollow",
+                        format!("fill=\"#fff\" stroke=\"{}\" stroke-width=\"2\"", s.color),
+                    )
+                } else {
+                    (class, format!("fill=\"{}\"", s.color))
+                };
                 let _ = write!(
                     o,
-                    "<circle class=\"{class}\" cx=\"{}\" cy=\"{}\" r=\"3.5\" fill=\"{}\" \
+                    "<circle class=\"{class}\" cx=\"{}\" cy=\"{}\" r=\"3.5\" {paint} \
                      data-value=\"{}\"",
                     // A step's marker sits mid-step.
                     c(r.x(x.scale, p.x0.map_or(p.x, |x0| (x0 + p.x) / 2.0))),
                     c(r.y(y.scale, p.y)),
-                    s.color,
                     num(p.y)
                 );
                 for (k, v) in &p.attrs {

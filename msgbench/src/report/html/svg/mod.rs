@@ -8,17 +8,21 @@
 //! [data-input=LABEL]>`; each series a `<g class="series" data-series=ID data-points=N>`
 //! holding a `<path data-series data-points data-values>` (lines) or N
 //! `<rect class="bar" data-series data-category data-value>` (bars); line points as
-//! `<circle class="pt" data-value …>` while a series has at most [`MAX_MARKERS`] of them.
+//! `<circle class="pt" data-value …>` while a series has at most [`MAX_MARKERS`] of them;
+//! reference lines as `<g class="ref" data-ref=LABEL data-value=Y>` (horizontal) and
+//! `<g class="xref" data-ref=LABEL data-value=X [data-lo data-hi]>` (vertical, with a band).
 //!
 //! The arithmetic of where values sit (`scale`: scales and 1-2-5 ticks) is kept apart from the
-//! drawing (`draw`: layout, axes, legends, lines and bars), so each can be read and tested on
-//! its own. HTML escaping lives here because every label drawn needs it; the page and the
+//! drawing (`draw`: layout, axes, legends, lines and bars; `refs`: reference lines across a
+//! plot), so each can be read and tested on its own. HTML escaping lives here because every label drawn needs it; the page and the
 //! tables use the same function.
 
 mod draw;
+mod refs;
 mod scale;
 
-pub use draw::{bars, lines, Bar, BarSet, Chart, Line, Point, RefLine};
+pub use draw::{bars, lines, Bar, BarSet, Chart, Line, Point};
+pub use refs::{RefLine, RefStyle, XRef};
 pub use scale::{Axis, Scale, Tick};
 // What only the tests reach from outside the kit.
 #[cfg(test)]

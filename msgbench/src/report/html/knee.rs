@@ -1,0 +1,221 @@
+//! The latency-against-throughput curve ("the knee") as numbers: its points, read from a rate
+//! schedule's stages or a capacity search's probes, the SLO lines, and the sustainable rate.
+//! Drawing it is `knee_chart`'s; this file decides which numbers the curve shows, so that a test
+//! can check them without a drawing and the two kinds of input end up in one shape.
+//!
+//! x is the throughput each point *achieved*, not the rate it aimed for: past the knee a
+//! publisher falls short of its target, and a curve over targets would hide that. The target
+//! stays on the point as an attribute and in its tooltip.
+//!
+//! A capacity search runs each probed rate several times. Its curve has one point per rate,
+//! the median over the runs of the achieved throughput and of each percentile (as `--runs`
+//! reports a median): a line through every run would zigzag with run-to-run noise at each
+//! rate and hide the trend the chart is for. Each run's own numbers are in the probes table,
+//! and the point carries the range over its runs and how many of them failed.
+
+use super::model::{Capacity, Latency, Probe, ProbeLatency, Run, Verdict};
+use crate::metric::Metric;
+use crate::stats::significance::median;
+
+/// The series drawn, in order: (legend id, metric name as a threshold names it, key of the
+/// result's `percentiles_ns`).
+pub(super) const SERIES: [(&str, &str, &str); 3] = [
+    ("P50", "p50", "50"),
+    ("P99", "p99", "99"),
+    ("P99.9", "p99.9", "99.9"),
+];
+
+/// One point of the curve: a stage or a probed rate, with its three percentiles.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct KneePoint {
+    /// Achieved throughput, msgs/s.
+    pub(super) msgs_per_sec: f64,
+    /// The rate the stage or probe aimed for, msgs/s.
+    pub(super) target_rate: f64,
+    /// Corrected latency in ns for each of [`SERIES`]; `None` where it was not measured.
+    pub(super) latency_ns: [Option<f64>; 3],
+    pub(super) origin: Origin,
+}
+
+/// Where a point comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Origin {
+    /// The stage of a rate schedule with this index.
+    Stage { index: u64 },
+    /// A probed rate of a capacity search: `runs` runs at it, `measured` of them with latency
+    /// (the ones the medians are over), `failed` of them failing the SLO; the range of each
+    /// percentile over the measured runs.
+    Rate {
+        runs: usize,
+        measured: usize,
+        failed: usize,
+        range_ns: [Option<(f64, f64)>; 3],
+    },
+}
+
+impl KneePoint {
+    /// Whether any run behind the point failed the SLO (a stage is never judged on its own).
+    pub(super) fn failed(&self) -> bool {
+        matches!(self.origin, Origin::Rate { failed, .. } if failed > 0)
+    }
+}
+
+/// A latency SLO: the line drawn across the chart at its bound.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Slo {
+    /// As written: `p99<2ms`.
+    pub(super) expr: String,
+    /// The bound in ns.
+    pub(super) limit_ns: f64,
+    /// Which of [`SERIES`] it bounds, when it bounds one (a `max<` or `p90<` bounds none
+    /// drawn).
+    pub(super) series: Option<usize>,
+    /// The run's verdict on it, when the document holds one.
+    pub(super) pass: Option<bool>,
+}
+
+/// The sustainable rate a capacity search found, with its confidence interval.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Sustainable {
+    pub(super) rate: f64,
+    /// (level, low, high).
+    pub(super) confidence: Option<(f64, f64, f64)>,
+}
+
+/// Everything the chart draws for one input.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Knee {
+    /// In rising order of achieved throughput.
+    pub(super) points: Vec<KneePoint>,
+    pub(super) slos: Vec<Slo>,
+    pub(super) sustainable: Option<Sustainable>,
+}
+
+impl Knee {
+    /// The curve of a rate-schedule run: one point per stage that measured latency. `None`
+    /// when there is no schedule or no stage measured latency (a pubsub run).
+    pub(super) fn of_result(run: &Run) -> Option<Self> {
+        let schedule = run.schedule.as_ref()?;
+        let points: Vec<KneePoint> = schedule
+            .stages
+            .iter()
+            .filter_map(|s| {
+                let l = s.latency.as_ref()?;
+                let latency_ns = stage_percentiles(l);
+                latency_ns.iter().any(Option::is_some).then_some(KneePoint {
+                    msgs_per_sec: s.msgs_per_sec,
+                    target_rate: s.target_rate,
+                    latency_ns,
+                    origin: Origin::Stage { index: s.index },
+                })
+            })
+            .collect();
+        let slos = run
+            .thresholds
+            .iter()
+            .filter_map(|v| slo(&v.expr, Some(v)))
+            .collect();
+        Self::new(points, slos, None)
+    }
+
+    /// The curve of a capacity search: one point per probed rate (medians over its runs), the
+    /// search's SLO, and the rate it found sustainable.
+    pub(super) fn of_capacity(cap: &Capacity) -> Option<Self> {
+        let mut rates: Vec<f64> = cap.probes.iter().map(|p| p.rate).collect();
+        rates.sort_by(f64::total_cmp);
+        rates.dedup();
+        let points = rates
+            .iter()
+            .filter_map(|rate| {
+                let runs: Vec<&Probe> = cap.probes.iter().filter(|p| p.rate == *rate).collect();
+                rate_point(*rate, &runs)
+            })
+            .collect();
+        // The SLO is judged per probe, so the search as a whole has no one verdict on it.
+        let slos = cap.slo.iter().filter_map(|e| slo(e, None)).collect();
+        let sustainable = cap.sustainable_rate.map(|rate| Sustainable {
+            rate,
+            confidence: cap.confidence.as_ref().map(|c| (c.level, c.low, c.high)),
+        });
+        Self::new(points, slos, sustainable)
+    }
+
+    fn new(
+        mut points: Vec<KneePoint>,
+        slos: Vec<Slo>,
+        sustainable: Option<Sustainable>,
+    ) -> Option<Self> {
+        if points.is_empty() {
+            return None;
+        }
+        // Stable: stages at the same throughput keep their schedule order.
+        points.sort_by(|a, b| a.msgs_per_sec.total_cmp(&b.msgs_per_sec));
+        Some(Self {
+            points,
+            slos,
+            sustainable,
+        })
+    }
+}
+
+fn stage_percentiles(l: &Latency) -> [Option<f64>; 3] {
+    SERIES.map(|(_, _, key)| l.percentiles_ns.get(key).copied())
+}
+
+fn probe_percentiles(l: &ProbeLatency) -> [Option<f64>; 3] {
+    [l.p50_ns, l.p99_ns, l.p999_ns]
+}
+
+/// The point of one probed rate: medians over the runs that measured latency.
+fn rate_point(rate: f64, runs: &[&Probe]) -> Option<KneePoint> {
+    let measured: Vec<(&Probe, [Option<f64>; 3])> = runs
+        .iter()
+        .filter_map(|p| Some((*p, probe_percentiles(p.latency.as_ref()?))))
+        .filter(|(_, l)| l.iter().any(Option::is_some))
+        .collect();
+    if measured.is_empty() {
+        return None;
+    }
+    let throughput: Vec<f64> = measured.iter().map(|(p, _)| p.msgs_per_sec).collect();
+    let mut latency_ns = [None; 3];
+    let mut range_ns = [None; 3];
+    for i in 0..SERIES.len() {
+        let vs: Vec<f64> = measured.iter().filter_map(|(_, l)| l[i]).collect();
+        if vs.is_empty() {
+            continue;
+        }
+        latency_ns[i] = Some(median(&vs));
+        let lo = vs.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = vs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        range_ns[i] = Some((lo, hi));
+    }
+    Some(KneePoint {
+        msgs_per_sec: median(&throughput),
+        target_rate: rate,
+        latency_ns,
+        origin: Origin::Rate {
+            runs: runs.len(),
+            measured: measured.len(),
+            failed: runs.iter().filter(|p| !p.pass).count(),
+            range_ns,
+        },
+    })
+}
+
+/// The SLO line of `expr` when it bounds a latency: read by the gate's own parser, so the
+/// report reads `p99<2ms` exactly as `--threshold` does. Anything else (`lost==0`, or an
+/// expression this msgbench cannot read) draws no line.
+fn slo(expr: &str, verdict: Option<&Verdict>) -> Option<Slo> {
+    let t = crate::gate::parse(expr).ok()?;
+    let metric: Metric = t.metric();
+    if !metric.is_latency() {
+        return None;
+    }
+    let name = metric.name();
+    Some(Slo {
+        expr: t.to_string(),
+        limit_ns: t.limit(),
+        series: SERIES.iter().position(|(_, m, _)| *m == name),
+        pass: verdict.map(|v| v.pass),
+    })
+}
