@@ -144,10 +144,14 @@ pub fn judge(thresholds: &[Threshold], r: &RunResult) -> Vec<Verdict> {
         return Vec::new();
     }
     // Metrics are read from the document form, the same way `diff` reads a saved file.
-    let doc = serde_json::to_value(r).expect("a result serialises");
+    judge_doc(thresholds, &serde_json::to_value(r).expect("a result serialises"))
+}
+
+/// Judges every threshold against a result document (or a view of one).
+pub fn judge_doc(thresholds: &[Threshold], doc: &serde_json::Value) -> Vec<Verdict> {
     thresholds
         .iter()
-        .map(|t| match t.metric.read(&doc) {
+        .map(|t| match t.metric.read(doc) {
             Ok(v) => Verdict {
                 expr: t.expr.clone(),
                 measured: Some(v),

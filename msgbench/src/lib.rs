@@ -8,6 +8,7 @@
 //! `options`; [`server`], `link`; `scenario`; `export`, `report`, `output`; this file
 //! (msgbench/tests/layers.rs keeps them so).
 
+mod capacity;
 pub mod cli;
 mod control;
 mod dist;
@@ -159,6 +160,7 @@ fn run_tool(command: Command, stop: &AtomicBool) -> Result<u8> {
             export::compare::emit(&c.doc, &c.output)?;
             Ok(c.code)
         }
+        Command::Capacity(a) => capacity::run(a, stop),
         Command::Report(a) => report::html::run(&a),
         Command::Agent(a) => dist::agent::run(&a, stop),
         Command::Diff(a) => report::diff::run(&a),

@@ -34,6 +34,7 @@ const LAYERS: &[(u8, &str)] = &[
     (10, "report"),
     (10, "output"),
     (10, "dist"),
+    (10, "capacity"),
     (11, "app"),
 ];
 

@@ -15,11 +15,13 @@ use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 
 mod agent;
+mod capacity;
 mod grpc;
 mod js;
 mod modes;
 
 pub use agent::{AgentAction, AgentArgs, KeygenArgs};
+pub use capacity::{CapacityArgs, CapacityScenario, SearchArgs};
 pub use grpc::{GrpcAction, GrpcArgs, GrpcCommand, GrpcEncodeArgs, GrpcSchemaArgs, GrpcServeArgs};
 pub use js::{JsCommand, JsConsumeArgs, JsPubArgs, KvArgs, KvCommand, StreamArgs};
 pub use modes::{BusyPoll, Discard, JsPubMode, KeyOrder, Publish, Storage};
@@ -72,6 +74,9 @@ pub enum Command {
     Run(RunArgs),
     /// Run the short default suite (pub, pubsub, latency, request) and print the results.
     Demo(DemoArgs),
+    /// Find the highest rate a scenario sustains within its SLO (--slo 'p99<5ms'): an
+    /// exponential search, then a bisection, each rate probed --probe-runs times.
+    Capacity(CapacityArgs),
     /// Run one scenario through several client libraries (the native engine and drivers in
     /// Go, Node.js, Python, Rust, Java) on one server and show them side by side.
     Compare(CompareArgs),

@@ -65,6 +65,19 @@ fn write_file(path: &Path, bytes: &[u8], flag: &str) -> Result<()> {
 ///
 /// # Errors
 /// As [`emit`].
+/// Writes a document to `path` (`-` is standard output); a file that cannot be written at the
+/// end is saved elsewhere, and the error says where.
+///
+/// # Errors
+/// The write failed (with the rescue's path when it was saved).
+pub fn save(path: &Path, bytes: &[u8], flag: &str) -> Result<()> {
+    if path == Path::new("-") {
+        let _ = std::io::stdout().write_all(bytes);
+        return Ok(());
+    }
+    write_file(path, bytes, flag).map_err(|e| dest::rescued(e, bytes))
+}
+
 pub fn emit_calibration(
     cal: &crate::scenario::calibrate::Calibration,
     json: Option<&Path>,

@@ -271,7 +271,9 @@ impl Plan {
         v
     }
 
-    fn document(&self) -> Value {
+    /// The plan as a document, credentials included (for a plan derived from it in this
+    /// process, never for writing out).
+    pub(crate) fn document(&self) -> Value {
         serde_json::to_value(Document {
             schema: SCHEMA,
             plan: self,

@@ -1,0 +1,143 @@
+//! How one probe run is judged: on the figures of its hold stage (the warm-up is not judged),
+//! and, when it fails, by what: the tool's own schedule-keeping first (a probe the tool could
+//! not drive measured the tool), then a subscriber falling behind, server errors, and
+//! otherwise the first SLO that failed.
+
+use serde_json::Value;
+
+use super::Probe;
+use crate::format::{duration_ns, group};
+use crate::result::RunResult;
+
+/// Sends later than this at P99, while the socket took them, mean the tool fell behind its
+/// schedule: msgbench's own late bound for a paced send.
+pub const LAG_BOUND_NS: u64 = 1_000_000;
+
+/// What one run (or every run at a rate) came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Held,
+    /// msgbench could not keep its schedule.
+    Tool(String),
+    /// A subscriber could not keep up (slow-consumer loss).
+    Subscriber(String),
+    /// The server answered with errors.
+    Server(String),
+    /// An SLO failed, with the tool on schedule and no errors to blame.
+    Slo(String),
+    /// No run finished (interrupted).
+    Unknown,
+}
+
+impl Outcome {
+    pub fn passed(&self) -> bool {
+        *self == Outcome::Held
+    }
+
+    /// The kind a document names.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Outcome::Held => "none",
+            Outcome::Tool(_) => "tool",
+            Outcome::Subscriber(_) => "subscriber",
+            Outcome::Server(_) => "server",
+            Outcome::Slo(_) | Outcome::Unknown => "slo",
+        }
+    }
+
+    pub fn detail(&self) -> &str {
+        match self {
+            Outcome::Held => "",
+            Outcome::Unknown => "interrupted before a run finished",
+            Outcome::Tool(d) | Outcome::Subscriber(d) | Outcome::Server(d) | Outcome::Slo(d) => d,
+        }
+    }
+
+    /// A rate's outcome from its runs': held only when all held; otherwise the failure that
+    /// most undermines the measurement (the tool's first).
+    pub fn worst(runs: &[Outcome]) -> Outcome {
+        if runs.is_empty() {
+            return Outcome::Unknown;
+        }
+        let rank = |o: &Outcome| match o {
+            Outcome::Tool(_) => 0,
+            Outcome::Server(_) => 1,
+            Outcome::Subscriber(_) => 2,
+            Outcome::Slo(_) => 3,
+            Outcome::Unknown => 4,
+            Outcome::Held => 5,
+        };
+        runs.iter().min_by_key(|o| rank(o)).cloned().unwrap_or(Outcome::Unknown)
+    }
+}
+
+/// The result as the SLO sees it: latency, rate and delivery from the hold stage (the last of
+/// the probe's schedule); errors and pacing from the whole run.
+pub fn hold_view(r: &RunResult) -> Value {
+    let mut doc = serde_json::to_value(r).expect("a result serialises");
+    let Some(hold) = r.schedule.as_ref().and_then(|s| s.stages.last()) else {
+        return doc;
+    };
+    doc["latency"] = serde_json::to_value(&hold.latency).expect("serialises");
+    doc["latency_uncorrected"] = serde_json::to_value(&hold.latency_uncorrected).expect("serialises");
+    doc["throughput"]["msgs_per_sec"] = hold.msgs_per_sec.into();
+    doc["delivery"]["sent"] = hold.sent.into();
+    if let (Some(received), Some(lost)) = (hold.received, hold.lost) {
+        doc["delivery"]["received"] = received.into();
+        doc["delivery"]["lost"] = lost.into();
+    }
+    doc
+}
+
+/// Why a run at `probe.rate` held or not.
+pub fn classify(r: &RunResult, probe: &Probe) -> Outcome {
+    let rate = group(probe.rate.round() as u64);
+    if !probe.tool_kept_schedule {
+        let p = r.pacing.as_ref();
+        return Outcome::Tool(format!(
+            "msgbench could not keep its schedule at {rate}/s (achieved {}/s, send lag P99 {}, \
+             writes blocked {}): this rate measured the tool, not the system",
+            group(probe.msgs_per_sec.round() as u64),
+            p.map_or_else(|| "—".into(), |p| duration_ns(p.send_lag_p99_ns as f64)),
+            p.and_then(|p| p.write_blocked_pct)
+                .map_or_else(|| "—".into(), |b| format!("{b:.0}%")),
+        ));
+    }
+    if probe.verdicts.iter().all(|v| v.pass) {
+        return Outcome::Held;
+    }
+    let failed: Vec<&str> = probe
+        .verdicts
+        .iter()
+        .filter(|v| !v.pass)
+        .map(|v| v.expr.as_str())
+        .collect();
+    let slow = r.errors.get("slow_consumer").copied().unwrap_or(0);
+    if slow > 0 {
+        return Outcome::Subscriber(format!(
+            "a subscriber fell behind at {rate}/s ({slow} slow-consumer errors, {} lost); {} failed",
+            group(probe.lost),
+            failed.join(", ")
+        ));
+    }
+    let server: Vec<String> = r
+        .errors
+        .iter()
+        .filter(|(k, n)| **n > 0 && !matches!(**k, "request_timeout" | "fell_behind"))
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    if !server.is_empty() {
+        return Outcome::Server(format!(
+            "errors at {rate}/s ({}); {} failed",
+            server.join(", "),
+            failed.join(", ")
+        ));
+    }
+    let first = probe.verdicts.iter().find(|v| !v.pass).expect("one failed");
+    let measured = match (first.measured, first.latency) {
+        (Some(v), true) => duration_ns(v),
+        (Some(v), false) => format!("{v}"),
+        (None, _) => first.why.unwrap_or("not measured").to_string(),
+    };
+    Outcome::Slo(format!("{} failed at {rate}/s (measured {measured})", first.expr))
+}

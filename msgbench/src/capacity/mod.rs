@@ -1,0 +1,283 @@
+//! `msgbench capacity <scenario> … --slo 'p99<5ms'`: the highest rate a scenario sustains while
+//! every SLO holds. The rate doubles from `--start-rate` until a probe fails, then the bracket
+//! between the highest rate that held and the lowest that did not is halved until it is
+//! `--precision` wide. Each probe is the scenario's own plan run `--probe-runs` times with the
+//! schedule `RATE@WARMUP,RATE@HOLD`, judged on the hold stage alone; a rate holds only when every
+//! run held it.
+//!
+//! A probe at which msgbench itself could not keep its schedule (the achieved rate fell short
+//! or sends went out late while the socket was taking them: the tool did not run, the system
+//! was not the limit) never counts as a pass, and a search that ends there names the tool as
+//! the limit. Every probe's figures are in the document, so nothing measured is lost.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+
+use crate::cli::{CapacityArgs, CapacityScenario, SearchArgs};
+use crate::error::{exit, Error, Result};
+use crate::plan::Plan;
+use crate::result::{RunResult, ToolInfo, Verdict};
+use crate::scenario;
+use crate::stats::timeline::Meter;
+
+mod doc;
+mod judge;
+
+use doc::{Capacity, Probe};
+use judge::{classify, hold_view, Outcome};
+
+/// A search probes this many rates at most (the doubling from 1/s to 5M/s is 23, and the
+/// bisection to 5 % about 5 more): it always ends by itself.
+const MAX_PROBED_RATES: usize = 40;
+
+/// Runs the search and writes its document.
+///
+/// # Errors
+/// A bad flag or plan, no server, or a destination that cannot be written, before any load;
+/// a probe that cannot run at all (not one that fails its SLO) after.
+pub fn run(args: CapacityArgs, stop: &AtomicBool) -> Result<u8> {
+    let search = args.scenario.search().clone();
+    check_search(&search)?;
+    let json = refuse_outputs(args.scenario.out())?;
+    let base = base_plan(args.scenario)?;
+    if let Some(path) = &json {
+        crate::output::dest::check("--json", path)?;
+    }
+    // One probe plan up front: every flag is checked, and the servers are started once.
+    let first = probe_plan(&base, search.start_rate, &search)?.validate()?;
+    let targets = scenario::Targets::resolve(&first)?;
+    let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let mut doc = Capacity::new(
+        base.name(),
+        started_at,
+        &search,
+        base.recorded(),
+        ToolInfo::default(),
+    );
+    eprintln!(
+        "msgbench capacity {}: SLO {}; each rate {} × ({} warm-up + {} judged)",
+        base.name(),
+        doc.slo.join(", "),
+        search.probe_runs,
+        crate::values::ser::text(search.probe_warmup),
+        crate::values::ser::text(search.probe_duration),
+    );
+
+    let probe_at = |rate: f64, doc: &mut Capacity| -> Result<Outcome> {
+        let plan = probe_plan(&base, rate, &search)?;
+        let validated = plan.validate()?;
+        let mut outcomes = Vec::new();
+        for run in 1..=search.probe_runs {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let meter = Arc::new(Meter::default());
+            let r = scenario::execute(
+                &validated,
+                targets.main.as_ref(),
+                targets.second.as_ref(),
+                &meter,
+                stop,
+                None,
+            )?;
+            let probe = judge_probe(&r, rate, run, &search);
+            eprintln!("{}", probe.line(search.probe_runs));
+            outcomes.push(classify(&r, &probe));
+            doc.probes.push(probe);
+        }
+        // Interrupted before any run: nothing is known about this rate.
+        Ok(Outcome::worst(&outcomes))
+    };
+
+    let (mut held, mut broke): (Option<f64>, Option<(f64, Outcome)>) = (None, None);
+    let mut rate = search.start_rate;
+    let mut probed = 0;
+    // Doubling until a probe fails or the top of the range.
+    while probed < MAX_PROBED_RATES && !stop.load(Ordering::Relaxed) {
+        let out = probe_at(rate, &mut doc)?;
+        probed += 1;
+        if out.passed() {
+            held = Some(rate);
+            if rate >= search.max_rate {
+                break;
+            }
+            rate = (rate * 2.0).min(search.max_rate);
+        } else {
+            broke = Some((rate, out));
+            break;
+        }
+    }
+    // Bisection of the bracket.
+    while let (Some(lo), Some((hi, _))) = (held, broke.as_ref()) {
+        if (hi - lo) / lo * 100.0 <= search.precision
+            || probed >= MAX_PROBED_RATES
+            || stop.load(Ordering::Relaxed)
+        {
+            break;
+        }
+        let mid = ((lo + hi) / 2.0).round();
+        let out = probe_at(mid, &mut doc)?;
+        probed += 1;
+        if out.passed() {
+            held = Some(mid);
+        } else {
+            broke = Some((mid, out));
+        }
+    }
+    doc.conclude(held, broke, &search, stop.load(Ordering::Relaxed));
+    // With the document on standard output, the summary goes to standard error.
+    if json.as_deref() == Some(std::path::Path::new("-")) {
+        eprint!("{}", doc.text());
+    } else {
+        print!("{}", doc.text());
+    }
+    doc::write(&doc, json.as_deref())?;
+    Ok(if stop.load(Ordering::Relaxed) {
+        exit::INTERRUPTED
+    } else if doc.sustainable_rate.is_some() {
+        exit::OK
+    } else {
+        exit::THRESHOLD
+    })
+}
+
+fn check_search(s: &SearchArgs) -> Result<()> {
+    let min = crate::options::MIN_RATE;
+    if s.start_rate < min {
+        return Err(Error::flag(
+            "--start-rate",
+            &s.start_rate.to_string(),
+            format!("must be at least {min} msgs/s"),
+        ));
+    }
+    if s.max_rate < s.start_rate {
+        return Err(Error::flag(
+            "--max-rate",
+            &s.max_rate.to_string(),
+            "is below --start-rate",
+        ));
+    }
+    if !(s.precision > 0.0 && s.precision <= 100.0) {
+        return Err(Error::flag(
+            "--precision",
+            &s.precision.to_string(),
+            "must be more than 0 and at most 100 (percent)",
+        ));
+    }
+    Ok(())
+}
+
+/// The output flags a search can honour: `--json` (the capacity document) and the progress
+/// switches. Every other one is refused by name rather than ignored.
+fn refuse_outputs(o: &crate::cli::OutputArgs) -> Result<Option<std::path::PathBuf>> {
+    let why = [
+        ("--csv", o.csv.is_some(), "a search writes its document with --json"),
+        ("--markdown", o.markdown.is_some(), "a search writes its document with --json"),
+        ("--stream-stats", o.stream_stats.is_some(), "probes are printed as they end"),
+        ("--runs", o.runs != 1, "use --probe-runs"),
+        ("--threshold", !o.threshold.is_empty(), "use --slo"),
+        ("--print-plan", o.print_plan, "a search is many plans; print one without capacity"),
+        ("--agents", o.distributed(), "a search runs on one host"),
+        ("--control", o.control.is_some(), "a search runs on one host"),
+        ("--sign", o.sign.is_some(), "a search runs on one host"),
+    ];
+    if let Some((flag, _, hint)) = why.iter().find(|(_, on, _)| *on) {
+        return Err(Error::Usage(format!(
+            "{flag} does not apply to `msgbench capacity`: {hint}"
+        )));
+    }
+    Ok(o.json.clone())
+}
+
+/// The scenario's plan as typed, without the flags the search sets.
+fn base_plan(s: CapacityScenario) -> Result<Plan> {
+    let plan = match s {
+        CapacityScenario::Latency { run, .. } => Plan::Latency(run),
+        CapacityScenario::Pubsub { run, .. } => Plan::Pubsub(run),
+        CapacityScenario::Request { run, .. } => Plan::Request(run),
+        CapacityScenario::JsPub { run, .. } => Plan::JsPub(run),
+        CapacityScenario::Grpc { run, .. } => Plan::Grpc(run),
+    };
+    // A flag the search sets, typed anyway, would be silently replaced: refuse it.
+    let bare = bare_document(plan.name())?;
+    let doc = plan.document();
+    for key in SET_BY_SEARCH {
+        if lookup(&doc, key) != lookup(&bare, key) {
+            return Err(Error::Usage(format!(
+                "--{} is set by the search (use --start-rate, --max-rate and --probe-duration)",
+                key.replace('_', "-")
+            )));
+        }
+    }
+    Ok(plan)
+}
+
+/// The keys a probe sets: its rate and its length.
+const SET_BY_SEARCH: [&str; 6] = ["rate", "rate_schedule", "msgs", "duration", "requests", "total"];
+
+/// A key at the top of a plan document or in its `load` group.
+fn lookup<'a>(doc: &'a Value, key: &str) -> Option<&'a Value> {
+    doc.get(key).or_else(|| doc.get("load").and_then(|l| l.get(key)))
+}
+
+/// The document of the scenario with no flag typed.
+fn bare_document(name: &str) -> Result<Value> {
+    let words: Vec<&str> = match name {
+        "js.pub" => vec!["msgbench", "js", "pub"],
+        other => vec!["msgbench", other],
+    };
+    let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(words)
+        .map_err(|e| Error::Usage(crate::cli::one_line(&e)))?;
+    let not_one = || Error::Usage(format!("{name} is not a scenario"));
+    let plan = Plan::from_command(cli.command.ok_or_else(not_one)?).map_err(|_| not_one())?;
+    Ok(plan.document())
+}
+
+/// The probe at `rate`: the base plan on the schedule `RATE@WARMUP,RATE@HOLD`.
+fn probe_plan(base: &Plan, rate: f64, s: &SearchArgs) -> Result<Plan> {
+    let mut doc = base.document();
+    for group in [Some(&mut doc)] {
+        let Some(obj) = group.and_then(Value::as_object_mut) else {
+            continue;
+        };
+        for key in SET_BY_SEARCH {
+            obj.remove(key);
+        }
+        if let Some(load) = obj.get_mut("load").and_then(Value::as_object_mut) {
+            for key in SET_BY_SEARCH {
+                load.remove(key);
+            }
+        }
+    }
+    let text = crate::values::ser::text;
+    let hold = format!("{rate}@{}", text(s.probe_duration));
+    let spec = if s.probe_warmup.is_zero() {
+        hold
+    } else {
+        format!("{rate}@{},{hold}", text(s.probe_warmup))
+    };
+    let target = match doc.get_mut("load") {
+        Some(load) => load,
+        None => &mut doc,
+    };
+    target["rate_schedule"] = Value::String(spec);
+    if base.name() == "latency" {
+        // The latency scenario's own warm-up is the probe's.
+        doc["warmup"] = Value::String(text(s.probe_warmup.max(Duration::from_millis(1))));
+    }
+    Plan::from_json(&doc)
+}
+
+/// One run of a probe, judged on its hold stage.
+fn judge_probe(r: &RunResult, rate: f64, run: u32, s: &SearchArgs) -> Probe {
+    let view = hold_view(r);
+    let verdicts: Vec<Verdict> = crate::gate::judge_doc(&s.slo, &view);
+    let kept = r
+        .pacing
+        .as_ref()
+        .is_none_or(|p| p.tool_kept_schedule(judge::LAG_BOUND_NS));
+    Probe::new(rate, run, &view, r, kept, verdicts)
+}
