@@ -254,6 +254,7 @@ mod tests {
                 max_ns: 2,
             }),
             errors: 2,
+            stage: None,
         };
         assert_eq!(
             line(&t, Some((2, 5))),
