@@ -215,6 +215,7 @@ fn agent_result(k: u32) -> serde_json::Value {
                     max_ns: 99_000_000,
                 }),
                 errors: 0,
+                stage: None,
             })
             .collect(),
         truncated: false,
