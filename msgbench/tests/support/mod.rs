@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod grpc_service;
+pub mod openmetrics;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
