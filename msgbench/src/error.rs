@@ -16,7 +16,8 @@ pub mod exit {
     /// An unexpected failure during the run (I/O error, protocol violation by the server).
     pub const FAILURE: u8 = 1;
     /// Bad input or an unusable setup: a malformed flag or combination, a size above the
-    /// server's limit, no `nats-server` to start, an output file that cannot be written.
+    /// server's limit, no `nats-server` to start, an output file that cannot be written or a
+    /// `--metrics-listen` address that cannot be listened on.
     pub const USAGE: u8 = 2;
     /// The run completed but messages were lost, and `--allow-loss` was not given.
     pub const LOSS: u8 = 3;
@@ -81,6 +82,14 @@ pub enum Error {
         path: String,
         reason: String,
     },
+    /// The address `flag` names cannot be listened on (in use, not this machine's, not
+    /// allowed): found before anything runs, like a [`Error::Destination`].
+    #[error("cannot listen on {addr} for {flag}: {reason}")]
+    Listen {
+        flag: &'static str,
+        addr: String,
+        reason: String,
+    },
     /// A run on agents could not start or lost an agent; the message names the agent.
     #[error("{0}")]
     Agent(String),
@@ -102,7 +111,8 @@ impl Error {
             | Error::PayloadTooLarge { .. }
             | Error::EmbeddedServer(_)
             | Error::JetStream { .. }
-            | Error::Destination { .. } => exit::USAGE,
+            | Error::Destination { .. }
+            | Error::Listen { .. } => exit::USAGE,
             Error::Connect { .. } | Error::Rejected { .. } => exit::CONNECT,
             Error::Protocol { .. } => exit::PROTOCOL,
             Error::Io { .. } | Error::Rescued { .. } => exit::FAILURE,

@@ -109,6 +109,13 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
     // refused now, not found out after the run.
     output::dest::check_plan(&plan)?;
     if plan.out().distributed() {
+        if plan.out().metrics_listen.is_some() {
+            return Err(error::Error::Usage(
+                "--metrics-listen serves the figures of a run in this process, not yet of a run \
+                 on agents; use --stream-stats there"
+                    .into(),
+            ));
+        }
         return dist::coordinator::run(&plan, stop);
     }
     // Without agents they would act on nothing.
@@ -186,6 +193,7 @@ fn print_plan(plan: &Plan) -> Result<u8> {
         ("--csv", o.csv.is_some()),
         ("--markdown", o.markdown.is_some()),
         ("--stream-stats", o.stream_stats.is_some()),
+        ("--metrics-listen", o.metrics_listen.is_some()),
         ("--live", o.live),
         ("--runs", o.runs > 1),
         ("--threshold", !o.threshold.is_empty()),
@@ -213,9 +221,22 @@ fn print_plan(plan: &Plan) -> Result<u8> {
 /// reported.
 fn run_plan(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
     use output::live::{Live, StreamStats, View};
+    use output::metrics::{Metrics, RunLabels};
     let validated = plan.validate()?;
-    let targets = scenario::Targets::resolve(&validated)?;
     let out = validated.output();
+    // Bound before any server is started or connected to: a port in use refuses the run.
+    let metrics = out
+        .metrics_listen
+        .as_deref()
+        .map(Metrics::bind)
+        .transpose()?;
+    if let Some(m) = metrics
+        .as_ref()
+        .filter(|_| out.metrics_listen_port_chosen())
+    {
+        eprintln!("--metrics-listen: http://{}/metrics", m.local_addr());
+    }
+    let targets = scenario::Targets::resolve(&validated)?;
     let allow_loss = validated.allow_loss();
     let stream = out
         .stream_stats
@@ -227,12 +248,21 @@ fn run_plan(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
     let mut results = Vec::new();
     let mut failure = None;
     for k in 1..=n {
+        // The id is made before the run, so that the live figures carry the one the result will.
+        let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
+        let run_id = result::new_run_id(plan.name(), &started_at.to_string());
         let meter = Arc::new(stats::timeline::Meter::default());
         let view = View {
             line: View::line_wanted(out.live, out.progress),
             stream: stream.clone(),
             scenario: plan.name(),
             run: (n > 1).then_some((k, n)),
+            metrics: metrics.as_ref().map(|m| {
+                m.feed(RunLabels {
+                    run: run_id.clone(),
+                    scenario: plan.name(),
+                })
+            }),
         };
         let live = Live::start(Arc::clone(&meter), view);
         let r = scenario::execute(
@@ -247,6 +277,7 @@ fn run_plan(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
         match r {
             Ok(mut r) => {
                 r.timeline = timeline;
+                r.run_id = run_id;
                 if let Some(t) = &targets.main {
                     t.annotate(&mut r);
                 }
@@ -276,6 +307,9 @@ fn run_plan(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
     result.plan = Some(plan.recorded());
     result.thresholds = gate::judge(&out.thresholds, &result);
     output::write::emit(&result, out)?;
+    if let Some(m) = metrics {
+        m.linger(out.metrics_linger, stop);
+    }
     match failure {
         Some(e) => Err(e),
         None => Ok(result.exit_code(allow_loss)),

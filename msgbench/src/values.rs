@@ -1,5 +1,6 @@
-//! Parsers for the values people type: sizes, counts, rates and durations. Each returns a message
-//! that says what is wrong with the value; the caller adds the flag's name.
+//! Parsers for the values people type: sizes, counts, rates, durations and addresses to listen
+//! on. Each returns a message that says what is wrong with the value; the caller adds the flag's
+//! name.
 
 use std::time::Duration;
 
@@ -197,9 +198,74 @@ fn duration_unit(unit: &str) -> Result<u128, String> {
     })
 }
 
+/// Checks an address to listen on, `HOST:PORT`: `127.0.0.1:9464`, `[::1]:9464`,
+/// `localhost:9464`, or `0.0.0.0:9464` for every interface; port 0 lets the system choose. A
+/// host name is resolved when the address is bound, so it is only checked for shape here.
+pub fn parse_listen(s: &str) -> Result<String, String> {
+    const EXPECTED: &str = "expected HOST:PORT such as 127.0.0.1:9464";
+    let t = s.trim();
+    if t.parse::<std::net::SocketAddr>().is_ok() {
+        return Ok(t.to_string());
+    }
+    if t.contains("://") || t.contains('/') {
+        return Err(format!(
+            "give the address alone, without a scheme or path; {EXPECTED}"
+        ));
+    }
+    let Some((host, port)) = t.rsplit_once(':') else {
+        return Err(EXPECTED.into());
+    };
+    if port.parse::<u16>().is_err() {
+        return Err(format!("'{port}' is not a port (0 to 65535); {EXPECTED}"));
+    }
+    if host.contains(':') {
+        return Err("an IPv6 address goes in brackets, as in [::1]:9464".into());
+    }
+    // A DNS name: dot-separated labels of letters, digits and inner hyphens.
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    };
+    if host.is_empty() || host.len() > 253 || !host.split('.').all(label_ok) {
+        return Err(format!(
+            "'{host}' is not a host name or IP address; {EXPECTED}"
+        ));
+    }
+    Ok(t.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listen_addresses_need_a_host_and_a_port() {
+        for ok in [
+            "127.0.0.1:9464",
+            "[::1]:9464",
+            "0.0.0.0:0",
+            "localhost:9464",
+            "metrics-1.example:80",
+        ] {
+            assert_eq!(parse_listen(ok).as_deref(), Ok(ok));
+        }
+        for (bad, says) in [
+            ("9464", "expected HOST:PORT"),
+            ("127.0.0.1", "expected HOST:PORT"),
+            (":9464", "is not a host name"),
+            ("127.0.0.1:99999", "'99999' is not a port"),
+            ("127.0.0.1:http", "'http' is not a port"),
+            ("::1:9464", "in brackets"),
+            ("http://127.0.0.1:9464", "without a scheme"),
+            ("bad_name:9464", "is not a host name"),
+        ] {
+            let e = parse_listen(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn sizes() {

@@ -599,6 +599,16 @@ pub struct OutputArgs {
     /// Append one JSON line of statistics per second to FILE, for dashboards.
     #[arg(long, value_name = "FILE")]
     pub stream_stats: Option<PathBuf>,
+    /// Serve the live figures on http://ADDR/metrics in the OpenMetrics text format, for
+    /// Prometheus: per-role counts and rates, the second's latency, errors by kind, the stage.
+    /// ADDR is HOST:PORT, e.g. 127.0.0.1:9464 (port 0: any free port, printed).
+    #[arg(long, value_name = "ADDR", value_parser = crate::values::parse_listen)]
+    pub metrics_listen: Option<String>,
+    /// After the run, how long --metrics-listen keeps the final figures up at most, waiting for
+    /// a scrape to take them (0s: no wait).
+    #[arg(long, value_name = "DURATION", default_value = "60s",
+          value_parser = parse_duration_or_zero, requires = "metrics_listen")]
+    pub metrics_linger: Duration,
     /// Repeat the run N times and report each figure's median and spread over the runs.
     #[arg(long, default_value = "1", value_name = "N", value_parser = parse_runs)]
     pub runs: u32,

@@ -80,6 +80,10 @@ pub struct Output {
     /// Print the live line even off a terminal.
     pub live: bool,
     pub stream_stats: Option<PathBuf>,
+    /// `--metrics-listen`: where to serve the live figures (`HOST:PORT`).
+    pub metrics_listen: Option<String>,
+    /// `--metrics-linger`: how long the final figures wait for a scrape after the run.
+    pub metrics_linger: Duration,
     /// How many times to run the scenario.
     pub runs: u32,
     /// `--threshold`s to judge the result by.
@@ -95,6 +99,8 @@ impl From<&OutputArgs> for Output {
             progress: !out.no_progress,
             live: out.live,
             stream_stats: out.stream_stats.clone(),
+            metrics_listen: out.metrics_listen.clone(),
+            metrics_linger: out.metrics_linger,
             runs: out.runs,
             thresholds: out.threshold.clone(),
         }
@@ -104,6 +110,13 @@ impl From<&OutputArgs> for Output {
 impl Output {
     pub fn json_to_stdout(&self) -> bool {
         self.json.as_deref() == Some(std::path::Path::new("-"))
+    }
+
+    /// `--metrics-listen HOST:0`: the system picks the port, so the user must be told it.
+    pub fn metrics_listen_port_chosen(&self) -> bool {
+        self.metrics_listen
+            .as_deref()
+            .is_some_and(|a| a.rsplit_once(':').is_some_and(|(_, p)| p == "0"))
     }
 }
 

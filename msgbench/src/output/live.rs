@@ -1,6 +1,7 @@
 //! What a run shows while it is under way: once a second, one thread reads the run's
 //! [`Meter`] into a [`Tick`] and hands it to the live line on stderr (on a terminal, or with
-//! `--live`), to `--stream-stats` as one JSON line, and to the timeline kept for the result.
+//! `--live`), to `--stream-stats` as one JSON line, to `--metrics-listen` as the page a scrape
+//! gets, and to the timeline kept for the result.
 //! Nothing here runs on a load path; a slow terminal or file delays only this thread.
 
 use std::fs::File;
@@ -13,6 +14,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::format::{duration_ns, group};
+use crate::output::metrics::Feed;
 use crate::stats::timeline::{Meter, Sampler, Tick, Timeline, MAX_TICKS};
 
 /// `--stream-stats`: one file for every run of an invocation (`--runs` tags each line).
@@ -91,6 +93,8 @@ pub struct View {
     pub scenario: &'static str,
     /// `(k, n)`: this is run k of n.
     pub run: Option<(u32, u32)>,
+    /// `--metrics-listen`: this run's side of the exposition.
+    pub metrics: Option<Feed>,
 }
 
 impl View {
@@ -113,7 +117,7 @@ impl Live {
         let flag = Arc::clone(&done);
         let thread = std::thread::Builder::new()
             .name("msgbench-live".into())
-            .spawn(move || watch(&meter, &view, &flag))
+            .spawn(move || watch(&meter, view, &flag))
             .expect("spawn the live view thread");
         Self {
             done,
@@ -137,7 +141,7 @@ impl Drop for Live {
     }
 }
 
-fn watch(meter: &Arc<Meter>, view: &View, done: &AtomicBool) -> Timeline {
+fn watch(meter: &Arc<Meter>, mut view: View, done: &AtomicBool) -> Timeline {
     let mut sampler = Sampler::new(Arc::clone(meter));
     let mut ticks = Vec::new();
     let mut truncated = false;
@@ -166,6 +170,9 @@ fn watch(meter: &Arc<Meter>, view: &View, done: &AtomicBool) -> Timeline {
                 };
                 stream_ok = s.lock().map(|mut s| s.write(&l)).unwrap_or(false);
             }
+            if let Some(m) = &mut view.metrics {
+                m.show(&tick, sampler.totals(), finished);
+            }
             if ticks.len() < MAX_TICKS {
                 ticks.push(tick);
             } else {
@@ -173,6 +180,9 @@ fn watch(meter: &Arc<Meter>, view: &View, done: &AtomicBool) -> Timeline {
             }
         }
         if finished {
+            if let Some(m) = &mut view.metrics {
+                m.finish();
+            }
             break;
         }
         next += 1;
@@ -232,6 +242,7 @@ mod tests {
             stream: None,
             scenario: "pub",
             run: None,
+            metrics: None,
         };
         let live = Live::start(Arc::clone(&meter), view);
         let c = meter.client(Role::Pub, 0, false);

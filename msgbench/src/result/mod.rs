@@ -441,6 +441,17 @@ pub fn throughput_sections(
     )
 }
 
+/// A run's id from its start (RFC 3339) and scenario, with a random tag so that runs started in
+/// the same second differ: `20261121T191517Z-pubsub-623e`. A caller that must name the run
+/// while it is under way (`--metrics-listen`) makes it first and sets it on the result.
+pub fn new_run_id(scenario: &str, started_at: &str) -> String {
+    format!(
+        "{}-{scenario}-{:04x}",
+        started_at.replace([':', '-'], ""),
+        crate::wire::stamp::new_run_tag()
+    )
+}
+
 impl RunResult {
     /// A result with what every run has (which scenario, when, against what, with which
     /// parameters, the errors counted) and every measured section empty, for the scenario to
@@ -457,11 +468,7 @@ impl RunResult {
             schema: SCHEMA,
             tool: ToolInfo::default(),
             scenario,
-            run_id: format!(
-                "{}-{scenario}-{:04x}",
-                started_at.replace([':', '-'], ""),
-                crate::wire::stamp::new_run_tag()
-            ),
+            run_id: new_run_id(scenario, &started_at),
             started_at,
             interrupted,
             params,

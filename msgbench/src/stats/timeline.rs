@@ -1,13 +1,14 @@
 //! The run as it happens, second by second: a [`Meter`] the load loops write to, and the
 //! [`Timeline`] of [`Tick`]s read off it. The same ticks feed three consumers: the live line on
-//! the terminal, `--stream-stats` (JSON lines), and the `timeline` section of the result that
-//! the HTML report draws.
+//! the terminal, `--stream-stats` (JSON lines), `--metrics-listen` (with the [`Totals`] they add
+//! up to), and the `timeline` section of the result that the HTML report draws.
 //!
 //! Writers pay almost nothing: each client owns its counter and its latency buckets and is their
 //! only writer, so an update is a relaxed load and store on a cache line no other thread
 //! writes. The reader (one thread, once a second) keeps the previous snapshot and works on the
 //! differences, so nothing is ever reset under a writer's feet.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -153,8 +154,8 @@ impl Meter {
     }
 
     /// Every error count of the run, by kind, summed over its counters.
-    pub fn errors_by_kind(&self) -> std::collections::BTreeMap<&'static str, u64> {
-        let mut out = std::collections::BTreeMap::new();
+    pub fn errors_by_kind(&self) -> BTreeMap<&'static str, u64> {
+        let mut out = BTreeMap::new();
         for (k, n) in self
             .errors
             .lock()
@@ -165,11 +166,6 @@ impl Meter {
             *out.entry(k.as_str()).or_insert(0) += n;
         }
         out
-    }
-
-    fn errors_total(&self) -> u64 {
-        let all = self.errors.lock().expect("meter lock");
-        all.iter().flat_map(|e| e.snapshot()).map(|(_, n)| n).sum()
     }
 }
 
@@ -236,6 +232,18 @@ pub struct Timeline {
     pub truncated: bool,
 }
 
+/// Counts from the start of the run to the end of the last tick, read with it: what a
+/// scraper's counters show. They agree with the ticks exactly, because they are the same
+/// readings: a role's messages are the sum of its clients' messages in every tick so far, and
+/// the errors of all kinds the sum of the ticks' errors.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Totals {
+    /// Messages by role, for each role that has a client.
+    pub msgs: BTreeMap<Role, u64>,
+    /// Errors by kind name, as [`Meter::errors_by_kind`] read at the tick.
+    pub errors: BTreeMap<&'static str, u64>,
+}
+
 /// Turns successive readings of a [`Meter`] into ticks. Owned by the one reader thread.
 pub struct Sampler {
     meter: Arc<Meter>,
@@ -244,6 +252,7 @@ pub struct Sampler {
     last_hist: Vec<Vec<u64>>,
     last_errors: u64,
     merged: Vec<u64>,
+    totals: Totals,
 }
 
 impl Sampler {
@@ -255,7 +264,13 @@ impl Sampler {
             last_hist: Vec::new(),
             last_errors: 0,
             merged: vec![0; BUCKETS],
+            totals: Totals::default(),
         }
+    }
+
+    /// The counts up to the end of the last tick.
+    pub fn totals(&self) -> &Totals {
+        &self.totals
     }
 
     /// The clients registered so far.
@@ -289,6 +304,7 @@ impl Sampler {
                 Role::Pub => sent += d,
                 Role::Sub => received += d,
             }
+            *self.totals.msgs.entry(c.role).or_insert(0) += d;
             if clients.len() <= PER_CLIENT_LIMIT {
                 msgs.push(d);
             }
@@ -302,7 +318,9 @@ impl Sampler {
                 }
             }
         }
-        let errors_now = self.meter.errors_total();
+        // The kinds and the tick's count come from one reading, so they cannot disagree.
+        self.totals.errors = self.meter.errors_by_kind();
+        let errors_now: u64 = self.totals.errors.values().sum();
         let errors = errors_now.saturating_sub(self.last_errors);
         self.last_errors = errors_now;
         Tick {
@@ -412,9 +430,30 @@ mod tests {
         let lat = t2.latency.unwrap();
         assert_eq!((lat.count, lat.max_ns), (1, 5));
         assert!(sampler.tick().latency.is_none());
+        let totals = sampler.totals();
+        assert_eq!(totals.msgs[&Role::Pub], 150);
+        assert_eq!(totals.msgs[&Role::Sub], 98);
         assert_eq!(
             sampler.clients().iter().map(|c| c.role).collect::<Vec<_>>(),
             vec![Role::Pub, Role::Sub]
         );
+    }
+
+    #[test]
+    fn totals_count_errors_by_kind_as_the_ticks_do() {
+        use crate::error::{ErrorCounts, ErrorKind};
+        let meter = Arc::new(Meter::default());
+        let errors = Arc::new(ErrorCounts::default());
+        meter.watch_errors(&errors);
+        let mut sampler = Sampler::new(Arc::clone(&meter));
+        errors.add_n(ErrorKind::RequestTimeout, 3);
+        let t1 = sampler.tick();
+        errors.add(ErrorKind::NoResponders);
+        let t2 = sampler.tick();
+        assert_eq!((t1.errors, t2.errors), (3, 1));
+        let by_kind = &sampler.totals().errors;
+        assert_eq!(by_kind.values().sum::<u64>(), t1.errors + t2.errors);
+        assert_eq!(by_kind[ErrorKind::RequestTimeout.as_str()], 3);
+        assert!(sampler.totals().msgs.is_empty());
     }
 }

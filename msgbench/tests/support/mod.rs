@@ -5,6 +5,7 @@
 
 pub mod grpc_service;
 pub mod knee_docs;
+pub mod openmetrics;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -1,0 +1,305 @@
+//! The OpenMetrics text of one tick, for `--metrics-listen`: the tick's rates, latency and stage
+//! and the [`Totals`] read with it, under labels naming the run and its scenario. The Prometheus
+//! project's own client (`prometheus-client`) writes the format (names, suffixes, `# UNIT`,
+//! escaping, `# EOF`); this file only decides what is shown, in which order and under which
+//! names.
+//!
+//! The figures are values already measured, not instruments updated in place, so they go out
+//! through the client's collector interface as constant counters and gauges, in a fixed order
+//! (roles as the timeline orders them, error kinds by name) that makes two scrapes of the same
+//! tick byte for byte the same. Units are the format's base units: seconds, not nanoseconds.
+
+use std::borrow::Cow;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::{Registry, Unit};
+
+use crate::stats::throughput::Role;
+use crate::stats::timeline::{Tick, Totals};
+
+/// What names a run on every sample: `run` (the id its result will carry) and `scenario`.
+#[derive(Debug, Clone)]
+pub struct RunLabels {
+    pub run: String,
+    pub scenario: &'static str,
+}
+
+/// One tick's figures, owned, as the client's collector interface wants them.
+#[derive(Debug)]
+struct Figures {
+    tick: Tick,
+    totals: Totals,
+    finished: bool,
+}
+
+/// The whole exposition of `tick` (ending in `# EOF`). `finished` says it is the run's last.
+pub fn render(labels: &RunLabels, tick: &Tick, totals: &Totals, finished: bool) -> String {
+    let mut registry = Registry::with_prefix_and_labels(
+        "msgbench",
+        [
+            (Cow::Borrowed("run"), Cow::Owned(labels.run.clone())),
+            (Cow::Borrowed("scenario"), Cow::Borrowed(labels.scenario)),
+        ]
+        .into_iter(),
+    );
+    registry.register_collector(Box::new(Figures {
+        tick: tick.clone(),
+        totals: totals.clone(),
+        finished,
+    }));
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry)
+        .expect("encoding into a String cannot fail");
+    text
+}
+
+/// A role's rate in a tick, as the tick itself has it.
+fn rate_of(tick: &Tick, role: Role) -> f64 {
+    match role {
+        Role::Pub => tick.sent_per_sec,
+        Role::Sub => tick.received_per_sec,
+    }
+}
+
+fn ns_to_s(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+impl Collector for Figures {
+    fn encode(&self, mut e: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let (t, totals) = (&self.tick, &self.totals);
+        gauge(
+            &mut e,
+            "tick_end",
+            "End of the interval these figures are from, in seconds since the run started \
+             (the t_s of its tick in the result's timeline)",
+            Some(&Unit::Seconds),
+            t.t_s,
+        )?;
+        gauge(
+            &mut e,
+            "tick_span",
+            "Length of that interval",
+            Some(&Unit::Seconds),
+            t.span_s,
+        )?;
+        gauge(
+            &mut e,
+            "run_finished",
+            "1 when these are the run's final figures",
+            None,
+            i64::from(self.finished),
+        )?;
+        {
+            let c = ConstCounter::new(0u64);
+            let mut m = e.encode_descriptor(
+                "messages",
+                "Messages since the run started, sent (role pub) or received (role sub).",
+                None,
+                c.metric_type(),
+            )?;
+            for (role, n) in &totals.msgs {
+                ConstCounter::new(*n).encode(m.encode_family(&[("role", role.as_str())])?)?;
+            }
+        }
+        {
+            let g = ConstGauge::new(0.0f64);
+            let mut m = e.encode_descriptor(
+                "messages_per_second",
+                "Messages per second in the interval, sent (role pub) or received (role sub).",
+                None,
+                g.metric_type(),
+            )?;
+            for role in totals.msgs.keys() {
+                ConstGauge::new(rate_of(t, *role))
+                    .encode(m.encode_family(&[("role", role.as_str())])?)?;
+            }
+        }
+        if let Some(l) = &t.latency {
+            let in_interval = "of the latencies measured in the interval";
+            gauge(
+                &mut e,
+                "latency_p50",
+                &format!("Median {in_interval}"),
+                Some(&Unit::Seconds),
+                ns_to_s(l.p50_ns),
+            )?;
+            gauge(
+                &mut e,
+                "latency_p99",
+                &format!("99th percentile {in_interval}"),
+                Some(&Unit::Seconds),
+                ns_to_s(l.p99_ns),
+            )?;
+            gauge(
+                &mut e,
+                "latency_max",
+                &format!("Largest {in_interval}"),
+                Some(&Unit::Seconds),
+                ns_to_s(l.max_ns),
+            )?;
+            gauge(
+                &mut e,
+                "latency_samples",
+                "Latencies measured in the interval",
+                None,
+                l.count as i64,
+            )?;
+        }
+        {
+            let c = ConstCounter::new(0u64);
+            let mut m = e.encode_descriptor(
+                "errors",
+                "Errors since the run started, by kind (the kinds of the result's errors section).",
+                None,
+                c.metric_type(),
+            )?;
+            for (kind, n) in &totals.errors {
+                ConstCounter::new(*n).encode(m.encode_family(&[("kind", *kind)])?)?;
+            }
+        }
+        if let Some(s) = &t.stage {
+            gauge(
+                &mut e,
+                "stage_index",
+                "The --rate-schedule stage the run was in at the end of the interval, from 0",
+                None,
+                s.index as i64,
+            )?;
+            gauge(
+                &mut e,
+                "stages",
+                "Stages in the --rate-schedule",
+                None,
+                s.of as i64,
+            )?;
+            gauge(
+                &mut e,
+                "stage_target_messages_per_second",
+                "The target rate of that stage (a ramp's mean)",
+                None,
+                s.target_rate,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// One gauge family with one sample (the run's labels only). `help` gets its full stop here, as
+/// the client's registry would add it.
+fn gauge<N>(
+    e: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    unit: Option<&Unit>,
+    value: N,
+) -> Result<(), std::fmt::Error>
+where
+    ConstGauge<N>: EncodeMetric,
+{
+    let g = ConstGauge::new(value);
+    let m = e.encode_descriptor(name, &format!("{help}."), unit, g.metric_type())?;
+    g.encode(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::timeline::{TickLatency, TickStage};
+
+    fn tick() -> Tick {
+        Tick {
+            t_s: 2.004_5,
+            span_s: 1.000_25,
+            msgs: vec![1000, 998],
+            sent_per_sec: 999.750_062_484_378_9,
+            received_per_sec: 997.750_562_359_410_1,
+            latency: Some(TickLatency {
+                count: 998,
+                p50_ns: 45_568,
+                p99_ns: 1_892_352,
+                max_ns: 4_882_432,
+            }),
+            errors: 1,
+            stage: Some(TickStage {
+                index: 1,
+                of: 3,
+                target_rate: 2000.0,
+            }),
+        }
+    }
+
+    fn totals() -> Totals {
+        Totals {
+            msgs: [(Role::Pub, 2000), (Role::Sub, 1996)].into_iter().collect(),
+            errors: [("request_timeout", 1)].into_iter().collect(),
+        }
+    }
+
+    fn labels() -> RunLabels {
+        RunLabels {
+            run: "20261125T143000Z-latency-0a1b".into(),
+            scenario: "latency",
+        }
+    }
+
+    /// The samples of `text`, as `name{labels} value` lines.
+    fn samples(text: &str) -> Vec<&str> {
+        text.lines().filter(|l| !l.starts_with('#')).collect()
+    }
+
+    #[test]
+    fn a_tick_is_exposed_whole_in_base_units_ending_in_eof() {
+        let text = render(&labels(), &tick(), &totals(), false);
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        let on = r#"run="20261125T143000Z-latency-0a1b",scenario="latency""#;
+        for want in [
+            format!("msgbench_tick_end_seconds{{{on}}} 2.0045"),
+            format!("msgbench_run_finished{{{on}}} 0"),
+            format!(r#"msgbench_messages_total{{{on},role="pub"}} 2000"#),
+            format!(r#"msgbench_messages_total{{{on},role="sub"}} 1996"#),
+            format!(r#"msgbench_messages_per_second{{{on},role="pub"}} 999.7500624843789"#),
+            format!("msgbench_latency_p99_seconds{{{on}}} 0.001892352"),
+            format!("msgbench_latency_samples{{{on}}} 998"),
+            format!(r#"msgbench_errors_total{{{on},kind="request_timeout"}} 1"#),
+            format!("msgbench_stage_index{{{on}}} 1"),
+            format!("msgbench_stage_target_messages_per_second{{{on}}} 2000.0"),
+        ] {
+            assert!(
+                samples(&text).contains(&want.as_str()),
+                "{want} not in\n{text}"
+            );
+        }
+        assert!(
+            text.contains("# TYPE msgbench_messages counter\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# UNIT msgbench_latency_p99_seconds seconds\n"),
+            "{text}"
+        );
+        // The same tick twice is the same text: nothing in it depends on hash order.
+        assert_eq!(text, render(&labels(), &tick(), &totals(), false));
+    }
+
+    #[test]
+    fn latency_and_stage_appear_only_when_the_tick_has_them() {
+        let mut t = tick();
+        t.latency = None;
+        t.stage = None;
+        let text = render(&labels(), &t, &Totals::default(), true);
+        assert!(!text.contains("msgbench_latency"), "{text}");
+        assert!(!text.contains("msgbench_stage"), "{text}");
+        assert!(samples(&text)
+            .iter()
+            .any(|l| l.starts_with("msgbench_run_finished{") && l.ends_with(" 1")));
+        // No roles yet (no client registered): the families are declared, with no samples.
+        assert!(
+            !samples(&text).iter().any(|l| l.contains("role=")),
+            "{text}"
+        );
+    }
+}

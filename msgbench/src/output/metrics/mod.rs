@@ -1,0 +1,150 @@
+//! `--metrics-listen ADDR`: the run's live figures for Prometheus, Grafana and the like, in the
+//! OpenMetrics text format on `http://ADDR/metrics`.
+//!
+//! The figures are the live view's ticks, the very ones the result's `timeline` records, with
+//! the counts they add up to: each tick is rendered once into a page ([`exposition`]) that a
+//! small server thread hands to every scrape ([`http`]). A scrape so never sees half a tick, and
+//! scraping costs the run nothing but a copy of the page. The address is bound before any
+//! server is started or connected to, so a port in use refuses the run instead of surfacing
+//! after it. After the last run, the final page is kept up until a scraper has taken it (at most
+//! `--metrics-linger`; Ctrl-C ends the wait): a scraper that comes every 15 s would otherwise
+//! miss the end of the run.
+
+mod exposition;
+mod http;
+
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+pub use exposition::RunLabels;
+
+use crate::error::{Error, Result};
+use crate::stats::timeline::{Tick, Totals};
+use http::Board;
+
+const FLAG: &str = "--metrics-listen";
+
+/// The listening server; dropping it stops it.
+pub struct Metrics {
+    board: Arc<Board>,
+    addr: SocketAddr,
+    done: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Metrics {
+    /// Listens on `addr` (`HOST:PORT`) and starts serving an empty exposition.
+    ///
+    /// # Errors
+    /// [`Error::Listen`] naming the flag and address, when it cannot be listened on.
+    pub fn bind(addr: &str) -> Result<Self> {
+        let refuse = |reason: String| Error::Listen {
+            flag: FLAG,
+            addr: addr.to_string(),
+            reason,
+        };
+        let listener = TcpListener::bind(addr).map_err(|e| refuse(why(&e)))?;
+        let local = listener.local_addr().map_err(|e| refuse(why(&e)))?;
+        let board = Arc::new(Board::default());
+        let done = Arc::new(AtomicBool::new(false));
+        let thread = http::serve(listener, Arc::clone(&board), Arc::clone(&done));
+        Ok(Self {
+            board,
+            addr: local,
+            done,
+            thread: Some(thread),
+        })
+    }
+
+    /// The address bound (its port is the one chosen when the user gave port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// What the live view of one run publishes through.
+    pub fn feed(&self, labels: RunLabels) -> Feed {
+        Feed {
+            board: Arc::clone(&self.board),
+            labels,
+            last: None,
+        }
+    }
+
+    /// Serves until the final page has been scraped, `limit` has passed or `stop` is raised,
+    /// then stops the server. Nothing is awaited when no tick was ever published.
+    pub fn linger(mut self, limit: Duration, stop: &AtomicBool) {
+        let last = self.board.published();
+        if last > 0 && !self.board.taken(last) && !limit.is_zero() && !stop.load(Ordering::Relaxed)
+        {
+            eprintln!(
+                "{FLAG}: the final figures stay on http://{}/metrics until scraped, at most {} \
+                 (--metrics-linger; Ctrl-C ends the wait)",
+                self.addr,
+                humantime::format_duration(limit)
+            );
+            let start = Instant::now();
+            while !self.board.taken(last)
+                && start.elapsed() < limit
+                && !stop.load(Ordering::Relaxed)
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        self.done.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Metrics {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Why an address cannot be listened on, in the user's terms.
+fn why(e: &std::io::Error) -> String {
+    use std::io::ErrorKind as K;
+    match e.kind() {
+        K::AddrInUse => "the address is already in use".into(),
+        K::AddrNotAvailable => "it is not an address of this machine".into(),
+        K::PermissionDenied => "permission denied (ports below 1024 need privileges)".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// One run's side of the exposition, owned by its live view: each tick it is shown becomes the
+/// page on offer.
+#[derive(Clone)]
+pub struct Feed {
+    board: Arc<Board>,
+    labels: RunLabels,
+    /// The last tick shown, with its totals, and whether it was shown as the run's final one.
+    last: Option<(Tick, Totals, bool)>,
+}
+
+impl Feed {
+    /// Publishes `tick` and the `totals` read with it; `last` when the run has ended.
+    pub fn show(&mut self, tick: &Tick, totals: &Totals, last: bool) {
+        self.board
+            .publish(exposition::render(&self.labels, tick, totals, last));
+        self.last = Some((tick.clone(), totals.clone(), last));
+    }
+
+    /// Marks the run's figures final: the last tick shown is shown again as such (when the run's
+    /// last interval was too empty to keep, the timeline ends with that tick too).
+    pub fn finish(&mut self) {
+        if let Some((tick, totals, false)) = &self.last {
+            let (tick, totals) = (tick.clone(), totals.clone());
+            self.show(&tick, &totals, true);
+        }
+    }
+}
