@@ -208,10 +208,10 @@ fn print_plan(plan: &Plan) -> Result<u8> {
         )));
     }
     let doc = plan.to_json()?;
-    println!(
-        "{}",
-        serde_json::to_string_pretty(&doc).expect("a plan serialises")
-    );
+    let mut text = serde_json::to_string_pretty(&doc).expect("a plan serialises");
+    text.push('\n');
+    // A reader that closed the pipe early (`| head`) took what it wanted: not an error.
+    let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
     Ok(exit::OK)
 }
 

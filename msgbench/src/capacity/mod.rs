@@ -181,6 +181,7 @@ fn refuse_outputs(o: &crate::cli::OutputArgs) -> Result<Option<std::path::PathBu
         ("--threshold", !o.threshold.is_empty(), "use --slo"),
         ("--print-plan", o.print_plan, "a search is many plans; print one without capacity"),
         ("--agents", o.distributed(), "a search runs on one host"),
+        ("--metrics-listen", o.metrics_listen.is_some(), "probes are printed as they end"),
         ("--control", o.control.is_some(), "a search runs on one host"),
         ("--sign", o.sign.is_some(), "a search runs on one host"),
     ];
