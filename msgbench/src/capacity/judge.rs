@@ -11,7 +11,23 @@ use crate::result::RunResult;
 
 /// Sends later than this at P99, while the socket took them, mean the tool fell behind its
 /// schedule: msgbench's own late bound for a paced send.
-pub const LAG_BOUND_NS: u64 = 1_000_000;
+const LAG_BOUND_NS: u64 = 1_000_000;
+
+/// How late the tool's sends may be (P99) before the probe measured the tool: its own late
+/// bound, or a tenth of the tightest latency SLO when that is looser. A send lag well inside
+/// the SLO cannot be what failed or passed it; one near it could be.
+pub fn lag_bound_ns(slo: &[crate::gate::Threshold]) -> u64 {
+    let tightest = slo
+        .iter()
+        .filter(|t| t.metric().is_latency())
+        .map(crate::gate::Threshold::limit)
+        .fold(f64::INFINITY, f64::min);
+    if tightest.is_finite() {
+        LAG_BOUND_NS.max((tightest / 10.0) as u64)
+    } else {
+        LAG_BOUND_NS
+    }
+}
 
 /// What one run (or every run at a rate) came to.
 #[derive(Debug, Clone, PartialEq)]

@@ -279,6 +279,6 @@ fn judge_probe(r: &RunResult, rate: f64, run: u32, s: &SearchArgs) -> Probe {
     let kept = r
         .pacing
         .as_ref()
-        .is_none_or(|p| p.tool_kept_schedule(judge::LAG_BOUND_NS));
+        .is_none_or(|p| p.tool_kept_schedule(judge::lag_bound_ns(&s.slo)));
     Probe::new(rate, run, &view, r, kept, verdicts)
 }
