@@ -4,7 +4,6 @@
 #![allow(dead_code)]
 
 pub mod grpc_service;
-pub mod knee_docs;
 pub mod openmetrics;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
