@@ -84,6 +84,13 @@ fn a_step_schedule_has_one_stage_per_rate_and_a_pause_shows_in_its_stage() {
     );
     assert!(p999(pause_stage) > 100e6, "P99.9 {}", p999(pause_stage));
     assert!(p999(0) < 100e6 && p999(4) < 100e6);
+    // Each tick of the timeline names its stage, in order, ending in the last.
+    let ticks = v["timeline"]["ticks"].as_array().unwrap();
+    let seen: Vec<u64> = ticks.iter().map(|t| u(&t["stage"]["index"])).collect();
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+    assert_eq!(seen.first(), Some(&0));
+    assert_eq!(seen.last(), Some(&4));
+    assert!(ticks.iter().all(|t| u(&t["stage"]["of"]) == 5));
     // The whole run's latency has it too.
     assert!(f(&v["latency"]["max_ns"]) >= max(pause_stage));
 }
