@@ -144,7 +144,10 @@ pub fn judge(thresholds: &[Threshold], r: &RunResult) -> Vec<Verdict> {
         return Vec::new();
     }
     // Metrics are read from the document form, the same way `diff` reads a saved file.
-    judge_doc(thresholds, &serde_json::to_value(r).expect("a result serialises"))
+    judge_doc(
+        thresholds,
+        &serde_json::to_value(r).expect("a result serialises"),
+    )
 }
 
 /// Judges every threshold against a result document (or a view of one).

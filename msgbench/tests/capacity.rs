@@ -39,13 +39,17 @@ fn search(server: &str, args: &[&str]) -> (Option<i32>, Value, String) {
     (out.status.code(), doc, stderr(&out))
 }
 
+/// The rates probed, in order, each once (a rate's runs, and any run repeated because the
+/// machine held msgbench up, follow one another).
 fn probed_rates(doc: &Value) -> Vec<f64> {
-    doc["probes"]
+    let mut rates: Vec<f64> = doc["probes"]
         .as_array()
         .unwrap()
         .iter()
         .map(|p| f(&p["rate"]))
-        .collect()
+        .collect();
+    rates.dedup();
+    rates
 }
 
 #[test]
@@ -86,8 +90,9 @@ fn the_search_doubles_then_bisects_to_a_known_edge() {
     for p in doc["probes"].as_array().unwrap() {
         let v = &p["verdicts"][0];
         assert_eq!(f(&v["measured"]), f(&p["rate"]).round(), "{p}");
-        assert_eq!(v["pass"], p["pass"]);
-        assert_eq!(p["tool_kept_schedule"], true, "{p}");
+        if p["tool_kept_schedule"] == true {
+            assert_eq!(v["pass"], p["pass"], "{p}");
+        }
     }
     assert!(err.contains("1,500/s  run 1/1"), "{err}");
 }
@@ -117,17 +122,28 @@ fn a_range_that_holds_to_its_top_says_so() {
         ],
     );
     assert_eq!(code, Some(0), "{err}");
-    assert_eq!(
-        probed_rates(&doc),
-        vec![500.0, 500.0, 1000.0, 1000.0, 2000.0, 2000.0]
-    );
+    assert_eq!(probed_rates(&doc), vec![500.0, 1000.0, 2000.0]);
+    let held = |r: f64| {
+        doc["probes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| f(&p["rate"]) == r && p["pass"] == true)
+            .count()
+    };
+    assert!([500.0, 1000.0, 2000.0].iter().all(|r| held(*r) == 2));
     assert_eq!(f(&doc["sustainable_rate"]), 2000.0);
     assert_eq!(doc["limiter"]["kind"], "none");
     assert!(doc["first_failing"].is_null());
-    assert_eq!(doc["confidence"]["per_run"], serde_json::json!([2000.0, 2000.0]));
+    assert_eq!(
+        doc["confidence"]["per_run"],
+        serde_json::json!([2000.0, 2000.0])
+    );
     for p in doc["probes"].as_array().unwrap() {
-        assert!(p["latency"]["p99_ns"].as_u64().unwrap() < 500_000_000);
-        assert_eq!(p["lost"], 0);
+        if p["pass"] == true {
+            assert!(p["latency"]["p99_ns"].as_u64().unwrap() < 500_000_000);
+            assert_eq!(p["lost"], 0);
+        }
     }
     assert_eq!(doc["slo"], serde_json::json!(["p99<500ms", "lost==0"]));
 }
@@ -222,14 +238,36 @@ fn a_tool_that_cannot_keep_its_schedule_is_named_as_the_limit() {
 
 #[test]
 fn flags_a_search_cannot_honour_are_refused_in_one_line() {
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 12] = [
+        (
+            &["latency", "--slo", "p99<1ms", "--warmup", "2s"],
+            "--warmup",
+        ),
+        (
+            &["latency", "--slo", "p99<1ms", "--allow-loss"],
+            "--allow-loss",
+        ),
+        (&["latency", "--slo", "p99<1ms", "--live"], "--live"),
+        (&["latency", "--slo", "msgs>5"], "--slo"),
         (&["latency", "--slo", "p99<1ms", "--rate", "5000"], "--rate"),
-        (&["latency", "--slo", "p99<1ms", "--duration", "5s"], "--duration"),
+        (
+            &["latency", "--slo", "p99<1ms", "--duration", "5s"],
+            "--duration",
+        ),
         (&["pubsub", "--slo", "lost==0", "--msgs", "10"], "--msgs"),
-        (&["latency", "--slo", "p99<1ms", "--threshold", "p50<1ms"], "--slo"),
+        (
+            &["latency", "--slo", "p99<1ms", "--threshold", "p50<1ms"],
+            "--slo",
+        ),
         (&["latency", "--slo", "p99<1ms", "--csv", "x.csv"], "--csv"),
-        (&["latency", "--slo", "p99<1ms", "--runs", "2"], "--probe-runs"),
-        (&["latency", "--slo", "p99<1ms", "--precision", "0"], "--precision"),
+        (
+            &["latency", "--slo", "p99<1ms", "--runs", "2"],
+            "--probe-runs",
+        ),
+        (
+            &["latency", "--slo", "p99<1ms", "--precision", "0"],
+            "--precision",
+        ),
         (&["latency", "--probe-runs", "2"], "--slo"),
     ];
     for (args, says) in cases {
@@ -239,6 +277,56 @@ fn flags_a_search_cannot_honour_are_refused_in_one_line() {
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
-        assert!(err.starts_with("error: ") && err.contains(says), "{args:?}: {err}");
+        assert!(
+            err.starts_with("error: ") && err.contains(says),
+            "{args:?}: {err}"
+        );
     }
+}
+
+#[test]
+fn an_interrupted_search_still_writes_what_it_measured() {
+    let _one = serial();
+    let s = TestServer::start();
+    let child = support::bin()
+        .args([
+            "capacity",
+            "latency",
+            "--server",
+            &s.url,
+            "--slo",
+            "p99<1s",
+            "--probe-duration",
+            "400ms",
+            "--probe-warmup",
+            "100ms",
+            "--probe-runs",
+            "1",
+            "--start-rate",
+            "200",
+            "--json",
+            "-",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Long enough for a few rates, far too short for the search to end.
+    std::thread::sleep(Duration::from_millis(2500));
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
+    assert_eq!(
+        schema_errors_in("capacity-v1.schema.json", &doc),
+        Vec::<String>::new()
+    );
+    assert_eq!(doc["interrupted"], true);
+    let probes = doc["probes"].as_array().unwrap();
+    assert!(!probes.is_empty(), "{err}");
+    // What held before the interrupt is kept; the rate being probed is not called a failure.
+    assert!(doc["first_failing"].is_null(), "{}", doc["first_failing"]);
+    assert_eq!(doc["limiter"]["kind"], "none");
+    assert!(err.contains("Interrupted"), "{err}");
 }

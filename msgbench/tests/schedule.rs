@@ -16,7 +16,9 @@ fn f(v: &Value) -> f64 {
 }
 
 fn stages(v: &Value) -> &Vec<Value> {
-    v["schedule"]["stages"].as_array().expect("a schedule section")
+    v["schedule"]["stages"]
+        .as_array()
+        .expect("a schedule section")
 }
 
 #[test]
@@ -59,7 +61,6 @@ fn a_step_schedule_has_one_stage_per_rate_and_a_pause_shows_in_its_stage() {
         assert_eq!(u(&stage["sent"]), want as u64, "stage {i}");
         assert_eq!(u(&stage["received"]), want as u64, "stage {i}");
         assert_eq!(u(&stage["lost"]), 0);
-        assert!((f(&stage["msgs_per_sec"]) - want).abs() < 1e-6);
         let lat = &stage["latency"];
         assert!(u(&lat["count"]) > 0, "stage {i} has percentiles");
         assert!(lat["percentiles_ns"]["99"].is_u64());
@@ -70,9 +71,7 @@ fn a_step_schedule_has_one_stage_per_rate_and_a_pause_shows_in_its_stage() {
     // the third stage's corrected tail holds it; the stages around it do not.
     let p999 = |i: usize| f(&st[i]["latency"]["percentiles_ns"]["99.9"]);
     let max = |i: usize| f(&st[i]["latency"]["max_ns"]);
-    let pause_stage = (0..5)
-        .max_by(|a, b| max(*a).total_cmp(&max(*b)))
-        .unwrap();
+    let pause_stage = (0..5).max_by(|a, b| max(*a).total_cmp(&max(*b))).unwrap();
     assert!(
         (1..=3).contains(&pause_stage),
         "the pause landed in stage {pause_stage}"
@@ -91,6 +90,12 @@ fn a_step_schedule_has_one_stage_per_rate_and_a_pause_shows_in_its_stage() {
     assert_eq!(seen.first(), Some(&0));
     assert_eq!(seen.last(), Some(&4));
     assert!(ticks.iter().all(|t| u(&t["stage"]["of"]) == 5));
+    // Achieved is what arrived while each stage ran. The backlog of a 300 ms pause clears
+    // well within its one-second stage, so every stage still achieved about its target.
+    for (i, stage) in st.iter().enumerate() {
+        let achieved = f(&stage["msgs_per_sec"]) / f(&stage["target_rate"]);
+        assert!((0.95..=1.05).contains(&achieved), "stage {i}: {achieved}");
+    }
     // The whole run's latency has it too.
     assert!(f(&v["latency"]["max_ns"]) >= max(pause_stage));
 }
@@ -122,7 +127,12 @@ fn pubsub_stages_account_for_every_message_of_every_publisher() {
     assert_eq!(u(&st[0]["received"]), 4200);
     assert_eq!(u(&st[1]["received"]), 12_600);
     assert_eq!(u(&st[1]["lost"]), 0);
-    assert!((f(&st[1]["msgs_per_sec"]) - 9000.0).abs() < 1.0);
+    // Per subscriber, what arrived while the stage ran.
+    assert!(
+        (f(&st[1]["msgs_per_sec"]) / 9000.0 - 1.0).abs() < 0.05,
+        "{}",
+        st[1]
+    );
     // pubsub times nothing: no latency per stage.
     assert!(st[0]["latency"].is_null());
     assert_eq!(u(&v["delivery"]["sent"]), 8400);
@@ -134,7 +144,13 @@ fn every_open_loop_scenario_takes_a_schedule() {
     let cases: [&[&str]; 4] = [
         // gRPC against msgbench's own reference service, started in process.
         &["grpc", "--rate-schedule", "200@500ms,400@500ms"],
-        &["request", "--clients", "2", "--rate-schedule", "ramp:400:1200:2s"],
+        &[
+            "request",
+            "--clients",
+            "2",
+            "--rate-schedule",
+            "ramp:400:1200:2s",
+        ],
         &[
             "js",
             "pub",
@@ -212,12 +228,18 @@ fn the_live_line_names_the_stage() {
 fn bad_schedules_are_refused_in_one_line() {
     let cases: [(&[&str], &str); 7] = [
         (&["latency", "--rate-schedule", "fast"], "--rate-schedule"),
-        (&["latency", "--rate-schedule", "step:1:1:1s"], "needs --duration"),
+        (
+            &["latency", "--rate-schedule", "step:1:1:1s"],
+            "needs --duration",
+        ),
         (
             &["latency", "--rate-schedule", "100@1s", "--duration", "5s"],
             "leave out --duration",
         ),
-        (&["latency", "--rate-schedule", "100@1s", "--rate", "5"], "--rate"),
+        (
+            &["latency", "--rate-schedule", "100@1s", "--rate", "5"],
+            "--rate",
+        ),
         (&["sub", "--rate-schedule", "100@1s"], "--rate-schedule"),
         (
             &["js", "pub", "--mode", "sync", "--rate-schedule", "100@1s"],
@@ -233,7 +255,10 @@ fn bad_schedules_are_refused_in_one_line() {
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
-        assert!(err.starts_with("error: ") && err.contains(says), "{args:?}: {err}");
+        assert!(
+            err.starts_with("error: ") && err.contains(says),
+            "{args:?}: {err}"
+        );
         assert!(!err.contains("panicked"));
     }
 }

@@ -41,6 +41,9 @@ pub struct Capacity {
     pub first_failing: Option<FirstFailing>,
     pub limiter: Limiter,
     pub probes: Vec<Probe>,
+    /// The search ran out of probes (`MAX_PROBED_RATES`) rather than ending.
+    #[serde(skip)]
+    pub stopped_at_limit: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -81,12 +84,13 @@ pub struct Probe {
     /// The tool kept its schedule and every SLO held.
     pub pass: bool,
     pub tool_kept_schedule: bool,
-    /// Achieved in the judged part.
-    pub msgs_per_sec: f64,
+    /// Achieved in the judged part; null when it could not be measured.
+    pub msgs_per_sec: Option<f64>,
     /// Of the whole probe, against its target; null when too little was sent to time it.
     pub shortfall_pct: Option<f64>,
     pub latency: Option<ProbeLatency>,
-    pub lost: u64,
+    /// Null where the scenario cannot tell (nothing stamped).
+    pub lost: Option<u64>,
     pub errors: u64,
     pub verdicts: Vec<Verdict>,
 }
@@ -98,6 +102,7 @@ impl Probe {
         view: &Value,
         r: &RunResult,
         kept: bool,
+        held_back: bool,
         verdicts: Vec<Verdict>,
     ) -> Self {
         let at = |p: &str| view.pointer(p).and_then(Value::as_u64);
@@ -116,15 +121,14 @@ impl Probe {
         Probe {
             rate,
             run,
-            pass: kept && verdicts.iter().all(|v| v.pass),
+            pass: kept && !held_back && verdicts.iter().all(|v| v.pass),
             tool_kept_schedule: kept,
             msgs_per_sec: view
                 .pointer("/throughput/msgs_per_sec")
-                .and_then(Value::as_f64)
-                .unwrap_or(0.0),
+                .and_then(Value::as_f64),
             shortfall_pct: r.pacing.as_ref().and_then(|p| p.shortfall_pct),
             latency,
-            lost: at("/delivery/lost").unwrap_or(0),
+            lost: at("/delivery/lost"),
             errors: r.errors.values().sum(),
             verdicts,
         }
@@ -133,8 +137,11 @@ impl Probe {
     /// The progress line printed when the run ends.
     pub fn line(&self, runs: u32) -> String {
         let verdict = match (self.tool_kept_schedule, self.pass) {
-            (false, _) => "TOOL".to_string(),
+            (false, _) => "TOOL: msgbench fell behind its schedule".to_string(),
             (true, true) => "held".to_string(),
+            (true, false) if self.verdicts.iter().all(|v| v.pass) => {
+                "held back: the publishers could not send at the rate".to_string()
+            }
             (true, false) => {
                 let failed: Vec<&str> = self
                     .verdicts
@@ -156,7 +163,8 @@ impl Probe {
             "  {:>10}/s  run {}/{runs}  achieved {}/s{lat}  {verdict}",
             group(self.rate.round() as u64),
             self.run,
-            group(self.msgs_per_sec.round() as u64),
+            self.msgs_per_sec
+                .map_or_else(|| "—".into(), |r| group(r.round() as u64)),
         )
     }
 }
@@ -170,11 +178,7 @@ impl Capacity {
         tool: ToolInfo,
     ) -> Self {
         let mut plan = plan;
-        if let Some(o) = plan.as_object_mut() {
-            for key in super::SET_BY_SEARCH {
-                o.remove(key);
-            }
-        }
+        super::remove_search_keys(&mut plan);
         Capacity {
             schema: SCHEMA,
             tool,
@@ -200,6 +204,7 @@ impl Capacity {
                 detail: String::new(),
             },
             probes: Vec::new(),
+            stopped_at_limit: false,
         }
     }
 
@@ -222,6 +227,10 @@ impl Capacity {
             (None, _) if interrupted => Limiter {
                 kind: "none",
                 detail: "interrupted before the search ended".into(),
+            },
+            (None, Some(_)) if self.stopped_at_limit => Limiter {
+                kind: "none",
+                detail: "the search used up its probes before the bracket was narrow enough".into(),
             },
             (None, Some(h)) => Limiter {
                 kind: "none",
@@ -253,8 +262,8 @@ impl Capacity {
             .filter_map(|run| self.run_capacity(run))
             .collect();
         let top = broke.as_ref().map_or(held, |(r, _)| *r);
-        let (lo, hi) = crate::stats::significance::mean_interval(&per_run, LEVEL)
-            .unwrap_or((held, top));
+        let (lo, hi) =
+            crate::stats::significance::mean_interval(&per_run, LEVEL).unwrap_or((held, top));
         self.confidence = Some(Confidence {
             level: LEVEL,
             low: lo.min(held).max(0.0),
@@ -306,13 +315,17 @@ impl Capacity {
         }
         if let Some(f) = &self.first_failing {
             let failed = if f.slo.is_empty() {
-                String::new()
+                " (no SLO failed there: see what limited it)".to_string()
             } else {
                 format!(": {}", f.slo.join(", "))
             };
             let _ = writeln!(o, "First failing rate: {}/s{failed}", rate(f.rate));
         }
-        let _ = writeln!(o, "Limited by: {} — {}", self.limiter.kind, self.limiter.detail);
+        let _ = writeln!(
+            o,
+            "Limited by: {} — {}",
+            self.limiter.kind, self.limiter.detail
+        );
         if self.interrupted {
             let _ = writeln!(o, "Interrupted: the search did not finish.");
         }

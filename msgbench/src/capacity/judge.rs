@@ -46,10 +46,6 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub fn passed(&self) -> bool {
-        *self == Outcome::Held
-    }
-
     /// The kind a document names.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -57,7 +53,8 @@ impl Outcome {
             Outcome::Tool(_) => "tool",
             Outcome::Subscriber(_) => "subscriber",
             Outcome::Server(_) => "server",
-            Outcome::Slo(_) | Outcome::Unknown => "slo",
+            Outcome::Slo(_) => "slo",
+            Outcome::Unknown => "none",
         }
     }
 
@@ -83,7 +80,10 @@ impl Outcome {
             Outcome::Unknown => 4,
             Outcome::Held => 5,
         };
-        runs.iter().min_by_key(|o| rank(o)).cloned().unwrap_or(Outcome::Unknown)
+        runs.iter()
+            .min_by_key(|o| rank(o))
+            .cloned()
+            .unwrap_or(Outcome::Unknown)
     }
 }
 
@@ -95,7 +95,8 @@ pub fn hold_view(r: &RunResult) -> Value {
         return doc;
     };
     doc["latency"] = serde_json::to_value(&hold.latency).expect("serialises");
-    doc["latency_uncorrected"] = serde_json::to_value(&hold.latency_uncorrected).expect("serialises");
+    doc["latency_uncorrected"] =
+        serde_json::to_value(&hold.latency_uncorrected).expect("serialises");
     doc["throughput"]["msgs_per_sec"] = hold.msgs_per_sec.into();
     doc["delivery"]["sent"] = hold.sent.into();
     if let (Some(received), Some(lost)) = (hold.received, hold.lost) {
@@ -113,10 +114,22 @@ pub fn classify(r: &RunResult, probe: &Probe) -> Outcome {
         return Outcome::Tool(format!(
             "msgbench could not keep its schedule at {rate}/s (achieved {}/s, send lag P99 {}, \
              writes blocked {}): this rate measured the tool, not the system",
-            group(probe.msgs_per_sec.round() as u64),
+            probe
+                .msgs_per_sec
+                .map_or_else(|| "—".into(), |r| group(r.round() as u64)),
             p.map_or_else(|| "—".into(), |p| duration_ns(p.send_lag_p99_ns as f64)),
             p.and_then(|p| p.write_blocked_pct)
                 .map_or_else(|| "—".into(), |b| format!("{b:.0}%")),
+        ));
+    }
+    if let Some(p) = r.pacing.as_ref().filter(|p| p.below_target) {
+        // The tool kept up, yet fell short: the far side would not take the messages.
+        return Outcome::Server(format!(
+            "the server or the path held the publishers back at {rate}/s (achieved {}/s, \
+             {:.0}% of their time in blocked writes or waiting for replies)",
+            p.actual_rate
+                .map_or_else(|| "—".into(), |a| group(a.round() as u64)),
+            p.write_blocked_pct.unwrap_or(0.0)
         ));
     }
     if probe.verdicts.iter().all(|v| v.pass) {
@@ -128,18 +141,22 @@ pub fn classify(r: &RunResult, probe: &Probe) -> Outcome {
         .filter(|v| !v.pass)
         .map(|v| v.expr.as_str())
         .collect();
-    let slow = r.errors.get("slow_consumer").copied().unwrap_or(0);
+    let slow: u64 = ["slow_consumer", "fell_behind"]
+        .iter()
+        .filter_map(|k| r.errors.get(k))
+        .sum();
     if slow > 0 {
         return Outcome::Subscriber(format!(
-            "a subscriber fell behind at {rate}/s ({slow} slow-consumer errors, {} lost); {} failed",
-            group(probe.lost),
+            "a subscriber fell behind at {rate}/s ({slow} slow-consumer or fell-behind errors, \
+             {} lost); {} failed",
+            probe.lost.map_or_else(|| "—".into(), group),
             failed.join(", ")
         ));
     }
     let server: Vec<String> = r
         .errors
         .iter()
-        .filter(|(k, n)| **n > 0 && !matches!(**k, "request_timeout" | "fell_behind"))
+        .filter(|(k, n)| **n > 0 && **k != "request_timeout")
         .map(|(k, n)| format!("{k} {n}"))
         .collect();
     if !server.is_empty() {
@@ -155,5 +172,8 @@ pub fn classify(r: &RunResult, probe: &Probe) -> Outcome {
         (Some(v), false) => format!("{v}"),
         (None, _) => first.why.unwrap_or("not measured").to_string(),
     };
-    Outcome::Slo(format!("{} failed at {rate}/s (measured {measured})", first.expr))
+    Outcome::Slo(format!(
+        "{} failed at {rate}/s (measured {measured})",
+        first.expr
+    ))
 }

@@ -33,6 +33,10 @@ use judge::{classify, hold_view, Outcome};
 /// bisection to 5 % about 5 more): it always ends by itself.
 const MAX_PROBED_RATES: usize = 40;
 
+/// Runs again, at most, a run in which the tool could not keep its schedule: a scheduling
+/// hiccup of the machine should not end a search, a tool that cannot keep up should.
+const TOOL_RETRIES: u32 = 2;
+
 /// Runs the search and writes its document.
 ///
 /// # Errors
@@ -42,6 +46,8 @@ pub fn run(args: CapacityArgs, stop: &AtomicBool) -> Result<u8> {
     let search = args.scenario.search().clone();
     check_search(&search)?;
     let json = refuse_outputs(args.scenario.out())?;
+    // --no-progress leaves out the line each probe run prints as it ends.
+    let progress = !args.scenario.out().no_progress;
     let base = base_plan(args.scenario)?;
     if let Some(path) = &json {
         crate::output::dest::check("--json", path)?;
@@ -66,30 +72,54 @@ pub fn run(args: CapacityArgs, stop: &AtomicBool) -> Result<u8> {
         crate::values::ser::text(search.probe_duration),
     );
 
-    let probe_at = |rate: f64, doc: &mut Capacity| -> Result<Outcome> {
-        let plan = probe_plan(&base, rate, &search)?;
-        let validated = plan.validate()?;
+    // One rate: its runs, back to back. A run the tool could not drive measured nothing about
+    // the system, so it is run again (twice at most) before the rate is put down to the tool.
+    // A probe that cannot run at all ends the search as a failure of that rate: what was
+    // measured before it is kept.
+    let probe_at = |rate: f64, doc: &mut Capacity| -> Outcome {
+        let validated = match probe_plan(&base, rate, &search).and_then(|p| p.validate()) {
+            Ok(v) => v,
+            Err(e) => return Outcome::Server(format!("the probe at {rate}/s could not run: {e}")),
+        };
         let mut outcomes = Vec::new();
         for run in 1..=search.probe_runs {
-            if stop.load(Ordering::Relaxed) {
+            let mut retries = TOOL_RETRIES;
+            loop {
+                // Interrupted: the rate's runs are not all in, so nothing is known about it.
+                if stop.load(Ordering::Relaxed) {
+                    return Outcome::Unknown;
+                }
+                let meter = Arc::new(Meter::default());
+                let r = match scenario::execute(
+                    &validated,
+                    targets.main.as_ref(),
+                    targets.second.as_ref(),
+                    &meter,
+                    stop,
+                    None,
+                ) {
+                    Ok(r) => r,
+                    Err(e) => return Outcome::Server(format!("the probe at {rate}/s failed: {e}")),
+                };
+                // A run cut short says nothing about the rate.
+                if r.interrupted {
+                    return Outcome::Unknown;
+                }
+                let probe = judge_probe(&r, rate, run, &search);
+                if progress {
+                    eprintln!("{}", probe.line(search.probe_runs));
+                }
+                let out = classify(&r, &probe);
+                doc.probes.push(probe);
+                if matches!(out, Outcome::Tool(_)) && retries > 0 {
+                    retries -= 1;
+                    continue;
+                }
+                outcomes.push(out);
                 break;
             }
-            let meter = Arc::new(Meter::default());
-            let r = scenario::execute(
-                &validated,
-                targets.main.as_ref(),
-                targets.second.as_ref(),
-                &meter,
-                stop,
-                None,
-            )?;
-            let probe = judge_probe(&r, rate, run, &search);
-            eprintln!("{}", probe.line(search.probe_runs));
-            outcomes.push(classify(&r, &probe));
-            doc.probes.push(probe);
         }
-        // Interrupted before any run: nothing is known about this rate.
-        Ok(Outcome::worst(&outcomes))
+        Outcome::worst(&outcomes)
     };
 
     let (mut held, mut broke): (Option<f64>, Option<(f64, Outcome)>) = (None, None);
@@ -97,36 +127,49 @@ pub fn run(args: CapacityArgs, stop: &AtomicBool) -> Result<u8> {
     let mut probed = 0;
     // Doubling until a probe fails or the top of the range.
     while probed < MAX_PROBED_RATES && !stop.load(Ordering::Relaxed) {
-        let out = probe_at(rate, &mut doc)?;
+        let out = probe_at(rate, &mut doc);
         probed += 1;
-        if out.passed() {
-            held = Some(rate);
-            if rate >= search.max_rate {
+        match out {
+            Outcome::Held => {
+                held = Some(rate);
+                if rate >= search.max_rate {
+                    break;
+                }
+                rate = (rate * 2.0).min(search.max_rate);
+            }
+            Outcome::Unknown => break,
+            failed => {
+                broke = Some((rate, failed));
                 break;
             }
-            rate = (rate * 2.0).min(search.max_rate);
-        } else {
-            broke = Some((rate, out));
-            break;
         }
     }
-    // Bisection of the bracket.
+    // Bisection of the bracket, down to --precision, or to neighbouring rates a probe can tell
+    // apart (a step of 1/s, or a thousandth of the rate below 1/s).
     while let (Some(lo), Some((hi, _))) = (held, broke.as_ref()) {
+        let hi = *hi;
         if (hi - lo) / lo * 100.0 <= search.precision
             || probed >= MAX_PROBED_RATES
             || stop.load(Ordering::Relaxed)
         {
             break;
         }
-        let mid = ((lo + hi) / 2.0).round();
-        let out = probe_at(mid, &mut doc)?;
+        let mut mid = (lo + hi) / 2.0;
+        if mid >= 100.0 {
+            mid = mid.round();
+        }
+        if mid <= lo || mid >= hi {
+            break;
+        }
+        let out = probe_at(mid, &mut doc);
         probed += 1;
-        if out.passed() {
-            held = Some(mid);
-        } else {
-            broke = Some((mid, out));
+        match out {
+            Outcome::Held => held = Some(mid),
+            Outcome::Unknown => break,
+            failed => broke = Some((mid, failed)),
         }
     }
+    doc.stopped_at_limit = probed >= MAX_PROBED_RATES;
     doc.conclude(held, broke, &search, stop.load(Ordering::Relaxed));
     // With the document on standard output, the summary goes to standard error.
     if json.as_deref() == Some(std::path::Path::new("-")) {
@@ -144,7 +187,24 @@ pub fn run(args: CapacityArgs, stop: &AtomicBool) -> Result<u8> {
     })
 }
 
+/// Figures an SLO may name: the hold stage's (latency, rate, delivery) and the whole probe's
+/// errors and shortfall. Others would be read from the warm-up too, so they are refused.
+const WHOLE_RUN_ONLY: [&str; 4] = ["bytes_per_sec", "msgs", "duplicated", "reordered"];
+
 fn check_search(s: &SearchArgs) -> Result<()> {
+    if let Some(t) = s
+        .slo
+        .iter()
+        .find(|t| WHOLE_RUN_ONLY.contains(&t.metric().name().as_str()))
+    {
+        return Err(Error::flag(
+            "--slo",
+            &t.to_string(),
+            "this figure is not kept per stage, so it cannot be judged on the probe's hold; use \
+             p50…p100, min, max, mean, msgs_per_sec, sent, received, lost, errors or \
+             shortfall_pct",
+        ));
+    }
     let min = crate::options::MIN_RATE;
     if s.start_rate < min {
         return Err(Error::flag(
@@ -174,15 +234,44 @@ fn check_search(s: &SearchArgs) -> Result<()> {
 /// switches. Every other one is refused by name rather than ignored.
 fn refuse_outputs(o: &crate::cli::OutputArgs) -> Result<Option<std::path::PathBuf>> {
     let why = [
-        ("--csv", o.csv.is_some(), "a search writes its document with --json"),
-        ("--markdown", o.markdown.is_some(), "a search writes its document with --json"),
-        ("--stream-stats", o.stream_stats.is_some(), "probes are printed as they end"),
+        (
+            "--csv",
+            o.csv.is_some(),
+            "a search writes its document with --json",
+        ),
+        (
+            "--markdown",
+            o.markdown.is_some(),
+            "a search writes its document with --json",
+        ),
+        (
+            "--stream-stats",
+            o.stream_stats.is_some(),
+            "probes are printed as they end",
+        ),
         ("--runs", o.runs != 1, "use --probe-runs"),
         ("--threshold", !o.threshold.is_empty(), "use --slo"),
-        ("--print-plan", o.print_plan, "a search is many plans; print one without capacity"),
+        (
+            "--print-plan",
+            o.print_plan,
+            "a search is many plans; print one without capacity",
+        ),
         ("--agents", o.distributed(), "a search runs on one host"),
-        ("--metrics-listen", o.metrics_listen.is_some(), "probes are printed as they end"),
-        ("--control", o.control.is_some(), "a search runs on one host"),
+        (
+            "--metrics-listen",
+            o.metrics_listen.is_some(),
+            "probes are printed as they end",
+        ),
+        (
+            "--live",
+            o.live,
+            "probes are printed as they end (--no-progress leaves them out)",
+        ),
+        (
+            "--control",
+            o.control.is_some(),
+            "a search runs on one host",
+        ),
         ("--sign", o.sign.is_some(), "a search runs on one host"),
     ];
     if let Some((flag, _, hint)) = why.iter().find(|(_, on, _)| *on) {
@@ -208,20 +297,51 @@ fn base_plan(s: CapacityScenario) -> Result<Plan> {
     for key in SET_BY_SEARCH {
         if lookup(&doc, key) != lookup(&bare, key) {
             return Err(Error::Usage(format!(
-                "--{} is set by the search (use --start-rate, --max-rate and --probe-duration)",
+                "--{} is set by the search (use --start-rate, --max-rate, --probe-duration and \
+                 --probe-warmup)",
                 key.replace('_', "-")
             )));
         }
     }
+    if lookup(&doc, "allow_loss") == Some(&Value::Bool(true)) {
+        return Err(Error::Usage(
+            "--allow-loss does not apply to a search: loss fails a rate only through an SLO \
+             such as --slo 'lost==0'"
+                .into(),
+        ));
+    }
     Ok(plan)
 }
 
-/// The keys a probe sets: its rate and its length.
-const SET_BY_SEARCH: [&str; 6] = ["rate", "rate_schedule", "msgs", "duration", "requests", "total"];
+/// The keys a probe sets: its rate, its length and (latency's) warm-up.
+const SET_BY_SEARCH: [&str; 7] = [
+    "rate",
+    "rate_schedule",
+    "msgs",
+    "duration",
+    "requests",
+    "total",
+    "warmup",
+];
+
+/// A plan document without the keys a probe sets, at its top and in its `load` group.
+fn remove_search_keys(doc: &mut Value) {
+    if let Some(obj) = doc.as_object_mut() {
+        for key in SET_BY_SEARCH {
+            obj.remove(key);
+        }
+        if let Some(load) = obj.get_mut("load").and_then(Value::as_object_mut) {
+            for key in SET_BY_SEARCH {
+                load.remove(key);
+            }
+        }
+    }
+}
 
 /// A key at the top of a plan document or in its `load` group.
 fn lookup<'a>(doc: &'a Value, key: &str) -> Option<&'a Value> {
-    doc.get(key).or_else(|| doc.get("load").and_then(|l| l.get(key)))
+    doc.get(key)
+        .or_else(|| doc.get("load").and_then(|l| l.get(key)))
 }
 
 /// The document of the scenario with no flag typed.
@@ -240,19 +360,7 @@ fn bare_document(name: &str) -> Result<Value> {
 /// The probe at `rate`: the base plan on the schedule `RATE@WARMUP,RATE@HOLD`.
 fn probe_plan(base: &Plan, rate: f64, s: &SearchArgs) -> Result<Plan> {
     let mut doc = base.document();
-    for group in [Some(&mut doc)] {
-        let Some(obj) = group.and_then(Value::as_object_mut) else {
-            continue;
-        };
-        for key in SET_BY_SEARCH {
-            obj.remove(key);
-        }
-        if let Some(load) = obj.get_mut("load").and_then(Value::as_object_mut) {
-            for key in SET_BY_SEARCH {
-                load.remove(key);
-            }
-        }
-    }
+    remove_search_keys(&mut doc);
     let text = crate::values::ser::text;
     let hold = format!("{rate}@{}", text(s.probe_duration));
     let spec = if s.probe_warmup.is_zero() {
@@ -280,5 +388,6 @@ fn judge_probe(r: &RunResult, rate: f64, run: u32, s: &SearchArgs) -> Probe {
         .pacing
         .as_ref()
         .is_none_or(|p| p.tool_kept_schedule(judge::lag_bound_ns(&s.slo)));
-    Probe::new(rate, run, &view, r, kept, verdicts)
+    let short = r.pacing.as_ref().is_some_and(|p| p.below_target);
+    Probe::new(rate, run, &view, r, kept, short, verdicts)
 }

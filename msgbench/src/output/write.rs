@@ -60,11 +60,6 @@ fn write_file(path: &Path, bytes: &[u8], flag: &str) -> Result<()> {
         .map_err(|e| Error::io(format!("cannot write {flag} file '{}'", path.display()), e))
 }
 
-/// Writes a calibration: JSON to `json` ('-' for stdout, the text then goes to stderr), and the
-/// text table.
-///
-/// # Errors
-/// As [`emit`].
 /// Writes a document to `path` (`-` is standard output); a file that cannot be written at the
 /// end is saved elsewhere, and the error says where.
 ///
@@ -78,6 +73,11 @@ pub fn save(path: &Path, bytes: &[u8], flag: &str) -> Result<()> {
     write_file(path, bytes, flag).map_err(|e| dest::rescued(e, bytes))
 }
 
+/// Writes a calibration: JSON to `json` ('-' for stdout, the text then goes to stderr), and the
+/// text table.
+///
+/// # Errors
+/// As [`emit`].
 pub fn emit_calibration(
     cal: &crate::scenario::calibrate::Calibration,
     json: Option<&Path>,

@@ -324,9 +324,10 @@ pub struct Pacing {
     pub send_lag_p50_ns: u64,
     pub send_lag_p99_ns: u64,
     pub send_lag_max_ns: u64,
-    /// Of the publishers' time, the share spent inside writes the socket would not take at once,
-    /// in percent: high when the server or the path held the sends back, low when the sends were
-    /// late because the tool itself did not run. Null where it is not measured.
+    /// Of the publishers' time, the share spent inside writes the socket would not take at once
+    /// or waiting for a free slot of the in-flight window, in percent: high when the server or
+    /// the path held the sends back, low when the sends were late because the tool itself did
+    /// not run. Null where it is not measured.
     pub write_blocked_pct: Option<f64>,
 }
 
@@ -390,12 +391,19 @@ impl Pacing {
         self
     }
 
-    /// Whether the tool kept its schedule: no shortfall, and sends late (P99 over `lag_bound`)
-    /// only where writes were held back, which is the far side's doing.
+    /// Whether the publishers were held back by the far side: at least half their time went
+    /// into writes the socket would not take or waits for a free slot.
+    pub fn held_back(&self) -> bool {
+        self.write_blocked_pct.is_some_and(|p| p >= 50.0)
+    }
+
+    /// Whether the tool kept its schedule: it was neither short of its target nor late (P99
+    /// over `lag_bound`), unless the far side held it back. Where the time held back is not
+    /// measured (gRPC, whose calls wait on the service), lateness is not held against the tool;
+    /// a shortfall still is.
     pub fn tool_kept_schedule(&self, lag_bound_ns: u64) -> bool {
-        let late = self.send_lag_p99_ns > lag_bound_ns;
-        let held_back = self.write_blocked_pct.is_some_and(|p| p >= 50.0);
-        !(self.below_target || late) || held_back
+        let late = self.write_blocked_pct.is_some() && self.send_lag_p99_ns > lag_bound_ns;
+        !(self.below_target || late) || self.held_back()
     }
 }
 

@@ -30,8 +30,9 @@ pub struct StageStats {
     /// Expected (sent, times the subscribers when each receives every message) but never
     /// arrived; null with `received`.
     pub lost: Option<u64>,
-    /// Achieved throughput: arrivals over the stage's length, per subscriber in `pubsub` (sends
-    /// where nothing receives), so it compares with `target_rate`.
+    /// Achieved throughput: what arrived while the stage ran (whenever it was due) over the
+    /// stage's length, per subscriber in `pubsub`, so it compares with `target_rate` and falls
+    /// behind it when the system does; sends by due time where nothing receives (`pub`).
     pub msgs_per_sec: f64,
     /// Latency from each message's due time; null where the scenario times nothing.
     pub latency: Option<LatencyStats>,
@@ -56,6 +57,7 @@ impl ScheduleReport {
                 let sent = sent.get(i).copied().unwrap_or(0);
                 let got = figures.as_ref().map(|f| f.get(i).and_then(Option::as_ref));
                 let received = got.map(|f| f.map_or(0, |f| f.received));
+                let within = got.map(|f| f.map_or(0, |f| f.arrived_within));
                 let timed = |pick: fn(&StageFigures) -> &hdrhistogram::Histogram<u64>| {
                     got.flatten()
                         .map(pick)
@@ -70,7 +72,7 @@ impl ScheduleReport {
                     sent,
                     received,
                     lost: received.map(|r| (sent * fanout).saturating_sub(r)),
-                    msgs_per_sec: received.map_or(sent as f64, |r| r as f64 / fanout as f64) / secs,
+                    msgs_per_sec: within.map_or(sent as f64, |r| r as f64 / fanout as f64) / secs,
                     latency: timed(|f| &f.corrected),
                     latency_uncorrected: timed(|f| &f.uncorrected),
                 }

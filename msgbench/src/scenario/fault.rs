@@ -94,8 +94,6 @@ impl<'a> Injector<'a> {
         self.done.store(true, Ordering::Release);
     }
 
-    /// The result's fault section, from the subscribers' logs; `rate` is what each subscriber
-    /// should receive per second, `end_ns` when sending stopped.
     /// When the fault was injected, in ns from the load's time zero.
     pub fn injected_ns(&self) -> Option<u64> {
         let at = self.injected_ns.load(Ordering::Acquire);
@@ -112,6 +110,8 @@ impl<'a> Injector<'a> {
         rate / f64::from(parts.max(1))
     }
 
+    /// The result's fault section, from the subscribers' logs; `rate` is what each subscriber
+    /// should receive per second, `end_ns` when sending stopped.
     pub fn report(&self, logs: &[&RecoveryLog], rate: f64, end_ns: u64) -> FaultReport {
         let at = self.injected_ns.load(Ordering::Acquire);
         FaultReport::new(

@@ -174,19 +174,34 @@ pub fn run(
             let handle = s.spawn(move || {
                 let mut log = DeliveryLog::new(spec.run_tag);
                 let mut by_stage = None;
-                let (out, recovery) = match (fault_ns, staged) {
-                    (None, Some(sched)) => {
+                let arrivals = || StageArrivals::new(staged?, opts.pubs, spec.run_tag).into();
+                let (out, recovery) = match (fault_ns, arrivals()) {
+                    (None, Some(arrivals)) => {
                         let mut r = Staged {
                             inner: log,
-                            arrivals: StageArrivals::new(sched, opts.pubs, spec.run_tag),
+                            arrivals,
+                            epoch,
                         };
                         let out =
                             load::subscribe(&mut reader, &sh, &spec, ctl, stop, progress, &mut r);
                         log = r.inner;
-                        by_stage = Some(r.arrivals.counts);
+                        by_stage = Some((r.arrivals.counts, r.arrivals.within));
                         (out, None)
                     }
-                    (Some(fault_ns), _) => {
+                    (Some(fault_ns), Some(arrivals)) => {
+                        let inner = Staged {
+                            inner: log,
+                            arrivals,
+                            epoch,
+                        };
+                        let mut r = Recovering::new(inner, due, epoch, fault_ns);
+                        let out =
+                            load::subscribe(&mut reader, &sh, &spec, ctl, stop, progress, &mut r);
+                        log = r.inner.inner;
+                        by_stage = Some((r.inner.arrivals.counts, r.inner.arrivals.within));
+                        (out, Some(r.log))
+                    }
+                    (Some(fault_ns), None) => {
                         let mut r = Recovering::new(log, due, epoch, fault_ns);
                         let out =
                             load::subscribe(&mut reader, &sh, &spec, ctl, stop, progress, &mut r);
@@ -240,7 +255,10 @@ pub fn run(
         });
         // Stages of a schedule are shared: every publisher starts them at one time zero.
         let zero = match (zero, staged) {
-            (None, Some(_)) => Some(common_zero.unwrap_or_else(Instant::now)),
+            // Subscribers time arrivals by stage from the same zero.
+            (None, Some(_)) => {
+                Some(*epoch.get_or_init(|| common_zero.unwrap_or_else(Instant::now)))
+            }
             (z, _) => z,
         };
         if let (Some(at), Some(sched)) = (zero, staged) {
@@ -311,7 +329,7 @@ pub fn run(
             SubOutcome,
             DeliveryLog,
             Option<RecoveryLog>,
-            Option<Vec<u64>>,
+            Option<(Vec<u64>, Vec<u64>)>,
         )> = sub_threads
             .into_iter()
             .map(|(_, _, h)| h.join().expect("subscriber thread panicked"))
@@ -422,17 +440,20 @@ pub fn run(
         }
         // Each subscriber receives every publisher's messages: a stage's arrivals are summed
         // over the subscribers, and each of them expected the stage's every message.
-        let received = (opts.scenario == ScenarioKind::Pubsub && n_subs > 0).then(|| {
-            let totals = StageTotals::new(sc).expect("a schedule of stages");
-            let mut sum = vec![0u64; sc.stages().len()];
-            for counts in sub_outcomes.iter().filter_map(|(.., c)| c.as_ref()) {
-                for (t, n) in sum.iter_mut().zip(counts) {
-                    *t += n;
+        // Without stamps (a --payload of the user's) no arrival can be placed: null, not 0.
+        let stamped = stamp_with.is_some();
+        let received =
+            (opts.scenario == ScenarioKind::Pubsub && n_subs > 0 && stamped).then(|| {
+                let totals = StageTotals::new(sc).expect("a schedule of stages");
+                let n = sc.stages().len();
+                let (mut due, mut within) = (vec![0u64; n], vec![0u64; n]);
+                for (d, w) in sub_outcomes.iter().filter_map(|(.., c)| c.as_ref()) {
+                    due.iter_mut().zip(d).for_each(|(t, x)| *t += x);
+                    within.iter_mut().zip(w).for_each(|(t, x)| *t += x);
                 }
-            }
-            totals.add_received(&sum);
-            totals.take()
-        });
+                totals.add_received(&due, &within);
+                totals.take()
+            });
         ScheduleReport::new(sc, &sent_by_stage, u64::from(n_subs.max(1)), received)
     });
     Ok(RunResult {

@@ -138,7 +138,7 @@ impl<'a> LatencyRecorder<'a> {
         if due_ns < self.warmup_ns {
             self.warmup_skipped += 1;
             if let Some(st) = self.stages.as_mut() {
-                st.record(due_ns, None);
+                st.record(due_ns, recv_ns, None);
             }
             return;
         }
@@ -156,7 +156,7 @@ impl<'a> LatencyRecorder<'a> {
             None => self.unknown_send_time += 1,
         }
         if let Some(st) = self.stages.as_mut() {
-            st.record(due_ns, Some((corrected, uncorrected)));
+            st.record(due_ns, recv_ns, Some((corrected, uncorrected)));
         }
     }
 
@@ -210,7 +210,7 @@ mod tests {
         stall_at_ms: u64,
         stall_ms: u64,
     ) -> LatencyRecorder<'static> {
-        let schedule = Schedule::at_rate(rate);
+        let schedule = crate::stats::schedule::RateSchedule::fixed(rate).share(0, 1);
         let mut rec = LatencyRecorder::new(0, 1_000_000_000, None);
         let n = (rate as u64) * secs;
         let (stall_from, stall_to) = (
@@ -218,7 +218,7 @@ mod tests {
             (stall_at_ms + stall_ms) * 1_000_000,
         );
         for seq in 0..n {
-            let due = schedule.due_ns(seq);
+            let due = schedule.due_ns(seq).expect("a fixed rate never ends");
             // Open loop: a send due during the stall goes out when the stall ends.
             let sent = if (stall_from..stall_to).contains(&due) {
                 stall_to
@@ -263,10 +263,10 @@ mod tests {
 
     #[test]
     fn warmup_is_delivered_but_not_recorded() {
-        let schedule = Schedule::at_rate(1_000.0);
+        let schedule = crate::stats::schedule::RateSchedule::fixed(1_000.0).share(0, 1);
         let mut rec = LatencyRecorder::new(100_000_000, 1_000_000_000, None);
         for seq in 0..1_000 {
-            let due = schedule.due_ns(seq);
+            let due = schedule.due_ns(seq).expect("a fixed rate never ends");
             rec.record(seq, due, Some(due), due + 10_000);
         }
         assert_eq!(
@@ -282,9 +282,9 @@ mod tests {
             let sink: Box<IntervalSink<'_>> =
                 Box::new(|h: &Histogram<u64>, s, e| spans.push((s, e, h.len())));
             let mut rec = LatencyRecorder::new(0, 1_000_000_000, Some(sink));
-            let schedule = Schedule::at_rate(100.0);
+            let schedule = crate::stats::schedule::RateSchedule::fixed(100.0).share(0, 1);
             for seq in 0..250 {
-                let due = schedule.due_ns(seq);
+                let due = schedule.due_ns(seq).expect("a fixed rate never ends");
                 rec.record(seq, due, Some(due), due + 1_000);
             }
             rec.finish(2_500_000_000);

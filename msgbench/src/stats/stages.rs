@@ -27,6 +27,9 @@ pub struct StageFigures {
     pub uncorrected: Histogram<u64>,
     /// Messages due in the stage that arrived (a duplicate counts again; warm-up ones too).
     pub received: u64,
+    /// Messages that arrived while the stage ran, whenever they were due: the stage's achieved
+    /// throughput, which falls behind its target when the system does.
+    pub arrived_within: u64,
 }
 
 /// The run's figures for every stage.
@@ -56,26 +59,41 @@ impl StageTotals {
             corrected: Vec::with_capacity(BATCH),
             uncorrected: Vec::with_capacity(BATCH),
             received: 0,
+            within: vec![0; self.schedule.stages().len()],
         }
     }
 
-    /// Records `weight` arrivals due at `due_ns` straight into the totals, under the lock: for
-    /// loops whose per-message cost dwarfs it (gRPC calls).
-    pub fn record_one(&self, due_ns: u64, corrected: u64, uncorrected: u64, weight: u64) {
+    /// Records `weight` arrivals due at `due_ns`, arrived at `recv_ns`, straight into the
+    /// totals, under the lock: for loops whose per-message cost dwarfs it (gRPC calls).
+    pub fn record_one(&self, due_ns: u64, recv_ns: u64, latency: (u64, u64), weight: u64) {
         let stage = self.schedule.stage_at_ns(due_ns);
+        let within = self.window_of(recv_ns);
         let mut stages = self.stages.lock().expect("stage totals lock");
         let f = figures(&mut stages[stage]);
         f.received += weight;
-        f.corrected.saturating_record_n(corrected, weight);
-        f.uncorrected.saturating_record_n(uncorrected, weight);
+        f.corrected.saturating_record_n(latency.0, weight);
+        f.uncorrected.saturating_record_n(latency.1, weight);
+        if let Some(w) = within {
+            figures(&mut stages[w]).arrived_within += weight;
+        }
     }
 
-    /// Adds arrivals counted elsewhere (subscribers that time nothing).
-    pub fn add_received(&self, counts: &[u64]) {
+    /// The stage running at `t_ns`; `None` after the last one ended.
+    fn window_of(&self, t_ns: u64) -> Option<usize> {
+        let i = self.schedule.stage_at_ns(t_ns);
+        let s = &self.schedule.stages()[i];
+        ((t_ns as f64) < s.end_ns()).then_some(i)
+    }
+
+    /// Adds arrivals counted elsewhere (subscribers that time nothing): by the stage they
+    /// were due in, and by the stage running when they came.
+    pub fn add_received(&self, due: &[u64], within: &[u64]) {
         let mut stages = self.stages.lock().expect("stage totals lock");
-        for (slot, n) in stages.iter_mut().zip(counts) {
-            if *n > 0 {
-                figures(slot).received += n;
+        for (slot, (d, w)) in stages.iter_mut().zip(due.iter().zip(within)) {
+            if *d + *w > 0 {
+                let f = figures(slot);
+                f.received += d;
+                f.arrived_within += w;
             }
         }
     }
@@ -94,6 +112,7 @@ fn figures(slot: &mut Option<StageFigures>) -> &mut StageFigures {
         corrected: new_histogram(),
         uncorrected: new_histogram(),
         received: 0,
+        arrived_within: 0,
     })
 }
 
@@ -105,13 +124,18 @@ pub struct StageSplit<'a> {
     corrected: Vec<u64>,
     uncorrected: Vec<u64>,
     received: u64,
+    /// Arrivals by the stage running when they came.
+    within: Vec<u64>,
 }
 
 impl StageSplit<'_> {
-    /// One arrival of a message due at `due_ns`, with its corrected and (when known)
-    /// uncorrected latency; `None` for a message not timed (the warm-up).
+    /// One arrival at `recv_ns` of a message due at `due_ns`, with its corrected and (when
+    /// known) uncorrected latency; `None` for a message not timed (the warm-up).
     #[inline]
-    pub fn record(&mut self, due_ns: u64, latency: Option<(u64, Option<u64>)>) {
+    pub fn record(&mut self, due_ns: u64, recv_ns: u64, latency: Option<(u64, Option<u64>)>) {
+        if let Some(w) = self.totals.window_of(recv_ns) {
+            self.within[w] += 1;
+        }
         let stage = self.totals.schedule.stage_at_ns(due_ns);
         if stage != self.stage || self.corrected.len() >= BATCH {
             self.flush();
@@ -132,6 +156,12 @@ impl StageSplit<'_> {
             return;
         }
         let mut stages = self.totals.stages.lock().expect("stage totals lock");
+        for (slot, n) in stages.iter_mut().zip(self.within.iter_mut()) {
+            if *n > 0 {
+                figures(slot).arrived_within += *n;
+                *n = 0;
+            }
+        }
         let f = figures(&mut stages[self.stage]);
         f.received += self.received;
         for v in self.corrected.drain(..) {
@@ -157,7 +187,11 @@ pub struct StageArrivals {
     shares: Vec<PubSchedule>,
     /// Only this run's messages count.
     run_tag: Option<u16>,
+    /// Arrivals by the stage they were due in.
     pub counts: Vec<u64>,
+    /// Arrivals by the stage running when they came.
+    pub within: Vec<u64>,
+    ends_ns: Vec<f64>,
 }
 
 impl StageArrivals {
@@ -167,6 +201,18 @@ impl StageArrivals {
             shares: (0..pubs).map(|p| schedule.share(p, pubs)).collect(),
             run_tag,
             counts: vec![0; schedule.stages().len()],
+            within: vec![0; schedule.stages().len()],
+            ends_ns: schedule.stages().iter().map(|s| s.end_ns()).collect(),
+        }
+    }
+
+    /// One arrival at `recv_ns` (since the schedule's start), whatever it carried.
+    #[inline]
+    pub fn arrived_at(&mut self, recv_ns: u64) {
+        let t = recv_ns as f64;
+        let i = self.ends_ns.partition_point(|e| *e <= t);
+        if let Some(n) = self.within.get_mut(i) {
+            *n += 1;
         }
     }
 
@@ -198,9 +244,9 @@ mod tests {
                 // A message due at the end of stage 0 that arrives in stage 1 stays in stage 0.
                 let lat = if i == 999 { 400_000_000 } else { 1000 + i };
                 let w = if i % 2 == 0 { &mut a } else { &mut b };
-                w.record(due, Some((lat, Some(lat / 2))));
+                w.record(due, due + lat, Some((lat, Some(lat / 2))));
             }
-            b.record(0, None);
+            b.record(0, 5, None);
         }
         let stages = totals.take();
         let (s0, s1) = (stages[0].as_ref().unwrap(), stages[1].as_ref().unwrap());
@@ -210,6 +256,9 @@ mod tests {
         assert!(s0.corrected.max() >= 399_000_000);
         assert!(s1.corrected.max() < 10_000);
         assert_eq!(s1.uncorrected.len(), 2000);
+        // By arrival: the late one came in the second stage's window; the untimed one at 5 ns
+        // in the first.
+        assert_eq!((s0.arrived_within, s1.arrived_within), (1000, 2001));
     }
 
     #[test]
@@ -236,7 +285,11 @@ mod tests {
         }));
         assert_eq!(arr.counts, vec![1000, 3000]);
         let totals = StageTotals::new(&s).unwrap();
-        totals.add_received(&arr.counts);
+        for t in [0, 999_999_999, 1_000_000_000, 1_999_999_999, 2_000_000_000] {
+            arr.arrived_at(t);
+        }
+        assert_eq!(arr.within, vec![2, 2]);
+        totals.add_received(&arr.counts, &arr.within);
         let got: Vec<u64> = totals
             .take()
             .iter()

@@ -241,17 +241,25 @@ impl Client<'_> {
         Some(self.start + Duration::from_nanos(s.due_ns(i).unwrap_or(MAX_NS)))
     }
 
-    /// Counts a request answered OK in its stage.
-    fn staged(&self, due: Instant, corrected: u64, uncorrected: u64, weight: u64) {
+    /// Whether request `i` is past the end of the schedule (never, in a closed loop).
+    fn past_schedule(&self, i: u64) -> bool {
+        self.plan
+            .schedule
+            .as_ref()
+            .is_some_and(|s| s.due_ns(i).is_none())
+    }
+
+    /// Counts a request answered OK at `done` in its stage.
+    fn staged(&self, due: Instant, done: Instant, latency: (u64, u64), weight: u64) {
         if let Some(t) = self.stages {
-            let due_ns = due.saturating_duration_since(self.start).as_nanos() as u64;
-            t.record_one(due_ns, corrected, uncorrected, weight);
+            let since = |at: Instant| at.saturating_duration_since(self.start).as_nanos() as u64;
+            t.record_one(since(due), since(done), latency, weight);
         }
     }
 
     /// Whether request `i` (due at `due`, if paced) is still part of the run.
     fn wanted(&self, i: u64, due: Option<Instant>) -> bool {
-        if self.stop.load(Ordering::Relaxed) {
+        if self.stop.load(Ordering::Relaxed) || self.past_schedule(i) {
             return false;
         }
         match self.plan.stop {
@@ -445,7 +453,7 @@ impl Client<'_> {
         };
         out.corrected.saturating_record_n(corrected, weight);
         out.uncorrected.saturating_record_n(uncorrected, weight);
-        self.staged(f.due, corrected, uncorrected, weight);
+        self.staged(f.due, f.done, (corrected, uncorrected), weight);
         out.call.saturating_record(corrected);
         if let Some(first) = f.first {
             out.first.saturating_record(ns(f.due, first));
@@ -541,7 +549,7 @@ impl Client<'_> {
                                 let c = ns(due, done);
                                 out.corrected.saturating_record(c);
                                 out.uncorrected.saturating_record(ns(sent, done));
-                                self.staged(due, c, ns(sent, done), 1);
+                                self.staged(due, done, (c, ns(sent, done)), 1);
                                 if let Some(h) = &self.meter.latency {
                                     h.record(c);
                                 }

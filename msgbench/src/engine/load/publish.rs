@@ -54,7 +54,8 @@ pub struct PubOutcome {
     pub error: Option<ErrorKind>,
     /// Paced sends that went out more than `late_bound` behind schedule.
     pub late_sends: u64,
-    /// Time the paced loop spent inside writes (paced runs only).
+    /// Time the paced loop spent inside writes, or waiting for a free slot in its window
+    /// (paced runs only).
     pub write_blocked: Option<Duration>,
     /// How far behind schedule each paced send went out (paced runs only).
     pub send_lag: Option<Histogram<u64>>,
@@ -172,7 +173,14 @@ pub fn publish(
                     written = seq;
                     progress.store(written, Ordering::Relaxed);
                 }
-                if !w.acquire(seq, stop) {
+                // Waiting for a reply to free a slot is the far side holding the sends back,
+                // like a write the socket would not take.
+                let began = paced.map(|_| Instant::now());
+                let got = w.acquire(seq, stop);
+                if let Some(t) = began {
+                    blocked.set(blocked.get() + t.elapsed());
+                }
+                if !got {
                     break;
                 }
             }

@@ -131,18 +131,26 @@ impl<R: Recorder, F: Fn(&[u8]) -> Option<u64>> Recorder for Recovering<'_, R, F>
     }
 }
 
-/// A recorder that also counts each arrival in the stage of a rate schedule it was due in.
-pub struct Staged<R> {
+/// A recorder that also counts each arrival in the stage of a rate schedule it was due in,
+/// and in the stage running when it came (so it reads the clock per message: only schedule
+/// runs use it).
+pub struct Staged<'a, R> {
     pub inner: R,
     pub arrivals: StageArrivals,
+    /// The schedule's time zero, once the publishers have it.
+    pub epoch: &'a OnceLock<Instant>,
 }
 
-impl<R: Recorder> Recorder for Staged<R> {
-    const CLOCK: bool = R::CLOCK;
+impl<R: Recorder> Recorder for Staged<'_, R> {
+    const CLOCK: bool = true;
 
     #[inline]
     fn on_message(&mut self, payload: &[u8], received_at: Option<Instant>) {
         self.arrivals.record(stamp::read(payload));
+        if let (Some(zero), Some(at)) = (self.epoch.get(), received_at) {
+            self.arrivals
+                .arrived_at(at.saturating_duration_since(*zero).as_nanos() as u64);
+        }
         self.inner.on_message(payload, received_at);
     }
 }

@@ -165,7 +165,7 @@ impl Collector for Figures {
             gauge(
                 &mut e,
                 "stage_index",
-                "The --rate-schedule stage the run was in at the end of the interval, from 0",
+                "The --rate-schedule stage the run was in in the middle of the interval, from 0",
                 None,
                 s.index as i64,
             )?;

@@ -166,9 +166,7 @@ fn probes(o: &mut String, c: &CapInput) {
                 "<span class=\"fail\">✗ fail</span>"
             }
         );
-        cell(o, "msgs_per_sec", Some(p.msgs_per_sec), |v| {
-            format::si(v, false)
-        });
+        cell(o, "msgs_per_sec", p.msgs_per_sec, |v| format::si(v, false));
         cell(o, "shortfall_pct", p.shortfall_pct, |v| {
             format!("{} %", format::sig(v, 3, true))
         });

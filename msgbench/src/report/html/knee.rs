@@ -170,13 +170,18 @@ fn probe_percentiles(l: &ProbeLatency) -> [Option<f64>; 3] {
 fn rate_point(rate: f64, runs: &[&Probe]) -> Option<KneePoint> {
     let measured: Vec<(&Probe, [Option<f64>; 3])> = runs
         .iter()
+        // A point needs both axes: latency and the rate achieved.
+        .filter(|p| p.msgs_per_sec.is_some())
         .filter_map(|p| Some((*p, probe_percentiles(p.latency.as_ref()?))))
         .filter(|(_, l)| l.iter().any(Option::is_some))
         .collect();
     if measured.is_empty() {
         return None;
     }
-    let throughput: Vec<f64> = measured.iter().map(|(p, _)| p.msgs_per_sec).collect();
+    let throughput: Vec<f64> = measured
+        .iter()
+        .filter_map(|(p, _)| p.msgs_per_sec)
+        .collect();
     let mut latency_ns = [None; 3];
     let mut range_ns = [None; 3];
     for i in 0..SERIES.len() {

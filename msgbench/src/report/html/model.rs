@@ -298,7 +298,8 @@ pub(super) struct Probe {
     pub(super) run: u64,
     pub(super) pass: bool,
     pub(super) tool_kept_schedule: Option<bool>,
-    pub(super) msgs_per_sec: f64,
+    /// Null when the probe could not measure it.
+    pub(super) msgs_per_sec: Option<f64>,
     pub(super) shortfall_pct: Option<f64>,
     /// Corrected; null when the probe measured none.
     pub(super) latency: Option<ProbeLatency>,
