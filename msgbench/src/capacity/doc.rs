@@ -256,14 +256,16 @@ impl Capacity {
             self.first_failing = Some(FirstFailing { rate: *rate, slo });
         }
         let Some(held) = held else { return };
-        // Each run's own capacity; the interval is Student's t over them, and never narrower
-        // than the bracket the search ended with (the rates between were not probed).
-        let per_run: Vec<f64> = (1..=s.probe_runs)
+        // Each run's own capacity is known only to lie between the highest rate it held and
+        // the lowest above that it failed (the rates between were not probed): taken as
+        // uniform there, its midpoint and variance enter Student's t over the runs. The
+        // interval is never narrower than the bracket the search ended with.
+        let brackets: Vec<(f64, f64)> = (1..=s.probe_runs)
             .filter_map(|run| self.run_capacity(run))
             .collect();
+        let per_run: Vec<f64> = brackets.iter().map(|(held, _)| *held).collect();
         let top = broke.as_ref().map_or(held, |(r, _)| *r);
-        let (lo, hi) =
-            crate::stats::significance::mean_interval(&per_run, LEVEL).unwrap_or((held, top));
+        let (lo, hi) = interval(&brackets).unwrap_or((held, top));
         self.confidence = Some(Confidence {
             level: LEVEL,
             low: lo.min(held).max(0.0),
@@ -272,18 +274,23 @@ impl Capacity {
         });
     }
 
-    /// The highest probed rate run `run` held with every lower probed rate held too.
-    fn run_capacity(&self, run: u32) -> Option<f64> {
-        let mut mine: Vec<&Probe> = self.probes.iter().filter(|p| p.run == run).collect();
-        mine.sort_by(|a, b| a.rate.total_cmp(&b.rate));
-        let mut best = None;
-        for p in mine {
-            if !p.pass {
-                break;
+    /// Run `run`'s capacity as a bracket: the highest probed rate it held with every lower
+    /// probed rate held too, and the lowest probed rate above that it did not hold (the same
+    /// rate when it held every one). A run repeated because the tool fell behind counts by its
+    /// last attempt.
+    fn run_capacity(&self, run: u32) -> Option<(f64, f64)> {
+        let mut last: Vec<&Probe> = Vec::new();
+        for p in self.probes.iter().filter(|p| p.run == run) {
+            match last.iter_mut().find(|q| q.rate == p.rate) {
+                Some(q) => *q = p,
+                None => last.push(p),
             }
-            best = Some(p.rate);
         }
-        best
+        last.sort_by(|a, b| a.rate.total_cmp(&b.rate));
+        let first_fail = last.iter().position(|p| !p.pass).unwrap_or(last.len());
+        let held = last[..first_fail].last()?.rate;
+        let above = last.get(first_fail).map_or(held, |p| p.rate);
+        Some((held, above))
     }
 
     /// The summary printed at the end.
@@ -333,6 +340,27 @@ impl Capacity {
     }
 }
 
+/// The `LEVEL` interval of the mean capacity from each run's bracket: Student's t over the
+/// brackets' midpoints, with each bracket's own spread (a uniform's, width²/12) added to the
+/// runs' variance. `None` with fewer than two runs.
+fn interval(brackets: &[(f64, f64)]) -> Option<(f64, f64)> {
+    if brackets.len() < 2 {
+        return None;
+    }
+    let n = brackets.len() as f64;
+    let mids: Vec<f64> = brackets.iter().map(|(a, b)| (a + b) / 2.0).collect();
+    let mean = mids.iter().sum::<f64>() / n;
+    let spread = mids.iter().map(|m| (m - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    let within = brackets
+        .iter()
+        .map(|(a, b)| (b - a).powi(2) / 12.0)
+        .sum::<f64>()
+        / n;
+    let half = crate::stats::significance::t_quantile(n - 1.0, 0.5 + LEVEL / 2.0)
+        * ((spread + within) / n).sqrt();
+    Some((mean - half, mean + half))
+}
+
 /// Writes the document to `--json` (`-` is stdout); nothing without it. A file that cannot be
 /// written at the end is saved elsewhere rather than lost.
 pub fn write(doc: &Capacity, json: Option<&Path>) -> Result<()> {
@@ -340,4 +368,23 @@ pub fn write(doc: &Capacity, json: Option<&Path>) -> Result<()> {
     let mut bytes = serde_json::to_vec_pretty(doc).expect("the capacity document serialises");
     bytes.push(b'\n');
     crate::output::write::save(path, &bytes, "--json")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::interval;
+
+    #[test]
+    fn the_interval_counts_the_runs_spread_and_each_runs_bracket() {
+        // Two runs both between 10 and 12: no spread between them, but each is only known to
+        // a bracket of width 2 (variance 4/12): half-width t(0.975, 1) × sqrt((4/12) / 2).
+        let (lo, hi) = interval(&[(10.0, 12.0), (10.0, 12.0)]).unwrap();
+        let half = 12.706_204_736 * (4.0f64 / 12.0 / 2.0).sqrt();
+        assert!((lo - (11.0 - half)).abs() < 1e-6 && (hi - (11.0 + half)).abs() < 1e-6);
+        // Three runs at 10, 11 and 12 exactly (brackets of no width): the runs' spread alone.
+        let (lo, hi) = interval(&[(10.0, 10.0), (11.0, 11.0), (12.0, 12.0)]).unwrap();
+        let half = 4.302_652_730 * (1.0f64 / 3.0).sqrt();
+        assert!((lo - (11.0 - half)).abs() < 1e-6 && (hi - (11.0 + half)).abs() < 1e-6);
+        assert_eq!(interval(&[(5.0, 6.0)]), None);
+    }
 }

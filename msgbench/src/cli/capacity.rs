@@ -88,8 +88,8 @@ pub struct SearchArgs {
     /// How long each probe holds its rate, after its warm-up; only this part is judged.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub probe_duration: Duration,
-    /// How long each probe runs at its rate before the judged part begins.
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    /// How long each probe runs at its rate before the judged part begins (0s: none).
+    #[arg(long, default_value = "1s", value_parser = super::parse_duration_or_zero)]
     pub probe_warmup: Duration,
     /// Runs at each probed rate; a rate holds only when every run held it.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]

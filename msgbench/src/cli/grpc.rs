@@ -62,8 +62,8 @@ pub struct GrpcArgs {
     /// Without it, msgbench serves its own log service on a free loopback port and loads that.
     #[arg(short = 's', long, value_name = "URL")]
     pub server: Option<String>,
-    /// Clients; each keeps its own --in-flight window and its own schedule share (-c as in
-    /// ghz).
+    /// Clients; each keeps its own --in-flight window and sends an equal share of the rate,
+    /// request k of every client due together (-c as in ghz).
     #[arg(short = 'c', long, default_value_t = 1, value_parser = parse_clients)]
     pub clients: u32,
     /// HTTP/2 connections the clients share, round robin (default: one per client).

@@ -653,7 +653,7 @@ fn parse_runs(s: &str) -> Result<u32, String> {
     Ok(n as u32)
 }
 
-fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
     match s.trim() {
         "0" | "0s" | "0ms" => Ok(Duration::ZERO),
         other => parse_duration(other),

@@ -126,17 +126,9 @@ pub fn compare(base: &[f64], new: &[f64]) -> Option<Change> {
 
 /// Median of a sample (mean of the middle two for an even count); NaN for an empty sample.
 /// Callers pass finite values; a NaN would sort last and be taken as the largest value.
-/// The two-sided `level` confidence interval of the mean of `xs` (Student's t); `None` for
-/// fewer than two values.
-pub fn mean_interval(xs: &[f64], level: f64) -> Option<(f64, f64)> {
-    if xs.len() < 2 {
-        return None;
-    }
-    let n = xs.len() as f64;
-    let mean = xs.iter().sum::<f64>() / n;
-    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    let half = students_t(n - 1.0).inverse_cdf(0.5 + level / 2.0) * (var / n).sqrt();
-    Some((mean - half, mean + half))
+/// The `p` quantile of Student's t with `df` degrees of freedom.
+pub fn t_quantile(df: f64, p: f64) -> f64 {
+    students_t(df).inverse_cdf(p)
 }
 
 pub fn median(xs: &[f64]) -> f64 {

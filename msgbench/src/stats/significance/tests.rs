@@ -432,14 +432,3 @@ fn median_and_mad_odd_and_even() {
     assert_eq!(mad(&[5.0, 5.0, 5.0]), 0.0);
     assert!(mad(&[]).is_nan());
 }
-
-#[test]
-fn the_mean_interval_uses_students_t() {
-    // Mean 10, sample sd 1, n 4: the 95 % half-width is t(0.975, 3) × 1/2 = 3.182446 / 2.
-    let (lo, hi) = mean_interval(&[9.0, 10.0, 11.0, 10.0], 0.95).unwrap();
-    let sd = (2.0f64 / 3.0).sqrt();
-    let half = 3.182_446_305_284_263 * sd / 2.0;
-    assert!((lo - (10.0 - half)).abs() < 1e-9 && (hi - (10.0 + half)).abs() < 1e-9);
-    assert_eq!(mean_interval(&[5.0], 0.95), None);
-    assert_eq!(mean_interval(&[5.0, 5.0], 0.95), Some((5.0, 5.0)));
-}
