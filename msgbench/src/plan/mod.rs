@@ -437,13 +437,27 @@ fn flags(
             }
             other => {
                 let text = scalar(key, other)?;
-                if defaults.get(&long) != Some(&text) {
+                if !is_default(defaults.get(&long), &text) {
                     argv.push(format!("{flag}={text}").into());
                 }
             }
         }
     }
     Ok(())
+}
+
+/// Whether a plan's value is its flag's default: the same text, or the same number (a rate
+/// written back as `1000.0` is the default `1000`, and must stay untyped: `--rate` may not be
+/// typed beside `--rate-schedule`).
+fn is_default(default: Option<&String>, text: &str) -> bool {
+    match default {
+        None => false,
+        Some(d) if d == text => true,
+        Some(d) => matches!(
+            (d.parse::<f64>(), text.parse::<f64>()),
+            (Ok(a), Ok(b)) if a == b
+        ),
+    }
 }
 
 fn scalar(key: &str, v: &Value) -> Result<String> {

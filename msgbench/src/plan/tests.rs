@@ -34,6 +34,12 @@ fn every_scenario_survives_a_round_trip() {
         "kv get --keys 10 --max-in-flight 4",
         "grpc --requests 500 --in-flight 10 --deadline 1s -H k:v --streams 3",
         "pub --reconnect --ping-interval 500ms --cluster 3 --link delay=1ms",
+        // A schedule beside every other flag's default (--rate's written back as 1000.0).
+        "latency --rate-schedule step:100:100:1s:300",
+        "pubsub --rate-schedule 100@1s,200@1s --pubs 2",
+        "request --rate-schedule ramp:10:100:2s",
+        "js pub --rate-schedule 100@1s",
+        "grpc --rate-schedule 50@1s,0@1s,50@1s",
     ] {
         let plan = plan_of(line);
         let doc = plan.to_json().unwrap();
