@@ -155,7 +155,7 @@ pub fn run(
                 let recorder = LatencySubscriber {
                     rec: LatencyRecorder::new(opts.warmup.as_nanos() as u64, 1_000_000_000, sink)
                         .with_live(sub_meter.latency.as_ref())
-                        .with_stages(stage_totals.as_ref()),
+                        .with_stages(stage_totals.as_ref(), Some(&schedule)),
                     schedule: schedule.clone(),
                     epoch: &epoch,
                     send_times: &send_times,

@@ -352,7 +352,7 @@ pub fn run_requests(
                         let schedule = schedules_ref[i].as_ref();
                         let mut r =
                             new_replies(fault_ns, js_base(i), opts.size, errors_ref, reply_meter);
-                        r.rec = r.rec.with_stages(totals_ref);
+                        r.rec = r.rec.with_stages(totals_ref, schedule);
                         reader.run(&sh, load::TICK, |event| {
                             if let Event::Msg(m) = event {
                                 if let Some(zero) = epoch.get() {

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use hdrhistogram::Histogram;
 
 use crate::stats::delivery::SeqTracker;
+use crate::stats::schedule::PubSchedule;
 use crate::stats::stages::{StageSplit, StageTotals};
 use crate::stats::timeline::LiveHist;
 
@@ -92,8 +93,9 @@ pub struct LatencyRecorder<'a> {
     sink: Option<Box<IntervalSink<'a>>>,
     /// The live view's copy of the corrected latencies.
     live: Option<&'a LiveHist>,
-    /// Each stage's share of a `--rate-schedule` run.
-    stages: Option<StageSplit<'a>>,
+    /// Each stage's share of a `--rate-schedule` run, and the publisher's part of the schedule
+    /// that places each sequence number in its stage.
+    stages: Option<(StageSplit<'a>, PubSchedule)>,
 }
 
 impl<'a> LatencyRecorder<'a> {
@@ -116,10 +118,15 @@ impl<'a> LatencyRecorder<'a> {
         }
     }
 
-    /// Also records each message into the stage of a rate schedule it was due in.
+    /// Also records each message into the stage of a rate schedule it was due in, by its
+    /// sequence number in `share` (exactly as its publisher counted it sent).
     #[must_use]
-    pub fn with_stages(mut self, totals: Option<&'a StageTotals>) -> Self {
-        self.stages = totals.map(StageTotals::split);
+    pub fn with_stages(
+        mut self,
+        totals: Option<&'a StageTotals>,
+        share: Option<&PubSchedule>,
+    ) -> Self {
+        self.stages = totals.zip(share).map(|(t, sh)| (t.split(), sh.clone()));
         self
     }
 
@@ -137,8 +144,8 @@ impl<'a> LatencyRecorder<'a> {
         self.tracker.record(seq);
         if due_ns < self.warmup_ns {
             self.warmup_skipped += 1;
-            if let Some(st) = self.stages.as_mut() {
-                st.record(due_ns, recv_ns, None);
+            if let Some((st, share)) = self.stages.as_mut() {
+                st.record(share.stage_of(seq), recv_ns, None);
             }
             return;
         }
@@ -155,8 +162,8 @@ impl<'a> LatencyRecorder<'a> {
             Some(u) => self.uncorrected.saturating_record(u),
             None => self.unknown_send_time += 1,
         }
-        if let Some(st) = self.stages.as_mut() {
-            st.record(due_ns, recv_ns, Some((corrected, uncorrected)));
+        if let Some((st, share)) = self.stages.as_mut() {
+            st.record(share.stage_of(seq), recv_ns, Some((corrected, uncorrected)));
         }
     }
 
@@ -174,7 +181,7 @@ impl<'a> LatencyRecorder<'a> {
 
     /// Hands what is buffered to the stages' totals.
     pub fn flush_stages(&mut self) {
-        if let Some(st) = self.stages.as_mut() {
+        if let Some((st, _)) = self.stages.as_mut() {
             st.flush();
         }
     }
