@@ -21,6 +21,8 @@ const RAMP_MAX_STAGES: u32 = 60;
 /// Stages of a schedule at most: a step schedule typed with a tiny step would otherwise make
 /// thousands, each with its own histograms (two of ~260 KB a stage).
 pub const MAX_STAGES: usize = 100;
+/// The longest schedule: a year (a run's clock counts nanoseconds in 64 bits, 584 years).
+const MAX_LENGTH: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// One stage: its start and length on the run's clock, its rate at the start and the end, and
 /// the run's messages due before it.
@@ -127,6 +129,13 @@ impl RateSchedule {
                 pieces.len()
             ));
         }
+        let total_ns: f64 = pieces.iter().map(|(_, _, len)| len).sum();
+        if total_ns > MAX_LENGTH.as_nanos() as f64 {
+            return Err(format!(
+                "lasts {:.0} s; a schedule may last a year at most",
+                total_ns / 1e9
+            ));
+        }
         if pieces.iter().all(|(a, b, _)| *a == 0.0 && *b == 0.0) {
             return Err("every stage has a rate of 0: nothing would be sent".into());
         }
@@ -215,14 +224,14 @@ impl RateSchedule {
             .saturating_sub(1)
     }
 
-    /// When message `k` of the run is due, in ns since the start; `None` past the end.
+    /// When message `k` of the run is due, in ns since the start; `None` past the end. The end
+    /// test is the very sum `sent_by_stage` counts up to, so the two agree on the last message.
     pub fn due_ns(&self, k: f64) -> Option<u64> {
         let s = &self.stages[self.stage_of_msg(k)];
-        let within = k - s.before;
-        if within >= s.msgs() {
+        if k >= s.before + s.msgs() {
             return None;
         }
-        Some((s.start_ns + s.time_of(within)) as u64)
+        Some((s.start_ns + s.time_of(k - s.before)) as u64)
     }
 
     /// The run's messages due before `t_ns`.
@@ -504,5 +513,21 @@ mod tests {
         assert!(err("0@1s,0@2s", None).contains("nothing would be sent"));
         assert!(err("step:1:1:1ms:500", None).contains("at most"));
         assert!(err("abc@1s", None).contains("rate 'abc'"));
+        assert!(err("4@400000d", None).contains("a year at most"));
+    }
+}
+
+#[cfg(test)]
+mod edge_tests {
+    use super::*;
+
+    /// Found by the fuzzer: a ramp whose stages hold fractional counts. What a publisher is
+    /// due to send and what the stages count it sent must agree at the last message.
+    #[test]
+    fn the_last_message_of_a_ramp_counts_in_a_stage() {
+        let s = RateSchedule::parse("ramp:0:0200:3s", None).unwrap();
+        let one = s.share(0, 1);
+        let sent = (0..1000).take_while(|k| one.due_ns(*k).is_some()).count() as u64;
+        assert_eq!(one.sent_by_stage(sent).iter().sum::<u64>(), sent);
     }
 }
