@@ -24,7 +24,7 @@ pub use agent::{AgentAction, AgentArgs, KeygenArgs};
 pub use capacity::{CapacityArgs, CapacityScenario, SearchArgs};
 pub use grpc::{GrpcAction, GrpcArgs, GrpcCommand, GrpcEncodeArgs, GrpcSchemaArgs, GrpcServeArgs};
 pub use js::{JsCommand, JsConsumeArgs, JsPubArgs, KvArgs, KvCommand, StreamArgs};
-pub use modes::{BusyPoll, Discard, JsPubMode, KeyOrder, Publish, Storage};
+pub use modes::{BusyPoll, Discard, JsPubMode, KeyOrder, Publish, Storage, Subscribe, Switch};
 
 use crate::values::{parse_count, parse_duration, parse_rate, parse_size};
 
@@ -61,6 +61,11 @@ pub enum Command {
     Request(RequestArgs),
     /// A reply service: responders in a queue group that echo each request.
     Reply(ReplyArgs),
+    /// Connections as the load: open N at a connect rate, optionally subscribe each, hold them
+    /// while a light publisher checks each still receives; connect latency by phase, failures
+    /// by kind, memory per connection (msgbench's and the server's), and with --fault
+    /// restart@T:HOLD --reconnect the reconnect herd.
+    Conns(ConnsArgs),
     /// JetStream: publish into a stream timing every acknowledgement, or consume from it
     /// checking every message arrives once.
     #[command(subcommand)]
@@ -294,6 +299,45 @@ pub struct ReplyArgs {
 }
 
 #[derive(Debug, Args, Serialize)]
+pub struct ConnsArgs {
+    /// Connections to open.
+    #[arg(long, default_value = "1000", value_parser = parse_fleet_size)]
+    pub clients: u32,
+    /// New connections a second (0: as fast as --in-flight allows).
+    #[arg(long, default_value = "0", value_parser = parse_rate_or_zero)]
+    pub connect_rate: f64,
+    /// Connects under way at once, at most (first connects; reconnects are not held back).
+    #[arg(long, default_value = "256", value_parser = parse_count)]
+    pub in_flight: u64,
+    /// What each connection subscribes to: none, its own subject, or one shared subject.
+    #[arg(long, default_value = "none")]
+    pub subscribe: Subscribe,
+    /// How long to hold the connections once they are all up (or failed).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[serde(serialize_with = "crate::values::ser::duration")]
+    pub hold: Duration,
+    /// While holding, a light publisher sends each subscribed connection one message this
+    /// often, and every connection's receipt is checked (default 1s with --subscribe; 0s: no
+    /// checks).
+    #[arg(long, value_parser = parse_duration_or_zero, value_name = "DURATION")]
+    #[serde(serialize_with = "crate::values::ser::opt_duration")]
+    pub check_every: Option<Duration>,
+    /// The server's monitoring endpoint (http://HOST:PORT), to read its memory before and after
+    /// the connections; without it, the embedded server's memory is read directly.
+    #[arg(long, value_name = "URL")]
+    pub server_monitor: Option<String>,
+    /// How long a lost connection is dialled again (with --reconnect) before it counts as lost.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    #[serde(serialize_with = "crate::values::ser::duration")]
+    pub timeout: Duration,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    #[command(flatten)]
+    #[serde(skip)]
+    pub out: OutputArgs,
+}
+
+#[derive(Debug, Args, Serialize)]
 pub struct LatencyArgs {
     /// Messages per second, on a fixed schedule: message i is due at start + i/rate.
     #[arg(long, default_value = "1000", value_parser = parse_rate, allow_hyphen_values = true)]
@@ -503,6 +547,11 @@ pub struct ConnArgs {
     /// subscriptions, for up to --timeout; without it a lost connection ends the run.
     #[arg(long)]
     pub reconnect: bool,
+    /// With --reconnect: spread each pause between attempts at random (uniform over half to
+    /// one and a half of the backoff) so clients lost together do not dial again in lockstep.
+    /// On by default; `off` shows the herd it tames.
+    #[arg(long, value_name = "on|off")]
+    pub reconnect_jitter: Option<Switch>,
     /// Send a keepalive PING after this long without hearing from the server; two unanswered
     /// PINGs end the connection (counted as ping_timeout).
     #[arg(long, default_value = "2s", value_parser = parse_duration, value_name = "DURATION")]
@@ -658,6 +707,26 @@ pub(crate) fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
         "0" | "0s" | "0ms" => Ok(Duration::ZERO),
         other => parse_duration(other),
     }
+}
+
+/// Connections in a fleet: the fleet's cost grows with traffic, not with the count, so the bound
+/// is the local port range (one source address reaches one server port about 28,000 times).
+fn parse_fleet_size(s: &str) -> Result<u32, String> {
+    let n = parse_count(s)?;
+    if n == 0 {
+        return Err("must be at least 1".into());
+    }
+    if n > 1_000_000 {
+        return Err("at most 1000000 connections".into());
+    }
+    Ok(n as u32)
+}
+
+fn parse_rate_or_zero(s: &str) -> Result<f64, String> {
+    if s.trim() == "0" {
+        return Ok(0.0);
+    }
+    parse_rate(s)
 }
 
 fn parse_clients(s: &str) -> Result<u32, String> {

@@ -84,3 +84,22 @@ choice!(
         Off = "off",
     }
 );
+
+choice!(
+    /// A setting that is on or off.
+    Switch {
+        On = "on",
+        Off = "off",
+    }
+);
+
+choice!(
+    /// What each connection of a `conns` run subscribes to.
+    Subscribe {
+        None = "none",
+        /// `<prefix>.<id>`: one subject per connection.
+        Own = "own",
+        /// One subject for all.
+        Shared = "shared",
+    }
+);

@@ -4,6 +4,7 @@
 
 pub(crate) mod conn;
 pub(crate) mod driver;
+pub mod fleet;
 pub mod grpc;
 pub(crate) mod jsapi;
 pub mod jsframe;

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::cli::ConnArgs;
+use crate::cli::{ConnArgs, Switch};
 use crate::engine::conn::Dialing;
 use crate::engine::tls::{Tls, TlsOptions};
 use crate::error::{Error, Result};
@@ -38,6 +38,11 @@ impl ConnOptions {
                 "--fault acts on the server msgbench starts itself; it cannot be combined with \
                  --server or NATS_URL"
                     .into(),
+            ));
+        }
+        if conn.reconnect_jitter.is_some() && !conn.reconnect {
+            return Err(Error::Usage(
+                "--reconnect-jitter shapes the pauses of --reconnect; give --reconnect too".into(),
             ));
         }
         if conn.ping_interval.is_zero() {
@@ -75,6 +80,7 @@ impl ConnOptions {
             dial: Dialing {
                 connect_timeout: conn.connect_timeout,
                 reconnect: conn.reconnect,
+                jitter: conn.reconnect_jitter != Some(Switch::Off),
                 ping_interval: conn.ping_interval,
                 tls,
             },

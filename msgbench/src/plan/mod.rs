@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 use crate::cli::{
     Cli, Command, CompareScenario, ConnArgs, JsCommand, JsConsumeArgs, JsPubArgs, KvArgs,
-    KvCommand, LatencyArgs, OutputArgs, PubArgs, PubSubArgs, ReplyArgs, RequestArgs, SubArgs,
+    KvCommand, LatencyArgs, OutputArgs, PubArgs, PubSubArgs, ReplyArgs, RequestArgs, ConnsArgs, SubArgs,
 };
 use crate::error::{Error, Result};
 use crate::wire::url::{parse_servers, Auth};
@@ -47,6 +47,8 @@ pub enum Plan {
     Request(RequestArgs),
     #[serde(rename = "reply")]
     Reply(ReplyArgs),
+    #[serde(rename = "conns")]
+    Conns(ConnsArgs),
     #[serde(rename = "js.pub")]
     JsPub(JsPubArgs),
     #[serde(rename = "js.consume")]
@@ -80,6 +82,7 @@ impl Plan {
             Command::Latency(a) => Plan::Latency(a),
             Command::Request(a) => Plan::Request(a),
             Command::Reply(a) => Plan::Reply(a),
+            Command::Conns(a) => Plan::Conns(a),
             Command::Js(JsCommand::Pub(a)) => Plan::JsPub(a),
             Command::Js(JsCommand::Consume(a)) => Plan::JsConsume(a),
             Command::Kv(KvCommand::Put(a)) => Plan::KvPut(a),
@@ -108,6 +111,7 @@ impl Plan {
             Plan::Latency(_) => "latency",
             Plan::Request(_) => "request",
             Plan::Reply(_) => "reply",
+            Plan::Conns(_) => "conns",
             Plan::JsPub(_) => "js.pub",
             Plan::JsConsume(_) => "js.consume",
             Plan::KvPut(_) => "kv.put",
@@ -125,6 +129,7 @@ impl Plan {
             Plan::Latency(a) => &a.out,
             Plan::Request(a) => &a.out,
             Plan::Reply(a) => &a.out,
+            Plan::Conns(a) => &a.out,
             Plan::JsPub(a) => &a.out,
             Plan::JsConsume(a) => &a.out,
             Plan::KvPut(a) | Plan::KvGet(a) => &a.out,
@@ -140,6 +145,7 @@ impl Plan {
             Plan::Latency(a) => &mut a.out,
             Plan::Request(a) => &mut a.out,
             Plan::Reply(a) => &mut a.out,
+            Plan::Conns(a) => &mut a.out,
             Plan::JsPub(a) => &mut a.out,
             Plan::JsConsume(a) => &mut a.out,
             Plan::KvPut(a) | Plan::KvGet(a) => &mut a.out,
@@ -156,6 +162,7 @@ impl Plan {
             Plan::Latency(a) => Some(&a.conn),
             Plan::Request(a) => Some(&a.conn),
             Plan::Reply(a) => Some(&a.conn),
+            Plan::Conns(a) => Some(&a.conn),
             Plan::JsPub(a) => Some(&a.conn),
             Plan::JsConsume(a) => Some(&a.conn),
             Plan::KvPut(a) | Plan::KvGet(a) => Some(&a.conn),
@@ -216,6 +223,7 @@ impl Plan {
             Plan::Latency(a) => Validated::Latency(o::latency::LatencyOptions::new(a)?),
             Plan::Request(a) => Validated::Request(o::request::RequestOptions::new(a)?),
             Plan::Reply(a) => Validated::Reply(o::request::ReplyOptions::new(a)?),
+            Plan::Conns(a) => Validated::Conns(o::conns::ConnsOptions::new(a)?),
             Plan::JsPub(a) => Validated::JsPub(o::js::JsPubOptions::new(a)?),
             Plan::JsConsume(a) => Validated::JsConsume(o::js::JsConsumeOptions::new(a)?),
             Plan::KvPut(a) => Validated::Kv(o::js::KvOptions::new(a, false)?),
@@ -232,6 +240,7 @@ impl Plan {
             Plan::Latency(a) => Some(&mut a.conn),
             Plan::Request(a) => Some(&mut a.conn),
             Plan::Reply(a) => Some(&mut a.conn),
+            Plan::Conns(a) => Some(&mut a.conn),
             Plan::JsPub(a) => Some(&mut a.conn),
             Plan::JsConsume(a) => Some(&mut a.conn),
             Plan::KvPut(a) | Plan::KvGet(a) => Some(&mut a.conn),

@@ -2,6 +2,7 @@
 //! [`Plan::validate`](super::Plan::validate) alone, whether the plan came from typed flags or
 //! from a file, so both are held to the same rules.
 
+use crate::options::conns::ConnsOptions;
 use crate::options::js::{JsConsumeOptions, JsPubOptions, KvOptions};
 use crate::options::latency::LatencyOptions;
 use crate::options::request::{ReplyOptions, RequestOptions};
@@ -17,6 +18,7 @@ pub enum Validated {
     Latency(LatencyOptions),
     Request(RequestOptions),
     Reply(ReplyOptions),
+    Conns(ConnsOptions),
     JsPub(JsPubOptions),
     JsConsume(JsConsumeOptions),
     Kv(KvOptions),
@@ -31,6 +33,7 @@ impl Validated {
             Validated::Latency(o) => &o.output,
             Validated::Request(o) => &o.output,
             Validated::Reply(o) => &o.output,
+            Validated::Conns(o) => &o.output,
             Validated::JsPub(o) => &o.publish.output,
             Validated::JsConsume(o) => &o.output,
             Validated::Kv(o) => o.gets.as_ref().map_or(&o.put.publish.output, |g| &g.output),
@@ -44,7 +47,7 @@ impl Validated {
             Validated::Load(o) => o.allow_loss,
             Validated::Latency(o) => o.allow_loss,
             Validated::Request(o) => o.allow_loss,
-            Validated::Reply(_) => false,
+            Validated::Reply(_) | Validated::Conns(_) => false,
             Validated::JsPub(o) => o.publish.allow_loss,
             Validated::JsConsume(o) => o.allow_loss,
             Validated::Kv(o) => o.put.publish.allow_loss,
@@ -60,7 +63,10 @@ impl Validated {
             Validated::Request(o) => &o.pace,
             Validated::JsPub(o) => &o.publish.pace,
             Validated::Grpc(o) => &o.pace,
-            Validated::Reply(_) | Validated::JsConsume(_) | Validated::Kv(_) => return None,
+            Validated::Reply(_)
+            | Validated::Conns(_)
+            | Validated::JsConsume(_)
+            | Validated::Kv(_) => return None,
         };
         pace.schedule().filter(|s| !s.is_fixed())
     }
@@ -73,6 +79,7 @@ impl Validated {
             Validated::Latency(o) => (&o.server_a, o.conn.link),
             Validated::Request(o) => (&o.server, o.conn.link),
             Validated::Reply(o) => (&o.server, o.conn.link),
+            Validated::Conns(o) => (&o.server, o.conn.link),
             Validated::JsPub(o) => (&o.publish.server, o.publish.conn.link),
             Validated::JsConsume(o) => (&o.server, o.conn.link),
             Validated::Kv(o) => (&o.put.publish.server, o.put.publish.conn.link),

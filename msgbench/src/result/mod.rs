@@ -9,11 +9,13 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 mod agents;
+mod conns;
 pub mod merge;
 mod sections;
 mod stages;
 
 pub use agents::{AgentEntry, AgentStatus, AgentsReport};
+pub use conns::{Checks, ConnectLatency, ConnsReport, Herd, Keepalives, Memory, PhaseTimes};
 pub use sections::{
     ClusterNode, ClusterReport, ConsumeReport, GrpcReport, JsReport, LinkReport, LinkSpec, Shape,
     StreamReport, Verdict,
@@ -94,6 +96,9 @@ pub struct RunResult {
     /// gRPC runs: the method, calls by status, messages both ways, per-call latency.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grpc: Option<GrpcReport>,
+    /// `conns`: connecting, holding and reconnecting many connections.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conns: Option<ConnsReport>,
     /// The machine msgbench ran on.
     pub host: Host,
     /// Second by second: rates per client, latency, errors.
@@ -527,6 +532,7 @@ impl RunResult {
             server_b: None,
             thresholds: Vec::new(),
             grpc: None,
+            conns: None,
             host: Host::this(),
             timeline: None,
             runs: None,

@@ -77,6 +77,7 @@ pub fn execute(
         Validated::Latency(o) => super::latency::run(o, target(), second, meter, stop, share),
         Validated::Request(o) => super::request::run_request(o, target(), meter, stop, share),
         Validated::Reply(o) => super::reply::run_reply(o, target(), meter, stop),
+        Validated::Conns(o) => super::conns::run(o, target(), stop),
         Validated::JsPub(o) => super::js::run_pub(o, target(), meter, stop),
         Validated::JsConsume(o) => super::js::run_consume(o, target(), meter, stop),
         Validated::Kv(o) => super::js::run_kv(o, target(), meter, stop),

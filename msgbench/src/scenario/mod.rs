@@ -30,6 +30,7 @@ use fault::Injector;
 
 pub mod calibrate;
 pub mod compare;
+mod conns;
 mod execute;
 pub mod fault;
 pub mod grpc;

@@ -41,6 +41,7 @@ pub fn connect(spec: &ConnectSpec<'_>, errors: Arc<ErrorCounts>) -> Result<Conn>
         name: spec.name.to_string(),
         timeout: spec.opts.connect_timeout,
         tls: spec.opts.tls,
+        jitter: spec.opts.jitter,
     });
     let shared = Arc::new(Shared::new(
         d.stream,
@@ -67,6 +68,7 @@ pub fn connect_for_check(url: &ServerUrl, name: &str, timeout: Duration) -> Resu
     let opts = Dialing {
         connect_timeout: timeout,
         reconnect: false,
+        jitter: true,
         ping_interval: Duration::from_secs(60),
         tls: None,
     };
@@ -206,43 +208,7 @@ fn dial(
     };
 
     // 2. CONNECT, then PING: the PONG proves the server accepted us (errors arrive before it).
-    let (mut user, mut pass, mut token, mut nkey, mut jwt) = (None, None, None, None, None);
-    let mut seed = None;
-    match &url.auth {
-        Auth::None => {}
-        Auth::UserPass { user: u, pass: p } => (user, pass) = (Some(u.as_str()), Some(p.as_str())),
-        Auth::Token(t) => token = Some(t.as_str()),
-        Auth::NKey { public, seed: s } => (nkey, seed) = (Some(public.as_str()), Some(s)),
-        Auth::Creds { jwt: j, seed: s } => (jwt, seed) = (Some(j.as_str()), Some(s)),
-    }
-    // The server's nonce, signed with the seed, proves the key is ours.
-    let sig = match (seed, &info.nonce) {
-        (Some(seed), Some(nonce)) => Some(sign_nonce(seed, nonce).map_err(fail)?),
-        _ => None,
-    };
-    let mut out = Vec::with_capacity(256);
-    proto::encode_connect(
-        &mut out,
-        &ConnectOptions {
-            verbose: false,
-            pedantic: false,
-            tls_required: false,
-            name,
-            lang: "rust-msgbench",
-            version: env!("CARGO_PKG_VERSION"),
-            protocol: 1,
-            headers: true,
-            no_responders: true,
-            echo: true,
-            user,
-            pass,
-            auth_token: token,
-            nkey,
-            sig: sig.as_deref(),
-            jwt,
-        },
-    );
-    proto::encode_ping(&mut out);
+    let out = connect_command(url, &info, name).map_err(fail)?;
     send(&out).map_err(|e| fail(format!("cannot send CONNECT: {e}")))?;
     let mut rejected = None;
     reader
@@ -276,6 +242,56 @@ fn dial(
         info,
         url: url.clone(),
     })
+}
+
+/// CONNECT with the URL's credentials (the server's nonce signed when it asks for a key), then
+/// PING: the bytes that follow INFO in every handshake, whichever engine dials.
+///
+/// # Errors
+/// Why the credentials cannot answer the server (a seed that is not a valid NKey).
+pub(crate) fn connect_command(
+    url: &ServerUrl,
+    info: &ServerInfo,
+    name: &str,
+) -> std::result::Result<Vec<u8>, String> {
+    let (mut user, mut pass, mut token, mut nkey, mut jwt) = (None, None, None, None, None);
+    let mut seed = None;
+    match &url.auth {
+        Auth::None => {}
+        Auth::UserPass { user: u, pass: p } => (user, pass) = (Some(u.as_str()), Some(p.as_str())),
+        Auth::Token(t) => token = Some(t.as_str()),
+        Auth::NKey { public, seed: s } => (nkey, seed) = (Some(public.as_str()), Some(s)),
+        Auth::Creds { jwt: j, seed: s } => (jwt, seed) = (Some(j.as_str()), Some(s)),
+    }
+    // The server's nonce, signed with the seed, proves the key is ours.
+    let sig = match (seed, &info.nonce) {
+        (Some(seed), Some(nonce)) => Some(sign_nonce(seed, nonce)?),
+        _ => None,
+    };
+    let mut out = Vec::with_capacity(256);
+    proto::encode_connect(
+        &mut out,
+        &ConnectOptions {
+            verbose: false,
+            pedantic: false,
+            tls_required: false,
+            name,
+            lang: "rust-msgbench",
+            version: env!("CARGO_PKG_VERSION"),
+            protocol: 1,
+            headers: true,
+            no_responders: true,
+            echo: true,
+            user,
+            pass,
+            auth_token: token,
+            nkey,
+            sig: sig.as_deref(),
+            jwt,
+        },
+    );
+    proto::encode_ping(&mut out);
+    Ok(out)
 }
 
 /// The nonce signed with an NKey seed, base64url without padding, as the server expects.

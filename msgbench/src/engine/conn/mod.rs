@@ -25,6 +25,7 @@ mod reader;
 mod writer;
 
 pub use dial::{connect, connect_for_check};
+pub(crate) use dial::connect_command;
 pub use reader::{End, Event, Flow, Reader};
 pub use writer::{SendError, Shared, INTERRUPTED};
 
@@ -34,6 +35,9 @@ pub struct Dialing {
     pub connect_timeout: Duration,
     /// Dial again after a lost connection (with backoff, for up to the scenario's --timeout).
     pub reconnect: bool,
+    /// Spread each pause between reconnect attempts at random around its backoff, so clients
+    /// lost together do not all dial again at the same instant.
+    pub jitter: bool,
     /// A keepalive PING goes out after this long without hearing from the server; two
     /// unanswered ones end the connection.
     pub ping_interval: Duration,

@@ -38,13 +38,11 @@ pub(super) struct Redial {
     pub(super) name: String,
     pub(super) timeout: Duration,
     pub(super) tls: Option<&'static Tls>,
+    pub(super) jitter: bool,
 }
 
-/// The first wait between reconnect attempts; it doubles up to [`BACKOFF_MAX`]. A restarted
-/// local server listens again within tens of milliseconds, so starting at seconds (as some
-/// clients do by default) would measure the client's patience, not the server's recovery.
-const BACKOFF_FIRST: Duration = Duration::from_millis(10);
-const BACKOFF_MAX: Duration = Duration::from_secs(1);
+// Both engines reconnect alike: the backoff is the fleet's.
+use crate::engine::fleet::{BACKOFF_FIRST, BACKOFF_MAX};
 
 /// Unanswered keepalive PINGs after which the connection counts as dead (the official clients'
 /// default).
@@ -444,9 +442,13 @@ impl Reader {
                     return Some(Flow::Continue);
                 }
             }
-            // Jitter (±25%) keeps many clients from dialling in lockstep after a restart.
-            let jitter = 0.75 + 0.5 * f64::from(crate::wire::stamp::new_run_tag()) / 65535.0;
-            let pause = wait.mul_f64(jitter);
+            // Jitter (uniform over half to one and a half of the backoff, as the fleet's) keeps
+            // many clients from dialling in lockstep after a restart.
+            let pause = if redial.jitter {
+                wait.mul_f64(0.5 + f64::from(crate::wire::stamp::new_run_tag()) / 65536.0)
+            } else {
+                wait
+            };
             let wake = (Instant::now() + pause).min(give_up);
             while Instant::now() < wake && !shared.closing.load(Ordering::Acquire) {
                 std::thread::sleep(wake.saturating_duration_since(Instant::now()).min(tick));

@@ -45,11 +45,11 @@ impl SubControl {
         self.expected.store(expected, Ordering::Release);
     }
 
-    fn expected(&self) -> u64 {
+    pub(crate) fn expected(&self) -> u64 {
         self.expected.load(Ordering::Acquire)
     }
 
-    fn armed_at(&self) -> Instant {
+    pub(crate) fn armed_at(&self) -> Instant {
         self.epoch + Duration::from_nanos(self.armed_ns.load(Ordering::Acquire))
     }
 }

@@ -1,0 +1,175 @@
+//! `msgbench conns`: its flags checked, and the process's open-file limit raised to fit the
+//! connections before any server is started (a server msgbench starts inherits the limit).
+
+use std::time::Duration;
+
+use crate::cli::{ConnsArgs, Subscribe};
+use crate::error::{Error, Result};
+use crate::options::conn::ConnOptions;
+use crate::options::{server_choice, Output, ServerChoice};
+use crate::stats::recovery::FaultKind;
+
+/// File descriptors a run needs beyond one per connection: the server's listeners and logs,
+/// the checker's connection, epoll instances, the output files.
+const FD_HEADROOM: u64 = 1024;
+
+#[derive(Debug, Clone)]
+pub struct ConnsOptions {
+    pub clients: u32,
+    /// `None`: as fast as `in_flight` allows.
+    pub connect_rate: Option<f64>,
+    pub in_flight: usize,
+    pub subscribe: Subscribe,
+    pub hold: Duration,
+    /// `None`: no checks.
+    pub check_every: Option<Duration>,
+    pub server_monitor: Option<String>,
+    pub timeout: Duration,
+    pub server: ServerChoice,
+    pub conn: ConnOptions,
+    pub output: Output,
+    /// What was done about the open-file limit, said once before the run.
+    pub fd_note: Option<String>,
+}
+
+impl ConnsOptions {
+    /// # Errors
+    /// [`Error::Usage`] naming the flag whose value cannot work, or the open-file limit that
+    /// cannot fit the connections.
+    pub fn new(a: &ConnsArgs) -> Result<Self> {
+        let out = &a.out;
+        for (given, flag) in [
+            (out.csv.is_some(), "--csv"),
+            (out.markdown.is_some(), "--markdown"),
+            (out.stream_stats.is_some(), "--stream-stats"),
+            (out.metrics_listen.is_some(), "--metrics-listen"),
+            (out.live, "--live"),
+            (out.runs > 1, "--runs"),
+            (!out.threshold.is_empty(), "--threshold"),
+        ] {
+            if given {
+                return Err(Error::Usage(format!(
+                    "{flag} is not available for `conns` (its figures are in the text report and --json)"
+                )));
+            }
+        }
+        if a.in_flight == 0 {
+            return Err(Error::flag("--in-flight", "0", "must be at least 1"));
+        }
+        let conn = ConnOptions::new(&a.conn)?;
+        if let Some(f) = &conn.fault {
+            let text = a.conn.fault.as_deref().unwrap_or_default();
+            if f.kind != FaultKind::Restart {
+                return Err(Error::flag(
+                    "--fault",
+                    text,
+                    "`conns` takes restart@T[:HOLD] (the reconnect herd)",
+                ));
+            }
+            if !a.conn.reconnect {
+                return Err(Error::Usage(
+                    "--fault restart in `conns` measures the way back: give --reconnect too".into(),
+                ));
+            }
+            if f.at >= a.hold {
+                return Err(Error::flag("--fault", text, "must fall within --hold"));
+            }
+        }
+        let check_every = match (a.check_every, a.subscribe) {
+            (Some(_), Subscribe::None) => {
+                return Err(Error::Usage(
+                    "--check-every checks what subscribed connections receive; give --subscribe \
+                     own or shared"
+                        .into(),
+                ))
+            }
+            (_, Subscribe::None) => None,
+            (Some(d), _) => (!d.is_zero()).then_some(d),
+            (None, _) => Some(Duration::from_secs(1)),
+        };
+        if let Some(url) = &a.server_monitor {
+            check_monitor(url).map_err(|why| Error::flag("--server-monitor", url, why))?;
+        }
+        let fd_note = raise_fd_limit(u64::from(a.clients) + FD_HEADROOM)?;
+        Ok(Self {
+            clients: a.clients,
+            connect_rate: (a.connect_rate > 0.0).then_some(a.connect_rate),
+            in_flight: a.in_flight as usize,
+            subscribe: a.subscribe,
+            hold: a.hold,
+            check_every,
+            server_monitor: a.server_monitor.clone(),
+            timeout: a.timeout,
+            server: server_choice(&a.conn)?,
+            conn,
+            output: out.into(),
+            fd_note,
+        })
+    }
+
+    pub fn params(&self) -> serde_json::Value {
+        serde_json::json!({
+            "connection": self.conn.params(),
+            "clients": self.clients,
+            "connect_rate": self.connect_rate,
+            "in_flight": self.in_flight,
+            "subscribe": self.subscribe.as_str(),
+            "hold_secs": self.hold.as_secs_f64(),
+            "check_every_secs": self.check_every.map(|d| d.as_secs_f64()),
+            "timeout_secs": self.timeout.as_secs_f64(),
+        })
+    }
+}
+
+/// Raises the open-file limit to `want` when it is lower: the soft limit up to the hard one,
+/// and the hard one too where the process may (it is privileged). Returns what it did, to be
+/// said once; refuses the run when the limit cannot fit it.
+fn raise_fd_limit(want: u64) -> Result<Option<String>> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Ok(None);
+    }
+    if lim.rlim_cur >= want {
+        return Ok(None);
+    }
+    let (old_soft, old_hard) = (lim.rlim_cur, lim.rlim_max);
+    let set = |soft: u64, hard: u64| {
+        let l = libc::rlimit {
+            rlim_cur: soft,
+            rlim_max: hard,
+        };
+        // SAFETY: setrlimit only reads the struct.
+        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &l) == 0 }
+    };
+    if old_hard >= want {
+        if set(want, old_hard) {
+            return Ok(Some(format!(
+                "raised the open-file limit from {old_soft} to {want} (the hard limit is {old_hard})"
+            )));
+        }
+    } else if set(want, want) {
+        return Ok(Some(format!(
+            "raised the open-file limit from {old_soft} to {want}, and its hard limit from {old_hard}"
+        )));
+    }
+    Err(Error::Usage(format!(
+        "--clients needs about {want} open files, but the hard limit is {old_hard} and cannot \
+         be raised by this process (raise it with `ulimit -Hn`, as root)"
+    )))
+}
+
+/// A monitoring endpoint msgbench can read: plain HTTP to a host and port.
+fn check_monitor(url: &str) -> std::result::Result<(), String> {
+    let u = url::Url::parse(url).map_err(|e| e.to_string())?;
+    if u.scheme() != "http" {
+        return Err("expected http://HOST:PORT (the server's monitoring port)".into());
+    }
+    if u.host_str().is_none() {
+        return Err("no host".into());
+    }
+    Ok(())
+}

@@ -1,0 +1,513 @@
+//! `msgbench conns`: connections as the load. Opens `--clients` connections from a fleet (at
+//! `--connect-rate`, at most `--in-flight` under way), holds them for `--hold` while a light
+//! publisher checks that every subscribed one still receives, and, with `--fault restart`,
+//! watches the herd find its way back.
+//!
+//! Memory is read three times: before the first connect, with every connection up, and at
+//! the end (the peak). The server's is read from its monitoring endpoint (`--server-monitor`)
+//! or, for the server msgbench started, from its process.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::cli::Subscribe;
+use crate::engine::conn::{self, ConnectSpec};
+use crate::engine::fleet::{Ending, Fleet, FleetSpec, Interest, Member};
+use crate::engine::load::{self, Frame, Keys, PubSpec, StampKind, SubControl, UNKNOWN};
+use crate::engine::pace::Stop;
+use crate::error::{Error, ErrorCounts, Result};
+use crate::options::conns::ConnsOptions;
+use crate::result::{
+    Checks, ConnectLatency, ConnsReport, Herd, Keepalives, Memory, PhaseTimes, RunResult,
+    ServerMeta,
+};
+use crate::server::Target;
+use crate::stats::delivery::PublisherKey;
+use crate::stats::schedule::RateSchedule;
+use crate::wire::stamp;
+
+use super::fault::Injector;
+
+/// How long after the hold the connections may still take to receive the last checks.
+const DRAIN: Duration = Duration::from_secs(2);
+/// Connections named as missing checks, at most.
+const MISSING_SHOWN: usize = 10;
+
+/// Runs `msgbench conns`.
+///
+/// # Errors
+/// Failures before any connection: an address that does not resolve, a checker publisher
+/// that cannot connect.
+pub fn run(opts: &ConnsOptions, target: &Target, stop: &AtomicBool) -> Result<RunResult> {
+    let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    // One plain connection first: the server's INFO for the result, and a clear error when it
+    // cannot be reached at all, before the storm.
+    let url = target.urls.first().ok_or_else(|| Error::Usage("no server to connect to".into()))?;
+    let probe = conn::connect_for_check(url, "msgbench-conns-probe", opts.conn.dial.connect_timeout)?;
+    let meta = ServerMeta::new(&probe.info, &probe.url, target.local);
+    probe.shared.close();
+    drop(probe);
+    let errors = Arc::new(ErrorCounts::default());
+    let say = |s: String| {
+        if opts.output.progress {
+            eprintln!("{s}");
+        }
+    };
+    if let Some(note) = &opts.fd_note {
+        say(note.clone());
+    }
+    let run_tag = stamp::new_run_tag();
+    let prefix = format!("msgbench.conns.{run_tag:04x}");
+    let interest = match opts.subscribe {
+        Subscribe::None => Interest::None,
+        Subscribe::Own => Interest::Own(prefix.clone()),
+        Subscribe::Shared => Interest::Shared(prefix.clone()),
+    };
+    let spec = FleetSpec {
+        targets: FleetSpec::targets(&target.urls)?,
+        name: "msgbench-conns".into(),
+        dialing: opts.conn.dial,
+        interest,
+        run_tag: opts.check_every.map(|_| run_tag),
+        errors: Arc::clone(&errors),
+        give_up_after: opts.timeout,
+        idle_timeout: opts.timeout,
+        start_timeout: opts.timeout,
+        threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+        in_flight: opts.in_flight,
+        connect_rate: opts.connect_rate,
+    };
+    let server_mem = ServerMemory::new(opts, target);
+    let rss_before = self_rss();
+    let server_before = server_mem.read();
+    let ctl = SubControl::new(UNKNOWN);
+    let n = u64::from(opts.clients);
+    let injector = Injector::new(opts.conn.fault, target)?;
+
+    let outcome = std::thread::scope(|s| -> Result<_> {
+        say(format!(
+            "opening {n} connections ({})",
+            match opts.connect_rate {
+                Some(r) => format!("{r:.0}/s"),
+                None => format!("as fast as {} at a time allow", opts.in_flight),
+            }
+        ));
+        let fleet = Fleet::start(s, &spec, &ctl, stop, 0..opts.clients, &[]);
+        // Every connection up, or given up on (bounded: each attempt has --connect-timeout,
+        // and retries end after --timeout).
+        let bound = opts.timeout
+            + opts.conn.dial.connect_timeout * 2
+            + opts
+                .connect_rate
+                .map_or(Duration::ZERO, |r| Duration::from_secs_f64(n as f64 / r));
+        let mut last_said = Instant::now();
+        fleet.wait(bound, stop, |b| {
+            if last_said.elapsed() >= Duration::from_secs(1) {
+                last_said = Instant::now();
+                say(format!(
+                    "  {} up, {} ended",
+                    b.ready_now(),
+                    b.finished_count()
+                ));
+            }
+            b.settled_count() >= n
+        });
+        let rss_connected = self_rss();
+        let server_connected = server_mem.read();
+        let buffers_connected = fleet.board().buffer_bytes();
+        say(format!(
+            "{} of {n} up; holding for {}",
+            fleet.board().ready_now(),
+            humantime::format_duration(opts.hold)
+        ));
+
+        // The hold: the fault (if any) and the checks run on their own threads, and end by
+        // themselves.
+        let zero = Instant::now();
+        if let Some(inj) = &injector {
+            s.spawn(move || inj.run(zero, stop));
+        }
+        let checker = match opts.check_every {
+            Some(every) => Some(start_checker(s, opts, target, &prefix, run_tag, every, stop, &errors)?),
+            None => None,
+        };
+        let mut buffers_peak = buffers_connected;
+        let until = zero + opts.hold;
+        while Instant::now() < until && !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(100).min(until - Instant::now().min(until)));
+            buffers_peak = buffers_peak.max(fleet.board().buffer_bytes());
+        }
+        let sent = match checker {
+            Some(h) => Some(h.join().expect("checker panicked")),
+            None => None,
+        };
+        if let Some(inj) = &injector {
+            inj.finish();
+        }
+        // The last checks are in flight: give them a moment to arrive.
+        if sent.is_some() {
+            let drain_until = Instant::now() + DRAIN;
+            while Instant::now() < drain_until && !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        let up_at_end = fleet.board().ready_now();
+        let (pings, pongs) = fleet.board().keepalives();
+        let failures: BTreeMap<&'static str, u64> = fleet
+            .board()
+            .failures()
+            .into_iter()
+            .map(|(f, n)| (f.as_str(), n))
+            .collect();
+        let buffers_end = fleet.board().buffer_bytes();
+        fleet.stop();
+        let members = fleet.join();
+        Ok(Hold {
+            members,
+            zero,
+            rss_connected,
+            server_connected,
+            buffers_peak,
+            buffers_end,
+            up_at_end,
+            keepalives: Keepalives {
+                sent: pings,
+                answered: pongs,
+            },
+            failures,
+            sent,
+        })
+    })?;
+    let fault_at = injector.as_ref().and_then(|inj| {
+        inj.injected_ns()
+            .map(|ns| outcome.zero + Duration::from_nanos(ns))
+    });
+    let report = summarize(opts, &outcome, fault_at, rss_before, server_before, &server_mem);
+    let mut result = RunResult::new(
+        "conns",
+        started_at,
+        opts.params(),
+        meta,
+        &errors,
+        stop.load(Ordering::Relaxed),
+    );
+    result.conns = Some(report);
+    Ok(result)
+}
+
+struct Hold {
+    members: Vec<Member>,
+    /// The start of the hold: the fault's time zero.
+    zero: Instant,
+    rss_connected: Option<u64>,
+    server_connected: Option<u64>,
+    buffers_peak: u64,
+    buffers_end: u64,
+    up_at_end: u64,
+    keepalives: Keepalives,
+    failures: BTreeMap<&'static str, u64>,
+    /// What the checker sent, when there were checks.
+    sent: Option<u64>,
+}
+
+/// The light publisher: over the hold, one message per subscribed connection every `every`
+/// (to each own subject in turn, or once to the shared one), stamped so receipt is exact.
+#[allow(clippy::too_many_arguments)]
+fn start_checker<'s, 'e: 's>(
+    s: &'s std::thread::Scope<'s, 'e>,
+    opts: &'e ConnsOptions,
+    target: &'e Target,
+    prefix: &str,
+    run_tag: u16,
+    every: Duration,
+    stop: &'e AtomicBool,
+    errors: &Arc<ErrorCounts>,
+) -> Result<std::thread::ScopedJoinHandle<'s, u64>> {
+    let conn = conn::connect(
+        &ConnectSpec {
+            servers: &target.urls,
+            name: "msgbench-conns-checker",
+            opts: &opts.conn.dial,
+            stall_limit: opts.timeout,
+        },
+        Arc::clone(errors),
+    )?;
+    let per_round = match opts.subscribe {
+        Subscribe::Own => u64::from(opts.clients),
+        _ => 1,
+    };
+    let rate = per_round as f64 / every.as_secs_f64();
+    let frame = Frame::new(
+        prefix,
+        (opts.subscribe == Subscribe::Own).then(|| Keys::cycle(per_round)),
+        &[],
+        &[b'c'; 32],
+        StampKind::Delivery {
+            run_tag,
+            publisher: 0,
+        },
+    );
+    let spec = PubSpec {
+        id: 0,
+        stop: Stop::For(opts.hold),
+        pace: Some(RateSchedule::fixed(rate).share(0, 1)),
+        start_at: None,
+        late_bound: super::PACING_LATE_BOUND,
+        flush_timeout: opts.timeout,
+    };
+    let conn::Conn {
+        mut reader, shared, ..
+    } = conn;
+    let reader_shared = Arc::clone(&shared);
+    s.spawn(move || reader.run(&reader_shared, load::TICK, |_| conn::Flow::Continue));
+    Ok(s.spawn(move || {
+        let progress = AtomicU64::new(0);
+        let out = load::publish(&shared, &frame, &spec, stop, &progress, None, None);
+        shared.close();
+        out.run.msgs
+    }))
+}
+
+fn summarize(
+    opts: &ConnsOptions,
+    h: &Hold,
+    fault_at: Option<Instant>,
+    rss_before: Option<u64>,
+    server_before: Option<u64>,
+    server_mem: &ServerMemory,
+) -> ConnsReport {
+    let firsts: Vec<_> = h.members.iter().filter_map(|m| m.first).collect();
+    let connected = firsts.len() as u64;
+    let span = firsts
+        .iter()
+        .filter_map(|t| t.at.map(|at| (at, at + t.total)))
+        .fold(None, |acc: Option<(Instant, Instant)>, (a, b)| match acc {
+            None => Some((a, b)),
+            Some((x, y)) => Some((x.min(a), y.max(b))),
+        });
+    let span_s = span.map(|(a, b)| (b - a).as_secs_f64());
+    let phase = |f: &dyn Fn(&crate::engine::fleet::ConnectTimes) -> Option<Duration>| {
+        PhaseTimes::of(firsts.iter().filter_map(f).collect())
+    };
+    let per_conn = |before: Option<u64>, after: Option<u64>| match (before, after) {
+        (Some(b), Some(a)) if connected > 0 => Some((a as f64 - b as f64) / connected as f64),
+        _ => None,
+    };
+    let checks = h.sent.map(|sent| checks_of(opts, &h.members, sent));
+    let herd = fault_at.map(|at| herd_of(opts, &h.members, at, h.sent));
+    let fault_at_s = fault_at.map(|at| at.saturating_duration_since(h.zero).as_secs_f64());
+    ConnsReport {
+        clients: u64::from(opts.clients),
+        connected,
+        never_connected: u64::from(opts.clients) - connected,
+        up_at_end: h.up_at_end,
+        connect_rate_target: opts.connect_rate,
+        in_flight: opts.in_flight as u64,
+        connects_per_sec: span_s
+            .filter(|s| *s > 0.0 && connected > 1)
+            .map(|s| connected as f64 / s),
+        connect_span_ms: span_s.map(|s| s * 1e3),
+        connect_latency: ConnectLatency {
+            tcp: phase(&|t| Some(t.tcp)),
+            tls: phase(&|t| t.tls),
+            handshake: phase(&|t| Some(t.handshake())),
+            subscribe: phase(&|t| t.subscribe),
+            total: phase(&|t| Some(t.total)),
+        },
+        failures: h.failures.clone(),
+        keepalives: h.keepalives,
+        checks,
+        memory: Memory {
+            rss_before_bytes: rss_before,
+            rss_connected_bytes: h.rss_connected,
+            peak_rss_bytes: self_peak_rss(),
+            per_connection_bytes: per_conn(rss_before, h.rss_connected),
+            buffers_peak_bytes: h.buffers_peak,
+            buffers_end_bytes: h.buffers_end,
+            server_source: server_mem.source(),
+            server_before_bytes: server_before,
+            server_connected_bytes: h.server_connected,
+            server_per_connection_bytes: per_conn(server_before, h.server_connected),
+        },
+        herd: herd.map(|mut hd| {
+            hd.fault_at_s = fault_at_s;
+            hd
+        }),
+    }
+}
+
+/// Messages due to connection `i` of `n` when `sent` went out: all of them on a shared
+/// subject; on own subjects, message k went to connection k mod n.
+fn due_to(i: u32, n: u32, sent: u64, own: bool) -> u64 {
+    if !own {
+        return sent;
+    }
+    let n = u64::from(n);
+    sent / n + u64::from(u64::from(i) < sent % n)
+}
+
+fn received(m: &Member, run_tag: Option<u16>) -> u64 {
+    let key = PublisherKey {
+        run_tag: run_tag.unwrap_or_default(),
+        publisher: 0,
+    };
+    m.log
+        .as_ref()
+        .and_then(|l| l.tracker(key))
+        .map_or(0, |t| t.unique)
+}
+
+fn checks_of(opts: &ConnsOptions, members: &[Member], sent: u64) -> Checks {
+    let own = opts.subscribe == Subscribe::Own;
+    let tag = members.first().and_then(|m| m.log.as_ref()).and_then(|l| l.run_tag);
+    let (mut expected, mut got, mut missing) = (0u64, 0u64, Vec::new());
+    for m in members {
+        let due = due_to(m.id, opts.clients, sent, own);
+        let r = received(m, tag).min(due);
+        expected += due;
+        got += r;
+        if r < due {
+            missing.push(m.id);
+        }
+    }
+    Checks {
+        every_ms: opts.check_every.map_or(0.0, |d| d.as_secs_f64() * 1e3),
+        published: sent,
+        expected,
+        received: got,
+        missed: expected - got,
+        connections_missing: missing.len() as u64,
+        missing_ids: missing.into_iter().take(MISSING_SHOWN).collect(),
+    }
+}
+
+fn herd_of(opts: &ConnsOptions, members: &[Member], fault_at: Instant, sent: Option<u64>) -> Herd {
+    let mut back_after = Vec::new();
+    let mut attempts = Vec::new();
+    let mut lost = 0u64;
+    for m in members {
+        let rec = m.recoveries.iter().find(|r| r.lost_at >= fault_at);
+        let was_lost = rec.is_some()
+            || matches!(m.ending, Some(Ending::Failed(_))) && m.first.is_some();
+        if !was_lost {
+            continue;
+        }
+        lost += 1;
+        if let Some(r) = rec {
+            back_after.push(r.back_at.saturating_duration_since(fault_at));
+            attempts.push(u64::from(r.attempts));
+        }
+    }
+    back_after.sort_unstable();
+    attempts.sort_unstable();
+    let back = back_after.len() as u64;
+    // The time by which `q` of the lost connections were back: null if that many never were.
+    let to = |q: f64| -> Option<f64> {
+        let need = ((q * lost as f64).ceil() as usize).max(1);
+        back_after.get(need - 1).map(|d| d.as_secs_f64() * 1e3)
+    };
+    let pick = |q: f64| -> Option<u64> {
+        if attempts.is_empty() {
+            return None;
+        }
+        let rank = ((q * attempts.len() as f64).ceil() as usize).clamp(1, attempts.len());
+        Some(attempts[rank - 1])
+    };
+    let msgs_lost = sent.map(|sent| {
+        let own = opts.subscribe == Subscribe::Own;
+        let tag = members.first().and_then(|m| m.log.as_ref()).and_then(|l| l.run_tag);
+        members
+            .iter()
+            .map(|m| due_to(m.id, opts.clients, sent, own).saturating_sub(received(m, tag)))
+            .sum()
+    });
+    Herd {
+        fault: opts
+            .conn
+            .fault
+            .map(|f| format!("restart@{:?}:{:?}", f.at, f.hold))
+            .unwrap_or_default(),
+        jitter: opts.conn.dial.jitter,
+        fault_at_s: None,
+        lost,
+        back,
+        never_back: lost - back,
+        to_50pct_ms: if lost > 0 { to(0.5) } else { None },
+        to_99pct_ms: if lost > 0 { to(0.99) } else { None },
+        to_100pct_ms: if lost > 0 { to(1.0) } else { None },
+        attempts_mean: (!attempts.is_empty())
+            .then(|| attempts.iter().sum::<u64>() as f64 / attempts.len() as f64),
+        attempts_p50: pick(0.5),
+        attempts_p99: pick(0.99),
+        attempts_max: attempts.last().copied(),
+        msgs_lost,
+    }
+}
+
+/// Where the server's memory is read from.
+enum ServerMemory {
+    Monitor(String),
+    Process(u32),
+    None,
+}
+
+impl ServerMemory {
+    fn new(opts: &ConnsOptions, target: &Target) -> Self {
+        match (&opts.server_monitor, &target.embedded) {
+            (Some(url), _) => ServerMemory::Monitor(url.trim_end_matches('/').to_string()),
+            (None, Some(e)) => e.pid().map_or(ServerMemory::None, ServerMemory::Process),
+            (None, None) => ServerMemory::None,
+        }
+    }
+
+    fn source(&self) -> Option<String> {
+        match self {
+            ServerMemory::Monitor(u) => Some(u.clone()),
+            ServerMemory::Process(_) => Some("embedded".into()),
+            ServerMemory::None => None,
+        }
+    }
+
+    /// The server's resident memory now, in bytes.
+    fn read(&self) -> Option<u64> {
+        match self {
+            ServerMemory::Monitor(url) => varz_mem(url),
+            ServerMemory::Process(pid) => proc_status_kb(&format!("/proc/{pid}/status"), "VmRSS:"),
+            ServerMemory::None => None,
+        }
+    }
+}
+
+/// `mem` from the server's `/varz` (its resident memory in bytes), over plain HTTP/1.0.
+fn varz_mem(base: &str) -> Option<u64> {
+    let url = url::Url::parse(base).ok()?;
+    let host = url.host_str()?;
+    let port = url.port_or_known_default()?;
+    let mut s = std::net::TcpStream::connect((host, port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "GET /varz HTTP/1.0\r\nHost: {host}\r\n\r\n").ok()?;
+    let mut body = String::new();
+    s.read_to_string(&mut body).ok()?;
+    let json = &body[body.find("\r\n\r\n")? + 4..];
+    let v: serde_json::Value = serde_json::from_str(json).ok()?;
+    v.get("mem")?.as_u64()
+}
+
+fn proc_status_kb(path: &str, field: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let line = text.lines().find(|l| l.starts_with(field))?;
+    let kb: u64 = line[field.len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// msgbench's own resident memory, in bytes.
+fn self_rss() -> Option<u64> {
+    proc_status_kb("/proc/self/status", "VmRSS:")
+}
+
+fn self_peak_rss() -> Option<u64> {
+    proc_status_kb("/proc/self/status", "VmHWM:")
+}
