@@ -46,7 +46,18 @@ pub fn run(opts: &ConnsOptions, target: &Target, stop: &AtomicBool) -> Result<Ru
     // One plain connection first: the server's INFO for the result, and a clear error when it
     // cannot be reached at all, before the storm.
     let url = target.urls.first().ok_or_else(|| Error::Usage("no server to connect to".into()))?;
-    let probe = conn::connect_for_check(url, "msgbench-conns-probe", opts.conn.dial.connect_timeout)?;
+    let probe = conn::connect(
+        &ConnectSpec {
+            servers: std::slice::from_ref(url),
+            name: "msgbench-conns-probe",
+            opts: &crate::engine::conn::Dialing {
+                reconnect: false,
+                ..opts.conn.dial
+            },
+            stall_limit: opts.conn.dial.connect_timeout,
+        },
+        Arc::new(ErrorCounts::default()),
+    )?;
     let meta = ServerMeta::new(&probe.info, &probe.url, target.local);
     probe.shared.close();
     drop(probe);
@@ -297,7 +308,7 @@ fn summarize(
         _ => None,
     };
     let checks = h.sent.map(|sent| checks_of(opts, &h.members, sent));
-    let herd = fault_at.map(|at| herd_of(opts, &h.members, at, h.sent));
+    let herd = fault_at.map(|at| herd_of(opts, &h.members, h.zero, at, h.sent));
     let fault_at_s = fault_at.map(|at| at.saturating_duration_since(h.zero).as_secs_f64());
     ConnsReport {
         clients: u64::from(opts.clients),
@@ -384,12 +395,21 @@ fn checks_of(opts: &ConnsOptions, members: &[Member], sent: u64) -> Checks {
     }
 }
 
-fn herd_of(opts: &ConnsOptions, members: &[Member], fault_at: Instant, sent: Option<u64>) -> Herd {
+/// The herd: every connection lost during the hold (the restart's kill is dated once it has
+/// happened, so a loss seen a moment before that date is still the restart's), and how long
+/// from the kill each took to be back.
+fn herd_of(
+    opts: &ConnsOptions,
+    members: &[Member],
+    hold_start: Instant,
+    fault_at: Instant,
+    sent: Option<u64>,
+) -> Herd {
     let mut back_after = Vec::new();
     let mut attempts = Vec::new();
     let mut lost = 0u64;
     for m in members {
-        let rec = m.recoveries.iter().find(|r| r.lost_at >= fault_at);
+        let rec = m.recoveries.iter().find(|r| r.lost_at >= hold_start);
         let was_lost = rec.is_some()
             || matches!(m.ending, Some(Ending::Failed(_))) && m.first.is_some();
         if !was_lost {

@@ -11,6 +11,7 @@ use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::engine::conn::{self, Conn, ConnectSpec};
+use crate::engine::fleet::{self, Ending, Fleet, FleetSpec, Interest};
 use crate::engine::load::{
     self, Frame, PubOutcome, PubSpec, Recovering, Staged, StampKind, SubControl, SubOutcome,
     SubSpec, UNKNOWN,
@@ -99,15 +100,48 @@ pub fn run(
             ));
         }
     }
-    let mut subs: Vec<Conn> = (0..n_subs)
-        .map(|i| connect("sub", sub_base + i))
-        .collect::<Result<_>>()?;
+    // Many subscribers are served by a fleet (a few threads for all of them); a handful, or
+    // subscribers that need a per-message recorder (stalls, faults, schedule stages), keep a
+    // thread each. See engine::fleet for why the switch sits where it does.
+    let staged_run = opts.pace.schedule().is_some_and(|s| !s.is_fixed());
+    let fleet_spec = (opts.scenario == ScenarioKind::Pubsub
+        && n_subs >= fleet::FLEET_FROM
+        && opts.sub_stall.is_none()
+        && opts.conn.fault.is_none()
+        && !staged_run)
+        .then(|| -> Result<FleetSpec> {
+            Ok(FleetSpec {
+                targets: FleetSpec::targets(&target.urls)?,
+                name: "msgbench-sub".into(),
+                dialing: opts.conn.dial,
+                interest: Interest::Shared(opts.sub_subject()),
+                run_tag: Some(0),
+                errors: Arc::clone(&errors),
+                give_up_after: opts.timeout,
+                idle_timeout: opts.timeout,
+                start_timeout: opts.start_timeout,
+                threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+                in_flight: 256,
+                connect_rate: None,
+            })
+        })
+        .transpose()?;
+    let mut subs: Vec<Conn> = match fleet_spec {
+        Some(_) => Vec::new(),
+        None => (0..n_subs)
+            .map(|i| connect("sub", sub_base + i))
+            .collect::<Result<_>>()?,
+    };
     let info = pubs
         .first()
         .or(subs.first())
         .map(|c| (c.info.clone(), c.url.clone()));
 
     let run_tag = share.map_or_else(stamp::new_run_tag, |sh| sh.seg.run_tag);
+    let fleet_spec = fleet_spec.map(|f| FleetSpec {
+        run_tag: Some(run_tag),
+        ..f
+    });
     let payload = opts
         .payload
         .clone()
@@ -158,6 +192,20 @@ pub fn run(
     // A schedule of stages: every subscriber counts its arrivals by stage.
     let staged = schedule.filter(|s| !s.is_fixed());
     let (pub_runs, sub_outcomes, everyone, common_zero) = std::thread::scope(|s| -> Result<_> {
+        // A publisher's own read side answers PINGs and collects PONGs and -ERRs from the
+        // start: connecting thousands of subscribers can take longer than two keepalives.
+        let pubs: Vec<_> = pubs
+            .into_iter()
+            .map(|conn| {
+                let Conn {
+                    mut reader, shared, ..
+                } = conn;
+                let reader_shared = shared.clone();
+                s.spawn(move || reader.run(&reader_shared, load::TICK, |_| conn::Flow::Continue));
+                shared
+            })
+            .collect();
+        let close_pubs = || pubs.iter().for_each(|sh| sh.close());
         let mut sub_threads = Vec::new();
         for (i, conn) in subs.drain(..).enumerate() {
             let Conn {
@@ -219,12 +267,33 @@ pub fn run(
             });
             sub_threads.push((shared, ticket, handle));
         }
+        let fleet = fleet_spec.as_ref().map(|spec| {
+            Fleet::start(s, spec, &ctl, stop, sub_base..sub_base + n_subs, &sub_meters)
+        });
+        if let Some(f) = &fleet {
+            // Each fleet subscriber is ready once the PONG after its SUB came back.
+            let all = u64::from(n_subs);
+            let up = f.wait(opts.timeout, stop, |b| b.settled_count() >= all);
+            if !up || f.board().opened_count() < all {
+                f.stop();
+                sub_threads.iter().for_each(|(sh, _, _)| sh.close());
+                close_pubs();
+                return Err(Error::Connect {
+                    url: info.as_ref().map(|i| i.1.to_string()).unwrap_or_default(),
+                    reason: format!(
+                        "{} of {all} subscribers connected and subscribed",
+                        f.board().opened_count()
+                    ),
+                });
+            }
+        }
         // The PONG after SUB means the server has registered the interest: only then can a
         // publisher's first message be counted on to reach the subscriber.
         for (shared, ticket, _) in &sub_threads {
             if !shared.wait_pong(*ticket, opts.timeout) {
                 // Closing ends every subscriber's read loop, so the scope can be left.
                 sub_threads.iter().for_each(|(sh, _, _)| sh.close());
+                close_pubs();
                 return Err(Error::Connect {
                     url: info.as_ref().map(|i| i.1.to_string()).unwrap_or_default(),
                     reason: "the server did not confirm the subscription".into(),
@@ -243,6 +312,7 @@ pub fn run(
                 }
                 None => {
                     sub_threads.iter().for_each(|(sh, _, _)| sh.close());
+                    close_pubs();
                     return Err(Error::Agent("stopped before the common start".into()));
                 }
             },
@@ -266,10 +336,7 @@ pub fn run(
             meter.follow_schedule(at, sched);
         }
         let mut pub_threads = Vec::new();
-        for (i, conn) in pubs.into_iter().enumerate() {
-            let Conn {
-                mut reader, shared, ..
-            } = conn;
+        for (i, shared) in pubs.iter().cloned().enumerate() {
             let frame = Frame::new(
                 &opts.subject,
                 opts.multisubject.map(crate::engine::load::Keys::cycle),
@@ -291,9 +358,6 @@ pub fn run(
                 late_bound: PACING_LATE_BOUND,
                 flush_timeout: opts.timeout,
             };
-            let reader_shared = shared.clone();
-            // A publisher's own read side answers PINGs and collects PONGs and -ERRs.
-            s.spawn(move || reader.run(&reader_shared, load::TICK, |_| conn::Flow::Continue));
             let (barrier, progress) = (&barrier, &pub_meters[i].msgs);
             pub_threads.push(s.spawn(move || {
                 barrier.wait();
@@ -334,6 +398,18 @@ pub fn run(
         )> = sub_threads
             .into_iter()
             .map(|(_, _, h)| h.join().expect("subscriber thread panicked"))
+            .chain(fleet.into_iter().flat_map(Fleet::join).map(|m| {
+                let end = match m.ending {
+                    Some(Ending::Failed(f)) => conn::End::Failed(f.counted()),
+                    _ => conn::End::Stopped,
+                };
+                let out = SubOutcome {
+                    run: m.outcome(),
+                    end,
+                };
+                let log = m.log.unwrap_or_default();
+                (out, log, None, None)
+            }))
             .collect();
         Ok((pub_runs, sub_outcomes, everyone, common_zero))
     })?;
