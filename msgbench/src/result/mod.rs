@@ -12,6 +12,7 @@ mod agents;
 mod conns;
 pub mod merge;
 mod sections;
+mod spread;
 mod stages;
 
 pub use agents::{AgentEntry, AgentStatus, AgentsReport};
@@ -20,6 +21,7 @@ pub use sections::{
     ClusterNode, ClusterReport, ConsumeReport, GrpcReport, JsReport, LinkReport, LinkSpec, Shape,
     StreamReport, Verdict,
 };
+pub use spread::{ClientSpread, MinMedianMax, Slowest};
 pub use stages::{ScheduleReport, StageStats};
 
 use crate::error::exit;
@@ -214,7 +216,7 @@ pub struct ServerMeta {
     pub auth: &'static str,
 }
 
-/// One side's aggregate, plus the spread of its clients' rates.
+/// One side's aggregate, plus the spread of its clients.
 #[derive(Debug, Clone, Serialize)]
 pub struct RoleStats {
     #[serde(flatten)]
@@ -222,6 +224,8 @@ pub struct RoleStats {
     pub clients: usize,
     /// Min/avg/max/stddev of the per-client msgs/s.
     pub client_rates: Spread,
+    /// Min/median/max of the per-client msgs and msgs/s, and the slowest clients by id.
+    pub spread: ClientSpread,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -233,6 +237,10 @@ pub struct ClientStats {
     pub seconds: f64,
     pub msgs_per_sec: f64,
     pub bytes_per_sec: f64,
+    /// A subscriber's messages that never arrived, by the run's delivery accounting; absent
+    /// for publishers and where delivery was not accounted per subscriber.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missed: Option<u64>,
 }
 
 impl From<&ClientRun> for ClientStats {
@@ -246,6 +254,7 @@ impl From<&ClientRun> for ClientStats {
             seconds: t.seconds,
             msgs_per_sec: t.msgs_per_sec,
             bytes_per_sec: t.bytes_per_sec,
+            missed: None,
         }
     }
 }
@@ -428,30 +437,26 @@ pub fn throughput_sections(
     Vec<ClientStats>,
 ) {
     let overall = Throughput::aggregate(runs);
+    let clients: Vec<ClientStats> = runs.iter().map(ClientStats::from).collect();
     let mut by_role = BTreeMap::new();
     for role in [Role::Pub, Role::Sub] {
         let mine: Vec<&ClientRun> = runs.iter().filter(|c| c.role == role).collect();
         if mine.is_empty() {
             continue;
         }
-        let rates: Vec<f64> = mine
-            .iter()
-            .map(|c| ClientStats::from(*c).msgs_per_sec)
-            .collect();
+        let stats: Vec<&ClientStats> = clients.iter().filter(|c| c.role == role).collect();
+        let rates: Vec<f64> = stats.iter().map(|c| c.msgs_per_sec).collect();
         by_role.insert(
             role.as_str(),
             RoleStats {
                 throughput: Throughput::aggregate(mine.iter().copied()),
                 clients: mine.len(),
                 client_rates: Spread::of(&rates),
+                spread: ClientSpread::of(stats),
             },
         );
     }
-    (
-        overall,
-        by_role,
-        runs.iter().map(ClientStats::from).collect(),
-    )
+    (overall, by_role, clients)
 }
 
 /// A run's id from its start (RFC 3339) and scenario, with a random tag so that runs started in

@@ -460,12 +460,17 @@ pub fn run(
             v
         }
     };
-    let delivery = match opts.scenario {
-        ScenarioKind::Pub => Delivery {
-            sent: sent.iter().sum(),
-            accounting: "none",
-            ..Delivery::default()
-        },
+    // Each subscriber's own loss goes beside its throughput, by id: the spread of a fan-out
+    // names its slowest subscribers with what they missed.
+    let (delivery, missed) = match opts.scenario {
+        ScenarioKind::Pub => (
+            Delivery {
+                sent: sent.iter().sum(),
+                accounting: "none",
+                ..Delivery::default()
+            },
+            Vec::new(),
+        ),
         ScenarioKind::Pubsub | ScenarioKind::Sub => {
             let logs: Vec<(u64, &delivery::DeliveryLog)> = sub_outcomes
                 .iter()
@@ -480,7 +485,11 @@ pub fn run(
                 // `sub --duration` has no expected count; what arrived is what was expected.
                 (_, Stop::For(_)) => Expectation::PerSubscriber(0),
             };
-            delivery::summarize(&logs, &expect)
+            let ids = sub_outcomes.iter().map(|(o, ..)| o.run.id);
+            let missed: Vec<(u32, u64)> = ids
+                .zip(delivery::missed_by_subscriber(&logs, &expect))
+                .collect();
+            (delivery::summarize(&logs, &expect), missed)
         }
     };
     let (server_info, url) = info.expect("at least one client");
@@ -550,7 +559,8 @@ pub fn run(
             &errors,
             stop.load(Ordering::Relaxed),
         )
-    })
+    }
+    .with_missed(&missed))
 }
 
 /// A paced send later than this behind its schedule counts as late.

@@ -1,6 +1,6 @@
 //! Delivery accounting: from the stamps a subscriber saw, exactly how many messages of each
 //! publisher arrived, arrived twice, or arrived out of order; and from what publishers sent,
-//! how many were lost.
+//! how many were lost, in total and by each subscriber.
 //!
 //! Memory is fixed per (subscriber, publisher) pair, whatever the message count: a sliding
 //! bitmap remembers the last [`WINDOW`] sequence numbers below the highest one seen, which is
@@ -211,7 +211,9 @@ pub enum Expectation<'a> {
 pub fn summarize(subs: &[(u64, &DeliveryLog)], expect: &Expectation<'_>) -> Delivery {
     let received: u64 = subs.iter().map(|(n, _)| *n).sum();
     let unstamped: u64 = subs.iter().map(|(_, l)| l.unstamped).sum();
-    let stamped = unstamped == 0 && subs.iter().all(|(_, l)| l.foreign == 0);
+    let stamped = all_stamped(subs);
+    // The total loss is the subscribers' own losses added up, so the two never disagree.
+    let lost: u64 = missed_by_subscriber(subs, expect).iter().sum();
     let dup: u64 = subs
         .iter()
         .flat_map(|(_, l)| l.trackers())
@@ -259,7 +261,7 @@ pub fn summarize(subs: &[(u64, &DeliveryLog)], expect: &Expectation<'_>) -> Deli
                     sent: total_sent,
                     expected,
                     received,
-                    lost: publishers.iter().map(|p| p.lost).sum(),
+                    lost,
                     duplicated: Some(dup),
                     reordered: Some(reo),
                     unstamped,
@@ -269,7 +271,7 @@ pub fn summarize(subs: &[(u64, &DeliveryLog)], expect: &Expectation<'_>) -> Deli
                     duplicate_seqs: None,
                 }
             } else {
-                count_only(total_sent, expected, received, subs, unstamped)
+                count_only(total_sent, expected, received, lost, unstamped)
             }
         }
         Expectation::PerSubscriber(each) => {
@@ -287,17 +289,6 @@ pub fn summarize(subs: &[(u64, &DeliveryLog)], expect: &Expectation<'_>) -> Deli
                 .values()
                 .sum::<u64>();
             if stamped {
-                let lost = subs
-                    .iter()
-                    .map(|(_, l)| {
-                        let unique: u64 = l.trackers().map(|(_, t)| t.unique).sum();
-                        let gaps: u64 = l
-                            .trackers()
-                            .map(|(_, t)| t.high_mark().saturating_sub(t.unique))
-                            .sum();
-                        each.saturating_sub(unique).max(gaps)
-                    })
-                    .sum();
                 Delivery {
                     sent,
                     expected,
@@ -312,21 +303,56 @@ pub fn summarize(subs: &[(u64, &DeliveryLog)], expect: &Expectation<'_>) -> Deli
                     duplicate_seqs: None,
                 }
             } else {
-                count_only(sent, expected, received, subs, unstamped)
+                count_only(sent, expected, received, lost, unstamped)
             }
         }
     }
 }
 
-fn count_only(
-    sent: u64,
-    expected: u64,
-    received: u64,
-    subs: &[(u64, &DeliveryLog)],
-    unstamped: u64,
-) -> Delivery {
-    let each = expected.checked_div(subs.len() as u64).unwrap_or(0);
-    let lost = subs.iter().map(|(n, _)| each.saturating_sub(*n)).sum();
+/// Whether every message every subscriber received carried a stamp of this run: only then is
+/// loss counted message by message; otherwise from totals.
+fn all_stamped(subs: &[(u64, &DeliveryLog)]) -> bool {
+    subs.iter().all(|(_, l)| l.unstamped == 0 && l.foreign == 0)
+}
+
+/// How many messages each subscriber missed, in the order of `subs`, by the accounting
+/// [`summarize`] uses (its `lost` is their sum): with stamps, each publisher's messages that
+/// never arrived; without them, the shortfall of the subscriber's count against what it
+/// expected.
+pub fn missed_by_subscriber(subs: &[(u64, &DeliveryLog)], expect: &Expectation<'_>) -> Vec<u64> {
+    let stamped = all_stamped(subs);
+    subs.iter()
+        .map(|(received, log)| match expect {
+            Expectation::Published { run_tag, sent } if stamped => sent
+                .iter()
+                .enumerate()
+                .map(|(id, &sent)| {
+                    let key = PublisherKey {
+                        run_tag: *run_tag,
+                        publisher: id as u32,
+                    };
+                    sent.saturating_sub(log.tracker(key).map_or(0, |t| t.unique))
+                })
+                .sum(),
+            Expectation::Published { sent, .. } => {
+                sent.iter().sum::<u64>().saturating_sub(*received)
+            }
+            Expectation::PerSubscriber(each) if stamped => {
+                // Every sequence below a publisher's high mark was sent: a gap is certain loss
+                // even when the expected count was met.
+                let unique: u64 = log.trackers().map(|(_, t)| t.unique).sum();
+                let gaps: u64 = log
+                    .trackers()
+                    .map(|(_, t)| t.high_mark().saturating_sub(t.unique))
+                    .sum();
+                each.saturating_sub(unique).max(gaps)
+            }
+            Expectation::PerSubscriber(each) => each.saturating_sub(*received),
+        })
+        .collect()
+}
+
+fn count_only(sent: u64, expected: u64, received: u64, lost: u64, unstamped: u64) -> Delivery {
     Delivery {
         sent,
         expected,
@@ -434,6 +460,52 @@ mod tests {
         assert_eq!(d.accounting, "exact");
         assert_eq!(d.publishers[0].lost, 2);
         assert_eq!(d.publishers[1].received, 21);
+    }
+
+    #[test]
+    fn each_subscriber_misses_its_own_share_of_the_loss() {
+        let mut a = DeliveryLog::new(Some(1));
+        let mut b = DeliveryLog::new(Some(1));
+        for s in 0..10 {
+            a.record(stamp(0, s));
+            a.record(stamp(1, s));
+        }
+        // b misses 0:3..=4 and hears nothing from publisher 1, but gets 0:9 twice.
+        for s in (0..10).filter(|s| !(3..=4).contains(s)).chain([9]) {
+            b.record(stamp(0, s));
+        }
+        let subs = [(20, &a), (9, &b)];
+        let expect = Expectation::Published {
+            run_tag: 1,
+            sent: &[10, 10],
+        };
+        let missed = missed_by_subscriber(&subs, &expect);
+        assert_eq!(missed, vec![0, 12]);
+        let d = summarize(&subs, &expect);
+        assert_eq!(d.lost, 12);
+        assert_eq!(d.publishers.iter().map(|p| p.lost).sum::<u64>(), 12);
+
+        // Without stamps, each subscriber's shortfall against its expected count.
+        let mut plain = DeliveryLog::new(Some(1));
+        plain.record(None);
+        let subs = [(20, &a), (7, &plain)];
+        assert_eq!(missed_by_subscriber(&subs, &expect), vec![0, 13]);
+        assert_eq!(summarize(&subs, &expect).lost, 13);
+
+        // A lone subscriber: the shortfall, or the gaps when those are more.
+        let mut gappy = DeliveryLog::new(None);
+        for s in [0, 1, 2, 5, 6] {
+            gappy.record(stamp(0, s));
+        }
+        let subs = [(5, &gappy), (10, &a)];
+        assert_eq!(
+            missed_by_subscriber(&subs, &Expectation::PerSubscriber(6)),
+            vec![2, 0]
+        );
+        assert_eq!(
+            missed_by_subscriber(&subs, &Expectation::PerSubscriber(25)),
+            vec![20, 5]
+        );
     }
 
     #[test]

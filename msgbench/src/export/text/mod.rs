@@ -1,18 +1,19 @@
 //! The human report, laid out like `nats bench`: the aggregate line, then per role the role's
-//! line, one line per client and the spread of client rates; then delivery, loudly when
-//! anything was lost, and errors. This file holds the exporter and the header and throughput
-//! lines; each later section has a file of its own, and numbers are formatted by
-//! [`super::numbers`], shared with every other human-facing output.
+//! line, its clients (one line each, or their spread when there are many) and the spread of
+//! client rates; then delivery, loudly when anything was lost, and errors. This file holds the
+//! exporter and the header and throughput lines; each later section has a file of its own, and
+//! numbers are formatted by [`super::numbers`], shared with every other human-facing output.
 
 use std::fmt::Write;
 
 use super::Exporter;
 use crate::format::duration_ns_signed;
 use crate::format::{duration_ns, group, ibytes};
-use crate::result::{RoleStats, RunResult};
+use crate::result::RunResult;
 use crate::stats::throughput::Throughput;
 
 mod agents;
+mod clients;
 mod delivery;
 mod grpc;
 mod latency;
@@ -20,6 +21,7 @@ mod runs;
 mod stages;
 
 use agents::agents;
+use clients::role_detail;
 use delivery::{connections, consumer, delivery, jetstream};
 pub use grpc::print_encode;
 use grpc::{grpc, grpc_shape};
@@ -258,29 +260,4 @@ pub(super) fn rate_line(t: &Throughput) -> String {
         group(t.msgs),
         t.seconds
     )
-}
-
-pub(super) fn role_detail(o: &mut String, r: &RunResult, role: &str, stats: &RoleStats) {
-    if stats.clients < 2 {
-        return;
-    }
-    for c in r.clients.iter().filter(|c| c.role.as_str() == role) {
-        let _ = writeln!(
-            o,
-            "  [{}] {} msgs/sec ~ {}/sec ({} msgs)",
-            c.id + 1,
-            group(c.msgs_per_sec.round() as u64),
-            ibytes(c.bytes_per_sec),
-            group(c.msgs)
-        );
-    }
-    let s = &stats.client_rates;
-    let _ = writeln!(
-        o,
-        "  min {} | avg {} | max {} | stddev {} msgs",
-        group(s.min.round() as u64),
-        group(s.avg.round() as u64),
-        group(s.max.round() as u64),
-        group(s.stddev.round() as u64)
-    );
 }

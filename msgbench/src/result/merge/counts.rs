@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::read::{Doc, ACCOUNTING};
 use super::MergeError;
-use crate::result::{Pacing, RoleStats, RunResult};
+use crate::result::{ClientSpread, Pacing, RoleStats, RunResult};
 use crate::stats::delivery::{Delivery, PublisherDelivery};
 use crate::stats::throughput::{Role, Spread, Throughput};
 
@@ -60,17 +60,17 @@ pub(super) fn throughput(docs: &[Doc<'_>], r: &mut RunResult) -> Result<(), Merg
         if !any {
             continue;
         }
-        let rates: Vec<f64> = clients
-            .iter()
-            .filter(|c| c.role == role)
-            .map(|c| c.msgs_per_sec)
-            .collect();
+        let mine = || clients.iter().filter(|c| c.role == role);
+        let rates: Vec<f64> = mine().map(|c| c.msgs_per_sec).collect();
         r.by_role.insert(
             role.as_str(),
             RoleStats {
                 throughput: span.throughput(),
                 clients: usize::try_from(n).unwrap_or(usize::MAX),
                 client_rates: Spread::of(&rates),
+                // Over every agent's clients: the slowest of the whole run, with the losses
+                // each agent counted for its own subscribers.
+                spread: ClientSpread::of(mine()),
             },
         );
     }

@@ -151,6 +151,7 @@ impl<'a> Doc<'a> {
             seconds: self.f64("/seconds")?,
             msgs_per_sec: self.f64("/msgs_per_sec")?,
             bytes_per_sec: self.f64("/bytes_per_sec")?,
+            missed: self.opt_u64("/missed")?,
         })
     }
 

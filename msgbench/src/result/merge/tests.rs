@@ -174,6 +174,7 @@ pub(super) fn pubsub_agents() -> Vec<AgentEntry> {
         &mut subs,
         &[(Role::Sub, 1, 1790, 2400), (Role::Sub, 0, 1803, 2500)],
     );
+    subs = subs.with_missed(&[(1, 10), (0, 0)]);
     subs.delivery = Delivery {
         sent: 1800,
         expected: 3600,
@@ -234,6 +235,24 @@ fn a_publisher_only_and_a_subscriber_only_agent_account_delivery_exactly() {
     // Client rates: publisher 0 at 1,000 in 2 s, publisher 1 at 800 in 1.6 s: 500/s each.
     let spread = p.client_rates;
     assert!((spread.min - 500.0).abs() < 1e-9 && (spread.max - 500.0).abs() < 1e-9);
+    // Each subscriber's loss, as its agent counted it, survives the merge and names the
+    // slowest.
+    let missed: Vec<(u32, Option<u64>)> = r.clients.iter().map(|c| (c.id, c.missed)).collect();
+    assert_eq!(
+        missed,
+        vec![(0, None), (1, None), (0, Some(0)), (1, Some(10))]
+    );
+    let slowest: Vec<(u32, u64, Option<u64>)> = s
+        .spread
+        .slowest
+        .iter()
+        .map(|c| (c.id, c.msgs, c.missed))
+        .collect();
+    assert_eq!(slowest, vec![(1, 1790, Some(10)), (0, 1803, Some(0))]);
+    assert_eq!(
+        (s.spread.msgs.min, s.spread.msgs.median, s.spread.msgs.max),
+        (1790, 1796.5, 1803)
+    );
     let order: Vec<(Role, u32)> = r.clients.iter().map(|c| (c.role, c.id)).collect();
     assert_eq!(
         order,
