@@ -75,18 +75,17 @@ impl ConnsOptions {
                 return Err(Error::flag("--fault", text, "must fall within --hold"));
             }
         }
-        let check_every = match (a.check_every, a.subscribe) {
-            (Some(_), Subscribe::None) => {
-                return Err(Error::Usage(
+        let check_every =
+            match (a.check_every, a.subscribe) {
+                (Some(_), Subscribe::None) => return Err(Error::Usage(
                     "--check-every checks what subscribed connections receive; give --subscribe \
                      own or shared"
                         .into(),
-                ))
-            }
-            (_, Subscribe::None) => None,
-            (Some(d), _) => (!d.is_zero()).then_some(d),
-            (None, _) => Some(Duration::from_secs(1)),
-        };
+                )),
+                (_, Subscribe::None) => None,
+                (Some(d), _) => (!d.is_zero()).then_some(d),
+                (None, _) => Some(Duration::from_secs(1)),
+            };
         if let Some(url) = &a.server_monitor {
             check_monitor(url).map_err(|why| Error::flag("--server-monitor", url, why))?;
         }

@@ -17,8 +17,9 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::cli::{
-    Cli, Command, CompareScenario, ConnArgs, JsCommand, JsConsumeArgs, JsPubArgs, KvArgs,
-    KvCommand, LatencyArgs, OutputArgs, PubArgs, PubSubArgs, ReplyArgs, RequestArgs, ConnsArgs, SubArgs,
+    Cli, Command, CompareScenario, ConnArgs, ConnsArgs, JsCommand, JsConsumeArgs, JsPubArgs,
+    KvArgs, KvCommand, LatencyArgs, OutputArgs, PubArgs, PubSubArgs, ReplyArgs, RequestArgs,
+    SubArgs,
 };
 use crate::error::{Error, Result};
 use crate::wire::url::{parse_servers, Auth};

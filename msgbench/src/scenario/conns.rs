@@ -45,7 +45,10 @@ pub fn run(opts: &ConnsOptions, target: &Target, stop: &AtomicBool) -> Result<Ru
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     // One plain connection first: the server's INFO for the result, and a clear error when it
     // cannot be reached at all, before the storm.
-    let url = target.urls.first().ok_or_else(|| Error::Usage("no server to connect to".into()))?;
+    let url = target
+        .urls
+        .first()
+        .ok_or_else(|| Error::Usage("no server to connect to".into()))?;
     let probe = conn::connect(
         &ConnectSpec {
             servers: std::slice::from_ref(url),
@@ -142,7 +145,9 @@ pub fn run(opts: &ConnsOptions, target: &Target, stop: &AtomicBool) -> Result<Ru
             s.spawn(move || inj.run(zero, stop));
         }
         let checker = match opts.check_every {
-            Some(every) => Some(start_checker(s, opts, target, &prefix, run_tag, every, stop, &errors)?),
+            Some(every) => Some(start_checker(
+                s, opts, target, &prefix, run_tag, every, stop, &errors,
+            )?),
             None => None,
         };
         let mut buffers_peak = buffers_connected;
@@ -196,7 +201,14 @@ pub fn run(opts: &ConnsOptions, target: &Target, stop: &AtomicBool) -> Result<Ru
         inj.injected_ns()
             .map(|ns| outcome.zero + Duration::from_nanos(ns))
     });
-    let report = summarize(opts, &outcome, fault_at, rss_before, server_before, &server_mem);
+    let report = summarize(
+        opts,
+        &outcome,
+        fault_at,
+        rss_before,
+        server_before,
+        &server_mem,
+    );
     let mut result = RunResult::new(
         "conns",
         started_at,
@@ -205,6 +217,7 @@ pub fn run(opts: &ConnsOptions, target: &Target, stop: &AtomicBool) -> Result<Ru
         &errors,
         stop.load(Ordering::Relaxed),
     );
+    result.delivery.accounting = "none";
     result.conns = Some(report);
     Ok(result)
 }
@@ -373,7 +386,10 @@ fn received(m: &Member, run_tag: Option<u16>) -> u64 {
 
 fn checks_of(opts: &ConnsOptions, members: &[Member], sent: u64) -> Checks {
     let own = opts.subscribe == Subscribe::Own;
-    let tag = members.first().and_then(|m| m.log.as_ref()).and_then(|l| l.run_tag);
+    let tag = members
+        .first()
+        .and_then(|m| m.log.as_ref())
+        .and_then(|l| l.run_tag);
     let (mut expected, mut got, mut missing) = (0u64, 0u64, Vec::new());
     for m in members {
         let due = due_to(m.id, opts.clients, sent, own);
@@ -410,8 +426,8 @@ fn herd_of(
     let mut lost = 0u64;
     for m in members {
         let rec = m.recoveries.iter().find(|r| r.lost_at >= hold_start);
-        let was_lost = rec.is_some()
-            || matches!(m.ending, Some(Ending::Failed(_))) && m.first.is_some();
+        let was_lost =
+            rec.is_some() || matches!(m.ending, Some(Ending::Failed(_))) && m.first.is_some();
         if !was_lost {
             continue;
         }
@@ -438,7 +454,10 @@ fn herd_of(
     };
     let msgs_lost = sent.map(|sent| {
         let own = opts.subscribe == Subscribe::Own;
-        let tag = members.first().and_then(|m| m.log.as_ref()).and_then(|l| l.run_tag);
+        let tag = members
+            .first()
+            .and_then(|m| m.log.as_ref())
+            .and_then(|l| l.run_tag);
         members
             .iter()
             .map(|m| due_to(m.id, opts.clients, sent, own).saturating_sub(received(m, tag)))
@@ -519,7 +538,12 @@ fn varz_mem(base: &str) -> Option<u64> {
 fn proc_status_kb(path: &str, field: &str) -> Option<u64> {
     let text = std::fs::read_to_string(path).ok()?;
     let line = text.lines().find(|l| l.starts_with(field))?;
-    let kb: u64 = line[field.len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
+    let kb: u64 = line[field.len()..]
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
     Some(kb * 1024)
 }
 

@@ -268,7 +268,14 @@ pub fn run(
             sub_threads.push((shared, ticket, handle));
         }
         let fleet = fleet_spec.as_ref().map(|spec| {
-            Fleet::start(s, spec, &ctl, stop, sub_base..sub_base + n_subs, &sub_meters)
+            Fleet::start(
+                s,
+                spec,
+                &ctl,
+                stop,
+                sub_base..sub_base + n_subs,
+                &sub_meters,
+            )
         });
         if let Some(f) = &fleet {
             // Each fleet subscriber is ready once the PONG after its SUB came back.

@@ -24,8 +24,8 @@ mod dial;
 mod reader;
 mod writer;
 
-pub use dial::{connect, connect_for_check};
 pub(crate) use dial::connect_command;
+pub use dial::{connect, connect_for_check};
 pub use reader::{End, Event, Flow, Reader};
 pub use writer::{SendError, Shared, INTERRUPTED};
 

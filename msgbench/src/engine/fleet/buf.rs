@@ -84,7 +84,9 @@ impl Buf {
     /// Shrinks a quiet buffer back to what its recent traffic needed (at least [`BASE`]).
     pub fn settle(&mut self) {
         let target = self.peak.max(BASE).next_power_of_two();
-        if self.start == self.end && self.data.len() > 2 * target && self.peak * 4 <= self.data.len()
+        if self.start == self.end
+            && self.data.len() > 2 * target
+            && self.peak * 4 <= self.data.len()
         {
             self.data = vec![0; target];
             self.start = 0;

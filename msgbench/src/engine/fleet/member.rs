@@ -159,7 +159,13 @@ impl Member {
     }
 
     /// Starts a connect attempt to `addr` (non-blocking).
-    pub fn dial(&mut self, addr: SocketAddr, spec: &FleetSpec, registry: &Registry, board: &Board) -> After {
+    pub fn dial(
+        &mut self,
+        addr: SocketAddr,
+        spec: &FleetSpec,
+        registry: &Registry,
+        board: &Board,
+    ) -> After {
         let now = Instant::now();
         self.attempts += 1;
         if let Some((_, n)) = &mut self.outage {
@@ -170,7 +176,9 @@ impl Member {
         self.times = ConnectTimes::default();
         match TcpStream::connect(addr) {
             Ok(mut s) => {
-                if let Err(e) = registry.register(&mut s, self.token, Ready::READABLE | Ready::WRITABLE) {
+                if let Err(e) =
+                    registry.register(&mut s, self.token, Ready::READABLE | Ready::WRITABLE)
+                {
                     return self.fail(Failure::of_io(&e), spec, registry, board);
                 }
                 self.sock = Some(s);
@@ -184,7 +192,13 @@ impl Member {
 
     /// Does everything the socket allows now: completes the connect, moves the handshake on,
     /// reads and dispatches what arrived, and writes what is pending.
-    pub fn drive(&mut self, spec: &FleetSpec, ctl: &SubControl, registry: &Registry, board: &Board) -> After {
+    pub fn drive(
+        &mut self,
+        spec: &FleetSpec,
+        ctl: &SubControl,
+        registry: &Registry,
+        board: &Board,
+    ) -> After {
         match self.step(spec, ctl, board) {
             Ok(false) => After::Nothing,
             Ok(true) => self.finish(Ending::Stopped, registry, board),
@@ -209,7 +223,14 @@ impl Member {
             // Small writes go out at once (Nagle would hold PONGs behind delayed ACKs).
             let _ = sock.set_nodelay(true);
             self.times.tcp = now - self.attempt_at;
-            self.enter(if self.tls_first { Phase::Tls } else { Phase::Info }, now);
+            self.enter(
+                if self.tls_first {
+                    Phase::Tls
+                } else {
+                    Phase::Info
+                },
+                now,
+            );
             if self.tls_first {
                 self.start_tls(spec)?;
             }
@@ -285,14 +306,20 @@ impl Member {
 
     fn send_connect(&mut self, spec: &FleetSpec, now: Instant) -> Result<(), Failure> {
         let info = self.info.take().ok_or(Failure::Protocol)?;
-        let cmd = connect_command(&spec.target(self.id).url, &info, &spec.name).map_err(|_| Failure::Rejected)?;
+        let cmd = connect_command(&spec.target(self.id).url, &info, &spec.name)
+            .map_err(|_| Failure::Rejected)?;
         self.queue(&cmd)?;
         self.enter(Phase::Connect, now);
         Ok(())
     }
 
     /// Reads until the socket has nothing more, dispatching each complete operation.
-    fn read_all(&mut self, spec: &FleetSpec, ctl: &SubControl, board: &Board) -> Result<bool, Failure> {
+    fn read_all(
+        &mut self,
+        spec: &FleetSpec,
+        ctl: &SubControl,
+        board: &Board,
+    ) -> Result<bool, Failure> {
         loop {
             let room = self.rbuf.room(self.need);
             let room_len = room.len();
@@ -329,7 +356,12 @@ impl Member {
         }
     }
 
-    fn dispatch(&mut self, spec: &FleetSpec, ctl: &SubControl, board: &Board) -> Result<bool, Failure> {
+    fn dispatch(
+        &mut self,
+        spec: &FleetSpec,
+        ctl: &SubControl,
+        board: &Board,
+    ) -> Result<bool, Failure> {
         let now = self.heard;
         self.need = None;
         loop {
@@ -415,7 +447,8 @@ impl Member {
     }
 
     fn on_info(&mut self, info: ServerInfo, spec: &FleetSpec, now: Instant) -> Result<(), Failure> {
-        let wants_tls = spec.target(self.id).url.tls || info.tls_required || spec.dialing.tls.is_some();
+        let wants_tls =
+            spec.target(self.id).url.tls || info.tls_required || spec.dialing.tls.is_some();
         if wants_tls && !(info.tls_required || info.tls_available) && self.tls.is_none() {
             return Err(Failure::Tls);
         }
@@ -496,10 +529,17 @@ impl Member {
 
     /// The periodic duties: the connect timeout, keepalive PINGs, the stop conditions of a
     /// subscriber waiting for a count, progress for the live view, and buffers shrunk back.
-    pub fn sweep(&mut self, spec: &FleetSpec, ctl: &SubControl, registry: &Registry, board: &Board) -> After {
+    pub fn sweep(
+        &mut self,
+        spec: &FleetSpec,
+        ctl: &SubControl,
+        registry: &Registry,
+        board: &Board,
+    ) -> After {
         let now = Instant::now();
         if let Some(m) = &self.meter {
-            m.msgs.store(self.msgs, std::sync::atomic::Ordering::Relaxed);
+            m.msgs
+                .store(self.msgs, std::sync::atomic::Ordering::Relaxed);
         }
         self.rbuf.settle();
         if self.wbuf.is_empty() && self.wbuf.capacity() > super::buf::BASE {
@@ -573,7 +613,8 @@ impl Member {
     pub fn finish(&mut self, ending: Ending, registry: &Registry, board: &Board) -> After {
         self.close(registry, board);
         if let Some(m) = &self.meter {
-            m.msgs.store(self.msgs, std::sync::atomic::Ordering::Relaxed);
+            m.msgs
+                .store(self.msgs, std::sync::atomic::Ordering::Relaxed);
         }
         if self.first.is_none() {
             board.settled_without_connecting();
@@ -585,7 +626,13 @@ impl Member {
     }
 
     /// The link failed (or never came up): dial again after a pause, or end.
-    fn fail(&mut self, why: Failure, spec: &FleetSpec, registry: &Registry, board: &Board) -> After {
+    fn fail(
+        &mut self,
+        why: Failure,
+        spec: &FleetSpec,
+        registry: &Registry,
+        board: &Board,
+    ) -> After {
         let now = Instant::now();
         let was_up = matches!(self.phase, Phase::Ready | Phase::Subscribe);
         board.failure(why);

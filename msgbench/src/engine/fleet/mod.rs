@@ -237,9 +237,11 @@ impl Failure {
             Failure::Protocol => ErrorKind::ProtocolError,
             Failure::Rejected => ErrorKind::Authorization,
             Failure::Refused | Failure::Reset | Failure::Closed => ErrorKind::Disconnected,
-            Failure::TimedOut | Failure::Tls | Failure::NoFds | Failure::NoPorts | Failure::Other => {
-                ErrorKind::Io
-            }
+            Failure::TimedOut
+            | Failure::Tls
+            | Failure::NoFds
+            | Failure::NoPorts
+            | Failure::Other => ErrorKind::Io,
         }
     }
 }
@@ -399,7 +401,12 @@ impl<'s> Fleet<'s> {
     }
 
     /// Waits until `done` says so, `stop` is raised or `timeout` passes; true when `done` did.
-    pub fn wait(&self, timeout: Duration, stop: &AtomicBool, mut done: impl FnMut(&Board) -> bool) -> bool {
+    pub fn wait(
+        &self,
+        timeout: Duration,
+        stop: &AtomicBool,
+        mut done: impl FnMut(&Board) -> bool,
+    ) -> bool {
         let until = Instant::now() + timeout;
         loop {
             if done(&self.board) {

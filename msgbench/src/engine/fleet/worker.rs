@@ -102,7 +102,10 @@ pub fn run(
         if next_open < n {
             // Opening is held back by the in-flight limit or waits for its time.
             let due = plan.due(next_open, spec.connect_rate);
-            wait = wait.min(due.saturating_duration_since(now).max(Duration::from_millis(1)));
+            wait = wait.min(
+                due.saturating_duration_since(now)
+                    .max(Duration::from_millis(1)),
+            );
         }
         if let Some(Reverse((at, _))) = timers.peek() {
             wait = wait.min(at.saturating_duration_since(now));

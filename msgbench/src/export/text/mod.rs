@@ -30,6 +30,7 @@ use latency::{latency, pacing, proxy_cost};
 pub use runs::run_line;
 use runs::runs;
 use stages::stages;
+mod conns;
 
 pub struct Text;
 
@@ -58,6 +59,17 @@ impl Exporter for Text {
                 r.server.version,
                 shape(r.scenario, &r.params)
             );
+        }
+        if let Some(c) = &r.conns {
+            conns::conns(&mut o, c);
+            if !r.errors.is_empty() {
+                let list: Vec<String> = r.errors.iter().map(|(k, n)| format!("{k} {n}")).collect();
+                let _ = writeln!(o, "Errors: {}", list.join(", "));
+            }
+            if r.interrupted {
+                let _ = writeln!(o, "Interrupted: these are partial results.");
+            }
+            return o.into_bytes();
         }
         let title = match r.scenario {
             "pub" => "NATS Core publisher stats",
@@ -166,6 +178,19 @@ pub(super) fn shape(scenario: &str, p: &serde_json::Value) -> String {
     let plural = |n: u64, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
     let s = |k: &str| p[k].as_str().unwrap_or("").to_string();
     match scenario {
+        "conns" => {
+            let rate = p["connect_rate"]
+                .as_f64()
+                .map_or("as fast as possible".into(), |r| {
+                    format!("at {}/s", group(r as u64))
+                });
+            return format!(
+                "{} connections {rate}, subscribing: {}, held {} s",
+                group(n("clients")),
+                s("subscribe"),
+                p["hold_secs"].as_f64().unwrap_or(0.0)
+            );
+        }
         "js.consume" => {
             let source = match s("publish").as_str() {
                 "before" => format!("{} B messages published first", group(n("size"))),

@@ -1,0 +1,139 @@
+//! The text of a `conns` run: how fast the connections came up, each connect phase's
+//! percentiles, failures by kind, the checks while holding, memory per connection, and the
+//! reconnect herd.
+
+use std::fmt::Write;
+
+use crate::format::group;
+use crate::result::{ConnsReport, PhaseTimes};
+
+pub fn conns(o: &mut String, c: &ConnsReport) {
+    let rate = c
+        .connects_per_sec
+        .map_or("—".into(), |r| format!("{}/s", group(r.round() as u64)));
+    let span = c
+        .connect_span_ms
+        .map_or("—".into(), |ms| format!("{} ms", fixed(ms, 0)));
+    let _ = writeln!(
+        o,
+        "Connections: {} of {} up ({} never), {rate} over {span}; {} up at the end",
+        group(c.connected),
+        group(c.clients),
+        group(c.never_connected),
+        group(c.up_at_end)
+    );
+    let _ = writeln!(
+        o,
+        "Connect latency (first connect, µs):  p50 / p90 / p99 / p99.9 / max"
+    );
+    let lat = &c.connect_latency;
+    for (name, p) in [
+        ("tcp", &lat.tcp),
+        ("tls", &lat.tls),
+        ("INFO/CONNECT/PONG", &lat.handshake),
+        ("subscribe", &lat.subscribe),
+        ("total", &lat.total),
+    ] {
+        if let Some(p) = p {
+            phase(o, name, p);
+        }
+    }
+    if !c.failures.is_empty() {
+        let list: Vec<String> = c.failures.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        let _ = writeln!(
+            o,
+            "Failures (attempts and ended connections): {}",
+            list.join(", ")
+        );
+    }
+    let _ = writeln!(
+        o,
+        "Keepalives: {} sent, {} answered",
+        group(c.keepalives.sent),
+        group(c.keepalives.answered)
+    );
+    if let Some(k) = &c.checks {
+        let _ = writeln!(
+            o,
+            "Checks: {} published, {} of {} deliveries received, {} missed by {} connection(s){}",
+            group(k.published),
+            group(k.received),
+            group(k.expected),
+            group(k.missed),
+            group(k.connections_missing),
+            if k.missing_ids.is_empty() {
+                String::new()
+            } else {
+                format!(" (first: {:?})", k.missing_ids)
+            }
+        );
+    }
+    let m = &c.memory;
+    let kib = |b: Option<f64>| b.map_or("—".into(), |b| format!("{} KiB", fixed(b / 1024.0, 1)));
+    let mib = |b: Option<u64>| {
+        b.map_or("—".into(), |b| {
+            format!("{} MiB", fixed(b as f64 / 1048576.0, 1))
+        })
+    };
+    let _ = writeln!(
+        o,
+        "Memory: msgbench {} a connection ({} → {} RSS, peak {}; buffers {} at the end)",
+        kib(m.per_connection_bytes),
+        mib(m.rss_before_bytes),
+        mib(m.rss_connected_bytes),
+        mib(m.peak_rss_bytes),
+        mib(Some(m.buffers_end_bytes)),
+    );
+    if let Some(src) = &m.server_source {
+        let _ = writeln!(
+            o,
+            "        server {} a connection ({} → {}, read from {src})",
+            kib(m.server_per_connection_bytes),
+            mib(m.server_before_bytes),
+            mib(m.server_connected_bytes),
+        );
+    }
+    if let Some(h) = &c.herd {
+        let ms = |v: Option<f64>| v.map_or("never".into(), |v| format!("{} ms", fixed(v, 0)));
+        let _ = writeln!(
+            o,
+            "Herd ({}, jitter {}): {} lost, {} back, {} never; back 50% {} / 99% {} / 100% {} after the kill",
+            h.fault,
+            if h.jitter { "on" } else { "off" },
+            group(h.lost),
+            group(h.back),
+            group(h.never_back),
+            ms(h.to_50pct_ms),
+            ms(h.to_99pct_ms),
+            ms(h.to_100pct_ms)
+        );
+        if let (Some(mean), Some(p99), Some(max)) =
+            (h.attempts_mean, h.attempts_p99, h.attempts_max)
+        {
+            let _ = writeln!(
+                o,
+                "      attempts per client: mean {}, p99 {p99}, max {max}; messages lost {}",
+                fixed(mean, 1),
+                h.msgs_lost.map_or("—".into(), group)
+            );
+        }
+    }
+}
+
+fn phase(o: &mut String, name: &str, p: &PhaseTimes) {
+    let v = |x: f64| fixed(x, 0);
+    let _ = writeln!(
+        o,
+        "  {name:<18} {} / {} / {} / {} / {}",
+        v(p.p50_us),
+        v(p.p90_us),
+        v(p.p99_us),
+        v(p.p999_us),
+        v(p.max_us)
+    );
+}
+
+/// A figure with `places` decimals.
+fn fixed(v: f64, places: usize) -> String {
+    format!("{v:.places$}")
+}
