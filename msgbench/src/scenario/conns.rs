@@ -156,10 +156,7 @@ pub fn run(opts: &ConnsOptions, target: &Target, stop: &AtomicBool) -> Result<Ru
             std::thread::sleep(Duration::from_millis(100).min(until - Instant::now().min(until)));
             buffers_peak = buffers_peak.max(fleet.board().buffer_bytes());
         }
-        let sent = match checker {
-            Some(h) => Some(h.join().expect("checker panicked")),
-            None => None,
-        };
+        let sent = checker.map(|h| h.join().expect("checker panicked"));
         if let Some(inj) = &injector {
             inj.finish();
         }
