@@ -1,6 +1,6 @@
 //! The connection fleet: many NATS connections served by a few threads, for runs whose cost
 //! should grow with their traffic rather than with their connection count (`conns`, and
-//! `pubsub`/`sub` with many subscribers).
+//! `pubsub` with many subscribers).
 //!
 //! Each worker thread (one per core) owns a share of the connections and multiplexes them with
 //! readiness-based I/O (mio over epoll). A connection ([`Member`]) is a non-blocking state
@@ -32,7 +32,7 @@ mod worker;
 
 pub use member::{Ending, Member};
 
-/// Subscribers in one run from which `pubsub` and `sub` serve them from a fleet. Up to this
+/// Subscribers in one `pubsub` run from which they are served by a fleet. Below this
 /// many, each keeps a thread of its own: the thread costs little at that count, and its blocking
 /// read is woken directly by the kernel, one readiness round sooner than a fleet's.
 pub const FLEET_FROM: u32 = 9;
