@@ -134,3 +134,57 @@ fn flags_conns_cannot_honour_are_refused_in_one_line() {
         assert!(err.contains(names), "{all:?}: {err}");
     }
 }
+
+#[test]
+fn buffers_grow_for_a_burst_and_shrink_back_after_it() {
+    let s = TestServer::start();
+    let conns = support::bin()
+        .args([
+            "conns",
+            "--server",
+            &s.url,
+            "--clients",
+            "20",
+            "--subscribe",
+            "shared",
+            "--subject",
+            "burst.test",
+            "--hold",
+            "4s",
+            "--check-every",
+            "0s",
+            "--json",
+            "-",
+            "--no-progress",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("msgbench runs");
+    // Once the connections are up (well within a second), a second of 60 KiB messages.
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    let burst = run(&[
+        "pub",
+        "--server",
+        &s.url,
+        "--subject",
+        "burst.test",
+        "--size",
+        "60KiB",
+        "--rate",
+        "200",
+        "--duration",
+        "1s",
+    ]);
+    assert!(burst.status.success(), "{}", stderr(&burst));
+    let out = conns.wait_with_output().expect("conns ends");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let c = &v["conns"];
+    assert_eq!(u(&c["connected"]), 20, "{c}");
+    let m = &c["memory"];
+    // During the burst every connection held a 60 KiB message at once: its buffer grew past
+    // it. Two seconds after, each is back at its base size.
+    assert!(u(&m["buffers_peak_bytes"]) >= 20 * 60 * 1024, "{m}");
+    assert!(u(&m["buffers_end_bytes"]) <= 20 * 2048, "{m}");
+}

@@ -312,6 +312,11 @@ pub struct ConnsArgs {
     /// What each connection subscribes to: none, its own subject, or one shared subject.
     #[arg(long, default_value = "none")]
     pub subscribe: Subscribe,
+    /// The shared subject, or the prefix of the own ones (`<subject>.<id>`); default
+    /// msgbench.conns.<run tag>, which no other run shares. Another publisher may send there
+    /// too: what it sends is counted, and the checks still count only their own messages.
+    #[arg(long, value_name = "SUBJECT")]
+    pub subject: Option<String>,
     /// How long to hold the connections once they are all up (or failed).
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     #[serde(serialize_with = "crate::values::ser::duration")]

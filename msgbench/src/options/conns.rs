@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::cli::{ConnsArgs, Subscribe};
 use crate::error::{Error, Result};
 use crate::options::conn::ConnOptions;
-use crate::options::{server_choice, Output, ServerChoice};
+use crate::options::{check_subject, server_choice, Output, ServerChoice};
 use crate::stats::recovery::FaultKind;
 
 /// File descriptors a run needs beyond one per connection: the server's listeners and logs,
@@ -20,6 +20,7 @@ pub struct ConnsOptions {
     pub connect_rate: Option<f64>,
     pub in_flight: usize,
     pub subscribe: Subscribe,
+    pub subject: Option<String>,
     pub hold: Duration,
     /// `None`: no checks.
     pub check_every: Option<Duration>,
@@ -86,6 +87,15 @@ impl ConnsOptions {
                 (Some(d), _) => (!d.is_zero()).then_some(d),
                 (None, _) => Some(Duration::from_secs(1)),
             };
+        if let Some(subject) = &a.subject {
+            if a.subscribe == Subscribe::None {
+                return Err(Error::Usage(
+                    "--subject names what the connections subscribe to; give --subscribe own or shared"
+                        .into(),
+                ));
+            }
+            check_subject(subject, false).map_err(|why| Error::flag("--subject", subject, why))?;
+        }
         if let Some(url) = &a.server_monitor {
             check_monitor(url).map_err(|why| Error::flag("--server-monitor", url, why))?;
         }
@@ -95,6 +105,7 @@ impl ConnsOptions {
             connect_rate: (a.connect_rate > 0.0).then_some(a.connect_rate),
             in_flight: a.in_flight as usize,
             subscribe: a.subscribe,
+            subject: a.subject.clone(),
             hold: a.hold,
             check_every,
             server_monitor: a.server_monitor.clone(),
@@ -113,6 +124,7 @@ impl ConnsOptions {
             "connect_rate": self.connect_rate,
             "in_flight": self.in_flight,
             "subscribe": self.subscribe.as_str(),
+            "subject": self.subject,
             "hold_secs": self.hold.as_secs_f64(),
             "check_every_secs": self.check_every.map(|d| d.as_secs_f64()),
             "timeout_secs": self.timeout.as_secs_f64(),

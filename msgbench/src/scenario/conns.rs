@@ -74,7 +74,10 @@ pub fn run(opts: &ConnsOptions, target: &Target, stop: &AtomicBool) -> Result<Ru
         say(note.clone());
     }
     let run_tag = stamp::new_run_tag();
-    let prefix = format!("msgbench.conns.{run_tag:04x}");
+    let prefix = opts
+        .subject
+        .clone()
+        .unwrap_or_else(|| format!("msgbench.conns.{run_tag:04x}"));
     let interest = match opts.subscribe {
         Subscribe::None => Interest::None,
         Subscribe::Own => Interest::Own(prefix.clone()),
