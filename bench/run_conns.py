@@ -8,7 +8,7 @@ was measured at all), 2 when it cannot start.
 
     python3 bench/run_conns.py [--cases fanout5k,subs10k,idle20k,conns5k,herd2k] [--scale 1.0]
                                [--rounds 3] [--msgs 100] [--size 16] [--msgbench-defaults]
-                               [--idle-hold 60s] [--nats PATH] [--old PATH [--old-label TEXT]]
+                               [--idle-clients N] [--idle-hold 60s] [--nats PATH] [--old PATH [--old-label TEXT]]
                                [--out bench/RESULTS-conns.md] [--timeout 120] [--no-build]
 
 The cases (client counts times --scale; --scale 0.1 runs 500 and 1,000 subscribers):
@@ -322,6 +322,7 @@ class Conns(Suite):
         p.add_argument("--msgs", type=int, default=100, help="fan-out cases: messages every subscriber must get (default 100)")
         p.add_argument("--size", type=int, default=16, help="fan-out cases: payload bytes (default 16)")
         p.add_argument("--msgbench-defaults", action="store_true", help=f"fan-out cases: run msgbench pubsub without {' '.join(PATIENCE)}")
+        p.add_argument("--idle-clients", type=int, default=None, help="idle20k: connections (default 20,000 times --scale); the open-file hard limit may allow fewer")
         p.add_argument("--idle-hold", type=parse_duration, default="60s", help="idle20k: how long the connections are held (default 60s)")
         p.add_argument("--nats", default=None, help="the natscli binary (default: nats on PATH, else the checkout's .tools/bin/nats)")
         p.add_argument("--old", default=None, help="an earlier msgbench binary, a third tool in the fan-out cases")
@@ -356,6 +357,8 @@ class Conns(Suite):
         a = self.args
         fan = ("msgbench", "nats", "old") if a.old else ("msgbench", "nats")
         n = {key: self.count(full) for key, full in (("fanout5k", 5000), ("subs10k", 10000), ("idle20k", 20000), ("conns5k", 5000), ("herd2k", 2000))}
+        if a.idle_clients:
+            n["idle20k"] = a.idle_clients
         fanout = lambda key: f"fan-out: 1 publisher, {n[key]:,} subscribers, {a.size} B, {a.msgs:,} msgs each"  # noqa: E731
         every = [
             Case("fanout5k", fanout("fanout5k"), fan, kind="fanout", clients=n["fanout5k"]),

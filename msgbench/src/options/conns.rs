@@ -9,9 +9,10 @@ use crate::options::conn::ConnOptions;
 use crate::options::{check_subject, server_choice, Output, ServerChoice};
 use crate::stats::recovery::FaultKind;
 
-/// File descriptors a run needs beyond one per connection: the server's listeners and logs,
-/// the checker's connection, epoll instances, the output files.
-const FD_HEADROOM: u64 = 1024;
+/// File descriptors a run needs beyond one per connection: the checker's and the probe's
+/// connections, one epoll instance a worker, the output files, the standard streams, and what
+/// a server msgbench starts (which inherits the limit) keeps besides its clients' sockets.
+const FD_HEADROOM: u64 = 256;
 
 #[derive(Debug, Clone)]
 pub struct ConnsOptions {
