@@ -55,6 +55,19 @@ impl ConnsOptions {
                 )));
             }
         }
+        // A link proxy would hold two more sockets and a share of the memory per connection,
+        // and a cluster's connections would all land on its first node: both would falsify
+        // what conns measures.
+        if a.conn.link.is_some() {
+            return Err(Error::Usage(
+                "--link is not available for `conns` (its proxy would count in the memory and the open files per connection)".into(),
+            ));
+        }
+        if a.conn.cluster.is_some() {
+            return Err(Error::Usage(
+                "--cluster is not available for `conns` (give a node's URL with --server)".into(),
+            ));
+        }
         if a.in_flight == 0 {
             return Err(Error::flag("--in-flight", "0", "must be at least 1"));
         }
@@ -73,8 +86,12 @@ impl ConnsOptions {
                     "--fault restart in `conns` measures the way back: give --reconnect too".into(),
                 ));
             }
-            if f.at >= a.hold {
-                return Err(Error::flag("--fault", text, "must fall within --hold"));
+            if f.at + f.hold >= a.hold {
+                return Err(Error::flag(
+                    "--fault",
+                    text,
+                    "the server must be down and back within --hold (its time plus its hold)",
+                ));
             }
         }
         let check_every =

@@ -146,6 +146,10 @@ pub struct Herd {
     pub attempts_p50: Option<u64>,
     pub attempts_p99: Option<u64>,
     pub attempts_max: Option<u64>,
-    /// Checks due while the herd was out and not received; null without checks.
+    /// Checks due to the connections the restart cut that never reached them (the light
+    /// publisher is cut too: what it counted as sent while the server was down is among them);
+    /// null without checks.
     pub msgs_lost: Option<u64>,
+    /// Why the restart failed (a server that did not come back), if it did.
+    pub restart_error: Option<String>,
 }

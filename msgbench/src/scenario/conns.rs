@@ -148,9 +148,20 @@ pub fn run(opts: &ConnsOptions, target: &Target, stop: &AtomicBool) -> Result<Ru
             s.spawn(move || inj.run(zero, stop));
         }
         let checker = match opts.check_every {
-            Some(every) => Some(start_checker(
-                s, opts, target, &prefix, run_tag, every, stop, &errors,
-            )?),
+            Some(every) => {
+                match start_checker(s, opts, target, &prefix, run_tag, every, stop, &errors) {
+                    Ok(h) => Some(h),
+                    Err(e) => {
+                        // The fleet's connections hold until told: end them, or the scope
+                        // waits for them.
+                        fleet.stop();
+                        if let Some(inj) = &injector {
+                            inj.finish();
+                        }
+                        return Err(e);
+                    }
+                }
+            }
             None => None,
         };
         let mut buffers_peak = buffers_connected;
@@ -163,6 +174,8 @@ pub fn run(opts: &ConnsOptions, target: &Target, stop: &AtomicBool) -> Result<Ru
         if let Some(inj) = &injector {
             inj.finish();
         }
+        // Taken before the drain: a PING sent during it would have no time to be answered.
+        let (pings, pongs) = fleet.board().keepalives();
         // The last checks are in flight: give them a moment to arrive.
         if sent.is_some() {
             let drain_until = Instant::now() + DRAIN;
@@ -171,7 +184,6 @@ pub fn run(opts: &ConnsOptions, target: &Target, stop: &AtomicBool) -> Result<Ru
             }
         }
         let up_at_end = fleet.board().ready_now();
-        let (pings, pongs) = fleet.board().keepalives();
         let failures: BTreeMap<&'static str, u64> = fleet
             .board()
             .failures()
@@ -201,10 +213,12 @@ pub fn run(opts: &ConnsOptions, target: &Target, stop: &AtomicBool) -> Result<Ru
         inj.injected_ns()
             .map(|ns| outcome.zero + Duration::from_nanos(ns))
     });
+    let injector_error = injector.as_ref().and_then(Injector::error);
     let report = summarize(
         opts,
         &outcome,
         fault_at,
+        injector_error,
         rss_before,
         server_before,
         &server_mem,
@@ -299,6 +313,7 @@ fn summarize(
     opts: &ConnsOptions,
     h: &Hold,
     fault_at: Option<Instant>,
+    injector_error: Option<String>,
     rss_before: Option<u64>,
     server_before: Option<u64>,
     server_mem: &ServerMemory,
@@ -322,6 +337,7 @@ fn summarize(
     };
     let checks = h.sent.map(|sent| checks_of(opts, &h.members, sent));
     let herd = fault_at.map(|at| herd_of(opts, &h.members, h.zero, at, h.sent));
+    let restart_error = injector_error;
     let fault_at_s = fault_at.map(|at| at.saturating_duration_since(h.zero).as_secs_f64());
     ConnsReport {
         clients: u64::from(opts.clients),
@@ -358,6 +374,7 @@ fn summarize(
         },
         herd: herd.map(|mut hd| {
             hd.fault_at_s = fault_at_s;
+            hd.restart_error = restart_error;
             hd
         }),
     }
@@ -424,14 +441,18 @@ fn herd_of(
     let mut back_after = Vec::new();
     let mut attempts = Vec::new();
     let mut lost = 0u64;
+    let mut cut = Vec::new();
     for m in members {
         let rec = m.recoveries.iter().find(|r| r.lost_at >= hold_start);
-        let was_lost =
-            rec.is_some() || matches!(m.ending, Some(Ending::Failed(_))) && m.first.is_some();
+        // Lost and back; lost and still out when the hold ended; lost and given up on.
+        let was_lost = rec.is_some()
+            || m.out_since().is_some_and(|at| at >= hold_start)
+            || matches!(m.ending, Some(Ending::Failed(_))) && m.first.is_some();
         if !was_lost {
             continue;
         }
         lost += 1;
+        cut.push(m);
         if let Some(r) = rec {
             back_after.push(r.back_at.saturating_duration_since(fault_at));
             attempts.push(u64::from(r.attempts));
@@ -458,8 +479,7 @@ fn herd_of(
             .first()
             .and_then(|m| m.log.as_ref())
             .and_then(|l| l.run_tag);
-        members
-            .iter()
+        cut.iter()
             .map(|m| due_to(m.id, opts.clients, sent, own).saturating_sub(received(m, tag)))
             .sum()
     });
@@ -483,6 +503,7 @@ fn herd_of(
         attempts_p99: pick(0.99),
         attempts_max: attempts.last().copied(),
         msgs_lost,
+        restart_error: None,
     }
 }
 
@@ -525,7 +546,10 @@ fn varz_mem(base: &str) -> Option<u64> {
     let url = url::Url::parse(base).ok()?;
     let host = url.host_str()?;
     let port = url.port_or_known_default()?;
-    let mut s = std::net::TcpStream::connect((host, port)).ok()?;
+    let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host, port))
+        .ok()?
+        .next()?;
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     write!(s, "GET /varz HTTP/1.0\r\nHost: {host}\r\n\r\n").ok()?;
     let mut body = String::new();

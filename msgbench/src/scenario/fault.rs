@@ -94,6 +94,12 @@ impl<'a> Injector<'a> {
         self.done.store(true, Ordering::Release);
     }
 
+    /// Why the fault could not be injected or undone (a restarted server that did not come
+    /// back), if it could not.
+    pub fn error(&self) -> Option<String> {
+        self.error.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
     /// When the fault was injected, in ns from the load's time zero.
     pub fn injected_ns(&self) -> Option<u64> {
         let at = self.injected_ns.load(Ordering::Acquire);

@@ -132,10 +132,17 @@ pub fn run(
             .map(|i| connect("sub", sub_base + i))
             .collect::<Result<_>>()?,
     };
-    let info = pubs
+    let mut info = pubs
         .first()
         .or(subs.first())
         .map(|c| (c.info.clone(), c.url.clone()));
+    if info.is_none() && fleet_spec.is_some() {
+        // Only fleet subscribers here (an agent's share without publishers): one plain
+        // connection says what the server is.
+        let probe = connect("probe", 0)?;
+        info = Some((probe.info.clone(), probe.url.clone()));
+        probe.shared.close();
+    }
 
     let run_tag = share.map_or_else(stamp::new_run_tag, |sh| sh.seg.run_tag);
     let fleet_spec = fleet_spec.map(|f| FleetSpec {
@@ -213,9 +220,17 @@ pub fn run(
             } = conn;
             let mut cmd = Vec::new();
             proto::encode_sub(&mut cmd, &subject, None, 1);
-            let ticket = shared
-                .subscribe(&cmd)
-                .map_err(|e| e.during("cannot subscribe"))?;
+            let ticket = match shared.subscribe(&cmd) {
+                Ok(t) => t,
+                Err(e) => {
+                    // Every read loop started so far ends, or the scope waits for it.
+                    sub_threads
+                        .iter()
+                        .for_each(|(sh, _, _): &(Arc<conn::Shared>, _, _)| sh.close());
+                    close_pubs();
+                    return Err(e.during("cannot subscribe"));
+                }
+            };
             let spec = sub_spec(sub_base + i as u32);
             let (ctl, progress, epoch) = (&ctl, &sub_meters[i].msgs, &epoch);
             let sh = shared.clone();
@@ -301,6 +316,7 @@ pub fn run(
                 // Closing ends every subscriber's read loop, so the scope can be left.
                 sub_threads.iter().for_each(|(sh, _, _)| sh.close());
                 close_pubs();
+                fleet.iter().for_each(Fleet::stop);
                 return Err(Error::Connect {
                     url: info.as_ref().map(|i| i.1.to_string()).unwrap_or_default(),
                     reason: "the server did not confirm the subscription".into(),
@@ -320,6 +336,7 @@ pub fn run(
                 None => {
                     sub_threads.iter().for_each(|(sh, _, _)| sh.close());
                     close_pubs();
+                    fleet.iter().for_each(Fleet::stop);
                     return Err(Error::Agent("stopped before the common start".into()));
                 }
             },

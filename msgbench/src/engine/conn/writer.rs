@@ -41,8 +41,7 @@ pub(super) struct Redial {
     pub(super) jitter: bool,
 }
 
-// Both engines reconnect alike: the backoff is the fleet's.
-use crate::engine::fleet::{BACKOFF_FIRST, BACKOFF_MAX};
+use crate::engine::{BACKOFF_FIRST, BACKOFF_MAX};
 
 /// Unanswered keepalive PINGs after which the connection counts as dead (the official clients'
 /// default).

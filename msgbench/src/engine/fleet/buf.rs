@@ -5,7 +5,8 @@
 //! a busy one (the dedicated reader's 128 KiB) would be most of the process's memory. Here a
 //! buffer starts at [`BASE`] bytes. A read that fills all the room there was means more is
 //! probably waiting, so the next read gets twice the room, up to [`HOT_MAX`]; an operation
-//! larger than that (a big payload) gets exactly the room it needs. The fleet's sweep calls
+//! larger than that (a big payload) gets the room it needs, rounded up to a multiple of
+//! [`BASE`]. The fleet's sweep calls
 //! [`Buf::settle`] a few times a second: a buffer that is empty, and was never more than a
 //! quarter full since the last sweep, goes back to the size its traffic needed.
 
@@ -68,7 +69,7 @@ impl Buf {
             self.start = 0;
             self.end = pending;
             if self.data.len() < want {
-                self.data.resize(want.next_power_of_two(), 0);
+                self.data.resize(want.div_ceil(BASE) * BASE, 0);
             }
         }
         &mut self.data[self.end..]
@@ -137,11 +138,16 @@ mod tests {
     }
 
     #[test]
-    fn a_large_operation_gets_exactly_the_room_it_needs_and_is_kept_whole() {
+    fn a_large_operation_gets_the_room_it_needs_and_is_kept_whole() {
         let mut b = Buf::default();
         read(&mut b, 100, None);
         let room = b.room(Some(300_000)).len();
         assert!(room + 100 >= 300_000, "room {room}");
+        assert!(
+            b.capacity() < 300_000 + BASE,
+            "no more than it needs: {}",
+            b.capacity()
+        );
         assert_eq!(b.pending().len(), 100, "pending bytes survive growing");
         // Not shrunk while the operation is still pending.
         b.settle();

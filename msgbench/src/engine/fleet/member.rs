@@ -22,7 +22,7 @@ use super::buf::Buf;
 use super::{Board, ConnectTimes, Failure, FleetSpec, Interest, Recovery};
 use crate::engine::conn::connect_command;
 use crate::engine::load::{SubControl, UNKNOWN};
-use crate::error::{ErrorKind, ServerErrorKind};
+use crate::error::{ErrorCounts, ServerErrorKind};
 use crate::stats::delivery::DeliveryLog;
 use crate::stats::throughput::{ClientRun, Role};
 use crate::stats::timeline::ClientMeter;
@@ -31,6 +31,8 @@ use crate::wire::stamp;
 
 /// Unanswered keepalive PINGs after which a connection is dead (as the official clients).
 const MAX_PINGS_OUT: u8 = 2;
+/// Reads a connection gets per turn of its worker (up to 64 KiB each).
+const READS_PER_TURN: usize = 16;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -92,8 +94,11 @@ pub struct Member {
     info: Option<Box<ServerInfo>>,
     heard: Instant,
     pings_out: u8,
-    /// Connect attempts made, in all.
+    /// Connect attempts made, in all, and when the first began.
     pub attempts: u32,
+    first_dial_at: Option<Instant>,
+    /// Reads stopped at their limit with the socket perhaps not empty: drive again soon.
+    more: bool,
     /// The first connection's phases, once it is ready.
     pub first: Option<ConnectTimes>,
     /// The current outage: when the link was lost and the attempts since.
@@ -130,6 +135,8 @@ impl Member {
             heard: now,
             pings_out: 0,
             attempts: 0,
+            first_dial_at: None,
+            more: false,
             first: None,
             outage: None,
             recoveries: Vec::new(),
@@ -143,6 +150,11 @@ impl Member {
             log: spec.run_tag.map(|t| DeliveryLog::new(Some(t))),
             meter,
         }
+    }
+
+    /// When the current outage began, if the connection is lost and not back.
+    pub fn out_since(&self) -> Option<Instant> {
+        self.outage.map(|(at, _)| at)
     }
 
     pub fn is_ready(&self) -> bool {
@@ -168,6 +180,7 @@ impl Member {
     ) -> After {
         let now = Instant::now();
         self.attempts += 1;
+        self.first_dial_at.get_or_insert(now);
         if let Some((_, n)) = &mut self.outage {
             *n += 1;
         }
@@ -209,6 +222,7 @@ impl Member {
     /// `Ok(true)`: the member has all it waits for.
     fn step(&mut self, spec: &FleetSpec, ctl: &SubControl, board: &Board) -> Result<bool, Failure> {
         let now = Instant::now();
+        self.more = false;
         if self.phase == Phase::Tcp {
             let sock = self.sock.as_ref().expect("a dialling member has a socket");
             if let Some(e) = sock.take_error().map_err(|e| Failure::of_io(&e))? {
@@ -320,7 +334,9 @@ impl Member {
         ctl: &SubControl,
         board: &Board,
     ) -> Result<bool, Failure> {
-        loop {
+        // A bounded number of reads a turn: a connection the server keeps busy must not keep
+        // its worker from the others (their keepalives, their messages).
+        for _ in 0..READS_PER_TURN {
             let room = self.rbuf.room(self.need);
             let room_len = room.len();
             let got = match (self.tls.as_mut(), self.sock.as_mut()) {
@@ -354,6 +370,14 @@ impl Member {
                 Err(e) => return Err(Failure::of_io(&e)),
             }
         }
+        // Edge-triggered: bytes already waiting raise no new event, so the worker comes back.
+        self.more = true;
+        Ok(false)
+    }
+
+    /// Whether the last turn stopped at its read limit (see [`After::Again`]).
+    pub fn wants_more(&self) -> bool {
+        self.more
     }
 
     fn dispatch(
@@ -381,7 +405,8 @@ impl Member {
             let mut info = None;
             let mut stop = false;
             match op {
-                ServerOp::Msg(m) if self.phase == Phase::Ready => {
+                // The server handles SUB before the PING: a message before the PONG is real.
+                ServerOp::Msg(m) if matches!(self.phase, Phase::Ready | Phase::Subscribe) => {
                     self.msgs += 1;
                     self.bytes += m.payload.len() as u64;
                     self.first_msg.get_or_insert(now);
@@ -401,7 +426,7 @@ impl Member {
                     Phase::Connect => {
                         self.times.connect = now - self.phase_at;
                         match &spec.interest {
-                            Interest::None => self.ready(board, now),
+                            Interest::None => self.ready(&spec.errors, board, now),
                             interest => {
                                 let mut sub = Vec::with_capacity(64);
                                 proto::encode_sub(&mut sub, &interest.subject(self.id), None, 1);
@@ -415,7 +440,7 @@ impl Member {
                     }
                     Phase::Subscribe => {
                         self.times.subscribe = Some(now - self.phase_at);
-                        self.ready(board, now);
+                        self.ready(&spec.errors, board, now);
                     }
                     _ => {
                         if self.pings_out > 0 {
@@ -462,7 +487,7 @@ impl Member {
         self.send_connect(spec, now)
     }
 
-    fn ready(&mut self, board: &Board, now: Instant) {
+    fn ready(&mut self, errors: &ErrorCounts, board: &Board, now: Instant) {
         self.phase = Phase::Ready;
         self.pings_out = 0;
         self.backoff = super::BACKOFF_FIRST;
@@ -472,6 +497,8 @@ impl Member {
         match self.outage.take() {
             Some((lost_at, attempts)) => {
                 board.recovered();
+                errors.opened();
+                errors.reconnected(now - lost_at);
                 self.recoveries.push(Recovery {
                     lost_at,
                     back_at: now,
@@ -479,6 +506,7 @@ impl Member {
                 });
             }
             None => {
+                errors.opened();
                 board.opened();
                 if self.first.is_none() {
                     self.times.at = Some(self.attempt_at);
@@ -554,7 +582,6 @@ impl Member {
             Phase::Ready => {
                 if now - self.heard > spec.dialing.ping_interval {
                     if self.pings_out >= MAX_PINGS_OUT {
-                        spec.errors.add(ErrorKind::PingTimeout);
                         return self.fail(Failure::PingTimeout, spec, registry, board);
                     }
                     self.pings_out += 1;
@@ -607,6 +634,8 @@ impl Member {
             }
             _ => {}
         }
+        // Closed: no longer counted as up or under way, so a second close counts nothing.
+        self.phase = Phase::Backoff;
     }
 
     /// Ends the member for good.
@@ -634,7 +663,8 @@ impl Member {
         board: &Board,
     ) -> After {
         let now = Instant::now();
-        let was_up = matches!(self.phase, Phase::Ready | Phase::Subscribe);
+        // Only a connection that was up can be lost; one still subscribing had a failed attempt.
+        let was_up = self.phase == Phase::Ready;
         board.failure(why);
         self.close(registry, board);
         if was_up {
@@ -642,7 +672,11 @@ impl Member {
             self.outage.get_or_insert((now, 0));
             board.lost();
         }
-        let since = self.outage.map_or(self.attempt_at, |(at, _)| at);
+        // Dialling again ends --timeout after the loss, or after the first attempt of a
+        // connection that never came up.
+        let since = self
+            .outage
+            .map_or(self.first_dial_at.unwrap_or(now), |(at, _)| at);
         if !spec.dialing.reconnect || now - since > spec.give_up_after {
             // A connection that was up and did not come back is what the run lost; one that
             // never came up is a failed connect, counted by kind.

@@ -37,12 +37,7 @@ pub use member::{Ending, Member};
 /// read is woken directly by the kernel, one readiness round sooner than a fleet's.
 pub const FLEET_FROM: u32 = 9;
 
-/// The first pause before dialling a lost connection again; it doubles up to [`BACKOFF_MAX`].
-/// A restarted local server listens again within tens of milliseconds, so starting at seconds
-/// (as some clients do by default) would measure the client's patience, not the server's
-/// recovery. The dedicated engine uses the same two, so both reconnect alike.
-pub(crate) const BACKOFF_FIRST: Duration = Duration::from_millis(10);
-pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(1);
+use crate::engine::{BACKOFF_FIRST, BACKOFF_MAX};
 
 /// How often each worker looks at all its connections (keepalives, timeouts, stop conditions,
 /// buffers).
@@ -275,10 +270,10 @@ impl Board {
         self.opened.fetch_add(1, Ordering::Relaxed);
         self.settled.fetch_add(1, Ordering::Relaxed);
     }
-    fn settled_without_connecting(&self) {
+    pub(super) fn settled_without_connecting(&self) {
         self.settled.fetch_add(1, Ordering::Relaxed);
     }
-    fn finished(&self) {
+    pub(super) fn finished(&self) {
         self.finished.fetch_add(1, Ordering::Relaxed);
     }
     fn lost(&self) {

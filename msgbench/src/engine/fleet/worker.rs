@@ -55,6 +55,8 @@ pub fn run(
             // No epoll instance (out of descriptors): every member fails to start.
             for m in &mut members {
                 board.failure(super::Failure::NoFds);
+                board.settled_without_connecting();
+                board.finished();
                 m.ending = Some(Ending::Failed(super::Failure::NoFds));
             }
             return members;
@@ -66,6 +68,8 @@ pub fn run(
     let (mut next_open, mut done) = (0usize, 0usize);
     let mut next_sweep = Instant::now() + SWEEP;
     let mut my_bytes = 0u64;
+    // Connections whose last turn stopped at its read limit.
+    let mut again: Vec<usize> = Vec::new();
     let outcome = |a: After, i: usize, timers: &mut BinaryHeap<_>, done: &mut usize| match a {
         After::Nothing => {}
         After::RetryAt(t) => timers.push(Reverse((t, i))),
@@ -110,18 +114,25 @@ pub fn run(
         if let Some(Reverse((at, _))) = timers.peek() {
             wait = wait.min(at.saturating_duration_since(now));
         }
+        if !again.is_empty() {
+            // Connections with bytes still waiting: look for events without sleeping.
+            wait = Duration::ZERO;
+        }
         if let Err(e) = poll.poll(&mut events, Some(wait)) {
             if e.kind() != std::io::ErrorKind::Interrupted {
                 break;
             }
         }
         let registry = poll.registry();
-        for ev in &events {
-            let i = ev.token().0;
+        let waiting = std::mem::take(&mut again);
+        for i in events.iter().map(|ev| ev.token().0).chain(waiting) {
             let m = &mut members[i];
             if !m.is_done() {
                 let a = m.drive(spec, ctl, registry, board);
                 outcome(a, i, &mut timers, &mut done);
+                if m.wants_more() && !m.is_done() && !again.contains(&i) {
+                    again.push(i);
+                }
             }
         }
 

@@ -64,7 +64,8 @@ pub fn conns(o: &mut String, c: &ConnsReport) {
             if k.missing_ids.is_empty() {
                 String::new()
             } else {
-                format!(" (first: {:?})", k.missing_ids)
+                let ids: Vec<String> = k.missing_ids.iter().map(u32::to_string).collect();
+                format!(" (first: {})", ids.join(", "))
             }
         );
     }
@@ -107,15 +108,19 @@ pub fn conns(o: &mut String, c: &ConnsReport) {
             ms(h.to_99pct_ms),
             ms(h.to_100pct_ms)
         );
-        if let (Some(mean), Some(p99), Some(max)) =
-            (h.attempts_mean, h.attempts_p99, h.attempts_max)
-        {
-            let _ = writeln!(
-                o,
-                "      attempts per client: mean {}, p99 {p99}, max {max}; messages lost {}",
-                fixed(mean, 1),
-                h.msgs_lost.map_or("—".into(), group)
-            );
+        let attempts = match (h.attempts_mean, h.attempts_p99, h.attempts_max) {
+            (Some(mean), Some(p99), Some(max)) => {
+                format!("mean {}, p99 {p99}, max {max}", fixed(mean, 1))
+            }
+            _ => "—".into(),
+        };
+        let _ = writeln!(
+            o,
+            "      attempts per client back: {attempts}; checks the cut connections missed: {}",
+            h.msgs_lost.map_or("—".into(), group)
+        );
+        if let Some(e) = &h.restart_error {
+            let _ = writeln!(o, "      the restart failed: {e}");
         }
     }
 }
