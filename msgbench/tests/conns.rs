@@ -193,3 +193,30 @@ fn buffers_grow_for_a_burst_and_shrink_back_after_it() {
     assert!(u(&m["buffers_peak_bytes"]) >= 20 * 60 * 1024, "{m}");
     assert!(u(&m["buffers_end_bytes"]) <= 20 * 2048, "{m}");
 }
+
+#[test]
+fn a_plan_of_a_conns_run_runs_again() {
+    let s = TestServer::start();
+    let out = run(&[
+        "conns",
+        "--server",
+        &s.url,
+        "--clients",
+        "30",
+        "--subscribe",
+        "shared",
+        "--hold",
+        "1s",
+        "--print-plan",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let path =
+        std::env::temp_dir().join(format!("msgbench-conns-plan-{}.json", std::process::id()));
+    std::fs::write(&path, &out.stdout).unwrap();
+    let (again, v) = run_json(&["run", path.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&path);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(v["scenario"], "conns");
+    assert_eq!(u(&v["conns"]["connected"]), 30, "{}", v["conns"]);
+    assert_eq!(u(&v["conns"]["checks"]["missed"]), 0, "{}", v["conns"]);
+}

@@ -324,6 +324,7 @@ impl Plan {
             "latency" => &["latency"],
             "request" => &["request"],
             "reply" => &["reply"],
+            "conns" => &["conns"],
             "js.pub" => &["js", "pub"],
             "js.consume" => &["js", "consume"],
             "kv.put" => &["kv", "put"],
