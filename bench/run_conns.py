@@ -182,6 +182,8 @@ CONNS_FIGURES: dict[str, tuple[str, ...]] = {
     "attempts_p99": ("conns.herd.attempts_p99", "herd.attempts_p99"),
     "attempts_max": ("conns.herd.attempts_max", "herd.attempts_max", "conns.herd.attempts_per_client.max"),
     "msgs_lost": ("conns.herd.msgs_lost", "herd.msgs_lost", "herd.messages_lost"),
+    "server_back_ms": ("conns.herd.server_back_ms",),
+    "peak_back": ("conns.herd.peak_back_per_100ms",),
 }
 HERD_SECTIONS = ("conns.herd", "herd")
 HERD_TIMES = {f"t{q}": (f"to_{q}pct", f"time_to_{q}pct", f"time_to_{q}") for q in (50, 99, 100)}
@@ -865,12 +867,14 @@ class Conns(Suite):
             ("time to 50 % reconnected", "t50", fmt_us, ("t50",)),
             ("time to 99 % reconnected", "t99", fmt_us, ("t99",)),
             ("time to 100 % reconnected", "t100", fmt_us, ("t100",)),
+            ("the server accepting again, after the kill (ms)", "server_back_ms", fmt_num),
+            ("most connections back within 100 ms", "peak_back", fmt_int),
             ("connections the restart cut", "herd_lost", fmt_int),
             ("never back", "herd_never_back", fmt_int),
             ("connect attempts per connection, mean", "attempts_mean", fmt_num, ("attempts_mean",)),
             ("connect attempts per connection, P99", "attempts_p99", fmt_int),
             ("connect attempts per connection, max", "attempts_max", fmt_int),
-            ("messages lost", "msgs_lost", fmt_int),
+            ("checks the cut connections missed", "msgs_lost", fmt_int),
             ("wall time", "wall_s", fmt_sec),
             ("peak RSS", "rss_kb", fmt_mib),
             ("CPU", "cpu_s", fmt_sec),

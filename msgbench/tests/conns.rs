@@ -103,6 +103,7 @@ fn a_restart_herd_comes_back_with_and_without_jitter() {
         );
         let at = |k: &str| h[k].as_f64().unwrap_or_else(|| panic!("{k}: {h}"));
         // The server was down for 500 ms at least: nobody was back sooner.
+        assert!(500.0 <= at("server_back_ms"), "{h}");
         assert!(500.0 <= at("to_50pct_ms"), "{h}");
         assert!(at("to_50pct_ms") <= at("to_99pct_ms") && at("to_99pct_ms") <= at("to_100pct_ms"));
         assert!(at("attempts_mean") >= 1.0 && u(&h["attempts_max"]) >= u(&h["attempts_p50"]));

@@ -132,6 +132,9 @@ pub struct Herd {
     pub jitter: bool,
     /// Seconds from the start of the hold to the restart's kill.
     pub fault_at_s: Option<f64>,
+    /// From the kill until the restarted server accepted clients again: what the clients' own
+    /// pauses add to it is the rest of the times below.
+    pub server_back_ms: Option<f64>,
     /// Connections lost by the restart, back, and never back.
     pub lost: u64,
     pub back: u64,
@@ -141,6 +144,9 @@ pub struct Herd {
     pub to_50pct_ms: Option<f64>,
     pub to_99pct_ms: Option<f64>,
     pub to_100pct_ms: Option<f64>,
+    /// The most connections that came back within any 100 ms: the burst the server had to
+    /// take at once (what jitter spreads); null when none came back.
+    pub peak_back_per_100ms: Option<u64>,
     /// Connect attempts each lost connection needed to come back.
     pub attempts_mean: Option<f64>,
     pub attempts_p50: Option<u64>,

@@ -214,11 +214,15 @@ pub fn run(opts: &ConnsOptions, target: &Target, stop: &AtomicBool) -> Result<Ru
             .map(|ns| outcome.zero + Duration::from_nanos(ns))
     });
     let injector_error = injector.as_ref().and_then(Injector::error);
+    let server_back_ms = injector
+        .as_ref()
+        .and_then(|inj| Some((inj.undone_ns()? as f64 - inj.injected_ns()? as f64) / 1e6));
     let report = summarize(
         opts,
         &outcome,
         fault_at,
         injector_error,
+        server_back_ms,
         rss_before,
         server_before,
         &server_mem,
@@ -314,6 +318,7 @@ fn summarize(
     h: &Hold,
     fault_at: Option<Instant>,
     injector_error: Option<String>,
+    server_back_ms: Option<f64>,
     rss_before: Option<u64>,
     server_before: Option<u64>,
     server_mem: &ServerMemory,
@@ -375,6 +380,7 @@ fn summarize(
         herd: herd.map(|mut hd| {
             hd.fault_at_s = fault_at_s;
             hd.restart_error = restart_error;
+            hd.server_back_ms = server_back_ms;
             hd
         }),
     }
@@ -460,6 +466,15 @@ fn herd_of(
     }
     back_after.sort_unstable();
     attempts.sort_unstable();
+    // A window sliding over the sorted return times: the most returns within 100 ms.
+    let mut peak = 0usize;
+    let mut from = 0usize;
+    for (i, t) in back_after.iter().enumerate() {
+        while *t - back_after[from] > Duration::from_millis(100) {
+            from += 1;
+        }
+        peak = peak.max(i + 1 - from);
+    }
     let back = back_after.len() as u64;
     // The time by which `q` of the lost connections were back: null if that many never were.
     let to = |q: f64| -> Option<f64> {
@@ -504,6 +519,8 @@ fn herd_of(
         attempts_max: attempts.last().copied(),
         msgs_lost,
         restart_error: None,
+        server_back_ms: None,
+        peak_back_per_100ms: (peak > 0).then_some(peak as u64),
     }
 }
 

@@ -20,6 +20,8 @@ pub struct Injector<'a> {
     spec: FaultSpec,
     server: &'a EmbeddedServer,
     injected_ns: AtomicU64,
+    /// When a restarted server accepted clients again (or a paused one was thawed).
+    undone_ns: AtomicU64,
     error: Mutex<Option<String>>,
     done: AtomicBool,
 }
@@ -38,6 +40,7 @@ impl<'a> Injector<'a> {
             spec,
             server,
             injected_ns: AtomicU64::new(NOT_YET),
+            undone_ns: AtomicU64::new(NOT_YET),
             error: Mutex::new(None),
             done: AtomicBool::new(false),
         }))
@@ -74,8 +77,13 @@ impl<'a> Injector<'a> {
                 sleep_until(Instant::now() + self.spec.hold, &|| {
                     stop.load(Ordering::Relaxed)
                 });
-                if let Err(e) = self.server.restart() {
-                    *self.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+                match self.server.restart() {
+                    Ok(()) => self
+                        .undone_ns
+                        .store(zero.elapsed().as_nanos() as u64, Ordering::Release),
+                    Err(e) => {
+                        *self.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+                    }
                 }
             }
             FaultKind::Pause => {
@@ -98,6 +106,13 @@ impl<'a> Injector<'a> {
     /// back), if it could not.
     pub fn error(&self) -> Option<String> {
         self.error.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// When the fault was undone (a restarted server listening again), in ns from the load's
+    /// time zero.
+    pub fn undone_ns(&self) -> Option<u64> {
+        let at = self.undone_ns.load(Ordering::Acquire);
+        (at != NOT_YET).then_some(at)
     }
 
     /// When the fault was injected, in ns from the load's time zero.

@@ -116,7 +116,9 @@ pub fn conns(o: &mut String, c: &ConnsReport) {
         };
         let _ = writeln!(
             o,
-            "      attempts per client back: {attempts}; checks the cut connections missed: {}",
+            "      the server accepted again {}; at most {} back within 100 ms; attempts per client back: {attempts}; checks the cut connections missed: {}",
+            h.server_back_ms.map_or("never".into(), |v| format!("{} ms after the kill", fixed(v, 0))),
+            h.peak_back_per_100ms.map_or("—".into(), group),
             h.msgs_lost.map_or("—".into(), group)
         );
         if let Some(e) = &h.restart_error {
