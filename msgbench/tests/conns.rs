@@ -221,3 +221,27 @@ fn a_plan_of_a_conns_run_runs_again() {
     assert_eq!(u(&v["conns"]["connected"]), 30, "{}", v["conns"]);
     assert_eq!(u(&v["conns"]["checks"]["missed"]), 0, "{}", v["conns"]);
 }
+
+#[test]
+fn connections_a_server_turns_away_are_counted_by_kind_and_exit_4() {
+    let s = TestServer::with_config("max_connections: 50");
+    let (out, v) = run_json(&[
+        "conns",
+        "--server",
+        &s.url,
+        "--clients",
+        "80",
+        "--hold",
+        "1s",
+    ]);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    let c = &v["conns"];
+    let (up, never) = (u(&c["connected"]), u(&c["never_connected"]));
+    assert!(up <= 50 && up + never == 80 && never >= 30, "{c}");
+    let failed: u64 = c["failures"].as_object().unwrap().values().map(u).sum();
+    assert!(
+        failed >= never,
+        "each one that never came up failed at least once: {c}"
+    );
+}

@@ -602,7 +602,15 @@ impl RunResult {
             exit::INTERRUPTED
         } else if let Some(kind) = self.fatal {
             kind.exit_code()
+        } else if self.conns.as_ref().is_some_and(|c| c.never_connected > 0) {
+            // `conns`: connections that never came up (the result says by which failure).
+            exit::CONNECT
         } else if (self.delivery.lost > 0
+            // `conns` without a fault: a check a connection should have received. With one,
+            // what the herd missed is the measurement.
+            || self.conns.as_ref().is_some_and(|c| {
+                c.herd.is_none() && c.checks.as_ref().is_some_and(|k| k.missed > 0)
+            })
             || self.jetstream.as_ref().is_some_and(|js| !js.reconciled)
             || self.consumer.as_ref().is_some_and(|c| !c.reconciled))
             && !allow_loss
