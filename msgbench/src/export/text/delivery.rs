@@ -194,6 +194,16 @@ pub(super) fn connections(o: &mut String, r: &RunResult) {
             o,
             "!! FAILED: a connection was lost for good ({kind}); the figures above cover the run until then !!"
         );
+        if kind == "ping_timeout" {
+            // The common cause at scale is a busy server, not a dead one: say what to change.
+            let _ = writeln!(
+                o,
+                "   the server left two keepalive PINGs ({} apart) unanswered; a server fanning out to thousands of subscribers can be busy that long: a longer --ping-interval waits for it",
+                r.params["connection"]["ping_interval_secs"]
+                    .as_f64()
+                    .map_or("--ping-interval".into(), |s| format!("{s} s"))
+            );
+        }
     }
 }
 
