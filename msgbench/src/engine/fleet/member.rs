@@ -686,6 +686,11 @@ impl Member {
             return self.finish(Ending::Failed(why), registry, board);
         }
         self.phase = Phase::Backoff;
+        if was_up {
+            // The first attempt after a loss is immediate, as in the dedicated engine: the
+            // pauses are for a server that is not back yet.
+            return After::RetryAt(now);
+        }
         let pause = if spec.dialing.jitter {
             // Uniform in [0.5, 1.5) of the backoff (xorshift per member): spreads a herd's
             // attempts over the pause instead of sending them all at once.
