@@ -209,20 +209,20 @@ pub fn run(opts: &ConnsOptions, target: &Target, stop: &AtomicBool) -> Result<Ru
             sent,
         })
     })?;
-    let fault_at = injector.as_ref().and_then(|inj| {
-        inj.injected_ns()
-            .map(|ns| outcome.zero + Duration::from_nanos(ns))
-    });
-    let injector_error = injector.as_ref().and_then(Injector::error);
-    let server_back_ms = injector
-        .as_ref()
-        .and_then(|inj| Some((inj.undone_ns()? as f64 - inj.injected_ns()? as f64) / 1e6));
+    let fault = FaultSeen {
+        at: injector.as_ref().and_then(|inj| {
+            inj.injected_ns()
+                .map(|ns| outcome.zero + Duration::from_nanos(ns))
+        }),
+        error: injector.as_ref().and_then(Injector::error),
+        server_back_ms: injector
+            .as_ref()
+            .and_then(|inj| Some((inj.undone_ns()? as f64 - inj.injected_ns()? as f64) / 1e6)),
+    };
     let report = summarize(
         opts,
         &outcome,
-        fault_at,
-        injector_error,
-        server_back_ms,
+        fault,
         rss_before,
         server_before,
         &server_mem,
@@ -238,6 +238,16 @@ pub fn run(opts: &ConnsOptions, target: &Target, stop: &AtomicBool) -> Result<Ru
     result.delivery.accounting = "none";
     result.conns = Some(report);
     Ok(result)
+}
+
+/// What the injector saw of the restart.
+struct FaultSeen {
+    /// The kill.
+    at: Option<Instant>,
+    /// Why the server could not be restarted, if it could not.
+    error: Option<String>,
+    /// From the kill until the restarted server accepted clients.
+    server_back_ms: Option<f64>,
 }
 
 struct Hold {
@@ -316,9 +326,7 @@ fn start_checker<'s, 'e: 's>(
 fn summarize(
     opts: &ConnsOptions,
     h: &Hold,
-    fault_at: Option<Instant>,
-    injector_error: Option<String>,
-    server_back_ms: Option<f64>,
+    fault: FaultSeen,
     rss_before: Option<u64>,
     server_before: Option<u64>,
     server_mem: &ServerMemory,
@@ -341,9 +349,12 @@ fn summarize(
         _ => None,
     };
     let checks = h.sent.map(|sent| checks_of(opts, &h.members, sent));
-    let herd = fault_at.map(|at| herd_of(opts, &h.members, h.zero, at, h.sent));
-    let restart_error = injector_error;
-    let fault_at_s = fault_at.map(|at| at.saturating_duration_since(h.zero).as_secs_f64());
+    let herd = fault
+        .at
+        .map(|at| herd_of(opts, &h.members, h.zero, at, h.sent));
+    let fault_at_s = fault
+        .at
+        .map(|at| at.saturating_duration_since(h.zero).as_secs_f64());
     ConnsReport {
         clients: u64::from(opts.clients),
         connected,
@@ -379,8 +390,8 @@ fn summarize(
         },
         herd: herd.map(|mut hd| {
             hd.fault_at_s = fault_at_s;
-            hd.restart_error = restart_error;
-            hd.server_back_ms = server_back_ms;
+            hd.restart_error = fault.error;
+            hd.server_back_ms = fault.server_back_ms;
             hd
         }),
     }
