@@ -12,6 +12,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::memory;
 use serde_json::Value;
 
 /// How to start one driver.
@@ -175,7 +176,7 @@ fn read_lines(
     let (pid, peak) = (child.id(), Arc::clone(peak));
     std::thread::spawn(move || {
         for line in BufReader::new(out).lines() {
-            if let Some(b) = high_water_mark(pid) {
+            if let Some(b) = memory::bytes(Some(pid), memory::Figure::Peak) {
                 peak.fetch_max(b, Ordering::Relaxed);
             }
             let Ok(line) = line else { break };
@@ -307,14 +308,6 @@ fn truncate(line: &str) -> String {
         s.push('…');
     }
     s
-}
-
-/// A process's peak resident memory so far (`VmHWM`), in bytes; `None` once it has exited.
-fn high_water_mark(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 /// Waits for the driver to exit (5 s after a result, at once after a failure, when it is

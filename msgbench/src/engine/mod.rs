@@ -11,6 +11,7 @@ pub mod grpc;
 pub(crate) mod jsapi;
 pub mod jsframe;
 pub mod load;
+pub(crate) mod memory;
 pub(crate) mod pace;
 pub(crate) mod pull;
 pub(crate) mod tls;

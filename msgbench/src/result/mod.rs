@@ -185,6 +185,19 @@ impl Default for ToolInfo {
 }
 
 impl ServerMeta {
+    /// A local server that said nothing about itself, for results built in unit tests.
+    #[cfg(test)]
+    pub(crate) fn for_tests() -> Self {
+        Self {
+            url: "nats://127.0.0.1:4222".into(),
+            name: String::new(),
+            version: String::new(),
+            embedded: false,
+            max_payload: 0,
+            auth: "none",
+        }
+    }
+
     /// What the server said about itself, and how it was reached.
     pub fn new(
         info: &crate::wire::proto::ServerInfo,

@@ -17,6 +17,7 @@ use crate::cli::Subscribe;
 use crate::engine::conn::{self, ConnectSpec};
 use crate::engine::fleet::{Ending, Fleet, FleetSpec, Interest, Member};
 use crate::engine::load::{self, Frame, Keys, PubSpec, StampKind, SubControl, UNKNOWN};
+use crate::engine::memory::{self, Figure};
 use crate::engine::pace::Stop;
 use crate::error::{Error, ErrorCounts, Result};
 use crate::options::conns::ConnsOptions;
@@ -98,7 +99,7 @@ pub fn run(opts: &ConnsOptions, target: &Target, stop: &AtomicBool) -> Result<Ru
         connect_rate: opts.connect_rate,
     };
     let server_mem = ServerMemory::new(opts, target);
-    let rss_before = self_rss();
+    let rss_before = memory::bytes(None, Figure::Resident);
     let server_before = server_mem.read();
     let ctl = SubControl::new(UNKNOWN);
     let n = u64::from(opts.clients);
@@ -132,7 +133,7 @@ pub fn run(opts: &ConnsOptions, target: &Target, stop: &AtomicBool) -> Result<Ru
             }
             b.settled_count() >= n
         });
-        let rss_connected = self_rss();
+        let rss_connected = memory::bytes(None, Figure::Resident);
         let server_connected = server_mem.read();
         let buffers_connected = fleet.board().buffer_bytes();
         say(format!(
@@ -195,6 +196,7 @@ pub fn run(opts: &ConnsOptions, target: &Target, stop: &AtomicBool) -> Result<Ru
         let members = fleet.join();
         Ok(Hold {
             members,
+            run_tag,
             zero,
             rss_connected,
             server_connected,
@@ -252,6 +254,8 @@ struct FaultSeen {
 
 struct Hold {
     members: Vec<Member>,
+    /// The stamps' run tag: the checks are the messages that carry it.
+    run_tag: u16,
     /// The start of the hold: the fault's time zero.
     zero: Instant,
     rss_connected: Option<u64>,
@@ -348,10 +352,12 @@ fn summarize(
         (Some(b), Some(a)) if connected > 0 => Some((a as f64 - b as f64) / connected as f64),
         _ => None,
     };
-    let checks = h.sent.map(|sent| checks_of(opts, &h.members, sent));
+    let checks = h
+        .sent
+        .map(|sent| checks_of(opts, &h.members, h.run_tag, sent));
     let herd = fault
         .at
-        .map(|at| herd_of(opts, &h.members, h.zero, at, h.sent));
+        .map(|at| herd_of(opts, &h.members, h.run_tag, h.zero, at, h.sent));
     let fault_at_s = fault
         .at
         .map(|at| at.saturating_duration_since(h.zero).as_secs_f64());
@@ -379,7 +385,7 @@ fn summarize(
         memory: Memory {
             rss_before_bytes: rss_before,
             rss_connected_bytes: h.rss_connected,
-            peak_rss_bytes: self_peak_rss(),
+            peak_rss_bytes: memory::bytes(None, Figure::Peak),
             per_connection_bytes: per_conn(rss_before, h.rss_connected),
             buffers_peak_bytes: h.buffers_peak,
             buffers_end_bytes: h.buffers_end,
@@ -407,9 +413,10 @@ fn due_to(i: u32, n: u32, sent: u64, own: bool) -> u64 {
     sent / n + u64::from(u64::from(i) < sent % n)
 }
 
-fn received(m: &Member, run_tag: Option<u16>) -> u64 {
+/// The checks connection `m` received, each once.
+fn received(m: &Member, run_tag: u16) -> u64 {
     let key = PublisherKey {
-        run_tag: run_tag.unwrap_or_default(),
+        run_tag,
         publisher: 0,
     };
     m.log
@@ -418,12 +425,8 @@ fn received(m: &Member, run_tag: Option<u16>) -> u64 {
         .map_or(0, |t| t.unique)
 }
 
-fn checks_of(opts: &ConnsOptions, members: &[Member], sent: u64) -> Checks {
+fn checks_of(opts: &ConnsOptions, members: &[Member], tag: u16, sent: u64) -> Checks {
     let own = opts.subscribe == Subscribe::Own;
-    let tag = members
-        .first()
-        .and_then(|m| m.log.as_ref())
-        .and_then(|l| l.run_tag);
     let (mut expected, mut got, mut missing) = (0u64, 0u64, Vec::new());
     for m in members {
         let due = due_to(m.id, opts.clients, sent, own);
@@ -451,6 +454,7 @@ fn checks_of(opts: &ConnsOptions, members: &[Member], sent: u64) -> Checks {
 fn herd_of(
     opts: &ConnsOptions,
     members: &[Member],
+    tag: u16,
     hold_start: Instant,
     fault_at: Instant,
     sent: Option<u64>,
@@ -501,10 +505,6 @@ fn herd_of(
     };
     let msgs_lost = sent.map(|sent| {
         let own = opts.subscribe == Subscribe::Own;
-        let tag = members
-            .first()
-            .and_then(|m| m.log.as_ref())
-            .and_then(|l| l.run_tag);
         cut.iter()
             .map(|m| due_to(m.id, opts.clients, sent, own).saturating_sub(received(m, tag)))
             .sum()
@@ -563,7 +563,7 @@ impl ServerMemory {
     fn read(&self) -> Option<u64> {
         match self {
             ServerMemory::Monitor(url) => varz_mem(url),
-            ServerMemory::Process(pid) => proc_status_kb(&format!("/proc/{pid}/status"), "VmRSS:"),
+            ServerMemory::Process(pid) => memory::bytes(Some(*pid), Figure::Resident),
             ServerMemory::None => None,
         }
     }
@@ -585,25 +585,4 @@ fn varz_mem(base: &str) -> Option<u64> {
     let json = &body[body.find("\r\n\r\n")? + 4..];
     let v: serde_json::Value = serde_json::from_str(json).ok()?;
     v.get("mem")?.as_u64()
-}
-
-fn proc_status_kb(path: &str, field: &str) -> Option<u64> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let line = text.lines().find(|l| l.starts_with(field))?;
-    let kb: u64 = line[field.len()..]
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kb * 1024)
-}
-
-/// msgbench's own resident memory, in bytes.
-fn self_rss() -> Option<u64> {
-    proc_status_kb("/proc/self/status", "VmRSS:")
-}
-
-fn self_peak_rss() -> Option<u64> {
-    proc_status_kb("/proc/self/status", "VmHWM:")
 }

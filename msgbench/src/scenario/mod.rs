@@ -100,6 +100,7 @@ pub fn run(
             ));
         }
     }
+    let run_tag = share.map_or_else(stamp::new_run_tag, |sh| sh.seg.run_tag);
     // Many subscribers are served by a fleet (a few threads for all of them); a handful, or
     // subscribers that need a per-message recorder (stalls, faults, schedule stages), keep a
     // thread each. See engine::fleet for why the switch sits where it does.
@@ -115,7 +116,7 @@ pub fn run(
                 name: "msgbench-sub".into(),
                 dialing: opts.conn.dial,
                 interest: Interest::Shared(opts.sub_subject()),
-                run_tag: Some(0),
+                run_tag: Some(run_tag),
                 errors: Arc::clone(&errors),
                 give_up_after: opts.timeout,
                 idle_timeout: opts.timeout,
@@ -144,11 +145,6 @@ pub fn run(
         probe.shared.close();
     }
 
-    let run_tag = share.map_or_else(stamp::new_run_tag, |sh| sh.seg.run_tag);
-    let fleet_spec = fleet_spec.map(|f| FleetSpec {
-        run_tag: Some(run_tag),
-        ..f
-    });
     let payload = opts
         .payload
         .clone()

@@ -113,14 +113,7 @@ mod tests {
             "pubsub",
             "2026-11-21T19:15:17Z".into(),
             serde_json::Value::Null,
-            crate::result::ServerMeta {
-                url: "nats://127.0.0.1:4222".into(),
-                name: String::new(),
-                version: String::new(),
-                embedded: false,
-                max_payload: 0,
-                auth: "none",
-            },
+            crate::result::ServerMeta::for_tests(),
             &crate::error::ErrorCounts::default(),
             false,
         );
