@@ -252,6 +252,9 @@ pub enum ErrorKind {
     WriteStalled,
     /// A request got no reply within `--timeout`.
     RequestTimeout,
+    /// A request was in flight when its connection was lost: the reply it waited for can no
+    /// longer come (a reconnect makes a new connection; the server forgot the old one).
+    LostInFlight,
     /// The server said no one is listening on a request's subject.
     NoResponders,
     /// Keepalive PINGs went unanswered: the server (or the path to it) stopped responding.
@@ -278,7 +281,7 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 26] = [
+    pub const ALL: [ErrorKind; 27] = [
         ErrorKind::SlowConsumer,
         ErrorKind::Authorization,
         ErrorKind::MaxPayload,
@@ -295,6 +298,7 @@ impl ErrorKind {
         ErrorKind::FlushTimeout,
         ErrorKind::WriteStalled,
         ErrorKind::RequestTimeout,
+        ErrorKind::LostInFlight,
         ErrorKind::NoResponders,
         ErrorKind::PingTimeout,
         ErrorKind::FellBehind,
@@ -331,6 +335,7 @@ impl ErrorKind {
             ErrorKind::FlushTimeout => "flush_timeout",
             ErrorKind::WriteStalled => "write_stalled",
             ErrorKind::RequestTimeout => "request_timeout",
+            ErrorKind::LostInFlight => "lost_in_flight",
             ErrorKind::NoResponders => "no_responders",
             ErrorKind::PingTimeout => "ping_timeout",
             ErrorKind::FellBehind => "fell_behind",

@@ -1,13 +1,21 @@
 //! The JetStream API as msgbench uses it: stream management over `$JS.API.…` request subjects,
 //! and the reading of a publish acknowledgement. API errors become typed kinds, so a run can
 //! count them and a setup failure can name them.
+//!
+//! [`Api`] makes the calls on a connection of its own whose read loop never runs. Such a
+//! connection cannot reconnect by itself (the reconnect lives in the read loop), so `Api` dials
+//! again when a call finds its connection lost: the reconciliation after a run must reach a
+//! server that was restarted while the load ran, or the run would lose what it measured.
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::conn::Conn;
-use crate::error::{Error, ErrorKind, Result};
+use crate::engine::conn::{self, Conn, ConnectSpec, Dialing};
+use crate::engine::{BACKOFF_FIRST, BACKOFF_MAX};
+use crate::error::{Error, ErrorCounts, ErrorKind, Result};
+use crate::wire::url::ServerUrl;
 
 /// The JetStream error codes msgbench tells apart (the server's `err_code`).
 pub mod codes {
@@ -107,7 +115,7 @@ pub fn error_kind(err_code: u64, description: &str) -> ErrorKind {
 }
 
 /// One `$JS.API` call on a connection whose read loop has not started.
-fn call(conn: &mut Conn, api: &str, body: &[u8], timeout: Duration) -> Result<InfoReply> {
+fn call_once(conn: &mut Conn, api: &str, body: &[u8], timeout: Duration) -> Result<InfoReply> {
     let subject = format!("$JS.API.{api}");
     let (headers, payload) = conn.request(&subject, body, timeout)?;
     if headers.is_some_and(|h| h.starts_with(b"NATS/1.0 503")) {
@@ -130,50 +138,182 @@ fn call(conn: &mut Conn, api: &str, body: &[u8], timeout: Duration) -> Result<In
     }
 }
 
-/// Creates the stream, or leaves an existing one with the same name as it is, and returns the
-/// subjects the server says it captures.
-///
-/// # Errors
-/// [`Error::JetStream`] with the server's reason.
-pub fn ensure_stream(
-    conn: &mut Conn,
-    cfg: &StreamConfig,
+/// The JetStream API client of a run: msgbench's own calls (streams, consumers, their state),
+/// on one connection that is dialled again whenever a call finds it lost.
+pub struct Api {
+    servers: Vec<ServerUrl>,
+    name: String,
+    dial: Dialing,
+    /// How long one call may take, dialling again included.
     timeout: Duration,
-) -> Result<Vec<String>> {
-    let body = serde_json::to_vec(cfg).expect("a stream config serialises");
-    // The server treats a create with an identical config as a no-op; a different config under
-    // the same name is its error ("stream name already in use"), passed on as is.
-    let reply = call(conn, &format!("STREAM.CREATE.{}", cfg.name), &body, timeout)?;
-    Ok(reply.config.map_or_else(Vec::new, |c| c.subjects))
+    conn: Option<Conn>,
+    /// Whether JetStream has answered a call: a "no responders" after that is JetStream coming
+    /// back after a restart, worth waiting for; before it, JetStream is not enabled.
+    answered: bool,
 }
 
-/// Removes every message from the stream.
-///
-/// # Errors
-/// [`Error::JetStream`] with the server's reason.
-pub fn purge_stream(conn: &mut Conn, name: &str, timeout: Duration) -> Result<()> {
-    call(conn, &format!("STREAM.PURGE.{name}"), b"", timeout).map(|_| ())
-}
+impl Api {
+    /// Connects for API calls.
+    ///
+    /// # Errors
+    /// As [`conn::connect`]: no server, or one that refuses the handshake.
+    pub fn connect(
+        servers: &[ServerUrl],
+        name: &str,
+        dial: &Dialing,
+        timeout: Duration,
+    ) -> Result<Self> {
+        let mut api = Api {
+            servers: servers.to_vec(),
+            name: name.to_string(),
+            // Its read loop never runs, so it cannot reconnect itself: a lost connection is
+            // dialled again by `call`, and a write on a dead one fails at once.
+            dial: Dialing {
+                reconnect: false,
+                ..*dial
+            },
+            timeout,
+            conn: None,
+            answered: false,
+        };
+        api.conn = Some(api.dial_once()?);
+        Ok(api)
+    }
 
-/// Deletes the stream.
-///
-/// # Errors
-/// [`Error::JetStream`] with the server's reason.
-pub fn delete_stream(conn: &mut Conn, name: &str, timeout: Duration) -> Result<()> {
-    call(conn, &format!("STREAM.DELETE.{name}"), b"", timeout).map(|_| ())
-}
+    fn dial_once(&self) -> Result<Conn> {
+        conn::connect(
+            &ConnectSpec {
+                servers: &self.servers,
+                name: &self.name,
+                opts: &self.dial,
+                stall_limit: self.timeout,
+            },
+            Arc::new(ErrorCounts::default()),
+        )
+    }
 
-/// The stream's current state.
-///
-/// # Errors
-/// [`Error::JetStream`] with the server's reason.
-pub fn stream_state(conn: &mut Conn, name: &str, timeout: Duration) -> Result<StreamState> {
-    call(conn, &format!("STREAM.INFO.{name}"), b"", timeout)?
-        .state
-        .ok_or_else(|| Error::JetStream {
-            kind: ErrorKind::JsOther,
-            text: format!("STREAM.INFO.{name} carried no state"),
-        })
+    /// One call, within the timeout: a lost connection (or one that cannot be dialled yet) is
+    /// dialled again with backoff and the call repeated, and a JetStream that answered before and now has no responders is
+    /// waited for. Every call msgbench makes may be repeated: creating a stream with the same
+    /// configuration, purging, reading state and deleting leave the same end state.
+    fn call(&mut self, api: &str, body: &[u8]) -> Result<InfoReply> {
+        let deadline = Instant::now() + self.timeout;
+        let mut pause = BACKOFF_FIRST;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let tried = self.try_once(api, body, left.max(Duration::from_millis(1)));
+            let retry = match &tried {
+                Ok(_) => {
+                    self.answered = true;
+                    false
+                }
+                Err(Error::Connect { .. } | Error::Protocol { .. }) => {
+                    if let Some(c) = self.conn.take() {
+                        c.shared.close();
+                    }
+                    true
+                }
+                Err(Error::JetStream {
+                    kind: ErrorKind::NoResponders,
+                    ..
+                }) => self.answered,
+                Err(_) => false,
+            };
+            if !retry || Instant::now() + pause >= deadline {
+                return tried;
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(BACKOFF_MAX);
+        }
+    }
+
+    /// Creates the stream, or leaves an existing one with the same name as it is, and returns
+    /// the subjects the server says it captures.
+    ///
+    /// # Errors
+    /// [`Error::JetStream`] with the server's reason.
+    pub fn ensure_stream(&mut self, cfg: &StreamConfig) -> Result<Vec<String>> {
+        let body = serde_json::to_vec(cfg).expect("a stream config serialises");
+        // The server treats a create with an identical config as a no-op; a different config
+        // under the same name is its error ("stream name already in use"), passed on as is.
+        let reply = self.call(&format!("STREAM.CREATE.{}", cfg.name), &body)?;
+        Ok(reply.config.map_or_else(Vec::new, |c| c.subjects))
+    }
+
+    /// Removes every message from the stream.
+    ///
+    /// # Errors
+    /// [`Error::JetStream`] with the server's reason.
+    pub fn purge_stream(&mut self, name: &str) -> Result<()> {
+        self.call(&format!("STREAM.PURGE.{name}"), b"").map(|_| ())
+    }
+
+    /// Deletes the stream; one that is not there (any more) is no error.
+    ///
+    /// # Errors
+    /// [`Error::JetStream`] with the server's reason.
+    pub fn delete_stream(&mut self, name: &str) -> Result<()> {
+        match self.call(&format!("STREAM.DELETE.{name}"), b"") {
+            Err(Error::JetStream {
+                kind: ErrorKind::JsStreamNotFound,
+                ..
+            }) => Ok(()),
+            r => r.map(|_| ()),
+        }
+    }
+
+    /// The stream's current state.
+    ///
+    /// # Errors
+    /// [`Error::JetStream`] with the server's reason.
+    pub fn stream_state(&mut self, name: &str) -> Result<StreamState> {
+        self.call(&format!("STREAM.INFO.{name}"), b"")?
+            .state
+            .ok_or_else(|| Error::JetStream {
+                kind: ErrorKind::JsOther,
+                text: format!("STREAM.INFO.{name} carried no state"),
+            })
+    }
+
+    /// Creates a consumer on `stream`.
+    ///
+    /// # Errors
+    /// [`Error::JetStream`] with the server's reason.
+    pub fn create_consumer(&mut self, stream: &str, cfg: &ConsumerConfig) -> Result<()> {
+        let body = serde_json::json!({ "stream_name": stream, "config": cfg, "action": "create" });
+        let body = serde_json::to_vec(&body).expect("serialisable");
+        self.call(&format!("CONSUMER.CREATE.{stream}.{}", cfg.name), &body)
+            .map(|_| ())
+    }
+
+    /// Deletes a consumer.
+    ///
+    /// # Errors
+    /// [`Error::JetStream`] with the server's reason.
+    pub fn delete_consumer(&mut self, stream: &str, name: &str) -> Result<()> {
+        self.call(&format!("CONSUMER.DELETE.{stream}.{name}"), b"")
+            .map(|_| ())
+    }
+
+    /// One attempt: dials first when the connection was lost.
+    fn try_once(&mut self, api: &str, body: &[u8], timeout: Duration) -> Result<InfoReply> {
+        if self.conn.is_none() {
+            self.conn = Some(self.dial_once()?);
+        }
+        call_once(
+            self.conn.as_mut().expect("dialled above"),
+            api,
+            body,
+            timeout,
+        )
+    }
+
+    /// Closes the connection.
+    pub fn close(mut self) {
+        if let Some(c) = self.conn.take() {
+            c.shared.close();
+        }
+    }
 }
 
 /// A pull consumer as a benchmark makes it: named, starting at a sequence (or the stream's
@@ -198,41 +338,6 @@ pub struct ConsumerConfig {
     pub mem_storage: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub num_replicas: Option<u32>,
-}
-
-/// Creates a consumer on `stream`.
-///
-/// # Errors
-/// [`Error::JetStream`] with the server's reason.
-pub fn create_consumer(
-    conn: &mut Conn,
-    stream: &str,
-    cfg: &ConsumerConfig,
-    timeout: Duration,
-) -> Result<()> {
-    let body = serde_json::json!({ "stream_name": stream, "config": cfg, "action": "create" });
-    let body = serde_json::to_vec(&body).expect("serialisable");
-    call(
-        conn,
-        &format!("CONSUMER.CREATE.{stream}.{}", cfg.name),
-        &body,
-        timeout,
-    )
-    .map(|_| ())
-}
-
-/// Deletes a consumer.
-///
-/// # Errors
-/// [`Error::JetStream`] with the server's reason.
-pub fn delete_consumer(conn: &mut Conn, stream: &str, name: &str, timeout: Duration) -> Result<()> {
-    call(
-        conn,
-        &format!("CONSUMER.DELETE.{stream}.{name}"),
-        b"",
-        timeout,
-    )
-    .map(|_| ())
 }
 
 /// What the reply subject of a delivered JetStream message says about it.

@@ -136,6 +136,7 @@ pub fn pull(
         PullMode::Consume | PullMode::Ordered => spec.batch / 2,
     };
     let mut body = Vec::with_capacity(64);
+    let mut link = shared.link_generation();
     let run_end = reader.run(shared, crate::engine::load::TICK, |event| {
         match event {
             Event::Msg(m) => {
@@ -194,7 +195,15 @@ pub fn pull(
                     return Flow::Continue;
                 }
             }
-            Event::Tick => {}
+            Event::Tick => {
+                // A reconnect took the pull requests waiting on the old connection with it (and
+                // a restarted server forgot them): ask again on the new one.
+                let now = shared.link_generation();
+                if now != link {
+                    link = now;
+                    outstanding = 0;
+                }
+            }
         }
         // After every read and every tick (and a full buffer): decide whether to go on, then
         // write what is due.

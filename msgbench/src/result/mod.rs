@@ -138,6 +138,18 @@ pub struct Connections {
     pub writes: u64,
 }
 
+impl Connections {
+    /// Adds another set of connections' counts (a second group of clients in the same run).
+    pub fn absorb(&mut self, other: &Connections) {
+        self.opened += other.opened;
+        self.lost += other.lost;
+        self.reconnects += other.reconnects;
+        self.gave_up += other.gave_up;
+        self.reconnect_ns.extend_from_slice(&other.reconnect_ns);
+        self.writes += other.writes;
+    }
+}
+
 /// What the figures were measured on.
 #[derive(Debug, Clone, Serialize)]
 pub struct Host {

@@ -65,11 +65,31 @@ pub struct JsReport {
     pub acked: u64,
     pub duplicate_acks: u64,
     pub deduplicated: u64,
-    pub stored: u64,
-    pub unacked_stored: u64,
+    /// Null when a stream's state could not be read after the run.
+    pub stored: Option<u64>,
+    pub unacked_stored: Option<u64>,
     /// Every stream reconciled.
     pub reconciled: bool,
     pub streams: Vec<StreamReport>,
+}
+
+impl JsReport {
+    /// The totals over `streams`.
+    pub fn of(storage: &str, mode: &'static str, streams: Vec<StreamReport>) -> Self {
+        let sum = |f: fn(&StreamReport) -> u64| streams.iter().map(f).sum::<u64>();
+        let known = |f: fn(&StreamReport) -> Option<u64>| streams.iter().map(f).sum();
+        JsReport {
+            storage: storage.to_string(),
+            mode,
+            acked: sum(|s| s.acked),
+            duplicate_acks: sum(|s| s.duplicate_acks),
+            deduplicated: sum(|s| s.deduplicated),
+            stored: known(|s| s.stored),
+            unacked_stored: known(|s| s.unacked_stored),
+            reconciled: streams.iter().all(|s| s.reconciled),
+            streams,
+        }
+    }
 }
 
 /// One stream's reconciliation.
@@ -82,17 +102,20 @@ pub struct StreamReport {
     pub duplicate_acks: u64,
     /// Publishes the server recognised by their message id and did not store again.
     pub deduplicated: u64,
-    /// The stream before and after the run.
+    /// The stream before and after the run; `after` is null when it could not be read.
     pub before: StreamState,
-    pub after: StreamState,
+    pub after: Option<StreamState>,
     /// Sequences the stream assigned during the run (`after.last_seq - before.last_seq`).
-    pub stored: u64,
+    pub stored: Option<u64>,
     /// Sequences stored during the run whose acknowledgement never arrived, and the first few.
-    pub unacked_stored: u64,
+    pub unacked_stored: Option<u64>,
     pub unacked_seqs: Vec<u64>,
     /// Every stored message acknowledged exactly once and (with no limit that discards) the
     /// stream grown by exactly that many.
     pub reconciled: bool,
+    /// Why the stream's state could not be read after the run (the server gone, the stream
+    /// gone with it); null when it was read.
+    pub unread: Option<String>,
 }
 
 /// The result's `consumer` section: how `js consume` pulled, and whether every message it was

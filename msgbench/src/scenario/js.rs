@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
 use crate::engine::conn::{self, Conn, ConnectSpec};
-use crate::engine::jsapi::{self, ConsumerConfig, StreamConfig, StreamState};
+use crate::engine::jsapi::{Api, ConsumerConfig, StreamConfig, StreamState};
 use crate::engine::jsframe;
 use crate::engine::pull::{self, PullEnd, PullSpec};
 use crate::engine::pull::{AckMode, PullMode};
@@ -30,60 +30,97 @@ use crate::stats::throughput::{ClientRun, Role};
 use crate::stats::timeline::Meter;
 use crate::wire::{proto, stamp};
 
-impl StreamReport {
-    fn new(
-        name: &str,
-        before: StreamState,
-        after: StreamState,
-        acks: &JsAcks,
-        limited: bool,
-    ) -> Self {
-        let (acked, dups) = (&acks.acked, &acks.duplicate_acks);
-        let stored = after.last_seq.saturating_sub(before.last_seq);
-        let (unacked_stored, unacked_seqs) = acked.gaps_through(after.last_seq);
-        let grew_by_acked =
-            limited || after.messages.saturating_sub(before.messages) == acked.len();
-        Self {
-            name: name.to_string(),
-            acked: acked.len(),
-            duplicate_acks: *dups,
-            deduplicated: acks.deduplicated,
-            before,
-            after,
-            stored,
-            unacked_stored,
-            unacked_seqs,
-            reconciled: *dups == 0 && unacked_stored == 0 && stored == acked.len() && grew_by_acked,
+/// One stream's reconciliation: the acknowledgements against its state after the run, or,
+/// when that state could not be read (`after` is the error), what was acknowledged and why
+/// nothing more can be said.
+fn reconcile(
+    cfg: &StreamConfig,
+    before: StreamState,
+    after: Result<StreamState>,
+    acks: &JsAcks,
+) -> StreamReport {
+    let (acked, dups) = (&acks.acked, acks.duplicate_acks);
+    let mut report = StreamReport {
+        name: cfg.name.clone(),
+        acked: acked.len(),
+        duplicate_acks: dups,
+        deduplicated: acks.deduplicated,
+        before,
+        after: None,
+        stored: None,
+        unacked_stored: None,
+        unacked_seqs: Vec::new(),
+        reconciled: false,
+        unread: None,
+    };
+    let after = match after {
+        Ok(a) => a,
+        Err(e) => {
+            let mut why = e.to_string();
+            if cfg.storage == "memory"
+                && matches!(
+                    e,
+                    Error::JetStream {
+                        kind: crate::error::ErrorKind::JsStreamNotFound,
+                        ..
+                    }
+                )
+            {
+                why.push_str(
+                    " (a memory stream does not survive a server restart: the messages acknowledged \
+                     into it are gone with it)",
+                );
+            }
+            report.unread = Some(why);
+            return report;
         }
-    }
+    };
+    let stored = after.last_seq.saturating_sub(before.last_seq);
+    let (unacked_stored, unacked_seqs) = acked.gaps_through(after.last_seq);
+    let grew_by_acked =
+        cfg.limited() || after.messages.saturating_sub(before.messages) == acked.len();
+    report.reconciled = dups == 0 && unacked_stored == 0 && stored == acked.len() && grew_by_acked;
+    report.after = Some(after);
+    report.stored = Some(stored);
+    report.unacked_stored = Some(unacked_stored);
+    report.unacked_seqs = unacked_seqs;
+    report
 }
 
-/// A connection for API calls, whose read loop never runs.
-fn api_conn(target: &Target, opts: &ConnOptions, timeout: std::time::Duration) -> Result<Conn> {
-    conn::connect(
-        &ConnectSpec {
-            servers: &target.urls,
-            name: "msgbench-js-setup",
-            opts: &opts.dial,
-            stall_limit: timeout,
-        },
-        Arc::new(ErrorCounts::default()),
-    )
+/// The API client of a run, on a connection of its own.
+fn api_conn(target: &Target, opts: &ConnOptions, timeout: std::time::Duration) -> Result<Api> {
+    Api::connect(&target.urls, "msgbench-js-setup", &opts.dial, timeout)
+}
+
+/// Deletes what the run made when asked to; a failure is told on stderr and does not cost the
+/// result (the run's figures are all in by now).
+fn clean_up(api: Api, streams: &[StreamConfig], delete: bool) {
+    let mut api = api;
+    if delete {
+        for cfg in streams {
+            if let Err(e) = api.delete_stream(&cfg.name) {
+                eprintln!(
+                    "warning: --delete-after: stream {} was not deleted: {e}",
+                    cfg.name
+                );
+            }
+        }
+    }
+    api.close();
 }
 
 /// Creates (or finds) the streams, checks that they capture what `publish` will send (by the
 /// subjects the server reports), purges them if asked, and returns their states.
 fn open_streams(
-    setup: &mut Conn,
+    api: &mut Api,
     streams: &[StreamConfig],
     publish: Option<&RequestOptions>,
     purge: bool,
-    timeout: std::time::Duration,
 ) -> Result<Vec<StreamState>> {
     let mut before = Vec::new();
     let mut captured = Vec::new();
     for cfg in streams {
-        captured.push(jsapi::ensure_stream(setup, cfg, timeout)?);
+        captured.push(api.ensure_stream(cfg)?);
     }
     if let Some(p) = publish {
         // An empty list means the server did not say; the options were checked already.
@@ -94,21 +131,23 @@ fn open_streams(
     }
     for cfg in streams {
         if purge {
-            jsapi::purge_stream(setup, &cfg.name, timeout)?;
+            api.purge_stream(&cfg.name)?;
         }
-        before.push(jsapi::stream_state(setup, &cfg.name, timeout)?);
+        before.push(api.stream_state(&cfg.name)?);
     }
     Ok(before)
 }
 
 /// Publishes with acknowledgements into streams whose states are `before`, then reconciles.
+/// A stream whose state cannot be read afterwards is reported as such: what was published and
+/// acknowledged is kept.
 #[allow(clippy::too_many_arguments)] // each is a distinct part of the run; a struct would only rename them
 fn publish_and_reconcile(
     p: &RequestOptions,
     mode: &'static str,
     streams: &[StreamConfig],
     before: &[StreamState],
-    setup: &mut Conn,
+    api: &mut Api,
     target: &Target,
     meter: &Meter,
     stop: &AtomicBool,
@@ -119,29 +158,13 @@ fn publish_and_reconcile(
     };
     let (result, acks) = request::run_requests(&publish, target, meter, stop, None)?;
     let acks = acks.expect("js_bases set");
-    let mut reports = Vec::new();
-    for ((cfg, before), acks) in streams.iter().zip(before).zip(&acks) {
-        let after = jsapi::stream_state(setup, &cfg.name, p.timeout)?;
-        reports.push(StreamReport::new(
-            &cfg.name,
-            *before,
-            after,
-            acks,
-            cfg.limited(),
-        ));
-    }
-    let sum = |f: fn(&StreamReport) -> u64| reports.iter().map(f).sum::<u64>();
-    let report = JsReport {
-        storage: streams[0].storage.clone(),
-        mode,
-        acked: sum(|s| s.acked),
-        duplicate_acks: sum(|s| s.duplicate_acks),
-        deduplicated: sum(|s| s.deduplicated),
-        stored: sum(|s| s.stored),
-        unacked_stored: sum(|s| s.unacked_stored),
-        reconciled: reports.iter().all(|s| s.reconciled),
-        streams: reports,
-    };
+    let reports = streams
+        .iter()
+        .zip(before)
+        .zip(&acks)
+        .map(|((cfg, before), acks)| reconcile(cfg, *before, api.stream_state(&cfg.name), acks))
+        .collect();
+    let report = JsReport::of(&streams[0].storage, mode, reports);
     Ok((result, report, acks))
 }
 
@@ -157,26 +180,21 @@ pub fn run_pub(
     stop: &AtomicBool,
 ) -> Result<RunResult> {
     let p = &opts.publish;
-    let mut setup = api_conn(target, &p.conn, p.timeout)?;
-    let before = open_streams(&mut setup, &opts.streams, Some(p), opts.purge, p.timeout)?;
+    let mut api = api_conn(target, &p.conn, p.timeout)?;
+    let before = open_streams(&mut api, &opts.streams, Some(p), opts.purge)?;
     let (mut result, report, _) = publish_and_reconcile(
         p,
         opts.mode.as_str(),
         &opts.streams,
         &before,
-        &mut setup,
+        &mut api,
         target,
         meter,
         stop,
     )?;
     result.params = opts.params();
     result.jetstream = Some(report);
-    if opts.delete_after {
-        for cfg in &opts.streams {
-            jsapi::delete_stream(&mut setup, &cfg.name, p.timeout)?;
-        }
-    }
-    setup.shared.close();
+    clean_up(api, &opts.streams, opts.delete_after);
     Ok(result)
 }
 
@@ -203,52 +221,31 @@ pub fn around_driver<T>(
 ) -> Result<(T, Option<JsReport>)> {
     let p = &opts.publish;
     let cfg = &opts.streams[0];
-    let mut setup = api_conn(target, &p.conn, p.timeout)?;
-    let before = open_streams(
-        &mut setup,
-        std::slice::from_ref(cfg),
-        Some(p),
-        opts.purge,
-        p.timeout,
-    )?;
+    let mut api = api_conn(target, &p.conn, p.timeout)?;
+    let before = open_streams(&mut api, std::slice::from_ref(cfg), Some(p), opts.purge)?;
     let (out, acks) = publish(cfg);
-    let report = match acks {
-        Some(a) => {
-            let after = jsapi::stream_state(&mut setup, &cfg.name, p.timeout)?;
-            let mut set = AckSet::new(before[0].last_seq + 1);
-            if a.acked > 0 {
-                for seq in a.first_seq..=a.last_seq {
-                    set.insert(seq);
-                }
+    let report = acks.map(|a| {
+        let mut set = AckSet::new(before[0].last_seq + 1);
+        if a.acked > 0 {
+            for seq in a.first_seq..=a.last_seq {
+                set.insert(seq);
             }
-            let acks = JsAcks {
-                acked: set,
-                duplicate_acks: a.duplicate_acks,
-                deduplicated: 0,
-            };
-            let mut stream = StreamReport::new(&cfg.name, before[0], after, &acks, cfg.limited());
-            // The range says which sequences; the count says how many acks really came.
-            if a.acked != acks.acked.len() {
-                stream.reconciled = false;
-            }
-            Some(JsReport {
-                storage: cfg.storage.clone(),
-                mode: opts.mode.as_str(),
-                acked: a.acked,
-                duplicate_acks: stream.duplicate_acks,
-                deduplicated: 0,
-                stored: stream.stored,
-                unacked_stored: stream.unacked_stored,
-                reconciled: stream.reconciled,
-                streams: vec![stream],
-            })
         }
-        None => None,
-    };
-    if opts.delete_after {
-        jsapi::delete_stream(&mut setup, &cfg.name, p.timeout)?;
-    }
-    setup.shared.close();
+        let acks = JsAcks {
+            acked: set,
+            duplicate_acks: a.duplicate_acks,
+            deduplicated: 0,
+        };
+        let mut stream = reconcile(cfg, before[0], api.stream_state(&cfg.name), &acks);
+        // The range says which sequences; the count says how many acks really came.
+        if a.acked != acks.acked.len() {
+            stream.reconciled = false;
+        }
+        let mut report = JsReport::of(&cfg.storage, opts.mode.as_str(), vec![stream]);
+        report.acked = a.acked;
+        report
+    });
+    clean_up(api, std::slice::from_ref(cfg), opts.delete_after);
     Ok((out, report))
 }
 
@@ -268,15 +265,15 @@ pub fn run_kv(
         return Ok(result);
     };
     let p = &opts.put.publish;
-    let mut setup = api_conn(target, &p.conn, p.timeout)?;
-    let before = open_streams(&mut setup, &opts.put.streams, Some(p), false, p.timeout)?;
+    let mut api = api_conn(target, &p.conn, p.timeout)?;
+    let before = open_streams(&mut api, &opts.put.streams, Some(p), false)?;
     // Every key gets a value first, so each get has something to find.
     let (_, fill, _) = publish_and_reconcile(
         p,
         "async",
         &opts.put.streams,
         &before,
-        &mut setup,
+        &mut api,
         target,
         meter,
         stop,
@@ -293,10 +290,7 @@ pub fn run_kv(
     }
     let mut result = request::run_request(gets, target, meter, stop, None)?;
     result.params = opts.params();
-    if opts.put.delete_after {
-        jsapi::delete_stream(&mut setup, &opts.put.streams[0].name, p.timeout)?;
-    }
-    setup.shared.close();
+    clean_up(api, &opts.put.streams, opts.put.delete_after);
     Ok(result)
 }
 
@@ -330,20 +324,16 @@ pub fn run_consume(
 ) -> Result<RunResult> {
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let timeout = opts.timeout;
-    let mut setup = api_conn(target, &opts.conn, timeout)?;
+    let mut api = api_conn(target, &opts.conn, timeout)?;
     let streams = std::slice::from_ref(&opts.stream);
     let name = &opts.stream.name;
     // Consuming what a stream holds needs that stream: look it up, never create it (a wrong
     // name is then the server's "stream not found", not an empty new stream).
     let before = match opts.source {
-        Source::Stream => vec![jsapi::stream_state(&mut setup, name, timeout)?],
-        Source::Before | Source::Live => open_streams(
-            &mut setup,
-            streams,
-            opts.publish.as_ref(),
-            opts.purge,
-            timeout,
-        )?,
+        Source::Stream => vec![api.stream_state(name)?],
+        Source::Before | Source::Live => {
+            open_streams(&mut api, streams, opts.publish.as_ref(), opts.purge)?
+        }
     };
     let state = before[0];
     // Where consuming starts, and how many distinct messages will do.
@@ -364,7 +354,7 @@ pub fn run_consume(
             .as_ref()
             .expect("a publisher for --publish before");
         published = Some(publish_and_reconcile(
-            p, "async", streams, &before, &mut setup, target, meter, stop,
+            p, "async", streams, &before, &mut api, target, meter, stop,
         )?);
     }
     let tag = stamp::new_run_tag();
@@ -387,7 +377,7 @@ pub fn run_consume(
         mem_storage: ordered,
         num_replicas: ordered.then_some(1),
     };
-    jsapi::create_consumer(&mut setup, name, &cfg, timeout)?;
+    api.create_consumer(name, &cfg)?;
     let errors = Arc::new(ErrorCounts::default());
     meter.watch_errors(&errors);
     let inbox = format!("_INBOX.msgbench{tag:04x}.pull");
@@ -529,26 +519,13 @@ pub fn run_consume(
     if let Some(live) = live {
         let (result, acks) = live?;
         let acks = acks.expect("js_bases set");
-        let after = jsapi::stream_state(&mut setup, name, timeout)?;
-        let report = StreamReport::new(name, state, after, &acks[0], opts.stream.limited());
-        let js = JsReport {
-            storage: opts.stream.storage.clone(),
-            mode: "async",
-            acked: report.acked,
-            duplicate_acks: report.duplicate_acks,
-            deduplicated: report.deduplicated,
-            stored: report.stored,
-            unacked_stored: report.unacked_stored,
-            reconciled: report.reconciled,
-            streams: vec![report],
-        };
+        let stream = reconcile(&opts.stream, state, api.stream_state(name), &acks[0]);
+        let js = JsReport::of(&opts.stream.storage, "async", vec![stream]);
         published = Some((result, js, acks));
     }
-    let _ = jsapi::delete_consumer(&mut setup, name, &consumer, timeout);
-    if opts.delete_after {
-        jsapi::delete_stream(&mut setup, name, timeout)?;
-    }
-    setup.shared.close();
+    // A consumer the server lost (with its stream, say) is not worth a warning.
+    let _ = api.delete_consumer(name, &consumer);
+    clean_up(api, streams, opts.delete_after);
 
     // What the consumers owed: what this run's publisher was acknowledged, or the stream's
     // first `goal` messages.
@@ -661,6 +638,8 @@ pub fn run_consume(
         for (k, n) in pub_result.errors {
             *result.errors.entry(k).or_default() += n;
         }
+        result.connections.absorb(&pub_result.connections);
+        result.failure = result.failure.or(pub_result.failure);
         result.jetstream = Some(js);
     }
     result.by_role = by_role;

@@ -353,11 +353,15 @@ pub fn run_requests(
                         let mut r =
                             new_replies(fault_ns, js_base(i), opts.size, errors_ref, reply_meter);
                         r.rec = r.rec.with_stages(totals_ref, schedule);
+                        let mut link = sh.link_generation();
                         reader.run(&sh, load::TICK, |event| {
-                            if let Event::Msg(m) = event {
-                                if let Some(zero) = epoch.get() {
-                                    on_reply(&mut r, &m, window, times, schedule, *zero);
+                            match event {
+                                Event::Msg(m) => {
+                                    if let Some(zero) = epoch.get() {
+                                        on_reply(&mut r, &m, window, times, schedule, *zero);
+                                    }
                                 }
+                                Event::Tick => abandon_if_relinked(&sh, &mut link, window),
                             }
                             Flow::Continue
                         });
@@ -447,9 +451,11 @@ pub fn run_requests(
     let ok: u64 = replies.iter().map(|r| r.ok).sum();
     let no_responders: u64 = replies.iter().map(|r| r.no_responders).sum();
     let timeouts: u64 = windows.iter().map(Window::timeouts).sum();
-    for _ in 0..timeouts {
-        errors.add(ErrorKind::RequestTimeout);
-    }
+    errors.add_n(ErrorKind::RequestTimeout, timeouts);
+    errors.add_n(
+        ErrorKind::LostInFlight,
+        windows.iter().map(Window::abandoned).sum(),
+    );
     for _ in 0..no_responders {
         errors.add(ErrorKind::NoResponders);
     }
@@ -709,12 +715,14 @@ fn closed_loop(
     let mut sent = 0u64;
     let mut msgs = 0u64;
     let mut failed = None;
+    let mut link = shared.link_generation();
     reader.run(shared, load::TICK, |event| match event {
         Event::Msg(m) => {
             on_reply(r, &m, window, times, None, zero);
             Flow::Continue
         }
         Event::Tick => {
+            abandon_if_relinked(shared, &mut link, window);
             let now = Instant::now();
             let sending = failed.is_none()
                 && !stop.load(Ordering::Relaxed)
@@ -766,6 +774,16 @@ fn closed_loop(
         late_sends: 0,
         send_lag: None,
         write_blocked: None,
+    }
+}
+
+/// After a reconnect, the requests in flight on the lost link are void: their slots are freed
+/// at once (see [`Window::abandon_all`]).
+fn abandon_if_relinked(shared: &conn::Shared, seen: &mut u64, window: &Window) {
+    let now = shared.link_generation();
+    if now != *seen {
+        *seen = now;
+        window.abandon_all();
     }
 }
 

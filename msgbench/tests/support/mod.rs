@@ -49,6 +49,12 @@ impl TestServer {
 }
 
 impl TestServer {
+    /// Kills the server (SIGKILL, a crash) and starts it again on the same port with the same
+    /// JetStream storage, as an operator restarting it outside msgbench would.
+    pub fn restart(&self) {
+        self.server.restart().expect("nats-server comes back");
+    }
+
     /// Freezes (SIGSTOP) or thaws (SIGCONT) the server process: a server that stops
     /// responding without closing anything.
     pub fn freeze(&self, frozen: bool) {

@@ -92,6 +92,8 @@ pub struct Shared {
     pub(super) pong_cv: Condvar,
     /// The current link's generation, for writers waiting for a reconnect.
     generation: Mutex<u64>,
+    /// The same, readable without a lock by a loop that checks it after every read.
+    generation_now: AtomicU64,
     pub(super) relinked: Condvar,
     /// Set before we close the socket ourselves, so the reader does not count a disconnect.
     pub(super) closing: AtomicBool,
@@ -126,6 +128,7 @@ impl Shared {
             pongs: Mutex::new(Pongs::default()),
             pong_cv: Condvar::new(),
             generation: Mutex::new(0),
+            generation_now: AtomicU64::new(0),
             relinked: Condvar::new(),
             closing: AtomicBool::new(false),
             ended: AtomicBool::new(false),
@@ -359,7 +362,14 @@ impl Shared {
             link.generation
         };
         *self.generation.lock().unwrap_or_else(|p| p.into_inner()) = generation;
+        self.generation_now.store(generation, Ordering::Release);
         self.relinked.notify_all();
+    }
+
+    /// How many times the connection has been replaced by a reconnect: a caller that sees it
+    /// change knows that whatever it had in flight on the old link is gone.
+    pub fn link_generation(&self) -> u64 {
+        self.generation_now.load(Ordering::Acquire)
     }
 
     /// Closes the connection from our side. The reader then ends with

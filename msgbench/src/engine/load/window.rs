@@ -21,6 +21,8 @@ struct WindowState {
     /// Sequence and send time of each request in flight, oldest first.
     outstanding: std::collections::VecDeque<(u64, Instant)>,
     timeouts: u64,
+    /// Requests in flight when their connection was lost.
+    abandoned: u64,
 }
 
 impl Window {
@@ -127,5 +129,41 @@ impl Window {
     /// Requests given up on so far.
     pub fn timeouts(&self) -> u64 {
         self.lock().timeouts
+    }
+
+    /// The connection was lost: no request in flight can be answered any more. Frees every
+    /// slot at once, so the requester goes on at its pace on the new connection instead of
+    /// waiting out `timeout` for replies that cannot come. A reply that does come after all
+    /// (a server that kept its state across a brief loss) counts as late.
+    pub fn abandon_all(&self) {
+        let mut st = self.lock();
+        let n = st.outstanding.len() as u64;
+        st.outstanding.clear();
+        st.abandoned += n;
+        drop(st);
+        self.freed.notify_all();
+    }
+
+    /// Requests abandoned with a lost connection so far.
+    pub fn abandoned(&self) -> u64 {
+        self.lock().abandoned
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lost_connection_frees_every_slot_and_a_late_reply_is_not_on_time() {
+        let w = Window::new(2, Duration::from_secs(3600));
+        assert!(w.try_acquire(0) && w.try_acquire(1));
+        assert!(!w.try_acquire(2), "the window is full");
+        w.abandon_all();
+        assert_eq!((w.in_flight(), w.abandoned(), w.timeouts()), (0, 2, 0));
+        // The requester goes on at once, and a reply to an abandoned request is late.
+        assert!(w.try_acquire(2));
+        assert!(!w.complete(0));
+        assert!(w.complete(2));
     }
 }

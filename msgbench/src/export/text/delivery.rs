@@ -10,19 +10,25 @@ use super::*;
 pub(super) fn jetstream(o: &mut String, r: &RunResult) {
     let Some(js) = &r.jetstream else { return };
     let line = |st: &crate::result::StreamReport| {
-        let stored = if st.stored == 0 {
+        let (Some(after), Some(stored)) = (st.after, st.stored) else {
+            return format!(
+                "{} acknowledged; the stream could not be read after the run",
+                group(st.acked)
+            );
+        };
+        let stored = if stored == 0 {
             "nothing new stored".to_string()
         } else {
             format!(
                 "stream sequences {}–{} stored",
                 group(st.before.last_seq + 1),
-                group(st.after.last_seq)
+                group(after.last_seq)
             )
         };
         format!(
             "{} acknowledged, {stored}, now {} messages",
             group(st.acked),
-            group(st.after.messages)
+            group(after.messages)
         )
     };
     match js.streams.as_slice() {
@@ -44,7 +50,7 @@ pub(super) fn jetstream(o: &mut String, r: &RunResult) {
                 js.storage,
                 js.mode,
                 group(js.acked),
-                group(js.stored)
+                js.stored.map_or_else(|| "—".to_string(), group)
             );
             for st in many {
                 let _ = writeln!(o, "  {}: {}", st.name, line(st));
@@ -67,6 +73,17 @@ pub(super) fn jetstream(o: &mut String, r: &RunResult) {
         return;
     }
     for st in js.streams.iter().filter(|s| !s.reconciled) {
+        let (Some(stored), Some(unacked)) = (st.stored, st.unacked_stored) else {
+            let why = st.unread.as_deref().unwrap_or("its state was not read");
+            let _ = writeln!(
+                o,
+                "!! NOT RECONCILED: stream {}: {} acknowledged, but the stream could not be \
+                 read after the run: {why} !!",
+                st.name,
+                group(st.acked),
+            );
+            continue;
+        };
         let first = if st.unacked_seqs.is_empty() {
             String::new()
         } else {
@@ -78,10 +95,10 @@ pub(super) fn jetstream(o: &mut String, r: &RunResult) {
             "!! NOT RECONCILED: stream {}: {} stored, {} acknowledged, {} duplicate \
              acknowledgements, {} stored without an acknowledgement{first} !!",
             st.name,
-            group(st.stored),
+            group(stored),
             group(st.acked),
             group(st.duplicate_acks),
-            group(st.unacked_stored),
+            group(unacked),
         );
     }
 }
