@@ -52,6 +52,12 @@ impl Threshold {
     pub fn limit(&self) -> f64 {
         self.limit
     }
+
+    /// Whether the gate caps its figure (`<`, `<=`): a figure that could only have been lower
+    /// than measured still fails it.
+    pub fn is_cap(&self) -> bool {
+        matches!(self.op, Op::Lt | Op::Le)
+    }
 }
 
 impl fmt::Display for Threshold {

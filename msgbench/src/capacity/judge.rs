@@ -2,12 +2,18 @@
 //! and, when it fails, by what: the tool's own schedule-keeping first (a probe the tool could
 //! not drive measured the tool), then a subscriber falling behind, server errors, and
 //! otherwise the first SLO that failed.
+//!
+//! A tool that sent late (but kept its rate) voids a pass, never a failure the lateness cannot
+//! explain: an SLO that fails on latency timed from each message's actual send, or on a count
+//! that lateness could only have lowered, failed because of the system. Without that rule a
+//! busy machine turns every impossible SLO into "the tool was the limit".
 
 use serde_json::Value;
 
 use super::Probe;
 use crate::format::{duration_ns, group};
-use crate::result::RunResult;
+use crate::gate::Threshold;
+use crate::result::{RunResult, Verdict};
 
 /// Sends later than this at P99, while the socket took them, mean the tool fell behind its
 /// schedule: msgbench's own late bound for a paced send.
@@ -106,9 +112,68 @@ pub fn hold_view(r: &RunResult) -> Value {
     doc
 }
 
-/// Why a run at `probe.rate` held or not.
-pub fn classify(r: &RunResult, probe: &Probe) -> Outcome {
+/// Counts a late tool can only have lowered: messages are placed in their stage by sequence
+/// number, so lateness moves none into the hold stage, and can keep some from being sent or
+/// received before the end. (The hold stage's msgs/s is not among them: it counts arrivals
+/// while the stage ran, which a backlog from the warm-up can swell.)
+const LOWERED_BY_LATENESS: [&str; 2] = ["sent", "received"];
+
+/// The hold view with latency timed from each message's actual send instead of when it was
+/// due: the system's part alone, free of any lateness of the tool's sends. `None` when the run
+/// has no such figures.
+fn view_from_actual_send(r: &RunResult) -> Option<Value> {
+    let mut doc = hold_view(r);
+    let uncorrected = match r.schedule.as_ref().and_then(|s| s.stages.last()) {
+        Some(hold) => serde_json::to_value(hold.latency_uncorrected.as_ref()?),
+        None => serde_json::to_value(r.latency_uncorrected.as_ref()?),
+    }
+    .expect("serialises");
+    doc["latency"] = uncorrected;
+    Some(doc)
+}
+
+/// The first SLO the run failed on figures its tool's lateness cannot have worsened, if any.
+fn failed_regardless_of_lateness(slo: &[Threshold], r: &RunResult) -> Option<Verdict> {
+    let view = hold_view(r);
+    let actual = view_from_actual_send(r);
+    slo.iter().find_map(|t| {
+        let doc = if t.metric().is_latency() {
+            actual.as_ref()?
+        } else if t.is_cap() && LOWERED_BY_LATENESS.contains(&t.metric().name().as_str()) {
+            &view
+        } else {
+            return None;
+        };
+        let v = crate::gate::judge_doc(std::slice::from_ref(t), doc).remove(0);
+        (v.measured.is_some() && !v.pass).then_some(v)
+    })
+}
+
+/// Why a run at `probe.rate`, judged against `slo`, held or not.
+pub fn classify(r: &RunResult, probe: &Probe, slo: &[Threshold]) -> Outcome {
     let rate = group(probe.rate.round() as u64);
+    let short = r.pacing.as_ref().is_some_and(|p| p.below_target);
+    if !probe.tool_kept_schedule && !short {
+        if let Some(v) = failed_regardless_of_lateness(slo, r) {
+            let measured = v.measured.expect("a failure with a value");
+            let (measured, why) = if v.latency {
+                (
+                    duration_ns(measured),
+                    "timed from each message's actual send",
+                )
+            } else {
+                (
+                    group(measured.round() as u64),
+                    "a count that late sends could only have lowered",
+                )
+            };
+            return Outcome::Slo(format!(
+                "{} failed at {rate}/s (measured {measured}, {why}: msgbench's own late sends \
+                 cannot explain it)",
+                v.expr
+            ));
+        }
+    }
     if !probe.tool_kept_schedule {
         let p = r.pacing.as_ref();
         return Outcome::Tool(format!(
@@ -176,4 +241,71 @@ pub fn classify(r: &RunResult, probe: &Probe) -> Outcome {
         "{} failed at {rate}/s (measured {measured})",
         first.expr
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::{LatencyStats, Pacing, ServerMeta};
+
+    /// A run at 1,000/s whose sends were late (P99 200 ms, the socket never blocked) but on
+    /// rate: latency from when each message was due about 2 ms, from its actual send 100 µs.
+    fn late_run() -> RunResult {
+        let mut r = RunResult::new(
+            "latency",
+            "2026-11-26T00:00:00Z".into(),
+            Value::Null,
+            ServerMeta::for_tests(),
+            &crate::error::ErrorCounts::default(),
+            false,
+        );
+        let histogram = |ns: u64| {
+            let mut h = crate::stats::latency::new_histogram();
+            h.record_n(ns, 1000).unwrap();
+            LatencyStats::of(&h)
+        };
+        r.latency = Some(histogram(2_000_000));
+        r.latency_uncorrected = Some(histogram(100_000));
+        r.delivery.sent = 1000;
+        r.pacing = Some(
+            Pacing::from_figures(
+                1000.0,
+                Some(999.0),
+                1_000_000,
+                30,
+                [100, 200_000_000, 250_000_000],
+            )
+            .with_write_blocked(Some(0.0)),
+        );
+        r
+    }
+
+    fn outcome(slo: &str) -> Outcome {
+        let r = late_run();
+        let slo = vec![crate::gate::parse(slo).unwrap()];
+        let view = hold_view(&r);
+        let verdicts = crate::gate::judge_doc(&slo, &view);
+        let kept = r
+            .pacing
+            .as_ref()
+            .unwrap()
+            .tool_kept_schedule(lag_bound_ns(&slo));
+        assert!(!kept, "the run is late");
+        let probe = Probe::new(1000.0, 1, &view, &r, kept, false, verdicts);
+        classify(&r, &probe, &slo)
+    }
+
+    #[test]
+    fn a_failure_that_late_sends_cannot_explain_is_the_systems() {
+        // Fails even timed from the actual send: the system's.
+        assert_eq!(outcome("p50<1ns").kind(), "slo");
+        // A cap on a count that lateness can only lower.
+        assert_eq!(outcome("sent<=10").kind(), "slo");
+        // Fails only because of the time the sends waited: the tool's.
+        assert_eq!(outcome("p50<1ms").kind(), "tool");
+        // A floor on a count lateness may have lowered: the tool's too.
+        assert_eq!(outcome("sent>=2000").kind(), "tool");
+        // And a pass while late is never a pass.
+        assert_eq!(outcome("p50<1s").kind(), "tool");
+    }
 }

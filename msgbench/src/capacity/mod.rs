@@ -109,7 +109,7 @@ pub fn run(args: CapacityArgs, stop: &AtomicBool) -> Result<u8> {
                 if progress {
                     eprintln!("{}", probe.line(search.probe_runs));
                 }
-                let out = classify(&r, &probe);
+                let out = classify(&r, &probe, &search.slo);
                 doc.probes.push(probe);
                 if matches!(out, Outcome::Tool(_)) && retries > 0 {
                     retries -= 1;
