@@ -56,6 +56,11 @@ pub fn group(n: u64) -> String {
     out
 }
 
+/// A count with its noun: "1 send", "1,234 sends" (the noun's plural takes an "s").
+pub fn counted(n: u64, noun: &str) -> String {
+    format!("{} {noun}{}", group(n), if n == 1 { "" } else { "s" })
+}
+
 /// Bytes in binary units, as `nats bench` prints them: "87 MiB", "1.5 KiB".
 pub fn ibytes(b: f64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -173,6 +178,13 @@ pub fn secs(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_count_agrees_with_its_noun() {
+        assert_eq!(counted(1, "send"), "1 send");
+        assert_eq!(counted(0, "send"), "0 sends");
+        assert_eq!(counted(1234, "publisher"), "1,234 publishers");
+    }
 
     #[test]
     fn groups_thousands() {

@@ -372,14 +372,14 @@ fn accept<'s>(
     *slot = Some(Arc::clone(&state));
     drop(slot);
     eprintln!(
-        "agent {}: accepted plan {} ({}, run {}, {} publishers from {}, {} subscribers from {})",
+        "agent {}: accepted plan {} ({}, run {}, {} from id {}, {} from id {})",
         cfg.name,
         sealed.id,
         plan.name(),
         a.run,
-        a.segment.pubs,
+        crate::format::counted(u64::from(a.segment.pubs), "publisher"),
         a.segment.pub_base,
-        a.segment.subs,
+        crate::format::counted(u64::from(a.segment.subs), "subscriber"),
         a.segment.sub_base
     );
     let progress_every = Duration::from_millis(a.progress_ms.max(50));

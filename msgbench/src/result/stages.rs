@@ -12,6 +12,11 @@ use crate::stats::stages::StageFigures;
 pub struct ScheduleReport {
     pub spec: String,
     pub stages: Vec<StageStats>,
+    /// The warm-up at the start of the run, in s: messages due before it were sent and
+    /// counted but not timed, so a stage that ends by then has no latency. Absent where the
+    /// scenario has no warm-up.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warmup_s: Option<f64>,
 }
 
 /// One stage. Messages belong to the stage they were due in.
@@ -81,6 +86,14 @@ impl ScheduleReport {
         Self {
             spec: schedule.to_string(),
             stages,
+            warmup_s: None,
         }
+    }
+
+    /// With the run's warm-up (none when zero).
+    #[must_use]
+    pub fn with_warmup(mut self, warmup: std::time::Duration) -> Self {
+        self.warmup_s = (!warmup.is_zero()).then_some(warmup.as_secs_f64());
+        self
     }
 }

@@ -8,10 +8,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::engine::pace::Pace;
 use crate::error::{Error, Result};
 use crate::server::{EmbeddedServer, Target};
 use crate::stats::recovery::{FaultKind, FaultSpec};
-use crate::stats::recovery::{FaultReport, RecoveryLog};
+use crate::stats::recovery::{FaultReport, Owed, RecoveryLog};
 
 /// Not injected (yet): the value subscribers compare due times against.
 pub const NOT_YET: u64 = u64::MAX;
@@ -121,9 +122,9 @@ impl<'a> Injector<'a> {
         (at != NOT_YET).then_some(at)
     }
 
-    /// The rate recovery is judged against: `pace`'s at the moment of the fault (the stage the
-    /// fault fell in, for a `--rate-schedule`), shared by `parts`.
-    pub fn rate(&self, pace: &crate::engine::pace::Pace, parts: u32) -> f64 {
+    /// The rate each of `parts` subscribers is owed at the moment of the fault: `pace`'s then
+    /// (the stage the fault fell in, for a `--rate-schedule`), shared by `parts`.
+    fn rate(&self, pace: &Pace, parts: u32) -> f64 {
         let rate = match (pace.schedule(), self.injected_ns()) {
             (Some(s), Some(at)) => s.rate_at_ns(at),
             _ => pace.target_rate(),
@@ -131,16 +132,27 @@ impl<'a> Injector<'a> {
         rate / f64::from(parts.max(1))
     }
 
-    /// The result's fault section, from the subscribers' logs; `rate` is what each subscriber
-    /// should receive per second, `end_ns` when sending stopped.
-    pub fn report(&self, logs: &[&RecoveryLog], rate: f64, end_ns: u64) -> FaultReport {
+    /// The result's fault section, from the subscribers' logs: each of `parts` subscribers is
+    /// owed an equal share of what `pace` has due; `end_ns` is when sending stopped.
+    pub fn report(
+        &self,
+        logs: &[&RecoveryLog],
+        pace: &Pace,
+        parts: u32,
+        end_ns: u64,
+    ) -> FaultReport {
         let at = self.injected_ns.load(Ordering::Acquire);
+        let share = 1.0 / f64::from(parts.max(1));
+        let owed = match pace.schedule() {
+            Some(s) => Owed::schedule(s, share),
+            None => Owed::rate(pace.target_rate() * share),
+        };
         FaultReport::new(
             self.spec,
             (at != NOT_YET).then_some(at),
             self.error.lock().unwrap_or_else(|p| p.into_inner()).clone(),
             logs,
-            rate,
+            (owed, self.rate(pace, parts)),
             end_ns,
         )
     }

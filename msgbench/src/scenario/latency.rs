@@ -406,6 +406,7 @@ pub fn run(
             1,
             sub.is_some().then(|| totals.take()),
         )
+        .with_warmup(opts.warmup)
     });
     Ok(RunResult {
         schedule: stages,
@@ -424,11 +425,8 @@ pub fn run(
                 Stop::For(d) => d.as_nanos() as u64,
                 Stop::Count(n) => schedule.due_ns(n).unwrap_or(u64::MAX),
             };
-            inj.report(
-                &[recovery],
-                inj.rate(&crate::engine::pace::Pace::Open(opts.schedule.clone()), 1),
-                end_ns,
-            )
+            let pace = crate::engine::pace::Pace::Open(opts.schedule.clone());
+            inj.report(&[recovery], &pace, 1, end_ns)
         }),
         ..RunResult::new(
             "latency",

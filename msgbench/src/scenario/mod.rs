@@ -525,7 +525,7 @@ pub fn run(
                 .unwrap_or(u64::MAX),
         };
         // Every subscriber receives every publisher's messages.
-        inj.report(&logs, inj.rate(&opts.pace, 1), end_ns)
+        inj.report(&logs, &opts.pace, 1, end_ns)
     });
     let pacing = match &opts.pace {
         // An agent's target is its publishers' share of the aggregate rate.

@@ -511,13 +511,13 @@ pub fn run_requests(
     let open_loop = open;
     let fault = injector.as_ref().map(|inj| {
         let logs: Vec<&RecoveryLog> = replies.iter().map(|r| &r.recovery).collect();
-        let per_client = inj.rate(&opts.pace, opts.clients);
-        let (rate, end_ns) = match (&schedules.first(), opts.stop) {
-            (Some(Some(_)), Stop::For(d)) => (per_client, d.as_nanos() as u64),
-            (Some(Some(sc)), Stop::Count(n)) => (per_client, sc.due_ns(n).unwrap_or(u64::MAX)),
-            _ => (0.0, 0),
+        // Closed loop has no schedule to be back on: its end is 0, so it never "recovers".
+        let end_ns = match (&schedules.first(), opts.stop) {
+            (Some(Some(_)), Stop::For(d)) => d.as_nanos() as u64,
+            (Some(Some(sc)), Stop::Count(n)) => sc.due_ns(n).unwrap_or(u64::MAX),
+            _ => 0,
         };
-        inj.report(&logs, rate, end_ns)
+        inj.report(&logs, &opts.pace, opts.clients, end_ns)
     });
     // Per target stream: every sequence acknowledged to the clients publishing into it.
     let acks = opts.js_bases.as_ref().map(|bases| {

@@ -4,10 +4,58 @@
 //! "Sent after the fault" is judged by each message's scheduled time, not by when it arrived:
 //! right after a fault, messages that were already in the subscriber's socket still trickle in,
 //! and counting those would call a dead server healthy.
+//!
+//! "Back at the target" is judged bucket by bucket against what the schedule had due in that
+//! bucket ([`Owed`]): on a stepped or ramped schedule the target moves, and a rate that keeps
+//! up with each new step has recovered, though it no longer matches the step the fault fell in.
 
 use std::time::Duration;
 
 use serde::Serialize;
+
+use crate::stats::schedule::RateSchedule;
+
+/// What one subscriber is owed: a share of the messages a schedule has due, or a fixed rate.
+#[derive(Debug, Clone, Copy)]
+pub struct Owed<'a> {
+    schedule: Option<&'a RateSchedule>,
+    /// Messages per second with no schedule.
+    rate: f64,
+    /// The subscriber's share of the schedule's messages.
+    share: f64,
+}
+
+impl<'a> Owed<'a> {
+    /// A share of what `schedule` has due.
+    pub fn schedule(schedule: &'a RateSchedule, share: f64) -> Self {
+        Self {
+            schedule: Some(schedule),
+            rate: 0.0,
+            share,
+        }
+    }
+
+    /// A fixed rate.
+    pub fn rate(per_sec: f64) -> Self {
+        Self {
+            schedule: None,
+            rate: per_sec,
+            share: 1.0,
+        }
+    }
+
+    /// The messages due in bucket `b`.
+    fn in_bucket(&self, b: usize) -> f64 {
+        let width = BUCKET.as_nanos() as f64;
+        match self.schedule {
+            Some(s) => {
+                let (from, to) = (b as f64 * width, (b + 1) as f64 * width);
+                (s.due_before(to) - s.due_before(from)) * self.share
+            }
+            None => self.rate * BUCKET.as_secs_f64(),
+        }
+    }
+}
 
 /// Width of the rate buckets.
 pub const BUCKET: Duration = Duration::from_millis(100);
@@ -52,19 +100,21 @@ impl RecoveryLog {
         self.first_after_ns.map(|t| t.saturating_sub(fault_ns))
     }
 
-    /// From the fault until the rate in every bucket stayed within [`TOLERANCE`] of `rate` for
-    /// [`SUSTAIN`], searching from the first delivery after the fault; only buckets that end by
-    /// `end_ns` (when sending stopped) count.
-    fn rate_recovered(&self, fault_ns: u64, rate: f64, end_ns: u64) -> Option<u64> {
+    /// From the fault until the rate in every bucket stayed within [`TOLERANCE`] of what was
+    /// owed in it for [`SUSTAIN`], searching from the first delivery after the fault; only
+    /// buckets that end by `end_ns` (when sending stopped) count.
+    fn rate_recovered(&self, fault_ns: u64, owed: &Owed<'_>, end_ns: u64) -> Option<u64> {
         let width = BUCKET.as_nanos() as u64;
-        let expect = rate * BUCKET.as_secs_f64();
         let need = (SUSTAIN.as_nanos() / BUCKET.as_nanos()) as usize;
         let from = (self.first_after_ns? / width) as usize;
         let complete = ((end_ns / width) as usize).min(self.buckets.len());
-        let ok = |n: u64| (n as f64 - expect).abs() <= expect * TOLERANCE;
+        let ok = |b: usize| {
+            let expect = owed.in_bucket(b);
+            (self.buckets[b] as f64 - expect).abs() <= expect * TOLERANCE
+        };
         let mut run = 0;
         for b in from..complete {
-            if ok(self.buckets[b]) {
+            if ok(b) {
                 run += 1;
                 if run == need {
                     let start = (b + 1 - need) as u64 * width;
@@ -118,24 +168,26 @@ pub struct FaultReport {
     /// Why injecting (or undoing) the fault failed, if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// The rate recovery is judged against, per subscriber.
+    /// The rate each subscriber was owed at the moment of the fault. On a schedule whose rate
+    /// changes, recovery is judged against what was due bucket by bucket, not this alone.
     pub target_rate: f64,
     /// From the fault to the first delivery of a message sent after it (the slowest
     /// subscriber); absent when none arrived.
     pub first_delivery_ns: Option<u64>,
-    /// From the fault until the delivered rate stayed within 10% of the target for 1 s (the
+    /// From the fault until the delivered rate stayed within 10% of what was due for 1 s (the
     /// slowest subscriber); absent when it never did before sending stopped.
     pub rate_recovered_ns: Option<u64>,
 }
 
 impl FaultReport {
-    /// Summarises the subscribers' logs around a fault injected at `injected_ns` (if it was).
+    /// Summarises the subscribers' logs around a fault injected at `injected_ns` (if it was):
+    /// each was `owed` its messages, at `target_rate` when the fault came.
     pub fn new(
         spec: FaultSpec,
         injected_ns: Option<u64>,
         error: Option<String>,
         logs: &[&RecoveryLog],
-        target_rate: f64,
+        (owed, target_rate): (Owed<'_>, f64),
         end_ns: u64,
     ) -> Self {
         // The slowest subscriber is the recovery time; one that never recovered means none.
@@ -153,7 +205,7 @@ impl FaultReport {
             error,
             target_rate,
             first_delivery_ns: worst(&|l, f| l.first_delivery(f)),
-            rate_recovered_ns: worst(&|l, f| l.rate_recovered(f, target_rate, end_ns)),
+            rate_recovered_ns: worst(&|l, f| l.rate_recovered(f, &owed, end_ns)),
         }
     }
 }
@@ -187,11 +239,15 @@ mod tests {
         assert_eq!(log.first_delivery(fault), Some(500 * MS + 2000));
         // The burst bucket (2.5–2.6 s) holds 600 messages, far above 100: the rate is back from
         // 2.6 s on, 600 ms after the fault.
-        assert_eq!(log.rate_recovered(fault, 1000.0, 5000 * MS), Some(600 * MS));
+        let at = |r: f64| Owed::rate(r);
+        assert_eq!(
+            log.rate_recovered(fault, &at(1000.0), 5000 * MS),
+            Some(600 * MS)
+        );
         // A run that stops before a full second of steady rate never recovered.
-        assert_eq!(log.rate_recovered(fault, 1000.0, 3500 * MS), None);
+        assert_eq!(log.rate_recovered(fault, &at(1000.0), 3500 * MS), None);
         // Judged against the wrong target, it never recovers either.
-        assert_eq!(log.rate_recovered(fault, 2000.0, 5000 * MS), None);
+        assert_eq!(log.rate_recovered(fault, &at(2000.0), 5000 * MS), None);
     }
 
     #[test]
@@ -203,12 +259,41 @@ mod tests {
         };
         let fault = 2000 * MS;
         let (a, b) = (outage_log(fault), outage_log(fault - 300 * MS));
-        let r = FaultReport::new(spec, Some(fault), None, &[&a, &b], 1000.0, 5000 * MS);
+        let owed = (Owed::rate(1000.0), 1000.0);
+        let r = FaultReport::new(spec, Some(fault), None, &[&a, &b], owed, 5000 * MS);
         assert_eq!(r.first_delivery_ns, Some(500 * MS + 2000));
         let never = RecoveryLog::default();
-        let r = FaultReport::new(spec, Some(fault), None, &[&a, &never], 1000.0, 5000 * MS);
+        let r = FaultReport::new(spec, Some(fault), None, &[&a, &never], owed, 5000 * MS);
         assert_eq!((r.first_delivery_ns, r.rate_recovered_ns), (None, None));
-        let r = FaultReport::new(spec, None, None, &[&a], 1000.0, 5000 * MS);
+        let r = FaultReport::new(spec, None, None, &[&a], owed, 5000 * MS);
         assert_eq!(r.first_delivery_ns, None);
+    }
+
+    #[test]
+    fn on_a_step_schedule_recovery_follows_each_step() {
+        // 1,000/s for 2 s, then 2,000/s: a subscriber that misses 1.5–1.8 s, gets the backlog
+        // at 1.8 s, and keeps up with every step after it.
+        let sc = RateSchedule::parse("step:1000:1000:2s:2000", None).unwrap();
+        let fault = 1500 * MS;
+        let mut log = RecoveryLog::default();
+        for k in 0..5000u64 {
+            let due = sc.due_ns(k as f64).unwrap();
+            let recv = if (1500 * MS..1800 * MS).contains(&due) {
+                1800 * MS + k
+            } else {
+                due + 100_000
+            };
+            log.record(Some(due), recv, fault);
+        }
+        // Against the schedule it is back from 1.9 s on; against the first step's 1,000/s
+        // alone it never is, since the second second runs at 2,000/s.
+        assert_eq!(
+            log.rate_recovered(fault, &Owed::schedule(&sc, 1.0), 3500 * MS),
+            Some(400 * MS)
+        );
+        assert_eq!(
+            log.rate_recovered(fault, &Owed::rate(1000.0), 3500 * MS),
+            None
+        );
     }
 }

@@ -191,13 +191,27 @@ pub(super) fn connections(o: &mut String, r: &RunResult) {
                         format!("after {}", duration_ns(n as f64))
                     })
                 };
+                // On a schedule with stages the target moves: recovery follows what was due.
+                let (target, when) = if r.schedule.is_some() {
+                    (
+                        "what the schedule had due".to_string(),
+                        format!(
+                            " ({} msgs/s when the fault came)",
+                            group(f.target_rate as u64)
+                        ),
+                    )
+                } else {
+                    (
+                        format!("{} msgs/s", group(f.target_rate as u64)),
+                        String::new(),
+                    )
+                };
                 let _ = writeln!(
                     o,
                     "Fault: {what}{hold} at {}; first message sent after it delivered {}; \
-                     rate back within 10% of {} msgs/s (for 1 s) {}",
+                     rate back within 10% of {target} for 1 s {}{when}",
                     duration_ns(at as f64),
                     since(f.first_delivery_ns),
-                    group(f.target_rate as u64),
                     since(f.rate_recovered_ns),
                 );
             }

@@ -9,7 +9,7 @@ use super::*;
 /// client at 5,000 req/s".
 pub(super) fn grpc_shape(p: &serde_json::Value) -> String {
     let n = |k: &str| p[k].as_u64().unwrap_or(0);
-    let plural = |n: u64, one: &str| format!("{} {one}{}", group(n), if n == 1 { "" } else { "s" });
+    let plural = crate::format::counted;
     let mut amount = match p["duration_secs"].as_f64() {
         Some(d) => format!("for {d} s"),
         None => format!("{} per client", group(n("requests"))),

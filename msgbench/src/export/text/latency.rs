@@ -132,11 +132,11 @@ pub(super) fn pacing(o: &mut String, r: &RunResult) {
     };
     let _ = writeln!(
         o,
-        "Pacing: {achieved}; send lag P50 {}, P99 {}, max {}; {} sends later than {}",
+        "Pacing: {achieved}; send lag P50 {}, P99 {}, max {}; {} later than {}",
         duration_ns(p.send_lag_p50_ns as f64),
         duration_ns(p.send_lag_p99_ns as f64),
         duration_ns(p.send_lag_max_ns as f64),
-        group(p.late_sends),
+        crate::format::counted(p.late_sends, "send"),
         duration_ns(p.late_bound_ns as f64)
     );
     if let (true, Some(short)) = (p.below_target, p.shortfall_pct) {

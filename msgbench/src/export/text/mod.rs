@@ -175,7 +175,7 @@ pub(super) fn thresholds(o: &mut String, r: &RunResult) {
 /// run's parameters.
 pub(super) fn shape(scenario: &str, p: &serde_json::Value) -> String {
     let n = |k: &str| p[k].as_u64().unwrap_or(0);
-    let plural = |n: u64, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
+    let plural = crate::format::counted;
     let s = |k: &str| p[k].as_str().unwrap_or("").to_string();
     match scenario {
         "conns" => {
