@@ -4,6 +4,8 @@
 
 mod support;
 
+use std::os::unix::fs::PermissionsExt;
+
 use serde_json::Value;
 use support::{run, run_json, schema_errors, stderr, u, TestServer};
 
@@ -244,4 +246,183 @@ fn connections_a_server_turns_away_are_counted_by_kind_and_exit_4() {
         failed >= never,
         "each one that never came up failed at least once: {c}"
     );
+}
+
+/// The exit status the counts of a herd run call for (docs/exit-codes.md): a connection the
+/// restart cut that was not back when the hold ended is 5; else a check missed that the fault
+/// does not excuse is 3; else 0.
+fn herd_status(c: &Value) -> i32 {
+    let (h, k) = (&c["herd"], &c["checks"]);
+    if u(&h["never_back"]) > 0 {
+        5
+    } else if u(&k["missed"]) > u(&k["excused_by_fault"]) {
+        3
+    } else {
+        0
+    }
+}
+
+/// 20101 -> "20,101", as the text report prints counts.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// Every return the herd reports came by the end of the hold.
+fn assert_no_return_after_the_hold(h: &Value) {
+    let hold_end = h["hold_end_ms"].as_f64().expect("hold_end_ms");
+    for share in ["to_50pct_ms", "to_99pct_ms", "to_100pct_ms"] {
+        if let Some(ms) = h[share].as_f64() {
+            assert!(ms <= hold_end, "{share} {ms} ms is after the hold: {h}");
+        }
+    }
+    assert_eq!(u(&h["back"]) + u(&h["never_back"]), u(&h["lost"]), "{h}");
+}
+
+#[test]
+fn the_herd_counts_no_return_after_the_hold_and_its_exit_status_follows_the_counts() {
+    // The issue's run, scaled down: the kill a second in, a second down, a 4 s hold.
+    let (out, v) = run_json(&[
+        "conns",
+        "--clients",
+        "500",
+        "--subscribe",
+        "shared",
+        "--hold",
+        "4s",
+        "--check-every",
+        "250ms",
+        "--fault",
+        "restart@1s:1s",
+        "--reconnect",
+    ]);
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    let c = &v["conns"];
+    let (h, k) = (&c["herd"], &c["checks"]);
+    assert_eq!(u(&h["lost"]), 500, "the kill cut every connection: {h}");
+    // The restart cost checks (below), and the text says whether it excuses them.
+    let text = stderr(&out);
+    assert!(
+        text.contains("excused by --fault"),
+        "the text names what the fault excused: {text}"
+    );
+    assert_no_return_after_the_hold(h);
+    // The hold ended 4 s after it began, not before.
+    let fault_at_s = h["fault_at_s"].as_f64().unwrap();
+    assert!(
+        h["hold_end_ms"].as_f64().unwrap() + 1.0 >= (4.0 - fault_at_s) * 1e3,
+        "{h}"
+    );
+    // The check in the publisher's write when the server died reached no one.
+    let excused = u(&k["excused_by_fault"]);
+    assert!(excused >= 500 && excused <= u(&k["missed"]), "{k}");
+    assert_eq!(out.status.code(), Some(herd_status(c)), "{text}");
+    if excused == u(&k["missed"]) {
+        assert!(
+            text.contains(&format!(
+                "{} checks missed, all by connections cut by the restart, between the kill and \
+                 their return: excused by --fault",
+                grouped(excused)
+            )),
+            "{text}"
+        );
+    } else {
+        assert!(text.contains("were not: exit status 3"), "{text}");
+    }
+    if u(&h["never_back"]) > 0 {
+        assert!(text.contains("not back when the hold ended"), "{text}");
+    }
+}
+
+#[test]
+fn a_server_back_only_after_the_hold_leaves_every_cut_connection_never_back_and_exit_5() {
+    // A real nats-server whose restart takes 2.5 s longer (as one recovering a large store
+    // would): down from the kill, half a second into the hold, until 1 s after the hold ended.
+    let dir = support::scratch_dir("late-restart");
+    let real = msgbench::server::find_binary(None).unwrap();
+    let wrapper = dir.join("nats-server");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nif [ -e \"$0.started\" ]; then sleep 2.5; fi\n: > \"$0.started\"\nexec '{}' \"$@\"\n",
+            real.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = support::bin()
+        .args([
+            "conns",
+            "--clients",
+            "200",
+            "--subscribe",
+            "shared",
+            "--hold",
+            "3s",
+            "--check-every",
+            "250ms",
+            "--fault",
+            "restart@500ms:1s",
+            "--reconnect",
+            "--json",
+            "-",
+        ])
+        .env("MSGBENCH_NATS_SERVER", &wrapper)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("no JSON ({e}): {}", stderr(&out)));
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    let c = &v["conns"];
+    let (h, k) = (&c["herd"], &c["checks"]);
+    // No connection could be back before the server: none was back by the end of the hold,
+    // though the fleet went on dialling (and found the server) while the checks drained.
+    assert_eq!(
+        (u(&h["lost"]), u(&h["back"]), u(&h["never_back"])),
+        (200, 0, 200),
+        "{h}"
+    );
+    let server_back = h["server_back_ms"].as_f64().expect("the server came back");
+    assert!(server_back > h["hold_end_ms"].as_f64().unwrap(), "{h}");
+    assert_no_return_after_the_hold(h);
+    for share in ["to_50pct_ms", "to_99pct_ms", "to_100pct_ms"] {
+        assert!(h[share].is_null(), "{share}: {h}");
+    }
+    // Every check after the kill fell in an outage that lasted to the end: all excused, and the
+    // status is the connections not back.
+    assert!(u(&k["missed"]) > 0, "{k}");
+    assert_eq!(u(&k["excused_by_fault"]), u(&k["missed"]), "{k}");
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert_eq!(herd_status(c), 5);
+    let text = stderr(&out);
+    assert!(
+        text.contains("200 connection(s) not back when the hold ended"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_fault_that_leaves_the_herd_no_time_before_the_end_of_the_hold_is_refused() {
+    // Back 1 s into a 2 s hold: a client may wait 1.5 s between attempts (with jitter).
+    let out = run(&[
+        "conns",
+        "--clients",
+        "2",
+        "--hold",
+        "2s",
+        "--fault",
+        "restart@500ms:500ms",
+        "--reconnect",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("--fault") && err.contains("--hold"), "{err}");
 }

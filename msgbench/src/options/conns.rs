@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::cli::{ConnsArgs, Subscribe};
+use crate::engine::BACKOFF_MAX;
 use crate::error::{Error, Result};
 use crate::options::conn::ConnOptions;
 use crate::options::{check_subject, server_choice, Output, ServerChoice};
@@ -91,6 +92,27 @@ impl ConnsOptions {
                     "--fault",
                     text,
                     "the server must be down and back within --hold (its time plus its hold)",
+                ));
+            }
+            // The hold is not stretched to watch the herd: a connection still out when it
+            // ends counts as never back. So it must leave every client time for one attempt
+            // on the restarted server, the longest pause between attempts.
+            let longest_pause = if conn.dial.jitter {
+                BACKOFF_MAX.mul_f64(1.5)
+            } else {
+                BACKOFF_MAX
+            };
+            let left = a.hold - (f.at + f.hold);
+            if left < longest_pause {
+                return Err(Error::flag(
+                    "--fault",
+                    text,
+                    format!(
+                        "it leaves {} of --hold after the server is back, and a client may wait \
+                         {} between reconnect attempts: a longer --hold or an earlier fault",
+                        humantime::format_duration(left),
+                        humantime::format_duration(longest_pause)
+                    ),
                 ));
             }
         }

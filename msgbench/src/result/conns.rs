@@ -102,6 +102,10 @@ pub struct Checks {
     /// Of those, received (each counted once).
     pub received: u64,
     pub missed: u64,
+    /// Of those missed, the ones `--fault` excuses: due to a connection the restart cut, after
+    /// the last one it received before the loss and before it was back (0 without a fault). A
+    /// miss not excused is exit status 3.
+    pub excused_by_fault: u64,
     /// Connections that missed at least one; the first few by id.
     pub connections_missing: u64,
     pub missing_ids: Vec<u32>,
@@ -132,15 +136,18 @@ pub struct Herd {
     pub jitter: bool,
     /// Seconds from the start of the hold to the restart's kill.
     pub fault_at_s: Option<f64>,
+    /// From the kill to the end of the hold: a connection back later counts as never back.
+    pub hold_end_ms: f64,
     /// From the kill until the restarted server accepted clients again: what the clients' own
     /// pauses add to it is the rest of the times below.
     pub server_back_ms: Option<f64>,
-    /// Connections lost by the restart, back, and never back.
+    /// Connections the restart cut (lost from the fault's time until the end of the hold),
+    /// back by the end of the hold, and not (still out, or given up on): exit status 5.
     pub lost: u64,
     pub back: u64,
     pub never_back: u64,
     /// From the kill until this share of the lost connections was connected and subscribed
-    /// again; null when that share never came back.
+    /// again; null when that share was not back by the end of the hold.
     pub to_50pct_ms: Option<f64>,
     pub to_99pct_ms: Option<f64>,
     pub to_100pct_ms: Option<f64>,
@@ -158,4 +165,97 @@ pub struct Herd {
     pub msgs_lost: Option<u64>,
     /// Why the restart failed (a server that did not come back), if it did.
     pub restart_error: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::{exit, ErrorCounts};
+    use crate::result::{RunResult, ServerMeta};
+
+    /// A `conns` result with a restart's herd: `never_back` of 10 cut connections not back, and
+    /// `missed` checks of which `excused` the fault excuses.
+    fn herd_run(missed: u64, excused: u64, never_back: u64) -> RunResult {
+        let mut r = RunResult::new(
+            "conns",
+            "2026-11-25T12:00:00Z".into(),
+            serde_json::Value::Null,
+            ServerMeta::for_tests(),
+            &ErrorCounts::default(),
+            false,
+        );
+        r.conns = Some(ConnsReport {
+            clients: 10,
+            connected: 10,
+            never_connected: 0,
+            up_at_end: 10 - never_back,
+            connect_rate_target: None,
+            in_flight: 256,
+            connects_per_sec: None,
+            connect_span_ms: None,
+            connect_latency: ConnectLatency {
+                tcp: None,
+                tls: None,
+                handshake: None,
+                subscribe: None,
+                total: None,
+            },
+            failures: BTreeMap::new(),
+            keepalives: Keepalives {
+                sent: 0,
+                answered: 0,
+            },
+            checks: Some(Checks {
+                every_ms: 250.0,
+                published: 16,
+                expected: 160,
+                received: 160 - missed,
+                missed,
+                excused_by_fault: excused,
+                connections_missing: 10,
+                missing_ids: vec![],
+            }),
+            memory: Memory {
+                rss_before_bytes: None,
+                rss_connected_bytes: None,
+                peak_rss_bytes: None,
+                per_connection_bytes: None,
+                buffers_peak_bytes: 0,
+                buffers_end_bytes: 0,
+                server_source: None,
+                server_before_bytes: None,
+                server_connected_bytes: None,
+                server_per_connection_bytes: None,
+            },
+            herd: Some(Herd {
+                fault: "restart@1s:1s".into(),
+                jitter: true,
+                fault_at_s: Some(1.0),
+                hold_end_ms: 3000.0,
+                server_back_ms: Some(1000.0),
+                lost: 10,
+                back: 10 - never_back,
+                never_back,
+                to_50pct_ms: None,
+                to_99pct_ms: None,
+                to_100pct_ms: None,
+                peak_back_per_100ms: None,
+                attempts_mean: None,
+                attempts_p50: None,
+                attempts_p99: None,
+                attempts_max: None,
+                msgs_lost: Some(missed),
+                restart_error: None,
+            }),
+        });
+        r
+    }
+
+    #[test]
+    fn a_fault_excuses_only_the_misses_it_counts_and_a_connection_not_back_is_exit_5() {
+        assert_eq!(herd_run(40, 40, 0).exit_code(false), exit::OK);
+        assert_eq!(herd_run(40, 39, 0).exit_code(false), exit::LOSS);
+        assert_eq!(herd_run(40, 40, 1).exit_code(false), exit::DISCONNECTED);
+        assert_eq!(herd_run(40, 39, 1).exit_code(false), exit::DISCONNECTED);
+    }
 }

@@ -627,14 +627,24 @@ impl RunResult {
             exit::INTERRUPTED
         } else if let Some(kind) = self.fatal {
             kind.exit_code()
+        } else if self
+            .conns
+            .as_ref()
+            .and_then(|c| c.herd.as_ref())
+            .is_some_and(|h| h.never_back > 0)
+        {
+            // `conns`: a connection the restart cut that was not back when the hold ended.
+            exit::DISCONNECTED
         } else if self.conns.as_ref().is_some_and(|c| c.never_connected > 0) {
             // `conns`: connections that never came up (the result says by which failure).
             exit::CONNECT
         } else if (self.delivery.lost > 0
-            // `conns` without a fault: a check a connection should have received. With one,
-            // what the herd missed is the measurement.
+            // `conns`: a check a connection should have received, unless the restart excused
+            // it (the cut connection's checks during its outage are the herd's measurement).
             || self.conns.as_ref().is_some_and(|c| {
-                c.herd.is_none() && c.checks.as_ref().is_some_and(|k| k.missed > 0)
+                c.checks
+                    .as_ref()
+                    .is_some_and(|k| k.missed > k.excused_by_fault)
             })
             || self.jetstream.as_ref().is_some_and(|js| !js.reconciled)
             || self.consumer.as_ref().is_some_and(|c| !c.reconciled))

@@ -3,6 +3,10 @@
 //! publisher checks that every subscribed one still receives, and, with `--fault restart`,
 //! watches the herd find its way back.
 //!
+//! The hold bounds what is reported: a connection back only after it ended is never back. The
+//! checks a cut connection missed during its outage are the fault's (excused, see [`excused`]);
+//! any other missed check is a failure of the run, fault or not.
+//!
 //! Memory is read three times: before the first connect, with every connection up, and at
 //! the end (the peak). The server's is read from its monitoring endpoint (`--server-monitor`)
 //! or, for the server msgbench started, from its process.
@@ -15,7 +19,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::cli::Subscribe;
 use crate::engine::conn::{self, ConnectSpec};
-use crate::engine::fleet::{Ending, Fleet, FleetSpec, Interest, Member};
+use crate::engine::fleet::{Fleet, FleetSpec, Interest, Member, Recovery};
 use crate::engine::load::{self, Frame, Keys, PubSpec, StampKind, SubControl, UNKNOWN};
 use crate::engine::memory::{self, Figure};
 use crate::engine::pace::Stop;
@@ -27,7 +31,7 @@ use crate::result::{
 };
 use crate::server::Target;
 use crate::stats::delivery::PublisherKey;
-use crate::stats::schedule::RateSchedule;
+use crate::stats::schedule::{PubSchedule, RateSchedule};
 use crate::wire::stamp;
 
 use super::fault::Injector;
@@ -148,10 +152,10 @@ pub fn run(opts: &ConnsOptions, target: &Target, stop: &AtomicBool) -> Result<Ru
         if let Some(inj) = &injector {
             s.spawn(move || inj.run(zero, stop));
         }
-        let checker = match opts.check_every {
+        let (checker, clock) = match opts.check_every {
             Some(every) => {
                 match start_checker(s, opts, target, &prefix, run_tag, every, stop, &errors) {
-                    Ok(h) => Some(h),
+                    Ok((h, clock)) => (Some(h), Some(clock)),
                     Err(e) => {
                         // The fleet's connections hold until told: end them, or the scope
                         // waits for them.
@@ -163,7 +167,7 @@ pub fn run(opts: &ConnsOptions, target: &Target, stop: &AtomicBool) -> Result<Ru
                     }
                 }
             }
-            None => None,
+            None => (None, None),
         };
         let mut buffers_peak = buffers_connected;
         let until = zero + opts.hold;
@@ -171,6 +175,11 @@ pub fn run(opts: &ConnsOptions, target: &Target, stop: &AtomicBool) -> Result<Ru
             std::thread::sleep(Duration::from_millis(100).min(until - Instant::now().min(until)));
             buffers_peak = buffers_peak.max(fleet.board().buffer_bytes());
         }
+        // The end of the hold is the end of what is reported as the herd's return: the fleet
+        // keeps running until the checks have drained, but a connection back after this counts
+        // as never back, and the connections up are counted now.
+        let hold_end = Instant::now();
+        let up_at_end = fleet.board().ready_now();
         let sent = checker.map(|h| h.join().expect("checker panicked"));
         if let Some(inj) = &injector {
             inj.finish();
@@ -184,7 +193,6 @@ pub fn run(opts: &ConnsOptions, target: &Target, stop: &AtomicBool) -> Result<Ru
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
-        let up_at_end = fleet.board().ready_now();
         let failures: BTreeMap<&'static str, u64> = fleet
             .board()
             .failures()
@@ -198,6 +206,7 @@ pub fn run(opts: &ConnsOptions, target: &Target, stop: &AtomicBool) -> Result<Ru
             members,
             run_tag,
             zero,
+            hold_end,
             rss_connected,
             server_connected,
             buffers_peak,
@@ -209,6 +218,7 @@ pub fn run(opts: &ConnsOptions, target: &Target, stop: &AtomicBool) -> Result<Ru
             },
             failures,
             sent,
+            clock,
         })
     })?;
     let fault = FaultSeen {
@@ -258,6 +268,8 @@ struct Hold {
     run_tag: u16,
     /// The start of the hold: the fault's time zero.
     zero: Instant,
+    /// The end of the hold: a connection back later counts as never back.
+    hold_end: Instant,
     rss_connected: Option<u64>,
     server_connected: Option<u64>,
     buffers_peak: u64,
@@ -267,6 +279,37 @@ struct Hold {
     failures: BTreeMap<&'static str, u64>,
     /// What the checker sent, when there were checks.
     sent: Option<u64>,
+    /// When each check was due, when there were checks.
+    clock: Option<CheckClock>,
+}
+
+/// The checker's schedule: when each check was due. A check goes out at its due time or
+/// later (never earlier), so every check due after an instant was sent after it.
+struct CheckClock {
+    start: Instant,
+    pace: PubSchedule,
+}
+
+impl CheckClock {
+    /// The first of the `sent` checks due at or after `at` (`sent` when none was).
+    fn first_due_from(&self, at: Instant, sent: u64) -> u64 {
+        let due = |seq: u64| {
+            self.pace
+                .due_ns(seq)
+                .is_none_or(|ns| self.start + Duration::from_nanos(ns) >= at)
+        };
+        // Due times grow with the sequence: the first at or after `at` by bisection.
+        let (mut lo, mut hi) = (0u64, sent);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if due(mid) {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        lo
+    }
 }
 
 /// The light publisher: over the hold, one message per subscribed connection every `every`
@@ -281,7 +324,7 @@ fn start_checker<'s, 'e: 's>(
     every: Duration,
     stop: &'e AtomicBool,
     errors: &Arc<ErrorCounts>,
-) -> Result<std::thread::ScopedJoinHandle<'s, u64>> {
+) -> Result<(std::thread::ScopedJoinHandle<'s, u64>, CheckClock)> {
     let conn = conn::connect(
         &ConnectSpec {
             servers: &target.urls,
@@ -306,11 +349,16 @@ fn start_checker<'s, 'e: 's>(
             publisher: 0,
         },
     );
+    let clock = CheckClock {
+        start: Instant::now(),
+        pace: RateSchedule::fixed(rate).share(0, 1),
+    };
     let spec = PubSpec {
         id: 0,
         stop: Stop::For(opts.hold),
-        pace: Some(RateSchedule::fixed(rate).share(0, 1)),
-        start_at: None,
+        pace: Some(clock.pace.clone()),
+        // The loop's time zero is the clock's, so the clock knows each check's due time.
+        start_at: Some(clock.start),
         late_bound: super::PACING_LATE_BOUND,
         flush_timeout: opts.timeout,
     };
@@ -319,12 +367,13 @@ fn start_checker<'s, 'e: 's>(
     } = conn;
     let reader_shared = Arc::clone(&shared);
     s.spawn(move || reader.run(&reader_shared, load::TICK, |_| conn::Flow::Continue));
-    Ok(s.spawn(move || {
+    let handle = s.spawn(move || {
         let progress = AtomicU64::new(0);
         let out = load::publish(&shared, &frame, &spec, stop, &progress, None, None);
         shared.close();
         out.run.msgs
-    }))
+    });
+    Ok((handle, clock))
 }
 
 fn summarize(
@@ -352,12 +401,26 @@ fn summarize(
         (Some(b), Some(a)) if connected > 0 => Some((a as f64 - b as f64) / connected as f64),
         _ => None,
     };
-    let checks = h
-        .sent
-        .map(|sent| checks_of(opts, &h.members, h.run_tag, sent));
+    // The connections the restart cut, each with the outage it caused: once the kill has
+    // happened (a run stopped before it has no herd).
+    let cut: Option<Vec<(&Member, Recovery)>> = fault.at.and(opts.conn.fault).map(|f| {
+        let from = h.zero + f.at;
+        h.members
+            .iter()
+            .filter_map(|m| cut_by_restart(m, from, h.hold_end).map(|o| (m, o)))
+            .collect()
+    });
+    let checks = h.sent.map(|sent| {
+        let excused = match (&cut, &h.clock) {
+            (Some(cut), Some(clock)) => Some((cut.as_slice(), clock)),
+            _ => None,
+        };
+        checks_of(opts, &h.members, h.run_tag, sent, excused)
+    });
     let herd = fault
         .at
-        .map(|at| herd_of(opts, &h.members, h.run_tag, h.zero, at, h.sent));
+        .zip(cut.as_ref())
+        .map(|(at, cut)| herd_of(opts, cut, h.run_tag, at, h.hold_end, h.sent));
     let fault_at_s = fault
         .at
         .map(|at| at.saturating_duration_since(h.zero).as_secs_f64());
@@ -425,7 +488,41 @@ fn received(m: &Member, run_tag: u16) -> u64 {
         .map_or(0, |t| t.unique)
 }
 
-fn checks_of(opts: &ConnsOptions, members: &[Member], tag: u16, sent: u64) -> Checks {
+/// The outage the restart caused connection `m`: its first loss from the fault's time (`from`,
+/// `restart@T` into the hold) until the end of the hold. A connection lost before the fault's
+/// time was lost for another reason, and one lost after the hold is not reported.
+fn cut_by_restart(m: &Member, from: Instant, hold_end: Instant) -> Option<Recovery> {
+    m.recoveries
+        .iter()
+        .chain(m.outage())
+        .find(|o| o.lost_at >= from && o.lost_at <= hold_end)
+        .copied()
+}
+
+/// The checks due to connection `id` that the restart's outage `o` cost it: those after the
+/// last one it received before the loss, and before it was back. "Before it was back" is the
+/// earlier of the first check due once it was subscribed again (due then, so sent then or
+/// later) and the first it received after the loss (NATS delivers one publisher's messages in
+/// order: everything before that one which it did not get was sent before its subscription
+/// was in place). A connection that never came back is excused every check after its loss.
+/// Each check counted here was missed: none after its mark arrived before the loss, and none
+/// before the first after it.
+fn excused(id: u32, o: &Recovery, clock: &CheckClock, n: u32, sent: u64, own: bool) -> u64 {
+    let back = o.back_at.map_or(sent, |at| clock.first_due_from(at, sent));
+    let end = o.first_seq.map_or(back, |f| f.min(back)).min(sent);
+    let from = o.seq_mark.min(end);
+    due_to(id, n, end, own) - due_to(id, n, from, own)
+}
+
+/// The checks: due, received, missed, and (with `cut`, the connections the restart cut) which
+/// of the missed the restart excuses.
+fn checks_of(
+    opts: &ConnsOptions,
+    members: &[Member],
+    tag: u16,
+    sent: u64,
+    cut: Option<(&[(&Member, Recovery)], &CheckClock)>,
+) -> Checks {
     let own = opts.subscribe == Subscribe::Own;
     let (mut expected, mut got, mut missing) = (0u64, 0u64, Vec::new());
     for m in members {
@@ -437,48 +534,45 @@ fn checks_of(opts: &ConnsOptions, members: &[Member], tag: u16, sent: u64) -> Ch
             missing.push(m.id);
         }
     }
+    let excused_by_fault = cut.map_or(0, |(cut, clock)| {
+        cut.iter()
+            .map(|(m, o)| {
+                let missed = due_to(m.id, opts.clients, sent, own).saturating_sub(received(m, tag));
+                excused(m.id, o, clock, opts.clients, sent, own).min(missed)
+            })
+            .sum()
+    });
     Checks {
         every_ms: opts.check_every.map_or(0.0, |d| d.as_secs_f64() * 1e3),
         published: sent,
         expected,
         received: got,
         missed: expected - got,
+        excused_by_fault,
         connections_missing: missing.len() as u64,
         missing_ids: missing.into_iter().take(MISSING_SHOWN).collect(),
     }
 }
 
-/// The herd: every connection lost during the hold (the restart's kill is dated once it has
-/// happened, so a loss seen a moment before that date is still the restart's), and how long
-/// from the kill each took to be back.
+/// The herd: every connection the restart cut (`cut`), and how long from the kill each took to
+/// be back. One back only after the hold ended counts as never back.
 fn herd_of(
     opts: &ConnsOptions,
-    members: &[Member],
+    cut: &[(&Member, Recovery)],
     tag: u16,
-    hold_start: Instant,
     fault_at: Instant,
+    hold_end: Instant,
     sent: Option<u64>,
 ) -> Herd {
     let mut back_after = Vec::new();
     let mut attempts = Vec::new();
-    let mut lost = 0u64;
-    let mut cut = Vec::new();
-    for m in members {
-        let rec = m.recoveries.iter().find(|r| r.lost_at >= hold_start);
-        // Lost and back; lost and still out when the hold ended; lost and given up on.
-        let was_lost = rec.is_some()
-            || m.out_since().is_some_and(|at| at >= hold_start)
-            || matches!(m.ending, Some(Ending::Failed(_))) && m.first.is_some();
-        if !was_lost {
-            continue;
-        }
-        lost += 1;
-        cut.push(m);
-        if let Some(r) = rec {
-            back_after.push(r.back_at.saturating_duration_since(fault_at));
-            attempts.push(u64::from(r.attempts));
+    for (_, o) in cut {
+        if let Some(at) = o.back_at.filter(|at| *at <= hold_end) {
+            back_after.push(at.saturating_duration_since(fault_at));
+            attempts.push(u64::from(o.attempts));
         }
     }
+    let lost = cut.len() as u64;
     back_after.sort_unstable();
     attempts.sort_unstable();
     // A window sliding over the sorted return times: the most returns within 100 ms.
@@ -506,7 +600,7 @@ fn herd_of(
     let msgs_lost = sent.map(|sent| {
         let own = opts.subscribe == Subscribe::Own;
         cut.iter()
-            .map(|m| due_to(m.id, opts.clients, sent, own).saturating_sub(received(m, tag)))
+            .map(|(m, _)| due_to(m.id, opts.clients, sent, own).saturating_sub(received(m, tag)))
             .sum()
     });
     Herd {
@@ -517,6 +611,7 @@ fn herd_of(
             .unwrap_or_default(),
         jitter: opts.conn.dial.jitter,
         fault_at_s: None,
+        hold_end_ms: hold_end.saturating_duration_since(fault_at).as_secs_f64() * 1e3,
         lost,
         back,
         never_back: lost - back,
@@ -585,4 +680,80 @@ fn varz_mem(base: &str) -> Option<u64> {
     let json = &body[body.find("\r\n\r\n")? + 4..];
     let v: serde_json::Value = serde_json::from_str(json).ok()?;
     v.get("mem")?.as_u64()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A check every 250 ms: check `seq` is due `seq` × 250 ms after `start`.
+    fn clock(start: Instant) -> CheckClock {
+        CheckClock {
+            start,
+            pace: RateSchedule::fixed(4.0).share(0, 1),
+        }
+    }
+
+    fn outage(
+        start: Instant,
+        seq_mark: u64,
+        back_ms: Option<u64>,
+        first_seq: Option<u64>,
+    ) -> Recovery {
+        Recovery {
+            lost_at: start + Duration::from_millis(1000),
+            back_at: back_ms.map(|ms| start + Duration::from_millis(ms)),
+            attempts: 3,
+            seq_mark,
+            first_seq,
+        }
+    }
+
+    #[test]
+    fn the_first_check_due_after_an_instant_is_found_by_its_due_time() {
+        let t0 = Instant::now();
+        let c = clock(t0);
+        let at = |ms| t0 + Duration::from_millis(ms);
+        assert_eq!(c.first_due_from(at(0), 16), 0);
+        assert_eq!(c.first_due_from(at(1600), 16), 7, "6 was due at 1.5 s");
+        assert_eq!(c.first_due_from(at(1750), 16), 7, "due at 1.75 s exactly");
+        assert_eq!(c.first_due_from(at(9000), 16), 16, "none of the 16 sent");
+    }
+
+    #[test]
+    fn a_cut_connection_is_excused_the_checks_of_its_outage_and_nothing_else() {
+        let t0 = Instant::now();
+        let c = clock(t0);
+        // Got 0..=3 before the kill, back at 1.6 s (7 was the first due after), 7 the first
+        // it got: 4, 5 and 6 are the outage's.
+        assert_eq!(
+            excused(0, &outage(t0, 4, Some(1600), Some(7)), &c, 1, 16, false),
+            3
+        );
+        // The same, but the first it got after the loss was 9: 7 and 8 were sent once it was
+        // back, so they are not the outage's.
+        assert_eq!(
+            excused(0, &outage(t0, 4, Some(1600), Some(9)), &c, 1, 16, false),
+            3
+        );
+        // A check that reached it after re-subscribing but before the PONG (5) ends the
+        // outage there: 4 alone.
+        assert_eq!(
+            excused(0, &outage(t0, 4, Some(1600), Some(5)), &c, 1, 16, false),
+            1
+        );
+        // Never back, nothing after the loss: every check from its mark on.
+        assert_eq!(excused(0, &outage(t0, 4, None, None), &c, 1, 16, false), 12);
+        // Back only after the checks ended (a return after the hold): the same.
+        assert_eq!(
+            excused(0, &outage(t0, 4, Some(9000), None), &c, 1, 16, false),
+            12
+        );
+        // Own subjects, 3 connections: connection 1 is due 1, 4, 7, 10, 13; it got 1 and 4
+        // (mark 5), was back at 2.6 s (11 was the first due after) and got 13: 7 and 10.
+        assert_eq!(
+            excused(1, &outage(t0, 5, Some(2600), Some(13)), &c, 3, 16, true),
+            2
+        );
+    }
 }

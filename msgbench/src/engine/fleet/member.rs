@@ -23,7 +23,7 @@ use super::{Board, ConnectTimes, Failure, FleetSpec, Interest, Recovery};
 use crate::engine::conn::connect_command;
 use crate::engine::load::{SubControl, UNKNOWN};
 use crate::error::{ErrorCounts, ServerErrorKind};
-use crate::stats::delivery::DeliveryLog;
+use crate::stats::delivery::{DeliveryLog, PublisherKey};
 use crate::stats::throughput::{ClientRun, Role};
 use crate::stats::timeline::ClientMeter;
 use crate::wire::proto::{self, Parsed, ServerInfo, ServerOp};
@@ -101,8 +101,8 @@ pub struct Member {
     more: bool,
     /// The first connection's phases, once it is ready.
     pub first: Option<ConnectTimes>,
-    /// The current outage: when the link was lost and the attempts since.
-    outage: Option<(Instant, u32)>,
+    /// The current outage, while the connection is out.
+    outage: Option<Recovery>,
     pub recoveries: Vec<Recovery>,
     backoff: Duration,
     rng: u64,
@@ -154,7 +154,25 @@ impl Member {
 
     /// When the current outage began, if the connection is lost and not back.
     pub fn out_since(&self) -> Option<Instant> {
-        self.outage.map(|(at, _)| at)
+        self.outage.map(|o| o.lost_at)
+    }
+
+    /// The current outage, if the connection is lost and not back.
+    pub fn outage(&self) -> Option<&Recovery> {
+        self.outage.as_ref()
+    }
+
+    /// One past the highest sequence of the run's first publisher received so far.
+    fn seq_mark(&self) -> u64 {
+        self.log
+            .as_ref()
+            .and_then(|l| {
+                l.tracker(PublisherKey {
+                    run_tag: l.run_tag?,
+                    publisher: 0,
+                })
+            })
+            .map_or(0, |t| t.high_mark())
     }
 
     pub fn is_ready(&self) -> bool {
@@ -181,8 +199,8 @@ impl Member {
         let now = Instant::now();
         self.attempts += 1;
         self.first_dial_at.get_or_insert(now);
-        if let Some((_, n)) = &mut self.outage {
-            *n += 1;
+        if let Some(o) = &mut self.outage {
+            o.attempts += 1;
         }
         self.attempt_at = now;
         self.phase_at = now;
@@ -412,7 +430,17 @@ impl Member {
                     self.first_msg.get_or_insert(now);
                     self.last_msg = Some(now);
                     if let Some(log) = &mut self.log {
-                        log.record(stamp::read(m.payload));
+                        let st = stamp::read(m.payload);
+                        log.record(st);
+                        // The first of the run's first publisher after a loss: where what
+                        // the outage cost this connection ends (see `Recovery`).
+                        if let Some(s) =
+                            st.filter(|s| s.publisher == 0 && log.run_tag == Some(s.run_tag))
+                        {
+                            if let Some(o) = self.outage.as_mut().or(self.recoveries.last_mut()) {
+                                o.first_seq.get_or_insert(s.seq);
+                            }
+                        }
                     }
                     stop = self.msgs >= ctl.expected();
                 }
@@ -495,15 +523,12 @@ impl Member {
         board.in_flight(-1);
         board.ready(1);
         match self.outage.take() {
-            Some((lost_at, attempts)) => {
+            Some(mut o) => {
                 board.recovered();
                 errors.opened();
-                errors.reconnected(now - lost_at);
-                self.recoveries.push(Recovery {
-                    lost_at,
-                    back_at: now,
-                    attempts,
-                });
+                errors.reconnected(now - o.lost_at);
+                o.back_at = Some(now);
+                self.recoveries.push(o);
             }
             None => {
                 errors.opened();
@@ -669,14 +694,21 @@ impl Member {
         self.close(registry, board);
         if was_up {
             spec.errors.add(why.counted());
-            self.outage.get_or_insert((now, 0));
+            let seq_mark = self.seq_mark();
+            self.outage.get_or_insert(Recovery {
+                lost_at: now,
+                back_at: None,
+                attempts: 0,
+                seq_mark,
+                first_seq: None,
+            });
             board.lost();
         }
         // Dialling again ends --timeout after the loss, or after the first attempt of a
         // connection that never came up.
         let since = self
             .outage
-            .map_or(self.first_dial_at.unwrap_or(now), |(at, _)| at);
+            .map_or(self.first_dial_at.unwrap_or(now), |o| o.lost_at);
         if !spec.dialing.reconnect || now - since > spec.give_up_after {
             // A connection that was up and did not come back is what the run lost; one that
             // never came up is a failed connect, counted by kind.

@@ -154,13 +154,22 @@ impl ConnectTimes {
 }
 
 /// One outage of a connection and its way back.
+///
+/// The two sequence marks are of the run's first stamped publisher (`run_tag`, publisher 0:
+/// in `conns`, its checker). NATS delivers one publisher's messages to a subscription in
+/// order, so with them the messages this outage cost the connection are known exactly: those
+/// from `seq_mark` up to `first_seq` (or to the first sent once it was back).
 #[derive(Debug, Clone, Copy)]
 pub struct Recovery {
     pub lost_at: Instant,
-    /// Connected and (when it subscribes) subscribed again.
-    pub back_at: Instant,
-    /// Connect attempts it took.
+    /// Connected and (when it subscribes) subscribed again; `None` while still out.
+    pub back_at: Option<Instant>,
+    /// Connect attempts since the loss.
     pub attempts: u32,
+    /// One past the highest sequence received before the loss (0: none).
+    pub seq_mark: u64,
+    /// The first sequence received after the loss (during the re-subscription or later).
+    pub first_seq: Option<u64>,
 }
 
 /// Why a connect attempt failed or a connection ended.

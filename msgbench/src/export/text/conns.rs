@@ -68,6 +68,25 @@ pub fn conns(o: &mut String, c: &ConnsReport) {
                 format!(" (first: {})", ids.join(", "))
             }
         );
+        // With a fault, which misses it excused: the exit status depends on the rest.
+        if c.herd.is_some() && k.missed > 0 {
+            let why = "by connections cut by the restart, between the kill and their return";
+            if k.excused_by_fault == k.missed {
+                let _ = writeln!(
+                    o,
+                    "        {} checks missed, all {why}: excused by --fault",
+                    group(k.missed)
+                );
+            } else {
+                let _ = writeln!(
+                    o,
+                    "        {} of {} checks missed were {why}, excused by --fault; {} were not: exit status 3",
+                    group(k.excused_by_fault),
+                    group(k.missed),
+                    group(k.missed - k.excused_by_fault)
+                );
+            }
+        }
     }
     let m = &c.memory;
     let kib = |b: Option<f64>| b.map_or("—".into(), |b| format!("{} KiB", fixed(b / 1024.0, 1)));
@@ -121,6 +140,14 @@ pub fn conns(o: &mut String, c: &ConnsReport) {
             h.peak_back_per_100ms.map_or("—".into(), group),
             h.msgs_lost.map_or("—".into(), group)
         );
+        if h.never_back > 0 {
+            let _ = writeln!(
+                o,
+                "      {} connection(s) not back when the hold ended, {} ms after the kill: exit status 5",
+                group(h.never_back),
+                fixed(h.hold_end_ms, 0)
+            );
+        }
         if let Some(e) = &h.restart_error {
             let _ = writeln!(o, "      the restart failed: {e}");
         }
