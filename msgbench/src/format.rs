@@ -7,10 +7,16 @@
 /// column of figures in one unit lines up. A value that rounds up to 1000 of a unit moves to
 /// the next (999_960 ns is 1.00 ms, not 1000.0 µs).
 pub fn duration_ns(ns: f64) -> String {
-    duration_with(ns, " ")
+    duration_with(ns, " ", 0)
 }
 
-fn duration_with(ns: f64, sep: &str) -> String {
+/// As [`duration_ns`] with `extra` more decimals than the unit's own (`251.04 µs` for one):
+/// for figures whose ratio a reader is meant to work out from them, as `diff` prints.
+pub fn duration_ns_finer(ns: f64, extra: usize) -> String {
+    duration_with(ns, " ", extra)
+}
+
+fn duration_with(ns: f64, sep: &str, extra: usize) -> String {
     const STEPS: [(f64, &str, usize); 4] = [
         (1.0, "ns", 0),
         (1e3, "µs", 1),
@@ -21,6 +27,7 @@ fn duration_with(ns: f64, sep: &str) -> String {
     let mut k = STEPS.iter().rposition(|s| a >= s.0).unwrap_or(0);
     loop {
         let (per, unit, decimals) = STEPS[k];
+        let decimals = decimals + extra;
         let text = format!("{:.decimals$}", ns / per);
         let carried = text
             .trim_start_matches('-')
@@ -45,7 +52,11 @@ pub fn duration_ns_signed(ns: i64) -> String {
 
 /// 1234567 -> "1,234,567".
 pub fn group(n: u64) -> String {
-    let digits = n.to_string();
+    group_digits(&n.to_string())
+}
+
+/// A string of decimal digits with a comma before each group of three from the right.
+fn group_digits(digits: &str) -> String {
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, ch) in digits.chars().enumerate() {
         if i > 0 && (digits.len() - i).is_multiple_of(3) {
@@ -54,6 +65,26 @@ pub fn group(n: u64) -> String {
         out.push(ch);
     }
     out
+}
+
+/// `v` with thousands grouped and `decimals` decimals: `6,268`, `6,268.43`, `-0.5`.
+pub fn grouped(v: f64, decimals: usize) -> String {
+    if !v.is_finite() {
+        return "–".into();
+    }
+    let text = format!("{:.decimals$}", v.abs());
+    let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
+    let sign = if v < 0.0 && text.bytes().any(|b| (b'1'..=b'9').contains(&b)) {
+        "-"
+    } else {
+        ""
+    };
+    let int = group_digits(int);
+    if frac.is_empty() {
+        format!("{sign}{int}")
+    } else {
+        format!("{sign}{int}.{frac}")
+    }
 }
 
 /// Bytes in binary units, as `nats bench` prints them: "87 MiB", "1.5 KiB".
@@ -138,7 +169,7 @@ pub fn ns(v: f64, trim: bool) -> String {
     if trim {
         scaled(v, &TIME, true, "\u{a0}")
     } else {
-        duration_with(v, "\u{a0}")
+        duration_with(v, "\u{a0}", 0)
     }
 }
 
