@@ -183,8 +183,12 @@ pub fn si(v: f64, trim: bool) -> String {
     )
 }
 
-/// A count with thousands separated: `1,200,000`; fractions to 3 significant digits.
+/// A count with thousands separated: `1,200,000`; fractions to 3 significant digits, except
+/// that from 1,000 up the whole part is kept and grouped (`9,307`, not `9307`).
 pub fn count(v: f64) -> String {
+    if v.is_finite() && v.fract() != 0.0 && v.abs() >= 1000.0 && v.abs() < 1e15 {
+        return grouped(v.round(), 0);
+    }
     if !v.is_finite() || v.fract() != 0.0 || v.abs() >= 1e15 {
         return sig(v, 3, true);
     }
@@ -194,6 +198,23 @@ pub fn count(v: f64) -> String {
     } else {
         o
     }
+}
+
+/// A percentage, one way everywhere it is a measured share (a shortfall, time spent blocked):
+/// two decimals, `2.47 %`, `34.00 %`. A share too small for two decimals reads `0.00 %`, never
+/// `-0.00 %` or `0.00000247 %`: a figure shown with eight decimals claims a precision no rate
+/// measurement has.
+pub fn pct(v: f64) -> String {
+    if !v.is_finite() {
+        return "–".into();
+    }
+    let text = format!("{v:.2}");
+    let text = if text.trim_start_matches('-') == "0.00" {
+        "0.00".to_string()
+    } else {
+        text
+    };
+    format!("{text} %")
 }
 
 /// A duration given in seconds, for parameters: `3 s`, `0.5 s`.
@@ -228,6 +249,29 @@ mod tests {
             ns(102_600.0, false).replace('\u{a0}', " "),
             duration_ns(102_600.0)
         );
+    }
+
+    #[test]
+    fn percentages_have_two_decimals_and_no_negative_zero() {
+        assert_eq!(pct(0.000_002_47), "0.00 %");
+        assert_eq!(pct(-0.000_002_47), "0.00 %");
+        assert_eq!(pct(0.0), "0.00 %");
+        assert_eq!(pct(2.468), "2.47 %");
+        assert_eq!(pct(34.0), "34.00 %");
+        assert_eq!(pct(-1.5), "-1.50 %");
+        assert_eq!(pct(100.0), "100.00 %");
+    }
+
+    #[test]
+    fn counts_group_thousands_whole_or_not() {
+        assert_eq!(count(9307.4), "9,307");
+        assert_eq!(count(10_109.6), "10,110");
+        assert_eq!(count(-1234.5), "-1,235");
+        assert_eq!(count(1_200_000.0), "1,200,000");
+        assert_eq!(count(12.345), "12.3");
+        assert_eq!(count(0.5), "0.5");
+        assert_eq!(grouped(1234.5678, 2), "1,234.57");
+        assert_eq!(grouped(-0.001, 2), "0.00");
     }
 
     #[test]

@@ -308,6 +308,14 @@ pub(super) struct Probe {
     pub(super) verdicts: Vec<Verdict>,
 }
 
+impl Probe {
+    /// A run in which msgbench fell behind its own schedule: it measured the tool, not the
+    /// system, so it neither held nor failed the rate (the search ran it again).
+    pub(super) fn void(&self) -> bool {
+        self.tool_kept_schedule == Some(false)
+    }
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(super) struct ProbeLatency {
