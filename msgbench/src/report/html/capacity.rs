@@ -83,7 +83,7 @@ fn findings(o: &mut String, c: &CapInput) {
     if let Some(l) = &cap.limiter {
         let what = match l.kind {
             LimiterKind::Slo => "the SLO",
-            LimiterKind::Tool => "msgbench: it could not publish at the probed rate",
+            LimiterKind::Tool => "msgbench itself, not the system",
             LimiterKind::Subscriber => "the subscriber: it fell behind",
             LimiterKind::Server => "the server",
             LimiterKind::None => "nothing: the search reached the top of its range",

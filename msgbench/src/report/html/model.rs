@@ -262,7 +262,7 @@ pub(super) struct Limiter {
 pub(super) enum LimiterKind {
     /// A probe broke the SLO.
     Slo,
-    /// msgbench could not publish at the probed rate.
+    /// msgbench fell behind its own schedule: the rate measured the tool.
     Tool,
     /// The subscriber fell behind.
     Subscriber,
