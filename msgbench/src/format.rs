@@ -7,10 +7,16 @@
 /// column of figures in one unit lines up. A value that rounds up to 1000 of a unit moves to
 /// the next (999_960 ns is 1.00 ms, not 1000.0 µs).
 pub fn duration_ns(ns: f64) -> String {
-    duration_with(ns, " ")
+    duration_with(ns, " ", 0)
 }
 
-fn duration_with(ns: f64, sep: &str) -> String {
+/// As [`duration_ns`] with `extra` more decimals than the unit's own (`251.04 µs` for one):
+/// for figures whose ratio a reader is meant to work out from them, as `diff` prints.
+pub fn duration_ns_finer(ns: f64, extra: usize) -> String {
+    duration_with(ns, " ", extra)
+}
+
+fn duration_with(ns: f64, sep: &str, extra: usize) -> String {
     const STEPS: [(f64, &str, usize); 4] = [
         (1.0, "ns", 0),
         (1e3, "µs", 1),
@@ -21,6 +27,7 @@ fn duration_with(ns: f64, sep: &str) -> String {
     let mut k = STEPS.iter().rposition(|s| a >= s.0).unwrap_or(0);
     loop {
         let (per, unit, decimals) = STEPS[k];
+        let decimals = decimals + extra;
         let text = format!("{:.decimals$}", ns / per);
         let carried = text
             .trim_start_matches('-')
@@ -45,7 +52,11 @@ pub fn duration_ns_signed(ns: i64) -> String {
 
 /// 1234567 -> "1,234,567".
 pub fn group(n: u64) -> String {
-    let digits = n.to_string();
+    group_digits(&n.to_string())
+}
+
+/// A string of decimal digits with a comma before each group of three from the right.
+fn group_digits(digits: &str) -> String {
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, ch) in digits.chars().enumerate() {
         if i > 0 && (digits.len() - i).is_multiple_of(3) {
@@ -59,6 +70,26 @@ pub fn group(n: u64) -> String {
 /// A count with its noun: "1 send", "1,234 sends" (the noun's plural takes an "s").
 pub fn counted(n: u64, noun: &str) -> String {
     format!("{} {noun}{}", group(n), if n == 1 { "" } else { "s" })
+}
+
+/// `v` with thousands grouped and `decimals` decimals: `6,268`, `6,268.43`, `-0.5`.
+pub fn grouped(v: f64, decimals: usize) -> String {
+    if !v.is_finite() {
+        return "–".into();
+    }
+    let text = format!("{:.decimals$}", v.abs());
+    let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
+    let sign = if v < 0.0 && text.bytes().any(|b| (b'1'..=b'9').contains(&b)) {
+        "-"
+    } else {
+        ""
+    };
+    let int = group_digits(int);
+    if frac.is_empty() {
+        format!("{sign}{int}")
+    } else {
+        format!("{sign}{int}.{frac}")
+    }
 }
 
 /// Bytes in binary units, as `nats bench` prints them: "87 MiB", "1.5 KiB".
@@ -143,7 +174,7 @@ pub fn ns(v: f64, trim: bool) -> String {
     if trim {
         scaled(v, &TIME, true, "\u{a0}")
     } else {
-        duration_with(v, "\u{a0}")
+        duration_with(v, "\u{a0}", 0)
     }
 }
 
@@ -157,8 +188,12 @@ pub fn si(v: f64, trim: bool) -> String {
     )
 }
 
-/// A count with thousands separated: `1,200,000`; fractions to 3 significant digits.
+/// A count with thousands separated: `1,200,000`; fractions to 3 significant digits, except
+/// that from 1,000 up the whole part is kept and grouped (`9,307`, not `9307`).
 pub fn count(v: f64) -> String {
+    if v.is_finite() && v.fract() != 0.0 && v.abs() >= 1000.0 && v.abs() < 1e15 {
+        return grouped(v.round(), 0);
+    }
     if !v.is_finite() || v.fract() != 0.0 || v.abs() >= 1e15 {
         return sig(v, 3, true);
     }
@@ -168,6 +203,23 @@ pub fn count(v: f64) -> String {
     } else {
         o
     }
+}
+
+/// A percentage, one way everywhere it is a measured share (a shortfall, time spent blocked):
+/// two decimals, `2.47 %`, `34.00 %`. A share too small for two decimals reads `0.00 %`, never
+/// `-0.00 %` or `0.00000247 %`: a figure shown with eight decimals claims a precision no rate
+/// measurement has.
+pub fn pct(v: f64) -> String {
+    if !v.is_finite() {
+        return "–".into();
+    }
+    let text = format!("{v:.2}");
+    let text = if text.trim_start_matches('-') == "0.00" {
+        "0.00".to_string()
+    } else {
+        text
+    };
+    format!("{text} %")
 }
 
 /// A duration given in seconds, for parameters: `3 s`, `0.5 s`.
@@ -209,6 +261,29 @@ mod tests {
             ns(102_600.0, false).replace('\u{a0}', " "),
             duration_ns(102_600.0)
         );
+    }
+
+    #[test]
+    fn percentages_have_two_decimals_and_no_negative_zero() {
+        assert_eq!(pct(0.000_002_47), "0.00 %");
+        assert_eq!(pct(-0.000_002_47), "0.00 %");
+        assert_eq!(pct(0.0), "0.00 %");
+        assert_eq!(pct(2.468), "2.47 %");
+        assert_eq!(pct(34.0), "34.00 %");
+        assert_eq!(pct(-1.5), "-1.50 %");
+        assert_eq!(pct(100.0), "100.00 %");
+    }
+
+    #[test]
+    fn counts_group_thousands_whole_or_not() {
+        assert_eq!(count(9307.4), "9,307");
+        assert_eq!(count(10_109.6), "10,110");
+        assert_eq!(count(-1234.5), "-1,235");
+        assert_eq!(count(1_200_000.0), "1,200,000");
+        assert_eq!(count(12.345), "12.3");
+        assert_eq!(count(0.5), "0.5");
+        assert_eq!(grouped(1234.5678, 2), "1,234.57");
+        assert_eq!(grouped(-0.001, 2), "0.00");
     }
 
     #[test]

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::judge::Outcome;
 use crate::cli::SearchArgs;
 use crate::error::Result;
-use crate::format::{duration_ns, group};
+use crate::format::{duration_ns, group, sig};
 use crate::result::{RunResult, ToolInfo, Verdict};
 
 pub const SCHEMA: &str = "msgbench.capacity/v1";
@@ -84,6 +84,10 @@ pub struct Probe {
     /// The tool kept its schedule and every SLO held.
     pub pass: bool,
     pub tool_kept_schedule: bool,
+    /// The run measured msgbench, not the system: it fell behind its schedule and failed no SLO
+    /// on figures its lateness cannot explain. A void run counts neither as held nor as failed,
+    /// and is run again.
+    pub void: bool,
     /// Achieved in the judged part; null when it could not be measured.
     pub msgs_per_sec: Option<f64>,
     /// Of the whole probe, against its target; null when too little was sent to time it.
@@ -123,6 +127,8 @@ impl Probe {
             run,
             pass: kept && !held_back && verdicts.iter().all(|v| v.pass),
             tool_kept_schedule: kept,
+            // Until judged: a late run is void unless its failure is the system's.
+            void: !kept,
             msgs_per_sec: view
                 .pointer("/throughput/msgs_per_sec")
                 .and_then(Value::as_f64),
@@ -134,23 +140,49 @@ impl Probe {
         }
     }
 
-    /// The progress line printed when the run ends.
-    pub fn line(&self, runs: u32) -> String {
-        let verdict = match (self.tool_kept_schedule, self.pass) {
-            (false, _) => "TOOL: msgbench fell behind its schedule".to_string(),
-            (true, true) => "held".to_string(),
-            (true, false) if self.verdicts.iter().all(|v| v.pass) => {
-                "held back: the publishers could not send at the rate".to_string()
-            }
-            (true, false) => {
-                let failed: Vec<&str> = self
-                    .verdicts
-                    .iter()
-                    .filter(|v| !v.pass)
-                    .map(|v| v.expr.as_str())
-                    .collect();
-                format!("failed {}", failed.join(", "))
-            }
+    /// Whether the run measured msgbench, not the system: void (neither a pass nor an SLO
+    /// failure). See [`Probe::void`]'s field.
+    pub fn void(&self) -> bool {
+        self.void
+    }
+
+    /// The progress line printed when the run ends: which run of the rate it was (and, for a
+    /// repeat, that it is one and why), what it measured, and its verdict; for a void run,
+    /// what happens next.
+    pub fn line(&self, runs: u32, attempt: Attempt) -> String {
+        let failed = || {
+            let failed: Vec<&str> = self
+                .verdicts
+                .iter()
+                .filter(|v| !v.pass)
+                .map(|v| v.expr.as_str())
+                .collect();
+            failed.join(", ")
+        };
+        let verdict = if self.void {
+            let next = if attempt.retry < attempt.of {
+                format!(
+                    "running it again (retry {} of {})",
+                    attempt.retry + 1,
+                    attempt.of
+                )
+            } else {
+                "no retries left, so the rate is put down to the tool".to_string()
+            };
+            format!(
+                "TOOL: msgbench fell behind its schedule, so this run measured the tool; {next}"
+            )
+        } else if self.pass {
+            "held".to_string()
+        } else if !self.tool_kept_schedule {
+            format!(
+                "failed {}, which msgbench's own late sends cannot explain",
+                failed()
+            )
+        } else if self.verdicts.iter().all(|v| v.pass) {
+            "held back: the publishers could not send at the rate".to_string()
+        } else {
+            format!("failed {}", failed())
         };
         let lat = self.latency.as_ref().map_or(String::new(), |l| {
             format!(
@@ -159,13 +191,32 @@ impl Probe {
                 duration_ns(l.p99_ns as f64)
             )
         });
+        let again = if attempt.retry == 0 {
+            String::new()
+        } else {
+            format!(" again (retry {} of {})", attempt.retry, attempt.of)
+        };
         format!(
-            "  {:>10}/s  run {}/{runs}  achieved {}/s{lat}  {verdict}",
+            "  {:>10}/s  run {}/{runs}{again}  achieved {}/s{lat}  {verdict}",
             group(self.rate.round() as u64),
             self.run,
             self.msgs_per_sec
                 .map_or_else(|| "—".into(), |r| group(r.round() as u64)),
         )
+    }
+}
+
+/// Which try of a run a probe is: the first (`retry` 0) or a repeat of a void one, of at most
+/// `of` repeats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attempt {
+    pub retry: u32,
+    pub of: u32,
+}
+
+impl Attempt {
+    pub fn new(retry: u32, of: u32) -> Self {
+        Self { retry, of }
     }
 }
 
@@ -245,8 +296,9 @@ impl Capacity {
             },
         };
         if let Some((rate, _)) = &broke {
+            // A void run's verdicts measured the tool: they are not the system's SLO failing.
             let mut slo: Vec<String> = Vec::new();
-            for p in self.probes.iter().filter(|p| p.rate == *rate) {
+            for p in self.probes.iter().filter(|p| p.rate == *rate && !p.void()) {
                 for v in p.verdicts.iter().filter(|v| !v.pass) {
                     if !slo.contains(&v.expr) {
                         slo.push(v.expr.clone());
@@ -293,6 +345,27 @@ impl Capacity {
         Some((held, above))
     }
 
+    /// Void runs that were run again, and void runs that were a run's last try (which put
+    /// their rate down to the tool). A run's tries share its rate and number, so a void probe
+    /// with a later one of the same rate and run was repeated.
+    pub fn retries(&self) -> (usize, usize) {
+        let (mut again, mut last) = (0, 0);
+        for (i, p) in self.probes.iter().enumerate() {
+            if !p.void() {
+                continue;
+            }
+            let repeated = self.probes[i + 1..]
+                .iter()
+                .any(|q| q.rate == p.rate && q.run == p.run);
+            if repeated {
+                again += 1;
+            } else {
+                last += 1;
+            }
+        }
+        (again, last)
+    }
+
     /// The summary printed at the end.
     pub fn text(&self) -> String {
         let mut o = String::new();
@@ -303,8 +376,8 @@ impl Capacity {
                 if let Some(c) = &self.confidence {
                     let _ = write!(
                         o,
-                        " ({:.0}% interval {}–{}/s, from each run's own capacity {})",
-                        c.level * 100.0,
+                        " ({} % interval {}–{}/s, from each run's own capacity {})",
+                        sig(c.level * 100.0, 3, true),
                         rate(c.low),
                         rate(c.high),
                         c.per_run
@@ -333,6 +406,25 @@ impl Capacity {
             "Limited by: {} — {}",
             self.limiter.kind, self.limiter.detail
         );
+        let (again, last) = self.retries();
+        if again + last > 0 {
+            let runs = |n: usize| if n == 1 { "run" } else { "runs" };
+            let _ = write!(
+                o,
+                "Retries: {again} {} run again after msgbench fell behind its schedule (such \
+                 a run measured the tool, not the system; each run gets up to {} retries)",
+                if again == 1 { "run was" } else { "runs were" },
+                super::TOOL_RETRIES
+            );
+            if last > 0 {
+                let _ = write!(
+                    o,
+                    "; {last} {} fell behind in every try, which put the rate down to the tool",
+                    runs(last)
+                );
+            }
+            let _ = writeln!(o);
+        }
         if self.interrupted {
             let _ = writeln!(o, "Interrupted: the search did not finish.");
         }
@@ -372,7 +464,130 @@ pub fn write(doc: &Capacity, json: Option<&Path>) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::interval;
+    use super::*;
+
+    fn search(runs: u32) -> SearchArgs {
+        SearchArgs {
+            slo: vec![crate::gate::parse("p99<5ms").unwrap()],
+            probe_duration: std::time::Duration::from_secs(1),
+            probe_warmup: std::time::Duration::from_millis(200),
+            probe_runs: runs,
+            start_rate: 2000.0,
+            max_rate: 5e6,
+            precision: 5.0,
+        }
+    }
+
+    /// A probe run: `kept` whether the tool kept its schedule, `p99_ms` against `p99<5ms`.
+    fn probe(rate: f64, run: u32, kept: bool, p99_ms: f64) -> Probe {
+        let held = p99_ms < 5.0;
+        Probe {
+            rate,
+            run,
+            pass: kept && held,
+            tool_kept_schedule: kept,
+            void: !kept,
+            msgs_per_sec: Some(rate),
+            shortfall_pct: Some(0.000_002_47),
+            latency: Some(ProbeLatency {
+                p50_ns: 80_000,
+                p99_ns: (p99_ms * 1e6) as u64,
+                p999_ns: (p99_ms * 1.2e6) as u64,
+            }),
+            lost: Some(0),
+            errors: 0,
+            verdicts: vec![Verdict {
+                expr: "p99<5ms".into(),
+                measured: Some(p99_ms * 1e6),
+                pass: held,
+                why: None,
+                latency: true,
+            }],
+        }
+    }
+
+    #[test]
+    fn a_repeated_run_says_it_is_one_and_why() {
+        let first = probe(4000.0, 1, false, 9.0).line(3, Attempt::new(0, 2));
+        assert!(
+            first.starts_with("       4,000/s  run 1/3  achieved 4,000/s"),
+            "{first}"
+        );
+        assert!(
+            first.ends_with(
+                "TOOL: msgbench fell behind its schedule, so this run measured the tool; \
+                 running it again (retry 1 of 2)"
+            ),
+            "{first}"
+        );
+        let second = probe(4000.0, 1, true, 1.0).line(3, Attempt::new(1, 2));
+        assert!(
+            second.contains("run 1/3 again (retry 1 of 2)  achieved 4,000/s")
+                && second.ends_with("held"),
+            "{second}"
+        );
+        let last = probe(4000.0, 1, false, 1.0).line(3, Attempt::new(2, 2));
+        assert!(last.contains("run 1/3 again (retry 2 of 2)"), "{last}");
+        assert!(
+            last.ends_with("no retries left, so the rate is put down to the tool"),
+            "{last}"
+        );
+    }
+
+    #[test]
+    fn the_summary_counts_retries_and_a_void_run_fails_no_slo() {
+        let s = search(2);
+        let mut doc = Capacity::new(
+            "latency",
+            "2026-11-26T14:45:19Z".into(),
+            &s,
+            Value::Null,
+            ToolInfo::default(),
+        );
+        doc.probes = vec![
+            probe(2000.0, 1, true, 1.0),
+            probe(2000.0, 2, true, 1.0),
+            // Run 1 at 4,000/s missed its schedule (and its latency, of the tool, broke the
+            // SLO), then held; run 2 held.
+            probe(4000.0, 1, false, 9.0),
+            probe(4000.0, 1, true, 1.0),
+            probe(4000.0, 2, true, 1.0),
+            // At 8,000/s run 1 fell behind in all three tries.
+            probe(8000.0, 1, false, 9.0),
+            probe(8000.0, 1, false, 9.0),
+            probe(8000.0, 1, false, 9.0),
+        ];
+        assert_eq!(doc.retries(), (3, 1));
+        let why = Outcome::Tool("msgbench could not keep its schedule at 8,000/s".into());
+        doc.conclude(Some(4000.0), Some((8000.0, why)), &s, false);
+        let f = doc.first_failing.as_ref().unwrap();
+        assert_eq!(
+            (f.rate, f.slo.len()),
+            (8000.0, 0),
+            "the tool's runs failed no SLO"
+        );
+        let text = doc.text();
+        assert!(
+            text.contains("First failing rate: 8,000/s (no SLO failed there"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "Retries: 3 runs were run again after msgbench fell behind its schedule (such a \
+                 run measured the tool, not the system; each run gets up to 2 retries); 1 run \
+                 fell behind in every try, which put the rate down to the tool\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("Sustainable: 4,000/s (95 % interval "),
+            "{text}"
+        );
+        // Without void runs, no line about retries.
+        doc.probes.retain(|p| !p.void());
+        assert_eq!(doc.retries(), (0, 0));
+        assert!(!doc.text().contains("Retries"));
+    }
 
     #[test]
     fn the_interval_counts_the_runs_spread_and_each_runs_bracket() {

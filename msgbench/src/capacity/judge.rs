@@ -11,7 +11,7 @@
 use serde_json::Value;
 
 use super::Probe;
-use crate::format::{duration_ns, group};
+use crate::format::{duration_ns, group, pct};
 use crate::gate::Threshold;
 use crate::result::{RunResult, Verdict};
 
@@ -184,17 +184,17 @@ pub fn classify(r: &RunResult, probe: &Probe, slo: &[Threshold]) -> Outcome {
                 .map_or_else(|| "—".into(), |r| group(r.round() as u64)),
             p.map_or_else(|| "—".into(), |p| duration_ns(p.send_lag_p99_ns as f64)),
             p.and_then(|p| p.write_blocked_pct)
-                .map_or_else(|| "—".into(), |b| format!("{b:.0}%")),
+                .map_or_else(|| "—".into(), pct),
         ));
     }
     if let Some(p) = r.pacing.as_ref().filter(|p| p.below_target) {
         // The tool kept up, yet fell short: the far side would not take the messages.
         return Outcome::Server(format!(
             "the server or the path held the publishers back at {rate}/s (achieved {}/s, \
-             {:.0}% of their time in blocked writes or waiting for replies)",
+             {} of their time in blocked writes or waiting for replies)",
             p.actual_rate
                 .map_or_else(|| "—".into(), |a| group(a.round() as u64)),
-            p.write_blocked_pct.unwrap_or(0.0)
+            p.write_blocked_pct.map_or_else(|| "—".into(), pct)
         ));
     }
     if probe.verdicts.iter().all(|v| v.pass) {

@@ -9,6 +9,12 @@
 //! or sends went out late while the socket was taking them: the tool did not run, the system
 //! was not the limit) never counts as a pass, and a search that ends there names the tool as
 //! the limit. Every probe's figures are in the document, so nothing measured is lost.
+//!
+//! Such a run is void rather than failed, and it is run again, up to [`TOOL_RETRIES`] times:
+//! on a shared machine a moment's scheduling hiccup can make the tool miss its schedule once,
+//! and that says nothing about the system. A run that stays void after its retries puts the
+//! rate down to the tool. The progress line of each repeat says it is one and why, and the
+//! summary counts them.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -26,7 +32,7 @@ use crate::stats::timeline::Meter;
 mod doc;
 mod judge;
 
-use doc::{Capacity, Probe};
+use doc::{Attempt, Capacity, Probe};
 use judge::{classify, hold_view, Outcome};
 
 /// A search probes this many rates at most (the doubling from 1/s to 5M/s is 23, and the
@@ -83,7 +89,7 @@ pub fn run(args: CapacityArgs, stop: &AtomicBool) -> Result<u8> {
         };
         let mut outcomes = Vec::new();
         for run in 1..=search.probe_runs {
-            let mut retries = TOOL_RETRIES;
+            let mut retry = 0;
             loop {
                 // Interrupted: the rate's runs are not all in, so nothing is known about it.
                 if stop.load(Ordering::Relaxed) {
@@ -105,14 +111,19 @@ pub fn run(args: CapacityArgs, stop: &AtomicBool) -> Result<u8> {
                 if r.interrupted {
                     return Outcome::Unknown;
                 }
-                let probe = judge_probe(&r, rate, run, &search);
-                if progress {
-                    eprintln!("{}", probe.line(search.probe_runs));
-                }
+                let mut probe = judge_probe(&r, rate, run, &search);
                 let out = classify(&r, &probe, &search.slo);
+                probe.void = matches!(out, Outcome::Tool(_));
+                let again = matches!(out, Outcome::Tool(_)) && retry < TOOL_RETRIES;
+                if progress {
+                    eprintln!(
+                        "{}",
+                        probe.line(search.probe_runs, Attempt::new(retry, TOOL_RETRIES))
+                    );
+                }
                 doc.probes.push(probe);
-                if matches!(out, Outcome::Tool(_)) && retries > 0 {
-                    retries -= 1;
+                if again {
+                    retry += 1;
                     continue;
                 }
                 outcomes.push(out);

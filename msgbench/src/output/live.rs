@@ -156,9 +156,11 @@ fn watch(meter: &Arc<Meter>, mut view: View, done: &AtomicBool) -> Timeline {
             continue;
         }
         let tick = sampler.tick();
-        // The last tick of a run is usually partial; one with nothing in it is noise.
+        // The last tick of a run is usually partial; one with nothing in it is noise, and so is
+        // any empty one that began after the load was over (it spans only the clean-up).
         let empty = tick.msgs.iter().all(|&m| m == 0) && tick.latency.is_none();
-        if !(finished && empty && tick.span_s < 0.5) {
+        let after_load = meter.ended_by(tick.t_s - tick.span_s + 1e-9);
+        if !(finished && empty && (tick.span_s < 0.5 || after_load)) {
             if view.line && !finished {
                 eprintln!("{}", line(&tick, view.run));
             }

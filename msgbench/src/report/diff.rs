@@ -10,6 +10,12 @@
 //! `--fail-on-regression PCT` turns the comparison into a gate: exit status 8 when a metric is
 //! significantly worse by more than PCT. With single runs there is no significance to ask for,
 //! so the gate then judges the point estimate alone, and says so.
+//!
+//! A line of the text output shows one statistic: the two figures either side of its arrow are
+//! the centres its ratio divides (geometric means for the log method, means otherwise), printed
+//! with as many digits as it takes for NEW ÷ BASE of the figures as printed to give the factor
+//! printed and its direction. A reader can check every line by dividing; the medians, which the
+//! ratio does not come from, stay in the JSON.
 
 use std::io::Write;
 
@@ -18,7 +24,7 @@ use serde_json::Value;
 
 use crate::cli::DiffArgs;
 use crate::error::{exit, Error, Result};
-use crate::format::{duration_ns, group};
+use crate::format::{duration_ns_finer, grouped};
 use crate::metric::Metric;
 use crate::report::{load, Doc, DocKind};
 use crate::stats::significance::{compare, median, Change};
@@ -56,6 +62,9 @@ pub struct MetricDiff {
     pub regression: bool,
     /// The sentence the text output prints.
     pub summary: String,
+    /// The centres as the text output prints them, BASE then NEW.
+    #[serde(skip)]
+    shown: (String, String),
 }
 
 /// The `--json` document of a diff.
@@ -240,7 +249,8 @@ fn judge(m: Metric, b: Vec<f64>, n: Vec<f64>, c: Change, fail_on: Option<f64>) -
     let regression = fail_on.is_some_and(|pct| {
         good < 1.0 - pct && matches!(verdict, Verdict::Worse | Verdict::Untested)
     });
-    let summary = sentence(m, &c, verdict);
+    let shown = shown(m, &c);
+    let summary = sentence(m, &c, verdict, &shown);
     MetricDiff {
         metric: m.name(),
         base_median: median(&b),
@@ -251,11 +261,131 @@ fn judge(m: Metric, b: Vec<f64>, n: Vec<f64>, c: Change, fail_on: Option<f64>) -
         verdict,
         regression,
         summary,
+        shown: (shown.base, shown.new),
     }
 }
 
+/// Which way NEW lies from BASE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    Up,
+    Down,
+    Same,
+}
+
+impl Direction {
+    fn of(ratio: f64) -> Self {
+        if ratio > 1.0 {
+            Direction::Up
+        } else if ratio < 1.0 {
+            Direction::Down
+        } else {
+            Direction::Same
+        }
+    }
+}
+
+/// The factor as a line tells it: in the direction of the change, so always ≥ 1 ("1.25×
+/// slower", never "0.8× faster").
+fn told(ratio: f64) -> f64 {
+    if ratio >= 1.0 {
+        ratio
+    } else {
+        1.0 / ratio
+    }
+}
+
+fn factor_text(f: f64) -> String {
+    format!("{f:.2}")
+}
+
+/// More decimals than a figure's usual that `shown` may add before it gives up agreeing with
+/// the ratio: past about 9 significant digits the figures are as exact as the ratio is.
+const MAX_EXTRA_DECIMALS: usize = 9;
+
+/// The two centres as printed, the factor stated and which way it goes.
+struct Shown {
+    base: String,
+    new: String,
+    /// Told as [`told`] does; `None` when there is no ratio to state (a BASE of 0).
+    factor: Option<f64>,
+    direction: Direction,
+}
+
+/// The centres printed with the fewest extra digits at which a reader dividing NEW by BASE as
+/// printed gets the factor printed (to its two decimals) and its direction. Where no precision
+/// does (the ratio sits on a rounding boundary to within the last bits of a double), the
+/// finest figures are printed and the factor is the one they give, so the line still agrees
+/// with itself.
+fn shown(m: Metric, c: &Change) -> Shown {
+    let direction = Direction::of(c.ratio);
+    let want = factor_text(told(c.ratio));
+    let mut finest = None;
+    for extra in 0..=MAX_EXTRA_DECIMALS {
+        let (base, new) = (
+            figure(m, c.base_centre, extra),
+            figure(m, c.new_centre, extra),
+        );
+        let q = match (read_figure(&base), read_figure(&new)) {
+            (Some(b), Some(n)) if b != 0.0 => n / b,
+            _ => f64::NAN,
+        };
+        if q.is_finite() && Direction::of(q) == direction && factor_text(told(q)) == want {
+            return Shown {
+                base,
+                new,
+                factor: c.ratio.is_finite().then(|| told(c.ratio)),
+                direction,
+            };
+        }
+        finest = Some((base, new, q));
+    }
+    let (base, new, q) = finest.expect("at least one precision is tried");
+    Shown {
+        base,
+        new,
+        factor: q.is_finite().then(|| told(q)),
+        direction: if q.is_finite() {
+            Direction::of(q)
+        } else {
+            direction
+        },
+    }
+}
+
+/// A centre as the text prints it, `extra` decimals finer than usual: latency in time units;
+/// everything else as a number with thousands grouped, to at least three significant digits
+/// (a mean `lost` of 0.6 is not "1").
+fn figure(m: Metric, v: f64, extra: usize) -> String {
+    if m.is_latency() {
+        return duration_ns_finer(v, extra);
+    }
+    let decimals = if v == 0.0 || !v.is_finite() {
+        0
+    } else {
+        (2 - v.abs().log10().floor() as i32).max(0) as usize
+    };
+    grouped(v, decimals + extra)
+}
+
+/// A printed figure read back as a reader would: `6,268.4` is 6268.4, `251.0 µs` is 251,000
+/// (ns). `None` for text that is not a figure.
+fn read_figure(text: &str) -> Option<f64> {
+    let mut parts = text.split_whitespace();
+    let n: f64 = parts.next()?.replace(',', "").parse().ok()?;
+    let scale = match parts.next() {
+        None => 1.0,
+        Some("ns") => 1.0,
+        Some("µs") => 1e3,
+        Some("ms") => 1e6,
+        Some("s") => 1e9,
+        Some(_) => return None,
+    };
+    parts.next().is_none().then_some(n * scale)
+}
+
 /// "NEW is 1.23 ± 0.04× faster in msgs/s (p < 0.01)", "no significant change (…)".
-fn sentence(m: Metric, c: &Change, verdict: Verdict) -> String {
+fn sentence(m: Metric, c: &Change, verdict: Verdict, shown: &Shown) -> String {
     let name = m.name().replace("msgs_per_sec", "msgs/s");
     let p = match c.p_value {
         Some(p) if p < 0.001 => "p < 0.001".to_string(),
@@ -263,39 +393,68 @@ fn sentence(m: Metric, c: &Change, verdict: Verdict) -> String {
         Some(p) => format!("p = {}", p_text(p)),
         None => String::new(),
     };
-    // The factor is told in the direction of the change, so it is always ≥ 1: "1.25× slower",
-    // never "0.8× faster".
-    let up = c.ratio >= 1.0;
-    let factor = |r: f64| if up { r } else { 1.0 / r };
-    // Rates go faster or slower; everything else (latency, counts) goes higher or lower.
-    let word = match (m.name().ends_with("_per_sec"), up) {
-        (true, true) => "faster",
-        (true, false) => "slower",
-        (false, true) => "higher",
-        (false, false) => "lower",
-    };
-    if !c.ratio.is_finite() {
-        return format!("{name}: from zero to non-zero ({p})");
+    if c.base_centre == 0.0 || c.new_centre == 0.0 {
+        // No factor to tell between a zero and anything: say what happened instead.
+        let what = match (c.base_centre == 0.0, c.new_centre == 0.0) {
+            (true, true) => "0 on both sides",
+            (true, false) => "from zero to non-zero",
+            _ => "from non-zero to zero",
+        };
+        return match verdict {
+            Verdict::Untested => {
+                format!("{name}: {what}, one run on a side: not tested (use --runs 5 or more)")
+            }
+            Verdict::NoChange => format!("no significant change in {name} ({what}, {p})"),
+            Verdict::Better | Verdict::Worse => format!("{name}: {what} ({p})"),
+        };
     }
+    let Some(factor) = shown.factor else {
+        return format!("{name}: no ratio to state ({p})");
+    };
+    // Rates go faster or slower; everything else (latency, counts) goes higher or lower.
+    let word = match (m.name().ends_with("_per_sec"), shown.direction) {
+        (_, Direction::Same) => "",
+        (true, Direction::Up) => " faster",
+        (true, Direction::Down) => " slower",
+        (false, Direction::Up) => " higher",
+        (false, Direction::Down) => " lower",
+    };
     let pm = match (c.ci_low, c.ci_high) {
         (Some(lo), Some(hi)) => {
-            let (a, b) = (factor(lo), factor(hi));
+            let (a, b) = (told_as(c.ratio, lo), told_as(c.ratio, hi));
             format!(" ± {:.2}", (a - b).abs() / 2.0)
         }
         _ => String::new(),
     };
+    let f = factor_text(factor);
     match verdict {
-        Verdict::Better | Verdict::Worse => {
-            format!("NEW is {:.2}{pm}× {word} in {name} ({p})", factor(c.ratio))
+        Verdict::Better | Verdict::Worse => format!("NEW is {f}{pm}×{word} in {name} ({p})"),
+        Verdict::NoChange => format!("no significant change in {name} ({f}×{word}, {p})"),
+        Verdict::Untested => {
+            format!("{name}: {f}×{word}, one run on a side: not tested (use --runs 5 or more)")
         }
-        Verdict::NoChange => format!(
-            "no significant change in {name} ({:.2}× {word}, {p})",
-            factor(c.ratio)
+    }
+}
+
+/// An end of the ratio's interval, told in the direction the ratio itself is told.
+fn told_as(ratio: f64, r: f64) -> f64 {
+    if ratio >= 1.0 {
+        r
+    } else {
+        1.0 / r
+    }
+}
+
+/// What a line's two figures are, in words, and why when it is not the usual.
+fn statistic(c: &Change) -> (&'static str, Option<&'static str>) {
+    match (c.centre, c.method, c.n_base.max(c.n_new)) {
+        ("geometric_mean", ..) => ("geometric means of the runs", None),
+        (_, _, 1) => ("the one run on each side", None),
+        (_, "welch", _) => (
+            "means of the runs",
+            Some("a run measured 0 or less, which has no logarithm"),
         ),
-        Verdict::Untested => format!(
-            "{name}: {:.2}× {word}, one run on a side: not tested (use --runs 5 or more)",
-            factor(c.ratio)
-        ),
+        _ => ("means of the runs", Some("a side has one run")),
     }
 }
 
@@ -306,13 +465,6 @@ fn p_text(p: f64) -> String {
         .map(|d| format!("{p:.d$}"))
         .find(|t| t.parse::<f64>().is_ok_and(|r| (r < ALPHA) == (p < ALPHA)))
         .unwrap_or_else(|| format!("{p:e}"))
-}
-
-fn figure(m: &str, v: f64) -> String {
-    match Metric::parse(m) {
-        Ok(m) if m.is_latency() => duration_ns(v),
-        _ => group(v.round() as u64),
-    }
 }
 
 /// The text output.
@@ -333,14 +485,42 @@ fn render(r: &DiffReport) -> String {
         r.new.scenario,
         runs(&r.new)
     );
+    // Which statistic the figures are, said once; by metric only where they differ.
+    type Kind = (&'static str, Option<&'static str>);
+    let mut kinds: Vec<(Kind, Vec<String>)> = Vec::new();
+    for d in &r.metrics {
+        let name = d.metric.replace("msgs_per_sec", "msgs/s");
+        let kind = statistic(&d.change);
+        match kinds.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, names)) => names.push(name),
+            None => kinds.push((kind, vec![name])),
+        }
+    }
+    let why = |w: Option<&str>| w.map_or(String::new(), |w| format!(" ({w})"));
+    let kinds = match kinds.as_slice() {
+        [] => None,
+        [((one, w), _)] => Some(format!("{one}{}", why(*w))),
+        many => Some(
+            many.iter()
+                .map(|((k, w), names)| format!("{k} for {}{}", names.join(", "), why(*w)))
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+    };
+    if let Some(kinds) = kinds {
+        let _ = writeln!(
+            o,
+            "  figures: {kinds}. Each factor is NEW ÷ BASE of its line's two figures."
+        );
+    }
     for d in &r.metrics {
         let flag = if d.regression { "  REGRESSION" } else { "" };
         let _ = writeln!(
             o,
             "  {:<8} {:>12} → {:<12}  {}{flag}",
             d.metric.replace("msgs_per_sec", "msgs/s"),
-            figure(&d.metric, d.base_median),
-            figure(&d.metric, d.new_median),
+            d.shown.0,
+            d.shown.1,
             d.summary
         );
     }
@@ -465,6 +645,182 @@ mod tests {
         assert_eq!(r.metrics.len(), 1);
         assert_eq!(r.skipped[0].metric, "p50");
         assert!(render(&r).contains("p50      not compared: a: "));
+    }
+
+    /// A deterministic generator (splitmix64), with normal draws (Box–Muller).
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> f64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+        }
+
+        fn normal(&mut self) -> f64 {
+            let (a, b) = (self.next().max(f64::MIN_POSITIVE), self.next());
+            (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
+        }
+
+        fn pick<T: Copy>(&mut self, from: &[T]) -> T {
+            from[((self.next() * from.len() as f64) as usize).min(from.len() - 1)]
+        }
+    }
+
+    /// The figures, factor and direction word of one printed metric line, as a reader takes
+    /// them: `  p99   251.0 µs → 243.7 µs   NEW is 1.03 ± 0.01× lower in p99 (p < 0.01)`.
+    fn read_line(line: &str) -> (f64, f64, f64, Option<String>, [String; 2]) {
+        let (left, right) = line.split_once(" → ").expect("an arrow");
+        // The metric's name, then BASE's figure.
+        let base = left
+            .trim()
+            .split_once(' ')
+            .expect("name and figure")
+            .1
+            .trim();
+        let (new, rest) = right
+            .split_once("  ")
+            .expect("two spaces after NEW's figure");
+        let at = rest.find('×').expect("a factor");
+        let before = rest[..at].split(" ± ").next().unwrap();
+        let factor: f64 = before
+            .rsplit([' ', '('])
+            .next()
+            .unwrap()
+            .parse()
+            .expect("a factor's number");
+        let word = rest[at + '×'.len_utf8()..]
+            .split([' ', ',', ')'])
+            .nth(1)
+            .filter(|w| ["faster", "slower", "higher", "lower"].contains(w))
+            .map(str::to_string);
+        (
+            read_figure(base).expect("BASE's figure"),
+            read_figure(new.trim()).expect("NEW's figure"),
+            factor,
+            word,
+            [base.to_string(), new.trim().to_string()],
+        )
+    }
+
+    /// `text`'s last digit, in the figure's base unit: what rounding to it can be off by, twice.
+    fn resolution(text: &str) -> f64 {
+        let number = text.split_whitespace().next().unwrap();
+        let decimals = number.split_once('.').map_or(0, |(_, f)| f.len());
+        let scale = read_figure(&format!(
+            "1 {}",
+            text.split_whitespace().nth(1).unwrap_or("")
+        ))
+        .or_else(|| read_figure("1"))
+        .unwrap();
+        10f64.powi(-(decimals as i32)) * scale
+    }
+
+    #[test]
+    fn every_line_divides_to_its_own_factor_and_direction() {
+        let mut rng = Rng(7);
+        let ratios = [
+            1.0, 1.001, 0.999, 1.004, 0.996, 1.005, 0.995, 1.0051, 0.9949, 1.006, 1.01, 0.99,
+            1.0149, 1.0151, 1.05, 0.95, 1.16, 1.23, 0.8, 2.5, 0.3, 7.0,
+        ];
+        let (mut lines, mut skewed) = (0, 0);
+        for case in 0..3000 {
+            let metric = rng.pick(&["msgs_per_sec", "bytes_per_sec", "p50", "p99", "max"]);
+            let m = Metric::parse(metric).unwrap();
+            // Levels across units and their edges (999.7 µs is one step from 1.00 ms), and
+            // rates from a few a second (where a whole number is too coarse) to millions.
+            let level = if m.is_latency() {
+                rng.pick(&[300.0, 999.7, 999_700.0, 45_663.0, 251_000.0, 12.57e6, 1.5e9])
+                    * (0.5 + rng.next())
+            } else {
+                10f64.powf(rng.next() * 7.0 - 0.5)
+            };
+            let ratio = rng.pick(&ratios);
+            // Skewed runs: a wide log-normal spread and now and then one run far out, so that
+            // a side's median and its geometric mean disagree.
+            let sigma = rng.pick(&[0.0, 0.003, 0.05, 0.4, 0.9]);
+            let nb = rng.pick(&[1usize, 2, 3, 5, 8]);
+            let nn = rng.pick(&[1usize, 2, 3, 5, 8]);
+            let mut draw = |centre: f64, n: usize| -> Vec<f64> {
+                (0..n)
+                    .map(|i| {
+                        let out = if i == 0 && rng.next() < 0.3 { 8.0 } else { 1.0 };
+                        centre * out * (sigma * rng.normal()).exp()
+                    })
+                    .collect()
+            };
+            let b = draw(level, nb);
+            let n = draw(level * ratio, nn);
+            let c = compare(&b, &n).unwrap();
+            if (median(&b) - c.base_centre).abs() > 0.01 * c.base_centre {
+                skewed += 1;
+            }
+            let d = judge(m, b, n, c.clone(), Some(0.05));
+            let r = DiffReport {
+                schema: SCHEMA,
+                base: Side {
+                    file: "a.json".into(),
+                    scenario: "pubsub".into(),
+                    runs: nb,
+                },
+                new: Side {
+                    file: "b.json".into(),
+                    scenario: "pubsub".into(),
+                    runs: nn,
+                },
+                alpha: ALPHA,
+                fail_on_regression: None,
+                metrics: vec![d],
+                skipped: Vec::new(),
+                regressed: false,
+            };
+            let text = render(&r);
+            // The statistic the figures are is named.
+            assert!(text.contains(statistic(&c).0), "case {case}: {text}");
+            let line = text.lines().nth(2).expect("the metric's line");
+            let (bv, nv, factor, word, [base_text, new_text]) = read_line(line);
+            // The figures are the centres the ratio divides, rounded as printed.
+            assert!(
+                (bv - c.base_centre).abs() <= resolution(&base_text),
+                "case {case}: BASE {bv} is not the centre {}: {line}",
+                c.base_centre
+            );
+            assert!(
+                (nv - c.new_centre).abs() <= resolution(&new_text),
+                "case {case}: NEW {nv} is not the centre {}: {line}",
+                c.new_centre
+            );
+            // Divided, they give the factor to its printed precision, and its direction.
+            let q = nv / bv;
+            let (want_factor, want_word) = match (m.name().ends_with("_per_sec"), q) {
+                (_, 1.0) => (1.0, None),
+                (true, q) if q > 1.0 => (q, Some("faster")),
+                (true, q) => (1.0 / q, Some("slower")),
+                (false, q) if q > 1.0 => (q, Some("higher")),
+                (false, q) => (1.0 / q, Some("lower")),
+            };
+            assert_eq!(
+                format!("{factor:.2}"),
+                format!("{want_factor:.2}"),
+                "case {case}: {nv} / {bv} = {q}: {line}"
+            );
+            assert_eq!(word.as_deref(), want_word, "case {case}: {line}");
+            // And the factor is the statistic's own, not one made up to fit.
+            assert_eq!(
+                format!("{factor:.2}"),
+                factor_text(told(c.ratio)),
+                "case {case}: ratio {}: {line}",
+                c.ratio
+            );
+            lines += 1;
+        }
+        assert_eq!(lines, 3000);
+        assert!(
+            skewed > 500,
+            "only {skewed} cases had a median off the centre"
+        );
     }
 
     #[test]

@@ -567,6 +567,7 @@ pub fn run_consume(
             end: c.last.or(Some(zero)),
         })
         .collect();
+    meter.counted_until(runs.iter().map(|r| r.end));
     let (throughput, mut by_role, mut client_stats) = throughput_sections(&runs);
     let mut latency = new_histogram();
     for c in &consumed {

@@ -332,6 +332,7 @@ pub fn run(
         ..sub_out.run
     });
     let runs: Vec<ClientRun> = pub_out.iter().map(|p| p.run).chain(sub_run).collect();
+    meter.counted_until(runs.iter().map(|r| r.end));
     let (throughput, by_role, clients) = throughput_sections(&runs);
     let delivery = match (&sub, sub_run) {
         (Some((_, recorder, _)), Some(sub_run)) => {

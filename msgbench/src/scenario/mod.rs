@@ -446,6 +446,7 @@ pub fn run(
             ..o.run
         }))
         .collect();
+    meter.counted_until(runs.iter().map(|r| r.end));
     let (throughput, by_role, clients) = throughput_sections(&runs);
     // Indexed by global publisher id: on an agent, every publisher's count when its
     // subscribers were told them, else its own publishers' in their places.

@@ -84,6 +84,7 @@ pub fn run_reply(
             .map(|h| h.join().expect("responder panicked"))
             .collect())
     })?;
+    meter.counted_until(runs.iter().map(|r| r.end));
     let (throughput, by_role, clients) = throughput_sections(&runs);
     Ok(RunResult {
         plan: None,

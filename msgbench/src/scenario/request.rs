@@ -479,6 +479,7 @@ pub fn run_requests(
         })
         .collect();
     let pub_runs: Vec<ClientRun> = pub_outs.iter().map(|o| o.run).collect();
+    meter.counted_until(pub_runs.iter().chain(&reply_runs).map(|r| r.end));
     let (_, by_role, clients) =
         throughput_sections(&[pub_runs.as_slice(), reply_runs.as_slice()].concat());
     // The headline is completed requests per second.

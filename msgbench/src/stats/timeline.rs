@@ -7,6 +7,12 @@
 //! only writer, so an update is a relaxed load and store on a cache line no other thread
 //! writes. The reader (one thread, once a second) keeps the previous snapshot and works on the
 //! differences, so nothing is ever reset under a writer's feet.
+//!
+//! A run rarely ends on a tick. Its last tick is taken when the run is over, after the
+//! connections are closed, so it would span the close too and a rate over it would show a
+//! collapse that never happened. The scenario therefore tells the meter when its last message
+//! was counted ([`Meter::counted_until`]), and the last tick ends there: a partial interval
+//! whose rate is over its own length.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -90,6 +96,8 @@ pub struct Meter {
     errors: Mutex<Vec<Arc<ErrorCounts>>>,
     /// The rate schedule and when it started, so each tick can name its stage.
     schedule: Mutex<Option<(Instant, RateSchedule)>>,
+    /// When the run's last message was counted, once the scenario knows.
+    counted_until: Mutex<Option<Instant>>,
 }
 
 impl Default for Meter {
@@ -99,6 +107,7 @@ impl Default for Meter {
             clients: Mutex::new(Vec::new()),
             errors: Mutex::new(Vec::new()),
             schedule: Mutex::new(None),
+            counted_until: Mutex::new(None),
         }
     }
 }
@@ -138,6 +147,29 @@ impl Meter {
         if !schedule.is_fixed() {
             *self.schedule.lock().expect("meter lock") = Some((start, schedule.clone()));
         }
+    }
+
+    /// The run's load is over: `ends` are when its clients counted their last message (`None`
+    /// for a client that counted none), and the latest is the run's end. Called again (a
+    /// scenario of two phases), the latest end of all stands.
+    pub fn counted_until(&self, ends: impl IntoIterator<Item = Option<Instant>>) {
+        let Some(at) = ends.into_iter().flatten().max() else {
+            return;
+        };
+        let mut end = self.counted_until.lock().expect("meter lock");
+        *end = Some(end.map_or(at, |e| e.max(at)));
+    }
+
+    /// [`Meter::counted_until`] in seconds since the run started.
+    fn end_s(&self) -> Option<f64> {
+        let end = *self.counted_until.lock().expect("meter lock");
+        end.map(|e| e.saturating_duration_since(self.started).as_secs_f64())
+    }
+
+    /// Whether the load was over by `t_s` seconds into the run, so that time after it holds
+    /// nothing of the run.
+    pub fn ended_by(&self, t_s: f64) -> bool {
+        self.end_s().is_some_and(|e| e <= t_s)
     }
 
     /// The stage the schedule was in `ago` before now.
@@ -194,7 +226,8 @@ pub struct TickStage {
 pub struct Tick {
     /// End of the interval, seconds since the run started.
     pub t_s: f64,
-    /// Its length (the last one of a run is usually shorter).
+    /// Its length. The last one of a run is usually shorter: it ends when the run's last
+    /// message was counted, and its rates are over that length.
     pub span_s: f64,
     /// Each client's messages in the interval, in the order of [`Timeline::clients`]; empty
     /// when the run has more clients than [`PER_CLIENT_LIMIT`].
@@ -285,9 +318,18 @@ impl Sampler {
             .collect()
     }
 
-    /// Everything since the previous call, as one tick.
+    /// Everything since the previous call, as one tick. Once the scenario has said when its
+    /// last message was counted, a tick that reaches past that ends there: the time after it
+    /// (closing connections) holds no load, and counting it in would dilute the rates.
     pub fn tick(&mut self) -> Tick {
-        let now = self.meter.started.elapsed().as_secs_f64();
+        let elapsed = self.meter.started.elapsed().as_secs_f64();
+        let now = match self.meter.end_s() {
+            Some(end) if end > self.last_at => end.min(elapsed),
+            // Over before this tick began: anything counted now was counted late (a loop's
+            // last store), and when it happened is not known any better than the sampler's
+            // own reading.
+            _ => elapsed,
+        };
         let span = (now - self.last_at).max(1e-9);
         self.last_at = now;
         let clients: Vec<Arc<ClientMeter>> = self.meter.clients.lock().expect("meter lock").clone();
@@ -437,6 +479,45 @@ mod tests {
             sampler.clients().iter().map(|c| c.role).collect::<Vec<_>>(),
             vec![Role::Pub, Role::Sub]
         );
+    }
+
+    #[test]
+    fn the_last_tick_ends_with_the_last_message_counted() {
+        // A run 2.5 s old whose load ended 2.1 s in, with a tick taken at 2 s: the last tick
+        // spans 0.1 s, not the half second to the reading, and its rate is over that.
+        let started = Instant::now()
+            .checked_sub(std::time::Duration::from_millis(2500))
+            .expect("a clock 2.5 s past its origin");
+        let meter = Arc::new(Meter {
+            started,
+            ..Meter::default()
+        });
+        let p = meter.client(Role::Pub, 0, false);
+        let mut sampler = Sampler::new(Arc::clone(&meter));
+        sampler.last_at = 2.0;
+        p.msgs.store(100, Ordering::Relaxed);
+        let at = |ms| Some(started + std::time::Duration::from_millis(ms));
+        meter.counted_until([at(2050), None, at(2100)]);
+        // A second phase that ended earlier does not move the end back.
+        meter.counted_until([at(1500)]);
+        let t = sampler.tick();
+        assert!((t.t_s - 2.1).abs() < 1e-9, "{}", t.t_s);
+        assert!((t.span_s - 0.1).abs() < 1e-9, "{}", t.span_s);
+        assert!((t.sent_per_sec - 1000.0).abs() < 1e-6, "{}", t.sent_per_sec);
+        assert!(meter.ended_by(2.1) && !meter.ended_by(2.0));
+        // Past the end, a tick is what the reading says: nothing to stretch or shrink.
+        p.msgs.store(101, Ordering::Relaxed);
+        let late = sampler.tick();
+        assert!(late.t_s >= 2.5 && late.span_s >= 0.4, "{late:?}");
+        assert_eq!(late.msgs, vec![1]);
+        // Before the scenario says anything, ticks end at the reading.
+        let meter = Arc::new(Meter {
+            started,
+            ..Meter::default()
+        });
+        let mut sampler = Sampler::new(Arc::clone(&meter));
+        assert!(sampler.tick().t_s >= 2.5);
+        assert!(!meter.ended_by(1e9));
     }
 
     #[test]

@@ -31,8 +31,9 @@ pub(super) fn latency(o: &mut String, r: &RunResult) {
         Some(_) => {
             let _ = writeln!(
                 o,
-                "Latency of {} messages, from intended send (corrected) and from actual send (uncorrected):",
-                group(c.count)
+                "Latency of {} messages{}, from intended send (corrected) and from actual send (uncorrected):",
+                group(c.count),
+                untimed(r, c.count)
             );
             let _ = writeln!(
                 o,
@@ -80,9 +81,10 @@ pub(super) fn latency(o: &mut String, r: &RunResult) {
             // Publisher and subscriber on different agents: no send time crosses hosts.
             let _ = writeln!(
                 o,
-                "Latency of {} messages, from intended send (corrected; uncorrected needs the \
+                "Latency of {} messages{}, from intended send (corrected; uncorrected needs the \
                  send time, which stays on the publisher's agent):",
-                group(c.count)
+                group(c.count),
+                untimed(r, c.count)
             );
             let _ = writeln!(o, "  {:>10} {:>12}", "percentile", "corrected");
         }
@@ -112,6 +114,49 @@ pub(super) fn latency(o: &mut String, r: &RunResult) {
     row(o, "min".into(), c.min_ns, u.map(|u| u.min_ns));
     row(o, "median".into(), c.at("50"), u.map(|u| u.at("50")));
     row(o, "max".into(), c.max_ns, u.map(|u| u.max_ns));
+}
+
+/// What the latency scenario received but did not time, in words: every received message is
+/// timed except those due in `--warmup` and any without a sequence number, so the two counts
+/// follow from the delivery figures. Empty when nothing was left out.
+fn untimed(r: &RunResult, timed: u64) -> String {
+    if r.scenario != "latency" {
+        return String::new();
+    }
+    let d = &r.delivery;
+    let Some(warm) = d
+        .received
+        .checked_sub(d.unstamped)
+        .and_then(|n| n.checked_sub(timed))
+    else {
+        return String::new();
+    };
+    let warmup_s = r.params["warmup_secs"].as_f64().unwrap_or(0.0);
+    let mut parts = Vec::new();
+    if warm > 0 && warmup_s > 0.0 {
+        // Without loss, the messages due in the warm-up all arrived; with it, only those that
+        // arrived are known to have been left out.
+        let which = if d.lost == 0 {
+            ""
+        } else {
+            " received that were"
+        };
+        parts.push(format!(
+            "the {}{which} due in the {} s warm-up",
+            group(warm),
+            crate::format::sig(warmup_s, 3, true)
+        ));
+    }
+    if d.unstamped > 0 {
+        parts.push(format!(
+            "the {} without a sequence number",
+            group(d.unstamped)
+        ));
+    }
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!(" ({} are not timed)", parts.join(" and "))
 }
 
 /// How well a paced run kept its schedule, and a warning as loud as the loss warning when it
@@ -209,4 +254,54 @@ pub fn calibration(c: &crate::scenario::calibrate::Calibration) -> String {
         );
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A latency run's result with `timed` latencies out of what its delivery says.
+    fn run(timed: u64, received: u64, lost: u64, unstamped: u64, warmup_s: f64) -> RunResult {
+        let mut r = RunResult::new(
+            "latency",
+            "2026-11-21T19:15:17Z".into(),
+            serde_json::json!({"warmup_secs": warmup_s}),
+            crate::result::ServerMeta::for_tests(),
+            &crate::error::ErrorCounts::default(),
+            false,
+        );
+        let mut h = crate::stats::latency::new_histogram();
+        for i in 0..timed {
+            h.record(50_000 + i).unwrap();
+        }
+        r.latency = Some(crate::result::LatencyStats::of(&h));
+        r.latency_uncorrected = Some(crate::result::LatencyStats::of(&h));
+        r.delivery.received = received;
+        r.delivery.lost = lost;
+        r.delivery.unstamped = unstamped;
+        r
+    }
+
+    fn heading(r: &RunResult) -> String {
+        let mut o = String::new();
+        latency(&mut o, r);
+        o.lines().next().unwrap().to_string()
+    }
+
+    #[test]
+    fn the_latency_count_names_what_was_not_timed() {
+        assert_eq!(
+            heading(&run(2500, 3000, 0, 0, 1.0)),
+            "Latency of 2,500 messages (the 500 due in the 1 s warm-up are not timed), from \
+             intended send (corrected) and from actual send (uncorrected):"
+        );
+        // With loss, only the warm-up's messages that arrived are known to be left out.
+        assert!(heading(&run(2500, 2990, 10, 0, 0.5))
+            .contains("(the 490 received that were due in the 0.5 s warm-up are not timed)"));
+        assert!(heading(&run(2500, 3003, 0, 3, 1.0)).contains(
+            "(the 500 due in the 1 s warm-up and the 3 without a sequence number are not timed)"
+        ));
+        // Nothing left out, nothing said.
+        assert!(heading(&run(3000, 3000, 0, 0, 0.0)).starts_with("Latency of 3,000 messages, "));
+    }
 }

@@ -83,7 +83,7 @@ fn findings(o: &mut String, c: &CapInput) {
     if let Some(l) = &cap.limiter {
         let what = match l.kind {
             LimiterKind::Slo => "the SLO",
-            LimiterKind::Tool => "msgbench: it could not publish at the probed rate",
+            LimiterKind::Tool => "msgbench itself, not the system",
             LimiterKind::Subscriber => "the subscriber: it fell behind",
             LimiterKind::Server => "the server",
             LimiterKind::None => "nothing: the search reached the top of its range",
@@ -116,13 +116,32 @@ fn findings(o: &mut String, c: &CapInput) {
     let mut rates: Vec<f64> = cap.probes.iter().map(|p| p.rate).collect();
     rates.sort_by(f64::total_cmp);
     rates.dedup();
+    // A run the search repeated (it was void) is one run of several tries.
+    let mut runs: Vec<(f64, u64)> = cap.probes.iter().map(|p| (p.rate, p.run)).collect();
+    runs.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    runs.dedup();
+    let plural = |n: usize, one: &str, many: &str| {
+        format!(
+            "{} {}",
+            format::count(n as f64),
+            if n == 1 { one } else { many }
+        )
+    };
     let mut how = format!(
-        "{} runs at {} rates",
-        format::count(cap.probes.len() as f64),
-        format::count(rates.len() as f64)
+        "{} at {}",
+        plural(runs.len(), "run", "runs"),
+        plural(rates.len(), "rate", "rates")
     );
     if let Some(n) = cap.probe_runs {
         let _ = write!(how, ", up to {} per rate", format::count(n));
+    }
+    let repeats = cap.probes.len() - runs.len();
+    if repeats > 0 {
+        let _ = write!(
+            how,
+            ", and {} of void runs",
+            plural(repeats, "repeat", "repeats")
+        );
     }
     if let Some(d) = cap.probe_duration_s {
         let _ = write!(how, "; each {}", format::secs(d));
@@ -134,42 +153,73 @@ fn findings(o: &mut String, c: &CapInput) {
     o.push_str("</tbody></table></div>\n");
 }
 
-/// Every probe, by rate and then run.
+/// Every probe, by rate and then run (a run's tries in the order run). A void run (msgbench
+/// fell behind its own schedule) is shown as one, not as a failure, with its checks greyed:
+/// they measured the tool.
 fn probes(o: &mut String, c: &CapInput) {
-    let mut ps: Vec<&Probe> = c.cap.probes.iter().collect();
-    if ps.is_empty() {
+    let all = &c.cap.probes;
+    if all.is_empty() {
         return;
     }
-    ps.sort_by(|a, b| a.rate.total_cmp(&b.rate).then(a.run.cmp(&b.run)));
+    // Each probe with whether the search tried its run again after it.
+    let mut ps: Vec<(&Probe, bool)> = all
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let again = all[i + 1..]
+                .iter()
+                .any(|q| q.rate == p.rate && q.run == p.run);
+            (p, again)
+        })
+        .collect();
+    // Stable, so a run's tries keep their order.
+    ps.sort_by(|(a, _), (b, _)| a.rate.total_cmp(&b.rate).then(a.run.cmp(&b.run)));
     let label = esc(&c.label);
+    o.push_str("<h4>Probes</h4>\n");
+    if ps.iter().any(|(p, _)| p.void()) {
+        o.push_str(
+            "<p class=\"note\">⊘ void: msgbench fell behind its own schedule in that run, so \
+             the run measured the tool, not the system. It neither held nor failed its rate, \
+             its checks are greyed, and the search ran it again; a run void in every try put \
+             its rate down to the tool.</p>\n",
+        );
+    }
     o.push_str(
-        "<h4>Probes</h4>\n<div class=\"table-wrap\"><table class=\"probes\">\n<thead><tr>\
-         <th scope=\"col\">rate (msgs/s)</th><th scope=\"col\">run</th>\
-         <th scope=\"col\">verdict</th><th scope=\"col\">achieved msgs/s</th>\
+        "<div class=\"table-wrap\"><table class=\"probes\">\n<thead><tr>\
+         <th scope=\"col\">rate /s</th><th scope=\"col\">run</th>\
+         <th scope=\"col\">verdict</th><th scope=\"col\">achieved /s</th>\
          <th scope=\"col\">shortfall</th><th scope=\"col\">P50</th><th scope=\"col\">P99</th>\
          <th scope=\"col\">P99.9</th><th scope=\"col\">lost</th><th scope=\"col\">errors</th>\
-         <th scope=\"col\">kept schedule</th><th scope=\"col\">checks</th></tr></thead>\n<tbody>\n",
+         <th scope=\"col\" class=\"text\">checks</th></tr></thead>\n<tbody>\n",
     );
-    for p in ps {
+    for (p, again) in ps {
+        let outcome = if p.void() {
+            format!(
+                "<span class=\"void\">⊘ void</span><span class=\"range\">{}</span>",
+                if again {
+                    "run again"
+                } else {
+                    "rate put down to the tool"
+                }
+            )
+        } else if p.pass {
+            "<span class=\"pass\">✓ pass</span>".to_string()
+        } else {
+            "<span class=\"fail\">✗ fail</span>".to_string()
+        };
         let _ = write!(
             o,
-            "<tr data-input=\"{label}\" data-rate=\"{}\" data-run=\"{}\" data-pass=\"{}\">\
-             <th scope=\"row\">{}</th><td>{}</td><td>{}</td>",
+            "<tr data-input=\"{label}\" data-rate=\"{}\" data-run=\"{}\" data-pass=\"{}\" \
+             data-void=\"{}\"><th scope=\"row\">{}</th><td>{}</td><td>{outcome}</td>",
             num(p.rate),
             p.run,
             p.pass,
+            p.void(),
             esc(&format::count(p.rate)),
             p.run,
-            if p.pass {
-                "<span class=\"pass\">✓ pass</span>"
-            } else {
-                "<span class=\"fail\">✗ fail</span>"
-            }
         );
         cell(o, "msgs_per_sec", p.msgs_per_sec, |v| format::si(v, false));
-        cell(o, "shortfall_pct", p.shortfall_pct, |v| {
-            format!("{} %", format::sig(v, 3, true))
-        });
+        cell(o, "shortfall_pct", p.shortfall_pct, format::pct);
         let l = p.latency.as_ref();
         for (key, v) in [
             ("p50", l.and_then(|l| l.p50_ns)),
@@ -180,17 +230,9 @@ fn probes(o: &mut String, c: &CapInput) {
         }
         cell(o, "lost", p.lost, format::count);
         cell(o, "errors", p.errors, format::count);
-        let _ = write!(
-            o,
-            "<td>{}</td><td class=\"text\">",
-            match p.tool_kept_schedule {
-                Some(true) => "yes",
-                Some(false) => "<span class=\"fail\">no</span>",
-                None => "—",
-            }
-        );
+        o.push_str("<td class=\"text checks\">");
         for v in &p.verdicts {
-            verdict(o, v);
+            check(o, v, p.void());
         }
         o.push_str("</td></tr>\n");
     }
@@ -215,7 +257,8 @@ fn cell(o: &mut String, key: &str, v: Option<f64>, fmt: impl Fn(f64) -> String) 
 }
 
 /// One SLO check of a probe: `✓ p99<2ms: 90.0 µs`, latency in time units as the gate reads it.
-fn verdict(o: &mut String, v: &Verdict) {
+/// A void run's checks are not judged: greyed, without a mark.
+fn check(o: &mut String, v: &Verdict, void: bool) {
     let latency = crate::gate::parse(&v.expr).is_ok_and(|t| t.metric().is_latency());
     let measured = match (v.measured, &v.why) {
         (Some(m), _) if latency => format::ns(m, false),
@@ -223,11 +266,14 @@ fn verdict(o: &mut String, v: &Verdict) {
         (None, Some(why)) => why.clone(),
         (None, None) => "not measured".into(),
     };
+    let (class, mark) = match (void, v.pass) {
+        (true, _) => ("", "–"),
+        (false, true) => (" pass", "✓"),
+        (false, false) => (" fail", "✗"),
+    };
     let _ = write!(
         o,
-        "<span class=\"range {}\">{} {}: {}</span>",
-        if v.pass { "pass" } else { "fail" },
-        if v.pass { "✓" } else { "✗" },
+        "<span class=\"range{class}\">{mark} {}: {}</span>",
         esc(&v.expr),
         esc(&measured)
     );

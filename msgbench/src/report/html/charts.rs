@@ -296,23 +296,44 @@ pub(super) fn latency_timeline(r: &Input) -> Option<String> {
     ))
 }
 
+/// Shorter than this share of the interval, a run's last tick is drawn as partial. Whole
+/// ticks are read a little late or early (by the sampler's polling), never by this much.
+const PARTIAL: f64 = 0.98;
+
 /// Each client's rate per tick; the totals when the timeline has no per-client columns or
-/// too many clients to tell apart.
+/// too many clients to tell apart. A run's last tick usually ends inside its interval, when
+/// the last message was counted: its rate is over its own length (as every tick's is), and
+/// its point is a ring, so that a short tail is not read as a whole interval.
 pub(super) fn throughput_timeline(r: &Input) -> Option<String> {
     let t = r.run.timeline.as_ref()?;
-    if t.ticks.is_empty() {
-        return None;
-    }
+    let last = t.ticks.last()?;
+    let partial = (last.span_s < PARTIAL * t.interval_s).then_some(last.t_s);
     let n = t.clients.len();
     let per_client = n > 0 && n <= MAX_CLIENT_LINES && t.ticks.iter().all(|k| k.msgs.len() == n);
     let rate = |msgs: f64, span: f64| if span > 0.0 { msgs / span } else { 0.0 };
-    let point = |id: &str, k: &Tick, v: f64| svg::Point {
-        x: k.t_s,
-        x0: Some(k.t_s - k.span_s),
-        y: v,
-        attrs: vec![("data-t", num(k.t_s)), ("data-span", num(k.span_s))],
-        tip: format!("{id}, {}: {} msgs/s", interval(k), format::si(v, false)),
-        hollow: false,
+    let point = |id: &str, k: &Tick, v: f64| {
+        let cut = partial == Some(k.t_s);
+        let mut attrs = vec![("data-t", num(k.t_s)), ("data-span", num(k.span_s))];
+        if cut {
+            attrs.push(("data-partial", "true".into()));
+        }
+        svg::Point {
+            x: k.t_s,
+            x0: Some(k.t_s - k.span_s),
+            y: v,
+            attrs,
+            tip: format!(
+                "{id}, {}{}: {} msgs/s",
+                interval(k),
+                if cut {
+                    " (partial: the run ended in it)"
+                } else {
+                    ""
+                },
+                format::si(v, false)
+            ),
+            hollow: cut,
+        }
     };
     let lines: Vec<svg::Line> = if per_client {
         t.clients
@@ -380,6 +401,15 @@ pub(super) fn throughput_timeline(r: &Input) -> Option<String> {
             format::secs(t.interval_s)
         )
     };
+    if partial.is_some() {
+        let _ = write!(
+            caption,
+            " The last interval is partial: the run ended {} into it, so its rate is over \
+             those {} (drawn as a ring), not over the whole interval.",
+            format::secs(last.span_s),
+            format::secs(last.span_s)
+        );
+    }
     let errs: Vec<String> = t
         .ticks
         .iter()

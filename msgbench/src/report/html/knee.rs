@@ -12,6 +12,12 @@
 //! reports a median): a line through every run would zigzag with run-to-run noise at each
 //! rate and hide the trend the chart is for. Each run's own numbers are in the probes table,
 //! and the point carries the range over its runs and how many of them failed.
+//!
+//! A run counts by its last try: the search runs a void one again (msgbench fell behind its
+//! own schedule, so it measured the tool). A run still void after its tries measured nothing
+//! of the system either: it is left out of the medians and counts as neither held nor failed,
+//! and a rate where every run was void has no point (the knee would otherwise show the tool's
+//! latency as the system's).
 
 use super::model::{Capacity, Latency, Probe, ProbeLatency, Run, Verdict};
 use crate::metric::Metric;
@@ -42,11 +48,14 @@ pub(super) struct KneePoint {
 pub(super) enum Origin {
     /// The stage of a rate schedule with this index.
     Stage { index: u64 },
-    /// A probed rate of a capacity search: `runs` runs at it, `measured` of them with latency
-    /// (the ones the medians are over), `failed` of them failing the SLO; the range of each
-    /// percentile over the measured runs.
+    /// A probed rate of a capacity search: `runs` runs at it (each by its last try), `void`
+    /// of them void (msgbench fell behind in every try), `measured` of the others with latency
+    /// (the ones the medians are over), `failed` of the others not holding the rate (an SLO
+    /// failed, or the publishers were held back); the range of each percentile over the
+    /// measured runs.
     Rate {
         runs: usize,
+        void: usize,
         measured: usize,
         failed: usize,
         range_ns: [Option<(f64, f64)>; 3],
@@ -54,7 +63,8 @@ pub(super) enum Origin {
 }
 
 impl KneePoint {
-    /// Whether any run behind the point failed the SLO (a stage is never judged on its own).
+    /// Whether a run behind the point that measured the system did not hold the rate (a stage
+    /// is never judged on its own, and a void run is not judged at all).
     pub(super) fn failed(&self) -> bool {
         matches!(self.origin, Origin::Rate { failed, .. } if failed > 0)
     }
@@ -89,6 +99,8 @@ pub(super) struct Knee {
     pub(super) points: Vec<KneePoint>,
     pub(super) slos: Vec<Slo>,
     pub(super) sustainable: Option<Sustainable>,
+    /// Probed rates with no point because every run at them was void, in rising order.
+    pub(super) void_rates: Vec<f64>,
 }
 
 impl Knee {
@@ -115,7 +127,7 @@ impl Knee {
             .iter()
             .filter_map(|v| slo(&v.expr, Some(v)))
             .collect();
-        Self::new(points, slos, None)
+        Self::new(points, slos, None, Vec::new())
     }
 
     /// The curve of a capacity search: one point per probed rate (medians over its runs), the
@@ -124,10 +136,14 @@ impl Knee {
         let mut rates: Vec<f64> = cap.probes.iter().map(|p| p.rate).collect();
         rates.sort_by(f64::total_cmp);
         rates.dedup();
+        let mut void_rates = Vec::new();
         let points = rates
             .iter()
             .filter_map(|rate| {
-                let runs: Vec<&Probe> = cap.probes.iter().filter(|p| p.rate == *rate).collect();
+                let runs = last_tries(cap.probes.iter().filter(|p| p.rate == *rate));
+                if runs.iter().all(|p| p.void()) {
+                    void_rates.push(*rate);
+                }
                 rate_point(*rate, &runs)
             })
             .collect();
@@ -137,13 +153,14 @@ impl Knee {
             rate,
             confidence: cap.confidence.as_ref().map(|c| (c.level, c.low, c.high)),
         });
-        Self::new(points, slos, sustainable)
+        Self::new(points, slos, sustainable, void_rates)
     }
 
     fn new(
         mut points: Vec<KneePoint>,
         slos: Vec<Slo>,
         sustainable: Option<Sustainable>,
+        void_rates: Vec<f64>,
     ) -> Option<Self> {
         if points.is_empty() {
             return None;
@@ -154,8 +171,22 @@ impl Knee {
             points,
             slos,
             sustainable,
+            void_rates,
         })
     }
+}
+
+/// Each run's last try, in the order of the runs' first tries: a run the search repeated
+/// (because it was void) counts by how its repeat went.
+fn last_tries<'a>(probes: impl Iterator<Item = &'a Probe>) -> Vec<&'a Probe> {
+    let mut last: Vec<&Probe> = Vec::new();
+    for p in probes {
+        match last.iter_mut().find(|q| q.run == p.run) {
+            Some(q) => *q = p,
+            None => last.push(p),
+        }
+    }
+    last
 }
 
 fn stage_percentiles(l: &Latency) -> [Option<f64>; 3] {
@@ -166,9 +197,11 @@ fn probe_percentiles(l: &ProbeLatency) -> [Option<f64>; 3] {
     [l.p50_ns, l.p99_ns, l.p999_ns]
 }
 
-/// The point of one probed rate: medians over the runs that measured latency.
+/// The point of one probed rate from each run's last try: medians over the runs that
+/// measured the system's latency.
 fn rate_point(rate: f64, runs: &[&Probe]) -> Option<KneePoint> {
-    let measured: Vec<(&Probe, [Option<f64>; 3])> = runs
+    let judged: Vec<&Probe> = runs.iter().copied().filter(|p| !p.void()).collect();
+    let measured: Vec<(&Probe, [Option<f64>; 3])> = judged
         .iter()
         // A point needs both axes: latency and the rate achieved.
         .filter(|p| p.msgs_per_sec.is_some())
@@ -200,8 +233,9 @@ fn rate_point(rate: f64, runs: &[&Probe]) -> Option<KneePoint> {
         latency_ns,
         origin: Origin::Rate {
             runs: runs.len(),
+            void: runs.len() - judged.len(),
             measured: measured.len(),
-            failed: runs.iter().filter(|p| !p.pass).count(),
+            failed: judged.iter().filter(|p| !p.pass).count(),
             range_ns,
         },
     })

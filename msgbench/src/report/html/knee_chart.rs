@@ -53,9 +53,23 @@ pub(super) fn capacity_knee(c: &CapInput) -> Option<String> {
         "Each point is one rate the search of {} probed: the median over its runs of the \
          throughput achieved and of each corrected percentile (the range over the runs is in \
          the tooltip; every run is in the probes table). Hollow points: rates at which a run \
-         failed the SLO.",
+         did not hold (it failed the SLO, or its publishers were held back). A run in which \
+         msgbench fell behind its own schedule is void: it measured the tool, not the \
+         system, so it is left out and is neither held nor failed.",
         esc(&c.label)
     );
+    if !knee.void_rates.is_empty() {
+        let rates: Vec<String> = knee
+            .void_rates
+            .iter()
+            .map(|r| format!("{}/s", format::count(*r)))
+            .collect();
+        let _ = write!(
+            caption,
+            " Not drawn, as every run there was void: {}.",
+            rates.join(", ")
+        );
+    }
     if let Some(s) = &knee.sustainable {
         caption.push_str(" Green line: the sustainable rate it found");
         if let Some((level, _, _)) = s.confidence {
@@ -191,11 +205,13 @@ fn point(id: &str, p: &KneePoint, latency_ns: f64, i: usize) -> svg::Point {
         }
         Origin::Rate {
             runs,
+            void,
             measured,
             failed,
             range_ns,
         } => {
             attrs.push(("data-runs", runs.to_string()));
+            attrs.push(("data-void", void.to_string()));
             attrs.push(("data-measured", measured.to_string()));
             attrs.push(("data-failed", failed.to_string()));
             let mut tip = format!(
@@ -216,10 +232,17 @@ fn point(id: &str, p: &KneePoint, latency_ns: f64, i: usize) -> svg::Point {
                 }
             }
             let _ = write!(tip, "), {at}; ");
+            let judged = runs - void;
             if *failed == 0 {
-                let _ = write!(tip, "{runs} of {runs} runs passed");
+                let _ = write!(tip, "{judged} of {runs} runs held");
             } else {
-                let _ = write!(tip, "{failed} of {runs} runs failed the SLO");
+                let _ = write!(tip, "{failed} of {runs} runs did not hold");
+            }
+            if *void > 0 {
+                let _ = write!(
+                    tip,
+                    ", {void} void (msgbench fell behind its schedule in every try)"
+                );
             }
             tip
         }

@@ -226,6 +226,7 @@ fn a_capacity_curve_has_one_point_per_rate_the_median_of_its_runs() {
         low.origin,
         Origin::Rate {
             runs: 3,
+            void: 0,
             measured: 3,
             failed: 0,
             range_ns: [Some((50e3, 52e3)), Some((90e3, 95e3)), Some((120e3, 130e3))]
@@ -262,6 +263,106 @@ fn a_capacity_curve_has_one_point_per_rate_the_median_of_its_runs() {
             ("p50<500us", 500e3, Some(0), None)
         ]
     );
+}
+
+/// A search in which msgbench fell behind its schedule: at 4,000/s run 1 was void (its latency,
+/// the tool's, broke the SLO) and held when run again, and run 2 held; at 8,000/s both runs
+/// were void in every try.
+fn capacity_with_void_runs() -> Value {
+    let void = |rate: f64, run: u64| {
+        let mut p = probe(
+            rate,
+            run,
+            false,
+            rate,
+            Some((900_000, 9_000_000, 12_000_000)),
+        );
+        p["tool_kept_schedule"] = false.into();
+        p
+    };
+    let mut v = capacity_doc();
+    v["sustainable_rate"] = 4000.0.into();
+    v["confidence"] = json!({"level": 0.95, "low": 4000.0, "high": 8000.0});
+    v["limiter"] = json!({"kind": "tool", "detail": "msgbench could not keep its schedule"});
+    v["probes"] = json!([
+        probe(2000.0, 1, true, 2000.0, Some((50_000, 90_000, 120_000))),
+        probe(2000.0, 2, true, 2000.0, Some((52_000, 95_000, 125_000))),
+        void(4000.0, 1),
+        probe(4000.0, 1, true, 4000.0, Some((60_000, 110_000, 150_000))),
+        probe(4000.0, 2, true, 4000.0, Some((62_000, 120_000, 160_000))),
+        void(8000.0, 1),
+        void(8000.0, 1),
+        void(8000.0, 1),
+        void(8000.0, 2),
+        void(8000.0, 2),
+        void(8000.0, 2),
+    ]);
+    v
+}
+
+#[test]
+fn a_void_run_is_neither_held_nor_failed_on_the_curve() {
+    let v = capacity_with_void_runs();
+    let knee = Knee::of_capacity(&serde_json::from_value(v.clone()).unwrap()).unwrap();
+    assert_eq!(knee.points.len(), 2, "8,000/s measured only the tool");
+    assert_eq!(knee.void_rates, [8000.0]);
+    // 4,000/s held: its void try is left out of the medians and does not make it hollow.
+    let held = &knee.points[1];
+    assert_eq!(held.target_rate, 4000.0);
+    assert!(!held.failed());
+    assert_eq!(held.latency_ns[1], Some(115e3));
+    assert_eq!(
+        held.origin,
+        Origin::Rate {
+            runs: 2,
+            void: 0,
+            measured: 2,
+            failed: 0,
+            range_ns: [
+                Some((60e3, 62e3)),
+                Some((110e3, 120e3)),
+                Some((150e3, 160e3))
+            ]
+        }
+    );
+    let html = render(&[doc("cap.json", DocKind::Capacity, v)]).unwrap();
+    assert!(
+        elements(&html, "<circle", "hollow").is_empty(),
+        "no rate failed"
+    );
+    assert!(html.contains("Not drawn, as every run there was void: 8,000/s."));
+    // The probes table: each void try says so and what followed, and none reads "fail".
+    let rows: Vec<&str> = html
+        .split("<tr data-input=\"cap.json\"")
+        .skip(1)
+        .map(|r| &r[..r.find("</tr>").unwrap()])
+        .collect();
+    assert_eq!(rows.len(), 11);
+    let voids: Vec<&&str> = rows
+        .iter()
+        .filter(|r| r.contains("data-void=\"true\""))
+        .collect();
+    assert_eq!(voids.len(), 7);
+    assert!(voids
+        .iter()
+        .all(|r| r.contains("⊘ void") && !r.contains("✗")));
+    assert_eq!(voids.iter().filter(|r| r.contains("run again")).count(), 5);
+    assert_eq!(
+        voids
+            .iter()
+            .filter(|r| r.contains("rate put down to the tool"))
+            .count(),
+        2
+    );
+    assert!(!html.contains("✗ fail"), "no run failed");
+    assert!(html.contains("⊘ void: msgbench fell behind its own schedule"));
+    assert!(html.contains("6 runs at 3 rates, up to 3 per rate, and 5 repeats of void runs;"));
+    // The one repeated at 4,000/s comes before its repeat.
+    let at_4k: Vec<&&str> = rows
+        .iter()
+        .filter(|r| r.contains("data-rate=\"4000\" data-run=\"1\""))
+        .collect();
+    assert!(at_4k[0].contains("run again") && at_4k[1].contains("✓ pass"));
 }
 
 /// The `<g class="ref…">` or `<circle …>` elements of `html` holding `needle`, as text.

@@ -262,7 +262,7 @@ pub(super) struct Limiter {
 pub(super) enum LimiterKind {
     /// A probe broke the SLO.
     Slo,
-    /// msgbench could not publish at the probed rate.
+    /// msgbench fell behind its own schedule: the rate measured the tool.
     Tool,
     /// The subscriber fell behind.
     Subscriber,
@@ -298,6 +298,9 @@ pub(super) struct Probe {
     pub(super) run: u64,
     pub(super) pass: bool,
     pub(super) tool_kept_schedule: Option<bool>,
+    /// Absent in documents written before it was recorded: then a late run was void.
+    #[serde(rename = "void")]
+    pub(super) is_void: Option<bool>,
     /// Null when the probe could not measure it.
     pub(super) msgs_per_sec: Option<f64>,
     pub(super) shortfall_pct: Option<f64>,
@@ -306,6 +309,16 @@ pub(super) struct Probe {
     pub(super) lost: Option<f64>,
     pub(super) errors: Option<f64>,
     pub(super) verdicts: Vec<Verdict>,
+}
+
+impl Probe {
+    /// A run in which msgbench fell behind its own schedule and failed nothing its lateness
+    /// cannot explain: it measured the tool, not the system, so it neither held nor failed the
+    /// rate (the search ran it again).
+    pub(super) fn void(&self) -> bool {
+        self.is_void
+            .unwrap_or(self.tool_kept_schedule == Some(false))
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -380,6 +380,51 @@ fn a_full_result_draws_every_chart_from_its_own_numbers() {
 }
 
 #[test]
+fn a_run_ending_inside_its_last_second_draws_no_drop() {
+    // Ten whole seconds at 1,000 msgs/s and 100 more messages in the 0.1 s the run lasted past
+    // them: the last interval is drawn at 1,000 msgs/s (over its own 0.1 s), marked partial.
+    let mut v = full_result();
+    let mut ticks: Vec<Value> = (1..=10)
+        .map(|s| {
+            serde_json::json!({"t_s": f64::from(s), "span_s": 1.0, "msgs": [1000, 1000],
+                               "sent_per_sec": 1000.0, "received_per_sec": 1000.0, "errors": 0})
+        })
+        .collect();
+    ticks.push(
+        serde_json::json!({"t_s": 10.1, "span_s": 0.1, "msgs": [100, 100],
+                                  "sent_per_sec": 1000.0, "received_per_sec": 1000.0,
+                                  "errors": 0}),
+    );
+    v["timeline"]["ticks"] = Value::Array(ticks);
+    let html = render(&[doc("a.json", v)]).unwrap();
+    for id in ["pub 0", "sub 0"] {
+        let tp = series_values(&html, "throughput-timeline", id);
+        assert_eq!(tp.len(), 11);
+        assert!(
+            tp.iter().all(|r| (r - 1000.0).abs() < 1e-9),
+            "{id}: a drop drawn: {tp:?}"
+        );
+    }
+    // Its points are rings, the other ten are not, and the caption says why.
+    let start = html.find("data-chart=\"throughput-timeline\"").unwrap();
+    let chart = &html[start..start + html[start..].find("</svg>").unwrap()];
+    assert_eq!(chart.matches("data-partial=\"true\"").count(), 2);
+    assert_eq!(chart.matches("class=\"pt few hollow\"").count(), 2);
+    assert!(chart.contains("10.00–10.10 s (partial: the run ended in it): 1.00k msgs/s"));
+    assert!(html.contains("The last interval is partial: the run ended 0.1\u{a0}s into it"));
+    // A last interval that is whole is drawn like the others.
+    let html = render(&[doc("a.json", full_result())]).unwrap();
+    assert!(
+        html.contains("data-partial=\"true\""),
+        "2.0–2.5 s is half an interval"
+    );
+    let mut v = full_result();
+    v["timeline"]["ticks"][2]["span_s"] = 0.99.into();
+    let html = render(&[doc("a.json", v)]).unwrap();
+    assert!(!html.contains("data-partial") && !html.contains("The last interval is partial"));
+}
+
+#[test]
 fn absent_sections_leave_no_chart_behind() {
     let mut v = full_result();
     for k in ["timeline", "runs", "latency", "latency_uncorrected", "host"] {

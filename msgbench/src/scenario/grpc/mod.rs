@@ -213,6 +213,7 @@ pub fn run(o: &GrpcOptions, meter: &Meter, stop: &AtomicBool) -> Result<RunResul
         SchemaSource::Reflection => "reflection".into(),
         SchemaSource::Builtin => "builtin".into(),
     };
+    meter.counted_until(outcomes.iter().map(|c| c.last_done));
     let mut result = assemble(
         o,
         &method,

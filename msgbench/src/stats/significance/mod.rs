@@ -50,6 +50,15 @@ pub struct Change {
     pub mann_whitney_p: Option<f64>,
     /// `"welch-log"`, `"welch"` (raw values, because some value is <= 0) or `"single-run"`.
     pub method: &'static str,
+    /// The statistic `ratio` divides, one per side: `"geometric_mean"` with the log method,
+    /// `"mean"` otherwise (a single run's mean is its value). Shown beside the ratio, it lets a
+    /// reader check the ratio by dividing the two; the median would not, since a skewed side's
+    /// median and geometric mean can lie on opposite sides of the other side's.
+    pub centre: &'static str,
+    /// BASE's centre (see `centre`).
+    pub base_centre: f64,
+    /// NEW's centre; `ratio` is `new_centre / base_centre` to within rounding.
+    pub new_centre: f64,
     pub n_base: usize,
     pub n_new: usize,
 }
@@ -75,20 +84,33 @@ pub fn compare(base: &[f64], new: &[f64]) -> Option<Change> {
     }
     let mann_whitney_p = mann_whitney(base, new);
     let (n_base, n_new) = (base.len(), new.len());
-    let change = |ratio, ci: Option<(f64, f64)>, p_value, method| Change {
+    let change = |ratio, ci: Option<(f64, f64)>, p_value, method, centres: (f64, f64)| Change {
         ratio,
         ci_low: ci.map(|c| c.0),
         ci_high: ci.map(|c| c.1),
         p_value,
         mann_whitney_p,
         method,
+        centre: if method == "welch-log" {
+            "geometric_mean"
+        } else {
+            "mean"
+        },
+        base_centre: centres.0,
+        new_centre: centres.1,
         n_base,
         n_new,
     };
 
     if n_base < 2 || n_new < 2 {
-        let ratio = ratio_of_means(mean(base), mean(new));
-        return Some(change(ratio, None, None, "single-run"));
+        let (b, n) = (mean(base), mean(new));
+        return Some(change(
+            ratio_of_means(b, n),
+            None,
+            None,
+            "single-run",
+            (b, n),
+        ));
     }
 
     if base.iter().chain(new).all(|&v| v > 0.0) {
@@ -100,12 +122,15 @@ pub fn compare(base: &[f64], new: &[f64]) -> Option<Change> {
         let hw = w.half_width * w.scale;
         let ratio = d.exp();
         let ci = ((d - hw).exp(), (d + hw).exp());
-        return Some(change(ratio, Some(ci), Some(w.p), "welch-log"));
+        // A geometric mean lies between its sample's extremes, so neither can overflow.
+        let centres = (mean(&ln_base).exp(), mean(&ln_new).exp());
+        return Some(change(ratio, Some(ci), Some(w.p), "welch-log", centres));
     }
 
     let w = welch(base, new);
     // Both means are in the same scaled units, so their ratio needs no rescaling.
     let ratio = ratio_of_means(w.mean_x, w.mean_y);
+    let centres = (w.mean_x * w.scale, w.mean_y * w.scale);
     let ci = if w.half_width == 0.0 && ratio.is_finite() {
         // Both sides constant: the difference is known exactly, including a BASE of 0 vs 0.
         Some((ratio, ratio))
@@ -121,7 +146,7 @@ pub fn compare(base: &[f64], new: &[f64]) -> Option<Change> {
     } else {
         None
     };
-    Some(change(ratio, ci, Some(w.p), "welch"))
+    Some(change(ratio, ci, Some(w.p), "welch", centres))
 }
 
 /// Median of a sample (mean of the middle two for an even count); NaN for an empty sample.

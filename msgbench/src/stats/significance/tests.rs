@@ -416,6 +416,38 @@ fn change_serializes_with_its_method() {
     assert!(v["p_value"].is_number());
 }
 
+#[test]
+fn the_ratio_divides_the_centres_it_names() {
+    // Log method: geometric means. BASE 1, 10, 100 has geometric mean 10 (its median is 10
+    // too); NEW 1, 1, 1000 has geometric mean 10 while its median is 1.
+    let c = compare(&[1.0, 10.0, 100.0], &[1.0, 1.0, 1000.0]).unwrap();
+    assert_eq!(c.centre, "geometric_mean");
+    assert!(close(c.base_centre, 10.0, 1e-12) && close(c.new_centre, 10.0, 1e-12));
+    assert!(close(c.ratio, 1.0, 1e-12));
+    // Raw method (a zero has no logarithm): arithmetic means.
+    let c = compare(&[0.0, 2.0, 4.0], &[3.0, 3.0, 6.0]).unwrap();
+    assert_eq!((c.method, c.centre), ("welch", "mean"));
+    assert_eq!((c.base_centre, c.new_centre), (2.0, 4.0));
+    assert_eq!(c.ratio, 2.0);
+    // A single run a side: the values themselves.
+    let c = compare(&[250.0], &[200.0]).unwrap();
+    assert_eq!((c.method, c.centre), ("single-run", "mean"));
+    assert_eq!((c.base_centre, c.new_centre, c.ratio), (250.0, 200.0, 0.8));
+    // Whatever the spread, the ratio is NEW's centre over BASE's.
+    for (b, n) in [
+        (vec![5e-300, 7e-300], vec![1e-299, 3e-300]),
+        (vec![1.0, 1e6, 3.0], vec![2.0, 2.0]),
+        (
+            vec![f64::MAX / 3.0, f64::MAX / 2.0],
+            vec![f64::MAX, f64::MAX / 4.0],
+        ),
+    ] {
+        let c = compare(&b, &n).unwrap();
+        let r = c.new_centre / c.base_centre;
+        assert!((c.ratio - r).abs() <= 1e-12 * r, "{b:?} {n:?}: {c:?}");
+    }
+}
+
 // ---- median / MAD ----
 
 #[test]

@@ -68,8 +68,9 @@ pub struct Point {
     pub y: f64,
     pub attrs: Vec<(&'static str, String)>,
     pub tip: String,
-    /// Drawn as a ring rather than a dot, and always shown: a point that failed a check, told
-    /// apart by shape so that it does not rest on colour alone.
+    /// Drawn as a ring rather than a dot, and always shown: a point to be told apart (one that
+    /// did not hold a rate, a partial interval), by shape so that it does not rest on colour
+    /// alone. Each chart's caption says what its rings are.
     pub hollow: bool,
 }
 
