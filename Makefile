@@ -27,9 +27,11 @@ build:
 nats-server:
 	@bash scripts/install-nats-server.sh
 
+# clippy without incremental caches: they would add about 370 MB to target/ for a lint that
+# takes 24 s instead of 17 s after an edit (cargo clippy typed by hand keeps them).
 lint:
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --locked --all-targets -- -D warnings
+	CARGO_INCREMENTAL=0 $(CARGO) clippy --locked --all-targets -- -D warnings
 
 # The crate's tests. A test that skips part of itself (the report's browser part without
 # Chromium) leaves a line in target/test-skips/, printed after the run, since cargo test shows a

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Makes sure Debian's Chromium and its chromedriver are installed (/usr/bin/chromium and
 # /usr/bin/chromedriver), for the HTML report's browser test (msgbench/tests/report.rs; CI runs
-# it with MSGBENCH_REQUIRE_BROWSER=1). Idempotent: with both present it does nothing. Otherwise
-# it installs the packages chromium and chromium-driver with apt-get, refreshing the package
-# lists first only when the install fails without that, and uses sudo only when not root.
+# it with MSGBENCH_REQUIRE_BROWSER=1). Debian ships the driver apart from the browser, in
+# chromium-driver. Idempotent: with both present it does nothing. Otherwise it installs the
+# packages chromium and chromium-driver with apt-get (the driver must match the browser's
+# version, which installing both ensures), refreshing the package lists first only when the
+# install fails without that, and uses sudo only when not root. The test also finds other
+# installs (chromium-browser, google-chrome, a driver on PATH, or CHROME and CHROMEDRIVER).
 set -euo pipefail
 
 if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then
@@ -11,7 +14,7 @@ if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then
 fi
 
 if ! command -v apt-get >/dev/null 2>&1; then
-  echo "error: apt-get not found; install Chromium and chromedriver at /usr/bin/chromium and /usr/bin/chromedriver yourself" >&2
+  echo "error: apt-get not found; install Chromium and a chromedriver of its version yourself, and set CHROME and CHROMEDRIVER to them unless they are on PATH" >&2
   exit 1
 fi
 

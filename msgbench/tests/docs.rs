@@ -2,12 +2,18 @@
 //! - every `msgbench …` command that README.md or a docs/ page shows, in a code block or an
 //!   inline code span, may use only flags that exist on the (sub)command it names. The command
 //!   tree is read from clap itself (`Cli::command()`), never from a list kept here;
+//! - every `msgbench …` command in a code block (a `$ msgbench` line, or a `msgbench` line of a
+//!   block without prompts) is one a reader may copy and type, so it must get through the real
+//!   parser (`Cli::try_parse_from`) exactly as written. An optional flag in brackets
+//!   (`[--reconnect-jitter off]`) fails here; a page shows it as a second command or in prose.
+//!   A command followed in its block by an `error: …` line shows a refusal: if the parser
+//!   refuses it, the line shown must be the one msgbench prints;
 //! - a flag named on its own in an inline code span (`--busy-poll`) must exist on some command;
 //! - every relative link between the pages points at a file that exists, and a `#heading` in it
 //!   at a heading that exists;
 //! - no page names an investigation by its report number: the docs describe them in user terms.
 //!
-//! A failure names the file, the line and the flag or link. The checker is also fed made-up
+//! A failure names the file, the line and the flag, link or clap's message. The checker is also fed made-up
 //! pages, so a test proves it reports what it should and accepts what it should.
 //!
 //! Reading rules, chosen so that output is never mistaken for a command:
@@ -15,7 +21,15 @@
 //!   lines are output, and output starts with `msgbench pub against …`);
 //! - in a code block without prompts, a line that starts with `msgbench` is a command;
 //! - a trailing `\` joins the next line; a shell operator (`|`, `&&`, `;`, `>`, `#`) ends it;
-//! - `VAR=value` before `msgbench` is the environment, not part of the command.
+//! - `VAR=value` before `msgbench` is the environment, not part of the command (nor is it set
+//!   for the parser: no command the pages show needs its environment to parse);
+//! - inline code spans are checked for flags only, never parsed: in prose, `msgbench run` or
+//!   `msgbench capacity latency --slo` names a command or a flag; it is not a line to type.
+//!
+//! Placeholders get no special treatment, since a reader's shell gives them none: `<URL>` is a
+//! redirection (the flag before it is left without a value), and `…`, or `RATE` where a number
+//! belongs, reach clap as they are and are refused. A code block shows commands with real
+//! values; where a value is the reader's to choose, the prose says so.
 //!
 //! No server is needed: nothing here runs a command, it only parses them.
 
@@ -23,8 +37,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use clap::CommandFactory;
-use msgbench::cli::Cli;
+use clap::{CommandFactory, Parser};
+use msgbench::cli::{one_line, Cli};
 
 /// One thing wrong in one page, with where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,11 +61,21 @@ struct Found {
     text: String,
 }
 
+/// A command of a code block, and the refusal the page shows right under it, if any
+/// (`$ msgbench pub --size 10XB` followed by `error: …`).
+#[derive(Debug, Clone)]
+struct Typed {
+    command: Found,
+    shown_error: Option<String>,
+}
+
 /// What one page contains that can be checked.
 #[derive(Debug, Default)]
 struct Page {
     /// Command lines starting with `msgbench`, from code blocks and inline code spans.
     commands: Vec<Found>,
+    /// The commands of code blocks alone: lines a reader copies and types, which must parse.
+    typed: Vec<Typed>,
     /// Inline code spans that start with a flag (`--rate R`, `-H K:V`).
     bare_flags: Vec<Found>,
     /// Link targets outside code: `[text](target)`.
@@ -60,6 +84,16 @@ struct Page {
     anchors: BTreeSet<String>,
     /// Prose outside code blocks, by line, for the report-number rule.
     prose: Vec<Found>,
+}
+
+impl Page {
+    /// The commands of one code block: checked for flags, like any command, and typed.
+    fn add_block(&mut self, lines: &[(usize, &str)]) {
+        let typed = commands_in_block(lines);
+        self.commands
+            .extend(typed.iter().map(|t| t.command.clone()));
+        self.typed.extend(typed);
+    }
 }
 
 fn repo_root() -> PathBuf {
@@ -111,7 +145,7 @@ fn read_page(text: &str) -> Page {
         let n = i + 1;
         if is_fence(line) {
             match block.take() {
-                Some(lines) => page.commands.extend(commands_in_block(&lines)),
+                Some(lines) => page.add_block(&lines),
                 None => block = Some(Vec::new()),
             }
             // A fence also ends a paragraph, so a code span cannot run across it.
@@ -138,7 +172,7 @@ fn read_page(text: &str) -> Page {
     }
     // An unclosed fence runs to the end of the page, as Markdown renders it.
     if let Some(lines) = block {
-        page.commands.extend(commands_in_block(&lines));
+        page.add_block(&lines);
     }
     read_prose(&prose, &mut page);
     page
@@ -165,7 +199,7 @@ fn slug(heading: &str) -> String {
 }
 
 /// Commands in one code block (see the module's reading rules).
-fn commands_in_block(lines: &[(usize, &str)]) -> Vec<Found> {
+fn commands_in_block(lines: &[(usize, &str)]) -> Vec<Typed> {
     let prompted = lines.iter().any(|(_, l)| l.trim_start().starts_with("$ "));
     let mut found = Vec::new();
     let mut i = 0;
@@ -182,12 +216,23 @@ fn commands_in_block(lines: &[(usize, &str)]) -> Vec<Found> {
         let mut text = candidate.trim_end().to_string();
         while text.ends_with('\\') && i < lines.len() {
             text.pop();
+            text.truncate(text.trim_end().len());
             text.push(' ');
             text.push_str(lines[i].1.trim());
             i += 1;
         }
         if names_msgbench(&text) {
-            found.push(Found { line: n, text });
+            // In a block with prompts, the line after a command is its output.
+            let shown_error = lines
+                .get(i)
+                .filter(|_| prompted)
+                .map(|(_, next)| next.trim())
+                .filter(|next| next.starts_with("error: "))
+                .map(str::to_string);
+            found.push(Typed {
+                command: Found { line: n, text },
+                shown_error,
+            });
         }
     }
     found
@@ -454,6 +499,46 @@ fn check_command(tree: &clap::Command, text: &str) -> Vec<String> {
     errors
 }
 
+/// The line msgbench prints when the parser refuses a command typed as written (`error: …`),
+/// or `None` when it parses. The words are the shell's (see the module's reading rules), given
+/// to the real parser as they are. `--help` and `--version` parse: clap reports them as errors
+/// only to stop there.
+fn parse_error(text: &str) -> Option<String> {
+    use clap::error::ErrorKind as K;
+    let err = Cli::try_parse_from(command_words(text)).err()?;
+    if matches!(err.kind(), K::DisplayHelp | K::DisplayVersion) {
+        return None;
+    }
+    Some(format!("error: {}", one_line(&err)))
+}
+
+/// The commands of one page's code blocks that do not parse as typed. A command shown with its
+/// refusal (`error: …` on the next line) is a bad-input example: if the parser refuses it, the
+/// page must show the line msgbench prints. One the parser accepts is refused later (by
+/// validation or the server), which only running it could check.
+fn check_typed(file: &str, page: &Page) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    for typed in &page.typed {
+        let Some(error) = parse_error(&typed.command.text) else {
+            continue;
+        };
+        let what = match &typed.shown_error {
+            Some(shown) if *shown == error => continue,
+            Some(shown) => format!(
+                "`{}` is shown refused with `{shown}`, but msgbench prints `{error}`",
+                typed.command.text
+            ),
+            None => format!("`{}` does not parse: {error}", typed.command.text),
+        };
+        problems.push(Problem {
+            file: file.to_string(),
+            line: typed.command.line,
+            what,
+        });
+    }
+    problems
+}
+
 /// Every long and short flag anywhere in the tree, for flags named on their own in prose.
 fn all_flags(cmd: &clap::Command, longs: &mut BTreeSet<String>, shorts: &mut BTreeSet<char>) {
     for arg in cmd.get_arguments() {
@@ -636,6 +721,28 @@ fn every_flag_the_docs_show_exists_on_the_command_it_is_shown_with() {
 }
 
 #[test]
+fn every_command_in_a_code_block_parses_as_typed() {
+    let root = repo_root();
+    let pages = read_pages(&root);
+    let typed: usize = pages.iter().map(|(_, p)| p.typed.len()).sum();
+    assert!(
+        !pages[0].1.typed.is_empty() && typed > pages[0].1.typed.len(),
+        "README.md or docs/ shows no msgbench command in a code block: the reading rules or \
+         the pages changed"
+    );
+    let mut problems = Vec::new();
+    for (file, page) in &pages {
+        problems.extend(check_typed(&display_name(&root, file), page));
+    }
+    assert!(
+        problems.is_empty(),
+        "{} of {typed} command line(s) in the docs' code blocks fail to parse as typed:\n{}",
+        problems.len(),
+        report(&problems)
+    );
+}
+
+#[test]
 fn every_relative_link_between_the_pages_resolves() {
     let root = repo_root();
     let pages = read_pages(&root);
@@ -803,4 +910,90 @@ fn headings_get_the_anchors_github_gives_them() {
         .map(String::from)
         .collect();
     assert_eq!(page.anchors, expected);
+}
+
+fn typed_problems(text: &str) -> Vec<Problem> {
+    check_typed("made-up.md", &read_page(text))
+}
+
+#[test]
+fn an_optional_flag_in_brackets_fails_with_its_file_line_and_clap_message() {
+    let page = concat!(
+        "# Herd\n\n",
+        "```\n",
+        "msgbench conns --clients 20 --hold 1s \\\n",
+        "  --fault restart@1s:1s --reconnect [--reconnect-jitter off]\n",
+        "```\n",
+    );
+    let problems = typed_problems(page);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(
+        (problems[0].file.as_str(), problems[0].line),
+        ("made-up.md", 4)
+    );
+    assert!(
+        problems[0]
+            .what
+            .ends_with("does not parse: error: unexpected argument '[--reconnect-jitter' found"),
+        "{}",
+        problems[0].what
+    );
+}
+
+#[test]
+fn placeholders_and_ellipses_fail_as_they_would_when_typed() {
+    // `<URL>` is a redirection to the shell, so `--server` is left without a value; `…` and an
+    // upper-case name where a number belongs reach the parser as they are.
+    let page = concat!(
+        "```sh\n",
+        "msgbench pub --server <URL>\n",
+        "msgbench pub --msgs 1M …\n",
+        "msgbench latency --rate R\n",
+        "```\n",
+    );
+    let lines: Vec<usize> = typed_problems(page).iter().map(|p| p.line).collect();
+    assert_eq!(lines, vec![2, 3, 4]);
+}
+
+#[test]
+fn quotes_continuations_environment_redirects_and_help_parse() {
+    let page = concat!(
+        "```sh\n",
+        "msgbench latency --rate 1000 --duration 3s --threshold 'p99<2ms' \\\n",
+        "    --threshold \"lost==0\" --print-plan > latency.json\n",
+        "NATS_PASSWORD=secret msgbench pub --user bench --msgs 10k\n",
+        "msgbench js pub --help\n",
+        "msgbench compare --clients native,go request --in-flight 4 | tee out.txt\n",
+        "```\n",
+        "\n",
+        "`msgbench run` alone, in prose, names a command; it is not typed.\n",
+    );
+    assert_eq!(typed_problems(page), Vec::new());
+}
+
+#[test]
+fn a_refusal_shown_under_its_command_must_be_the_line_msgbench_prints() {
+    let shown_right = concat!(
+        "```\n",
+        "$ msgbench pub --size 10XB\n",
+        "error: invalid value '10XB' for '--size <SIZE>': unknown unit 'xb' (use B, KB/KiB, MB/MiB or GB/GiB)\n",
+        "$ msgbench pub --server nats://127.0.0.1:1\n",
+        "error: cannot connect to nats://127.0.0.1:1: Connection refused (os error 111)\n",
+        "```\n",
+    );
+    assert_eq!(typed_problems(shown_right), Vec::new());
+    let shown_wrong = concat!(
+        "```\n",
+        "$ msgbench pub --size 10XB\n",
+        "error: --size is not a size\n",
+        "$ msgbench pub --size 10XC\n",
+        "msgbench pub against nats://127.0.0.1:4222\n",
+        "```\n",
+    );
+    let problems = typed_problems(shown_wrong);
+    let found: Vec<(usize, bool)> = problems
+        .iter()
+        .map(|p| (p.line, p.what.contains("is shown refused with")))
+        .collect();
+    assert_eq!(found, vec![(2, true), (4, false)], "{problems:?}");
 }

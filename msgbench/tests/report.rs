@@ -11,13 +11,17 @@
 //! the chart's scales, and the capacity search's tables hold its numbers. Its inputs are a
 //! real stepped latency run and a real capacity search.
 //!
-//! Chromium and chromedriver come from Debian's packages (`scripts/install-browser.sh`). Without
-//! them the browser part is skipped with a line saying so (left in `target/test-skips/` for
-//! `make unit` to print), unless `MSGBENCH_REQUIRE_BROWSER=1` (CI), which makes their absence a
-//! failure.
+//! Chromium and chromedriver are found as `report/browser.rs` says: `CHROME` and `CHROMEDRIVER`
+//! when set, else where distributions install them, else on PATH (`scripts/install-browser.sh`
+//! installs Debian's packages). Without one of them the browser part is skipped with a line
+//! naming what is missing and how to install it (left in `target/test-skips/` for `make unit` to
+//! print), unless `MSGBENCH_REQUIRE_BROWSER=1` (CI), which makes its absence a failure.
 //!
 //! Also here: bad input gives one clear error line and a non-zero exit.
 
+// A folder of its own, so cargo does not take it for a test target.
+#[path = "report/browser.rs"]
+mod browser;
 mod support;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -29,9 +33,6 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use serde_json::{json, Value};
 use support::{run, schema_errors_in, scratch_dir, stderr, TestServer};
-
-const CHROMIUM: &str = "/usr/bin/chromium";
-const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 
 fn artifacts() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/artifacts");
@@ -144,12 +145,12 @@ struct Browser {
 }
 
 impl Browser {
-    fn start(dir: &Path) -> Browser {
+    fn start(dir: &Path, programs: &browser::Found) -> Browser {
         let port = free_port();
         let log = dir.join("chromedriver.log");
         let profile = dir.join("chromium-profile");
         std::fs::create_dir_all(&profile).unwrap();
-        let driver = Command::new(CHROMEDRIVER)
+        let driver = Command::new(&programs.driver)
             .arg(format!("--port={port}"))
             .arg(format!("--log-path={}", log.display()))
             .stdin(Stdio::null())
@@ -181,7 +182,7 @@ impl Browser {
         let caps = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
             "goog:chromeOptions": {
-                "binary": CHROMIUM,
+                "binary": programs.browser,
                 "args": [
                     "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
                     "--no-first-run", "--disable-background-networking",
@@ -263,25 +264,25 @@ impl Drop for Browser {
     }
 }
 
-/// Whether the browser part can run; when it cannot, fails (CI) or says why it is skipped.
-fn browser_available() -> bool {
-    if Path::new(CHROMIUM).exists() && Path::new(CHROMEDRIVER).exists() {
-        return true;
-    }
+/// Chromium and chromedriver when the browser part can run; when it cannot, fails (CI) or says
+/// what is missing.
+fn browser_available() -> Option<browser::Found> {
+    let why = match browser::on_this_machine() {
+        Ok(found) => return Some(found),
+        Err(why) => why,
+    };
     assert!(
         std::env::var("MSGBENCH_REQUIRE_BROWSER").as_deref() != Ok("1"),
-        "MSGBENCH_REQUIRE_BROWSER=1 but {CHROMIUM} or {CHROMEDRIVER} is missing: run \
-         scripts/install-browser.sh"
+        "MSGBENCH_REQUIRE_BROWSER=1, but the report's browser test cannot run: {why}"
     );
-    let note = "SKIPPED: report browser test (no chromium or chromedriver; \
-                bash scripts/install-browser.sh installs them)";
+    let note = format!("SKIPPED: report browser test: {why}");
     println!("{note}");
     // cargo test shows a passing test's output to no one: `make unit` prints what is left in
     // target/test-skips/ after the run, where a person sees it.
     let skips = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-skips");
     std::fs::create_dir_all(&skips).unwrap();
     std::fs::write(skips.join("report-browser"), format!("{note}\n")).unwrap();
-    false
+    None
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -545,11 +546,11 @@ fn report_draws_real_results_in_a_real_browser() {
         assert!(!html.contains(needle), "the page refers out: {needle}");
     }
 
-    if !browser_available() {
+    let Some(programs) = browser_available() else {
         let _ = std::fs::remove_dir_all(&dir);
         return;
-    }
-    let browser = Browser::start(&dir);
+    };
+    let browser = Browser::start(&dir, &programs);
     browser.resize(1280, 900);
     browser.cmd(
         "POST",
@@ -1189,11 +1190,11 @@ fn report_draws_latency_against_throughput_in_a_real_browser() {
     )
     .unwrap();
 
-    if !browser_available() {
+    let Some(programs) = browser_available() else {
         let _ = std::fs::remove_dir_all(&dir);
         return;
-    }
-    let browser = Browser::start(&dir);
+    };
+    let browser = Browser::start(&dir, &programs);
     browser.resize(1280, 900);
     browser.cmd(
         "POST",
