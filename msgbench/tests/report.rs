@@ -947,7 +947,7 @@ fn check_schedule_knee(page: &Value, label: &str, doc: &Value) {
         }
     }
     let at = Placement::of(c);
-    check_slo_lines(c, &at, &[("SLO p99<50ms", 50e6)]);
+    check_slo_lines(c, &at, &[("SLO p99<2s", 2e9)]);
     assert!(c["xrefs"].as_array().unwrap().is_empty());
 }
 
@@ -964,8 +964,9 @@ fn last_tries(probes: &[Value], rate: f64) -> Vec<&Value> {
     last
 }
 
+/// A run that measured the tool: late, and failing nothing its lateness cannot explain.
 fn void(p: &Value) -> bool {
-    p["tool_kept_schedule"] == false
+    p["void"] == true
 }
 
 /// One point per probed rate with latency: the medians over its runs (each by its last try)
@@ -1029,7 +1030,7 @@ fn check_capacity_knee(page: &Value, label: &str, doc: &Value) {
         }
     }
     let at = Placement::of(c);
-    check_slo_lines(c, &at, &[("SLO p99<100ms", 100e6)]);
+    check_slo_lines(c, &at, &[("SLO p99<2s", 2e9)]);
     let x = &c["xrefs"][0];
     assert_eq!(c["xrefs"].as_array().unwrap().len(), 1);
     let ci = &doc["confidence"];
@@ -1135,8 +1136,9 @@ fn report_draws_latency_against_throughput_in_a_real_browser() {
             "step:500:500:700ms:2500",
             "--warmup",
             "100ms",
+            // Loose, so that a busy machine cannot fail the run: the test is of the drawing.
             "--threshold",
-            "p99<50ms",
+            "p99<2s",
             "--no-progress",
         ],
         &sched_path,
@@ -1146,8 +1148,10 @@ fn report_draws_latency_against_throughput_in_a_real_browser() {
         "latency",
         "--server",
         &server.url,
+        // The latency SLO is loose on purpose: the edge is `sent<=1500`'s, which no busy
+        // machine moves, and a P99 of 2 s at 1,500/s would take a machine frozen for seconds.
         "--slo",
-        "p99<100ms",
+        "p99<2s",
         "--slo",
         "sent<=1500",
         "--probe-duration",
