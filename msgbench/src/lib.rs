@@ -1,15 +1,19 @@
 //! msgbench: an honest load generator and benchmark for NATS and gRPC.
 //!
 //! Every run of a scenario takes one path: the command line (or a plan file) becomes a
-//! [`plan::Plan`]; `Plan::validate` checks it in one place; `scenario::Targets` finds or starts
-//! the servers; `scenario::execute` runs it once; this file repeats that for `--runs`, judges
-//! `--threshold`s and writes the result ([`result`]). The layers, bottom up: `error`, `format`,
-//! `values`; [`wire`]; [`stats`], `metric`; [`engine`]; [`result`]; `gate`; [`cli`], [`plan`],
-//! `options`; [`server`], `link`; `scenario`; `export`, `report`, `output`; this file
+//! [`plan::Plan`]; `Plan::validate` checks it in one place; `plan::Targets` finds or starts
+//! the servers; `plan::execute` runs it once; this file repeats that for `--runs`, judges
+//! `--threshold`s and writes the result ([`result`]). The scenarios are one module each, listed
+//! in one registry (`scenario::registry`); nothing above them names one. The layers, bottom
+//! up: `error`, `format`, `values`; [`wire`]; [`stats`], `metric`; [`engine`]; [`result`];
+//! `gate`; [`cli`], `options`; [`server`], `link`, `control`; `scenario`; [`plan`]; `export`,
+//! `report`, `output`, `dist`, `capacity`, `compare`; [`command`] and this file
 //! (msgbench/tests/layers.rs keeps them so).
 
 mod capacity;
 pub mod cli;
+pub mod command;
+mod compare;
 mod control;
 mod dist;
 pub mod engine;
@@ -38,7 +42,9 @@ use std::sync::{Arc, Mutex};
 
 use clap::Parser;
 
-use cli::{Cli, Command, DemoArgs};
+use cli::DemoArgs;
+pub use command::{Cli, Command};
+use command::ScenarioCommand;
 use error::{exit, Result};
 use options::Output;
 use plan::Plan;
@@ -97,10 +103,13 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
             *plan.out_mut() = a.out;
             plan
         }
-        command => match Plan::from_command(command) {
-            Ok(plan) => plan,
-            Err(other) => return run_tool(other, stop),
-        },
+        Command::Scenario(ScenarioCommand::Plan(plan)) => plan,
+        Command::Scenario(ScenarioCommand::Helper {
+            entry,
+            name,
+            matches,
+        }) => return entry.helper(&name, &matches, stop),
+        other => return run_tool(other, stop),
     };
     if plan.out().print_plan {
         return print_plan(&plan);
@@ -136,9 +145,10 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
 
 /// The commands that are not one plan: the suite, compare, calibration and the file tools.
 fn run_tool(command: Command, stop: &AtomicBool) -> Result<u8> {
-    output::dest::check_command(&command)?;
+    use output::dest::{check_files, check_out};
     match command {
         Command::Calibrate(a) => {
+            check_files(&[("--json", a.json.as_ref())])?;
             if a.samples == 0 {
                 return Err(error::Error::flag("--samples", "0", "must be at least 1"));
             }
@@ -160,27 +170,25 @@ fn run_tool(command: Command, stop: &AtomicBool) -> Result<u8> {
         }
         Command::Demo(a) => demo(&a, stop),
         Command::Compare(a) => {
-            if a.scenario.out().print_plan {
-                return print_plan(&Plan::from_compare(a.scenario));
+            if a.plan.out().print_plan {
+                return print_plan(&a.plan);
             }
-            let c = scenario::compare::run(a, stop)?;
+            check_out(a.plan.out(), a.plan.files())?;
+            let c = compare::run(a, stop)?;
             export::compare::emit(&c.doc, &c.output)?;
             Ok(c.code)
         }
         Command::Capacity(a) => capacity::run(a, stop),
-        Command::Report(a) => report::html::run(&a),
+        Command::Report(a) => {
+            check_files(&[("--output", Some(&a.output))])?;
+            report::html::run(&a)
+        }
         Command::Agent(a) => dist::agent::run(&a, stop),
-        Command::Diff(a) => report::diff::run(&a),
-        Command::Grpc(g) => match g.action {
-            Some(cli::GrpcAction::Serve(a)) => scenario::grpc::serve(&a, stop),
-            Some(cli::GrpcAction::Encode(a)) => {
-                let report = scenario::grpc::encode(&a)?;
-                export::text::print_encode(&report, a.json.as_deref())?;
-                Ok(exit::OK)
-            }
-            None => unreachable!("a gRPC load run is a plan"),
-        },
-        _ => unreachable!("every scenario run is a plan"),
+        Command::Diff(a) => {
+            check_files(&[("--json", a.json.as_ref())])?;
+            report::diff::run(&a)
+        }
+        Command::Run(_) | Command::Scenario(_) => unreachable!("every scenario run is a plan"),
     }
 }
 
@@ -236,7 +244,7 @@ fn run_plan(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
     {
         eprintln!("--metrics-listen: http://{}/metrics", m.local_addr());
     }
-    let targets = scenario::Targets::resolve(&validated)?;
+    let targets = plan::Targets::resolve(&validated)?;
     let allow_loss = validated.allow_loss();
     let stream = out
         .stream_stats
@@ -265,7 +273,7 @@ fn run_plan(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
             }),
         };
         let live = Live::start(Arc::clone(&meter), view);
-        let r = scenario::execute(
+        let r = plan::execute(
             &validated,
             targets.main.as_ref(),
             targets.second.as_ref(),
@@ -362,7 +370,7 @@ fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
         }
         plan.out_mut().no_progress = args.no_progress;
         let validated = plan.validate()?;
-        let mut result = scenario::execute(
+        let mut result = plan::execute(
             &validated,
             Some(&target),
             None,

@@ -22,11 +22,11 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
-use crate::cli::{CapacityArgs, CapacityScenario, SearchArgs};
+use crate::cli::SearchArgs;
+use crate::command::CapacityCommand;
 use crate::error::{exit, Error, Result};
 use crate::plan::Plan;
 use crate::result::{RunResult, ToolInfo, Verdict};
-use crate::scenario;
 use crate::stats::timeline::Meter;
 
 mod doc;
@@ -48,19 +48,19 @@ const TOOL_RETRIES: u32 = 2;
 /// # Errors
 /// A bad flag or plan, no server, or a destination that cannot be written, before any load;
 /// a probe that cannot run at all (not one that fails its SLO) after.
-pub fn run(args: CapacityArgs, stop: &AtomicBool) -> Result<u8> {
-    let search = args.scenario.search().clone();
+pub fn run(args: CapacityCommand, stop: &AtomicBool) -> Result<u8> {
+    let search = args.search;
     check_search(&search)?;
-    let json = refuse_outputs(args.scenario.out())?;
+    let json = refuse_outputs(args.plan.out())?;
     // --no-progress leaves out the line each probe run prints as it ends.
-    let progress = !args.scenario.out().no_progress;
-    let base = base_plan(args.scenario)?;
+    let progress = !args.plan.out().no_progress;
+    let base = base_plan(args.plan)?;
     if let Some(path) = &json {
         crate::output::dest::check("--json", path)?;
     }
     // One probe plan up front: every flag is checked, and the servers are started once.
     let first = probe_plan(&base, search.start_rate, &search)?.validate()?;
-    let targets = scenario::Targets::resolve(&first)?;
+    let targets = crate::plan::Targets::resolve(&first)?;
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let mut doc = Capacity::new(
         base.name(),
@@ -96,7 +96,7 @@ pub fn run(args: CapacityArgs, stop: &AtomicBool) -> Result<u8> {
                     return Outcome::Unknown;
                 }
                 let meter = Arc::new(Meter::default());
-                let r = match scenario::execute(
+                let r = match crate::plan::execute(
                     &validated,
                     targets.main.as_ref(),
                     targets.second.as_ref(),
@@ -293,28 +293,10 @@ fn refuse_outputs(o: &crate::cli::OutputArgs) -> Result<Option<std::path::PathBu
     Ok(o.json.clone())
 }
 
-/// The scenario's plan as typed, without the flags the search sets.
-fn base_plan(s: CapacityScenario) -> Result<Plan> {
-    let plan = match s {
-        CapacityScenario::Latency { run, .. } => Plan::Latency(run),
-        CapacityScenario::Pubsub { run, .. } => Plan::Pubsub(run),
-        CapacityScenario::Request { run, .. } => Plan::Request(run),
-        CapacityScenario::JsPub { run, .. } => Plan::JsPub(run),
-        CapacityScenario::Grpc { run, .. } => Plan::Grpc(run),
-    };
-    // A flag the search sets, typed anyway, would be silently replaced: refuse it.
-    let bare = bare_document(plan.name())?;
-    let doc = plan.document();
-    for key in SET_BY_SEARCH {
-        if lookup(&doc, key) != lookup(&bare, key) {
-            return Err(Error::Usage(format!(
-                "--{} is set by the search (use --start-rate, --max-rate, --probe-duration and \
-                 --probe-warmup)",
-                key.replace('_', "-")
-            )));
-        }
-    }
-    if lookup(&doc, "allow_loss") == Some(&Value::Bool(true)) {
+/// The scenario's plan as typed (the flags the search sets were refused as the command line
+/// was read).
+fn base_plan(plan: Plan) -> Result<Plan> {
+    if lookup(&plan.document(), "allow_loss") == Some(&Value::Bool(true)) {
         return Err(Error::Usage(
             "--allow-loss does not apply to a search: loss fails a rate only through an SLO \
              such as --slo 'lost==0'"
@@ -353,19 +335,6 @@ fn remove_search_keys(doc: &mut Value) {
 fn lookup<'a>(doc: &'a Value, key: &str) -> Option<&'a Value> {
     doc.get(key)
         .or_else(|| doc.get("load").and_then(|l| l.get(key)))
-}
-
-/// The document of the scenario with no flag typed.
-fn bare_document(name: &str) -> Result<Value> {
-    let words: Vec<&str> = match name {
-        "js.pub" => vec!["msgbench", "js", "pub"],
-        other => vec!["msgbench", other],
-    };
-    let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(words)
-        .map_err(|e| Error::Usage(crate::cli::one_line(&e)))?;
-    let not_one = || Error::Usage(format!("{name} is not a scenario"));
-    let plan = Plan::from_command(cli.command.ok_or_else(not_one)?).map_err(|_| not_one())?;
-    Ok(plan.document())
 }
 
 /// The probe at `rate`: the base plan on the schedule `RATE@WARMUP,RATE@HOLD`.

@@ -1,83 +1,10 @@
-//! The flags of `msgbench capacity`: the scenario to search with its own flags, and how the
-//! search runs (the SLO, how long and how often each rate is probed, where it starts and stops).
+//! The flags of `msgbench capacity` besides its scenario's own: how the search runs (the SLO,
+//! how long and how often each rate is probed, where it starts and stops).
 
 use std::time::Duration;
 
-use clap::{Args, Subcommand};
-
-use super::{GrpcArgs, JsPubArgs, LatencyArgs, OutputArgs, PubSubArgs, RequestArgs};
+use clap::Args;
 use crate::values::{parse_duration, parse_rate};
-
-#[derive(Debug, Args)]
-pub struct CapacityArgs {
-    /// The scenario to search with, and its flags (without --rate, --duration or --msgs: the
-    /// search sets them).
-    #[command(subcommand)]
-    pub scenario: CapacityScenario,
-}
-
-/// The open-loop scenarios a search can probe.
-#[derive(Debug, Subcommand)]
-pub enum CapacityScenario {
-    /// One publisher and one subscriber: end-to-end latency.
-    Latency {
-        #[command(flatten)]
-        run: LatencyArgs,
-        #[command(flatten)]
-        search: SearchArgs,
-    },
-    /// Publishers and subscribers: delivery at a rate.
-    Pubsub {
-        #[command(flatten)]
-        run: PubSubArgs,
-        #[command(flatten)]
-        search: SearchArgs,
-    },
-    /// Requests against responders: round trips at a rate.
-    Request {
-        #[command(flatten)]
-        run: RequestArgs,
-        #[command(flatten)]
-        search: SearchArgs,
-    },
-    /// JetStream publishes (--mode async): acknowledgements at a rate.
-    #[command(name = "js-pub")]
-    JsPub {
-        #[command(flatten)]
-        run: JsPubArgs,
-        #[command(flatten)]
-        search: SearchArgs,
-    },
-    /// gRPC calls at a rate.
-    Grpc {
-        #[command(flatten)]
-        run: GrpcArgs,
-        #[command(flatten)]
-        search: SearchArgs,
-    },
-}
-
-impl CapacityScenario {
-    pub fn search(&self) -> &SearchArgs {
-        match self {
-            CapacityScenario::Latency { search, .. }
-            | CapacityScenario::Pubsub { search, .. }
-            | CapacityScenario::Request { search, .. }
-            | CapacityScenario::JsPub { search, .. }
-            | CapacityScenario::Grpc { search, .. } => search,
-        }
-    }
-
-    pub fn out(&self) -> &OutputArgs {
-        match self {
-            CapacityScenario::Latency { run, .. } => &run.out,
-            CapacityScenario::Pubsub { run, .. } => &run.out,
-            CapacityScenario::Request { run, .. } => &run.out,
-            CapacityScenario::JsPub { run, .. } => &run.out,
-            CapacityScenario::Grpc { run, .. } => &run.out,
-        }
-    }
-}
 
 #[derive(Debug, Args, Clone)]
 pub struct SearchArgs {

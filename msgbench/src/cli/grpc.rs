@@ -1,33 +1,14 @@
-//! `msgbench grpc`'s flags: the load run, and its two helpers `grpc serve` and `grpc encode`.
+//! `msgbench grpc`'s flags: the load run, and its two helpers `grpc serve` and `grpc encode`
+//! (the helpers hang under the scenario's command in scenario/grpc).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Subcommand};
+use clap::Args;
 use serde::Serialize;
 
 use super::{parse_clients, OutputArgs};
 use crate::values::{parse_count, parse_duration, parse_rate};
-
-/// `msgbench grpc [flags]` runs load; `msgbench grpc serve|encode` are its two helpers.
-#[derive(Debug, Args)]
-#[command(args_conflicts_with_subcommands = true)]
-pub struct GrpcCommand {
-    #[command(subcommand)]
-    pub action: Option<GrpcAction>,
-    #[command(flatten)]
-    pub run: GrpcArgs,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum GrpcAction {
-    /// Serve the reference service, msgbench.log.v1.Log (an append-only log of named streams;
-    /// proto/msgbench/log/v1/log.proto), with server reflection.
-    Serve(GrpcServeArgs),
-    /// Time building messages from JSON, protobuf encoding and base64 apart from any I/O:
-    /// ns and bytes per message for each step.
-    Encode(GrpcEncodeArgs),
-}
 
 /// Which service definition to use, and which method or message of it.
 #[derive(Debug, Clone, Args, Serialize)]
@@ -50,7 +31,7 @@ pub struct GrpcSchemaArgs {
     pub streams: u64,
 }
 
-#[derive(Debug, Args, Serialize)]
+#[derive(Debug, Clone, Args, Serialize)]
 pub struct GrpcArgs {
     /// The method: package.Service/Method (default: msgbench.log.v1.Log/Append).
     #[arg(long, value_name = "METHOD")]

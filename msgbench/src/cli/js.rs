@@ -3,30 +3,12 @@
 
 use std::time::Duration;
 
-use clap::{Args, Subcommand};
+use clap::Args;
 use serde::Serialize;
 
 use super::{parse_clients, ConnArgs, Discard, JsPubMode, KeyOrder, OutputArgs, Publish, Storage};
 use crate::engine::pull::{AckMode, PullMode};
 use crate::values::{parse_count, parse_duration, parse_rate, parse_size};
-
-#[derive(Debug, Subcommand)]
-pub enum JsCommand {
-    /// Publish to a stream, sync (one at a time), async (a window in flight) or in atomic
-    /// batches, timing each PubAck, then reconcile the acknowledgements with the stream's state.
-    Pub(JsPubArgs),
-    /// Consume from a stream with a pull consumer (fetch, consume) or an ordered one, and check
-    /// that every stored message was delivered exactly once.
-    Consume(JsConsumeArgs),
-}
-
-#[derive(Debug, Subcommand)]
-pub enum KvCommand {
-    /// Write values to keys of a bucket, timing each acknowledgement.
-    Put(KvArgs),
-    /// Read keys of a bucket (filled first), timing each direct get.
-    Get(KvArgs),
-}
 
 /// The stream a JetStream command works on.
 #[derive(Debug, Clone, Args, Serialize)]
@@ -60,7 +42,7 @@ pub struct StreamArgs {
     pub delete_after: bool,
 }
 
-#[derive(Debug, Args, Serialize)]
+#[derive(Debug, Clone, Args, Serialize)]
 pub struct JsPubArgs {
     /// sync: wait for each acknowledgement; async: keep --max-in-flight unacknowledged;
     /// batch: atomic batches of --batch messages, each acknowledged once at its commit.
@@ -124,7 +106,7 @@ pub struct JsPubArgs {
     pub out: OutputArgs,
 }
 
-#[derive(Debug, Args, Serialize)]
+#[derive(Debug, Clone, Args, Serialize)]
 pub struct JsConsumeArgs {
     /// fetch: pull --batch at a time and wait for each; consume: keep --batch pulled ahead,
     /// topping up at half; ordered: an ordered ephemeral consumer (no acks, gaps detected).
@@ -171,7 +153,7 @@ pub struct JsConsumeArgs {
     pub out: OutputArgs,
 }
 
-#[derive(Debug, Args, Serialize)]
+#[derive(Debug, Clone, Args, Serialize)]
 pub struct KvArgs {
     /// Bucket name (its stream is KV_<bucket>); created if missing.
     #[arg(long, default_value = "msgbench")]

@@ -11,7 +11,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::Args;
 use serde::Serialize;
 
 mod agent;
@@ -21,128 +21,12 @@ mod js;
 mod modes;
 
 pub use agent::{AgentAction, AgentArgs, KeygenArgs};
-pub use capacity::{CapacityArgs, CapacityScenario, SearchArgs};
-pub use grpc::{GrpcAction, GrpcArgs, GrpcCommand, GrpcEncodeArgs, GrpcSchemaArgs, GrpcServeArgs};
-pub use js::{JsCommand, JsConsumeArgs, JsPubArgs, KvArgs, KvCommand, StreamArgs};
+pub use capacity::SearchArgs;
+pub use grpc::{GrpcArgs, GrpcEncodeArgs, GrpcSchemaArgs, GrpcServeArgs};
+pub use js::{JsConsumeArgs, JsPubArgs, KvArgs, StreamArgs};
 pub use modes::{BusyPoll, Discard, JsPubMode, KeyOrder, Publish, Storage, Subscribe, Switch};
 
 use crate::values::{parse_count, parse_duration, parse_rate, parse_size};
-
-#[derive(Debug, Parser)]
-#[command(
-    name = "msgbench",
-    version,
-    about = "Honest load generator and benchmark for NATS",
-    long_about = "Honest load generator and benchmark for NATS.\n\n\
-        With no --server (and no NATS_URL), msgbench starts a local nats-server itself.\n\
-        With no subcommand, it runs the short default suite (same as `msgbench demo`)."
-)]
-#[command(args_conflicts_with_subcommands = true)]
-pub struct Cli {
-    /// With no subcommand, the default suite's flags apply (`msgbench --server URL`).
-    #[command(flatten)]
-    pub demo: DemoArgs,
-    #[command(subcommand)]
-    pub command: Option<Command>,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum Command {
-    /// Publish messages, as fast as possible or at a rate.
-    Pub(PubArgs),
-    /// Subscribe and count messages published by someone else, with per-publisher accounting.
-    Sub(SubArgs),
-    /// Publishers and subscribers in one process: throughput and exact delivery accounting.
-    Pubsub(PubSubArgs),
-    /// End-to-end latency at a fixed rate, open loop, corrected for coordinated omission.
-    Latency(LatencyArgs),
-    /// Request/reply: clients send requests and time each reply (closed loop, or open loop
-    /// with --rate). Starts its own responders unless --responders 0.
-    Request(RequestArgs),
-    /// A reply service: responders in a queue group that echo each request.
-    Reply(ReplyArgs),
-    /// Connections as the load: open N at a connect rate, optionally subscribe each, hold them
-    /// while a light publisher checks each still receives; connect latency by phase, failures
-    /// by kind, memory per connection (msgbench's and the server's), and with --fault
-    /// restart@T:HOLD --reconnect the reconnect herd.
-    Conns(ConnsArgs),
-    /// JetStream: publish into a stream timing every acknowledgement, or consume from it
-    /// checking every message arrives once.
-    #[command(subcommand)]
-    Js(JsCommand),
-    /// Key-value buckets: put and get, timing each operation.
-    #[command(subcommand)]
-    Kv(KvCommand),
-    /// Measure this machine's latency floor: loopback TCP, one hop and two hops via the server.
-    Calibrate(CalibrateArgs),
-    /// Run a plan written by --print-plan (or by hand), with output flags of this run.
-    Run(RunArgs),
-    /// Run the short default suite (pub, pubsub, latency, request) and print the results.
-    Demo(DemoArgs),
-    /// Find the highest rate a scenario sustains within its SLO (--slo 'p99<5ms'): an
-    /// exponential search, then a bisection, each rate probed --probe-runs times.
-    Capacity(CapacityArgs),
-    /// Run one scenario through several client libraries (the native engine and drivers in
-    /// Go, Node.js, Python, Rust, Java) on one server and show them side by side.
-    Compare(CompareArgs),
-    /// Turn result files (--json output) into one self-contained HTML report with charts.
-    Report(ReportArgs),
-    /// Compare two result files metric by metric, with confidence intervals from their
-    /// repeated runs (--runs), and optionally fail on a regression.
-    Diff(DiffArgs),
-    /// gRPC load against any service (unary, client/server streaming, bidi), open or closed
-    /// loop, with per-message latency; `grpc serve` runs the reference log service and
-    /// `grpc encode` times message building and encoding apart from I/O.
-    Grpc(GrpcCommand),
-    /// A load agent for distributed runs: it announces itself on a NATS control server, runs
-    /// the signed plans a coordinator (any scenario with --agents) gives it, and reports back.
-    /// `agent keygen` makes the coordinator's signing key.
-    Agent(AgentArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct CompareArgs {
-    /// The clients to run, comma separated: native, go, node, node-old, python, rust, java.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "native",
-        value_name = "LIST"
-    )]
-    pub clients: Vec<String>,
-    /// The folder holding the drivers (default: ./drivers, else the repository's).
-    #[arg(long, value_name = "DIR")]
-    pub drivers: Option<PathBuf>,
-    /// The scenario, with its own flags (--runs N repeats it, interleaving the clients).
-    #[command(subcommand)]
-    pub scenario: CompareScenario,
-}
-
-/// The scenarios every driver implements.
-#[derive(Debug, Subcommand)]
-pub enum CompareScenario {
-    /// Publishers and subscribers: throughput and delivery.
-    Pubsub(PubSubArgs),
-    /// Open-loop latency at a fixed rate.
-    Latency(LatencyArgs),
-    /// Request/reply against msgbench's own echo service.
-    Request(RequestArgs),
-    /// JetStream publish, sync or async.
-    #[command(name = "js-pub")]
-    JsPub(JsPubArgs),
-}
-
-impl CompareScenario {
-    /// Where the comparison's results go.
-    pub fn out(&self) -> &OutputArgs {
-        match self {
-            CompareScenario::Pubsub(a) => &a.out,
-            CompareScenario::Latency(a) => &a.out,
-            CompareScenario::Request(a) => &a.out,
-            CompareScenario::JsPub(a) => &a.out,
-        }
-    }
-}
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -219,7 +103,7 @@ pub struct CalibrateArgs {
     pub json: Option<std::path::PathBuf>,
 }
 
-#[derive(Debug, Args, Serialize)]
+#[derive(Debug, Clone, Args, Serialize)]
 pub struct RequestArgs {
     /// Number of requesting connections.
     #[arg(long, default_value_t = 1, value_parser = parse_clients)]
@@ -272,7 +156,7 @@ pub struct RequestArgs {
     pub out: OutputArgs,
 }
 
-#[derive(Debug, Args, Serialize)]
+#[derive(Debug, Clone, Args, Serialize)]
 pub struct ReplyArgs {
     /// Number of responders in the queue group.
     #[arg(long, default_value_t = 1, value_parser = parse_clients)]
@@ -298,7 +182,7 @@ pub struct ReplyArgs {
     pub out: OutputArgs,
 }
 
-#[derive(Debug, Args, Serialize)]
+#[derive(Debug, Clone, Args, Serialize)]
 pub struct ConnsArgs {
     /// Connections to open.
     #[arg(long, default_value = "1000", value_parser = parse_fleet_size)]
@@ -342,7 +226,7 @@ pub struct ConnsArgs {
     pub out: OutputArgs,
 }
 
-#[derive(Debug, Args, Serialize)]
+#[derive(Debug, Clone, Args, Serialize)]
 pub struct LatencyArgs {
     /// Messages per second, on a fixed schedule: message i is due at start + i/rate.
     #[arg(long, default_value = "1000", value_parser = parse_rate, allow_hyphen_values = true)]
@@ -401,7 +285,7 @@ pub struct LatencyArgs {
     pub out: OutputArgs,
 }
 
-#[derive(Debug, Args, Serialize)]
+#[derive(Debug, Clone, Args, Serialize)]
 pub struct PubArgs {
     /// Number of publishing connections.
     #[arg(long, visible_alias = "pubs", default_value_t = 1, value_parser = parse_clients)]
@@ -415,7 +299,7 @@ pub struct PubArgs {
     pub out: OutputArgs,
 }
 
-#[derive(Debug, Args, Serialize)]
+#[derive(Debug, Clone, Args, Serialize)]
 pub struct SubArgs {
     /// Number of subscribing connections; each expects every message.
     #[arg(long, visible_alias = "subs", default_value_t = 1, value_parser = parse_clients)]
@@ -435,7 +319,7 @@ pub struct SubArgs {
     pub out: OutputArgs,
 }
 
-#[derive(Debug, Args, Serialize)]
+#[derive(Debug, Clone, Args, Serialize)]
 pub struct PubSubArgs {
     /// Number of publishing connections.
     #[arg(long, default_value_t = 1, value_parser = parse_clients)]
@@ -464,7 +348,7 @@ pub struct DemoArgs {
 }
 
 /// What to send and for how long.
-#[derive(Debug, Args, Serialize)]
+#[derive(Debug, Clone, Args, Serialize)]
 pub struct LoadArgs {
     /// Messages per publisher (or expected by each subscriber). Accepts 100000, 1_000_000, 20M.
     #[arg(long, default_value = "100000", value_parser = parse_count,
@@ -514,7 +398,7 @@ pub struct LoadArgs {
 }
 
 /// Deliberately slow subscribers, to see what loss looks like.
-#[derive(Debug, Args, Serialize)]
+#[derive(Debug, Clone, Args, Serialize)]
 pub struct StallArgs {
     /// Each subscriber stops reading for DURATION after N messages, e.g. 1000:3s. The server
     /// may then cut it off as a slow consumer; the loss shows in the delivery accounting.

@@ -494,8 +494,8 @@ fn run_share(
                 }
             });
         let out = (|| {
-            let targets = crate::scenario::Targets::resolve(validated)?;
-            crate::scenario::execute(
+            let targets = crate::plan::Targets::resolve(validated)?;
+            crate::plan::execute(
                 validated,
                 targets.main.as_ref(),
                 targets.second.as_ref(),

@@ -126,53 +126,18 @@ impl Wanted {
     }
 }
 
-/// The clients a plan has, as the split sees them.
-fn clients(plan: &Plan) -> Result<(u32, u32)> {
-    Ok(match plan {
-        Plan::Pub(a) => (a.clients, 0),
-        Plan::Sub(a) => (0, a.clients),
-        Plan::Pubsub(a) => (a.pubs, a.subs),
-        // Requesters split like publishers, responders like subscribers (from the last agent):
-        // with one of each on two agents, every request crosses between hosts.
-        // (validation caps --responders at 1000)
-        Plan::Request(a) => (a.clients, a.responders.min(1000) as u32),
-        Plan::Latency(a) => {
-            if a.server_b.is_some() {
-                return Err(Error::Usage(
-                    "--server-b cannot be combined with --agents yet: agents share one server"
-                        .into(),
-                ));
-            }
-            (1, 1)
-        }
-        other => {
-            return Err(Error::Usage(format!(
-                "--agents: `{}` does not run on agents yet (pub, sub, pubsub, latency and request \
-                 do)",
-                other.name()
-            )))
-        }
-    })
-}
-
-fn timeout_of(v: &Validated) -> Duration {
-    match v {
-        Validated::Load(o) => o.timeout,
-        Validated::Latency(o) => o.timeout,
-        Validated::Request(o) => o.timeout,
-        _ => Duration::from_secs(5),
-    }
-}
-
 /// Runs `plan` on agents: `--runs` times, then thresholds and output as for any run.
 ///
 /// # Errors
 /// Bad flags, too few agents, a refused plan; a lost agent after the result was written.
 pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
     let out = plan.out();
-    let conn = plan
-        .conn()
-        .expect("scenarios on agents have connection flags");
+    let conn = plan.conn().ok_or_else(|| {
+        Error::Usage(format!(
+            "--agents: `{}` takes no NATS connection flags, and agents meet over NATS",
+            plan.name()
+        ))
+    })?;
     for (flag, given) in [
         ("--fault", conn.fault.is_some()),
         ("--link", conn.link.is_some()),
@@ -197,9 +162,9 @@ pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
                     .into(),
             )
         })?;
-    let (pubs, subs) = clients(plan)?;
     let wanted = Wanted::parse(out.agents.as_deref(), &out.agent_labels)?;
     let validated = plan.validate()?;
+    let crate::scenario::Split { pubs, subs } = validated.split()?;
     let signer = out.sign.as_deref().map(Signer::from_file).transpose()?;
     if signer.is_none() {
         eprintln!(
@@ -232,7 +197,7 @@ pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
                 .and_then(|u| u.first().map(ToString::to_string))
                 .unwrap_or_default(),
             heartbeats: &heartbeats,
-            silent_limit: timeout_of(&validated).max(SILENT_AT_LEAST),
+            silent_limit: validated.timeout().max(SILENT_AT_LEAST),
             live: crate::output::live::View::line_wanted(out.live, !out.no_progress),
             stream: stream.as_ref(),
             scenario: plan.name(),
@@ -714,17 +679,7 @@ impl Coordinated<'_> {
 
     /// The run's length when it is given as a duration.
     fn duration(&self) -> Option<Duration> {
-        use crate::engine::pace::Stop;
-        let stop = match self.validated {
-            Validated::Load(o) => o.stop,
-            Validated::Latency(o) => o.stop,
-            Validated::Request(o) => o.stop,
-            _ => return None,
-        };
-        match stop {
-            Stop::For(d) => Some(d),
-            Stop::Count(_) => None,
-        }
+        self.validated.duration()
     }
 
     fn take(&self, r: Report, tracked: &mut [Tracked], board: &mut super::progress::Board) {
@@ -789,12 +744,7 @@ impl Coordinated<'_> {
                 }
             })
             .collect();
-        let (scenario, params) = match self.validated {
-            Validated::Load(o) => (o.scenario.as_str(), o.params()),
-            Validated::Latency(o) => ("latency", o.params()),
-            Validated::Request(o) => (o.scenario, o.params()),
-            _ => unreachable!("only these scenarios run on agents"),
-        };
+        let (scenario, params) = (self.validated.name(), self.validated.params());
         // Stands in for the server's own description only when no agent completed.
         let server = ServerMeta {
             url: self.target.clone(),

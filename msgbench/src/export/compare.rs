@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::options::Output;
-use crate::scenario::compare::Comparison;
+use crate::compare::Comparison;
 
 /// The side-by-side table.
 fn table(c: &Comparison) -> String {

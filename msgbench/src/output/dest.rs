@@ -9,11 +9,11 @@
 //! [`rescue`] writes the result to a fallback file and says where.
 
 use std::fs::{self, OpenOptions};
-use std::io::ErrorKind as IoKind;
 use std::path::{Path, PathBuf};
 
-use crate::cli::{Command, CompareScenario, GrpcAction, OutputArgs};
+use crate::cli::OutputArgs;
 use crate::error::{Error, Result};
+pub use crate::options::dest::check;
 use crate::plan::Plan;
 
 /// Checks every file a plan's run would write.
@@ -21,32 +21,29 @@ use crate::plan::Plan;
 /// # Errors
 /// [`Error::Destination`] for the first one that cannot be written.
 pub fn check_plan(plan: &Plan) -> Result<()> {
-    check_all(destinations(plan.out(), hist_of(plan)))
+    check_all(destinations(plan.out(), plan.files()))
 }
 
-/// Checks every file a command that is not one plan would write.
+/// Checks the files a command that is not one plan would write, each named by its flag (`-`,
+/// standard output, is left out).
 ///
 /// # Errors
 /// [`Error::Destination`] for the first one that cannot be written.
-pub fn check_command(cmd: &Command) -> Result<()> {
-    let found = match cmd {
-        Command::Compare(c) => {
-            let hist = match &c.scenario {
-                CompareScenario::Latency(a) => a.hist.clone(),
-                _ => None,
-            };
-            destinations(c.scenario.out(), hist)
-        }
-        Command::Grpc(g) => match &g.action {
-            Some(GrpcAction::Encode(a)) => file("--json", a.json.as_ref()),
-            _ => Vec::new(),
-        },
-        Command::Calibrate(a) => file("--json", a.json.as_ref()),
-        Command::Report(a) => file("--output", Some(&a.output)),
-        Command::Diff(a) => file("--json", a.json.as_ref()),
-        _ => Vec::new(),
-    };
+pub fn check_files(files: &[(&'static str, Option<&PathBuf>)]) -> Result<()> {
+    let found = files
+        .iter()
+        .filter_map(|(flag, p)| Some((*flag, (*p)?.clone())))
+        .filter(|(_, p)| p.as_path() != Path::new("-"))
+        .collect();
     check_all(found)
+}
+
+/// Checks every file a plan's output flags, and its scenario's own files, name.
+///
+/// # Errors
+/// [`Error::Destination`] for the first one that cannot be written.
+pub fn check_out(o: &OutputArgs, files: Vec<(&'static str, PathBuf)>) -> Result<()> {
+    check_all(destinations(o, files))
 }
 
 fn check_all(found: Vec<(&'static str, PathBuf)>) -> Result<()> {
@@ -56,92 +53,16 @@ fn check_all(found: Vec<(&'static str, PathBuf)>) -> Result<()> {
     Ok(())
 }
 
-fn hist_of(plan: &Plan) -> Option<PathBuf> {
-    match plan {
-        Plan::Latency(a) => a.hist.clone(),
-        _ => None,
-    }
-}
-
-fn file(flag: &'static str, path: Option<&PathBuf>) -> Vec<(&'static str, PathBuf)> {
-    path.into_iter()
-        .filter(|p| p.as_path() != Path::new("-"))
-        .map(|p| (flag, p.clone()))
-        .collect()
-}
-
 /// The files a run writes, with the flag that names each. `-` (stdout) is left out.
-fn destinations(o: &OutputArgs, hist: Option<PathBuf>) -> Vec<(&'static str, PathBuf)> {
+fn destinations(o: &OutputArgs, files: Vec<(&'static str, PathBuf)>) -> Vec<(&'static str, PathBuf)> {
     let mut found = Vec::new();
     found.extend(o.json.clone().map(|p| ("--json", p)));
     found.extend(o.csv.clone().map(|p| ("--csv", p)));
     found.extend(o.markdown.clone().map(|p| ("--markdown", p)));
     found.extend(o.stream_stats.clone().map(|p| ("--stream-stats", p)));
-    // `--hist PREFIX` writes three files next to each other.
-    if let Some(prefix) = hist {
-        for suffix in ["hgrm", "uncorrected.hgrm", "hlog"] {
-            let mut p = prefix.clone().into_os_string();
-            p.push(".");
-            p.push(suffix);
-            found.push(("--hist", PathBuf::from(p)));
-        }
-    }
+    found.extend(files);
     found.retain(|(_, p)| p != Path::new("-"));
     found
-}
-
-/// Checks that `path` can be written: an existing file must open for writing (it is not
-/// truncated here), and a new one must be creatable in an existing folder (it is created and
-/// removed at once, which proves the folder's permissions and file system as a write would).
-///
-/// # Errors
-/// [`Error::Destination`] naming `flag`, the path and why.
-pub fn check(flag: &'static str, path: &Path) -> Result<()> {
-    let refuse = |reason: String| Error::Destination {
-        flag,
-        path: path.display().to_string(),
-        reason,
-    };
-    match fs::metadata(path) {
-        Ok(m) if m.is_dir() => Err(refuse("it is a directory".into())),
-        Ok(_) => OpenOptions::new()
-            .write(true)
-            .open(path)
-            .map(drop)
-            .map_err(|e| refuse(format!("it cannot be opened for writing: {e}"))),
-        // A file under a plain file (`notes.txt/r.json`) is "not a directory", not "not found".
-        Err(e) if matches!(e.kind(), IoKind::NotFound | IoKind::NotADirectory) => {
-            let parent = path
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            match fs::metadata(parent) {
-                Ok(m) if m.is_dir() => {}
-                Ok(_) => return Err(refuse(format!("'{}' is not a directory", parent.display()))),
-                Err(e) if e.kind() == IoKind::NotFound => {
-                    return Err(refuse(format!(
-                        "the directory '{}' does not exist",
-                        parent.display()
-                    )))
-                }
-                Err(e) => return Err(refuse(e.to_string())),
-            }
-            OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(path)
-                .map_err(|e| {
-                    refuse(format!(
-                        "a file cannot be created in '{}': {e}",
-                        parent.display()
-                    ))
-                })?;
-            // Only the file this check created is removed (`create_new` failed otherwise).
-            let _ = fs::remove_file(path);
-            Ok(())
-        }
-        Err(e) => Err(refuse(e.to_string())),
-    }
 }
 
 /// Writes `doc` (a result as JSON) to a new fallback file, in the current directory or else

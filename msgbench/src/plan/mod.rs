@@ -3,172 +3,81 @@
 //! settings and the stop condition; never where results go, and never a secret (credentials
 //! stay references: `--creds`/`--nkey` files, `--context`, `NATS_PASSWORD`).
 //!
-//! `msgbench <scenario> … --print-plan` writes one; `msgbench run PLAN.json [output flags]`
-//! runs it. A plan's keys are the scenario's flags (nested by flag group), so reading one back
-//! goes through the command line's own parsers and checks: a plan is valid exactly when the
-//! command it spells is, and a bad value is reported with the flag's name. Validation lives in
-//! one place, whichever way a run was asked for.
+//! `msgbench <scenario> … --print-plan` writes one; `msgbench run PLAN.json` runs it. A plan's
+//! keys are the scenario's flags (nested by flag group), so reading one back goes through the
+//! command line's own parsers and checks: a plan is valid exactly when the command it spells
+//! is, and a bad value is reported with the flag's name. Validation lives in one place,
+//! whichever way a run was asked for, and so does running ([`execute`]): every mode holds a
+//! plan, none names a scenario.
 
 use std::ffi::OsString;
 use std::path::Path;
 
-use clap::Parser;
-use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::cli::{
-    Cli, Command, CompareScenario, ConnArgs, ConnsArgs, JsCommand, JsConsumeArgs, JsPubArgs,
-    KvArgs, KvCommand, LatencyArgs, OutputArgs, PubArgs, PubSubArgs, ReplyArgs, RequestArgs,
-    SubArgs,
-};
+use crate::cli::{ConnArgs, OutputArgs};
 use crate::error::{Error, Result};
+use crate::scenario::registry::{self, AnyArgs, Entry};
 use crate::wire::url::{parse_servers, Auth};
 
-mod validated;
+mod execute;
 
-pub use validated::Validated;
+pub use execute::{execute, Targets, Validated};
 
 /// The schema name a plan document carries.
 pub const SCHEMA: &str = "msgbench.plan/v1";
 
-/// One run of one scenario. The variants are the scenarios that run load; their names are the
-/// result's `scenario` names.
-#[derive(Debug, Serialize)]
-#[serde(tag = "scenario")]
-pub enum Plan {
-    #[serde(rename = "pub")]
-    Pub(PubArgs),
-    #[serde(rename = "sub")]
-    Sub(SubArgs),
-    #[serde(rename = "pubsub")]
-    Pubsub(PubSubArgs),
-    #[serde(rename = "latency")]
-    Latency(LatencyArgs),
-    #[serde(rename = "request")]
-    Request(RequestArgs),
-    #[serde(rename = "reply")]
-    Reply(ReplyArgs),
-    #[serde(rename = "conns")]
-    Conns(ConnsArgs),
-    #[serde(rename = "js.pub")]
-    JsPub(JsPubArgs),
-    #[serde(rename = "js.consume")]
-    JsConsume(JsConsumeArgs),
-    #[serde(rename = "kv.put")]
-    KvPut(KvArgs),
-    #[serde(rename = "kv.get")]
-    KvGet(KvArgs),
-    #[serde(rename = "grpc")]
-    Grpc(crate::cli::GrpcArgs),
+/// One run of one scenario: its flags as typed (or read from a file), output flags included.
+#[derive(Debug)]
+pub struct Plan {
+    args: Box<dyn AnyArgs>,
 }
 
-/// The document form: the schema beside the plan.
-#[derive(Serialize)]
-struct Document<'a> {
-    schema: &'static str,
-    #[serde(flatten)]
-    plan: &'a Plan,
+impl Clone for Plan {
+    fn clone(&self) -> Self {
+        Self {
+            args: self.args.clone_box(),
+        }
+    }
 }
 
 impl Plan {
-    /// The plan a typed command runs, or the command back when it is not a run of one
-    /// scenario (compare, report, diff, demo, …).
-    #[allow(clippy::result_large_err)] // `Err` hands the command back; it is no error
-    pub fn from_command(cmd: Command) -> std::result::Result<Self, Command> {
-        use crate::cli::GrpcCommand;
-        Ok(match cmd {
-            Command::Pub(a) => Plan::Pub(a),
-            Command::Sub(a) => Plan::Sub(a),
-            Command::Pubsub(a) => Plan::Pubsub(a),
-            Command::Latency(a) => Plan::Latency(a),
-            Command::Request(a) => Plan::Request(a),
-            Command::Reply(a) => Plan::Reply(a),
-            Command::Conns(a) => Plan::Conns(a),
-            Command::Js(JsCommand::Pub(a)) => Plan::JsPub(a),
-            Command::Js(JsCommand::Consume(a)) => Plan::JsConsume(a),
-            Command::Kv(KvCommand::Put(a)) => Plan::KvPut(a),
-            Command::Kv(KvCommand::Get(a)) => Plan::KvGet(a),
-            Command::Grpc(GrpcCommand { action: None, run }) => Plan::Grpc(run),
-            other => return Err(other),
-        })
+    /// The plan of parsed flags.
+    pub fn new(args: Box<dyn AnyArgs>) -> Self {
+        Self { args }
     }
 
-    /// The plan each client of `compare` runs.
-    pub fn from_compare(s: CompareScenario) -> Self {
-        match s {
-            CompareScenario::Pubsub(a) => Plan::Pubsub(a),
-            CompareScenario::Latency(a) => Plan::Latency(a),
-            CompareScenario::Request(a) => Plan::Request(a),
-            CompareScenario::JsPub(a) => Plan::JsPub(a),
-        }
+    /// The scenario's registry entry.
+    pub fn entry(&self) -> &'static dyn Entry {
+        self.args.entry()
     }
 
     /// The scenario's name, as results and plans spell it.
     pub fn name(&self) -> &'static str {
-        match self {
-            Plan::Pub(_) => "pub",
-            Plan::Sub(_) => "sub",
-            Plan::Pubsub(_) => "pubsub",
-            Plan::Latency(_) => "latency",
-            Plan::Request(_) => "request",
-            Plan::Reply(_) => "reply",
-            Plan::Conns(_) => "conns",
-            Plan::JsPub(_) => "js.pub",
-            Plan::JsConsume(_) => "js.consume",
-            Plan::KvPut(_) => "kv.put",
-            Plan::KvGet(_) => "kv.get",
-            Plan::Grpc(_) => "grpc",
-        }
+        self.entry().name()
     }
 
     /// Where results go: given with the command, never part of the plan itself.
     pub fn out(&self) -> &OutputArgs {
-        match self {
-            Plan::Pub(a) => &a.out,
-            Plan::Sub(a) => &a.out,
-            Plan::Pubsub(a) => &a.out,
-            Plan::Latency(a) => &a.out,
-            Plan::Request(a) => &a.out,
-            Plan::Reply(a) => &a.out,
-            Plan::Conns(a) => &a.out,
-            Plan::JsPub(a) => &a.out,
-            Plan::JsConsume(a) => &a.out,
-            Plan::KvPut(a) | Plan::KvGet(a) => &a.out,
-            Plan::Grpc(a) => &a.out,
-        }
+        self.args.out()
     }
 
     pub fn out_mut(&mut self) -> &mut OutputArgs {
-        match self {
-            Plan::Pub(a) => &mut a.out,
-            Plan::Sub(a) => &mut a.out,
-            Plan::Pubsub(a) => &mut a.out,
-            Plan::Latency(a) => &mut a.out,
-            Plan::Request(a) => &mut a.out,
-            Plan::Reply(a) => &mut a.out,
-            Plan::Conns(a) => &mut a.out,
-            Plan::JsPub(a) => &mut a.out,
-            Plan::JsConsume(a) => &mut a.out,
-            Plan::KvPut(a) | Plan::KvGet(a) => &mut a.out,
-            Plan::Grpc(a) => &mut a.out,
-        }
+        self.args.out_mut()
     }
 
     /// The NATS connection flags (none for gRPC, whose target is a URL of its own).
     pub fn conn(&self) -> Option<&ConnArgs> {
-        match self {
-            Plan::Pub(a) => Some(&a.conn),
-            Plan::Sub(a) => Some(&a.conn),
-            Plan::Pubsub(a) => Some(&a.conn),
-            Plan::Latency(a) => Some(&a.conn),
-            Plan::Request(a) => Some(&a.conn),
-            Plan::Reply(a) => Some(&a.conn),
-            Plan::Conns(a) => Some(&a.conn),
-            Plan::JsPub(a) => Some(&a.conn),
-            Plan::JsConsume(a) => Some(&a.conn),
-            Plan::KvPut(a) | Plan::KvGet(a) => Some(&a.conn),
-            Plan::Grpc(_) => None,
-        }
+        self.args.conn()
+    }
+
+    pub fn conn_mut(&mut self) -> Option<&mut ConnArgs> {
+        self.args.conn_mut()
+    }
+
+    /// Files the run writes besides the result (`latency --hist`), with their flags.
+    pub fn files(&self) -> Vec<(&'static str, std::path::PathBuf)> {
+        self.args.files()
     }
 
     /// Checks the plan and builds its scenario's options.
@@ -176,7 +85,7 @@ impl Plan {
     /// # Errors
     /// [`Error::Usage`] naming the flag whose value cannot work.
     pub fn validate(&self) -> Result<Validated> {
-        let v = self.validate_scenario()?;
+        let v = Validated::new(self.name(), self.args.validate()?);
         if let Some(sc) = v.schedule() {
             // Agents split one fixed rate between them.
             if self.out().distributed() {
@@ -186,67 +95,6 @@ impl Plan {
             }
         }
         Ok(v)
-    }
-
-    fn validate_scenario(&self) -> Result<Validated> {
-        use crate::options::{self as o, ScenarioKind};
-        Ok(match self {
-            Plan::Pub(a) => Validated::Load(o::Options::new(
-                ScenarioKind::Pub,
-                a.clients,
-                0,
-                &a.load,
-                &a.conn,
-                &a.out,
-                None,
-                None,
-            )?),
-            Plan::Sub(a) => Validated::Load(o::Options::new(
-                ScenarioKind::Sub,
-                0,
-                a.clients,
-                &a.load,
-                &a.conn,
-                &a.out,
-                Some(&a.stall),
-                Some(a.start_timeout),
-            )?),
-            Plan::Pubsub(a) => Validated::Load(o::Options::new(
-                ScenarioKind::Pubsub,
-                a.pubs,
-                a.subs,
-                &a.load,
-                &a.conn,
-                &a.out,
-                Some(&a.stall),
-                None,
-            )?),
-            Plan::Latency(a) => Validated::Latency(o::latency::LatencyOptions::new(a)?),
-            Plan::Request(a) => Validated::Request(o::request::RequestOptions::new(a)?),
-            Plan::Reply(a) => Validated::Reply(o::request::ReplyOptions::new(a)?),
-            Plan::Conns(a) => Validated::Conns(o::conns::ConnsOptions::new(a)?),
-            Plan::JsPub(a) => Validated::JsPub(o::js::JsPubOptions::new(a)?),
-            Plan::JsConsume(a) => Validated::JsConsume(o::js::JsConsumeOptions::new(a)?),
-            Plan::KvPut(a) => Validated::Kv(o::js::KvOptions::new(a, false)?),
-            Plan::KvGet(a) => Validated::Kv(o::js::KvOptions::new(a, true)?),
-            Plan::Grpc(a) => Validated::Grpc(o::grpc::GrpcOptions::new(a)?),
-        })
-    }
-
-    pub fn conn_mut(&mut self) -> Option<&mut ConnArgs> {
-        match self {
-            Plan::Pub(a) => Some(&mut a.conn),
-            Plan::Sub(a) => Some(&mut a.conn),
-            Plan::Pubsub(a) => Some(&mut a.conn),
-            Plan::Latency(a) => Some(&mut a.conn),
-            Plan::Request(a) => Some(&mut a.conn),
-            Plan::Reply(a) => Some(&mut a.conn),
-            Plan::Conns(a) => Some(&mut a.conn),
-            Plan::JsPub(a) => Some(&mut a.conn),
-            Plan::JsConsume(a) => Some(&mut a.conn),
-            Plan::KvPut(a) | Plan::KvGet(a) => Some(&mut a.conn),
-            Plan::Grpc(_) => None,
-        }
     }
 
     /// The plan as a JSON document.
@@ -284,11 +132,11 @@ impl Plan {
     /// The plan as a document, credentials included (for a plan derived from it in this
     /// process, never for writing out).
     pub(crate) fn document(&self) -> Value {
-        serde_json::to_value(Document {
-            schema: SCHEMA,
-            plan: self,
-        })
-        .expect("a plan serialises")
+        let mut v = self.args.to_value();
+        let obj = v.as_object_mut().expect("a scenario's flags are an object");
+        obj.insert("schema".into(), SCHEMA.into());
+        obj.insert("scenario".into(), self.name().into());
+        v
     }
 
     /// Reads a plan document back, through the command line's parsers and checks.
@@ -317,39 +165,16 @@ impl Plan {
             .get("scenario")
             .and_then(Value::as_str)
             .ok_or_else(|| Error::Usage("a plan needs a \"scenario\"".into()))?;
-        let words: &[&str] = match scenario {
-            "pub" => &["pub"],
-            "sub" => &["sub"],
-            "pubsub" => &["pubsub"],
-            "latency" => &["latency"],
-            "request" => &["request"],
-            "reply" => &["reply"],
-            "conns" => &["conns"],
-            "js.pub" => &["js", "pub"],
-            "js.consume" => &["js", "consume"],
-            "kv.put" => &["kv", "put"],
-            "kv.get" => &["kv", "get"],
-            "grpc" => &["grpc"],
-            other => {
-                return Err(Error::Usage(format!(
-                    "plan scenario '{other}' is not one msgbench runs"
-                )))
-            }
-        };
-        let mut argv: Vec<OsString> = vec!["msgbench".into()];
-        argv.extend(words.iter().map(OsString::from));
+        let entry = registry::named(scenario).ok_or_else(|| {
+            Error::Usage(format!("plan scenario '{scenario}' is not one msgbench runs"))
+        })?;
+        let cmd = entry.command();
+        let mut argv: Vec<OsString> = vec![cmd.get_name().into()];
         let mut rest = obj.clone();
         rest.remove("schema");
         rest.remove("scenario");
         // A value equal to its flag's default is left to the default, as if not typed: some
         // flags (--multisubject-max) may only be typed beside another.
-        let mut cmd = <Cli as clap::CommandFactory>::command();
-        for w in words {
-            cmd = cmd
-                .find_subcommand(w)
-                .expect("every plan scenario is a subcommand")
-                .clone();
-        }
         let defaults: std::collections::HashMap<String, String> = cmd
             .get_arguments()
             .filter_map(|a| {
@@ -358,12 +183,13 @@ impl Plan {
             })
             .collect();
         flags(&rest, &defaults, &mut argv)?;
-        let cli = Cli::try_parse_from(argv)
+        let matches = cmd
+            .try_get_matches_from(argv)
             .map_err(|e| Error::Usage(format!("plan: {}", crate::cli::one_line(&e))))?;
-        let cmd = cli
-            .command
-            .ok_or_else(|| Error::Usage("the plan names no scenario".into()))?;
-        Plan::from_command(cmd).map_err(|_| Error::Usage("the plan names no scenario".into()))
+        let args = entry
+            .parse(&matches)
+            .map_err(|e| Error::Usage(format!("plan: {}", crate::cli::one_line(&e))))?;
+        Ok(Plan::new(args))
     }
 
     /// Reads a plan file.

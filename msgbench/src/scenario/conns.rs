@@ -41,6 +41,49 @@ const DRAIN: Duration = Duration::from_secs(2);
 /// Connections named as missing checks, at most.
 const MISSING_SHOWN: usize = 10;
 
+/// `msgbench conns`.
+pub struct Conns;
+
+super::registry::flags!(crate::cli::ConnsArgs, out, conn);
+
+impl super::Scenario for Conns {
+    type Args = crate::cli::ConnsArgs;
+    const NAME: &'static str = "conns";
+    const WORDS: &'static [&'static str] = &["conns"];
+    const ABOUT: &'static str = "Connections as the load: open N at a connect rate, optionally \
+                                 subscribe each, hold them while a light publisher checks each \
+                                 still receives; connect latency by phase, failures by kind, \
+                                 memory per connection (msgbench's and the server's), and with \
+                                 --fault restart@T:HOLD --reconnect the reconnect herd.";
+    fn validate(a: &Self::Args) -> Result<Box<dyn super::Runnable>> {
+        Ok(Box::new(ConnsOptions::new(a)?))
+    }
+}
+
+impl super::Runnable for ConnsOptions {
+    fn output(&self) -> &crate::options::Output {
+        &self.output
+    }
+    fn server(&self) -> Option<(&crate::options::ServerChoice, Option<crate::result::LinkSpec>)> {
+        Some((&self.server, self.conn.link))
+    }
+    fn split(&self) -> Result<super::Split> {
+        Err(super::not_on_agents("conns", "not yet"))
+    }
+    fn timeout(&self) -> std::time::Duration {
+        self.timeout
+    }
+    fn duration(&self) -> Option<std::time::Duration> {
+        Some(self.hold)
+    }
+    fn params(&self) -> serde_json::Value {
+        ConnsOptions::params(self)
+    }
+    fn run(&self, ctx: &super::Ctx<'_>) -> Result<RunResult> {
+        run(self, ctx.target()?, ctx.stop)
+    }
+}
+
 /// Runs `msgbench conns`.
 ///
 /// # Errors
@@ -359,7 +402,7 @@ fn start_checker<'s, 'e: 's>(
         pace: Some(clock.pace.clone()),
         // The loop's time zero is the clock's, so the clock knows each check's due time.
         start_at: Some(clock.start),
-        late_bound: super::PACING_LATE_BOUND,
+        late_bound: super::pacing::PACING_LATE_BOUND,
         flush_timeout: opts.timeout,
     };
     let conn::Conn {

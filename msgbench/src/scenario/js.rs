@@ -168,6 +168,168 @@ fn publish_and_reconcile(
     Ok((result, report, acks))
 }
 
+/// `msgbench js pub`.
+pub struct JsPub;
+/// `msgbench js consume`.
+pub struct JsConsume;
+/// `msgbench kv put`.
+pub struct KvPut;
+/// `msgbench kv get`.
+pub struct KvGet;
+
+super::registry::flags!(crate::cli::JsPubArgs, out, conn);
+super::registry::flags!(crate::cli::JsConsumeArgs, out, conn);
+super::registry::flags!(crate::cli::KvArgs, out, conn);
+
+impl super::Scenario for JsPub {
+    type Args = crate::cli::JsPubArgs;
+    const NAME: &'static str = "js.pub";
+    const WORDS: &'static [&'static str] = &["js", "pub"];
+    const ABOUT: &'static str = "Publish to a stream, sync (one at a time), async (a window in \
+                                 flight) or in atomic batches, timing each PubAck, then \
+                                 reconcile the acknowledgements with the stream's state.";
+    const COMPARE: Option<&'static str> = Some("js-pub");
+    const CAPACITY: Option<&'static str> = Some("js-pub");
+    fn validate(a: &Self::Args) -> Result<Box<dyn super::Runnable>> {
+        Ok(Box::new(JsPubOptions::new(a)?))
+    }
+}
+
+impl super::Scenario for JsConsume {
+    type Args = crate::cli::JsConsumeArgs;
+    const NAME: &'static str = "js.consume";
+    const WORDS: &'static [&'static str] = &["js", "consume"];
+    const ABOUT: &'static str = "Consume from a stream with a pull consumer (fetch, consume) or \
+                                 an ordered one, and check that every stored message was \
+                                 delivered exactly once.";
+    fn validate(a: &Self::Args) -> Result<Box<dyn super::Runnable>> {
+        Ok(Box::new(JsConsumeOptions::new(a)?))
+    }
+}
+
+impl super::Scenario for KvPut {
+    type Args = crate::cli::KvArgs;
+    const NAME: &'static str = "kv.put";
+    const WORDS: &'static [&'static str] = &["kv", "put"];
+    const ABOUT: &'static str = "Write values to keys of a bucket, timing each acknowledgement.";
+    fn validate(a: &Self::Args) -> Result<Box<dyn super::Runnable>> {
+        Ok(Box::new(KvOptions::new(a, false)?))
+    }
+}
+
+impl super::Scenario for KvGet {
+    type Args = crate::cli::KvArgs;
+    const NAME: &'static str = "kv.get";
+    const WORDS: &'static [&'static str] = &["kv", "get"];
+    const ABOUT: &'static str = "Read keys of a bucket (filled first), timing each direct get.";
+    fn validate(a: &Self::Args) -> Result<Box<dyn super::Runnable>> {
+        Ok(Box::new(KvOptions::new(a, true)?))
+    }
+}
+
+impl super::Runnable for JsPubOptions {
+    fn output(&self) -> &crate::options::Output {
+        &self.publish.output
+    }
+    fn allow_loss(&self) -> bool {
+        self.publish.allow_loss
+    }
+    fn schedule(&self) -> Option<&crate::stats::schedule::RateSchedule> {
+        self.publish.pace.schedule().filter(|s| !s.is_fixed())
+    }
+    fn server(&self) -> Option<(&crate::options::ServerChoice, Option<crate::result::LinkSpec>)> {
+        Some((&self.publish.server, self.publish.conn.link))
+    }
+    fn split(&self) -> Result<super::Split> {
+        Err(super::not_on_agents("js.pub", "not yet"))
+    }
+    fn timeout(&self) -> std::time::Duration {
+        self.publish.timeout
+    }
+    fn params(&self) -> serde_json::Value {
+        JsPubOptions::params(self)
+    }
+    fn run(&self, ctx: &super::Ctx<'_>) -> Result<RunResult> {
+        run_pub(self, ctx.target()?, ctx.meter, ctx.stop)
+    }
+    fn compare(&self) -> Result<super::Compared> {
+        if self.mode == crate::cli::JsPubMode::Batch
+            || self.streams.len() > 1
+            || self
+                .publish
+                .js_framing
+                .as_ref()
+                .is_some_and(|f| f.dedup.is_some())
+        {
+            return Err(Error::Usage(
+                "compare js-pub: drivers publish sync or async into one stream; --mode batch, \
+                 --streams and --dedup are for msgbench js pub alone"
+                    .into(),
+            ));
+        }
+        Ok(super::Compared {
+            kind: "js_pub",
+            params: self.params(),
+            js: Some(self.clone()),
+            responder: None,
+            connect_timeout: self.publish.conn.dial.connect_timeout,
+        })
+    }
+}
+
+impl super::Runnable for JsConsumeOptions {
+    fn output(&self) -> &crate::options::Output {
+        &self.output
+    }
+    fn allow_loss(&self) -> bool {
+        self.allow_loss
+    }
+    fn server(&self) -> Option<(&crate::options::ServerChoice, Option<crate::result::LinkSpec>)> {
+        Some((&self.server, self.conn.link))
+    }
+    fn split(&self) -> Result<super::Split> {
+        Err(super::not_on_agents("js.consume", "not yet"))
+    }
+    fn timeout(&self) -> std::time::Duration {
+        self.timeout
+    }
+    fn params(&self) -> serde_json::Value {
+        JsConsumeOptions::params(self)
+    }
+    fn run(&self, ctx: &super::Ctx<'_>) -> Result<RunResult> {
+        run_consume(self, ctx.target()?, ctx.meter, ctx.stop)
+    }
+}
+
+impl super::Runnable for KvOptions {
+    fn output(&self) -> &crate::options::Output {
+        self.gets
+            .as_ref()
+            .map_or(&self.put.publish.output, |g| &g.output)
+    }
+    fn allow_loss(&self) -> bool {
+        self.put.publish.allow_loss
+    }
+    fn server(&self) -> Option<(&crate::options::ServerChoice, Option<crate::result::LinkSpec>)> {
+        Some((&self.put.publish.server, self.put.publish.conn.link))
+    }
+    fn split(&self) -> Result<super::Split> {
+        Err(super::not_on_agents(
+            if self.get { "kv.get" } else { "kv.put" },
+            "not yet",
+        ))
+    }
+    fn timeout(&self) -> std::time::Duration {
+        self.put.publish.timeout
+    }
+    fn params(&self) -> serde_json::Value {
+        KvOptions::params(self)
+    }
+    fn run(&self, ctx: &super::Ctx<'_>) -> Result<RunResult> {
+        run_kv(self, ctx.target()?, ctx.meter, ctx.stop)
+    }
+}
+
 /// Runs `msgbench js pub` (and `kv put`, which is a publish into the bucket's stream).
 ///
 /// # Errors

@@ -19,6 +19,43 @@ use crate::wire::proto;
 /// The queue group responders join, so each request is answered once.
 use super::request::{connect_to, subscribe, QUEUE};
 
+/// `msgbench reply`.
+pub struct Reply;
+
+super::registry::flags!(crate::cli::ReplyArgs, out, conn);
+
+impl super::Scenario for Reply {
+    type Args = crate::cli::ReplyArgs;
+    const NAME: &'static str = "reply";
+    const WORDS: &'static [&'static str] = &["reply"];
+    const ABOUT: &'static str = "A reply service: responders in a queue group that echo each \
+                                 request.";
+    fn validate(a: &Self::Args) -> Result<Box<dyn super::Runnable>> {
+        Ok(Box::new(ReplyOptions::new(a)?))
+    }
+}
+
+impl super::Runnable for ReplyOptions {
+    fn output(&self) -> &crate::options::Output {
+        &self.output
+    }
+    fn server(&self) -> Option<(&crate::options::ServerChoice, Option<crate::result::LinkSpec>)> {
+        Some((&self.server, self.conn.link))
+    }
+    fn split(&self) -> Result<super::Split> {
+        Err(super::not_on_agents("reply", "not yet"))
+    }
+    fn duration(&self) -> Option<std::time::Duration> {
+        Some(self.duration)
+    }
+    fn params(&self) -> serde_json::Value {
+        ReplyOptions::params(self)
+    }
+    fn run(&self, ctx: &super::Ctx<'_>) -> Result<RunResult> {
+        run_reply(self, ctx.target()?, ctx.meter, ctx.stop)
+    }
+}
+
 /// Runs `msgbench reply`: responders in a queue group until the count or the time is reached.
 ///
 /// # Errors

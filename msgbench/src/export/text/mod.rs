@@ -23,7 +23,6 @@ mod stages;
 use agents::agents;
 use clients::role_detail;
 use delivery::{connections, consumer, delivery, jetstream};
-pub use grpc::print_encode;
 use grpc::{grpc, grpc_shape};
 pub use latency::calibration;
 use latency::{latency, pacing, proxy_cost};

@@ -165,3 +165,57 @@ pub fn encode(a: &GrpcEncodeArgs) -> Result<EncodeReport> {
     };
     Ok(report)
 }
+
+/// Prints `grpc encode`'s figures, and writes them as JSON when asked.
+///
+/// # Errors
+/// The JSON file cannot be written.
+pub fn print(
+    r: &EncodeReport,
+    json: Option<&std::path::Path>,
+) -> crate::error::Result<()> {
+    use std::fmt::Write as _;
+    use std::io::Write as _;
+    let group = crate::format::group;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "msgbench grpc encode: {}, {} messages{}",
+        r.message,
+        group(r.count),
+        if r.templated {
+            " (templated: built per message)"
+        } else {
+            " (no placeholders: a client can build it once and reuse it)"
+        }
+    );
+    let _ = writeln!(o, "  {:<18} {:>10} {:>12}", "step", "ns/msg", "bytes/msg");
+    for s in &r.steps {
+        let bytes = s
+            .bytes_per_msg
+            .map_or_else(String::new, |b| format!("{b:.0}"));
+        let _ = writeln!(o, "  {:<18} {:>10.1} {:>12}", s.name, s.ns_per_msg, bytes);
+    }
+    let _ = writeln!(
+        o,
+        "  {:<18} {:>10.1}   at most {} msgs/s on one core",
+        "total",
+        r.total_ns_per_msg,
+        group(r.max_msgs_per_sec_per_core.round() as u64)
+    );
+    let doc = serde_json::to_vec_pretty(r).expect("the report serialises");
+    let to_stdout = json == Some(std::path::Path::new("-"));
+    if let Some(path) = json.filter(|_| !to_stdout) {
+        std::fs::write(path, &doc).map_err(|e| {
+            crate::error::Error::io(format!("cannot write --json file '{}'", path.display()), e)
+        })?;
+    }
+    if to_stdout {
+        let _ = std::io::stderr().write_all(o.as_bytes());
+        let _ = std::io::stdout().write_all(&doc);
+        let _ = std::io::stdout().write_all(b"\n");
+    } else {
+        let _ = std::io::stdout().write_all(o.as_bytes());
+    }
+    Ok(())
+}

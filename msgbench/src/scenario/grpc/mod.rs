@@ -34,8 +34,85 @@ use crate::stats::timeline::Meter;
 mod encode;
 mod serve;
 
-pub use encode::{encode, EncodeReport};
+pub use encode::encode;
 pub use serve::serve;
+
+/// `msgbench grpc`, with its two helpers `grpc serve` and `grpc encode`.
+pub struct Grpc;
+
+super::registry::flags!(crate::cli::GrpcArgs, out);
+
+impl super::Scenario for Grpc {
+    type Args = crate::cli::GrpcArgs;
+    const NAME: &'static str = "grpc";
+    const WORDS: &'static [&'static str] = &["grpc"];
+    const ABOUT: &'static str = "gRPC load against any service (unary, client/server \
+                                 streaming, bidi), open or closed loop, with per-message \
+                                 latency; `grpc serve` runs the reference log service and \
+                                 `grpc encode` times message building and encoding apart from \
+                                 I/O.";
+    const CAPACITY: Option<&'static str> = Some("grpc");
+    fn command(cmd: clap::Command) -> clap::Command {
+        use clap::Args as _;
+        cmd.args_conflicts_with_subcommands(true)
+            .subcommand(
+                crate::cli::GrpcServeArgs::augment_args(clap::Command::new("serve")).about(
+                    "Serve the reference service, msgbench.log.v1.Log (an append-only log of \
+                     named streams; proto/msgbench/log/v1/log.proto), with server reflection.",
+                ),
+            )
+            .subcommand(
+                crate::cli::GrpcEncodeArgs::augment_args(clap::Command::new("encode")).about(
+                    "Time building messages from JSON, protobuf encoding and base64 apart from \
+                     any I/O: ns and bytes per message for each step.",
+                ),
+            )
+    }
+    fn validate(a: &Self::Args) -> Result<Box<dyn super::Runnable>> {
+        Ok(Box::new(GrpcOptions::new(a)?))
+    }
+    fn helper(name: &str, m: &clap::ArgMatches, stop: &AtomicBool) -> Result<u8> {
+        use clap::FromArgMatches as _;
+        let bad = |e: clap::Error| Error::Usage(crate::cli::one_line(&e));
+        match name {
+            "serve" => serve(&crate::cli::GrpcServeArgs::from_arg_matches(m).map_err(bad)?, stop),
+            "encode" => {
+                let a = crate::cli::GrpcEncodeArgs::from_arg_matches(m).map_err(bad)?;
+                if let Some(p) = a.json.as_deref().filter(|p| *p != std::path::Path::new("-")) {
+                    crate::options::dest::check("--json", p)?;
+                }
+                let report = encode(&a)?;
+                encode::print(&report, a.json.as_deref())?;
+                Ok(crate::error::exit::OK)
+            }
+            other => Err(Error::Usage(format!("`grpc {other}` is not a command"))),
+        }
+    }
+}
+
+impl super::Runnable for GrpcOptions {
+    fn output(&self) -> &crate::options::Output {
+        &self.output
+    }
+    fn allow_loss(&self) -> bool {
+        self.allow_loss
+    }
+    fn schedule(&self) -> Option<&crate::stats::schedule::RateSchedule> {
+        self.pace.schedule().filter(|s| !s.is_fixed())
+    }
+    fn split(&self) -> Result<super::Split> {
+        Err(super::not_on_agents("grpc", "not yet"))
+    }
+    fn timeout(&self) -> std::time::Duration {
+        self.timeout
+    }
+    fn params(&self) -> serde_json::Value {
+        GrpcOptions::params(self, "", "")
+    }
+    fn run(&self, ctx: &super::Ctx<'_>) -> Result<RunResult> {
+        run(self, ctx.meter, ctx.stop)
+    }
+}
 
 /// The log service running in this process, for a run given no --server; stopped on drop.
 struct Embedded {

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::cli::CompareArgs;
+use crate::command::CompareCommand;
 use crate::engine::driver::{self, Launch, Limits};
 use crate::error::{exit, Error, ErrorCounts, ErrorKind, Result};
 use crate::options::Output;
@@ -95,10 +95,10 @@ pub struct Comparison {
 /// # Errors
 /// Bad flags (an unknown client, a scenario option drivers cannot honour), the server, and
 /// failures of the native engine before any load; a driver's failure is a row, not an error.
-pub fn run(args: CompareArgs, stop: &AtomicBool) -> Result<Compared> {
-    let clients = args.clients;
-    let drivers = drivers_dir(args.drivers.as_deref());
-    let planned = crate::plan::Plan::from_compare(args.scenario);
+pub fn run(args: CompareCommand, stop: &AtomicBool) -> Result<Compared> {
+    let clients = args.flags.clients;
+    let drivers = drivers_dir(args.flags.drivers.as_deref());
+    let planned = args.plan;
     refuse_what_drivers_cannot_report(&planned)?;
     for c in &clients {
         if !CLIENTS.contains(&c.as_str()) {
@@ -323,68 +323,24 @@ fn launch_for(name: &str, drivers: &Path) -> std::result::Result<Launch, String>
 /// protocol's parameters), the target, and the native client's run, which is the plan run down
 /// the same path as `msgbench <scenario>`.
 fn plan(p: &crate::plan::Plan) -> Result<Setup<'static>> {
-    use crate::plan::Validated;
     let validated = p.validate()?;
-    let (kind, params, js, responder) = match &validated {
-        Validated::Load(o) => ("pubsub", o.params(), None, None),
-        Validated::Latency(o) => ("latency", o.params(), None, None),
-        Validated::Request(o) => {
-            // Drivers are measured against msgbench's own echo service, as the native run is.
-            let responder = crate::options::request::ReplyOptions {
-                clients: o.responders.max(1),
-                delay: o.delay,
-                subject: o.subject.clone(),
-                max: None,
-                duration: Duration::from_secs(24 * 3600),
-                server: o.server.clone(),
-                conn: o.conn,
-                output: Output::default(),
-                // Its lifetime is the driver's run, not the day it is bounded by.
-                announce: false,
-            };
-            ("request", o.params(), None, Some(responder))
-        }
-        Validated::JsPub(o) => {
-            if o.mode == crate::cli::JsPubMode::Batch
-                || o.streams.len() > 1
-                || o.publish
-                    .js_framing
-                    .as_ref()
-                    .is_some_and(|f| f.dedup.is_some())
-            {
-                return Err(Error::Usage(
-                    "compare js-pub: drivers publish sync or async into one stream; \
-                     --mode batch, --streams and --dedup are for msgbench js pub alone"
-                        .into(),
-                ));
-            }
-            ("js_pub", o.params(), Some(o.clone()), None)
-        }
-        _ => unreachable!("compare offers pubsub, latency, request and js-pub"),
-    };
+    let c = validated.compare()?;
     let (choice, link) = validated.server().expect("compare's scenarios use NATS");
     let target = crate::server::resolve(choice, link)?;
-    let connect_timeout = match &validated {
-        Validated::Load(o) => o.conn.dial.connect_timeout,
-        Validated::Latency(o) => o.conn.dial.connect_timeout,
-        Validated::Request(o) => o.conn.dial.connect_timeout,
-        Validated::JsPub(o) => o.publish.conn.dial.connect_timeout,
-        _ => unreachable!(),
-    };
     let (output, allow_loss) = (leak(validated.output().clone()), validated.allow_loss());
     Ok(Setup {
-        connect_timeout,
-        kind,
+        connect_timeout: c.connect_timeout,
+        kind: c.kind,
         scenario: p.name(),
-        params,
+        params: c.params,
         output,
         allow_loss,
         target,
         native: Box::new(move |t, m, stop| {
-            super::execute(&validated, Some(t), None, m, stop, None)
+            crate::plan::execute(&validated, Some(t), None, m, stop, None)
         }),
-        js,
-        responder,
+        js: c.js,
+        responder: c.responder,
     })
 }
 

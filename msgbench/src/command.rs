@@ -1,0 +1,310 @@
+//! The whole command line: the scenarios, taken from the registry (so a new scenario is a
+//! subcommand, a `compare` column and a `capacity` target without a line here), and the tools
+//! that are not one plan (calibrate, run, demo, capacity, compare, report, diff, agent).
+//!
+//! clap builds the scenarios' part of the tree from each registry entry's own command; the
+//! parse comes back as a [`Plan`], which is what every mode runs.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use clap::error::ErrorKind;
+use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand};
+
+use crate::cli::{
+    AgentArgs, CalibrateArgs, DemoArgs, DiffArgs, ReportArgs, RunArgs, SearchArgs,
+};
+use crate::plan::Plan;
+use crate::scenario::registry::{self, Entry, GROUPS};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "msgbench",
+    version,
+    about = "Honest load generator and benchmark for NATS",
+    long_about = "Honest load generator and benchmark for NATS.\n\n\
+        With no --server (and no NATS_URL), msgbench starts a local nats-server itself.\n\
+        With no subcommand, it runs the short default suite (same as `msgbench demo`)."
+)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    /// With no subcommand, the default suite's flags apply (`msgbench --server URL`).
+    #[command(flatten)]
+    pub demo: DemoArgs,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Every scenario of the registry.
+    #[command(flatten)]
+    Scenario(ScenarioCommand),
+    /// Measure this machine's latency floor: loopback TCP, one hop and two hops via the server.
+    Calibrate(CalibrateArgs),
+    /// Run a plan written by --print-plan (or by hand), with output flags of this run.
+    Run(RunArgs),
+    /// Run the short default suite (pub, pubsub, latency, request) and print the results.
+    Demo(DemoArgs),
+    /// Find the highest rate a scenario sustains within its SLO (--slo 'p99<5ms'): an
+    /// exponential search, then a bisection, each rate probed --probe-runs times.
+    Capacity(CapacityCommand),
+    /// Run one scenario through several client libraries (the native engine and drivers in
+    /// Go, Node.js, Python, Rust, Java) on one server and show them side by side.
+    Compare(CompareCommand),
+    /// Turn result files (--json output) into one self-contained HTML report with charts.
+    Report(ReportArgs),
+    /// Compare two result files metric by metric, with confidence intervals from their
+    /// repeated runs (--runs), and optionally fail on a regression.
+    Diff(DiffArgs),
+    /// A load agent for distributed runs: it announces itself on a NATS control server, runs
+    /// the signed plans a coordinator (any scenario with --agents) gives it, and reports back.
+    /// `agent keygen` makes the coordinator's signing key.
+    Agent(AgentArgs),
+}
+
+/// A scenario's run, or one of its helper subcommands (`grpc serve`).
+pub enum ScenarioCommand {
+    Plan(Plan),
+    Helper {
+        entry: &'static dyn Entry,
+        name: String,
+        matches: ArgMatches,
+    },
+}
+
+impl fmt::Debug for ScenarioCommand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScenarioCommand::Plan(p) => f.debug_tuple("Plan").field(p).finish(),
+            ScenarioCommand::Helper { entry, name, .. } => {
+                write!(f, "Helper({} {name})", entry.name())
+            }
+        }
+    }
+}
+
+/// The scenarios' commands in registry order, groups (`js`, `kv`) where their first member
+/// falls.
+fn scenario_commands() -> Vec<clap::Command> {
+    let mut out: Vec<clap::Command> = Vec::new();
+    for e in registry::ALL {
+        match e.words() {
+            [_] => out.push(e.command()),
+            [group, ..] => {
+                if out.iter().any(|c| c.get_name() == *group) {
+                    continue;
+                }
+                let about = GROUPS
+                    .iter()
+                    .find(|(g, _)| g == group)
+                    .map_or("", |(_, a)| a);
+                let members = registry::ALL
+                    .iter()
+                    .filter(|m| m.words().len() > 1 && m.words()[0] == *group)
+                    .map(|m| m.command());
+                out.push(
+                    clap::Command::new(*group)
+                        .about(about)
+                        .subcommand_required(true)
+                        .subcommands(members),
+                );
+            }
+            [] => {}
+        }
+    }
+    out
+}
+
+fn missing(what: &str) -> clap::Error {
+    clap::Error::raw(ErrorKind::MissingSubcommand, format!("{what} needs a subcommand"))
+}
+
+impl FromArgMatches for ScenarioCommand {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        let (first, sub) = m.subcommand().ok_or_else(|| missing("msgbench"))?;
+        if let Some(entry) = registry::by_words(&[first]) {
+            if let Some((helper, hm)) = sub.subcommand() {
+                return Ok(ScenarioCommand::Helper {
+                    entry,
+                    name: helper.to_string(),
+                    matches: hm.clone(),
+                });
+            }
+            return Ok(ScenarioCommand::Plan(Plan::new(entry.parse(sub)?)));
+        }
+        let (second, args) = sub.subcommand().ok_or_else(|| missing(first))?;
+        let entry = registry::by_words(&[first, second]).ok_or_else(|| {
+            clap::Error::raw(
+                ErrorKind::InvalidSubcommand,
+                format!("`{first} {second}` is not a command"),
+            )
+        })?;
+        Ok(ScenarioCommand::Plan(Plan::new(entry.parse(args)?)))
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl Subcommand for ScenarioCommand {
+    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
+        cmd.subcommands(scenario_commands())
+    }
+
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_subcommands(cmd)
+    }
+
+    fn has_subcommand(name: &str) -> bool {
+        registry::ALL.iter().any(|e| e.words().first() == Some(&name))
+    }
+}
+
+/// The scenarios `compare` or `capacity` offers, each under its name there, with `extra` flags.
+fn offered(
+    cmd: clap::Command,
+    name_in: fn(&dyn Entry) -> Option<&'static str>,
+    extra: fn(clap::Command) -> clap::Command,
+) -> clap::Command {
+    let subs = registry::ALL
+        .iter()
+        .filter_map(|e| name_in(*e).map(|n| extra(e.command().name(n))));
+    cmd.subcommand_required(true).subcommands(subs)
+}
+
+/// The plan a `compare` or `capacity` subcommand names, and the matches of its flags.
+fn offered_plan<'m>(
+    m: &'m ArgMatches,
+    name_in: fn(&dyn Entry) -> Option<&'static str>,
+) -> Result<(Plan, &'m ArgMatches), clap::Error> {
+    let (name, sub) = m.subcommand().ok_or_else(|| missing("this command"))?;
+    let entry = registry::ALL
+        .iter()
+        .find(|e| name_in(**e) == Some(name))
+        .ok_or_else(|| {
+            clap::Error::raw(
+                ErrorKind::InvalidSubcommand,
+                format!("`{name}` is not offered here"),
+            )
+        })?;
+    Ok((Plan::new(entry.parse(sub)?), sub))
+}
+
+/// `msgbench compare`: the clients, and the scenario with its own flags.
+#[derive(Debug)]
+pub struct CompareCommand {
+    pub flags: CompareFlags,
+    pub plan: Plan,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareFlags {
+    /// The clients to run, comma separated: native, go, node, node-old, python, rust, java.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "native",
+        value_name = "LIST"
+    )]
+    pub clients: Vec<String>,
+    /// The folder holding the drivers (default: ./drivers, else the repository's).
+    #[arg(long, value_name = "DIR")]
+    pub drivers: Option<PathBuf>,
+}
+
+impl FromArgMatches for CompareCommand {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        let (plan, _) = offered_plan(m, |e| e.compare())?;
+        Ok(Self {
+            flags: CompareFlags::from_arg_matches(m)?,
+            plan,
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl Args for CompareCommand {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        // The scenario, with its own flags (--runs N repeats it, interleaving the clients).
+        offered(CompareFlags::augment_args(cmd), |e| e.compare(), |c| c)
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+/// `msgbench capacity`: the scenario to search with, its flags (without --rate, --duration or
+/// --msgs: the search sets them), and the search's own.
+#[derive(Debug)]
+pub struct CapacityCommand {
+    pub plan: Plan,
+    pub search: SearchArgs,
+}
+
+/// Flags a capacity search sets itself; typing one would be silently replaced, so it is
+/// refused.
+const SET_BY_SEARCH: [&str; 7] = [
+    "rate",
+    "rate_schedule",
+    "msgs",
+    "duration",
+    "requests",
+    "total",
+    "warmup",
+];
+
+impl FromArgMatches for CapacityCommand {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        let (plan, sub) = offered_plan(m, |e| e.capacity())?;
+        if let Some(id) = SET_BY_SEARCH.iter().find(|id| {
+            sub.try_contains_id(id).unwrap_or(false)
+                && sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+        }) {
+            return Err(clap::Error::raw(
+                ErrorKind::ArgumentConflict,
+                format!(
+                    "--{} is set by the search (use --start-rate, --max-rate, --probe-duration \
+                     and --probe-warmup)",
+                    id.replace('_', "-")
+                ),
+            ));
+        }
+        Ok(Self {
+            search: SearchArgs::from_arg_matches(sub)?,
+            plan,
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl Args for CapacityCommand {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        offered(cmd, |e| e.capacity(), SearchArgs::augment_args)
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_tree_is_sound() {
+        <Cli as clap::CommandFactory>::command().debug_assert();
+    }
+}

@@ -1,0 +1,98 @@
+//! The one path a plan takes to a result: checked into a [`Validated`] run, its targets
+//! resolved, then run against them. Every command that runs load comes through here (a typed
+//! scenario, `run PLAN.json`, each `--runs` repetition, the default suite, a capacity probe,
+//! compare's native client, an agent's share), so what one of them gets, every one of them
+//! gets.
+
+use std::sync::atomic::AtomicBool;
+
+use crate::error::Result;
+use crate::result::RunResult;
+use crate::scenario::segment::Share;
+use crate::scenario::{Ctx, Runnable, Second};
+use crate::server::{self, Target};
+use crate::stats::timeline::Meter;
+
+/// A plan after every check: its scenario's options, ready to run. Built by
+/// [`Plan::validate`](super::Plan::validate) alone, whether the plan came from typed flags or
+/// from a file, so both are held to the same rules.
+#[derive(Debug)]
+pub struct Validated {
+    name: &'static str,
+    run: Box<dyn Runnable>,
+}
+
+impl Validated {
+    pub(super) fn new(name: &'static str, run: Box<dyn Runnable>) -> Self {
+        Self { name, run }
+    }
+
+    /// The scenario's name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+impl std::ops::Deref for Validated {
+    type Target = dyn Runnable;
+    fn deref(&self) -> &Self::Target {
+        self.run.as_ref()
+    }
+}
+
+/// The servers a run uses: its clients' server (none for gRPC, which serves or names its
+/// own), and a second one when the scenario has one (`latency`'s subscriber).
+pub struct Targets {
+    pub main: Option<Target>,
+    pub second: Option<Target>,
+}
+
+impl Targets {
+    /// Finds or starts the servers a validated plan names.
+    ///
+    /// # Errors
+    /// No server binary, a server that does not start, a link that cannot be set up.
+    pub fn resolve(v: &Validated) -> Result<Self> {
+        let Some((choice, link)) = v.server() else {
+            return Ok(Self {
+                main: None,
+                second: None,
+            });
+        };
+        let main = server::resolve(choice, link)?;
+        let second = match v.second() {
+            Second::None => None,
+            Second::Server(b) => Some(server::resolve(b, link)?),
+            Second::NextNode => main.node(1),
+        };
+        Ok(Self {
+            main: Some(main),
+            second,
+        })
+    }
+}
+
+/// Runs a validated plan once against `main` (and `second`, when the scenario has one); on an
+/// agent, only its `share`.
+///
+/// # Errors
+/// Failures that prevent a result: refused connections, a server that went away for good.
+pub fn execute(
+    v: &Validated,
+    main: Option<&Target>,
+    second: Option<&Target>,
+    meter: &Meter,
+    stop: &AtomicBool,
+    share: Option<Share<'_>>,
+) -> Result<RunResult> {
+    if share.is_some() {
+        v.split()?;
+    }
+    v.run(&Ctx {
+        main,
+        second,
+        meter,
+        stop,
+        share,
+    })
+}

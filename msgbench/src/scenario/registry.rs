@@ -1,0 +1,236 @@
+//! The one list of scenarios, and the type-erased forms the modes hold them in: an [`Entry`] per
+//! scenario (its names, its command, how its flags are read), and a plan's body as [`AnyArgs`].
+//! Both are written once here, for every [`Scenario`], so a new scenario needs only its line in
+//! [`ALL`].
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::atomic::AtomicBool;
+
+use clap::{ArgMatches, FromArgMatches};
+use serde_json::Value;
+
+use super::{Flags, Runnable, Scenario};
+use crate::cli::{ConnArgs, OutputArgs};
+use crate::error::Result;
+
+/// Every scenario, in the order `--help` lists them.
+pub static ALL: &[&dyn Entry] = &[
+    &Of::<super::core::Pub>(PhantomData),
+    &Of::<super::core::Sub>(PhantomData),
+    &Of::<super::core::Pubsub>(PhantomData),
+    &Of::<super::latency::Latency>(PhantomData),
+    &Of::<super::request::Request>(PhantomData),
+    &Of::<super::reply::Reply>(PhantomData),
+    &Of::<super::conns::Conns>(PhantomData),
+    &Of::<super::js::JsPub>(PhantomData),
+    &Of::<super::js::JsConsume>(PhantomData),
+    &Of::<super::js::KvPut>(PhantomData),
+    &Of::<super::js::KvGet>(PhantomData),
+    &Of::<super::grpc::Grpc>(PhantomData),
+];
+
+/// Commands that only group scenarios (`msgbench js pub`), with their line in `--help`.
+pub const GROUPS: &[(&str, &str)] = &[
+    (
+        "js",
+        "JetStream: publish into a stream timing every acknowledgement, or consume from it \
+         checking every message arrives once.",
+    ),
+    ("kv", "Key-value buckets: put and get, timing each operation."),
+];
+
+/// The scenario a plan or result names.
+pub fn named(name: &str) -> Option<&'static dyn Entry> {
+    ALL.iter().copied().find(|e| e.name() == name)
+}
+
+/// The scenario a command line's words run (`["js", "pub"]`).
+pub fn by_words(words: &[&str]) -> Option<&'static dyn Entry> {
+    ALL.iter().copied().find(|e| e.words() == words)
+}
+
+/// A scenario as the registry holds it.
+pub trait Entry: Sync {
+    fn name(&self) -> &'static str;
+    fn words(&self) -> &'static [&'static str];
+    fn about(&self) -> &'static str;
+    /// Its name under `msgbench compare`, if drivers implement it.
+    fn compare(&self) -> Option<&'static str>;
+    /// Its name under `msgbench capacity`, if a search can probe it.
+    fn capacity(&self) -> Option<&'static str>;
+    /// Its command, named by its last word, with every flag (and any helper subcommand).
+    fn command(&self) -> clap::Command;
+    /// The flags of a parse of [`Entry::command`].
+    ///
+    /// # Errors
+    /// What clap says of matches that do not fit (only a programming error can cause it).
+    fn parse(&self, m: &ArgMatches) -> std::result::Result<Box<dyn AnyArgs>, clap::Error>;
+    /// Runs a helper subcommand (`grpc serve`).
+    ///
+    /// # Errors
+    /// As the helper's own.
+    fn helper(&self, name: &str, m: &ArgMatches, stop: &AtomicBool) -> Result<u8>;
+}
+
+/// A plan's body, whatever its scenario: the flags as typed, behind what every mode needs.
+pub trait AnyArgs: fmt::Debug + Send + Sync {
+    fn entry(&self) -> &'static dyn Entry;
+    /// The flags as a plan writes them (output flags left out).
+    fn to_value(&self) -> Value;
+    fn out(&self) -> &OutputArgs;
+    fn out_mut(&mut self) -> &mut OutputArgs;
+    fn conn(&self) -> Option<&ConnArgs>;
+    fn conn_mut(&mut self) -> Option<&mut ConnArgs>;
+    /// Files the run writes besides the result, with their flags.
+    fn files(&self) -> Vec<(&'static str, std::path::PathBuf)>;
+    /// Checks the flags and builds the run.
+    ///
+    /// # Errors
+    /// As [`Scenario::validate`].
+    fn validate(&self) -> Result<Box<dyn Runnable>>;
+    fn clone_box(&self) -> Box<dyn AnyArgs>;
+}
+
+/// The entry of scenario `S`.
+struct Of<S>(PhantomData<fn() -> S>);
+
+impl<S: Scenario> Entry for Of<S> {
+    fn name(&self) -> &'static str {
+        S::NAME
+    }
+
+    fn words(&self) -> &'static [&'static str] {
+        S::WORDS
+    }
+
+    fn about(&self) -> &'static str {
+        S::ABOUT
+    }
+
+    fn compare(&self) -> Option<&'static str> {
+        S::COMPARE
+    }
+
+    fn capacity(&self) -> Option<&'static str> {
+        S::CAPACITY
+    }
+
+    fn command(&self) -> clap::Command {
+        let word = S::WORDS.last().copied().unwrap_or(S::NAME);
+        let cmd = clap::Command::new(word).about(S::ABOUT);
+        S::command(<S::Args as clap::Args>::augment_args(cmd))
+    }
+
+    fn parse(&self, m: &ArgMatches) -> std::result::Result<Box<dyn AnyArgs>, clap::Error> {
+        Ok(Box::new(Typed::<S>(S::Args::from_arg_matches(m)?)))
+    }
+
+    fn helper(&self, name: &str, m: &ArgMatches, stop: &AtomicBool) -> Result<u8> {
+        S::helper(name, m, stop)
+    }
+}
+
+/// The flags of scenario `S`.
+struct Typed<S: Scenario>(S::Args);
+
+impl<S: Scenario> fmt::Debug for Typed<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple(S::NAME).field(&self.0).finish()
+    }
+}
+
+impl<S: Scenario> AnyArgs for Typed<S> {
+    fn entry(&self) -> &'static dyn Entry {
+        &Of::<S>(PhantomData)
+    }
+
+    fn to_value(&self) -> Value {
+        serde_json::to_value(&self.0).expect("a scenario's flags serialise")
+    }
+
+    fn out(&self) -> &OutputArgs {
+        self.0.out()
+    }
+
+    fn out_mut(&mut self) -> &mut OutputArgs {
+        self.0.out_mut()
+    }
+
+    fn conn(&self) -> Option<&ConnArgs> {
+        self.0.conn()
+    }
+
+    fn conn_mut(&mut self) -> Option<&mut ConnArgs> {
+        self.0.conn_mut()
+    }
+
+    fn files(&self) -> Vec<(&'static str, std::path::PathBuf)> {
+        self.0.files()
+    }
+
+    fn validate(&self) -> Result<Box<dyn Runnable>> {
+        S::validate(&self.0)
+    }
+
+    fn clone_box(&self) -> Box<dyn AnyArgs> {
+        Box::new(Typed::<S>(self.0.clone()))
+    }
+}
+
+/// Implements [`Flags`] for a scenario's flags struct with `out` and `conn` fields (or `out`
+/// alone).
+macro_rules! flags {
+    ($args:ty, out) => {
+        impl $crate::scenario::Flags for $args {
+            fn out(&self) -> &$crate::cli::OutputArgs {
+                &self.out
+            }
+            fn out_mut(&mut self) -> &mut $crate::cli::OutputArgs {
+                &mut self.out
+            }
+        }
+    };
+    ($args:ty, out, conn) => {
+        impl $crate::scenario::Flags for $args {
+            fn out(&self) -> &$crate::cli::OutputArgs {
+                &self.out
+            }
+            fn out_mut(&mut self) -> &mut $crate::cli::OutputArgs {
+                &mut self.out
+            }
+            fn conn(&self) -> Option<&$crate::cli::ConnArgs> {
+                Some(&self.conn)
+            }
+            fn conn_mut(&mut self) -> Option<&mut $crate::cli::ConnArgs> {
+                Some(&mut self.conn)
+            }
+        }
+    };
+}
+pub(crate) use flags;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_words_are_unique_and_commands_build() {
+        let mut names: Vec<&str> = ALL.iter().map(|e| e.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ALL.len());
+        let mut words: Vec<&[&str]> = ALL.iter().map(|e| e.words()).collect();
+        words.sort_unstable();
+        words.dedup();
+        assert_eq!(words.len(), ALL.len());
+        for e in ALL {
+            e.command().debug_assert();
+            assert!(named(e.name()).is_some() && by_words(e.words()).is_some());
+            // A grouped scenario's group is described.
+            if e.words().len() > 1 {
+                assert!(GROUPS.iter().any(|(g, _)| *g == e.words()[0]), "{}", e.name());
+            }
+        }
+    }
+}
