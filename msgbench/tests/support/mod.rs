@@ -312,17 +312,27 @@ pub fn stderr_until(
     child: &mut std::process::Child,
     needle: &str,
 ) -> (String, std::io::BufReader<std::process::ChildStderr>) {
+    stderr_until_line(child, |l| l.contains(needle))
+}
+
+/// As [`stderr_until`], until a line that `ready` accepts.
+pub fn stderr_until_line(
+    child: &mut std::process::Child,
+    ready: impl Fn(&str) -> bool,
+) -> (String, std::io::BufReader<std::process::ChildStderr>) {
     use std::io::BufRead;
     let mut lines = std::io::BufReader::new(child.stderr.take().expect("stderr is piped"));
     let mut seen = String::new();
-    while !seen.lines().any(|l| l.contains(needle)) {
+    loop {
         let mut line = String::new();
         if lines.read_line(&mut line).unwrap() == 0 {
-            panic!("stderr ended before a line with {needle:?}: {seen}");
+            panic!("stderr ended before the line awaited: {seen}");
         }
         seen.push_str(&line);
+        if ready(line.trim_end()) {
+            return (seen, lines);
+        }
     }
-    (seen, lines)
 }
 
 /// What is left of a stderr that [`stderr_until`] read from, appended to `seen`.
