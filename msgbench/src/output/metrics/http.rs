@@ -120,6 +120,9 @@ fn answer(mut stream: TcpStream, board: &Board) {
             respond(&mut stream, status, ctype, text.len(), text.as_bytes());
         }
     }
+    // Closed only once the page is counted as taken: a scraper that has read to the end finds
+    // it counted, however late this thread ran between the two.
+    let _ = stream.shutdown(std::net::Shutdown::Write);
 }
 
 /// Reads up to the blank line that ends a request's head (anything after it, a body, is
@@ -185,7 +188,7 @@ fn route(head: &[u8]) -> Route {
     }
 }
 
-/// Writes a whole response and closes; true when all of it went out.
+/// Writes a whole response; true when all of it went out. The caller closes.
 fn respond(stream: &mut TcpStream, status: &str, ctype: &str, length: usize, body: &[u8]) -> bool {
     let allow = if status.starts_with("405") {
         "Allow: GET, HEAD\r\n"
@@ -196,11 +199,9 @@ fn respond(stream: &mut TcpStream, status: &str, ctype: &str, length: usize, bod
         "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {length}\r\n{allow}\
          Connection: close\r\n\r\n"
     );
-    let ok = stream.write_all(head.as_bytes()).is_ok()
+    stream.write_all(head.as_bytes()).is_ok()
         && stream.write_all(body).is_ok()
-        && stream.flush().is_ok();
-    let _ = stream.shutdown(std::net::Shutdown::Write);
-    ok
+        && stream.flush().is_ok()
 }
 
 #[cfg(test)]
