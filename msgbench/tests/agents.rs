@@ -339,14 +339,17 @@ fn unsigned_untrusted_replayed_and_expired_plans_are_refused_and_logged() {
     };
     let run = |a: Vec<String>| bin().args(a).arg("--no-progress").output().unwrap();
 
+    // The agent's log is read on a thread of the test's own: each line is waited for, as a
+    // busy machine may run that thread only after the coordinator has its answer.
     let out = run(args(None));
     assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
     assert!(stderr(&out).contains("not signed"), "{}", stderr(&out));
-    assert!(a.log().contains("refused plan") && a.log().contains("not signed"));
+    assert!(a.wait_for("not signed", support::HANG), "{}", a.log());
+    assert!(a.log().contains("refused plan"), "{}", a.log());
 
     let out = run(args(Some(&other_seed)));
     assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
-    assert!(a.log().contains("does not trust"), "{}", a.log());
+    assert!(a.wait_for("does not trust", support::HANG), "{}", a.log());
 
     // A plan captured off the wire and sent again is a replay.
     let capture = Capture::start(&server.url, "msgbench.ctl.agent.t1.cmd");
@@ -366,7 +369,7 @@ fn unsigned_untrusted_replayed_and_expired_plans_are_refused_and_logged() {
     v[6] = "t2".into();
     let out = run(v);
     assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
-    assert!(late.log().contains("expired"), "{}", late.log());
+    assert!(late.wait_for("expired", support::HANG), "{}", late.log());
 }
 
 const CLOCK_ENV: &str = "MSGBENCH_TEST_CLOCK_OFFSET_NS";
@@ -879,6 +882,8 @@ fn a_result_too_large_for_the_control_server_loses_its_timeline_first_then_fails
             started.elapsed() < Duration::from_secs(60),
             "the coordinator waited on"
         );
+        // The agent's last line of the run: every line before it has been read too.
+        assert!(a.wait_for(" ended", support::HANG), "{}", a.log());
         (out, doc, a.log())
     };
     let (out, doc, log) = run("6144");
