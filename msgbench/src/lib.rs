@@ -255,6 +255,7 @@ fn run_plan(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
     let n = out.runs.max(1);
     let mut results = Vec::new();
     let mut failure = None;
+    let mut cut_short = false;
     for k in 1..=n {
         // The id is made before the run, so that the live figures carry the one the result will.
         let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
@@ -294,6 +295,13 @@ fn run_plan(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
                 }
                 results.push(r);
             }
+            // Interrupted while a later run was still connecting: that run failed because it was
+            // stopped, not because the server would not have it. The series ends interrupted
+            // with the runs it finished, as it does when the signal comes during a run.
+            Err(_) if !results.is_empty() && stop.load(Ordering::Relaxed) => {
+                cut_short = true;
+                break;
+            }
             Err(e) if results.is_empty() => {
                 if let Some(s) = &stream {
                     s.lock()
@@ -307,11 +315,14 @@ fn run_plan(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
                 break;
             }
         }
+        // Stopped between runs: the series is cut short even though its last run was not.
         if stop.load(Ordering::Relaxed) {
+            cut_short = k < n;
             break;
         }
     }
     let mut result = result::RunResult::combine(results, allow_loss);
+    result.interrupted |= cut_short;
     result.plan = Some(plan.recorded());
     result.thresholds = gate::judge(&out.thresholds, &result);
     output::write::emit(&result, out)?;

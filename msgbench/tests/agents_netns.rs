@@ -71,9 +71,9 @@ impl Hosts {
         h
     }
 
-    /// Runs msgbench inside namespace `k` (1-based).
-    fn spawn(&mut self, k: usize, args: &[&str]) {
-        let child = Command::new("ip")
+    /// Runs an agent inside namespace `k` (1-based) and returns once it listens for plans.
+    fn spawn_agent(&mut self, k: usize, args: &[&str]) {
+        let mut child = Command::new("ip")
             .args([
                 "netns",
                 "exec",
@@ -82,9 +82,12 @@ impl Hosts {
             ])
             .args(args)
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        let (seen, rest) = support::stderr_until(&mut child, "listening on");
+        // Whatever it says later is read, so a full pipe never blocks it.
+        std::thread::spawn(move || support::rest_of_stderr(seen, rest));
         self.procs.push(child);
     }
 }
@@ -128,13 +131,14 @@ fn agents_on_separate_network_hosts_reconcile_exactly() {
             .unwrap(),
     );
     let addr = format!("10.249.1.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(10);
+    // A wait for the server to listen: its bound only guards against a hang.
+    let deadline = Instant::now() + support::HANG;
     while std::net::TcpStream::connect(&addr).is_err() {
         assert!(Instant::now() < deadline, "the server did not come up");
         std::thread::sleep(Duration::from_millis(20));
     }
     let url = format!("nats://{addr}");
-    hosts.spawn(
+    hosts.spawn_agent(
         1,
         &[
             "agent",
@@ -145,7 +149,7 @@ fn agents_on_separate_network_hosts_reconcile_exactly() {
             "--insecure-control",
         ],
     );
-    hosts.spawn(
+    hosts.spawn_agent(
         2,
         &[
             "agent",
@@ -158,37 +162,29 @@ fn agents_on_separate_network_hosts_reconcile_exactly() {
     );
     let dir = scratch_dir("netns");
     let json = dir.join("r.json");
-    // Agents need a moment to connect; the coordinator listens for them for 1.5 s.
-    let mut out = None;
-    for _ in 0..5 {
-        let o = bin()
-            .args([
-                "pubsub",
-                "--pubs",
-                "2",
-                "--subs",
-                "2",
-                "--msgs",
-                "20000",
-                "--size",
-                "64",
-                "--server",
-                &url,
-                "--agents",
-                "host1,host2",
-                "--no-progress",
-                "--json",
-                json.to_str().unwrap(),
-            ])
-            .output()
-            .unwrap();
-        let not_yet = o.status.code() == Some(9) && stderr(&o).contains("not found");
-        out = Some(o);
-        if !not_yet {
-            break;
-        }
-    }
-    let out = out.unwrap();
+    // Both agents listen (each said so), so the coordinator hears their heartbeats: no rounds
+    // of tries that a busy machine could use up before the agents were up.
+    let out = bin()
+        .args([
+            "pubsub",
+            "--pubs",
+            "2",
+            "--subs",
+            "2",
+            "--msgs",
+            "20000",
+            "--size",
+            "64",
+            "--server",
+            &url,
+            "--agents",
+            "host1,host2",
+            "--no-progress",
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();

@@ -68,11 +68,13 @@ fn pubsub_many_to_many_accounts_every_message_exactly() {
         "--size",
         "64",
         "--timeout",
-        "60s",
+        "300s",
     ]);
-    // Subscribers stop as soon as the last message is in, not when the idle timeout expires.
+    // Subscribers stop as soon as the last message is in, not when the idle timeout expires:
+    // waiting it out would take all 300 s, while the run itself takes seconds even for a debug
+    // build on a busy machine. Half the timeout tells the two apart with room to spare.
     assert!(
-        started.elapsed() < Duration::from_secs(30),
+        started.elapsed() < Duration::from_secs(150),
         "took {:?}",
         started.elapsed()
     );
@@ -569,11 +571,13 @@ fn a_refused_connection_is_reported_within_the_connect_timeout() {
     let url = format!("nats://127.0.0.1:{port}");
     let started = Instant::now();
     assert_one_line_error(
-        &["pub", "--server", &url, "--connect-timeout", "1s"],
+        &["pub", "--server", &url, "--connect-timeout", "60s"],
         4,
         "cannot connect",
     );
-    assert!(started.elapsed() < Duration::from_secs(10));
+    // A refusal is final at once: nothing waits for the connect timeout. A run that waited it
+    // out would take 60 s; half of that leaves a busy machine all the room it needs.
+    assert!(started.elapsed() < Duration::from_secs(30));
 }
 
 #[test]
@@ -616,7 +620,8 @@ fn a_signal_stops_the_run_writes_partial_results_and_cleans_up() {
         let tmp = scratch_dir("signal");
         let results = scratch_dir("signal-out");
         let json_out = results.join("partial.json");
-        let child = bin()
+        let ticks = results.join("ticks.jsonl");
+        let mut child = bin()
             .args([
                 "pubsub",
                 "--duration",
@@ -624,8 +629,10 @@ fn a_signal_stops_the_run_writes_partial_results_and_cleans_up() {
                 "--rate",
                 "2000",
                 "--no-progress",
-                "--json",
+                "--stream-stats",
             ])
+            .arg(&ticks)
+            .arg("--json")
             .arg(&json_out)
             .env("TMPDIR", &tmp)
             .env("MSGBENCH_NATS_SERVER", &binary)
@@ -633,13 +640,18 @@ fn a_signal_stops_the_run_writes_partial_results_and_cleans_up() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(1500));
+        // Signalled once it has sent something, however long a busy machine took to start
+        // the server and connect.
+        support::wait_for_tick(&ticks, &mut child, |t| {
+            support::tick_f(t, "sent_per_sec") > 0.0
+        });
         unsafe {
             libc::kill(child.id() as libc::pid_t, signal);
         }
         let started = Instant::now();
         let out = child.wait_with_output().unwrap();
-        assert!(started.elapsed() < Duration::from_secs(10), "slow to stop");
+        // A run that went on to the end of its schedule would take most of its 60 s.
+        assert!(started.elapsed() < Duration::from_secs(30), "slow to stop");
         assert_eq!(out.status.code(), Some(130), "signal {signal}");
         let v: Value = serde_json::from_slice(&std::fs::read(&json_out).unwrap()).unwrap();
         assert_eq!(v["interrupted"], true);
@@ -671,11 +683,29 @@ fn sigkill_takes_the_embedded_server_along_and_the_next_run_removes_its_director
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1000));
+    // Killed once its server is up (the server writes its ports file when it listens), not
+    // after a fixed time a busy machine may spend before the server has a directory at all.
+    let deadline = Instant::now() + support::HANG;
+    let server_up = || {
+        std::fs::read_dir(&tmp).unwrap().flatten().any(|d| {
+            std::fs::read_dir(d.path()).is_ok_and(|mut files| {
+                files.any(|f| f.is_ok_and(|f| f.path().extension().is_some_and(|x| x == "ports")))
+            })
+        })
+    };
+    while !server_up() {
+        assert!(
+            Instant::now() < deadline,
+            "the embedded server never listened"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "msgbench ended early");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     child.kill().unwrap();
     child.wait().unwrap();
-    // The parent-death signal ends the server at once; give the kernel a moment to reap it.
-    let deadline = Instant::now() + Duration::from_secs(3);
+    // The parent-death signal ends the server at once; the wait only lets the kernel reap it,
+    // and its bound only guards against a server that outlives msgbench for good.
+    let deadline = Instant::now() + Duration::from_secs(30);
     while !support::processes_mentioning(tmp.to_str().unwrap()).is_empty() {
         assert!(
             Instant::now() < deadline,
@@ -702,7 +732,9 @@ fn sigkill_takes_the_embedded_server_along_and_the_next_run_removes_its_director
 #[test]
 fn ctrl_c_while_blocked_on_a_frozen_server_writes_results_at_once() {
     let s = TestServer::start();
-    let child = support::spawn_piped(&[
+    let dir = scratch_dir("frozen-ctrl-c");
+    let ticks = dir.join("ticks.jsonl");
+    let mut child = support::spawn_piped(&[
         "pub",
         "--server",
         &s.url,
@@ -710,22 +742,33 @@ fn ctrl_c_while_blocked_on_a_frozen_server_writes_results_at_once() {
         "200M",
         "--timeout",
         "30s",
+        "--stream-stats",
+        ticks.to_str().unwrap(),
         "--json",
         "-",
         "--no-progress",
     ]);
-    std::thread::sleep(Duration::from_millis(300));
+    // Frozen once the publisher is sending; interrupted once a whole second has passed with
+    // nothing sent: the socket buffers are full and the publisher is blocked in a write. Both
+    // are events of the run, so a busy machine cannot get the order wrong.
+    let sending = support::wait_for_tick(&ticks, &mut child, |t| {
+        support::tick_f(t, "sent_per_sec") > 0.0
+    });
     s.freeze(true);
-    // Long enough for the socket buffers to fill and the publisher to block in a write.
-    std::thread::sleep(Duration::from_millis(700));
+    let frozen_from = support::tick_f(&sending, "t_s");
+    support::wait_for_tick(&ticks, &mut child, |t| {
+        support::tick_f(t, "t_s") > frozen_from && support::tick_f(t, "sent_per_sec") == 0.0
+    });
     let started = Instant::now();
     unsafe {
         libc::kill(child.id() as libc::pid_t, libc::SIGINT);
     }
     let out = child.wait_with_output().unwrap();
     s.freeze(false);
+    // A stop that waited for the blocked write would take the 30 s of --timeout; half of it
+    // tells the two apart on any machine.
     assert!(
-        started.elapsed() < Duration::from_secs(2),
+        started.elapsed() < Duration::from_secs(15),
         "took {:?} (--timeout is 30s)",
         started.elapsed()
     );
@@ -744,7 +787,9 @@ fn ctrl_c_while_blocked_on_a_frozen_server_writes_results_at_once() {
 #[test]
 fn a_server_that_stops_reading_ends_the_run_within_the_timeout() {
     let s = TestServer::start();
-    let child = support::spawn_piped(&[
+    let dir = scratch_dir("frozen-stall");
+    let ticks = dir.join("ticks.jsonl");
+    let mut child = support::spawn_piped(&[
         "pub",
         "--server",
         &s.url,
@@ -754,17 +799,25 @@ fn a_server_that_stops_reading_ends_the_run_within_the_timeout() {
         "16",
         "--timeout",
         "2s",
+        "--stream-stats",
+        ticks.to_str().unwrap(),
         "--json",
         "-",
         "--no-progress",
     ]);
-    std::thread::sleep(Duration::from_millis(300));
+    // Frozen once the publisher is sending (a freeze during the handshake would be another
+    // failure, a connect timeout).
+    support::wait_for_tick(&ticks, &mut child, |t| {
+        support::tick_f(t, "sent_per_sec") > 0.0
+    });
     s.freeze(true);
     let started = Instant::now();
     let out = child.wait_with_output().unwrap();
     s.freeze(false);
+    // The socket buffers fill, then the 2 s of --timeout run out: seconds. The bound only
+    // guards against a hang (200M messages would take far longer).
     assert!(
-        started.elapsed() < Duration::from_secs(20),
+        started.elapsed() < Duration::from_secs(60),
         "took {:?}",
         started.elapsed()
     );
@@ -870,10 +923,12 @@ fn without_a_subcommand_the_default_suite_takes_its_flags() {
 #[test]
 fn file_descriptors_and_threads_grow_only_with_the_clients() {
     let s = TestServer::start();
+    let dir = scratch_dir("fds");
     // Each connection is one socket (two descriptors: the read half is a clone); a publisher
     // takes two threads (its loop and its connection's reader), a subscriber one.
     let sample = |pubs: u32, subs: u32| {
-        let child = bin()
+        let ticks = dir.join(format!("ticks-{pubs}-{subs}.jsonl"));
+        let mut child = bin()
             .args([
                 "pubsub",
                 "--server",
@@ -881,18 +936,26 @@ fn file_descriptors_and_threads_grow_only_with_the_clients() {
                 "--rate",
                 "3000",
                 "--duration",
-                "2s",
+                "60s",
             ])
             .args(["--pubs", &pubs.to_string(), "--subs", &subs.to_string()])
+            .arg("--stream-stats")
+            .arg(&ticks)
             .arg("--no-progress")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(1000));
+        // Counted while the run is under way (its first second is over: every client is up),
+        // then stopped: no fixed sleep that a busy machine could spend connecting, or that
+        // could reach past the end of the run.
+        support::wait_for_tick(&ticks, &mut child, |_| true);
         let (fds, threads) = support::fds_and_threads(child.id());
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+        }
         let out = child.wait_with_output().unwrap();
-        assert!(out.status.success());
+        assert_eq!(out.status.code(), Some(130));
         (fds as i64, threads as i64)
     };
     let (fds_small, threads_small) = sample(1, 1);

@@ -5,8 +5,6 @@
 
 mod support;
 
-use std::time::Duration;
-
 use serde_json::Value;
 use support::{run, run_json, stderr, u, TestServer};
 
@@ -30,7 +28,7 @@ fn a_paced_publishers_seconds_are_counted_as_they_happen() {
         "--duration",
         "3s",
         "--rate",
-        "20000",
+        "2000",
         "--size",
         "64",
     ]);
@@ -42,30 +40,36 @@ fn a_paced_publishers_seconds_are_counted_as_they_happen() {
     );
     let ticks = publisher_ticks(&v);
     assert!(ticks.len() >= 3, "{ticks:?}");
-    // Every whole second in the middle of the run saw about its 20,000 messages, not 0 with
-    // everything piled into the last tick.
+    // Every whole second in the middle of the run saw about its 2,000 messages, not 0 with
+    // everything piled into the last tick, nor counts that move in lumps of a send buffer
+    // (64 KiB is about 650 of these messages). The rate is one a debug build keeps on a busy
+    // machine by far, and the fifth of slack is 200 ms of late sends or late ticks: what is
+    // judged is where the counts land, not the tool's speed.
     for (i, n) in ticks.iter().enumerate().take(ticks.len() - 1).skip(1) {
         assert!(
-            (16_000..=24_000).contains(n),
-            "second {i}: {n} of ~20,000 ({ticks:?})"
+            (1_600..=2_400).contains(n),
+            "second {i}: {n} of ~2,000 ({ticks:?})"
         );
     }
     let total: u64 = ticks.iter().sum();
     assert_eq!(total, u(&v["delivery"]["sent"]), "{ticks:?}");
     // A paced pubsub says how well it kept its schedule.
     let p = &v["pacing"];
-    assert_eq!(p["target_rate"].as_f64(), Some(20000.0), "{p}");
+    assert_eq!(p["target_rate"].as_f64(), Some(2000.0), "{p}");
     assert_eq!(p["below_target"], false, "{p}");
 }
 
 #[test]
 fn recovery_after_a_restart_is_found_once_the_rate_is_back() {
+    // The rate is one a debug build keeps on a busy machine by far, and the run leaves 7 s
+    // after the server is back to find a second in which it held: recovery is judged on the
+    // run's own deliveries, and those need the tool to keep up.
     let (out, v) = run_json(&[
         "pubsub",
         "--duration",
-        "7s",
+        "10s",
         "--rate",
-        "20000",
+        "2000",
         "--size",
         "64",
         "--reconnect",
@@ -83,8 +87,8 @@ fn recovery_after_a_restart_is_found_once_the_rate_is_back() {
     );
     let recovered = u(&f["rate_recovered_ns"]);
     assert!(recovered >= first, "{f}");
-    // Recovered before the run ended (5 s after the fault, which holds the server down 1 s).
-    assert!(recovered < 5_000_000_000, "{f}");
+    // Recovered before the run ended (8 s after the fault, which holds the server down 1 s).
+    assert!(recovered < 8_000_000_000, "{f}");
 }
 
 #[test]
@@ -137,7 +141,7 @@ fn the_delivery_line_says_what_this_run_did_not_check() {
     assert!(line.contains("not checked here"), "{line}");
 
     // A reply service that answered requests says how many, not "0 sent".
-    let child = support::spawn_piped(&[
+    let mut child = support::spawn_piped(&[
         "reply",
         "--server",
         &s.url,
@@ -145,26 +149,25 @@ fn the_delivery_line_says_what_this_run_did_not_check() {
         "300",
         "--no-progress",
     ]);
-    // The service subscribes after it starts (until then requests find no responders) and
-    // ends once it has answered 300; rounds of requests go until it has.
-    let mut child = child;
-    for _ in 0..50 {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-        let _ = run(&[
-            "request",
-            "--server",
-            &s.url,
-            "--msgs",
-            "300",
-            "--allow-loss",
-            "--no-progress",
-        ]);
-    }
+    // The service says when it is subscribed (before that, requests find no responders); then
+    // 300 requests with no responders of their own all go to it, and it ends once it has
+    // answered them. Rounds of requests at fixed intervals could run out before a busy machine
+    // had the service up.
+    let (seen, rest) = support::stderr_until(&mut child, "serving requests on");
+    let requests = run(&[
+        "request",
+        "--server",
+        &s.url,
+        "--responders",
+        "0",
+        "--msgs",
+        "300",
+        "--no-progress",
+    ]);
+    assert!(requests.status.success(), "{}", stderr(&requests));
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    let err = support::rest_of_stderr(seen, rest);
+    assert!(out.status.success(), "{err}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains("Delivery: answered 300 requests"),

@@ -19,8 +19,13 @@ use support::{bin, stderr, u};
 const INFO: &[u8] = b"INFO {\"server_id\":\"x\",\"version\":\"2.10.0\",\"max_payload\":1048576,\
 \"headers\":true,\"proto\":1}\r\n";
 
-/// No peer thread outlives this, even if a test forgets to drop its peer.
-const PEER_LIFETIME: Duration = Duration::from_secs(15);
+/// No peer thread outlives this, even if a test forgets to drop its peer. It is longer than
+/// any run's hang guard ([`HANG_GUARD`]), so a peer never goes away under a slow run.
+const PEER_LIFETIME: Duration = Duration::from_secs(90);
+
+/// How long a run may take before it counts as hung: a guard only, far beyond what a debug
+/// build on a busy machine needs for the few seconds each run is meant to take.
+const HANG_GUARD: Duration = Duration::from_secs(60);
 
 /// How often peer threads look at their clocks and stop flag: blocking calls never wait longer.
 const POLL: Duration = Duration::from_millis(20);
@@ -245,8 +250,8 @@ fn json(out: &Output) -> Value {
     })
 }
 
-/// A paced three-second publisher run against `peer`, with the JSON result on stdout.
-fn paced_run(peer: &FakePeer) -> (Output, Duration) {
+/// A publisher paced at 1,000/s for `duration` against `peer`, with the JSON result on stdout.
+fn paced_run(peer: &FakePeer, duration: &str) -> (Output, Duration) {
     run_within(
         &[
             "pub",
@@ -255,13 +260,12 @@ fn paced_run(peer: &FakePeer) -> (Output, Duration) {
             "--rate",
             "1000",
             "--duration",
-            "3s",
+            duration,
             "--json",
             "-",
             "--no-progress",
         ],
-        // 3 s of run plus 5 s for everything else; past that something is stuck.
-        Duration::from_secs(8),
+        HANG_GUARD,
     )
 }
 
@@ -289,11 +293,14 @@ fn a_peer_that_never_speaks_is_reported_within_the_connect_timeout() {
             "--msgs",
             "10",
         ],
-        Duration::from_secs(5),
+        HANG_GUARD,
     );
     let lines = error_lines(&out);
     assert_eq!(out.status.code(), Some(4), "{lines:?}");
-    assert!(took < Duration::from_secs(5), "took {took:?}");
+    // The connect timeout ended the wait: never before it, and long before the guard (a peer
+    // that never speaks would otherwise hold the run for good).
+    assert!(took >= Duration::from_secs(1), "took {took:?}");
+    assert!(took < Duration::from_secs(15), "took {took:?}");
     assert_eq!(lines.len(), 1, "expected one line, got {lines:?}");
     assert!(
         lines[0].contains(&peer.url) && lines[0].contains("INFO"),
@@ -307,13 +314,9 @@ fn an_http_server_gets_a_protocol_error() {
         greeting: b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
         ..Behaviour::default()
     });
-    let (out, took) = run_within(
-        &["pub", "--server", &peer.url, "--msgs", "10"],
-        Duration::from_secs(5),
-    );
+    let (out, _) = run_within(&["pub", "--server", &peer.url, "--msgs", "10"], HANG_GUARD);
     let lines = error_lines(&out);
     assert_eq!(out.status.code(), Some(7), "{lines:?}");
-    assert!(took < Duration::from_secs(5), "took {took:?}");
     assert_eq!(lines.len(), 1, "expected one line, got {lines:?}");
     assert!(lines[0].contains("protocol error"), "{lines:?}");
 }
@@ -321,22 +324,23 @@ fn an_http_server_gets_a_protocol_error() {
 #[test]
 fn garbage_after_the_handshake_ends_the_run_with_partial_results() {
     let peer = nats_peer_sending_mid_run(b"\x00\x01 not nats\r\n");
-    let (out, took) = paced_run(&peer);
+    // A schedule of 10,000 messages: the run ends at the garbage, long before.
+    let (out, _) = paced_run(&peer, "10s");
     let lines = error_lines(&out);
     assert_eq!(out.status.code(), Some(7), "{lines:?}");
     // What was sent before the garbage is still reported.
     let v = json(&out);
     assert!(u(&v["errors"]["protocol_error"]) >= 1, "{}", v["errors"]);
     let msgs = u(&v["clients"][0]["msgs"]);
-    assert!(msgs > 0 && msgs < 3000, "msgs {msgs}");
+    assert!(msgs > 0 && msgs < 10_000, "msgs {msgs}");
     // The garbage comes ~300 ms (~300 messages) in: a publisher that stops there sent far
-    // fewer than 2,000. Merely being under 3,000 also holds for one that ran out its 3 s and
-    // lost only its last, unconfirmed message.
+    // fewer than half its schedule, with seconds to spare for a busy machine. Merely being
+    // under 10,000 also holds for one that ran out its 10 s and lost only its last,
+    // unconfirmed message.
     assert!(
-        msgs < 2000,
+        msgs < 5000,
         "the publisher went on after the protocol error: msgs {msgs}"
     );
-    assert!(took < Duration::from_secs(8), "took {took:?}");
 }
 
 #[test]
@@ -347,10 +351,7 @@ fn a_server_error_at_connect_is_reported_by_kind() {
         refuse_connect: Some(b"-ERR 'Authorization Violation'\r\n"),
         ..Behaviour::default()
     });
-    let (out, _) = run_within(
-        &["pub", "--server", &peer.url, "--msgs", "10"],
-        Duration::from_secs(5),
-    );
+    let (out, _) = run_within(&["pub", "--server", &peer.url, "--msgs", "10"], HANG_GUARD);
     let lines = error_lines(&out);
     assert_eq!(out.status.code(), Some(4), "{lines:?}");
     assert!(
@@ -363,7 +364,7 @@ fn a_server_error_at_connect_is_reported_by_kind() {
 fn a_server_error_during_the_run_is_counted_by_kind() {
     // A permissions error leaves the connection up: the run goes on and counts it once.
     let peer = nats_peer_sending_mid_run(b"-ERR 'Permissions Violation for Publish to \"x\"'\r\n");
-    let (out, took) = paced_run(&peer);
+    let (out, _) = paced_run(&peer, "3s");
     let lines = error_lines(&out);
     assert_eq!(out.status.code(), Some(0), "{lines:?}");
     let v = json(&out);
@@ -374,5 +375,4 @@ fn a_server_error_during_the_run_is_counted_by_kind() {
         v["errors"]
     );
     assert_eq!(u(&v["delivery"]["sent"]), 3000);
-    assert!(took < Duration::from_secs(8), "took {took:?}");
 }

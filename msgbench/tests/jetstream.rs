@@ -228,7 +228,8 @@ fn without_jetstream_the_error_says_so() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
+    // A wait for the server to listen: its bound only guards against a hang.
+    let deadline = Instant::now() + support::HANG;
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(Instant::now() < deadline, "nats-server did not start");
         std::thread::sleep(Duration::from_millis(20));
@@ -262,6 +263,8 @@ fn messages_stored_by_someone_else_fail_the_reconciliation() {
     // Two runs publish into one stream at once: each finds sequences in it that it was never
     // acknowledged, so neither can prove what it stored, and both say so.
     let s = TestServer::start();
+    let dir = support::scratch_dir("shared-stream");
+    let ticks = dir.join("ticks.jsonl");
     let args = [
         "js",
         "pub",
@@ -279,7 +282,16 @@ fn messages_stored_by_someone_else_fail_the_reconciliation() {
         "-",
         "--no-progress",
     ];
-    let other = support::spawn_piped(&args);
+    // The other run goes on for 8 s and this one starts once the other has stored for a
+    // second: each stores while the other runs, however long a busy machine takes to start
+    // either of them.
+    let mut longer = args.to_vec();
+    longer[7] = "8s";
+    longer.extend(["--stream-stats", ticks.to_str().unwrap()]);
+    let mut other = support::spawn_piped(&longer);
+    support::wait_for_tick(&ticks, &mut other, |t| {
+        support::tick_f(t, "sent_per_sec") > 0.0
+    });
     let (out, v) = run_json(&args[..args.len() - 3]);
     let other = other.wait_with_output().unwrap();
     for (out, v) in [

@@ -142,8 +142,18 @@ fn js_pub_goes_on_after_a_restart_and_reconciles_with_the_stream_that_survived()
     assert!(acked > held + 1000, "acked {acked}, {held} at the restart");
     assert!(u(st, "/after/last_seq") >= acked, "{st}");
     assert_eq!(u(&v, "/connections/reconnects"), 1, "{}", stderr(&out));
-    // What the run says of itself agrees: every acknowledgement is a received reply.
-    assert_eq!(acked, u(&v, "/delivery/received"));
+    // What the run says of itself agrees: an acknowledgement the delivery count left out came
+    // late, for a publish the run counted as timed out or lost in flight.
+    let received = u(&v, "/delivery/received");
+    let late_at_most = ["request_timeout", "lost_in_flight"]
+        .iter()
+        .map(|k| v["errors"][*k].as_u64().unwrap_or(0))
+        .sum::<u64>();
+    assert!(
+        received <= acked && acked - received <= late_at_most,
+        "acked {acked}, received {received}, errors {}",
+        v["errors"]
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("JetStream: stream msgbench (file"));
 }
 

@@ -6,15 +6,20 @@ mod support;
 
 use support::{run, run_json, schema_errors, schema_errors_in, stderr, u, TestServer};
 
-/// The tolerance for a configured delay: measured latency may exceed the delay by the path's
-/// own latency plus the proxy's sleeps waking late on a busy 2-core machine, but never fall
-/// short of it.
-const SLACK_NS: u64 = 4_000_000;
+/// The most a median may be, for a configured delay: the delay, plus the path's own latency
+/// and the proxy's sleeps waking late on a busy 2-core machine, allowed as much again. A delay
+/// applied twice would put every message, the fastest too, at twice the delay or more; below
+/// the delay itself nothing may fall. The delays below are tens of milliseconds, so that the
+/// few a busy machine adds (6 ms to the median with one core shared by two spinning loops) are
+/// far from the bound.
+fn median_bound_ns(delay_ns: u64) -> u64 {
+    2 * delay_ns
+}
 
 #[test]
 fn the_measured_delay_is_the_configured_one() {
     let s = TestServer::start();
-    // One hop is publisher → server (up) and server → subscriber (down): 5 ms each way.
+    // One hop is publisher → server (up) and server → subscriber (down): 20 ms each way.
     let (out, v) = run_json(&[
         "latency",
         "--server",
@@ -26,27 +31,27 @@ fn the_measured_delay_is_the_configured_one() {
         "--warmup",
         "200ms",
         "--link",
-        "delay=5ms",
+        "delay=20ms",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(schema_errors(&v), Vec::<String>::new());
     let lat = &v["latency_uncorrected"];
     let (min, p50) = (u(&lat["min_ns"]), u(&lat["percentiles_ns"]["50"]));
     assert!(
-        min >= 10_000_000,
-        "no message can beat 2 × 5 ms: min {min} ns"
+        min >= 40_000_000,
+        "no message can beat 2 × 20 ms: min {min} ns"
     );
-    assert!(p50 <= 10_000_000 + SLACK_NS, "median {p50} ns");
+    assert!(p50 < median_bound_ns(40_000_000), "median {p50} ns");
     let link = &v["link"];
     assert_eq!(link["via"], "proxy");
-    assert_eq!(u(&link["up"]["delay_ns"]), 5_000_000);
-    assert_eq!(u(&link["down"]["delay_ns"]), 5_000_000);
+    assert_eq!(u(&link["up"]["delay_ns"]), 20_000_000);
+    assert_eq!(u(&link["down"]["delay_ns"]), 20_000_000);
     // The result names the server, not the proxy in front of it.
     assert_eq!(v["server"]["url"], s.url.as_str());
     assert_eq!(link["servers"][0], s.url.as_str());
     assert!(link["proxy_added_rtt_ns"].is_i64());
     assert!(
-        stderr(&out).contains("Link: delay 5ms each way"),
+        stderr(&out).contains("Link: delay 20ms each way"),
         "{}",
         stderr(&out)
     );
@@ -67,13 +72,13 @@ fn one_direction_only_delays_that_direction() {
         "--warmup",
         "200ms",
         "--link",
-        "up:delay=8ms",
+        "up:delay=25ms",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let lat = &v["latency_uncorrected"];
     let (min, p50) = (u(&lat["min_ns"]), u(&lat["percentiles_ns"]["50"]));
-    assert!(min >= 8_000_000, "min {min} ns");
-    assert!(p50 <= 8_000_000 + SLACK_NS, "median {p50} ns");
+    assert!(min >= 25_000_000, "min {min} ns");
+    assert!(p50 < median_bound_ns(25_000_000), "median {p50} ns");
     assert_eq!(u(&v["link"]["down"]["delay_ns"]), 0);
 }
 
@@ -95,8 +100,10 @@ fn a_bandwidth_cap_holds() {
     assert!(out.status.success(), "{}", stderr(&out));
     let bps = v["throughput"]["bytes_per_sec"].as_f64().unwrap();
     assert!(bps <= 1_000_000.0 * 1.02, "{bps} B/s through a 1 MB/s link");
-    // And the link is not much slower than its cap either (the machine may be busy).
-    assert!(bps >= 500_000.0, "{bps} B/s");
+    // And the link is not much slower than its cap either: a quarter of it is 10 s for what
+    // takes 2.5 s, room for any busy machine, while a cap read as bits per byte or applied per
+    // message would be eight times or more too slow.
+    assert!(bps >= 250_000.0, "{bps} B/s");
 }
 
 #[test]
@@ -148,8 +155,9 @@ fn calibrate_reports_what_the_proxy_adds() {
     assert_eq!(v["server"]["url"], s.url.as_str());
     // The server round trips went over the link: one hop crosses 2 ms twice.
     assert!(u(&v["environment"]["floor_ns"]["one_hop"]["min"]) >= 4_000_000);
-    // The loopback echo does not involve the server, nor the link.
-    assert!(u(&v["environment"]["floor_ns"]["tcp"]["p50"]) < 2_000_000);
+    // The loopback echo does not involve the server, nor the link: through the link no echo
+    // could take under 4 ms, and of 300 at least the fastest does on any machine.
+    assert!(u(&v["environment"]["floor_ns"]["tcp"]["min"]) < 4_000_000);
     // A measured cost is told as what it is: a cost, or below zero within the noise.
     let wording = if v["link"]["proxy_added_rtt_ns"].as_i64().unwrap() >= 0 {
         "to a round trip by itself"

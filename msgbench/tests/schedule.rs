@@ -9,7 +9,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{run, run_json, schema_errors, stderr, u, TestServer};
+use support::{run, run_json, schema_errors, stderr, tick_f, u, TestServer};
 
 fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
@@ -24,9 +24,11 @@ fn stages(v: &Value) -> &Vec<Value> {
 #[test]
 fn a_step_schedule_has_one_stage_per_rate_and_a_pause_shows_in_its_stage() {
     // step:500:500:1s:2500 is five one-second stages at 500 … 2,500 msgs/s. The server is
-    // frozen for 300 ms in the middle of the third (2.3–2.6 s).
+    // frozen for 300 ms early in the third (from just after 2 s).
     let s = TestServer::start();
-    let child = support::spawn_piped(&[
+    let dir = support::scratch_dir("schedule-pause");
+    let ticks = dir.join("ticks.jsonl");
+    let mut child = support::spawn_piped(&[
         "latency",
         "--server",
         &s.url,
@@ -34,17 +36,22 @@ fn a_step_schedule_has_one_stage_per_rate_and_a_pause_shows_in_its_stage() {
         "step:500:500:1s:2500",
         "--warmup",
         "200ms",
+        "--stream-stats",
+        ticks.to_str().unwrap(),
         "--json",
         "-",
         "--no-progress",
     ]);
-    // The run starts after connecting and a few PINGs: wait for its time zero to be close.
-    std::thread::sleep(Duration::from_millis(2300));
+    // The tick of the run's second second marks the start of the third stage: the freeze is
+    // timed from the run's own clock, not from a fixed sleep that a busy machine could spend
+    // connecting.
+    support::wait_for_tick(&ticks, &mut child, |t| tick_f(t, "t_s") >= 2.0);
     s.freeze(true);
     let frozen_at = Instant::now();
     std::thread::sleep(Duration::from_millis(300));
-    s.freeze(false);
+    // At least this long: the test may be slow between the calls, never fast.
     let frozen_for = frozen_at.elapsed();
+    s.freeze(false);
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -82,7 +89,10 @@ fn a_step_schedule_has_one_stage_per_rate_and_a_pause_shows_in_its_stage() {
         max(pause_stage)
     );
     assert!(p999(pause_stage) > 100e6, "P99.9 {}", p999(pause_stage));
-    assert!(p999(0) < 100e6 && p999(4) < 100e6);
+    // The first and last stages are a second or more away from the pause: their tails stay
+    // under half of it, which a message that had waited for the pause would exceed.
+    let half = frozen_for.as_nanos() as f64 / 2.0;
+    assert!(p999(0) < half && p999(4) < half, "{} {}", p999(0), p999(4));
     // Each tick of the timeline names its stage, in order, ending in the last.
     let ticks = v["timeline"]["ticks"].as_array().unwrap();
     let seen: Vec<u64> = ticks.iter().map(|t| u(&t["stage"]["index"])).collect();
@@ -91,10 +101,12 @@ fn a_step_schedule_has_one_stage_per_rate_and_a_pause_shows_in_its_stage() {
     assert_eq!(seen.last(), Some(&4));
     assert!(ticks.iter().all(|t| u(&t["stage"]["of"]) == 5));
     // Achieved is what arrived while each stage ran. The backlog of a 300 ms pause clears
-    // well within its one-second stage, so every stage still achieved about its target.
+    // well within its one-second stage, so every stage still achieved about its target. The
+    // slack is a fifth of a stage: messages a busy machine delivers late cross a stage's end
+    // into the next; a backlog left uncleared would take the pause's 30 % from its stage.
     for (i, stage) in st.iter().enumerate() {
         let achieved = f(&stage["msgs_per_sec"]) / f(&stage["target_rate"]);
-        assert!((0.95..=1.05).contains(&achieved), "stage {i}: {achieved}");
+        assert!((0.8..=1.2).contains(&achieved), "stage {i}: {achieved}");
     }
     // The whole run's latency has it too.
     assert!(f(&v["latency"]["max_ns"]) >= max(pause_stage));
@@ -127,9 +139,11 @@ fn pubsub_stages_account_for_every_message_of_every_publisher() {
     assert_eq!(u(&st[0]["received"]), 4200);
     assert_eq!(u(&st[1]["received"]), 12_600);
     assert_eq!(u(&st[1]["lost"]), 0);
-    // Per subscriber, what arrived while the stage ran.
+    // Per subscriber, what arrived while the stage ran: about 9,000/s, where the sum over both
+    // subscribers would be twice that. The slack is a fifth of the stage, for messages a busy
+    // machine delivers after the stage's end.
     assert!(
-        (f(&st[1]["msgs_per_sec"]) / 9000.0 - 1.0).abs() < 0.05,
+        (f(&st[1]["msgs_per_sec"]) / 9000.0 - 1.0).abs() < 0.2,
         "{}",
         st[1]
     );
@@ -210,18 +224,21 @@ fn the_live_line_names_the_stage() {
         "--server",
         &s.url,
         "--rate-schedule",
-        "200@1200ms,400@1200ms",
+        "200@2s,400@2s",
         "--warmup",
         "100ms",
         "--live",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
+    // A line is shown for each second the run is still going at its end, named by the stage
+    // in its middle. Stages of two seconds each get one even when a busy machine takes a
+    // tick most of a second late.
     let err = stderr(&out);
     assert!(err.contains("stage 1/2 at 200/s"), "{err}");
     assert!(err.contains("stage 2/2 at 400/s"), "{err}");
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("on schedule 200@1200ms,400@1200ms"), "{text}");
-    assert!(text.contains("Stages of 200@1200ms,400@1200ms"), "{text}");
+    assert!(text.contains("on schedule 200@2s,400@2s"), "{text}");
+    assert!(text.contains("Stages of 200@2s,400@2s"), "{text}");
 }
 
 #[test]

@@ -361,7 +361,18 @@ mod tests {
         }
     }
 
+    /// Limits for a driver that answers: far beyond what a shell needs on a busy machine, so
+    /// they never decide a test; the wait ends when the driver answers.
     fn limits() -> Limits {
+        Limits {
+            ready: Duration::from_secs(60),
+            silence: Duration::from_secs(60),
+            total: Duration::from_secs(120),
+        }
+    }
+
+    /// Limits for a driver that never answers, so that waiting it out is short.
+    fn short_limits() -> Limits {
         Limits {
             ready: Duration::from_secs(2),
             silence: Duration::from_millis(500),
@@ -411,15 +422,22 @@ mod tests {
     fn failures_are_told_apart() {
         let stop = AtomicBool::new(false);
         let scenario = serde_json::json!({"type": "scenario"});
-        let kind = |script: &str| {
-            run(&sh(script), &scenario, limits(), &stop)
+        let kind_within = |script: &str, limits: Limits| {
+            run(&sh(script), &scenario, limits, &stop)
                 .map(|_| ())
                 .unwrap_err()
         };
+        let kind = |script: &str| kind_within(script, limits());
         // Silent forever: killed at the ready limit.
-        assert_eq!(kind("sleep 30").failure, Failure::Timeout("before ready"));
+        assert_eq!(
+            kind_within("sleep 30", short_limits()).failure,
+            Failure::Timeout("before ready")
+        );
         // Hangs after start.
-        let f = kind(&format!("read s; echo '{READY}'; read go; sleep 30"));
+        let f = kind_within(
+            &format!("read s; echo '{READY}'; read go; sleep 30"),
+            short_limits(),
+        );
         assert_eq!(f.failure, Failure::Timeout("during the run"));
         // Dies mid-run, saying why on stderr.
         let f = kind(&format!(
@@ -455,15 +473,23 @@ mod tests {
 
     #[test]
     fn a_stop_is_passed_on_and_the_partial_result_kept() {
-        // Answers `stop` with an interrupted result.
+        // Answers `stop` with an interrupted result. It says when it has started (a file), and
+        // the stop is raised then: raised earlier, before a busy machine had the shell ready, it
+        // would be a stop before the run, another case.
+        let dir = crate::testdir::TestDir::new("driver-stop");
+        let started = dir.path().join("started");
         let script = format!(
-            "read s; echo '{READY}'; read go; read halt; \
-             echo '{{\"type\":\"result\",\"result\":{{\"interrupted\":true,\"clients\":[]}}}}'"
+            "read s; echo '{READY}'; read go; touch '{}'; read halt; \
+             echo '{{\"type\":\"result\",\"result\":{{\"interrupted\":true,\"clients\":[]}}}}'",
+            started.display()
         );
         let stop = AtomicBool::new(false);
         let done = std::thread::scope(|s| {
             s.spawn(|| {
-                std::thread::sleep(Duration::from_millis(300));
+                let deadline = Instant::now() + limits().total;
+                while !started.exists() && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
                 stop.store(true, Ordering::Relaxed);
             });
             run(

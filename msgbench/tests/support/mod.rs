@@ -260,3 +260,86 @@ pub fn raw_request(url: &str, subject: &str, body: &str) -> String {
         assert!(!line.is_empty(), "the server closed the connection");
     }
 }
+
+/// How long a test waits for an event of a run it started (a tick, a line, a file) before it
+/// calls the run stuck. It guards against a hang only: every wait ends at its event, and a
+/// debug build on a busy machine reaches each of them in seconds.
+pub const HANG: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Waits for the first `--stream-stats` tick in `path` that `ready` accepts and returns it. A
+/// test that must act while a run is under way (signal it, freeze its server, count its
+/// threads) waits for this instead of sleeping a fixed time, which a slow machine can spend
+/// before the run has even connected. Fails if `child` ends first or after [`HANG`].
+pub fn wait_for_tick(
+    path: &Path,
+    child: &mut std::process::Child,
+    ready: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = std::time::Instant::now() + HANG;
+    loop {
+        // A line is written and flushed whole, but a read may still meet the last one half
+        // done: only lines that end in a newline are read.
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+        for line in complete.lines() {
+            let tick: serde_json::Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("not a --stream-stats line ({e}): {line}"));
+            if ready(&tick) {
+                return tick;
+            }
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("msgbench ended ({status}) before the tick awaited; ticks: {text}");
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no such tick after {HANG:?}; ticks: {text}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A tick's field as a number.
+pub fn tick_f(tick: &serde_json::Value, field: &str) -> f64 {
+    tick[field]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no {field} in {tick}"))
+}
+
+/// Reads `child`'s stderr line by line until one contains `needle`, and returns what it read;
+/// the rest of stderr is left for [`rest_of_stderr`]. Fails if stderr ends first.
+pub fn stderr_until(
+    child: &mut std::process::Child,
+    needle: &str,
+) -> (String, std::io::BufReader<std::process::ChildStderr>) {
+    stderr_until_line(child, |l| l.contains(needle))
+}
+
+/// As [`stderr_until`], until a line that `ready` accepts.
+pub fn stderr_until_line(
+    child: &mut std::process::Child,
+    ready: impl Fn(&str) -> bool,
+) -> (String, std::io::BufReader<std::process::ChildStderr>) {
+    use std::io::BufRead;
+    let mut lines = std::io::BufReader::new(child.stderr.take().expect("stderr is piped"));
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        if lines.read_line(&mut line).unwrap() == 0 {
+            panic!("stderr ended before the line awaited: {seen}");
+        }
+        seen.push_str(&line);
+        if ready(line.trim_end()) {
+            return (seen, lines);
+        }
+    }
+}
+
+/// What is left of a stderr that [`stderr_until`] read from, appended to `seen`.
+pub fn rest_of_stderr(
+    mut seen: String,
+    mut lines: std::io::BufReader<std::process::ChildStderr>,
+) -> String {
+    std::io::Read::read_to_string(&mut lines, &mut seen).unwrap();
+    seen
+}

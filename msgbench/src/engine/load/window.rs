@@ -21,9 +21,15 @@ struct WindowState {
     /// Sequence and send time of each request in flight, oldest first.
     outstanding: std::collections::VecDeque<(u64, Instant)>,
     timeouts: u64,
-    /// Requests in flight when their connection was lost.
+    /// Requests in flight when their connection was lost, and not answered since.
     abandoned: u64,
+    /// The abandoned requests whose reply may still come within the timeout (over a cluster,
+    /// a reply can reach the new connection), oldest first; one that does is not lost.
+    maybe_late: std::collections::VecDeque<(u64, Instant)>,
 }
+
+/// Abandoned requests remembered at most, for a reply that comes after all.
+const MAYBE_LATE_KEPT: usize = 1 << 16;
 
 impl Window {
     pub fn new(limit: usize, timeout: Duration) -> Self {
@@ -89,18 +95,34 @@ impl Window {
         }
     }
 
-    /// A reply for `seq` arrived. True when it was still awaited; false when it came after its
-    /// request had timed out (or was never sent).
+    /// A reply for `seq` arrived. True when it was still awaited, also when its request was
+    /// abandoned with a lost connection but the reply came within the timeout all the same;
+    /// false when it came after its request had timed out (or was never sent).
     pub fn complete(&self, seq: u64) -> bool {
         let mut st = self.lock();
         // Replies mostly come in order: the match is almost always at the front.
-        let Some(i) = st.outstanding.iter().position(|&(s, _)| s == seq) else {
-            return false;
-        };
-        st.outstanding.remove(i);
-        drop(st);
-        self.freed.notify_one();
-        true
+        if let Some(i) = st.outstanding.iter().position(|&(s, _)| s == seq) {
+            st.outstanding.remove(i);
+            drop(st);
+            self.freed.notify_one();
+            return true;
+        }
+        let now = Instant::now();
+        while st
+            .maybe_late
+            .front()
+            .is_some_and(|&(_, sent)| now.saturating_duration_since(sent) >= self.timeout)
+        {
+            st.maybe_late.pop_front();
+        }
+        match st.maybe_late.iter().position(|&(s, _)| s == seq) {
+            Some(i) => {
+                st.maybe_late.remove(i);
+                st.abandoned -= 1;
+                true
+            }
+            None => false,
+        }
     }
 
     /// Waits until every request in flight is answered or timed out, or `stop` is raised.
@@ -131,15 +153,19 @@ impl Window {
         self.lock().timeouts
     }
 
-    /// The connection was lost: no request in flight can be answered any more. Frees every
-    /// slot at once, so the requester goes on at its pace on the new connection instead of
-    /// waiting out `timeout` for replies that cannot come. A reply that does come after all
-    /// (a server that kept its state across a brief loss) counts as late.
+    /// The connection was lost: the requests in flight are most likely lost with it (a
+    /// restarted server forgot them). Frees every slot at once, so the requester goes on at its
+    /// pace on the new connection instead of waiting out `timeout` for replies that cannot
+    /// come. A reply that does come within the timeout after all (a cluster routes it to the
+    /// new connection) still counts, and the request is then not counted as abandoned.
     pub fn abandon_all(&self) {
         let mut st = self.lock();
-        let n = st.outstanding.len() as u64;
-        st.outstanding.clear();
-        st.abandoned += n;
+        let gone: Vec<(u64, Instant)> = st.outstanding.drain(..).collect();
+        st.abandoned += gone.len() as u64;
+        st.maybe_late.extend(gone);
+        while st.maybe_late.len() > MAYBE_LATE_KEPT {
+            st.maybe_late.pop_front();
+        }
         drop(st);
         self.freed.notify_all();
     }
@@ -155,15 +181,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_lost_connection_frees_every_slot_and_a_late_reply_is_not_on_time() {
+    fn a_lost_connection_frees_every_slot_and_a_reply_within_the_timeout_still_counts() {
         let w = Window::new(2, Duration::from_secs(3600));
         assert!(w.try_acquire(0) && w.try_acquire(1));
         assert!(!w.try_acquire(2), "the window is full");
         w.abandon_all();
         assert_eq!((w.in_flight(), w.abandoned(), w.timeouts()), (0, 2, 0));
-        // The requester goes on at once, and a reply to an abandoned request is late.
+        // The requester goes on at once; a reply to an abandoned request within the timeout
+        // still counts, once, and its request is no longer counted as abandoned.
         assert!(w.try_acquire(2));
+        assert!(w.complete(0));
         assert!(!w.complete(0));
+        assert_eq!(w.abandoned(), 1);
         assert!(w.complete(2));
+        // Past the timeout, an abandoned request's reply is late.
+        let w = Window::new(1, Duration::ZERO);
+        assert!(w.try_acquire(7));
+        w.abandon_all();
+        assert!(!w.complete(7));
+        assert_eq!(w.abandoned(), 1);
     }
 }

@@ -270,7 +270,9 @@ mod tests {
         let t = std::time::Instant::now();
         let got = ask(addr, "GET /metrics HTTP/1.1\r\n\r\n");
         assert!(got.starts_with("HTTP/1.1 200 OK"), "{got}");
-        assert!(t.elapsed() < CLIENT_TIMEOUT + Duration::from_secs(1));
+        // The silent client held the server for CLIENT_TIMEOUT at most; one it held until it
+        // left would hold it for good. The slack is a busy machine's, several times over.
+        assert!(t.elapsed() < CLIENT_TIMEOUT * 5);
         done.store(true, Ordering::Relaxed);
         thread.join().unwrap();
     }
