@@ -11,9 +11,7 @@ use std::path::PathBuf;
 use clap::error::ErrorKind;
 use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 
-use crate::cli::{
-    AgentArgs, CalibrateArgs, DemoArgs, DiffArgs, ReportArgs, RunArgs, SearchArgs,
-};
+use crate::cli::{AgentArgs, CalibrateArgs, DemoArgs, DiffArgs, ReportArgs, RunArgs, SearchArgs};
 use crate::plan::Plan;
 use crate::scenario::registry::{self, Entry, GROUPS};
 
@@ -117,7 +115,10 @@ fn scenario_commands() -> Vec<clap::Command> {
 }
 
 fn missing(what: &str) -> clap::Error {
-    clap::Error::raw(ErrorKind::MissingSubcommand, format!("{what} needs a subcommand"))
+    clap::Error::raw(
+        ErrorKind::MissingSubcommand,
+        format!("{what} needs a subcommand"),
+    )
 }
 
 impl FromArgMatches for ScenarioCommand {
@@ -159,7 +160,9 @@ impl Subcommand for ScenarioCommand {
     }
 
     fn has_subcommand(name: &str) -> bool {
-        registry::ALL.iter().any(|e| e.words().first() == Some(&name))
+        registry::ALL
+            .iter()
+            .any(|e| e.words().first() == Some(&name))
     }
 }
 
@@ -176,10 +179,10 @@ fn offered(
 }
 
 /// The plan a `compare` or `capacity` subcommand names, and the matches of its flags.
-fn offered_plan<'m>(
-    m: &'m ArgMatches,
+fn offered_plan(
+    m: &ArgMatches,
     name_in: fn(&dyn Entry) -> Option<&'static str>,
-) -> Result<(Plan, &'m ArgMatches), clap::Error> {
+) -> Result<(Plan, &ArgMatches), clap::Error> {
     let (name, sub) = m.subcommand().ok_or_else(|| missing("this command"))?;
     let entry = registry::ALL
         .iter()
@@ -296,6 +299,24 @@ impl Args for CapacityCommand {
 
     fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
         Self::augment_args(cmd)
+    }
+}
+
+/// The plan a command line (`msgbench` first) runs, or what is wrong with it in one line.
+///
+/// # Errors
+/// The line does not parse, or it runs something other than one scenario.
+pub fn plan_of<I, T>(argv: I) -> Result<Plan, String>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = Cli::try_parse_from(argv).map_err(|e| crate::cli::one_line(&e))?;
+    match cli.command {
+        Some(Command::Scenario(ScenarioCommand::Plan(p))) => Ok(p),
+        Some(Command::Compare(c)) => Ok(c.plan),
+        Some(Command::Capacity(c)) => Ok(c.plan),
+        _ => Err("the line runs no scenario".into()),
     }
 }
 

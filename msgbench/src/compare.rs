@@ -17,7 +17,6 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::command::CompareCommand;
 use crate::engine::driver::{self, Launch, Limits};
 use crate::error::{exit, Error, ErrorCounts, ErrorKind, Result};
 use crate::options::Output;
@@ -95,10 +94,13 @@ pub struct Comparison {
 /// # Errors
 /// Bad flags (an unknown client, a scenario option drivers cannot honour), the server, and
 /// failures of the native engine before any load; a driver's failure is a row, not an error.
-pub fn run(args: CompareCommand, stop: &AtomicBool) -> Result<Compared> {
-    let clients = args.flags.clients;
-    let drivers = drivers_dir(args.flags.drivers.as_deref());
-    let planned = args.plan;
+pub fn run(
+    clients: Vec<String>,
+    drivers: Option<&Path>,
+    planned: crate::plan::Plan,
+    stop: &AtomicBool,
+) -> Result<Compared> {
+    let drivers = drivers_dir(drivers);
     refuse_what_drivers_cannot_report(&planned)?;
     for c in &clients {
         if !CLIENTS.contains(&c.as_str()) {

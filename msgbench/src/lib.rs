@@ -43,8 +43,8 @@ use std::sync::{Arc, Mutex};
 use clap::Parser;
 
 use cli::DemoArgs;
-pub use command::{Cli, Command};
 use command::ScenarioCommand;
+pub use command::{Cli, Command};
 use error::{exit, Result};
 use options::Output;
 use plan::Plan;
@@ -174,11 +174,11 @@ fn run_tool(command: Command, stop: &AtomicBool) -> Result<u8> {
                 return print_plan(&a.plan);
             }
             check_out(a.plan.out(), a.plan.files())?;
-            let c = compare::run(a, stop)?;
+            let c = compare::run(a.flags.clients, a.flags.drivers.as_deref(), a.plan, stop)?;
             export::compare::emit(&c.doc, &c.output)?;
             Ok(c.code)
         }
-        Command::Capacity(a) => capacity::run(a, stop),
+        Command::Capacity(a) => capacity::run(a.plan, a.search, stop),
         Command::Report(a) => {
             check_files(&[("--output", Some(&a.output))])?;
             report::html::run(&a)

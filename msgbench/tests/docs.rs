@@ -38,7 +38,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use clap::{CommandFactory, Parser};
-use msgbench::cli::{one_line, Cli};
+use msgbench::cli::one_line;
+use msgbench::Cli;
 
 /// One thing wrong in one page, with where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]

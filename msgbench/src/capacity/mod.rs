@@ -23,7 +23,6 @@ use std::time::{Duration, SystemTime};
 use serde_json::Value;
 
 use crate::cli::SearchArgs;
-use crate::command::CapacityCommand;
 use crate::error::{exit, Error, Result};
 use crate::plan::Plan;
 use crate::result::{RunResult, ToolInfo, Verdict};
@@ -48,13 +47,12 @@ const TOOL_RETRIES: u32 = 2;
 /// # Errors
 /// A bad flag or plan, no server, or a destination that cannot be written, before any load;
 /// a probe that cannot run at all (not one that fails its SLO) after.
-pub fn run(args: CapacityCommand, stop: &AtomicBool) -> Result<u8> {
-    let search = args.search;
+pub fn run(plan: Plan, search: SearchArgs, stop: &AtomicBool) -> Result<u8> {
     check_search(&search)?;
-    let json = refuse_outputs(args.plan.out())?;
+    let json = refuse_outputs(plan.out())?;
     // --no-progress leaves out the line each probe run prints as it ends.
-    let progress = !args.plan.out().no_progress;
-    let base = base_plan(args.plan)?;
+    let progress = !plan.out().no_progress;
+    let base = base_plan(plan)?;
     if let Some(path) = &json {
         crate::output::dest::check("--json", path)?;
     }

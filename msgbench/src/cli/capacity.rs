@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use clap::Args;
 use crate::values::{parse_duration, parse_rate};
+use clap::Args;
 
 #[derive(Debug, Args, Clone)]
 pub struct SearchArgs {

@@ -63,4 +63,3 @@ pub fn check(flag: &'static str, path: &Path) -> Result<()> {
         Err(e) => Err(refuse(e.to_string())),
     }
 }
-

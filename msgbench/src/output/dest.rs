@@ -54,7 +54,10 @@ fn check_all(found: Vec<(&'static str, PathBuf)>) -> Result<()> {
 }
 
 /// The files a run writes, with the flag that names each. `-` (stdout) is left out.
-fn destinations(o: &OutputArgs, files: Vec<(&'static str, PathBuf)>) -> Vec<(&'static str, PathBuf)> {
+fn destinations(
+    o: &OutputArgs,
+    files: Vec<(&'static str, PathBuf)>,
+) -> Vec<(&'static str, PathBuf)> {
     let mut found = Vec::new();
     found.extend(o.json.clone().map(|p| ("--json", p)));
     found.extend(o.csv.clone().map(|p| ("--csv", p)));
@@ -152,13 +155,11 @@ mod tests {
 
     #[test]
     fn hist_prefixes_expand_to_their_three_files() {
-        use clap::Parser;
-        let cli = crate::cli::Cli::try_parse_from([
+        let plan = crate::command::plan_of([
             "msgbench", "latency", "--hist", "h", "--json", "-", "--csv", "c.csv",
         ])
         .unwrap();
-        let plan = Plan::from_command(cli.command.unwrap()).unwrap();
-        let found = destinations(plan.out(), hist_of(&plan));
+        let found = destinations(plan.out(), plan.files());
         let names: Vec<String> = found
             .iter()
             .map(|(f, p)| format!("{f} {}", p.display()))

@@ -166,7 +166,9 @@ impl Plan {
             .and_then(Value::as_str)
             .ok_or_else(|| Error::Usage("a plan needs a \"scenario\"".into()))?;
         let entry = registry::named(scenario).ok_or_else(|| {
-            Error::Usage(format!("plan scenario '{scenario}' is not one msgbench runs"))
+            Error::Usage(format!(
+                "plan scenario '{scenario}' is not one msgbench runs"
+            ))
         })?;
         let cmd = entry.command();
         let mut argv: Vec<OsString> = vec![cmd.get_name().into()];

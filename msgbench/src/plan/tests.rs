@@ -1,12 +1,10 @@
-use clap::Parser;
 use serde_json::json;
 
 use super::*;
 
 fn plan_of(line: &str) -> Plan {
     let argv = std::iter::once("msgbench").chain(line.split_whitespace());
-    let cli = Cli::try_parse_from(argv).unwrap_or_else(|e| panic!("{line}: {e}"));
-    Plan::from_command(cli.command.expect("a command")).expect("a plan")
+    crate::command::plan_of(argv).unwrap_or_else(|e| panic!("{line}: {e}"))
 }
 
 fn usage(r: Result<Plan>) -> String {

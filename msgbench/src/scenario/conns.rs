@@ -64,11 +64,16 @@ impl super::Runnable for ConnsOptions {
     fn output(&self) -> &crate::options::Output {
         &self.output
     }
-    fn server(&self) -> Option<(&crate::options::ServerChoice, Option<crate::result::LinkSpec>)> {
+    fn server(
+        &self,
+    ) -> Option<(
+        &crate::options::ServerChoice,
+        Option<crate::result::LinkSpec>,
+    )> {
         Some((&self.server, self.conn.link))
     }
     fn split(&self) -> Result<super::Split> {
-        Err(super::not_on_agents("conns", "not yet"))
+        Err(super::not_on_agents("conns"))
     }
     fn timeout(&self) -> std::time::Duration {
         self.timeout

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
+use super::fault::Injector;
 use crate::engine::conn::{self, Conn, ConnectSpec};
 use crate::engine::fleet::{self, Ending, Fleet, FleetSpec, Interest};
 use crate::engine::load::{
@@ -27,8 +28,6 @@ use crate::stats::stages::{StageArrivals, StageTotals};
 use crate::stats::throughput::{ClientRun, Role};
 use crate::stats::timeline::Meter;
 use crate::wire::{proto, stamp};
-use super::fault::Injector;
-
 
 use super::segment::Share;
 
@@ -114,7 +113,12 @@ impl super::Runnable for Options {
     fn schedule(&self) -> Option<&crate::stats::schedule::RateSchedule> {
         self.pace.schedule().filter(|s| !s.is_fixed())
     }
-    fn server(&self) -> Option<(&crate::options::ServerChoice, Option<crate::result::LinkSpec>)> {
+    fn server(
+        &self,
+    ) -> Option<(
+        &crate::options::ServerChoice,
+        Option<crate::result::LinkSpec>,
+    )> {
         Some((&self.server, self.conn.link))
     }
     fn split(&self) -> Result<super::Split> {

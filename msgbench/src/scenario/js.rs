@@ -237,11 +237,16 @@ impl super::Runnable for JsPubOptions {
     fn schedule(&self) -> Option<&crate::stats::schedule::RateSchedule> {
         self.publish.pace.schedule().filter(|s| !s.is_fixed())
     }
-    fn server(&self) -> Option<(&crate::options::ServerChoice, Option<crate::result::LinkSpec>)> {
+    fn server(
+        &self,
+    ) -> Option<(
+        &crate::options::ServerChoice,
+        Option<crate::result::LinkSpec>,
+    )> {
         Some((&self.publish.server, self.publish.conn.link))
     }
     fn split(&self) -> Result<super::Split> {
-        Err(super::not_on_agents("js.pub", "not yet"))
+        Err(super::not_on_agents("js.pub"))
     }
     fn timeout(&self) -> std::time::Duration {
         self.publish.timeout
@@ -284,11 +289,16 @@ impl super::Runnable for JsConsumeOptions {
     fn allow_loss(&self) -> bool {
         self.allow_loss
     }
-    fn server(&self) -> Option<(&crate::options::ServerChoice, Option<crate::result::LinkSpec>)> {
+    fn server(
+        &self,
+    ) -> Option<(
+        &crate::options::ServerChoice,
+        Option<crate::result::LinkSpec>,
+    )> {
         Some((&self.server, self.conn.link))
     }
     fn split(&self) -> Result<super::Split> {
-        Err(super::not_on_agents("js.consume", "not yet"))
+        Err(super::not_on_agents("js.consume"))
     }
     fn timeout(&self) -> std::time::Duration {
         self.timeout
@@ -310,14 +320,20 @@ impl super::Runnable for KvOptions {
     fn allow_loss(&self) -> bool {
         self.put.publish.allow_loss
     }
-    fn server(&self) -> Option<(&crate::options::ServerChoice, Option<crate::result::LinkSpec>)> {
+    fn server(
+        &self,
+    ) -> Option<(
+        &crate::options::ServerChoice,
+        Option<crate::result::LinkSpec>,
+    )> {
         Some((&self.put.publish.server, self.put.publish.conn.link))
     }
     fn split(&self) -> Result<super::Split> {
-        Err(super::not_on_agents(
-            if self.get { "kv.get" } else { "kv.put" },
-            "not yet",
-        ))
+        Err(super::not_on_agents(if self.get {
+            "kv.get"
+        } else {
+            "kv.put"
+        }))
     }
     fn timeout(&self) -> std::time::Duration {
         self.put.publish.timeout

@@ -96,7 +96,12 @@ impl super::Runnable for LatencyOptions {
     fn schedule(&self) -> Option<&crate::stats::schedule::RateSchedule> {
         Some(&self.schedule).filter(|s| !s.is_fixed())
     }
-    fn server(&self) -> Option<(&crate::options::ServerChoice, Option<crate::result::LinkSpec>)> {
+    fn server(
+        &self,
+    ) -> Option<(
+        &crate::options::ServerChoice,
+        Option<crate::result::LinkSpec>,
+    )> {
         Some((&self.server_a, self.conn.link))
     }
     fn second(&self) -> super::Second<'_> {
@@ -127,7 +132,14 @@ impl super::Runnable for LatencyOptions {
         LatencyOptions::params(self)
     }
     fn run(&self, ctx: &super::Ctx<'_>) -> Result<RunResult> {
-        run(self, ctx.target()?, ctx.second, ctx.meter, ctx.stop, ctx.share)
+        run(
+            self,
+            ctx.target()?,
+            ctx.second,
+            ctx.meter,
+            ctx.stop,
+            ctx.share,
+        )
     }
     fn compare(&self) -> Result<super::Compared> {
         Ok(super::Compared {

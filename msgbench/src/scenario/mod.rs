@@ -67,7 +67,10 @@ pub trait Scenario: Send + Sync + 'static {
     /// # Errors
     /// As the helper's own.
     fn helper(name: &str, _m: &clap::ArgMatches, _stop: &AtomicBool) -> Result<u8> {
-        Err(Error::Usage(format!("`{name}` is not a command of {}", Self::NAME)))
+        Err(Error::Usage(format!(
+            "`{name}` is not a command of {}",
+            Self::NAME
+        )))
     }
 }
 
@@ -198,6 +201,8 @@ pub struct Compared {
 }
 
 /// The refusal of a scenario that does not run on agents, in one line.
-pub(crate) fn not_on_agents(name: &str, why: &str) -> Error {
-    Error::Usage(format!("--agents: `{name}` does not run on agents: {why}"))
+pub(crate) fn not_on_agents(name: &str) -> Error {
+    Error::Usage(format!(
+        "--agents: `{name}` does not run on agents yet (pub, sub, pubsub, latency and request do)"
+    ))
 }

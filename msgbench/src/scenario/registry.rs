@@ -37,7 +37,10 @@ pub const GROUPS: &[(&str, &str)] = &[
         "JetStream: publish into a stream timing every acknowledgement, or consume from it \
          checking every message arrives once.",
     ),
-    ("kv", "Key-value buckets: put and get, timing each operation."),
+    (
+        "kv",
+        "Key-value buckets: put and get, timing each operation.",
+    ),
 ];
 
 /// The scenario a plan or result names.
@@ -118,8 +121,12 @@ impl<S: Scenario> Entry for Of<S> {
 
     fn command(&self) -> clap::Command {
         let word = S::WORDS.last().copied().unwrap_or(S::NAME);
-        let cmd = clap::Command::new(word).about(S::ABOUT);
-        S::command(<S::Args as clap::Args>::augment_args(cmd))
+        let cmd = <S::Args as clap::Args>::augment_args(clap::Command::new(word));
+        // After the flags: a flattened group's doc comment would otherwise become the about.
+        S::command(
+            cmd.about(S::ABOUT.trim_end_matches('.'))
+                .long_about(None::<&str>),
+        )
     }
 
     fn parse(&self, m: &ArgMatches) -> std::result::Result<Box<dyn AnyArgs>, clap::Error> {
@@ -229,7 +236,11 @@ mod tests {
             assert!(named(e.name()).is_some() && by_words(e.words()).is_some());
             // A grouped scenario's group is described.
             if e.words().len() > 1 {
-                assert!(GROUPS.iter().any(|(g, _)| *g == e.words()[0]), "{}", e.name());
+                assert!(
+                    GROUPS.iter().any(|(g, _)| *g == e.words()[0]),
+                    "{}",
+                    e.name()
+                );
             }
         }
     }

@@ -39,11 +39,16 @@ impl super::Runnable for ReplyOptions {
     fn output(&self) -> &crate::options::Output {
         &self.output
     }
-    fn server(&self) -> Option<(&crate::options::ServerChoice, Option<crate::result::LinkSpec>)> {
+    fn server(
+        &self,
+    ) -> Option<(
+        &crate::options::ServerChoice,
+        Option<crate::result::LinkSpec>,
+    )> {
         Some((&self.server, self.conn.link))
     }
     fn split(&self) -> Result<super::Split> {
-        Err(super::not_on_agents("reply", "not yet"))
+        Err(super::not_on_agents("reply"))
     }
     fn duration(&self) -> Option<std::time::Duration> {
         Some(self.duration)

@@ -120,7 +120,12 @@ impl super::Runnable for RequestOptions {
     fn schedule(&self) -> Option<&crate::stats::schedule::RateSchedule> {
         self.pace.schedule().filter(|s| !s.is_fixed())
     }
-    fn server(&self) -> Option<(&crate::options::ServerChoice, Option<crate::result::LinkSpec>)> {
+    fn server(
+        &self,
+    ) -> Option<(
+        &crate::options::ServerChoice,
+        Option<crate::result::LinkSpec>,
+    )> {
         Some((&self.server, self.conn.link))
     }
     fn split(&self) -> Result<super::Split> {

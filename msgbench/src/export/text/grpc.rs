@@ -96,4 +96,3 @@ pub(super) fn grpc(o: &mut String, r: &RunResult) {
         );
     }
 }
-

@@ -170,10 +170,7 @@ pub fn encode(a: &GrpcEncodeArgs) -> Result<EncodeReport> {
 ///
 /// # Errors
 /// The JSON file cannot be written.
-pub fn print(
-    r: &EncodeReport,
-    json: Option<&std::path::Path>,
-) -> crate::error::Result<()> {
+pub fn print(r: &EncodeReport, json: Option<&std::path::Path>) -> crate::error::Result<()> {
     use std::fmt::Write as _;
     use std::io::Write as _;
     let group = crate::format::group;

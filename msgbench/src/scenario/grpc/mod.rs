@@ -75,10 +75,17 @@ impl super::Scenario for Grpc {
         use clap::FromArgMatches as _;
         let bad = |e: clap::Error| Error::Usage(crate::cli::one_line(&e));
         match name {
-            "serve" => serve(&crate::cli::GrpcServeArgs::from_arg_matches(m).map_err(bad)?, stop),
+            "serve" => serve(
+                &crate::cli::GrpcServeArgs::from_arg_matches(m).map_err(bad)?,
+                stop,
+            ),
             "encode" => {
                 let a = crate::cli::GrpcEncodeArgs::from_arg_matches(m).map_err(bad)?;
-                if let Some(p) = a.json.as_deref().filter(|p| *p != std::path::Path::new("-")) {
+                if let Some(p) = a
+                    .json
+                    .as_deref()
+                    .filter(|p| *p != std::path::Path::new("-"))
+                {
                     crate::options::dest::check("--json", p)?;
                 }
                 let report = encode(&a)?;
@@ -101,7 +108,7 @@ impl super::Runnable for GrpcOptions {
         self.pace.schedule().filter(|s| !s.is_fixed())
     }
     fn split(&self) -> Result<super::Split> {
-        Err(super::not_on_agents("grpc", "not yet"))
+        Err(super::not_on_agents("grpc"))
     }
     fn timeout(&self) -> std::time::Duration {
         self.timeout
