@@ -24,6 +24,9 @@ pub use sections::{
 pub use spread::{ClientSpread, MinMedianMax, Slowest};
 pub use stages::{ScheduleReport, StageStats};
 
+mod params;
+pub use params::{Describe, Params, ScenarioParams, Untyped};
+
 use crate::error::exit;
 use crate::metric::PERCENTILES;
 use crate::stats::delivery::Delivery;
@@ -42,7 +45,7 @@ pub struct RunResult {
     pub started_at: String,
     /// True when SIGINT/SIGTERM cut the run short; figures cover what ran.
     pub interrupted: bool,
-    pub params: serde_json::Value,
+    pub params: Params,
     /// The plan that ran (`msgbench run` reads it back), with no credentials in it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plan: Option<serde_json::Value>,
@@ -502,7 +505,7 @@ impl RunResult {
     pub fn new(
         scenario: &'static str,
         started_at: String,
-        params: serde_json::Value,
+        params: impl Into<Params>,
         server: ServerMeta,
         errors: &crate::error::ErrorCounts,
         interrupted: bool,
@@ -514,7 +517,7 @@ impl RunResult {
             run_id: new_run_id(scenario, &started_at),
             started_at,
             interrupted,
-            params,
+            params: params.into(),
             plan: None,
             server,
             throughput: Throughput::default(),

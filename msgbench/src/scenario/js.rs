@@ -370,7 +370,7 @@ pub fn run_pub(
         meter,
         stop,
     )?;
-    result.params = opts.params();
+    result.params = opts.params().into();
     result.jetstream = Some(report);
     clean_up(api, &opts.streams, opts.delete_after);
     Ok(result)
@@ -439,7 +439,7 @@ pub fn run_kv(
 ) -> Result<RunResult> {
     let Some(gets) = &opts.gets else {
         let mut result = run_pub(&opts.put, target, meter, stop)?;
-        result.params = opts.params();
+        result.params = opts.params().into();
         return Ok(result);
     };
     let p = &opts.put.publish;
@@ -467,7 +467,7 @@ pub fn run_kv(
         });
     }
     let mut result = request::run_request(gets, target, meter, stop, None)?;
-    result.params = opts.params();
+    result.params = opts.params().into();
     clean_up(api, &opts.put.streams, opts.put.delete_after);
     Ok(result)
 }

@@ -230,7 +230,7 @@ pub(super) fn connections(o: &mut String, r: &RunResult) {
             let _ = writeln!(
                 o,
                 "   the server left two keepalive PINGs ({} apart) unanswered; a server fanning out to thousands of subscribers can be busy that long: a longer --ping-interval waits for it",
-                r.params["connection"]["ping_interval_secs"]
+                r.params.to_value()["connection"]["ping_interval_secs"]
                     .as_f64()
                     .map_or("--ping-interval".into(), |s| format!("{s} s"))
             );

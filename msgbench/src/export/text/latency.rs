@@ -7,7 +7,7 @@ use super::*;
 
 pub(super) fn latency(o: &mut String, r: &RunResult) {
     let Some(c) = &r.latency else {
-        if r.scenario == "js.consume" && r.params["publish"] != "live" {
+        if r.scenario == "js.consume" && r.params.to_value()["publish"] != "live" {
             let _ = writeln!(
                 o,
                 "Latency: not measured: the messages were published before consuming began, \
@@ -42,7 +42,7 @@ pub(super) fn latency(o: &mut String, r: &RunResult) {
             );
         }
         None if r.scenario == "js.pub" || r.scenario == "kv.put" => {
-            let what = match r.params["mode"].as_str() {
+            let what = match r.params.to_value()["mode"].as_str() {
                 Some("batch") => "batches (first message to the commit's PubAck)",
                 _ if r.scenario == "kv.put" => "puts",
                 _ => "publishes",
@@ -64,7 +64,7 @@ pub(super) fn latency(o: &mut String, r: &RunResult) {
             let _ = writeln!(o, "  {:>10} {:>12}", "percentile", "end to end");
         }
         None if r.scenario == "grpc" => {
-            let what = match r.params["kind"].as_str() {
+            let what = match r.params.to_value()["kind"].as_str() {
                 Some("bidi") => "message to its reply",
                 Some("client_streaming") => "message to its call's answer",
                 Some("server_streaming") => "call to its last response",
@@ -131,7 +131,7 @@ fn untimed(r: &RunResult, timed: u64) -> String {
     else {
         return String::new();
     };
-    let warmup_s = r.params["warmup_secs"].as_f64().unwrap_or(0.0);
+    let warmup_s = r.params.to_value()["warmup_secs"].as_f64().unwrap_or(0.0);
     let mut parts = Vec::new();
     if warm > 0 && warmup_s > 0.0 {
         // Without loss, the messages due in the warm-up all arrived; with it, only those that

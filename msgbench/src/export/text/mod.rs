@@ -47,7 +47,7 @@ impl Exporter for Text {
                 o,
                 "msgbench grpc against {}{server}: {}",
                 r.server.url,
-                grpc_shape(&r.params)
+                grpc_shape(&r.params.to_value())
             );
         } else {
             let _ = writeln!(
@@ -56,7 +56,7 @@ impl Exporter for Text {
                 r.scenario,
                 r.server.url,
                 r.server.version,
-                shape(r.scenario, &r.params)
+                shape(r.scenario, &r.params.to_value())
             );
         }
         if let Some(c) = &r.conns {

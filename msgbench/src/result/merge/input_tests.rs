@@ -27,7 +27,7 @@ fn merge_spoiled(spoil: impl FnOnce(&mut Value)) -> MergeError {
     let e = merge(
         "pubsub",
         "now".into(),
-        json!({}),
+        json!({}).into(),
         server("nats://x:1"),
         agents,
         None,
@@ -103,7 +103,7 @@ fn unknown_names_and_missing_fields_are_refused() {
     let e = merge(
         "pubsub",
         "now".into(),
-        json!({}),
+        json!({}).into(),
         server("nats://x:1"),
         vec![empty],
         None,

@@ -92,7 +92,7 @@ impl MergeError {
 pub fn merge(
     scenario: &'static str,
     started_at: String,
-    params: Value,
+    params: crate::result::Params,
     server: ServerMeta,
     agents: Vec<AgentEntry>,
     cross_agent_latency_uncertainty_ns: Option<u64>,

@@ -1,0 +1,106 @@
+//! A run's parameters, as its scenario typed them: each scenario has a serde struct of its own
+//! (the result file's `params`, described per scenario in the schema), and says in words what
+//! the run was (the first line of the text output). The result holds it behind
+//! [`ScenarioParams`], so this leaf knows no scenario; a reader that needs a field asks for
+//! the scenario's own type ([`Params::get`]) instead of looking up a key by name.
+
+use std::any::Any;
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// What a scenario's parameters give every reader of a result.
+pub trait ScenarioParams: fmt::Debug + Send + Sync + 'static {
+    /// The parameters as the result file holds them.
+    fn to_value(&self) -> Value;
+    /// The run in words: "2 pubs, 1 sub; 16 B messages; 1,000,000 per publisher".
+    fn shape(&self) -> String;
+    fn clone_box(&self) -> Box<dyn ScenarioParams>;
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// How a scenario's parameters read as words; with serde, what makes them [`ScenarioParams`].
+pub trait Describe {
+    fn shape(&self) -> String;
+}
+
+impl<P> ScenarioParams for P
+where
+    P: Describe + Serialize + Clone + fmt::Debug + Send + Sync + 'static,
+{
+    fn to_value(&self) -> Value {
+        serde_json::to_value(self).expect("parameters serialise")
+    }
+
+    fn shape(&self) -> String {
+        Describe::shape(self)
+    }
+
+    fn clone_box(&self) -> Box<dyn ScenarioParams> {
+        Box::new(self.clone())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// Parameters that came as JSON from elsewhere (a driver's run in `compare`, a test), with no
+/// words of their own.
+#[derive(Debug, Clone, Serialize)]
+#[serde(transparent)]
+pub struct Untyped(pub Value);
+
+impl Describe for Untyped {
+    fn shape(&self) -> String {
+        String::new()
+    }
+}
+
+/// A result's `params`.
+#[derive(Debug)]
+pub struct Params(Box<dyn ScenarioParams>);
+
+impl Params {
+    pub fn of(p: impl ScenarioParams) -> Self {
+        Self(Box::new(p))
+    }
+
+    /// The scenario's own parameters, when they are of type `P`.
+    pub fn get<P: 'static>(&self) -> Option<&P> {
+        self.0.as_any().downcast_ref::<P>()
+    }
+
+    pub fn shape(&self) -> String {
+        self.0.shape()
+    }
+
+    pub fn to_value(&self) -> Value {
+        self.0.to_value()
+    }
+}
+
+impl Clone for Params {
+    fn clone(&self) -> Self {
+        Self(self.0.clone_box())
+    }
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Self::of(Untyped(Value::Object(serde_json::Map::new())))
+    }
+}
+
+impl Serialize for Params {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.to_value().serialize(s)
+    }
+}
+
+impl From<Value> for Params {
+    fn from(v: Value) -> Self {
+        Self::of(Untyped(v))
+    }
+}
