@@ -245,7 +245,15 @@ fn merge_agents(c: &mut Criterion) {
             |agents| {
                 let started = "2026-01-01T00:00:00Z".to_string();
                 let params = serde_json::json!({});
-                merge("pubsub", started, params.into(), server.clone(), agents, None).expect("merges")
+                merge(
+                    "pubsub",
+                    started,
+                    params.into(),
+                    server.clone(),
+                    agents,
+                    None,
+                )
+                .expect("merges")
             },
             BatchSize::LargeInput,
         )

@@ -601,7 +601,8 @@ fn from_driver(
     r.clients = clients;
     let dl = &d["delivery"];
     let n = |k: &str| dl[k].as_u64().unwrap_or(0);
-    let (sent, expected) = expected_of_driver(scenario, &r.params.to_value(), n("sent"), interrupted);
+    let (sent, expected) =
+        expected_of_driver(scenario, &r.params.to_value(), n("sent"), interrupted);
     r.delivery = Delivery {
         sent,
         expected,

@@ -744,7 +744,7 @@ impl Coordinated<'_> {
                 }
             })
             .collect();
-        let (scenario, params) = (self.validated.name(), self.validated.params().into());
+        let (scenario, params) = (self.validated.name(), self.validated.params());
         // Stands in for the server's own description only when no agent completed.
         let server = ServerMeta {
             url: self.target.clone(),

@@ -103,20 +103,39 @@ impl ConnOptions {
     }
 
     /// The parameters as they go into a result.
-    pub fn params(&self) -> serde_json::Value {
-        serde_json::json!({
-            "reconnect": self.dial.reconnect,
-            "ping_interval_secs": self.dial.ping_interval.as_secs_f64(),
-            "fault": self.fault,
-            "link": self.link,
-            "tls": self.dial.tls.map(|t| serde_json::json!({
-                "ca": t.options.ca.is_some(),
-                "client_cert": t.options.cert.is_some(),
-                "insecure": t.options.insecure,
-                "first": t.options.first,
-            })),
-        })
+    pub fn params(&self) -> ConnParams {
+        ConnParams {
+            reconnect: self.dial.reconnect,
+            ping_interval_secs: self.dial.ping_interval.as_secs_f64(),
+            fault: self.fault,
+            link: self.link,
+            tls: self.dial.tls.map(|t| TlsParams {
+                ca: t.options.ca.is_some(),
+                client_cert: t.options.cert.is_some(),
+                insecure: t.options.insecure,
+                first: t.options.first,
+            }),
+        }
     }
+}
+
+/// How the clients connected, as a result records it (no secrets).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ConnParams {
+    pub reconnect: bool,
+    pub ping_interval_secs: f64,
+    pub fault: Option<FaultSpec>,
+    pub link: Option<crate::result::LinkSpec>,
+    pub tls: Option<TlsParams>,
+}
+
+/// Which TLS settings were given (never their files' contents).
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct TlsParams {
+    pub ca: bool,
+    pub client_cert: bool,
+    pub insecure: bool,
+    pub first: bool,
 }
 
 /// `--fault KIND@AT[:HOLD]`: `kill@5s`, `restart@5s`, `restart@5s:1s`, `pause@3s:200ms`.

@@ -16,50 +16,10 @@ pub mod request;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::Serialize;
-
-use crate::cli::{ConnArgs, LoadArgs, OutputArgs, StallArgs};
+use crate::cli::{ConnArgs, OutputArgs};
 use crate::engine::pace::{Pace, Stop};
 use crate::error::{Error, Result};
 use crate::wire::url::{self, ServerUrl};
-
-/// Which scenario runs. The scenario code is one; this only names it and fixes its shape.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ScenarioKind {
-    Pub,
-    Sub,
-    Pubsub,
-}
-
-impl ScenarioKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ScenarioKind::Pub => "pub",
-            ScenarioKind::Sub => "sub",
-            ScenarioKind::Pubsub => "pubsub",
-        }
-    }
-}
-
-/// `sub` only listens: the flags that shape what is published have nothing to act on there.
-fn refuse_publishing_flags(load: &LoadArgs) -> Result<()> {
-    let typed = [
-        ("--rate", load.rate != 0.0),
-        ("--rate-schedule", load.rate_schedule.is_some()),
-        ("--payload", load.payload.is_some()),
-        ("--header", !load.headers.is_empty()),
-        // 128 is the default; any other size was typed.
-        ("--size", load.size != 128),
-    ];
-    match typed.iter().find(|(_, on)| *on) {
-        Some((flag, _)) => Err(Error::Usage(format!(
-            "{flag} shapes what is published, and `sub` publishes nothing; give it to the \
-             publisher (`msgbench pub`, or `pubsub`)"
-        ))),
-        None => Ok(()),
-    }
-}
 
 /// Which server to use.
 #[derive(Debug, Clone)]
@@ -119,149 +79,6 @@ impl Output {
         self.metrics_listen
             .as_deref()
             .is_some_and(|a| a.rsplit_once(':').is_some_and(|(_, p)| p == "0"))
-    }
-}
-
-/// Everything one run needs, validated.
-#[derive(Debug, Clone)]
-pub struct Options {
-    pub scenario: ScenarioKind,
-    pub server: ServerChoice,
-    pub conn: conn::ConnOptions,
-    pub pubs: u32,
-    pub subs: u32,
-    pub stop: Stop,
-    pub pace: Pace,
-    /// Payload bytes per message (the stamp included).
-    pub size: usize,
-    /// A fixed payload from `--payload`; when set, messages carry no stamp.
-    pub payload: Option<Vec<u8>>,
-    pub subject: String,
-    /// `--multisubject`: the number of distinct subjects.
-    pub multisubject: Option<u64>,
-    pub headers: Vec<(String, String)>,
-    pub timeout: Duration,
-    pub start_timeout: Duration,
-    pub allow_loss: bool,
-    pub sub_stall: Option<(u64, Duration)>,
-    pub output: Output,
-}
-
-impl Options {
-    /// Builds options for a scenario from its parsed arguments.
-    ///
-    /// # Errors
-    /// [`Error::Usage`] naming the flag whose value is wrong or conflicts with another.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        scenario: ScenarioKind,
-        pubs: u32,
-        subs: u32,
-        load: &LoadArgs,
-        conn: &ConnArgs,
-        out: &OutputArgs,
-        stall: Option<&StallArgs>,
-        start_timeout: Option<Duration>,
-    ) -> Result<Self> {
-        if scenario == ScenarioKind::Sub {
-            refuse_publishing_flags(load)?;
-        }
-        let server = server_choice(conn)?;
-        let (pace, schedule_stop) = pace(load.rate, load.rate_schedule.as_deref(), load.duration)?;
-        let stop = match (schedule_stop, load.duration) {
-            (Some(s), _) => s,
-            (None, Some(d)) => Stop::For(d),
-            (None, None) if load.msgs == 0 => {
-                return Err(Error::flag("--msgs", "0", "must be at least 1"));
-            }
-            (None, None) => Stop::Count(load.msgs),
-        };
-        let payload = match &load.payload {
-            Some(path) => Some(std::fs::read(path).map_err(|e| {
-                Error::Usage(format!("cannot read --payload '{}': {e}", path.display()))
-            })?),
-            None => None,
-        };
-        let size = payload.as_ref().map_or(load.size, Vec::len);
-        // A sub only listens, so wildcards are fine there; anyone who publishes needs a literal.
-        if scenario == ScenarioKind::Sub {
-            check_subject(&load.subject, true)
-        } else {
-            check_subject(&load.subject, false)
-        }
-        .map_err(|why| Error::flag("--subject", &load.subject, why))?;
-        if load.multisubject && load.multisubject_max == 0 {
-            return Err(Error::flag("--multisubject-max", "0", "must be at least 1"));
-        }
-        let conn = conn::ConnOptions::new(conn)?;
-        if conn.fault.is_some() {
-            match (scenario, &pace) {
-                (ScenarioKind::Sub, _) => conn.no_fault("sub")?,
-                (ScenarioKind::Pubsub, Pace::Unlimited) => {
-                    return Err(Error::Usage(
-                        "--fault in pubsub needs --rate: recovery is measured against a constant \
-                         target rate"
-                            .into(),
-                    ))
-                }
-                _ => {}
-            }
-        }
-        let headers = load
-            .headers
-            .iter()
-            .map(|h| parse_header(h).map_err(|why| Error::flag("-H", h, why)))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Options {
-            scenario,
-            server,
-            conn,
-            pubs,
-            subs,
-            stop,
-            pace,
-            size,
-            payload,
-            subject: load.subject.clone(),
-            multisubject: load.multisubject.then_some(load.multisubject_max),
-            headers,
-            timeout: load.timeout,
-            start_timeout: start_timeout.unwrap_or(load.timeout),
-            allow_loss: load.allow_loss,
-            sub_stall: stall.and_then(|s| s.sub_stall),
-            output: out.into(),
-        })
-    }
-
-    /// The subject subscribers listen on.
-    pub fn sub_subject(&self) -> String {
-        match self.multisubject {
-            Some(_) => format!("{}.*", self.subject),
-            None => self.subject.clone(),
-        }
-    }
-
-    /// The parameters as they go into a result, without secrets.
-    pub fn params(&self) -> serde_json::Value {
-        let (msgs, duration) = self.stop.as_params();
-        let rate = self.pace.target_rate();
-        serde_json::json!({
-            "connection": self.conn.params(),
-            "pubs": self.pubs,
-            "subs": self.subs,
-            "msgs": msgs,
-            "duration_secs": duration,
-            "size": self.size,
-            "subject": self.subject,
-            "multisubject": self.multisubject,
-            "rate": rate,
-            "rate_schedule": self.pace.schedule().filter(|s| !s.is_fixed()).map(ToString::to_string),
-            "payload_file": self.payload.is_some(),
-            "headers": self.headers.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
-            "timeout_secs": self.timeout.as_secs_f64(),
-            "allow_loss": self.allow_loss,
-            "sub_stall": self.sub_stall.map(|(n, d)| serde_json::json!({"after_msgs": n, "for_secs": d.as_secs_f64()})),
-        })
     }
 }
 
@@ -385,21 +202,6 @@ pub fn check_subject(subject: &str, wildcards_ok: bool) -> std::result::Result<(
     Ok(())
 }
 
-fn parse_header(h: &str) -> std::result::Result<(String, String), String> {
-    let (k, v) = h
-        .split_once(':')
-        .ok_or_else(|| "expected Key:Value".to_string())?;
-    let (k, v) = (k.trim(), v.trim());
-    // Header names are HTTP-style tokens; a CR or LF anywhere would break the header block.
-    if k.is_empty() || !k.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
-        return Err("the header name must be non-empty printable ASCII without ':'".into());
-    }
-    if v.bytes().any(|b| b == b'\r' || b == b'\n') {
-        return Err("the header value cannot contain CR or LF".into());
-    }
-    Ok((k.to_string(), v.to_string()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -417,18 +219,6 @@ mod tests {
             "", "a b", "a..b", ".a", "a.", "a.>.b", "a*", "a\tb", "a\r\n",
         ] {
             assert!(check_subject(bad, true).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn headers() {
-        assert_eq!(
-            parse_header("X-Id: 42").unwrap(),
-            ("X-Id".to_string(), "42".to_string())
-        );
-        assert_eq!(parse_header("K:a:b").unwrap().1, "a:b");
-        for bad in ["novalue", ":v", "a b:c", "k:v\r\nx"] {
-            assert!(parse_header(bad).is_err(), "{bad}");
         }
     }
 }

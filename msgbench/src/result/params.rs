@@ -11,18 +11,36 @@ use serde::Serialize;
 use serde_json::Value;
 
 /// What a scenario's parameters give every reader of a result.
-pub trait ScenarioParams: fmt::Debug + Send + Sync + 'static {
+pub trait ScenarioParams: Describe + fmt::Debug + Send + Sync + 'static {
     /// The parameters as the result file holds them.
     fn to_value(&self) -> Value;
-    /// The run in words: "2 pubs, 1 sub; 16 B messages; 1,000,000 per publisher".
-    fn shape(&self) -> String;
     fn clone_box(&self) -> Box<dyn ScenarioParams>;
     fn as_any(&self) -> &dyn Any;
 }
 
-/// How a scenario's parameters read as words; with serde, what makes them [`ScenarioParams`].
+/// How a scenario's parameters read in the text output; with serde, what makes them
+/// [`ScenarioParams`]. The text output asks these instead of naming scenarios.
 pub trait Describe {
+    /// The run in words: "2 pubs, 1 sub; 16 B messages; 1,000,000 per publisher".
     fn shape(&self) -> String;
+    /// What the latency table times, for `count` of them ("Latency from publish to PubAck,
+    /// 100 publishes:") and its column's name; `None` for the table of corrected beside
+    /// uncorrected latency.
+    fn latency_heading(&self, _count: u64) -> Option<(String, &'static str)> {
+        None
+    }
+    /// Why a run that could time nothing did not, when there is something to say.
+    fn no_latency(&self) -> Option<&'static str> {
+        None
+    }
+    /// The latency warm-up: messages due in it were not timed.
+    fn warmup_secs(&self) -> f64 {
+        0.0
+    }
+    /// The keepalive interval, for the hint after a ping timeout.
+    fn ping_interval_secs(&self) -> Option<f64> {
+        None
+    }
 }
 
 impl<P> ScenarioParams for P
@@ -31,10 +49,6 @@ where
 {
     fn to_value(&self) -> Value {
         serde_json::to_value(self).expect("parameters serialise")
-    }
-
-    fn shape(&self) -> String {
-        Describe::shape(self)
     }
 
     fn clone_box(&self) -> Box<dyn ScenarioParams> {
@@ -72,8 +86,9 @@ impl Params {
         self.0.as_any().downcast_ref::<P>()
     }
 
-    pub fn shape(&self) -> String {
-        self.0.shape()
+    /// How the parameters read in the text output.
+    pub fn describe(&self) -> &dyn Describe {
+        self.0.as_ref()
     }
 
     pub fn to_value(&self) -> Value {
@@ -102,5 +117,11 @@ impl Serialize for Params {
 impl From<Value> for Params {
     fn from(v: Value) -> Self {
         Self::of(Untyped(v))
+    }
+}
+
+impl<P: ScenarioParams> From<P> for Params {
+    fn from(p: P) -> Self {
+        Self::of(p)
     }
 }

@@ -81,8 +81,8 @@ impl super::Runnable for ConnsOptions {
     fn duration(&self) -> Option<std::time::Duration> {
         Some(self.hold)
     }
-    fn params(&self) -> serde_json::Value {
-        ConnsOptions::params(self)
+    fn params(&self) -> crate::result::Params {
+        ConnsOptions::params(self).into()
     }
     fn run(&self, ctx: &super::Ctx<'_>) -> Result<RunResult> {
         run(self, ctx.target()?, ctx.stop)

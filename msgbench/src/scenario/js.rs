@@ -251,8 +251,8 @@ impl super::Runnable for JsPubOptions {
     fn timeout(&self) -> std::time::Duration {
         self.publish.timeout
     }
-    fn params(&self) -> serde_json::Value {
-        JsPubOptions::params(self)
+    fn params(&self) -> crate::result::Params {
+        JsPubOptions::params(self).into()
     }
     fn run(&self, ctx: &super::Ctx<'_>) -> Result<RunResult> {
         run_pub(self, ctx.target()?, ctx.meter, ctx.stop)
@@ -274,7 +274,7 @@ impl super::Runnable for JsPubOptions {
         }
         Ok(super::Compared {
             kind: "js_pub",
-            params: self.params(),
+            params: JsPubOptions::params(self),
             js: Some(self.clone()),
             responder: None,
             connect_timeout: self.publish.conn.dial.connect_timeout,
@@ -303,8 +303,8 @@ impl super::Runnable for JsConsumeOptions {
     fn timeout(&self) -> std::time::Duration {
         self.timeout
     }
-    fn params(&self) -> serde_json::Value {
-        JsConsumeOptions::params(self)
+    fn params(&self) -> crate::result::Params {
+        JsConsumeOptions::params(self).into()
     }
     fn run(&self, ctx: &super::Ctx<'_>) -> Result<RunResult> {
         run_consume(self, ctx.target()?, ctx.meter, ctx.stop)
@@ -338,8 +338,8 @@ impl super::Runnable for KvOptions {
     fn timeout(&self) -> std::time::Duration {
         self.put.publish.timeout
     }
-    fn params(&self) -> serde_json::Value {
-        KvOptions::params(self)
+    fn params(&self) -> crate::result::Params {
+        KvOptions::params(self).into()
     }
     fn run(&self, ctx: &super::Ctx<'_>) -> Result<RunResult> {
         run_kv(self, ctx.target()?, ctx.meter, ctx.stop)

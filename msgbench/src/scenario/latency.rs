@@ -128,8 +128,8 @@ impl super::Runnable for LatencyOptions {
             Stop::Count(_) => None,
         }
     }
-    fn params(&self) -> serde_json::Value {
-        LatencyOptions::params(self)
+    fn params(&self) -> crate::result::Params {
+        LatencyOptions::params(self).into()
     }
     fn run(&self, ctx: &super::Ctx<'_>) -> Result<RunResult> {
         run(
@@ -144,7 +144,7 @@ impl super::Runnable for LatencyOptions {
     fn compare(&self) -> Result<super::Compared> {
         Ok(super::Compared {
             kind: "latency",
-            params: self.params(),
+            params: LatencyOptions::params(self),
             js: None,
             responder: None,
             connect_timeout: self.conn.dial.connect_timeout,

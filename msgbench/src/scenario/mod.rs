@@ -34,6 +34,7 @@ pub mod registry;
 pub mod reply;
 pub mod request;
 pub mod segment;
+mod words;
 
 use segment::Share;
 
@@ -167,7 +168,7 @@ pub trait Runnable: Debug + Send + Sync {
         None
     }
     /// The parameters a result records.
-    fn params(&self) -> serde_json::Value;
+    fn params(&self) -> crate::result::Params;
     /// Runs once against the context's servers (on an agent, its share only).
     ///
     /// # Errors

@@ -53,8 +53,8 @@ impl super::Runnable for ReplyOptions {
     fn duration(&self) -> Option<std::time::Duration> {
         Some(self.duration)
     }
-    fn params(&self) -> serde_json::Value {
-        ReplyOptions::params(self)
+    fn params(&self) -> crate::result::Params {
+        ReplyOptions::params(self).into()
     }
     fn run(&self, ctx: &super::Ctx<'_>) -> Result<RunResult> {
         run_reply(self, ctx.target()?, ctx.meter, ctx.stop)

@@ -145,8 +145,8 @@ impl super::Runnable for RequestOptions {
             Stop::Count(_) => None,
         }
     }
-    fn params(&self) -> serde_json::Value {
-        RequestOptions::params(self)
+    fn params(&self) -> crate::result::Params {
+        RequestOptions::params(self).into()
     }
     fn run(&self, ctx: &super::Ctx<'_>) -> Result<RunResult> {
         run_request(self, ctx.target()?, ctx.meter, ctx.stop, ctx.share)
@@ -167,7 +167,7 @@ impl super::Runnable for RequestOptions {
         };
         Ok(super::Compared {
             kind: "request",
-            params: self.params(),
+            params: RequestOptions::params(self),
             js: None,
             responder: Some(responder),
             connect_timeout: self.conn.dial.connect_timeout,

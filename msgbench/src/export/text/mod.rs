@@ -56,7 +56,15 @@ impl Exporter for Text {
                 r.scenario,
                 r.server.url,
                 r.server.version,
-                shape(r.scenario, &r.params.to_value())
+                {
+                    // Scenarios not yet typed say nothing of themselves.
+                    let words = r.params.describe().shape();
+                    if words.is_empty() {
+                        shape(r.scenario, &r.params.to_value())
+                    } else {
+                        words
+                    }
+                }
             );
         }
         if let Some(c) = &r.conns {

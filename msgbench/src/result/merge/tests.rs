@@ -67,7 +67,15 @@ pub(super) fn clients(r: &mut RunResult, list: &[(Role, u32, u64, u64)]) {
 pub(super) fn run(scenario: &'static str, agents: Vec<AgentEntry>) -> RunResult {
     let fallback = server("nats://fallback:4222");
     let started = "2026-01-01T00:00:05Z".to_string();
-    merge(scenario, started, json!({}).into(), fallback, agents, Some(250)).expect("merges")
+    merge(
+        scenario,
+        started,
+        json!({}).into(),
+        fallback,
+        agents,
+        Some(250),
+    )
+    .expect("merges")
 }
 
 /// xorshift64*: deterministic samples with no dependency.

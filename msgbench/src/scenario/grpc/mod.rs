@@ -113,8 +113,8 @@ impl super::Runnable for GrpcOptions {
     fn timeout(&self) -> std::time::Duration {
         self.timeout
     }
-    fn params(&self) -> serde_json::Value {
-        GrpcOptions::params(self, "", "")
+    fn params(&self) -> crate::result::Params {
+        GrpcOptions::params(self, "", "").into()
     }
     fn run(&self, ctx: &super::Ctx<'_>) -> Result<RunResult> {
         run(self, ctx.meter, ctx.stop)

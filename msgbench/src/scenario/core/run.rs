@@ -1,4 +1,4 @@
-//! The pub / sub / pubsub scenario: one orchestration for all three, shaped only by how many
+//! The run of pub, sub and pubsub: one orchestration for all three, shaped only by how many
 //! publishers and subscribers there are and what subscribers expect.
 //!
 //! Order of a run: connect everyone (nothing is timed while connecting), check the message size
@@ -8,9 +8,9 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, OnceLock};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
-use super::fault::Injector;
+use super::options::{Options, ScenarioKind};
 use crate::engine::conn::{self, Conn, ConnectSpec};
 use crate::engine::fleet::{self, Ending, Fleet, FleetSpec, Interest};
 use crate::engine::load::{
@@ -19,8 +19,8 @@ use crate::engine::load::{
 };
 use crate::engine::pace::{Pace, Stop};
 use crate::error::{Error, ErrorCounts, Result};
-use crate::options::{Options, ScenarioKind};
 use crate::result::{throughput_sections, RunResult, ScheduleReport, ServerMeta};
+use crate::scenario::fault::Injector;
 use crate::server::Target;
 use crate::stats::delivery::{self, Delivery, DeliveryLog, Expectation};
 use crate::stats::recovery::RecoveryLog;
@@ -29,135 +29,7 @@ use crate::stats::throughput::{ClientRun, Role};
 use crate::stats::timeline::Meter;
 use crate::wire::{proto, stamp};
 
-use super::segment::Share;
-
-/// `msgbench pub`.
-pub struct Pub;
-/// `msgbench sub`.
-pub struct Sub;
-/// `msgbench pubsub`.
-pub struct Pubsub;
-
-super::registry::flags!(crate::cli::PubArgs, out, conn);
-super::registry::flags!(crate::cli::SubArgs, out, conn);
-super::registry::flags!(crate::cli::PubSubArgs, out, conn);
-
-impl super::Scenario for Pub {
-    type Args = crate::cli::PubArgs;
-    const NAME: &'static str = "pub";
-    const WORDS: &'static [&'static str] = &["pub"];
-    const ABOUT: &'static str = "Publish messages, as fast as possible or at a rate.";
-    fn validate(a: &Self::Args) -> Result<Box<dyn super::Runnable>> {
-        Ok(Box::new(Options::new(
-            ScenarioKind::Pub,
-            a.clients,
-            0,
-            &a.load,
-            &a.conn,
-            &a.out,
-            None,
-            None,
-        )?))
-    }
-}
-
-impl super::Scenario for Sub {
-    type Args = crate::cli::SubArgs;
-    const NAME: &'static str = "sub";
-    const WORDS: &'static [&'static str] = &["sub"];
-    const ABOUT: &'static str = "Subscribe and count messages published by someone else, with \
-                                 per-publisher accounting.";
-    fn validate(a: &Self::Args) -> Result<Box<dyn super::Runnable>> {
-        Ok(Box::new(Options::new(
-            ScenarioKind::Sub,
-            0,
-            a.clients,
-            &a.load,
-            &a.conn,
-            &a.out,
-            Some(&a.stall),
-            Some(a.start_timeout),
-        )?))
-    }
-}
-
-impl super::Scenario for Pubsub {
-    type Args = crate::cli::PubSubArgs;
-    const NAME: &'static str = "pubsub";
-    const WORDS: &'static [&'static str] = &["pubsub"];
-    const ABOUT: &'static str = "Publishers and subscribers in one process: throughput and \
-                                 exact delivery accounting.";
-    const COMPARE: Option<&'static str> = Some("pubsub");
-    const CAPACITY: Option<&'static str> = Some("pubsub");
-    fn validate(a: &Self::Args) -> Result<Box<dyn super::Runnable>> {
-        Ok(Box::new(Options::new(
-            ScenarioKind::Pubsub,
-            a.pubs,
-            a.subs,
-            &a.load,
-            &a.conn,
-            &a.out,
-            Some(&a.stall),
-            None,
-        )?))
-    }
-}
-
-impl super::Runnable for Options {
-    fn output(&self) -> &crate::options::Output {
-        &self.output
-    }
-    fn allow_loss(&self) -> bool {
-        self.allow_loss
-    }
-    fn schedule(&self) -> Option<&crate::stats::schedule::RateSchedule> {
-        self.pace.schedule().filter(|s| !s.is_fixed())
-    }
-    fn server(
-        &self,
-    ) -> Option<(
-        &crate::options::ServerChoice,
-        Option<crate::result::LinkSpec>,
-    )> {
-        Some((&self.server, self.conn.link))
-    }
-    fn split(&self) -> Result<super::Split> {
-        Ok(super::Split {
-            pubs: self.pubs,
-            subs: self.subs,
-        })
-    }
-    fn timeout(&self) -> Duration {
-        self.timeout
-    }
-    fn duration(&self) -> Option<Duration> {
-        match self.stop {
-            Stop::For(d) => Some(d),
-            Stop::Count(_) => None,
-        }
-    }
-    fn params(&self) -> serde_json::Value {
-        Options::params(self)
-    }
-    fn run(&self, ctx: &super::Ctx<'_>) -> Result<RunResult> {
-        run(self, ctx.target()?, ctx.meter, ctx.stop, ctx.share)
-    }
-    fn compare(&self) -> Result<super::Compared> {
-        if self.scenario != ScenarioKind::Pubsub {
-            return Err(Error::Usage(format!(
-                "compare runs pubsub, latency, request and js-pub, not {}",
-                self.scenario.as_str()
-            )));
-        }
-        Ok(super::Compared {
-            kind: "pubsub",
-            params: self.params(),
-            js: None,
-            responder: None,
-            connect_timeout: self.conn.dial.connect_timeout,
-        })
-    }
-}
+use crate::scenario::segment::Share;
 
 /// Runs one scenario against `target` until it completes or `stop` is raised.
 ///
@@ -489,7 +361,7 @@ pub fn run(
                 stop: opts.stop,
                 pace: schedule.map(|sc| sc.share(pub_base + i as u32, opts.pubs.max(1))),
                 start_at: zero.or(common_zero),
-                late_bound: super::pacing::PACING_LATE_BOUND,
+                late_bound: crate::scenario::pacing::PACING_LATE_BOUND,
                 flush_timeout: opts.timeout,
             };
             let (barrier, progress) = (&barrier, &pub_meters[i].msgs);
@@ -644,7 +516,7 @@ pub fn run(
     });
     let pacing = match &opts.pace {
         // An agent's target is its publishers' share of the aggregate rate.
-        Pace::Open(sc) if n_pubs > 0 => super::pacing::pacing(
+        Pace::Open(sc) if n_pubs > 0 => crate::scenario::pacing::pacing(
             sc.mean_rate() * f64::from(n_pubs) / f64::from(opts.pubs.max(1)),
             &pub_runs,
             by_role.get("pub"),

@@ -1,0 +1,131 @@
+//! The flags of `pub`, `sub` and `pubsub`: how many clients of each side, what is published
+//! and for how long, and the deliberately slow subscribers that show what loss looks like.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use serde::Serialize;
+
+use crate::cli::{parse_clients, ConnArgs, OutputArgs};
+use crate::values::{parse_count, parse_duration, parse_rate, parse_size};
+
+#[derive(Debug, Clone, Args, Serialize)]
+pub struct PubArgs {
+    /// Number of publishing connections.
+    #[arg(long, visible_alias = "pubs", default_value_t = 1, value_parser = parse_clients)]
+    pub clients: u32,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    #[command(flatten)]
+    #[serde(skip)]
+    pub out: OutputArgs,
+}
+
+#[derive(Debug, Clone, Args, Serialize)]
+pub struct SubArgs {
+    /// Number of subscribing connections; each expects every message.
+    #[arg(long, visible_alias = "subs", default_value_t = 1, value_parser = parse_clients)]
+    pub clients: u32,
+    /// How long to wait for the first message before giving up.
+    #[arg(long, default_value = "60s", value_parser = parse_duration, value_name = "DURATION")]
+    #[serde(serialize_with = "crate::values::ser::duration")]
+    pub start_timeout: Duration,
+    #[command(flatten)]
+    pub stall: StallArgs,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    #[command(flatten)]
+    #[serde(skip)]
+    pub out: OutputArgs,
+}
+
+#[derive(Debug, Clone, Args, Serialize)]
+pub struct PubSubArgs {
+    /// Number of publishing connections.
+    #[arg(long, default_value_t = 1, value_parser = parse_clients)]
+    pub pubs: u32,
+    /// Number of subscribing connections; each receives every message.
+    #[arg(long, default_value_t = 1, value_parser = parse_clients)]
+    pub subs: u32,
+    #[command(flatten)]
+    pub stall: StallArgs,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    #[command(flatten)]
+    #[serde(skip)]
+    pub out: OutputArgs,
+}
+
+/// What to send and for how long.
+#[derive(Debug, Clone, Args, Serialize)]
+pub struct LoadArgs {
+    /// Messages per publisher (or expected by each subscriber). Accepts 100000, 1_000_000, 20M.
+    #[arg(long, default_value = "100000", value_parser = parse_count,
+          allow_hyphen_values = true, conflicts_with = "duration")]
+    pub msgs: u64,
+    /// Run for this long instead of a message count (e.g. 10s, 1m).
+    #[arg(long, value_parser = parse_duration, allow_hyphen_values = true)]
+    #[serde(serialize_with = "crate::values::ser::opt_duration")]
+    pub duration: Option<Duration>,
+    /// Payload size: 16, 16B, 1KiB, 4kb (multiples are binary: 1 KB = 1024 B).
+    #[arg(long, default_value = "128", value_parser = parse_size, allow_hyphen_values = true,
+          conflicts_with = "payload")]
+    pub size: usize,
+    /// Subject to publish to (and subscribe on).
+    #[arg(long, default_value = "msgbench")]
+    pub subject: String,
+    /// Publish each message on SUBJECT.<n>, n = sequence modulo --multisubject-max;
+    /// subscribers listen on SUBJECT.*.
+    #[arg(long)]
+    pub multisubject: bool,
+    /// Number of distinct subjects in --multisubject mode.
+    #[arg(long, default_value = "100000", value_parser = parse_count, requires = "multisubject")]
+    pub multisubject_max: u64,
+    /// Aggregate publish rate in msgs/s, paced on a fixed schedule; 0 = as fast as possible.
+    #[arg(long, default_value = "0", value_parser = parse_rate, allow_hyphen_values = true)]
+    pub rate: f64,
+    /// Vary the rate over the run instead of --rate: step:START:STEP:EVERY[:MAX],
+    /// ramp:FROM:TO:OVER or RATE@DURATION,… (the run lasts as long as the schedule; a step
+    /// without MAX runs for --duration). The result has each stage's figures.
+    #[arg(long, value_name = "SCHEDULE", conflicts_with_all = ["rate", "msgs"])]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_schedule: Option<String>,
+    /// Send the contents of FILE as every message's payload (no delivery stamp: see README).
+    #[arg(long, value_name = "FILE")]
+    pub payload: Option<PathBuf>,
+    /// Add a header to every message (repeatable): -H 'Key:Value'.
+    #[arg(short = 'H', long = "header", value_name = "K:V")]
+    #[serde(rename = "header")]
+    pub headers: Vec<String>,
+    /// How long subscribers wait without progress, and publishers wait for the final flush.
+    #[arg(long, default_value = "5s", value_parser = parse_duration, allow_hyphen_values = true)]
+    #[serde(serialize_with = "crate::values::ser::duration")]
+    pub timeout: Duration,
+    /// Exit 0 even if messages were lost.
+    #[arg(long)]
+    pub allow_loss: bool,
+}
+
+/// Deliberately slow subscribers, to see what loss looks like.
+#[derive(Debug, Clone, Args, Serialize)]
+pub struct StallArgs {
+    /// Each subscriber stops reading for DURATION after N messages, e.g. 1000:3s. The server
+    /// may then cut it off as a slow consumer; the loss shows in the delivery accounting.
+    #[arg(long, value_name = "N:DURATION", value_parser = parse_stall)]
+    #[serde(serialize_with = "crate::values::ser::stall")]
+    pub sub_stall: Option<(u64, Duration)>,
+}
+
+fn parse_stall(s: &str) -> Result<(u64, Duration), String> {
+    let (n, d) = s
+        .split_once(':')
+        .ok_or_else(|| "expected N:DURATION such as 1000:3s".to_string())?;
+    Ok((parse_count(n)?, parse_duration(d)?))
+}

@@ -1,0 +1,210 @@
+//! `pub`, `sub` and `pubsub`: publishers, subscribers or both, on one subject (or many, with
+//! `--multisubject`), at full speed or a rate, with exact delivery accounting. One module for
+//! the three: they share their flags, their options and their run, and differ only in who
+//! takes part ([`options::Sides`]).
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::{Compared, Ctx, Runnable, Scenario, Split};
+use crate::engine::pace::Stop;
+use crate::error::{Error, Result};
+use crate::options::conn::ConnParams;
+use crate::result::{Describe, RunResult};
+
+mod args;
+mod options;
+mod run;
+
+pub use args::{LoadArgs, PubArgs, PubSubArgs, SubArgs};
+pub use options::{Options, ScenarioKind};
+
+/// `msgbench pub`.
+pub struct Pub;
+/// `msgbench sub`.
+pub struct Sub;
+/// `msgbench pubsub`.
+pub struct Pubsub;
+
+super::registry::flags!(PubArgs, out, conn);
+super::registry::flags!(SubArgs, out, conn);
+super::registry::flags!(PubSubArgs, out, conn);
+
+impl Scenario for Pub {
+    type Args = PubArgs;
+    const NAME: &'static str = "pub";
+    const WORDS: &'static [&'static str] = &["pub"];
+    const ABOUT: &'static str = "Publish messages, as fast as possible or at a rate.";
+    fn validate(a: &Self::Args) -> Result<Box<dyn Runnable>> {
+        let sides = options::Sides {
+            scenario: ScenarioKind::Pub,
+            pubs: a.clients,
+            subs: 0,
+            stall: None,
+            start_timeout: None,
+        };
+        Ok(Box::new(Options::new(&sides, &shared(&a.load, a)?)?))
+    }
+}
+
+impl Scenario for Sub {
+    type Args = SubArgs;
+    const NAME: &'static str = "sub";
+    const WORDS: &'static [&'static str] = &["sub"];
+    const ABOUT: &'static str = "Subscribe and count messages published by someone else, with \
+                                 per-publisher accounting.";
+    fn validate(a: &Self::Args) -> Result<Box<dyn Runnable>> {
+        let sides = options::Sides {
+            scenario: ScenarioKind::Sub,
+            pubs: 0,
+            subs: a.clients,
+            stall: Some(&a.stall),
+            start_timeout: Some(a.start_timeout),
+        };
+        Ok(Box::new(Options::new(&sides, &shared(&a.load, a)?)?))
+    }
+}
+
+impl Scenario for Pubsub {
+    type Args = PubSubArgs;
+    const NAME: &'static str = "pubsub";
+    const WORDS: &'static [&'static str] = &["pubsub"];
+    const ABOUT: &'static str = "Publishers and subscribers in one process: throughput and \
+                                 exact delivery accounting.";
+    const COMPARE: Option<&'static str> = Some("pubsub");
+    const CAPACITY: Option<&'static str> = Some("pubsub");
+    fn validate(a: &Self::Args) -> Result<Box<dyn Runnable>> {
+        let sides = options::Sides {
+            scenario: ScenarioKind::Pubsub,
+            pubs: a.pubs,
+            subs: a.subs,
+            stall: Some(&a.stall),
+            start_timeout: None,
+        };
+        Ok(Box::new(Options::new(&sides, &shared(&a.load, a)?)?))
+    }
+}
+
+/// The flag groups of any of the three.
+fn shared<'a>(load: &'a LoadArgs, a: &'a impl super::Flags) -> Result<options::Shared<'a>> {
+    Ok(options::Shared {
+        load,
+        conn: a
+            .conn()
+            .ok_or_else(|| Error::Usage("pub, sub and pubsub connect to NATS".into()))?,
+        out: a.out(),
+    })
+}
+
+impl Runnable for Options {
+    fn output(&self) -> &crate::options::Output {
+        &self.output
+    }
+    fn allow_loss(&self) -> bool {
+        self.allow_loss
+    }
+    fn schedule(&self) -> Option<&crate::stats::schedule::RateSchedule> {
+        self.pace.schedule().filter(|s| !s.is_fixed())
+    }
+    fn server(
+        &self,
+    ) -> Option<(
+        &crate::options::ServerChoice,
+        Option<crate::result::LinkSpec>,
+    )> {
+        Some((&self.server, self.conn.link))
+    }
+    fn split(&self) -> Result<Split> {
+        Ok(Split {
+            pubs: self.pubs,
+            subs: self.subs,
+        })
+    }
+    fn timeout(&self) -> Duration {
+        self.timeout
+    }
+    fn duration(&self) -> Option<Duration> {
+        match self.stop {
+            Stop::For(d) => Some(d),
+            Stop::Count(_) => None,
+        }
+    }
+    fn params(&self) -> crate::result::Params {
+        crate::result::Params::of(Options::params(self))
+    }
+    fn run(&self, ctx: &Ctx<'_>) -> Result<RunResult> {
+        run::run(self, ctx.target()?, ctx.meter, ctx.stop, ctx.share)
+    }
+    fn compare(&self) -> Result<Compared> {
+        if self.scenario != ScenarioKind::Pubsub {
+            return Err(Error::Usage(format!(
+                "compare runs pubsub, latency, request and js-pub, not {}",
+                self.scenario.as_str()
+            )));
+        }
+        Ok(Compared {
+            kind: "pubsub",
+            params: serde_json::to_value(Options::params(self)).expect("serialises"),
+            js: None,
+            responder: None,
+            connect_timeout: self.conn.dial.connect_timeout,
+        })
+    }
+}
+
+/// The parameters of a pub, sub or pubsub run, as its result records them.
+#[derive(Debug, Clone, Serialize)]
+pub struct Params {
+    pub connection: ConnParams,
+    pub pubs: u32,
+    pub subs: u32,
+    /// Messages per publisher (or expected by each subscriber); null with a duration.
+    pub msgs: Option<u64>,
+    pub duration_secs: Option<f64>,
+    pub size: usize,
+    pub subject: String,
+    /// `--multisubject`: the number of distinct subjects.
+    pub multisubject: Option<u64>,
+    /// The aggregate target rate; 0 for as fast as possible.
+    pub rate: f64,
+    pub rate_schedule: Option<String>,
+    /// Every payload came from `--payload` (no delivery stamp).
+    pub payload_file: bool,
+    /// The header names given with `-H` (not their values).
+    pub headers: Vec<String>,
+    pub timeout_secs: f64,
+    pub allow_loss: bool,
+    pub sub_stall: Option<SubStall>,
+}
+
+/// `--sub-stall N:DURATION`.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct SubStall {
+    pub after_msgs: u64,
+    pub for_secs: f64,
+}
+
+impl Describe for Params {
+    fn shape(&self) -> String {
+        let each = if self.pubs > 0 {
+            "publisher"
+        } else {
+            "subscriber"
+        };
+        let pace = super::words::Pace {
+            msgs: self.msgs,
+            duration_secs: self.duration_secs,
+            each,
+            rate: self.rate,
+            schedule: self.rate_schedule.as_deref(),
+        };
+        // A subscriber takes whatever size arrives; --size does not apply.
+        let size = (self.pubs > 0).then_some(self.size);
+        super::words::who_what_how_long(&[(self.pubs, "pub"), (self.subs, "sub")], size, &pace)
+    }
+
+    fn ping_interval_secs(&self) -> Option<f64> {
+        Some(self.connection.ping_interval_secs)
+    }
+}

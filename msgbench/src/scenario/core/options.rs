@@ -1,0 +1,249 @@
+//! Validated options of `pub`, `sub` and `pubsub`: how many publishers and subscribers, what is
+//! published (size, payload, subject, headers) and for how long, checked against each other.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::args::{LoadArgs, StallArgs};
+use crate::cli::{ConnArgs, OutputArgs};
+use crate::engine::pace::{Pace, Stop};
+use crate::error::{Error, Result};
+use crate::options::conn;
+use crate::options::{check_subject, pace, server_choice, Output, ServerChoice};
+
+/// Which of the three runs. The scenario code is one; this only names it and fixes its shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScenarioKind {
+    Pub,
+    Sub,
+    Pubsub,
+}
+
+impl ScenarioKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScenarioKind::Pub => "pub",
+            ScenarioKind::Sub => "sub",
+            ScenarioKind::Pubsub => "pubsub",
+        }
+    }
+}
+
+/// `sub` only listens: the flags that shape what is published have nothing to act on there.
+fn refuse_publishing_flags(load: &LoadArgs) -> Result<()> {
+    let typed = [
+        ("--rate", load.rate != 0.0),
+        ("--rate-schedule", load.rate_schedule.is_some()),
+        ("--payload", load.payload.is_some()),
+        ("--header", !load.headers.is_empty()),
+        // 128 is the default; any other size was typed.
+        ("--size", load.size != 128),
+    ];
+    match typed.iter().find(|(_, on)| *on) {
+        Some((flag, _)) => Err(Error::Usage(format!(
+            "{flag} shapes what is published, and `sub` publishes nothing; give it to the \
+             publisher (`msgbench pub`, or `pubsub`)"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Everything one run needs, validated.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub scenario: ScenarioKind,
+    pub server: ServerChoice,
+    pub conn: conn::ConnOptions,
+    pub pubs: u32,
+    pub subs: u32,
+    pub stop: Stop,
+    pub pace: Pace,
+    /// Payload bytes per message (the stamp included).
+    pub size: usize,
+    /// A fixed payload from `--payload`; when set, messages carry no stamp.
+    pub payload: Option<Vec<u8>>,
+    pub subject: String,
+    /// `--multisubject`: the number of distinct subjects.
+    pub multisubject: Option<u64>,
+    pub headers: Vec<(String, String)>,
+    pub timeout: Duration,
+    pub start_timeout: Duration,
+    pub allow_loss: bool,
+    pub sub_stall: Option<(u64, Duration)>,
+    pub output: Output,
+}
+
+/// Who takes part in a run of one of the three scenarios, as its flags say: the one thing
+/// that tells them apart.
+pub struct Sides<'a> {
+    pub scenario: ScenarioKind,
+    pub pubs: u32,
+    pub subs: u32,
+    /// Subscribers' deliberate stalls (`sub` and `pubsub`).
+    pub stall: Option<&'a StallArgs>,
+    /// How long `sub` waits for the first message; the others wait `--timeout`.
+    pub start_timeout: Option<Duration>,
+}
+
+/// The flag groups the three scenarios share.
+pub struct Shared<'a> {
+    pub load: &'a LoadArgs,
+    pub conn: &'a ConnArgs,
+    pub out: &'a OutputArgs,
+}
+
+impl Options {
+    /// Builds options for a scenario from its parsed arguments.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] naming the flag whose value is wrong or conflicts with another.
+    pub fn new(sides: &Sides<'_>, flags: &Shared<'_>) -> Result<Self> {
+        let Sides {
+            scenario,
+            pubs,
+            subs,
+            stall,
+            start_timeout,
+        } = *sides;
+        let Shared { load, conn, out } = *flags;
+        if scenario == ScenarioKind::Sub {
+            refuse_publishing_flags(load)?;
+        }
+        let server = server_choice(conn)?;
+        let (pace, schedule_stop) = pace(load.rate, load.rate_schedule.as_deref(), load.duration)?;
+        let stop = match (schedule_stop, load.duration) {
+            (Some(s), _) => s,
+            (None, Some(d)) => Stop::For(d),
+            (None, None) if load.msgs == 0 => {
+                return Err(Error::flag("--msgs", "0", "must be at least 1"));
+            }
+            (None, None) => Stop::Count(load.msgs),
+        };
+        let payload = match &load.payload {
+            Some(path) => Some(std::fs::read(path).map_err(|e| {
+                Error::Usage(format!("cannot read --payload '{}': {e}", path.display()))
+            })?),
+            None => None,
+        };
+        let size = payload.as_ref().map_or(load.size, Vec::len);
+        // A sub only listens, so wildcards are fine there; anyone who publishes needs a literal.
+        if scenario == ScenarioKind::Sub {
+            check_subject(&load.subject, true)
+        } else {
+            check_subject(&load.subject, false)
+        }
+        .map_err(|why| Error::flag("--subject", &load.subject, why))?;
+        if load.multisubject && load.multisubject_max == 0 {
+            return Err(Error::flag("--multisubject-max", "0", "must be at least 1"));
+        }
+        let conn = conn::ConnOptions::new(conn)?;
+        if conn.fault.is_some() {
+            match (scenario, &pace) {
+                (ScenarioKind::Sub, _) => conn.no_fault("sub")?,
+                (ScenarioKind::Pubsub, Pace::Unlimited) => {
+                    return Err(Error::Usage(
+                        "--fault in pubsub needs --rate: recovery is measured against a constant \
+                         target rate"
+                            .into(),
+                    ))
+                }
+                _ => {}
+            }
+        }
+        let headers = load
+            .headers
+            .iter()
+            .map(|h| parse_header(h).map_err(|why| Error::flag("-H", h, why)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Options {
+            scenario,
+            server,
+            conn,
+            pubs,
+            subs,
+            stop,
+            pace,
+            size,
+            payload,
+            subject: load.subject.clone(),
+            multisubject: load.multisubject.then_some(load.multisubject_max),
+            headers,
+            timeout: load.timeout,
+            start_timeout: start_timeout.unwrap_or(load.timeout),
+            allow_loss: load.allow_loss,
+            sub_stall: stall.and_then(|s| s.sub_stall),
+            output: out.into(),
+        })
+    }
+
+    /// The subject subscribers listen on.
+    pub fn sub_subject(&self) -> String {
+        match self.multisubject {
+            Some(_) => format!("{}.*", self.subject),
+            None => self.subject.clone(),
+        }
+    }
+
+    /// The parameters as they go into a result, without secrets.
+    pub fn params(&self) -> super::Params {
+        let (msgs, duration_secs) = self.stop.as_params();
+        super::Params {
+            connection: self.conn.params(),
+            pubs: self.pubs,
+            subs: self.subs,
+            msgs,
+            duration_secs,
+            size: self.size,
+            subject: self.subject.clone(),
+            multisubject: self.multisubject,
+            rate: self.pace.target_rate(),
+            rate_schedule: self
+                .pace
+                .schedule()
+                .filter(|s| !s.is_fixed())
+                .map(ToString::to_string),
+            payload_file: self.payload.is_some(),
+            headers: self.headers.iter().map(|(k, _)| k.clone()).collect(),
+            timeout_secs: self.timeout.as_secs_f64(),
+            allow_loss: self.allow_loss,
+            sub_stall: self.sub_stall.map(|(after_msgs, d)| super::SubStall {
+                after_msgs,
+                for_secs: d.as_secs_f64(),
+            }),
+        }
+    }
+}
+
+fn parse_header(h: &str) -> std::result::Result<(String, String), String> {
+    let (k, v) = h
+        .split_once(':')
+        .ok_or_else(|| "expected Key:Value".to_string())?;
+    let (k, v) = (k.trim(), v.trim());
+    // Header names are HTTP-style tokens; a CR or LF anywhere would break the header block.
+    if k.is_empty() || !k.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
+        return Err("the header name must be non-empty printable ASCII without ':'".into());
+    }
+    if v.bytes().any(|b| b == b'\r' || b == b'\n') {
+        return Err("the header value cannot contain CR or LF".into());
+    }
+    Ok((k.to_string(), v.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers() {
+        assert_eq!(
+            parse_header("X-Id: 42").unwrap(),
+            ("X-Id".to_string(), "42".to_string())
+        );
+        assert_eq!(parse_header("K:a:b").unwrap().1, "a:b");
+        for bad in ["novalue", ":v", "a b:c", "k:v\r\nx"] {
+            assert!(parse_header(bad).is_err(), "{bad}");
+        }
+    }
+}
