@@ -157,8 +157,10 @@ fn watch(meter: &Arc<Meter>, mut view: View, done: &AtomicBool) -> Timeline {
         }
         let tick = sampler.tick();
         // The last tick of a run is usually partial; one with nothing in it is noise, and so is
-        // any empty one that began after the load was over (it spans only the clean-up).
-        let empty = tick.msgs.iter().all(|&m| m == 0) && tick.latency.is_none();
+        // any empty one that began after the load was over (it spans only the clean-up). Errors
+        // counted at the end (requests that found no responder) are something: such a tick
+        // stays, or the timeline and the metrics page would miss what the result counts.
+        let empty = tick.msgs.iter().all(|&m| m == 0) && tick.latency.is_none() && tick.errors == 0;
         let after_load = meter.ended_by(tick.t_s - tick.span_s + 1e-9);
         if !(finished && empty && (tick.span_s < 0.5 || after_load)) {
             if view.line && !finished {
@@ -273,6 +275,42 @@ mod tests {
         // One whole second at least, and the rest.
         assert!(t.ticks.len() >= 2, "{} ticks", t.ticks.len());
         assert_eq!(t.clients.len(), 1);
+    }
+
+    #[test]
+    fn errors_counted_after_the_last_message_stay_in_the_timeline() {
+        // Requests that found no responder are counted when the run ends, after its last
+        // message: the tick that carries only them is not an empty one to drop.
+        let dir = crate::testdir::TestDir::new("live-late-errors");
+        let path = dir.path().join("ticks.jsonl");
+        let meter = Arc::new(Meter::default());
+        let errors = Arc::new(crate::error::ErrorCounts::default());
+        meter.watch_errors(&errors);
+        let view = View {
+            line: false,
+            stream: Some(Arc::new(Mutex::new(StreamStats::create(&path).unwrap()))),
+            scenario: "request",
+            run: None,
+            metrics: None,
+        };
+        let live = Live::start(Arc::clone(&meter), view);
+        let c = meter.client(Role::Pub, 0, false);
+        c.msgs.store(10, Ordering::Relaxed);
+        meter.counted_until([Some(std::time::Instant::now())]);
+        // The messages' tick is taken (its line written) before the errors come. (The deadline
+        // only guards against a hang.)
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while std::fs::read_to_string(&path)
+            .unwrap_or_default()
+            .is_empty()
+        {
+            assert!(std::time::Instant::now() < deadline, "no tick in 60 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        errors.add_n(crate::error::ErrorKind::NoResponders, 10);
+        let tl = live.finish().unwrap();
+        let counted: u64 = tl.ticks.iter().map(|t| t.errors).sum();
+        assert_eq!(counted, 10, "{:?}", tl.ticks);
     }
 
     #[test]
