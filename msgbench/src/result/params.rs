@@ -23,6 +23,28 @@ pub trait ScenarioParams: Describe + fmt::Debug + Send + Sync + 'static {
 pub trait Describe {
     /// The run in words: "2 pubs, 1 sub; 16 B messages; 1,000,000 per publisher".
     fn shape(&self) -> String;
+    /// The first line: what ran, against what, in words.
+    fn first_line(&self, scenario: &str, server: &crate::result::ServerMeta) -> String {
+        let embedded = if server.embedded { ", embedded" } else { "" };
+        format!(
+            "msgbench {scenario} against {} (nats-server {}{embedded}): {}",
+            server.url,
+            server.version,
+            self.shape()
+        )
+    }
+    /// The headline throughput's name ("NATS Core publisher stats").
+    fn title(&self) -> &'static str {
+        "NATS Pub/Sub stats"
+    }
+    /// A role's line under the headline, when there are several ("Acks").
+    fn role_name(&self, role: &str) -> &'static str {
+        if role == "pub" {
+            "Pub stats"
+        } else {
+            "Sub stats"
+        }
+    }
     /// What the latency table times, for `count` of them ("Latency from publish to PubAck,
     /// 100 publishes:") and its column's name; `None` for the table of corrected beside
     /// uncorrected latency.

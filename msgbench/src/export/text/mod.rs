@@ -23,7 +23,9 @@ mod stages;
 use agents::agents;
 use clients::role_detail;
 use delivery::{connections, consumer, delivery, jetstream};
-use grpc::{grpc, grpc_shape};
+use grpc::grpc;
+#[allow(unused_imports)]
+use grpc::grpc_shape;
 pub use latency::calibration;
 use latency::{latency, pacing, proxy_cost};
 pub use runs::run_line;
@@ -36,37 +38,8 @@ pub struct Text;
 impl Exporter for Text {
     fn serialize(&self, r: &RunResult) -> Vec<u8> {
         let mut o = String::new();
-        let embedded = if r.server.embedded { ", embedded" } else { "" };
-        if r.scenario == "grpc" {
-            let server = if r.server.embedded {
-                " (msgbench grpc serve, in process)"
-            } else {
-                ""
-            };
-            let _ = writeln!(
-                o,
-                "msgbench grpc against {}{server}: {}",
-                r.server.url,
-                grpc_shape(&r.params.to_value())
-            );
-        } else {
-            let _ = writeln!(
-                o,
-                "msgbench {} against {} (nats-server {}{embedded}): {}",
-                r.scenario,
-                r.server.url,
-                r.server.version,
-                {
-                    // Scenarios not yet typed say nothing of themselves.
-                    let words = r.params.describe().shape();
-                    if words.is_empty() {
-                        shape(r.scenario, &r.params.to_value())
-                    } else {
-                        words
-                    }
-                }
-            );
-        }
+        let words = r.params.describe();
+        let _ = writeln!(o, "{}", words.first_line(r.scenario, &r.server));
         if let Some(c) = &r.conns {
             conns::conns(&mut o, c);
             if !r.errors.is_empty() {
@@ -78,19 +51,7 @@ impl Exporter for Text {
             }
             return o.into_bytes();
         }
-        let title = match r.scenario {
-            "pub" => "NATS Core publisher stats",
-            "sub" => "NATS Core subscriber stats",
-            "latency" => "NATS latency run",
-            "request" => "NATS request/reply stats",
-            "reply" => "NATS reply service stats",
-            "js.pub" => "NATS JetStream publish stats",
-            "js.consume" => "NATS JetStream consume stats",
-            "kv.put" => "NATS KV put stats",
-            "kv.get" => "NATS KV get stats",
-            "grpc" => "gRPC requests answered OK",
-            _ => "NATS Pub/Sub stats",
-        };
+        let title = words.title();
         if let Some(l) = &r.link {
             let _ = writeln!(
                 o,
@@ -117,18 +78,7 @@ impl Exporter for Text {
         let _ = writeln!(o, "{title}: {}", rate_line(&r.throughput));
         for (role, stats) in &r.by_role {
             if r.by_role.len() > 1 {
-                let name = match (r.scenario, *role) {
-                    ("request", "pub") => "Requests",
-                    ("request", _) => "Replies",
-                    ("js.pub" | "js.consume", "pub") => "Publishes",
-                    ("kv.put", "pub") => "Puts",
-                    ("js.pub" | "kv.put", _) => "Acks",
-                    ("js.consume", _) => "Consumed",
-                    ("kv.get", "pub") => "Gets",
-                    ("kv.get", _) => "Values",
-                    (_, "pub") => "Pub stats",
-                    _ => "Sub stats",
-                };
+                let name = words.role_name(role);
                 let _ = writeln!(o, " {name}: {}", rate_line(&stats.throughput));
             }
             role_detail(&mut o, r, role, stats);
@@ -180,6 +130,7 @@ pub(super) fn thresholds(o: &mut String, r: &RunResult) {
 
 /// "2 pubs, 1 sub; 16 B messages; 1,000,000 per publisher at 10,000 msgs/s" from the
 /// run's parameters.
+#[allow(dead_code)] // goes as each scenario says its own words (typed params)
 pub(super) fn shape(scenario: &str, p: &serde_json::Value) -> String {
     let n = |k: &str| p[k].as_u64().unwrap_or(0);
     let plural = crate::format::counted;

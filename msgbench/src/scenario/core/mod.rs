@@ -156,6 +156,9 @@ impl Runnable for Options {
 /// The parameters of a pub, sub or pubsub run, as its result records them.
 #[derive(Debug, Clone, Serialize)]
 pub struct Params {
+    /// Which of the three ran.
+    #[serde(skip)]
+    pub scenario: ScenarioKind,
     pub connection: ConnParams,
     pub pubs: u32,
     pub subs: u32,
@@ -206,5 +209,13 @@ impl Describe for Params {
 
     fn ping_interval_secs(&self) -> Option<f64> {
         Some(self.connection.ping_interval_secs)
+    }
+
+    fn title(&self) -> &'static str {
+        match self.scenario {
+            ScenarioKind::Pub => "NATS Core publisher stats",
+            ScenarioKind::Sub => "NATS Core subscriber stats",
+            ScenarioKind::Pubsub => "NATS Pub/Sub stats",
+        }
     }
 }

@@ -190,6 +190,7 @@ impl Options {
     pub fn params(&self) -> super::Params {
         let (msgs, duration_secs) = self.stop.as_params();
         super::Params {
+            scenario: self.scenario,
             connection: self.conn.params(),
             pubs: self.pubs,
             subs: self.subs,
