@@ -46,7 +46,7 @@ struct Setup<'a> {
     target: Target,
     native: Box<NativeRun<'a>>,
     js: Option<crate::options::js::JsPubOptions>,
-    responder: Option<crate::options::request::ReplyOptions>,
+    responder: Option<crate::scenario::request::ReplyOptions>,
     /// `--connect-timeout`, which drivers get too.
     connect_timeout: Duration,
 }
@@ -484,7 +484,7 @@ fn run_driver(plan: &Setup<'_>, name: &str, drivers: &Path, stop: &AtomicBool) -
         let (target, done_ref) = (&plan.target, &done);
         let out = std::thread::scope(|s| {
             let service = s.spawn(move || {
-                crate::scenario::reply::run_reply(reply, target, &Meter::default(), done_ref)
+                crate::scenario::request::run_reply(reply, target, &Meter::default(), done_ref)
             });
             std::thread::sleep(Duration::from_millis(200));
             let out = go(None);

@@ -6,7 +6,7 @@
 //! server reports for the stream it created or found.
 
 use crate::error::{Error, Result};
-use crate::options::request::RequestOptions;
+use crate::scenario::request::RequestOptions;
 
 /// Whether `subject` (no wildcards) matches `filter` by NATS rules: `*` is exactly one token,
 /// `>` (last) is one or more tokens.

@@ -15,8 +15,8 @@ use crate::engine::pace::{Pace, Stop};
 use crate::engine::pull::{AckMode, PullMode};
 use crate::error::{Error, Result};
 use crate::options::conn::ConnOptions;
-use crate::options::request::RequestOptions;
 use crate::options::{check_subject, server_choice, Output, ServerChoice};
+use crate::scenario::request::RequestOptions;
 use crate::wire::stamp::{self, SEQ_LEN};
 
 /// The server's limit on atomic batches in flight per stream.
@@ -306,7 +306,7 @@ impl JsPubOptions {
 
     /// The parameters as they go into a result.
     pub fn params(&self) -> serde_json::Value {
-        let mut p = self.publish.params();
+        let mut p = self.publish.params_value();
         p["mode"] = self.mode.as_str().into();
         if let Some(f) = &self.publish.js_framing {
             p["batch"] = f.batch.into();
@@ -605,7 +605,7 @@ impl KvOptions {
 
     pub fn params(&self) -> serde_json::Value {
         let mut p = match &self.gets {
-            Some(g) => g.params(),
+            Some(g) => g.params_value(),
             None => self.put.params(),
         };
         let keys = self.gets.as_ref().map_or(self.put.publish.keys, |g| g.keys);

@@ -9,9 +9,7 @@ pub mod conns;
 pub mod dest;
 pub mod grpc;
 pub mod js;
-pub mod latency;
 pub mod link;
-pub mod request;
 
 use std::path::PathBuf;
 use std::time::Duration;

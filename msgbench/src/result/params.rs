@@ -45,19 +45,20 @@ pub trait Describe {
             "Sub stats"
         }
     }
-    /// What the latency table times, for `count` of them ("Latency from publish to PubAck,
-    /// 100 publishes:") and its column's name; `None` for the table of corrected beside
-    /// uncorrected latency.
-    fn latency_heading(&self, _count: u64) -> Option<(String, &'static str)> {
+    /// What a latency table of one column times, for `count` of them ("Latency from publish
+    /// to PubAck, 100 publishes:"), with `untimed` (what was left out, in words) where it
+    /// applies, and the column's name; `None` for a round trip.
+    fn latency_heading(&self, _count: u64, _untimed: &str) -> Option<(String, &'static str)> {
         None
     }
     /// Why a run that could time nothing did not, when there is something to say.
     fn no_latency(&self) -> Option<&'static str> {
         None
     }
-    /// The latency warm-up: messages due in it were not timed.
-    fn warmup_secs(&self) -> f64 {
-        0.0
+    /// The latency warm-up, for a scenario that times every message it receives but those
+    /// due in it; `None` for one that does not.
+    fn warmup_secs(&self) -> Option<f64> {
+        None
     }
     /// The keepalive interval, for the hint after a ping timeout.
     fn ping_interval_secs(&self) -> Option<f64> {

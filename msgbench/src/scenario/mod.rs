@@ -31,7 +31,6 @@ pub mod js;
 pub mod latency;
 mod pacing;
 pub mod registry;
-pub mod reply;
 pub mod request;
 pub mod segment;
 mod words;
@@ -196,7 +195,7 @@ pub struct Compared {
     /// `js-pub`: the stream setup and reconciliation msgbench does around the driver.
     pub js: Option<crate::options::js::JsPubOptions>,
     /// `request`: the echo service the drivers are measured against.
-    pub responder: Option<crate::options::request::ReplyOptions>,
+    pub responder: Option<crate::scenario::request::ReplyOptions>,
     /// `--connect-timeout`, which drivers get too.
     pub connect_timeout: Duration,
 }

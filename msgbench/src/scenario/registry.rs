@@ -21,7 +21,7 @@ pub static ALL: &[&dyn Entry] = &[
     &Of::<super::core::Pubsub>(PhantomData),
     &Of::<super::latency::Latency>(PhantomData),
     &Of::<super::request::Request>(PhantomData),
-    &Of::<super::reply::Reply>(PhantomData),
+    &Of::<super::request::Reply>(PhantomData),
     &Of::<super::conns::Conns>(PhantomData),
     &Of::<super::js::JsPub>(PhantomData),
     &Of::<super::js::JsConsume>(PhantomData),

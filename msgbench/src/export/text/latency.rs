@@ -41,60 +41,20 @@ pub(super) fn latency(o: &mut String, r: &RunResult) {
                 "percentile", "corrected", "uncorrected"
             );
         }
-        None if r.scenario == "js.pub" || r.scenario == "kv.put" => {
-            let what = match r.params.to_value()["mode"].as_str() {
-                Some("batch") => "batches (first message to the commit's PubAck)",
-                _ if r.scenario == "kv.put" => "puts",
-                _ => "publishes",
-            };
-            let _ = writeln!(
-                o,
-                "Latency from publish to PubAck, {} {what}:",
-                group(c.count)
-            );
-            let _ = writeln!(o, "  {:>10} {:>12}", "percentile", "ack");
-        }
-        None if r.scenario == "js.consume" => {
-            let _ = writeln!(
-                o,
-                "Latency from publish to consume (send time carried in the payload), {} \
-                 messages:",
-                group(c.count)
-            );
-            let _ = writeln!(o, "  {:>10} {:>12}", "percentile", "end to end");
-        }
-        None if r.scenario == "grpc" => {
-            let what = match r.params.to_value()["kind"].as_str() {
-                Some("bidi") => "message to its reply",
-                Some("client_streaming") => "message to its call's answer",
-                Some("server_streaming") => "call to its last response",
-                _ => "call",
-            };
-            let _ = writeln!(
-                o,
-                "Latency of each request ({what}), {} requests:",
-                group(c.count)
-            );
-            let _ = writeln!(o, "  {:>10} {:>12}", "percentile", "latency");
-        }
-        None if r.scenario == "latency" => {
-            // Publisher and subscriber on different agents: no send time crosses hosts.
-            let _ = writeln!(
-                o,
-                "Latency of {} messages{}, from intended send (corrected; uncorrected needs the \
-                 send time, which stays on the publisher's agent):",
-                group(c.count),
-                untimed(r, c.count)
-            );
-            let _ = writeln!(o, "  {:>10} {:>12}", "percentile", "corrected");
-        }
-        None if r.scenario == "kv.get" => {
-            let _ = writeln!(o, "Latency of each get, {} gets:", group(c.count));
-            let _ = writeln!(o, "  {:>10} {:>12}", "percentile", "get");
-        }
         None => {
-            let _ = writeln!(o, "Round-trip latency of {} requests:", group(c.count));
-            let _ = writeln!(o, "  {:>10} {:>12}", "percentile", "round trip");
+            let untimed = untimed(r, c.count);
+            let (heading, column) = r
+                .params
+                .describe()
+                .latency_heading(c.count, &untimed)
+                .unwrap_or_else(|| {
+                    (
+                        format!("Round-trip latency of {} requests:", group(c.count)),
+                        "round trip",
+                    )
+                });
+            let _ = writeln!(o, "{heading}");
+            let _ = writeln!(o, "  {:>10} {:>12}", "percentile", column);
         }
     }
     let row = |o: &mut String, name: String, ours: u64, theirs: Option<u64>| {
@@ -120,9 +80,9 @@ pub(super) fn latency(o: &mut String, r: &RunResult) {
 /// timed except those due in `--warmup` and any without a sequence number, so the two counts
 /// follow from the delivery figures. Empty when nothing was left out.
 fn untimed(r: &RunResult, timed: u64) -> String {
-    if r.scenario != "latency" {
+    let Some(warmup_s) = r.params.describe().warmup_secs() else {
         return String::new();
-    }
+    };
     let d = &r.delivery;
     let Some(warm) = d
         .received
@@ -131,7 +91,6 @@ fn untimed(r: &RunResult, timed: u64) -> String {
     else {
         return String::new();
     };
-    let warmup_s = r.params.to_value()["warmup_secs"].as_f64().unwrap_or(0.0);
     let mut parts = Vec::new();
     if warm > 0 && warmup_s > 0.0 {
         // Without loss, the messages due in the warm-up all arrived; with it, only those that

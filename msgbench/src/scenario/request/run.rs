@@ -15,13 +15,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
+use super::options::RequestOptions;
 use crate::engine::conn::{self, Conn, ConnectSpec, Event, Flow};
 use crate::engine::jsapi::{self, Ack};
 use crate::engine::jsframe::JsFrame;
 use crate::engine::load::{self, Frame, PubOutcome, PubSpec, RespondSpec, StampKind, Window};
 use crate::engine::pace::{Pace, Stop};
 use crate::error::{Error, ErrorCounts, ErrorKind, Result};
-use crate::options::request::RequestOptions;
 use crate::result::{throughput_sections, LatencyStats, RunResult, ScheduleReport, ServerMeta};
 use crate::scenario::fault::Injector;
 use crate::scenario::segment::Share;
@@ -88,90 +88,6 @@ impl Shape {
             Shape::Plain(f) => f.payload_len(),
             Shape::Js(f) => f.payload_len(),
         }
-    }
-}
-
-/// `msgbench request`.
-pub struct Request;
-
-super::registry::flags!(crate::cli::RequestArgs, out, conn);
-
-impl super::Scenario for Request {
-    type Args = crate::cli::RequestArgs;
-    const NAME: &'static str = "request";
-    const WORDS: &'static [&'static str] = &["request"];
-    const ABOUT: &'static str = "Request/reply: clients send requests and time each reply \
-                                 (closed loop, or open loop with --rate). Starts its own \
-                                 responders unless --responders 0.";
-    const COMPARE: Option<&'static str> = Some("request");
-    const CAPACITY: Option<&'static str> = Some("request");
-    fn validate(a: &Self::Args) -> Result<Box<dyn super::Runnable>> {
-        Ok(Box::new(RequestOptions::new(a)?))
-    }
-}
-
-impl super::Runnable for RequestOptions {
-    fn output(&self) -> &crate::options::Output {
-        &self.output
-    }
-    fn allow_loss(&self) -> bool {
-        self.allow_loss
-    }
-    fn schedule(&self) -> Option<&crate::stats::schedule::RateSchedule> {
-        self.pace.schedule().filter(|s| !s.is_fixed())
-    }
-    fn server(
-        &self,
-    ) -> Option<(
-        &crate::options::ServerChoice,
-        Option<crate::result::LinkSpec>,
-    )> {
-        Some((&self.server, self.conn.link))
-    }
-    fn split(&self) -> Result<super::Split> {
-        // Requesters split like publishers, responders like subscribers (from the last agent):
-        // with one of each on two agents, every request crosses between hosts.
-        Ok(super::Split {
-            pubs: self.clients,
-            subs: self.responders,
-        })
-    }
-    fn timeout(&self) -> Duration {
-        self.timeout
-    }
-    fn duration(&self) -> Option<Duration> {
-        match self.stop {
-            Stop::For(d) => Some(d),
-            Stop::Count(_) => None,
-        }
-    }
-    fn params(&self) -> crate::result::Params {
-        RequestOptions::params(self).into()
-    }
-    fn run(&self, ctx: &super::Ctx<'_>) -> Result<RunResult> {
-        run_request(self, ctx.target()?, ctx.meter, ctx.stop, ctx.share)
-    }
-    fn compare(&self) -> Result<super::Compared> {
-        // Drivers are measured against msgbench's own echo service, as the native run is.
-        let responder = crate::options::request::ReplyOptions {
-            clients: self.responders.max(1),
-            delay: self.delay,
-            subject: self.subject.clone(),
-            max: None,
-            duration: Duration::from_secs(24 * 3600),
-            server: self.server.clone(),
-            conn: self.conn,
-            output: crate::options::Output::default(),
-            // Its lifetime is the driver's run, not the day it is bounded by.
-            announce: false,
-        };
-        Ok(super::Compared {
-            kind: "request",
-            params: RequestOptions::params(self),
-            js: None,
-            responder: Some(responder),
-            connect_timeout: self.conn.dial.connect_timeout,
-        })
     }
 }
 
@@ -483,7 +399,7 @@ pub fn run_requests(
                         pace: schedules_ref[i].clone(),
                         flush_timeout: opts.timeout,
                         start_at: Some(zero),
-                        late_bound: super::pacing::PACING_LATE_BOUND,
+                        late_bound: crate::scenario::pacing::PACING_LATE_BOUND,
                     };
                     let (window, times, progress) =
                         (&windows[i], &send_times[i], &progress[i].msgs);
@@ -625,7 +541,9 @@ pub fn run_requests(
         per
     });
     let pacing = match &opts.pace {
-        Pace::Open(sc) => super::pacing::pacing(sc.mean_rate(), &pub_outs, by_role.get("pub")),
+        Pace::Open(sc) => {
+            crate::scenario::pacing::pacing(sc.mean_rate(), &pub_outs, by_role.get("pub"))
+        }
         Pace::Unlimited => None,
     };
     let stages = stage_totals.as_ref().map(|totals| {

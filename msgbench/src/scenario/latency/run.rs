@@ -12,13 +12,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
+use super::options::LatencyOptions;
 use crate::engine::conn::{self, Conn, ConnectSpec, Flow};
 use crate::engine::load::{
     self, Frame, PubSpec, Recorder, Recovering, StampKind, SubControl, SubSpec, UNKNOWN,
 };
 use crate::engine::pace::Stop;
 use crate::error::{Error, ErrorCounts, Result};
-use crate::options::latency::LatencyOptions;
 use crate::result::{
     throughput_sections, LatencyStats, Pacing, Rtt, RunResult, ScheduleReport, ServerMeta,
 };
@@ -39,118 +39,6 @@ const PROBE: u64 = u64::MAX;
 
 /// Round trips measured per server before the run.
 const RTT_SAMPLES: usize = 5;
-
-/// `msgbench latency`.
-pub struct Latency;
-
-impl super::Flags for crate::cli::LatencyArgs {
-    fn out(&self) -> &crate::cli::OutputArgs {
-        &self.out
-    }
-    fn out_mut(&mut self) -> &mut crate::cli::OutputArgs {
-        &mut self.out
-    }
-    fn conn(&self) -> Option<&crate::cli::ConnArgs> {
-        Some(&self.conn)
-    }
-    fn conn_mut(&mut self) -> Option<&mut crate::cli::ConnArgs> {
-        Some(&mut self.conn)
-    }
-    // `--hist PREFIX` writes three files next to each other.
-    fn files(&self) -> Vec<(&'static str, PathBuf)> {
-        let Some(prefix) = &self.hist else {
-            return Vec::new();
-        };
-        ["hgrm", "uncorrected.hgrm", "hlog"]
-            .into_iter()
-            .map(|suffix| {
-                let mut p = prefix.clone().into_os_string();
-                p.push(".");
-                p.push(suffix);
-                ("--hist", PathBuf::from(p))
-            })
-            .collect()
-    }
-}
-
-impl super::Scenario for Latency {
-    type Args = crate::cli::LatencyArgs;
-    const NAME: &'static str = "latency";
-    const WORDS: &'static [&'static str] = &["latency"];
-    const ABOUT: &'static str =
-        "End-to-end latency at a fixed rate, open loop, corrected for coordinated omission.";
-    const COMPARE: Option<&'static str> = Some("latency");
-    const CAPACITY: Option<&'static str> = Some("latency");
-    fn validate(a: &Self::Args) -> Result<Box<dyn super::Runnable>> {
-        Ok(Box::new(LatencyOptions::new(a)?))
-    }
-}
-
-impl super::Runnable for LatencyOptions {
-    fn output(&self) -> &crate::options::Output {
-        &self.output
-    }
-    fn allow_loss(&self) -> bool {
-        self.allow_loss
-    }
-    fn schedule(&self) -> Option<&crate::stats::schedule::RateSchedule> {
-        Some(&self.schedule).filter(|s| !s.is_fixed())
-    }
-    fn server(
-        &self,
-    ) -> Option<(
-        &crate::options::ServerChoice,
-        Option<crate::result::LinkSpec>,
-    )> {
-        Some((&self.server_a, self.conn.link))
-    }
-    fn second(&self) -> super::Second<'_> {
-        match &self.server_b {
-            Some(b) => super::Second::Server(b),
-            // In a local cluster the subscriber sits on the second node: latency across a route.
-            None => super::Second::NextNode,
-        }
-    }
-    fn split(&self) -> Result<super::Split> {
-        if self.server_b.is_some() {
-            return Err(Error::Usage(
-                "--server-b cannot be combined with --agents yet: agents share one server".into(),
-            ));
-        }
-        Ok(super::Split { pubs: 1, subs: 1 })
-    }
-    fn timeout(&self) -> Duration {
-        self.timeout
-    }
-    fn duration(&self) -> Option<Duration> {
-        match self.stop {
-            Stop::For(d) => Some(d),
-            Stop::Count(_) => None,
-        }
-    }
-    fn params(&self) -> crate::result::Params {
-        LatencyOptions::params(self).into()
-    }
-    fn run(&self, ctx: &super::Ctx<'_>) -> Result<RunResult> {
-        run(
-            self,
-            ctx.target()?,
-            ctx.second,
-            ctx.meter,
-            ctx.stop,
-            ctx.share,
-        )
-    }
-    fn compare(&self) -> Result<super::Compared> {
-        Ok(super::Compared {
-            kind: "latency",
-            params: LatencyOptions::params(self),
-            js: None,
-            responder: None,
-            connect_timeout: self.conn.dial.connect_timeout,
-        })
-    }
-}
 
 /// Runs the latency scenario.
 ///
@@ -500,7 +388,9 @@ pub fn run(
                 p.late_sends,
                 lag,
             )
-            .with_write_blocked(super::pacing::write_blocked_pct(std::slice::from_ref(p)))
+            .with_write_blocked(crate::scenario::pacing::write_blocked_pct(
+                std::slice::from_ref(p),
+            ))
         })
     });
     let latency = sub

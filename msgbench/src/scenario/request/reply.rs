@@ -5,10 +5,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
+use super::options::ReplyOptions;
 use crate::engine::conn::Conn;
 use crate::engine::load::{self, RespondSpec};
 use crate::error::{ErrorCounts, Result};
-use crate::options::request::ReplyOptions;
 use crate::result::{throughput_sections, RunResult, ServerMeta};
 use crate::server::Target;
 use crate::stats::delivery::Delivery;
@@ -17,49 +17,7 @@ use crate::stats::timeline::Meter;
 use crate::wire::proto;
 
 /// The queue group responders join, so each request is answered once.
-use super::request::{connect_to, subscribe, QUEUE};
-
-/// `msgbench reply`.
-pub struct Reply;
-
-super::registry::flags!(crate::cli::ReplyArgs, out, conn);
-
-impl super::Scenario for Reply {
-    type Args = crate::cli::ReplyArgs;
-    const NAME: &'static str = "reply";
-    const WORDS: &'static [&'static str] = &["reply"];
-    const ABOUT: &'static str = "A reply service: responders in a queue group that echo each \
-                                 request.";
-    fn validate(a: &Self::Args) -> Result<Box<dyn super::Runnable>> {
-        Ok(Box::new(ReplyOptions::new(a)?))
-    }
-}
-
-impl super::Runnable for ReplyOptions {
-    fn output(&self) -> &crate::options::Output {
-        &self.output
-    }
-    fn server(
-        &self,
-    ) -> Option<(
-        &crate::options::ServerChoice,
-        Option<crate::result::LinkSpec>,
-    )> {
-        Some((&self.server, self.conn.link))
-    }
-    fn split(&self) -> Result<super::Split> {
-        Err(super::not_on_agents("reply"))
-    }
-    fn duration(&self) -> Option<std::time::Duration> {
-        Some(self.duration)
-    }
-    fn params(&self) -> crate::result::Params {
-        ReplyOptions::params(self).into()
-    }
-    fn run(&self, ctx: &super::Ctx<'_>) -> Result<RunResult> {
-        run_reply(self, ctx.target()?, ctx.meter, ctx.stop)
-    }
-}
+use super::run::{connect_to, subscribe, QUEUE};
 
 /// Runs `msgbench reply`: responders in a queue group until the count or the time is reached.
 ///

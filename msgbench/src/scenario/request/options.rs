@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::cli::{ReplyArgs, RequestArgs};
+use super::args::{ReplyArgs, RequestArgs};
 use crate::engine::jsframe::JsFraming;
 use crate::engine::load::Keys;
 use crate::engine::pace::{Pace, Stop};
@@ -129,23 +129,33 @@ impl RequestOptions {
         }
     }
 
-    pub fn params(&self) -> serde_json::Value {
-        let (msgs, duration) = self.stop.as_params();
-        serde_json::json!({
-            "connection": self.conn.params(),
-            "pubs": self.clients,
-            "subs": self.responders,
-            "in_flight": self.in_flight,
-            "rate": self.pace.target_rate(),
-            "rate_schedule": self.pace.schedule().filter(|s| !s.is_fixed()).map(ToString::to_string),
-            "msgs": msgs,
-            "duration_secs": duration,
-            "size": self.size,
-            "subject": self.subject,
-            "delay_secs": self.delay.as_secs_f64(),
-            "timeout_secs": self.timeout.as_secs_f64(),
-            "allow_loss": self.allow_loss,
-        })
+    pub fn params(&self) -> super::Params {
+        let (msgs, duration_secs) = self.stop.as_params();
+        super::Params {
+            connection: self.conn.params(),
+            pubs: self.clients,
+            subs: self.responders,
+            in_flight: self.in_flight,
+            rate: self.pace.target_rate(),
+            rate_schedule: self
+                .pace
+                .schedule()
+                .filter(|s| !s.is_fixed())
+                .map(ToString::to_string),
+            msgs,
+            duration_secs,
+            size: self.size,
+            subject: self.subject.clone(),
+            delay_secs: self.delay.as_secs_f64(),
+            timeout_secs: self.timeout.as_secs_f64(),
+            allow_loss: self.allow_loss,
+        }
+    }
+
+    /// [`RequestOptions::params`] as JSON, for a scenario that publishes through requests and
+    /// adds parameters of its own.
+    pub fn params_value(&self) -> serde_json::Value {
+        serde_json::to_value(self.params()).expect("serialises")
     }
 }
 
@@ -194,15 +204,15 @@ impl ReplyOptions {
         })
     }
 
-    pub fn params(&self) -> serde_json::Value {
-        serde_json::json!({
-            "connection": self.conn.params(),
-            "pubs": 0,
-            "subs": self.clients,
-            "msgs": self.max,
-            "duration_secs": self.duration.as_secs_f64(),
-            "subject": self.subject,
-            "delay_secs": self.delay.as_secs_f64(),
-        })
+    pub fn params(&self) -> super::ReplyParams {
+        super::ReplyParams {
+            connection: self.conn.params(),
+            pubs: 0,
+            subs: self.clients,
+            msgs: self.max,
+            duration_secs: self.duration.as_secs_f64(),
+            subject: self.subject.clone(),
+            delay_secs: self.delay.as_secs_f64(),
+        }
     }
 }

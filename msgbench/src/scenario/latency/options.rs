@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::{BusyPoll, LatencyArgs};
+use super::args::LatencyArgs;
+use crate::cli::BusyPoll;
 use crate::engine::pace::Stop;
 use crate::error::{Error, Result};
 use crate::options::{check_subject, server_choice, server_choice_from, Output, ServerChoice};
@@ -124,24 +125,24 @@ impl LatencyOptions {
     }
 
     /// The parameters as they go into a result.
-    pub fn params(&self) -> serde_json::Value {
-        let (msgs, duration) = self.stop.as_params();
-        serde_json::json!({
-            "pubs": 1,
-            "subs": 1,
-            "rate": self.schedule.mean_rate(),
-            "rate_schedule": (!self.schedule.is_fixed()).then(|| self.schedule.to_string()),
-            "msgs": msgs,
-            "duration_secs": duration,
-            "size": self.size,
-            "warmup_secs": self.warmup.as_secs_f64(),
-            "subject": self.subject,
-            "late_bound_secs": self.late_bound.as_secs_f64(),
-            "connection": self.conn.params(),
-            "separate_servers": self.server_b.is_some(),
-            "busy_poll": self.busy_poll,
-            "timeout_secs": self.timeout.as_secs_f64(),
-            "allow_loss": self.allow_loss,
-        })
+    pub fn params(&self) -> super::Params {
+        let (msgs, duration_secs) = self.stop.as_params();
+        super::Params {
+            pubs: 1,
+            subs: 1,
+            rate: self.schedule.mean_rate(),
+            rate_schedule: (!self.schedule.is_fixed()).then(|| self.schedule.to_string()),
+            msgs,
+            duration_secs,
+            size: self.size,
+            warmup_secs: self.warmup.as_secs_f64(),
+            subject: self.subject.clone(),
+            late_bound_secs: self.late_bound.as_secs_f64(),
+            connection: self.conn.params(),
+            separate_servers: self.server_b.is_some(),
+            busy_poll: self.busy_poll,
+            timeout_secs: self.timeout.as_secs_f64(),
+            allow_loss: self.allow_loss,
+        }
     }
 }

@@ -1,0 +1,69 @@
+//! The flags of `latency`: a rate (or a schedule), a length, a size, a warm-up, the two servers
+//! the publisher and the subscriber may use, and how the subscriber waits.
+
+use std::time::Duration;
+
+use clap::Args;
+use serde::Serialize;
+
+use crate::cli::{parse_duration_or_zero, BusyPoll, ConnArgs, OutputArgs};
+use crate::values::{parse_count, parse_duration, parse_rate, parse_size};
+
+#[derive(Debug, Clone, Args, Serialize)]
+pub struct LatencyArgs {
+    /// Messages per second, on a fixed schedule: message i is due at start + i/rate.
+    #[arg(long, default_value = "1000", value_parser = parse_rate, allow_hyphen_values = true)]
+    pub rate: f64,
+    /// Vary the rate over the run instead of --rate: step:START:STEP:EVERY[:MAX],
+    /// ramp:FROM:TO:OVER or RATE@DURATION,… (the run lasts as long as the schedule; a step
+    /// without MAX runs for --duration). The result has each stage's figures.
+    #[arg(long, value_name = "SCHEDULE", conflicts_with_all = ["rate", "msgs"])]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_schedule: Option<String>,
+    /// Send this many messages instead of running for --duration.
+    #[arg(long, value_parser = parse_count, allow_hyphen_values = true, conflicts_with = "duration")]
+    pub msgs: Option<u64>,
+    /// How long to send (default 5s).
+    #[arg(long, value_parser = parse_duration, allow_hyphen_values = true)]
+    #[serde(serialize_with = "crate::values::ser::opt_duration")]
+    pub duration: Option<Duration>,
+    /// Payload size, at least 8 B (the sequence number).
+    #[arg(long, default_value = "8", value_parser = parse_size, allow_hyphen_values = true)]
+    pub size: usize,
+    /// Messages due in this first part of the run are sent but not recorded.
+    #[arg(long, default_value = "1s", value_parser = parse_duration_or_zero)]
+    #[serde(serialize_with = "crate::values::ser::duration")]
+    pub warmup: Duration,
+    /// Subject to publish and subscribe on.
+    #[arg(long, default_value = "msgbench.latency")]
+    pub subject: String,
+    /// Publish to this server (default: --server, or the embedded one).
+    #[arg(long, value_name = "URLS")]
+    pub server_a: Option<String>,
+    /// Subscribe on this server (default: the publishing server).
+    #[arg(long, value_name = "URLS")]
+    pub server_b: Option<String>,
+    /// A send this far behind its schedule counts as late (reported, like dropped iterations).
+    #[arg(long, default_value = "1ms", value_parser = parse_duration)]
+    #[serde(serialize_with = "crate::values::ser::duration")]
+    pub late_bound: Duration,
+    /// The subscriber polls its socket instead of sleeping between messages: on, off, or auto
+    /// (on up to 10,000 msgs/s, where a CPU is free for it).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub busy_poll: BusyPoll,
+    /// Write PREFIX.hgrm, PREFIX.uncorrected.hgrm and the per-second interval log PREFIX.hlog.
+    #[arg(long, value_name = "PREFIX")]
+    pub hist: Option<std::path::PathBuf>,
+    /// How long to wait for the last messages after the publisher is done.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    #[serde(serialize_with = "crate::values::ser::duration")]
+    pub timeout: Duration,
+    /// Exit 0 even if messages were lost.
+    #[arg(long)]
+    pub allow_loss: bool,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    #[command(flatten)]
+    #[serde(skip)]
+    pub out: OutputArgs,
+}

@@ -1,0 +1,198 @@
+//! `latency`: one publisher at a fixed rate (or on a schedule), one subscriber, one clock;
+//! every delivery timed from when it was due (corrected for coordinated omission) and from
+//! when it left. The flags (args.rs), their checks (options.rs), the run (run.rs), and what a
+//! result records of it ([`Params`]) and says of it in words.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::engine::pace::Stop;
+use crate::error::{Error, Result};
+use crate::options::conn::ConnParams;
+use crate::result::{Describe, RunResult};
+
+mod args;
+mod options;
+mod run;
+
+pub use args::LatencyArgs;
+pub use options::LatencyOptions;
+
+/// `msgbench latency`.
+pub struct Latency;
+
+impl crate::scenario::Flags for LatencyArgs {
+    fn out(&self) -> &crate::cli::OutputArgs {
+        &self.out
+    }
+    fn out_mut(&mut self) -> &mut crate::cli::OutputArgs {
+        &mut self.out
+    }
+    fn conn(&self) -> Option<&crate::cli::ConnArgs> {
+        Some(&self.conn)
+    }
+    fn conn_mut(&mut self) -> Option<&mut crate::cli::ConnArgs> {
+        Some(&mut self.conn)
+    }
+    // `--hist PREFIX` writes three files next to each other.
+    fn files(&self) -> Vec<(&'static str, PathBuf)> {
+        let Some(prefix) = &self.hist else {
+            return Vec::new();
+        };
+        ["hgrm", "uncorrected.hgrm", "hlog"]
+            .into_iter()
+            .map(|suffix| {
+                let mut p = prefix.clone().into_os_string();
+                p.push(".");
+                p.push(suffix);
+                ("--hist", PathBuf::from(p))
+            })
+            .collect()
+    }
+}
+
+impl crate::scenario::Scenario for Latency {
+    type Args = LatencyArgs;
+    const NAME: &'static str = "latency";
+    const WORDS: &'static [&'static str] = &["latency"];
+    const ABOUT: &'static str =
+        "End-to-end latency at a fixed rate, open loop, corrected for coordinated omission.";
+    const COMPARE: Option<&'static str> = Some("latency");
+    const CAPACITY: Option<&'static str> = Some("latency");
+    fn validate(a: &Self::Args) -> Result<Box<dyn crate::scenario::Runnable>> {
+        Ok(Box::new(LatencyOptions::new(a)?))
+    }
+}
+
+impl crate::scenario::Runnable for LatencyOptions {
+    fn output(&self) -> &crate::options::Output {
+        &self.output
+    }
+    fn allow_loss(&self) -> bool {
+        self.allow_loss
+    }
+    fn schedule(&self) -> Option<&crate::stats::schedule::RateSchedule> {
+        Some(&self.schedule).filter(|s| !s.is_fixed())
+    }
+    fn server(
+        &self,
+    ) -> Option<(
+        &crate::options::ServerChoice,
+        Option<crate::result::LinkSpec>,
+    )> {
+        Some((&self.server_a, self.conn.link))
+    }
+    fn second(&self) -> crate::scenario::Second<'_> {
+        match &self.server_b {
+            Some(b) => crate::scenario::Second::Server(b),
+            // In a local cluster the subscriber sits on the second node: latency across a route.
+            None => crate::scenario::Second::NextNode,
+        }
+    }
+    fn split(&self) -> Result<crate::scenario::Split> {
+        if self.server_b.is_some() {
+            return Err(Error::Usage(
+                "--server-b cannot be combined with --agents yet: agents share one server".into(),
+            ));
+        }
+        Ok(crate::scenario::Split { pubs: 1, subs: 1 })
+    }
+    fn timeout(&self) -> Duration {
+        self.timeout
+    }
+    fn duration(&self) -> Option<Duration> {
+        match self.stop {
+            Stop::For(d) => Some(d),
+            Stop::Count(_) => None,
+        }
+    }
+    fn params(&self) -> crate::result::Params {
+        crate::result::Params::of(LatencyOptions::params(self))
+    }
+    fn run(&self, ctx: &crate::scenario::Ctx<'_>) -> Result<RunResult> {
+        run::run(
+            self,
+            ctx.target()?,
+            ctx.second,
+            ctx.meter,
+            ctx.stop,
+            ctx.share,
+        )
+    }
+    fn compare(&self) -> Result<crate::scenario::Compared> {
+        Ok(crate::scenario::Compared {
+            kind: "latency",
+            params: serde_json::to_value(LatencyOptions::params(self)).expect("serialises"),
+            js: None,
+            responder: None,
+            connect_timeout: self.conn.dial.connect_timeout,
+        })
+    }
+}
+
+/// The parameters of a latency run, as its result records them.
+#[derive(Debug, Clone, Serialize)]
+pub struct Params {
+    pub pubs: u32,
+    pub subs: u32,
+    /// The mean target rate (the schedule's, with one).
+    pub rate: f64,
+    pub rate_schedule: Option<String>,
+    pub msgs: Option<u64>,
+    pub duration_secs: Option<f64>,
+    pub size: usize,
+    /// Messages due this early in the run were sent but not timed.
+    pub warmup_secs: f64,
+    pub subject: String,
+    /// A send this far behind its schedule counts as late.
+    pub late_bound_secs: f64,
+    pub connection: ConnParams,
+    /// The subscriber used a server of its own (`--server-b`).
+    pub separate_servers: bool,
+    pub busy_poll: bool,
+    pub timeout_secs: f64,
+    pub allow_loss: bool,
+}
+
+impl Describe for Params {
+    fn shape(&self) -> String {
+        let pace = crate::scenario::words::Pace {
+            msgs: self.msgs,
+            duration_secs: self.duration_secs,
+            each: "publisher",
+            rate: self.rate,
+            schedule: self.rate_schedule.as_deref(),
+        };
+        crate::scenario::words::who_what_how_long(
+            &[(self.pubs, "pub"), (self.subs, "sub")],
+            Some(self.size),
+            &pace,
+        )
+    }
+
+    fn title(&self) -> &'static str {
+        "NATS latency run"
+    }
+
+    fn latency_heading(&self, count: u64, untimed: &str) -> Option<(String, &'static str)> {
+        // Publisher and subscriber on different agents: no send time crosses hosts.
+        Some((
+            format!(
+                "Latency of {} messages{untimed}, from intended send (corrected; uncorrected \
+                 needs the send time, which stays on the publisher's agent):",
+                crate::format::group(count)
+            ),
+            "corrected",
+        ))
+    }
+
+    fn warmup_secs(&self) -> Option<f64> {
+        Some(self.warmup_secs)
+    }
+
+    fn ping_interval_secs(&self) -> Option<f64> {
+        Some(self.connection.ping_interval_secs)
+    }
+}

@@ -1,0 +1,89 @@
+//! The flags of `request` (requesters, their window, their pace, the responders started here)
+//! and `reply` (a service of responders in a queue group).
+
+use std::time::Duration;
+
+use clap::Args;
+use serde::Serialize;
+
+use crate::cli::{parse_clients, parse_duration_or_zero, ConnArgs, OutputArgs};
+use crate::values::{parse_count, parse_duration, parse_rate, parse_size};
+
+#[derive(Debug, Clone, Args, Serialize)]
+pub struct RequestArgs {
+    /// Number of requesting connections.
+    #[arg(long, default_value_t = 1, value_parser = parse_clients)]
+    pub clients: u32,
+    /// Requests each client keeps in flight (pipelining); 1 = wait for each reply.
+    #[arg(long, default_value = "1", value_parser = parse_count)]
+    pub in_flight: u64,
+    /// Aggregate requests per second, open loop with corrected latency; 0 = closed loop.
+    #[arg(long, default_value = "0", value_parser = parse_rate, allow_hyphen_values = true)]
+    pub rate: f64,
+    /// Vary the rate over the run instead of --rate: step:START:STEP:EVERY[:MAX],
+    /// ramp:FROM:TO:OVER or RATE@DURATION,… (the run lasts as long as the schedule; a step
+    /// without MAX runs for --duration). The result has each stage's figures.
+    #[arg(long, value_name = "SCHEDULE", conflicts_with_all = ["rate", "msgs"])]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_schedule: Option<String>,
+    /// Requests per client.
+    #[arg(long, default_value = "10000", value_parser = parse_count, allow_hyphen_values = true,
+          conflicts_with = "duration")]
+    pub msgs: u64,
+    /// Run for this long instead of a count.
+    #[arg(long, value_parser = parse_duration, allow_hyphen_values = true)]
+    #[serde(serialize_with = "crate::values::ser::opt_duration")]
+    pub duration: Option<Duration>,
+    /// Request payload size (at least 8 B).
+    #[arg(long, default_value = "16", value_parser = parse_size, allow_hyphen_values = true)]
+    pub size: usize,
+    /// Subject the service listens on.
+    #[arg(long, default_value = "msgbench.service")]
+    pub subject: String,
+    /// Responders started in this process (a queue group); 0 = use a service already running,
+    /// such as `msgbench reply`.
+    #[arg(long, default_value = "1", value_parser = parse_count)]
+    pub responders: u64,
+    /// Processing delay of the in-process responders, per request.
+    #[arg(long, default_value = "0s", value_parser = parse_duration_or_zero)]
+    #[serde(serialize_with = "crate::values::ser::duration")]
+    pub delay: Duration,
+    /// A request without a reply after this long counts as timed out.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    #[serde(serialize_with = "crate::values::ser::duration")]
+    pub timeout: Duration,
+    /// Exit 0 even if requests timed out or found no responders.
+    #[arg(long)]
+    pub allow_loss: bool,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    #[command(flatten)]
+    #[serde(skip)]
+    pub out: OutputArgs,
+}
+
+#[derive(Debug, Clone, Args, Serialize)]
+pub struct ReplyArgs {
+    /// Number of responders in the queue group.
+    #[arg(long, default_value_t = 1, value_parser = parse_clients)]
+    pub clients: u32,
+    /// Processing delay per request.
+    #[arg(long, default_value = "0s", value_parser = parse_duration_or_zero)]
+    #[serde(serialize_with = "crate::values::ser::duration")]
+    pub delay: Duration,
+    /// Subject to serve.
+    #[arg(long, default_value = "msgbench.service")]
+    pub subject: String,
+    /// Serve this many requests in total, then stop.
+    #[arg(long, value_parser = parse_count, conflicts_with = "duration")]
+    pub msgs: Option<u64>,
+    /// Serve for this long (default 60s).
+    #[arg(long, value_parser = parse_duration)]
+    #[serde(serialize_with = "crate::values::ser::opt_duration")]
+    pub duration: Option<Duration>,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    #[command(flatten)]
+    #[serde(skip)]
+    pub out: OutputArgs,
+}

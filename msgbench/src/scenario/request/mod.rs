@@ -1,0 +1,240 @@
+//! `request` and `reply`: requesters that time every reply (closed loop, pipelined, or open
+//! loop at a rate), and the service of responders that answers them. `request` starts its own
+//! responders unless told not to; `reply` is that service alone. JetStream publishing and KV
+//! gets run through the same requesters ([`run_requests`]), since a publish with an
+//! acknowledgement is a request.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::engine::pace::Stop;
+use crate::error::Result;
+use crate::options::conn::ConnParams;
+use crate::result::{Describe, RunResult};
+use crate::scenario::{Compared, Ctx, Runnable, Scenario, Split};
+
+mod args;
+mod options;
+mod reply;
+mod run;
+
+pub use args::{ReplyArgs, RequestArgs};
+pub use options::{ReplyOptions, RequestOptions};
+pub use reply::run_reply;
+pub use run::{run_request, run_requests, JsAcks};
+
+/// `msgbench request`.
+pub struct Request;
+
+crate::scenario::registry::flags!(RequestArgs, out, conn);
+
+impl Scenario for Request {
+    type Args = RequestArgs;
+    const NAME: &'static str = "request";
+    const WORDS: &'static [&'static str] = &["request"];
+    const ABOUT: &'static str = "Request/reply: clients send requests and time each reply \
+                                 (closed loop, or open loop with --rate). Starts its own \
+                                 responders unless --responders 0.";
+    const COMPARE: Option<&'static str> = Some("request");
+    const CAPACITY: Option<&'static str> = Some("request");
+    fn validate(a: &Self::Args) -> Result<Box<dyn Runnable>> {
+        Ok(Box::new(RequestOptions::new(a)?))
+    }
+}
+
+impl Runnable for RequestOptions {
+    fn output(&self) -> &crate::options::Output {
+        &self.output
+    }
+    fn allow_loss(&self) -> bool {
+        self.allow_loss
+    }
+    fn schedule(&self) -> Option<&crate::stats::schedule::RateSchedule> {
+        self.pace.schedule().filter(|s| !s.is_fixed())
+    }
+    fn server(
+        &self,
+    ) -> Option<(
+        &crate::options::ServerChoice,
+        Option<crate::result::LinkSpec>,
+    )> {
+        Some((&self.server, self.conn.link))
+    }
+    fn split(&self) -> Result<Split> {
+        // Requesters split like publishers, responders like subscribers (from the last agent):
+        // with one of each on two agents, every request crosses between hosts.
+        Ok(Split {
+            pubs: self.clients,
+            subs: self.responders,
+        })
+    }
+    fn timeout(&self) -> Duration {
+        self.timeout
+    }
+    fn duration(&self) -> Option<Duration> {
+        match self.stop {
+            Stop::For(d) => Some(d),
+            Stop::Count(_) => None,
+        }
+    }
+    fn params(&self) -> crate::result::Params {
+        crate::result::Params::of(RequestOptions::params(self))
+    }
+    fn run(&self, ctx: &Ctx<'_>) -> Result<RunResult> {
+        run::run_request(self, ctx.target()?, ctx.meter, ctx.stop, ctx.share)
+    }
+    fn compare(&self) -> Result<Compared> {
+        // Drivers are measured against msgbench's own echo service, as the native run is.
+        let responder = ReplyOptions {
+            clients: self.responders.max(1),
+            delay: self.delay,
+            subject: self.subject.clone(),
+            max: None,
+            duration: Duration::from_secs(24 * 3600),
+            server: self.server.clone(),
+            conn: self.conn,
+            output: crate::options::Output::default(),
+            // Its lifetime is the driver's run, not the day it is bounded by.
+            announce: false,
+        };
+        Ok(Compared {
+            kind: "request",
+            params: self.params_value(),
+            js: None,
+            responder: Some(responder),
+            connect_timeout: self.conn.dial.connect_timeout,
+        })
+    }
+}
+
+/// `msgbench reply`.
+pub struct Reply;
+
+crate::scenario::registry::flags!(ReplyArgs, out, conn);
+
+impl Scenario for Reply {
+    type Args = ReplyArgs;
+    const NAME: &'static str = "reply";
+    const WORDS: &'static [&'static str] = &["reply"];
+    const ABOUT: &'static str = "A reply service: responders in a queue group that echo each \
+                                 request.";
+    fn validate(a: &Self::Args) -> Result<Box<dyn Runnable>> {
+        Ok(Box::new(ReplyOptions::new(a)?))
+    }
+}
+
+impl Runnable for ReplyOptions {
+    fn output(&self) -> &crate::options::Output {
+        &self.output
+    }
+    fn server(
+        &self,
+    ) -> Option<(
+        &crate::options::ServerChoice,
+        Option<crate::result::LinkSpec>,
+    )> {
+        Some((&self.server, self.conn.link))
+    }
+    fn split(&self) -> Result<Split> {
+        Err(crate::scenario::not_on_agents("reply"))
+    }
+    fn duration(&self) -> Option<std::time::Duration> {
+        Some(self.duration)
+    }
+    fn params(&self) -> crate::result::Params {
+        crate::result::Params::of(ReplyOptions::params(self))
+    }
+    fn run(&self, ctx: &Ctx<'_>) -> Result<RunResult> {
+        reply::run_reply(self, ctx.target()?, ctx.meter, ctx.stop)
+    }
+}
+
+/// The parameters of a request run, as its result records them.
+#[derive(Debug, Clone, Serialize)]
+pub struct Params {
+    pub connection: ConnParams,
+    /// Requesters.
+    pub pubs: u32,
+    /// Responders started in this process (0: an outside service answered).
+    pub subs: u32,
+    /// Requests each requester keeps in flight.
+    pub in_flight: usize,
+    pub rate: f64,
+    pub rate_schedule: Option<String>,
+    pub msgs: Option<u64>,
+    pub duration_secs: Option<f64>,
+    pub size: usize,
+    pub subject: String,
+    pub delay_secs: f64,
+    pub timeout_secs: f64,
+    pub allow_loss: bool,
+}
+
+impl Describe for Params {
+    fn shape(&self) -> String {
+        let pace = crate::scenario::words::Pace {
+            msgs: self.msgs,
+            duration_secs: self.duration_secs,
+            each: "client",
+            rate: self.rate,
+            schedule: self.rate_schedule.as_deref(),
+        };
+        crate::scenario::words::who_what_how_long(
+            &[(self.pubs, "client"), (self.subs, "responder")],
+            Some(self.size),
+            &pace,
+        )
+    }
+
+    fn title(&self) -> &'static str {
+        "NATS request/reply stats"
+    }
+
+    fn role_name(&self, role: &str) -> &'static str {
+        if role == "pub" {
+            "Requests"
+        } else {
+            "Replies"
+        }
+    }
+
+    fn ping_interval_secs(&self) -> Option<f64> {
+        Some(self.connection.ping_interval_secs)
+    }
+}
+
+/// The parameters of a reply service's run.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplyParams {
+    pub connection: ConnParams,
+    pub pubs: u32,
+    /// Responders.
+    pub subs: u32,
+    /// Requests to serve in all before stopping; null for a time limit alone.
+    pub msgs: Option<u64>,
+    pub duration_secs: f64,
+    pub subject: String,
+    pub delay_secs: f64,
+}
+
+impl Describe for ReplyParams {
+    fn shape(&self) -> String {
+        let pace = crate::scenario::words::Pace {
+            msgs: self.msgs,
+            duration_secs: self.msgs.is_none().then_some(self.duration_secs),
+            each: "service",
+            rate: 0.0,
+            schedule: None,
+        };
+        crate::scenario::words::who_what_how_long(&[(self.subs, "responder")], None, &pace)
+    }
+
+    fn title(&self) -> &'static str {
+        "NATS reply service stats"
+    }
+
+    fn ping_interval_secs(&self) -> Option<f64> {
+        Some(self.connection.ping_interval_secs)
+    }
+}
