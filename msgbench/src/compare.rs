@@ -101,16 +101,7 @@ pub fn run(
     stop: &AtomicBool,
 ) -> Result<Compared> {
     let drivers = drivers_dir(drivers);
-    refuse_what_drivers_cannot_report(&planned)?;
-    for c in &clients {
-        if !CLIENTS.contains(&c.as_str()) {
-            return Err(Error::flag(
-                "--clients",
-                c,
-                format!("unknown client (use {})", CLIENTS.join(", ")),
-            ));
-        }
-    }
+    preflight(&clients, &planned)?;
     let plan = plan(&planned)?;
     let uses_drivers = clients.iter().any(|c| c != "native");
     if uses_drivers {
@@ -344,6 +335,25 @@ fn plan(p: &crate::plan::Plan) -> Result<Setup<'static>> {
         js: c.js,
         responder: c.responder,
     })
+}
+
+/// Every check a comparison makes before anything starts: what drivers cannot report, the
+/// clients' names, and the scenario's plan as compare runs it.
+///
+/// # Errors
+/// The first flag that cannot work, named in one line.
+pub fn preflight(clients: &[String], planned: &crate::plan::Plan) -> Result<()> {
+    refuse_what_drivers_cannot_report(planned)?;
+    for c in clients {
+        if !CLIENTS.contains(&c.as_str()) {
+            return Err(Error::flag(
+                "--clients",
+                c,
+                format!("unknown client (use {})", CLIENTS.join(", ")),
+            ));
+        }
+    }
+    planned.validate()?.compare().map(|_| ())
 }
 
 /// Drivers report a run's totals and histograms at its end, not second by second, and keep

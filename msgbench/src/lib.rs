@@ -117,18 +117,55 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
     // Before any server is started or connected to: a result that cannot be written is
     // refused now, not found out after the run.
     output::dest::check_plan(&plan)?;
+    check_plan(&plan)?;
     if plan.out().distributed() {
-        if plan.out().metrics_listen.is_some() {
+        return dist::coordinator::run(&plan, stop);
+    }
+    run_plan(&plan, stop)
+}
+
+/// Every check a command makes before it starts, connects to or writes anything: what a run
+/// of it does first, so bad input answers in one line whether the command is run or only
+/// checked (the command-line fuzz target checks exactly this). A plan file is read only when
+/// it runs.
+///
+/// # Errors
+/// The first flag or value that cannot work, named in one line.
+pub fn preflight(command: &Command) -> Result<()> {
+    match command {
+        Command::Scenario(ScenarioCommand::Plan(plan)) if plan.out().print_plan => {
+            print_plan_refusals(plan)?;
+            plan.to_json().map(|_| ())
+        }
+        Command::Scenario(ScenarioCommand::Plan(plan)) => check_plan(plan),
+        Command::Capacity(c) => capacity::preflight(&c.plan, &c.search).map(|_| ()),
+        Command::Compare(c) if c.plan.out().print_plan => {
+            print_plan_refusals(&c.plan)?;
+            c.plan.to_json().map(|_| ())
+        }
+        Command::Compare(c) => compare::preflight(&c.flags.clients, &c.plan),
+        Command::Calibrate(a) if a.samples == 0 => {
+            Err(error::Error::flag("--samples", "0", "must be at least 1"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A plan's checks before its run: its flags against each other, and the mode it runs in
+/// (agents, or this process).
+fn check_plan(plan: &Plan) -> Result<()> {
+    let o = plan.out();
+    if o.distributed() {
+        if o.metrics_listen.is_some() {
             return Err(error::Error::Usage(
                 "--metrics-listen serves the figures of a run in this process, not yet of a run \
                  on agents; use --stream-stats there"
                     .into(),
             ));
         }
-        return dist::coordinator::run(&plan, stop);
+        return dist::coordinator::preflight(plan).map(|_| ());
     }
     // Without agents they would act on nothing.
-    let o = plan.out();
     if let Some(flag) = [
         ("--control", o.control.is_some()),
         ("--sign", o.sign.is_some()),
@@ -140,7 +177,7 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
             "{flag} is for runs on agents: give --agents N (or --agent-label) too"
         )));
     }
-    run_plan(&plan, stop)
+    plan.validate().map(|_| ())
 }
 
 /// The commands that are not one plan: the suite, compare, calibration and the file tools.
@@ -195,6 +232,17 @@ fn run_tool(command: Command, stop: &AtomicBool) -> Result<u8> {
 /// `--print-plan`: the plan on stdout, and nothing run. Output flags would have nothing to
 /// act on, so they are refused rather than ignored.
 fn print_plan(plan: &Plan) -> Result<u8> {
+    print_plan_refusals(plan)?;
+    let doc = plan.to_json()?;
+    let mut text = serde_json::to_string_pretty(&doc).expect("a plan serialises");
+    text.push('\n');
+    // A reader that closed the pipe early (`| head`) took what it wanted: not an error.
+    let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
+    Ok(exit::OK)
+}
+
+/// The flags `--print-plan` refuses: output flags, with nothing run, would act on nothing.
+fn print_plan_refusals(plan: &Plan) -> Result<()> {
     let o = plan.out();
     let given = [
         ("--json", o.json.is_some()),
@@ -210,17 +258,12 @@ fn print_plan(plan: &Plan) -> Result<u8> {
         ("--control", o.control.is_some()),
         ("--sign", o.sign.is_some()),
     ];
-    if let Some((flag, _)) = given.iter().find(|(_, on)| *on) {
-        return Err(error::Error::Usage(format!(
+    match given.iter().find(|(_, on)| *on) {
+        Some((flag, _)) => Err(error::Error::Usage(format!(
             "{flag}: --print-plan prints the plan and runs nothing; give {flag} to `msgbench run`"
-        )));
+        ))),
+        None => Ok(()),
     }
-    let doc = plan.to_json()?;
-    let mut text = serde_json::to_string_pretty(&doc).expect("a plan serialises");
-    text.push('\n');
-    // A reader that closed the pipe early (`| head`) took what it wanted: not an error.
-    let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
-    Ok(exit::OK)
 }
 
 /// Runs a plan once, or `--runs` times, each with its live view and timeline, then judges the

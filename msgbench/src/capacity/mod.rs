@@ -48,16 +48,14 @@ const TOOL_RETRIES: u32 = 2;
 /// A bad flag or plan, no server, or a destination that cannot be written, before any load;
 /// a probe that cannot run at all (not one that fails its SLO) after.
 pub fn run(plan: Plan, search: SearchArgs, stop: &AtomicBool) -> Result<u8> {
-    check_search(&search)?;
-    let json = refuse_outputs(plan.out())?;
+    let (json, first) = preflight(&plan, &search)?;
     // --no-progress leaves out the line each probe run prints as it ends.
     let progress = !plan.out().no_progress;
-    let base = base_plan(plan)?;
+    let base = plan;
     if let Some(path) = &json {
         crate::output::dest::check("--json", path)?;
     }
-    // One probe plan up front: every flag is checked, and the servers are started once.
-    let first = probe_plan(&base, search.start_rate, &search)?.validate()?;
+    // The servers are started once, for every probe.
     let targets = crate::plan::Targets::resolve(&first)?;
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let mut doc = Capacity::new(
@@ -196,6 +194,23 @@ pub fn run(plan: Plan, search: SearchArgs, stop: &AtomicBool) -> Result<u8> {
     })
 }
 
+/// Every check a search makes before anything starts, in the order the run makes them: the
+/// search's own flags, the output flags it refuses, the plan, and one probe plan (so every
+/// flag is checked as a probe will use it). Returns where the document goes and that probe.
+///
+/// # Errors
+/// The first flag that cannot work, named in one line.
+pub fn preflight(
+    plan: &Plan,
+    search: &SearchArgs,
+) -> Result<(Option<std::path::PathBuf>, crate::plan::Validated)> {
+    check_search(search)?;
+    let json = refuse_outputs(plan.out())?;
+    check_base(plan)?;
+    let first = probe_plan(plan, search.start_rate, search)?.validate()?;
+    Ok((json, first))
+}
+
 /// Figures an SLO may name: the hold stage's (latency, rate, delivery) and the whole probe's
 /// errors and shortfall. Others would be read from the warm-up too, so they are refused.
 const WHOLE_RUN_ONLY: [&str; 4] = ["bytes_per_sec", "msgs", "duplicated", "reordered"];
@@ -293,7 +308,7 @@ fn refuse_outputs(o: &crate::cli::OutputArgs) -> Result<Option<std::path::PathBu
 
 /// The scenario's plan as typed (the flags the search sets were refused as the command line
 /// was read).
-fn base_plan(plan: Plan) -> Result<Plan> {
+fn check_base(plan: &Plan) -> Result<()> {
     if lookup(&plan.document(), "allow_loss") == Some(&Value::Bool(true)) {
         return Err(Error::Usage(
             "--allow-loss does not apply to a search: loss fails a rate only through an SLO \
@@ -301,7 +316,7 @@ fn base_plan(plan: Plan) -> Result<Plan> {
                 .into(),
         ));
     }
-    Ok(plan)
+    Ok(())
 }
 
 /// The keys a probe sets: its rate, its length and (latency's) warm-up.

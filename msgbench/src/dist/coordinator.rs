@@ -126,11 +126,20 @@ impl Wanted {
     }
 }
 
-/// Runs `plan` on agents: `--runs` times, then thresholds and output as for any run.
+/// What a run on agents knows before it looks for any: the server it loads, which agents it
+/// wants, the checked plan and how it splits.
+pub struct Prepared {
+    target: String,
+    wanted: Wanted,
+    validated: Validated,
+    split: crate::scenario::Split,
+}
+
+/// Every check a run on agents makes before it connects to anything.
 ///
 /// # Errors
-/// Bad flags, too few agents, a refused plan; a lost agent after the result was written.
-pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
+/// The first flag that cannot work, named in one line.
+pub fn preflight(plan: &Plan) -> Result<Prepared> {
     let out = plan.out();
     let conn = plan.conn().ok_or_else(|| {
         Error::Usage(format!(
@@ -164,7 +173,28 @@ pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
         })?;
     let wanted = Wanted::parse(out.agents.as_deref(), &out.agent_labels)?;
     let validated = plan.validate()?;
-    let crate::scenario::Split { pubs, subs } = validated.split()?;
+    let split = validated.split()?;
+    Ok(Prepared {
+        target,
+        wanted,
+        validated,
+        split,
+    })
+}
+
+/// Runs `plan` on agents: `--runs` times, then thresholds and output as for any run.
+///
+/// # Errors
+/// Bad flags, too few agents, a refused plan; a lost agent after the result was written.
+pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
+    let out = plan.out();
+    let Prepared {
+        target,
+        wanted,
+        validated,
+        split: crate::scenario::Split { pubs, subs },
+    } = preflight(plan)?;
+    let conn = plan.conn().expect("checked by preflight");
     let signer = out.sign.as_deref().map(Signer::from_file).transpose()?;
     if signer.is_none() {
         eprintln!(
