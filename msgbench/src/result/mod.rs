@@ -25,7 +25,7 @@ pub use spread::{ClientSpread, MinMedianMax, Slowest};
 pub use stages::{ScheduleReport, StageStats};
 
 mod params;
-pub use params::{Describe, Params, ScenarioParams, Untyped};
+pub use params::{Describe, Own, Params, ScenarioParams, Section, Untyped};
 
 use crate::error::exit;
 use crate::metric::PERCENTILES;
@@ -119,6 +119,10 @@ pub struct RunResult {
     /// A `--rate-schedule` run's figures stage by stage.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub schedule: Option<ScheduleReport>,
+    /// Sections only one scenario has, each under its own key, defined in the scenario's
+    /// module (so a new scenario adds its figures without a line here).
+    #[serde(flatten)]
+    pub own: Own,
     #[serde(skip)]
     pub(crate) fatal: Option<crate::error::ErrorKind>,
 }
@@ -566,6 +570,7 @@ impl RunResult {
             thresholds: Vec::new(),
             grpc: None,
             conns: None,
+            own: Own::default(),
             host: Host::this(),
             timeline: None,
             runs: None,

@@ -554,6 +554,7 @@ pub fn run_consume(
         inactive_threshold: 60_000_000_000,
         mem_storage: ordered,
         num_replicas: ordered.then_some(1),
+        filter_subject: None,
     };
     api.create_consumer(name, &cfg)?;
     let errors = Arc::new(ErrorCounts::default());

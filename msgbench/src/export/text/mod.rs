@@ -94,6 +94,9 @@ impl Exporter for Text {
         }
         jetstream(&mut o, r);
         consumer(&mut o, r);
+        for section in r.own.iter() {
+            section.text(&mut o);
+        }
         if !r.errors.is_empty() {
             let list: Vec<String> = r.errors.iter().map(|(k, n)| format!("{k} {n}")).collect();
             let _ = writeln!(o, "Errors: {}", list.join(", "));
