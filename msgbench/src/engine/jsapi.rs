@@ -129,7 +129,7 @@ fn call_once(conn: &mut Conn, api: &str, body: &[u8], timeout: Duration) -> Resu
         kind: ErrorKind::JsOther,
         text: format!("{subject} answered with something that is not its JSON: {e}"),
     })?;
-    match reply.get("error").map(|e| ApiError::deserialize(e)) {
+    match reply.get("error").map(ApiError::deserialize) {
         Some(Ok(err)) => Err(Error::JetStream {
             kind: error_kind(err.err_code, &err.description),
             text: format!("{subject}: {} (err_code {})", err.description, err.err_code),
