@@ -347,7 +347,11 @@ fn an_interrupted_search_still_writes_what_it_measured() {
     let probes = doc["probes"].as_array().unwrap();
     assert!(!probes.is_empty(), "{err}");
     // What held before the interrupt is kept; the rate being probed is not called a failure.
-    assert!(doc["first_failing"].is_null(), "{}", doc["first_failing"]);
+    assert!(
+        doc["first_failing"].is_null(),
+        "{}: {err}",
+        doc["first_failing"]
+    );
     assert_eq!(doc["limiter"]["kind"], "none");
     assert!(err.contains("Interrupted"), "{err}");
 }

@@ -20,8 +20,10 @@ fn passing_gates_exit_0_and_are_reported() {
         "msgs_per_sec>1",
         "--threshold",
         "lost==0",
+        // Not errors==0: a subscriber at full speed on a busy machine may fall behind for a
+        // moment (counted as fell_behind) without losing a message.
         "--threshold",
-        "errors==0",
+        "duplicated==0",
         "--markdown",
         md.to_str().unwrap(),
     ]);

@@ -92,21 +92,25 @@ pub fn run(plan: Plan, search: SearchArgs, stop: &AtomicBool) -> Result<u8> {
                     return Outcome::Unknown;
                 }
                 let meter = Arc::new(Meter::default());
-                let r = match crate::plan::execute(
+                let r = crate::plan::execute(
                     &validated,
                     targets.main.as_ref(),
                     targets.second.as_ref(),
                     &meter,
                     stop,
                     None,
-                ) {
+                );
+                // A run cut short says nothing about the rate, whatever it came to: the
+                // interrupt can land after the run's own check (a short run judged as late,
+                // or an error from a connection closed under it), so the flag decides.
+                if stop.load(Ordering::Relaxed) {
+                    return Outcome::Unknown;
+                }
+                let r = match r {
+                    Ok(r) if r.interrupted => return Outcome::Unknown,
                     Ok(r) => r,
                     Err(e) => return Outcome::Server(format!("the probe at {rate}/s failed: {e}")),
                 };
-                // A run cut short says nothing about the rate.
-                if r.interrupted {
-                    return Outcome::Unknown;
-                }
                 let mut probe = judge_probe(&r, rate, run, &search);
                 let out = classify(&r, &probe, &search.slo);
                 probe.void = matches!(out, Outcome::Tool(_));
