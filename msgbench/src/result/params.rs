@@ -1,5 +1,5 @@
 //! A run's parameters, as its scenario typed them, and the sections of figures only one
-//! scenario has ([`Own`]). A run's parameters, as its scenario typed them: each scenario has a serde struct of its own
+//! scenario has ([`Own`]). Each scenario has a serde struct of its own
 //! (the result file's `params`, described per scenario in the schema), and says in words what
 //! the run was (the first line of the text output). The result holds it behind
 //! [`ScenarioParams`], so this leaf knows no scenario; a reader that needs a field asks for

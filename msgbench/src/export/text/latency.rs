@@ -219,12 +219,29 @@ pub fn calibration(c: &crate::scenario::calibrate::Calibration) -> String {
 mod tests {
     use super::*;
 
+    /// The one thing these tests need from a scenario's params: its latency warm-up.
+    #[derive(Debug, Clone, serde::Serialize)]
+    struct Warm {
+        warmup_secs: f64,
+    }
+
+    impl crate::result::Describe for Warm {
+        fn shape(&self) -> String {
+            String::new()
+        }
+        fn warmup_secs(&self) -> Option<f64> {
+            Some(self.warmup_secs)
+        }
+    }
+
     /// A latency run's result with `timed` latencies out of what its delivery says.
     fn run(timed: u64, received: u64, lost: u64, unstamped: u64, warmup_s: f64) -> RunResult {
         let mut r = RunResult::new(
             "latency",
             "2026-11-21T19:15:17Z".into(),
-            serde_json::json!({"warmup_secs": warmup_s}),
+            crate::result::Params::of(Warm {
+                warmup_secs: warmup_s,
+            }),
             crate::result::ServerMeta::for_tests(),
             &crate::error::ErrorCounts::default(),
             false,

@@ -27,13 +27,29 @@ pub(super) fn server(url: &str) -> ServerMeta {
     }
 }
 
+/// A scenario's params as its run writes them (the schema checks them per scenario): a pubsub
+/// run's, copied from `msgbench pubsub --msgs 100 --json -`.
+fn params_of(scenario: &str) -> serde_json::Value {
+    match scenario {
+        "pubsub" => json!({
+            "allow_loss": false,
+            "connection": {"fault": null, "link": null, "ping_interval_secs": 2.0,
+                           "reconnect": false, "tls": null},
+            "duration_secs": null, "headers": [], "msgs": 100, "multisubject": null,
+            "payload_file": false, "pubs": 1, "rate": 0.0, "rate_schedule": null, "size": 128,
+            "sub_stall": null, "subject": "msgbench", "subs": 1, "timeout_secs": 5.0
+        }),
+        _ => json!({}),
+    }
+}
+
 /// An agent's result with nothing measured yet.
 pub(super) fn agent(scenario: &'static str, errors: &ErrorCounts) -> RunResult {
     let started = "2026-01-01T00:00:00Z".to_string();
     let mut r = RunResult::new(
         scenario,
         started,
-        json!({}),
+        params_of(scenario),
         server("nats://10.0.0.1:4222"),
         errors,
         false,
@@ -70,7 +86,7 @@ pub(super) fn run(scenario: &'static str, agents: Vec<AgentEntry>) -> RunResult 
     merge(
         scenario,
         started,
-        json!({}).into(),
+        params_of(scenario).into(),
         fallback,
         agents,
         Some(250),
