@@ -27,6 +27,8 @@ pub(super) fn latency(o: &mut String, r: &RunResult) {
     }
     // Closed-loop request/reply has no schedule, so only one latency: the round trip.
     let u = r.latency_uncorrected.as_ref();
+    // The scenario's own words for a table of one latency, where it has them.
+    let own = r.params.describe().latency_heading(c.count);
     match u {
         Some(_) => {
             let _ = writeln!(
@@ -40,6 +42,12 @@ pub(super) fn latency(o: &mut String, r: &RunResult) {
                 "  {:>10} {:>12} {:>12}",
                 "percentile", "corrected", "uncorrected"
             );
+        }
+        None if own.is_some() => {
+            if let Some((heading, column)) = &own {
+                let _ = writeln!(o, "{heading}");
+                let _ = writeln!(o, "  {:>10} {:>12}", "percentile", column);
+            }
         }
         None if r.scenario == "js.pub" || r.scenario == "kv.put" => {
             let what = match r.params.to_value()["mode"].as_str() {
@@ -62,20 +70,6 @@ pub(super) fn latency(o: &mut String, r: &RunResult) {
                 group(c.count)
             );
             let _ = writeln!(o, "  {:>10} {:>12}", "percentile", "end to end");
-        }
-        None if r.scenario == "grpc" => {
-            let what = match r.params.to_value()["kind"].as_str() {
-                Some("bidi") => "message to its reply",
-                Some("client_streaming") => "message to its call's answer",
-                Some("server_streaming") => "call to its last response",
-                _ => "call",
-            };
-            let _ = writeln!(
-                o,
-                "Latency of each request ({what}), {} requests:",
-                group(c.count)
-            );
-            let _ = writeln!(o, "  {:>10} {:>12}", "percentile", "latency");
         }
         None if r.scenario == "latency" => {
             // Publisher and subscriber on different agents: no send time crosses hosts.

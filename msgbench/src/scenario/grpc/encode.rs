@@ -6,13 +6,13 @@ use std::time::{Duration, Instant};
 use prost_reflect::DescriptorPool;
 use serde::Serialize;
 
-use super::data_error;
-use crate::cli::GrpcEncodeArgs;
+use super::args::GrpcEncodeArgs;
+use super::options::SchemaSource;
+use super::run::data_error;
 use crate::engine::grpc::schema::{self};
 use crate::engine::grpc::template::Template;
 use crate::engine::grpc::{self as g};
 use crate::error::{Error, Result};
-use crate::options::grpc::SchemaSource;
 
 /// One step of `grpc encode` and what it cost.
 #[derive(Debug, Clone, Serialize)]
@@ -49,7 +49,7 @@ pub fn encode(a: &GrpcEncodeArgs) -> Result<EncodeReport> {
     if a.count == 0 {
         return Err(Error::flag("--count", "0", "must be at least 1"));
     }
-    let source = crate::options::grpc::schema_source(&a.schema, a.schema.proto.is_none());
+    let source = super::options::schema_source(&a.schema, a.schema.proto.is_none());
     let pool: DescriptorPool = match &source {
         SchemaSource::Proto { file, includes } => schema::compile(file, includes)
             .map_err(|why| Error::flag("--proto", &file.display().to_string(), why))?,
@@ -65,13 +65,13 @@ pub fn encode(a: &GrpcEncodeArgs) -> Result<EncodeReport> {
         (None, call) => {
             let call = call
                 .clone()
-                .unwrap_or_else(|| crate::options::grpc::DEFAULT_CALL.into());
+                .unwrap_or_else(|| super::options::DEFAULT_CALL.into());
             let m =
                 schema::method(&pool, &call).map_err(|why| Error::flag("--call", &call, why))?;
             (m.input, call)
         }
     };
-    let data = crate::options::grpc::data_spec(&a.schema, &call_for_default)?;
+    let data = super::options::data_spec(&a.schema, &call_for_default)?;
     let template = Template::new(&data.lines, &data.origin, desc.clone(), a.schema.streams)
         .map_err(data_error)?;
     let templated = data.lines.iter().any(|l| l.contains("{{"));
