@@ -5,9 +5,7 @@
 pub mod auth;
 pub mod capture;
 pub mod conn;
-pub mod conns;
 pub mod dest;
-pub mod grpc;
 pub mod js;
 pub mod link;
 

@@ -65,6 +65,21 @@ pub trait Describe {
     fn ping_interval_secs(&self) -> Option<f64> {
         None
     }
+    /// What a role's clients are called, together and one by one ("clients", "client"), where
+    /// the scenario has its own words; `None` for publishers and subscribers.
+    fn client_names(&self, _role: &str) -> Option<(&'static str, &'static str)> {
+        None
+    }
+    /// The scenario's own section of the report, from the figures only it has (gRPC's calls
+    /// by status), written in place of the delivery accounting; `None` for that accounting.
+    fn section(&self, _r: &crate::result::RunResult) -> Option<String> {
+        None
+    }
+    /// Whether [`Describe::section`] is the whole report after the first line: a scenario
+    /// whose load is not messages (conns) has no throughput, latency or delivery to show.
+    fn section_only(&self) -> bool {
+        false
+    }
 }
 
 impl<P> ScenarioParams for P

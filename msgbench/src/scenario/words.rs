@@ -22,6 +22,11 @@ pub struct Pace<'a> {
 impl Pace<'_> {
     /// "1,000 per publisher at 5,000 msgs/s", "for 5 s on schedule step:…".
     pub fn words(&self) -> String {
+        self.words_in("msgs/s")
+    }
+
+    /// As [`Pace::words`], with the rate in `unit` ("req/s" for a service's requests).
+    pub fn words_in(&self, unit: &str) -> String {
         let mut s = match self.duration_secs {
             Some(d) => format!("for {d} s"),
             None => format!("{} per {}", group(self.msgs.unwrap_or(0)), self.each),
@@ -29,7 +34,7 @@ impl Pace<'_> {
         if let Some(schedule) = self.schedule {
             let _ = write!(s, " on schedule {schedule}");
         } else if self.rate > 0.0 {
-            let _ = write!(s, " at {} msgs/s", group(self.rate.round() as u64));
+            let _ = write!(s, " at {} {unit}", group(self.rate.round() as u64));
         }
         s
     }

@@ -15,7 +15,6 @@ use crate::stats::throughput::Throughput;
 mod agents;
 mod clients;
 mod delivery;
-mod grpc;
 mod latency;
 mod runs;
 mod stages;
@@ -23,15 +22,11 @@ mod stages;
 use agents::agents;
 use clients::role_detail;
 use delivery::{connections, consumer, delivery, jetstream};
-use grpc::grpc;
-#[allow(unused_imports)]
-use grpc::grpc_shape;
 pub use latency::calibration;
 use latency::{latency, pacing, proxy_cost};
 pub use runs::run_line;
 use runs::runs;
 use stages::stages;
-mod conns;
 
 pub struct Text;
 
@@ -40,8 +35,9 @@ impl Exporter for Text {
         let mut o = String::new();
         let words = r.params.describe();
         let _ = writeln!(o, "{}", words.first_line(r.scenario, &r.server));
-        if let Some(c) = &r.conns {
-            conns::conns(&mut o, c);
+        // A scenario whose load is not messages (conns) reports in its own words only.
+        if words.section_only() {
+            o.push_str(&words.section(r).unwrap_or_default());
             if !r.errors.is_empty() {
                 let list: Vec<String> = r.errors.iter().map(|(k, n)| format!("{k} {n}")).collect();
                 let _ = writeln!(o, "Errors: {}", list.join(", "));
@@ -87,10 +83,9 @@ impl Exporter for Text {
         stages(&mut o, r);
         pacing(&mut o, r);
         runs(&mut o, r);
-        if r.grpc.is_some() {
-            grpc(&mut o, r);
-        } else {
-            delivery(&mut o, r);
+        match words.section(r) {
+            Some(own) => o.push_str(&own),
+            None => delivery(&mut o, r),
         }
         jetstream(&mut o, r);
         consumer(&mut o, r);
@@ -139,19 +134,6 @@ pub(super) fn shape(scenario: &str, p: &serde_json::Value) -> String {
     let plural = crate::format::counted;
     let s = |k: &str| p[k].as_str().unwrap_or("").to_string();
     match scenario {
-        "conns" => {
-            let rate = p["connect_rate"]
-                .as_f64()
-                .map_or("as fast as possible".into(), |r| {
-                    format!("at {}/s", group(r as u64))
-                });
-            return format!(
-                "{} connections {rate}, subscribing: {}, held {} s",
-                group(n("clients")),
-                s("subscribe"),
-                p["hold_secs"].as_f64().unwrap_or(0.0)
-            );
-        }
         "js.consume" => {
             let source = match s("publish").as_str() {
                 "before" => format!("{} B messages published first", group(n("size"))),

@@ -3,16 +3,16 @@
 
 use std::time::{Duration, Instant};
 
-use prost_reflect::DescriptorPool;
+use prost_reflect::{DescriptorPool, MessageDescriptor};
 use serde::Serialize;
 
-use super::data_error;
-use crate::cli::GrpcEncodeArgs;
+use super::args::GrpcEncodeArgs;
+use super::options::SchemaSource;
+use super::run::data_error;
 use crate::engine::grpc::schema::{self};
 use crate::engine::grpc::template::Template;
 use crate::engine::grpc::{self as g};
 use crate::error::{Error, Result};
-use crate::options::grpc::SchemaSource;
 
 /// One step of `grpc encode` and what it cost.
 #[derive(Debug, Clone, Serialize)]
@@ -38,18 +38,58 @@ pub struct EncodeReport {
     pub max_msgs_per_sec_per_core: f64,
 }
 
-/// `msgbench grpc encode`.
+/// `msgbench grpc encode`: the message's definition and template, each step timed, the report.
 ///
 /// # Errors
 /// Bad input: the definition, the message type, the data.
 pub fn encode(a: &GrpcEncodeArgs) -> Result<EncodeReport> {
-    use base64::Engine as _;
-    use prost::Message as _;
-
     if a.count == 0 {
         return Err(Error::flag("--count", "0", "must be at least 1"));
     }
-    let source = crate::options::grpc::schema_source(&a.schema, a.schema.proto.is_none());
+    let (desc, template, templated) = prepare(a)?;
+    let cost = time_steps(a, &template)?;
+    let per = |d: Duration| d.as_nanos() as f64 / a.count as f64;
+    let avg = |b: u64| b as f64 / a.count as f64;
+    let mut steps = vec![
+        EncodeStep {
+            name: "template",
+            ns_per_msg: per(cost.time[0]),
+            bytes_per_msg: Some(avg(cost.bytes[0])),
+        },
+        EncodeStep {
+            name: "json_to_message",
+            ns_per_msg: per(cost.time[1]),
+            bytes_per_msg: None,
+        },
+        EncodeStep {
+            name: "protobuf_encode",
+            ns_per_msg: per(cost.time[2]),
+            bytes_per_msg: Some(avg(cost.bytes[2])),
+        },
+    ];
+    if a.base64 {
+        steps.push(EncodeStep {
+            name: "base64",
+            ns_per_msg: per(cost.time[3]),
+            bytes_per_msg: Some(avg(cost.bytes[3])),
+        });
+    }
+    let total: f64 = steps.iter().map(|s| s.ns_per_msg).sum();
+    Ok(EncodeReport {
+        schema: "msgbench.encode/v1",
+        message: desc.full_name().to_string(),
+        count: a.count,
+        templated,
+        steps,
+        total_ns_per_msg: total,
+        max_msgs_per_sec_per_core: if total > 0.0 { 1e9 / total } else { 0.0 },
+    })
+}
+
+/// The message type to build (--message, or --call's input), its data template, and whether
+/// the data has per-message placeholders.
+fn prepare(a: &GrpcEncodeArgs) -> Result<(MessageDescriptor, Template, bool)> {
+    let source = super::options::schema_source(&a.schema, a.schema.proto.is_none());
     let pool: DescriptorPool = match &source {
         SchemaSource::Proto { file, includes } => schema::compile(file, includes)
             .map_err(|why| Error::flag("--proto", &file.display().to_string(), why))?,
@@ -65,16 +105,31 @@ pub fn encode(a: &GrpcEncodeArgs) -> Result<EncodeReport> {
         (None, call) => {
             let call = call
                 .clone()
-                .unwrap_or_else(|| crate::options::grpc::DEFAULT_CALL.into());
+                .unwrap_or_else(|| super::options::DEFAULT_CALL.into());
             let m =
                 schema::method(&pool, &call).map_err(|why| Error::flag("--call", &call, why))?;
             (m.input, call)
         }
     };
-    let data = crate::options::grpc::data_spec(&a.schema, &call_for_default)?;
+    let data = super::options::data_spec(&a.schema, &call_for_default)?;
     let template = Template::new(&data.lines, &data.origin, desc.clone(), a.schema.streams)
         .map_err(data_error)?;
     let templated = data.lines.iter().any(|l| l.contains("{{"));
+    Ok((desc, template, templated))
+}
+
+/// What each step took over the whole run, and the bytes it produced, in step order
+/// (template, JSON to message, protobuf encode, base64).
+struct StepCost {
+    time: [Duration; 4],
+    bytes: [u64; 4],
+}
+
+/// Runs the steps over --count messages.
+fn time_steps(a: &GrpcEncodeArgs, template: &Template) -> Result<StepCost> {
+    use base64::Engine as _;
+    use prost::Message as _;
+
     // Steps run batch by batch, each over the whole batch, so each is timed without a clock
     // read per message and memory stays bounded whatever --count is.
     const BATCH: usize = 1024;
@@ -127,43 +182,7 @@ pub fn encode(a: &GrpcEncodeArgs) -> Result<EncodeReport> {
         bytes[2] += wire.iter().map(|w| w.len() as u64).sum::<u64>();
         done += n as u64;
     }
-    let per = |d: Duration| d.as_nanos() as f64 / a.count as f64;
-    let avg = |b: u64| b as f64 / a.count as f64;
-    let mut steps = vec![
-        EncodeStep {
-            name: "template",
-            ns_per_msg: per(t[0]),
-            bytes_per_msg: Some(avg(bytes[0])),
-        },
-        EncodeStep {
-            name: "json_to_message",
-            ns_per_msg: per(t[1]),
-            bytes_per_msg: None,
-        },
-        EncodeStep {
-            name: "protobuf_encode",
-            ns_per_msg: per(t[2]),
-            bytes_per_msg: Some(avg(bytes[2])),
-        },
-    ];
-    if a.base64 {
-        steps.push(EncodeStep {
-            name: "base64",
-            ns_per_msg: per(t[3]),
-            bytes_per_msg: Some(avg(bytes[3])),
-        });
-    }
-    let total: f64 = steps.iter().map(|s| s.ns_per_msg).sum();
-    let report = EncodeReport {
-        schema: "msgbench.encode/v1",
-        message: desc.full_name().to_string(),
-        count: a.count,
-        templated,
-        steps,
-        total_ns_per_msg: total,
-        max_msgs_per_sec_per_core: if total > 0.0 { 1e9 / total } else { 0.0 },
-    };
-    Ok(report)
+    Ok(StepCost { time: t, bytes })
 }
 
 /// Prints `grpc encode`'s figures, and writes them as JSON when asked.

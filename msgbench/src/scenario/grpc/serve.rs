@@ -3,8 +3,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::{cores, serve_on};
-use crate::cli::GrpcServeArgs;
+use super::args::GrpcServeArgs;
+use super::service::{cores, serve_on};
 use crate::engine::grpc::schema::{self};
 use crate::error::{exit, Error, Result};
 

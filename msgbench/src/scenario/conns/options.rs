@@ -1,9 +1,11 @@
-//! `msgbench conns`: its flags checked, and the process's open-file limit raised to fit the
-//! connections before any server is started (a server msgbench starts inherits the limit).
+//! Validated options of `msgbench conns`: its flags checked, and the process's open-file limit
+//! raised to fit the connections before any server is started (a server msgbench starts
+//! inherits the limit).
 
 use std::time::Duration;
 
-use crate::cli::{ConnsArgs, Subscribe};
+use super::args::ConnsArgs;
+use crate::cli::Subscribe;
 use crate::engine::BACKOFF_MAX;
 use crate::error::{Error, Result};
 use crate::options::conn::ConnOptions;
@@ -157,18 +159,19 @@ impl ConnsOptions {
         })
     }
 
-    pub fn params(&self) -> serde_json::Value {
-        serde_json::json!({
-            "connection": self.conn.params(),
-            "clients": self.clients,
-            "connect_rate": self.connect_rate,
-            "in_flight": self.in_flight,
-            "subscribe": self.subscribe.as_str(),
-            "subject": self.subject,
-            "hold_secs": self.hold.as_secs_f64(),
-            "check_every_secs": self.check_every.map(|d| d.as_secs_f64()),
-            "timeout_secs": self.timeout.as_secs_f64(),
-        })
+    /// The parameters as a result records them.
+    pub fn params(&self) -> super::Params {
+        super::Params {
+            connection: self.conn.params(),
+            clients: self.clients,
+            connect_rate: self.connect_rate,
+            in_flight: self.in_flight,
+            subscribe: self.subscribe,
+            subject: self.subject.clone(),
+            hold_secs: self.hold.as_secs_f64(),
+            check_every_secs: self.check_every.map(|d| d.as_secs_f64()),
+            timeout_secs: self.timeout.as_secs_f64(),
+        }
     }
 }
 

@@ -1,45 +1,59 @@
-//! The gRPC parts of the report: the run's shape, calls by status, streaming figures, and
-//! `msgbench grpc encode`'s per-step costs.
+//! gRPC's words in the text report: the run's shape on the first line, what its latency times,
+//! and its own section (calls by status, messages both ways, streaming figures, a loud line
+//! when requests failed), written in place of the delivery accounting.
 
 use std::fmt::Write;
 
-use super::*;
+use super::Params;
+use crate::format::{counted, duration_ns, group, ibytes};
+use crate::result::GrpcReport;
+use crate::scenario::words;
 
 /// "unary msgbench.log.v1.Log/Append; 1 client, 1 connection, 100 in flight; 20,000 per
 /// client at 5,000 req/s".
-#[allow(dead_code)] // goes when grpc says its own words (typed params)
-pub(super) fn grpc_shape(p: &serde_json::Value) -> String {
-    let n = |k: &str| p[k].as_u64().unwrap_or(0);
-    let plural = crate::format::counted;
-    let mut amount = match p["duration_secs"].as_f64() {
-        Some(d) => format!("for {d} s"),
-        None => format!("{} per client", group(n("requests"))),
+pub(super) fn shape(p: &Params) -> String {
+    let pace = words::Pace {
+        msgs: p.requests,
+        duration_secs: p.duration_secs,
+        each: "client",
+        rate: p.rate,
+        schedule: p.rate_schedule.as_deref(),
     };
-    let rate = p["rate"].as_f64().unwrap_or(0.0);
-    if let Some(schedule) = p["rate_schedule"].as_str() {
-        let _ = write!(amount, " on schedule {schedule}");
-    } else if rate > 0.0 {
-        let _ = write!(amount, " at {} req/s", group(rate.round() as u64));
-    }
-    let streams = if n("streams") > 1 {
-        format!("; {} streams", group(n("streams")))
+    let streams = if p.streams > 1 {
+        format!("; {} streams", group(p.streams))
     } else {
         String::new()
     };
     format!(
-        "{} {}; {}, {}, {} in flight{streams}; {amount}",
-        p["kind"].as_str().unwrap_or(""),
-        p["call"].as_str().unwrap_or(""),
-        plural(n("clients"), "client"),
-        plural(n("connections"), "connection"),
-        group(n("in_flight")),
+        "{} {}; {}, {}, {} in flight{streams}; {}",
+        p.kind.unwrap_or(""),
+        p.call,
+        counted(u64::from(p.clients), "client"),
+        counted(u64::from(p.connections), "connection"),
+        group(p.in_flight as u64),
+        pace.words_in("req/s"),
+    )
+}
+
+/// "Latency of each request (call to its last response), 100 requests:": what one request's
+/// latency runs from and to, by the method's kind.
+pub(super) fn latency_heading(kind: Option<&str>, count: u64) -> String {
+    let what = match kind {
+        Some("bidi") => "message to its reply",
+        Some("client_streaming") => "message to its call's answer",
+        Some("server_streaming") => "call to its last response",
+        _ => "call",
+    };
+    format!(
+        "Latency of each request ({what}), {} requests:",
+        group(count)
     )
 }
 
 /// Calls by status, messages both ways, per-call latency of streaming methods, and a loud
 /// line when requests failed.
-pub(super) fn grpc(o: &mut String, r: &RunResult) {
-    let Some(g) = &r.grpc else { return };
+pub(super) fn calls(g: &GrpcReport) -> String {
+    let mut o = String::new();
     let status: Vec<String> = g
         .status
         .iter()
@@ -96,4 +110,5 @@ pub(super) fn grpc(o: &mut String, r: &RunResult) {
             group(g.requests)
         );
     }
+    o
 }

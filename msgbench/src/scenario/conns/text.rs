@@ -1,13 +1,34 @@
-//! The text of a `conns` run: how fast the connections came up, each connect phase's
-//! percentiles, failures by kind, the checks while holding, memory per connection, and the
-//! reconnect herd.
+//! The text of a `conns` run: its shape on the first line, then how fast the connections came
+//! up, each connect phase's percentiles, failures by kind, the checks while holding, memory per
+//! connection, and the reconnect herd.
 
 use std::fmt::Write;
 
+use super::Params;
 use crate::format::group;
 use crate::result::{ConnsReport, PhaseTimes};
 
-pub fn conns(o: &mut String, c: &ConnsReport) {
+/// "1,000 connections at 500/s, subscribing: own, held 10 s".
+pub(super) fn shape(p: &Params) -> String {
+    let rate = p.connect_rate.map_or("as fast as possible".into(), |r| {
+        format!("at {}/s", group(r as u64))
+    });
+    format!(
+        "{} connections {rate}, subscribing: {}, held {} s",
+        group(u64::from(p.clients)),
+        p.subscribe.as_str(),
+        p.hold_secs
+    )
+}
+
+/// Everything the report says after its first line.
+pub(super) fn report(c: &ConnsReport) -> String {
+    let mut o = String::new();
+    conns(&mut o, c);
+    o
+}
+
+fn conns(o: &mut String, c: &ConnsReport) {
     let rate = c
         .connects_per_sec
         .map_or("—".into(), |r| format!("{}/s", group(r.round() as u64)));

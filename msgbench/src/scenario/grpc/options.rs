@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::{GrpcArgs, GrpcSchemaArgs};
+use super::args::{GrpcArgs, GrpcSchemaArgs};
 use crate::engine::pace::{Pace, Stop};
 use crate::engine::tls::{Tls, TlsOptions};
 use crate::error::{Error, Result};
@@ -215,38 +215,59 @@ impl GrpcOptions {
         })
     }
 
-    /// The parameters a result records.
-    pub fn params(&self, kind: &str, url: &str) -> serde_json::Value {
-        let (requests, duration) = self.stop.as_params();
-        serde_json::json!({
-            "url": url,
-            "call": self.call,
-            "kind": kind,
-            "clients": self.clients,
-            "connections": self.connections,
-            "requests": requests,
-            "duration_secs": duration,
-            "rate": self.pace.target_rate(),
-            "rate_schedule": self.pace.schedule().filter(|s| !s.is_fixed()).map(ToString::to_string),
-            "in_flight": self.in_flight,
-            "messages_per_call": self.messages_per_call,
-            "streams": self.streams,
-            "data": self.data.lines.first(),
-            "data_lines": self.data.lines.len(),
-            "headers": self.headers.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
-            "deadline_secs": self.deadline.map(|d| d.as_secs_f64()),
-            "timeout_secs": self.timeout.as_secs_f64(),
-            "schema": match &self.schema {
-                SchemaSource::Proto { file, .. } => file.display().to_string(),
-                SchemaSource::Reflection => "reflection".into(),
-                SchemaSource::Builtin => "builtin".into(),
+    /// The parameters a result records. The URL of the service msgbench serves itself, and the
+    /// method's kind, are known only once the run has started it and read the definition: the
+    /// run fills them in.
+    pub fn params(&self) -> super::Params {
+        let (requests, duration_secs) = self.stop.as_params();
+        super::Params {
+            url: match &self.target {
+                GrpcTarget::Url { uri, .. } => Some(url_of(uri)),
+                GrpcTarget::Embedded => None,
             },
-            "tls": self.tls.map(|t| serde_json::json!({
-                "ca": t.options.ca.as_ref().map(|p| p.display().to_string()),
-                "client_cert": t.options.cert.is_some(),
-                "verify": !t.options.insecure,
-            })),
-        })
+            call: self.call.clone(),
+            kind: None,
+            clients: self.clients,
+            connections: self.connections,
+            requests,
+            duration_secs,
+            rate: self.pace.target_rate(),
+            rate_schedule: self
+                .pace
+                .schedule()
+                .filter(|s| !s.is_fixed())
+                .map(ToString::to_string),
+            in_flight: self.in_flight,
+            messages_per_call: self.messages_per_call,
+            streams: self.streams,
+            data: self.data.lines.first().cloned().unwrap_or_default(),
+            data_lines: self.data.lines.len(),
+            headers: self.headers.iter().map(|(k, _)| k.clone()).collect(),
+            deadline_secs: self.deadline.map(|d| d.as_secs_f64()),
+            timeout_secs: self.timeout.as_secs_f64(),
+            schema: self.schema.name(),
+            tls: self.tls.map(|t| super::TlsParams {
+                ca: t.options.ca.as_ref().map(|p| p.display().to_string()),
+                client_cert: t.options.cert.is_some(),
+                verify: !t.options.insecure,
+            }),
+        }
+    }
+}
+
+/// A service's URL as results name it: `http://HOST:PORT`, without the URI's trailing slash.
+pub fn url_of(uri: &tonic::transport::Uri) -> String {
+    uri.to_string().trim_end_matches('/').to_string()
+}
+
+impl SchemaSource {
+    /// How a result names the source: the .proto file, `reflection` or `builtin`.
+    pub fn name(&self) -> String {
+        match self {
+            SchemaSource::Proto { file, .. } => file.display().to_string(),
+            SchemaSource::Reflection => "reflection".into(),
+            SchemaSource::Builtin => "builtin".into(),
+        }
     }
 }
 

@@ -1,5 +1,5 @@
 //! `msgbench grpc`'s flags: the load run, and its two helpers `grpc serve` and `grpc encode`
-//! (the helpers hang under the scenario's command in scenario/grpc).
+//! (the helpers hang under the scenario's command, [`super::Grpc`]).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::Args;
 use serde::Serialize;
 
-use super::{parse_clients, OutputArgs};
+use crate::cli::{parse_clients, OutputArgs};
 use crate::values::{parse_count, parse_duration, parse_rate};
 
 /// Which service definition to use, and which method or message of it.

@@ -1,0 +1,117 @@
+//! `msgbench conns`: connections as the load, as one module. Opens `--clients` connections
+//! from a fleet (at `--connect-rate`, at most `--in-flight` under way), holds them for `--hold`
+//! while a light publisher checks that every subscribed one still receives, and, with
+//! `--fault restart`, watches the herd find its way back.
+//!
+//! Its flags ([`args`]) and their checks ([`options`]); the run in steps ([`run`]); the checks
+//! and what a fault excuses of them ([`checks`]); where the server's memory is read
+//! ([`memory`]); the `conns` section of the result ([`summary`]); its parameters as a result
+//! records them ([`Params`]) and its text report ([`text`]).
+//!
+//! Memory is read three times: before the first connect, with every connection up, and at
+//! the end (the peak). The server's is read from its monitoring endpoint (`--server-monitor`)
+//! or, for the server msgbench started, from its process.
+
+use serde::Serialize;
+
+use crate::cli::Subscribe;
+use crate::error::Result;
+use crate::options::conn::ConnParams;
+use crate::result::{Describe, RunResult};
+
+mod args;
+mod checks;
+mod memory;
+mod options;
+mod run;
+mod summary;
+mod text;
+
+use args::ConnsArgs;
+use options::ConnsOptions;
+
+/// `msgbench conns`.
+pub struct Conns;
+
+super::registry::flags!(ConnsArgs, out, conn);
+
+impl super::Scenario for Conns {
+    type Args = ConnsArgs;
+    const NAME: &'static str = "conns";
+    const WORDS: &'static [&'static str] = &["conns"];
+    const ABOUT: &'static str = "Connections as the load: open N at a connect rate, optionally \
+                                 subscribe each, hold them while a light publisher checks each \
+                                 still receives; connect latency by phase, failures by kind, \
+                                 memory per connection (msgbench's and the server's), and with \
+                                 --fault restart@T:HOLD --reconnect the reconnect herd.";
+    fn validate(a: &Self::Args) -> Result<Box<dyn super::Runnable>> {
+        Ok(Box::new(ConnsOptions::new(a)?))
+    }
+}
+
+impl super::Runnable for ConnsOptions {
+    fn output(&self) -> &crate::options::Output {
+        &self.output
+    }
+    fn server(
+        &self,
+    ) -> Option<(
+        &crate::options::ServerChoice,
+        Option<crate::result::LinkSpec>,
+    )> {
+        Some((&self.server, self.conn.link))
+    }
+    fn split(&self) -> Result<super::Split> {
+        Err(super::not_on_agents("conns"))
+    }
+    fn timeout(&self) -> std::time::Duration {
+        self.timeout
+    }
+    fn duration(&self) -> Option<std::time::Duration> {
+        Some(self.hold)
+    }
+    fn params(&self) -> crate::result::Params {
+        crate::result::Params::of(ConnsOptions::params(self))
+    }
+    fn run(&self, ctx: &super::Ctx<'_>) -> Result<RunResult> {
+        run::run(self, ctx.target()?, ctx.stop)
+    }
+}
+
+/// The parameters of a conns run, as its result records them.
+#[derive(Debug, Clone, Serialize)]
+pub struct Params {
+    pub connection: ConnParams,
+    pub clients: u32,
+    /// New connections a second; null for as fast as `in_flight` allows.
+    pub connect_rate: Option<f64>,
+    /// Connects under way at once, at most.
+    pub in_flight: usize,
+    pub subscribe: Subscribe,
+    /// `--subject`; null for the run's own `msgbench.conns.<run tag>`.
+    pub subject: Option<String>,
+    pub hold_secs: f64,
+    /// How often each subscribed connection is sent a check; null for no checks.
+    pub check_every_secs: Option<f64>,
+    pub timeout_secs: f64,
+}
+
+impl Describe for Params {
+    /// "1,000 connections at 500/s, subscribing: own, held 10 s".
+    fn shape(&self) -> String {
+        text::shape(self)
+    }
+
+    fn ping_interval_secs(&self) -> Option<f64> {
+        Some(self.connection.ping_interval_secs)
+    }
+
+    fn section(&self, r: &RunResult) -> Option<String> {
+        r.conns.as_ref().map(text::report)
+    }
+
+    /// Connections are the load: no messages' throughput, latency or delivery to report.
+    fn section_only(&self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,218 @@
+//! A gRPC run's result from what its clients measured: their histograms merged, requests
+//! answered OK as the headline throughput and as delivery (a request is delivered when it is
+//! acknowledged), pacing for an open loop, and the `grpc` section for what only gRPC has.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use hdrhistogram::Histogram;
+
+use super::options::GrpcOptions;
+use super::run::{Definition, Service};
+use crate::engine::grpc::code_name;
+use crate::engine::grpc::load::{add_status, ClientOutcome, Plan, StatusCounts};
+use crate::engine::grpc::schema::CallKind;
+use crate::engine::pace::Pace;
+use crate::error::{ErrorCounts, ErrorKind};
+use crate::result::{
+    throughput_sections, GrpcReport, LatencyStats, Pacing, RunResult, ScheduleReport, ServerMeta,
+};
+use crate::stats::delivery::Delivery;
+use crate::stats::latency::new_histogram;
+use crate::stats::stages::StageTotals;
+use crate::stats::throughput::{ClientRun, Role, Throughput};
+
+/// Every client's figures added up.
+struct Merged {
+    status: StatusCounts,
+    corrected: Histogram<u64>,
+    uncorrected: Histogram<u64>,
+    call: Histogram<u64>,
+    first: Histogram<u64>,
+    lag: Histogram<u64>,
+}
+
+fn merge(clients: &[ClientOutcome]) -> Merged {
+    let mut m = Merged {
+        status: [0; 17],
+        corrected: new_histogram(),
+        uncorrected: new_histogram(),
+        call: new_histogram(),
+        first: new_histogram(),
+        lag: new_histogram(),
+    };
+    for c in clients {
+        add_status(&mut m.status, &c.status);
+        m.corrected.add(&c.corrected).expect("same bounds");
+        m.uncorrected.add(&c.uncorrected).expect("same bounds");
+        m.call.add(&c.call).expect("same bounds");
+        m.first.add(&c.first).expect("same bounds");
+        m.lag.add(&c.send_lag).expect("same bounds");
+    }
+    m
+}
+
+/// The run's result, its parameters completed with what only the run knew: the service's URL
+/// and the method's kind.
+pub(super) fn assemble(
+    o: &GrpcOptions,
+    def: &Definition,
+    service: &Service,
+    clients: &[ClientOutcome],
+    errors: &ErrorCounts,
+    started_at: String,
+    stop: &AtomicBool,
+) -> RunResult {
+    let m = merge(clients);
+    // Every call not OK is one `rpc_failed`; `grpc.status` has them by code.
+    errors.add_n(ErrorKind::RpcFailed, m.status[1..].iter().sum());
+    let requests: u64 = clients.iter().map(|c| c.requests).sum();
+    let requests_ok: u64 = clients.iter().map(|c| c.requests_ok).sum();
+    let runs: Vec<ClientRun> = clients
+        .iter()
+        .map(|c| ClientRun {
+            role: Role::Pub,
+            id: c.id,
+            msgs: c.requests_ok,
+            // Rates and volumes of one population: the requests answered OK.
+            bytes: c.bytes_ok,
+            start: c.first_sent,
+            end: c.last_done,
+        })
+        .collect();
+    let (_, by_role, client_stats) = throughput_sections(&runs);
+    // The headline: requests answered OK per second, over the span of the run.
+    let throughput = Throughput::aggregate(&runs);
+    let pacing = match &o.pace {
+        Pace::Open(sc) => {
+            let seconds = throughput.seconds;
+            let actual = (seconds > 0.0).then(|| requests as f64 / seconds);
+            Some(Pacing::new(
+                sc.mean_rate(),
+                actual,
+                1_000_000,
+                late(&m.lag, 1_000_000),
+                &m.lag,
+            ))
+        }
+        Pace::Unlimited => None,
+    };
+    let delivery = Delivery {
+        sent: requests,
+        expected: requests,
+        received: requests_ok,
+        lost: requests.saturating_sub(requests_ok),
+        duplicated: None,
+        reordered: None,
+        unstamped: 0,
+        accounting: "acknowledged",
+        publishers: Vec::new(),
+        missing_seqs: None,
+        duplicate_seqs: None,
+    };
+    let mut params = o.params();
+    params.url = Some(service.url.clone());
+    params.kind = Some(def.method.kind.as_str());
+    RunResult {
+        plan: None,
+        throughput,
+        by_role,
+        clients: client_stats,
+        delivery,
+        latency: Some(LatencyStats::of(&m.corrected)),
+        latency_uncorrected: o.pace.is_open().then(|| LatencyStats::of(&m.uncorrected)),
+        pacing,
+        grpc: Some(report(o, def, clients, &m)),
+        ..RunResult::new(
+            "grpc",
+            started_at,
+            crate::result::Params::of(params),
+            server(service),
+            errors,
+            stop.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// The `grpc` section: calls by status, messages and bytes both ways, and the latencies only
+/// streaming methods have.
+fn report(o: &GrpcOptions, def: &Definition, clients: &[ClientOutcome], m: &Merged) -> GrpcReport {
+    let sum = |f: fn(&ClientOutcome) -> u64| clients.iter().map(f).sum::<u64>();
+    let kind = def.method.kind;
+    GrpcReport {
+        method: def.method.name.clone(),
+        kind: kind.as_str(),
+        schema: o.schema.name(),
+        requests: sum(|c| c.requests),
+        requests_ok: sum(|c| c.requests_ok),
+        calls: m.status.iter().sum(),
+        calls_ok: m.status[0],
+        messages_sent: sum(|c| c.msgs_out),
+        messages_received: sum(|c| c.msgs_in),
+        bytes_sent: sum(|c| c.bytes_out),
+        bytes_received: sum(|c| c.bytes_in),
+        status: m
+            .status
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(code, n)| (code_name(tonic::Code::from_i32(code as i32)), *n))
+            .collect(),
+        call_latency: (kind != CallKind::Unary && !m.call.is_empty())
+            .then(|| LatencyStats::of(&m.call)),
+        first_response: (kind == CallKind::ServerStreaming && !m.first.is_empty())
+            .then(|| LatencyStats::of(&m.first)),
+        template_errors: sum(|c| c.template_errors),
+        connections: o.connections,
+        tls: o.tls.is_some(),
+    }
+}
+
+/// The service as the result describes it: for the one served in process, msgbench's own.
+fn server(service: &Service) -> ServerMeta {
+    let embedded = service.local.is_some();
+    let (name, version) = if embedded {
+        (
+            "msgbench grpc serve".into(),
+            env!("CARGO_PKG_VERSION").into(),
+        )
+    } else {
+        (String::new(), String::new())
+    };
+    ServerMeta {
+        url: service.url.clone(),
+        name,
+        version,
+        embedded,
+        max_payload: 0,
+        auth: "none",
+    }
+}
+
+/// Each stage's figures of a run on a rate schedule: its requests due, from every client's
+/// count, and what the clients timed in it.
+pub(super) fn schedule(
+    totals: Option<&StageTotals>,
+    plan: &Plan,
+    clients: &[ClientOutcome],
+) -> Option<ScheduleReport> {
+    totals.map(|totals| {
+        let sc = totals.schedule();
+        let mut sent = vec![0u64; sc.stages().len()];
+        if let Some(part) = &plan.schedule {
+            for c in clients {
+                for (t, n) in sent.iter_mut().zip(part.sent_by_stage(c.requests)) {
+                    *t += n;
+                }
+            }
+        }
+        ScheduleReport::new(sc, &sent, 1, Some(totals.take()))
+    })
+}
+
+/// Sends more than `bound` ns behind their schedule.
+fn late(lag: &Histogram<u64>, bound: u64) -> u64 {
+    lag.iter_recorded()
+        .filter(|v| v.value_iterated_to() > bound)
+        .map(|v| v.count_at_value())
+        .sum()
+}
