@@ -4,9 +4,9 @@
 //!
 //! This file holds the commands, the NATS core scenarios and the flag groups they share
 //! (connection, load, output), so those groups are seen and reused rather than redeclared;
-//! gRPC's flags (`grpc.rs`), the JetStream commands' (`js.rs`) and the named choices (`modes.rs`)
-//! have files of their own. Just over 600 lines: one declarative table of clap structs, their
-//! doc comments being the `--help` text.
+//! gRPC's flags (`grpc.rs`) and the named choices (`modes.rs`) have files of their own (the
+//! JetStream commands' flags are their scenario's, in `scenario/js`). Just over 600 lines: one
+//! declarative table of clap structs, their doc comments being the `--help` text.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -17,13 +17,11 @@ use serde::Serialize;
 mod agent;
 mod capacity;
 mod grpc;
-mod js;
 mod modes;
 
 pub use agent::{AgentAction, AgentArgs, KeygenArgs};
 pub use capacity::SearchArgs;
 pub use grpc::{GrpcArgs, GrpcEncodeArgs, GrpcSchemaArgs, GrpcServeArgs};
-pub use js::{JsConsumeArgs, JsPubArgs, KvArgs, StreamArgs};
 pub use modes::{BusyPoll, Discard, JsPubMode, KeyOrder, Publish, Storage, Subscribe, Switch};
 
 use crate::values::{parse_count, parse_duration, parse_rate, parse_size};

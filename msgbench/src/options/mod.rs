@@ -8,7 +8,6 @@ pub mod conn;
 pub mod conns;
 pub mod dest;
 pub mod grpc;
-pub mod js;
 pub mod latency;
 pub mod link;
 pub mod request;

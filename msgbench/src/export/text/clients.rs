@@ -16,7 +16,7 @@ pub(super) fn role_detail(o: &mut String, r: &RunResult, role: &str, stats: &Rol
         return;
     }
     if stats.clients > EACH_UP_TO {
-        summary(o, r.scenario, role, stats);
+        summary(o, r, role, stats);
     } else {
         for c in r.clients.iter().filter(|c| c.role.as_str() == role) {
             let _ = writeln!(
@@ -43,8 +43,8 @@ pub(super) fn role_detail(o: &mut String, r: &RunResult, role: &str, stats: &Rol
 /// "subscribers: 5,000 · msgs min … / median … / max … · msgs/s min … / median … / max …" and
 /// "slowest: sub 4711 (97 msgs, 1,204 msgs/s, 3 missed), …". Slowest clients are named by the
 /// `id` of their entry in the result's `clients`.
-fn summary(o: &mut String, scenario: &str, role: &str, stats: &RoleStats) {
-    let (many, one) = names(scenario, role);
+fn summary(o: &mut String, r: &RunResult, role: &str, stats: &RoleStats) {
+    let (many, one) = names(r, role);
     let s = &stats.spread;
     let rate = |v: f64| group(v.round() as u64);
     let _ = writeln!(
@@ -80,13 +80,11 @@ fn summary(o: &mut String, scenario: &str, role: &str, stats: &RoleStats) {
 }
 
 /// What a role's clients are called, together and one by one.
-fn names(scenario: &str, role: &str) -> (&'static str, &'static str) {
-    match (scenario, role) {
+fn names(r: &RunResult, role: &str) -> (&'static str, &'static str) {
+    match (r.scenario, role) {
         ("request", _) => ("requesters", "requester"),
-        ("js.consume", "sub") => ("consumers", "consumer"),
-        ("kv.put" | "kv.get" | "grpc", _) => ("clients", "client"),
-        (_, "pub") => ("publishers", "pub"),
-        _ => ("subscribers", "sub"),
+        ("grpc", _) => ("clients", "client"),
+        _ => r.params.describe().client_names(role),
     }
 }
 

@@ -6,14 +6,10 @@ use std::fmt::Write;
 use super::*;
 
 pub(super) fn latency(o: &mut String, r: &RunResult) {
+    let words = r.params.describe();
     let Some(c) = &r.latency else {
-        if r.scenario == "js.consume" && r.params.to_value()["publish"] != "live" {
-            let _ = writeln!(
-                o,
-                "Latency: not measured: the messages were published before consuming began, \
-                 so their send times give their age in the stream, not a latency \
-                 (--publish live measures it)"
-            );
+        if let Some(why) = words.no_latency() {
+            let _ = writeln!(o, "Latency: not measured: {why}");
         }
         return;
     };
@@ -27,8 +23,9 @@ pub(super) fn latency(o: &mut String, r: &RunResult) {
     }
     // Closed-loop request/reply has no schedule, so only one latency: the round trip.
     let u = r.latency_uncorrected.as_ref();
-    match u {
-        Some(_) => {
+    // A single column is headed as the scenario says, where it says.
+    match (u, words.latency_heading(c.count)) {
+        (Some(_), _) => {
             let _ = writeln!(
                 o,
                 "Latency of {} messages{}, from intended send (corrected) and from actual send (uncorrected):",
@@ -41,29 +38,11 @@ pub(super) fn latency(o: &mut String, r: &RunResult) {
                 "percentile", "corrected", "uncorrected"
             );
         }
-        None if r.scenario == "js.pub" || r.scenario == "kv.put" => {
-            let what = match r.params.to_value()["mode"].as_str() {
-                Some("batch") => "batches (first message to the commit's PubAck)",
-                _ if r.scenario == "kv.put" => "puts",
-                _ => "publishes",
-            };
-            let _ = writeln!(
-                o,
-                "Latency from publish to PubAck, {} {what}:",
-                group(c.count)
-            );
-            let _ = writeln!(o, "  {:>10} {:>12}", "percentile", "ack");
+        (None, Some((line, column))) => {
+            let _ = writeln!(o, "{line}");
+            let _ = writeln!(o, "  {:>10} {:>12}", "percentile", column);
         }
-        None if r.scenario == "js.consume" => {
-            let _ = writeln!(
-                o,
-                "Latency from publish to consume (send time carried in the payload), {} \
-                 messages:",
-                group(c.count)
-            );
-            let _ = writeln!(o, "  {:>10} {:>12}", "percentile", "end to end");
-        }
-        None if r.scenario == "grpc" => {
+        (None, None) if r.scenario == "grpc" => {
             let what = match r.params.to_value()["kind"].as_str() {
                 Some("bidi") => "message to its reply",
                 Some("client_streaming") => "message to its call's answer",
@@ -77,7 +56,7 @@ pub(super) fn latency(o: &mut String, r: &RunResult) {
             );
             let _ = writeln!(o, "  {:>10} {:>12}", "percentile", "latency");
         }
-        None if r.scenario == "latency" => {
+        (None, None) if r.scenario == "latency" => {
             // Publisher and subscriber on different agents: no send time crosses hosts.
             let _ = writeln!(
                 o,
@@ -88,11 +67,7 @@ pub(super) fn latency(o: &mut String, r: &RunResult) {
             );
             let _ = writeln!(o, "  {:>10} {:>12}", "percentile", "corrected");
         }
-        None if r.scenario == "kv.get" => {
-            let _ = writeln!(o, "Latency of each get, {} gets:", group(c.count));
-            let _ = writeln!(o, "  {:>10} {:>12}", "percentile", "get");
-        }
-        None => {
+        (None, None) => {
             let _ = writeln!(o, "Round-trip latency of {} requests:", group(c.count));
             let _ = writeln!(o, "  {:>10} {:>12}", "percentile", "round trip");
         }

@@ -22,7 +22,7 @@ mod stages;
 
 use agents::agents;
 use clients::role_detail;
-use delivery::{connections, consumer, delivery, jetstream};
+use delivery::{connections, delivery};
 use grpc::grpc;
 #[allow(unused_imports)]
 use grpc::grpc_shape;
@@ -92,8 +92,7 @@ impl Exporter for Text {
         } else {
             delivery(&mut o, r);
         }
-        jetstream(&mut o, r);
-        consumer(&mut o, r);
+        words.sections(&mut o, r);
         if !r.errors.is_empty() {
             let list: Vec<String> = r.errors.iter().map(|(k, n)| format!("{k} {n}")).collect();
             let _ = writeln!(o, "Errors: {}", list.join(", "));
@@ -135,6 +134,7 @@ pub(super) fn shape(scenario: &str, p: &serde_json::Value) -> String {
     let n = |k: &str| p[k].as_u64().unwrap_or(0);
     let plural = crate::format::counted;
     let s = |k: &str| p[k].as_str().unwrap_or("").to_string();
+    #[allow(clippy::single_match)] // one arm left of several; it goes the same way
     match scenario {
         "conns" => {
             let rate = p["connect_rate"]
@@ -147,52 +147,6 @@ pub(super) fn shape(scenario: &str, p: &serde_json::Value) -> String {
                 group(n("clients")),
                 s("subscribe"),
                 p["hold_secs"].as_f64().unwrap_or(0.0)
-            );
-        }
-        "js.consume" => {
-            let source = match s("publish").as_str() {
-                "before" => format!("{} B messages published first", group(n("size"))),
-                "live" => {
-                    let rate = p["rate"].as_f64().unwrap_or(0.0);
-                    let pace = if rate > 0.0 {
-                        format!(" at {} msgs/s", group(rate.round() as u64))
-                    } else {
-                        String::new()
-                    };
-                    format!("{} B messages published live{pace}", group(n("size")))
-                }
-                _ => "the stream's messages".into(),
-            };
-            let acks = match s("ack").as_str() {
-                "none" => "no acks".to_string(),
-                a => format!("{a} acks"),
-            };
-            return format!(
-                "{} mode, {acks}, batch {}; {}; {source}; {} messages",
-                s("mode"),
-                group(n("batch")),
-                plural(n("subs"), "consumer"),
-                group(n("msgs"))
-            );
-        }
-        "kv.put" | "kv.get" => {
-            let amount = match p["duration_secs"].as_f64() {
-                Some(d) => format!("for {d} s"),
-                None => format!("{} per client", group(n("msgs"))),
-            };
-            let size = if scenario == "kv.put" {
-                format!("{} B values; ", group(n("size")))
-            } else {
-                String::new()
-            };
-            return format!(
-                "bucket {}, {} {} keys, history {}; {}, {} in flight; {size}{amount}",
-                s("bucket"),
-                group(n("keys")),
-                s("key_order"),
-                n("history"),
-                plural(n("pubs"), "client"),
-                group(n("in_flight")),
             );
         }
         _ => {}
