@@ -5,8 +5,8 @@
 //! This file holds the commands, the NATS core scenarios and the flag groups they share
 //! (connection, load, output), so those groups are seen and reused rather than redeclared;
 //! gRPC's flags (`grpc.rs`) and the named choices (`modes.rs`) have files of their own (the
-//! JetStream commands' flags are their scenario's, in `scenario/js`). Just over 600 lines: one
-//! declarative table of clap structs, their doc comments being the `--help` text.
+//! JetStream commands' flags are their scenario's, in `scenario/js`). One declarative table of
+//! clap structs, their doc comments being the `--help` text.
 
 use std::path::PathBuf;
 use std::time::Duration;
