@@ -45,7 +45,7 @@ struct Setup<'a> {
     allow_loss: bool,
     target: Target,
     native: Box<NativeRun<'a>>,
-    js: Option<crate::options::js::JsPubOptions>,
+    js: Option<crate::scenario::js::JsPubOptions>,
     responder: Option<crate::scenario::request::ReplyOptions>,
     /// `--connect-timeout`, which drivers get too.
     connect_timeout: Duration,

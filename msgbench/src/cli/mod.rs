@@ -2,11 +2,11 @@
 //! far as clap needs to report a bad one with the flag's name; turning them into a runnable,
 //! cross-checked configuration is `options`' job.
 //!
-//! This file holds the commands, the NATS core scenarios and the flag groups they share
-//! (connection, load, output), so those groups are seen and reused rather than redeclared;
-//! the JetStream commands' (`js.rs`) and the named choices (`modes.rs`)
-//! have files of their own. Just over 600 lines: one declarative table of clap structs, their
-//! doc comments being the `--help` text.
+//! This file holds the commands that are not scenarios (run, report, diff, calibrate, demo) and
+//! the flag groups every scenario shares (connection, output), so those groups are seen and
+//! reused rather than redeclared. Each scenario's own flags are in its module under
+//! `scenario/`; agents' and capacity's flags and the named choices (`modes.rs`) have files of
+//! their own here.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -16,12 +16,10 @@ use serde::Serialize;
 
 mod agent;
 mod capacity;
-mod js;
 mod modes;
 
 pub use agent::{AgentAction, AgentArgs, KeygenArgs};
 pub use capacity::SearchArgs;
-pub use js::{JsConsumeArgs, JsPubArgs, KvArgs, StreamArgs};
 pub use modes::{BusyPoll, Discard, JsPubMode, KeyOrder, Publish, Storage, Subscribe, Switch};
 
 use crate::values::{parse_count, parse_duration, parse_size};

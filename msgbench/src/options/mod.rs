@@ -3,10 +3,8 @@
 //! connection is made, with a message that names the flag.
 
 pub mod auth;
-pub mod capture;
 pub mod conn;
 pub mod dest;
-pub mod js;
 pub mod link;
 
 use std::path::PathBuf;

@@ -65,10 +65,14 @@ pub trait Describe {
     fn ping_interval_secs(&self) -> Option<f64> {
         None
     }
-    /// What a role's clients are called, together and one by one ("clients", "client"), where
-    /// the scenario has its own words; `None` for publishers and subscribers.
-    fn client_names(&self, _role: &str) -> Option<(&'static str, &'static str)> {
-        None
+    /// What a role's clients are called, together and one by one, where many are summarised
+    /// ("consumers", "consumer"); by default publishers and subscribers.
+    fn client_names(&self, role: &str) -> (&'static str, &'static str) {
+        if role == "pub" {
+            ("publishers", "pub")
+        } else {
+            ("subscribers", "sub")
+        }
     }
     /// The scenario's own section of the report, from the figures only it has (gRPC's calls
     /// by status), written in place of the delivery accounting; `None` for that accounting.
@@ -80,6 +84,9 @@ pub trait Describe {
     fn section_only(&self) -> bool {
         false
     }
+    /// The scenario's own sections of the text output, after delivery: what only it measures
+    /// (JetStream's reconciliation with the stream). None by default.
+    fn sections(&self, _o: &mut String, _r: &crate::result::RunResult) {}
 }
 
 impl<P> ScenarioParams for P

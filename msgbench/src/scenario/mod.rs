@@ -193,7 +193,7 @@ pub struct Compared {
     pub kind: &'static str,
     pub params: serde_json::Value,
     /// `js-pub`: the stream setup and reconciliation msgbench does around the driver.
-    pub js: Option<crate::options::js::JsPubOptions>,
+    pub js: Option<crate::scenario::js::JsPubOptions>,
     /// `request`: the echo service the drivers are measured against.
     pub responder: Option<crate::scenario::request::ReplyOptions>,
     /// `--connect-timeout`, which drivers get too.

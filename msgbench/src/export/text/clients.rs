@@ -44,11 +44,7 @@ pub(super) fn role_detail(o: &mut String, r: &RunResult, role: &str, stats: &Rol
 /// "slowest: sub 4711 (97 msgs, 1,204 msgs/s, 3 missed), …". Slowest clients are named by the
 /// `id` of their entry in the result's `clients`.
 fn summary(o: &mut String, r: &RunResult, role: &str, stats: &RoleStats) {
-    let (many, one) = r
-        .params
-        .describe()
-        .client_names(role)
-        .unwrap_or_else(|| names(r.scenario, role));
+    let (many, one) = r.params.describe().client_names(role);
     let s = &stats.spread;
     let rate = |v: f64| group(v.round() as u64);
     let _ = writeln!(
@@ -81,17 +77,6 @@ fn summary(o: &mut String, r: &RunResult, role: &str, stats: &RoleStats) {
         })
         .collect();
     let _ = writeln!(o, "  slowest: {}", slowest.join(", "));
-}
-
-/// What a role's clients are called, together and one by one.
-fn names(scenario: &str, role: &str) -> (&'static str, &'static str) {
-    match (scenario, role) {
-        ("request", _) => ("requesters", "requester"),
-        ("js.consume", "sub") => ("consumers", "consumer"),
-        ("kv.put" | "kv.get", _) => ("clients", "client"),
-        (_, "pub") => ("publishers", "pub"),
-        _ => ("subscribers", "sub"),
-    }
 }
 
 #[cfg(test)]

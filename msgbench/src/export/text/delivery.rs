@@ -1,151 +1,10 @@
-//! What arrived and what it cost: delivery accounting (loudly when anything was lost), the
-//! JetStream reconciliation with the stream, the consumer's acknowledgements, and connections
-//! (reconnects, slow consumers).
+//! What arrived and what it cost: delivery accounting (loudly when anything was lost), and
+//! connections (reconnects, slow consumers). A scenario's own sections (JetStream's
+//! reconciliation with the stream) are its own, asked of its parameters.
 
 use std::fmt::Write;
 
 use super::*;
-
-/// The reconciliation of acknowledgements with the streams.
-pub(super) fn jetstream(o: &mut String, r: &RunResult) {
-    let Some(js) = &r.jetstream else { return };
-    let line = |st: &crate::result::StreamReport| {
-        let (Some(after), Some(stored)) = (st.after, st.stored) else {
-            return format!(
-                "{} acknowledged; the stream could not be read after the run",
-                group(st.acked)
-            );
-        };
-        let stored = if stored == 0 {
-            "nothing new stored".to_string()
-        } else {
-            format!(
-                "stream sequences {}–{} stored",
-                group(st.before.last_seq + 1),
-                group(after.last_seq)
-            )
-        };
-        format!(
-            "{} acknowledged, {stored}, now {} messages",
-            group(st.acked),
-            group(after.messages)
-        )
-    };
-    match js.streams.as_slice() {
-        [one] => {
-            let _ = writeln!(
-                o,
-                "JetStream: stream {} ({}, {} publish): {}",
-                one.name,
-                js.storage,
-                js.mode,
-                line(one)
-            );
-        }
-        many => {
-            let _ = writeln!(
-                o,
-                "JetStream: {} streams ({}, {} publish): {} acknowledged, {} stored",
-                many.len(),
-                js.storage,
-                js.mode,
-                group(js.acked),
-                js.stored.map_or_else(|| "—".to_string(), group)
-            );
-            for st in many {
-                let _ = writeln!(o, "  {}: {}", st.name, line(st));
-            }
-        }
-    }
-    if js.deduplicated > 0 {
-        let _ = writeln!(
-            o,
-            "Deduplicated: {} publishes carried a message id the stream already had, and were \
-             not stored again",
-            group(js.deduplicated)
-        );
-    }
-    if js.reconciled {
-        let _ = writeln!(
-            o,
-            "Reconciled: every stored message was acknowledged exactly once"
-        );
-        return;
-    }
-    for st in js.streams.iter().filter(|s| !s.reconciled) {
-        let (Some(stored), Some(unacked)) = (st.stored, st.unacked_stored) else {
-            let why = st.unread.as_deref().unwrap_or("its state was not read");
-            let _ = writeln!(
-                o,
-                "!! NOT RECONCILED: stream {}: {} acknowledged, but the stream could not be \
-                 read after the run: {why} !!",
-                st.name,
-                group(st.acked),
-            );
-            continue;
-        };
-        let first = if st.unacked_seqs.is_empty() {
-            String::new()
-        } else {
-            let seqs: Vec<String> = st.unacked_seqs.iter().map(u64::to_string).collect();
-            format!(" (first: {})", seqs.join(", "))
-        };
-        let _ = writeln!(
-            o,
-            "!! NOT RECONCILED: stream {}: {} stored, {} acknowledged, {} duplicate \
-             acknowledgements, {} stored without an acknowledgement{first} !!",
-            st.name,
-            group(stored),
-            group(st.acked),
-            group(st.duplicate_acks),
-            group(unacked),
-        );
-    }
-}
-
-/// How the consumers pulled, and whether every message owed to them arrived exactly once.
-pub(super) fn consumer(o: &mut String, r: &RunResult) {
-    let Some(c) = &r.consumer else { return };
-    let _ = writeln!(
-        o,
-        "Consumer {} on stream {}: {} pull requests, {} acks sent, {} redelivered, ended {}",
-        c.consumer,
-        c.stream,
-        group(c.pull_requests),
-        group(c.acks_sent),
-        group(c.redelivered),
-        c.ended
-    );
-    let list = |seqs: &Option<Vec<u64>>| {
-        seqs.as_ref()
-            .filter(|s| !s.is_empty())
-            .map(|s| {
-                let s: Vec<String> = s.iter().map(u64::to_string).collect();
-                format!(" (first: {})", s.join(", "))
-            })
-            .unwrap_or_default()
-    };
-    if c.reconciled {
-        let _ = writeln!(
-            o,
-            "Reconciled: all {} expected stream messages were consumed exactly once",
-            group(c.expected)
-        );
-        return;
-    }
-    let d = &r.delivery;
-    let _ = writeln!(
-        o,
-        "!! NOT RECONCILED: {} of {} expected messages never consumed{}, {} consumed twice{}, \
-         {} breaks in the ordered sequence !!",
-        group(d.lost),
-        group(c.expected),
-        list(&d.missing_seqs),
-        group(d.duplicated.unwrap_or(0)),
-        list(&d.duplicate_seqs),
-        group(c.sequence_breaks)
-    );
-}
 
 /// Lost and replaced connections, the injected fault with its recovery, and the failure that
 /// ended the run; nothing when every connection simply lasted.
@@ -230,8 +89,11 @@ pub(super) fn connections(o: &mut String, r: &RunResult) {
             let _ = writeln!(
                 o,
                 "   the server left two keepalive PINGs ({} apart) unanswered; a server fanning out to thousands of subscribers can be busy that long: a longer --ping-interval waits for it",
-                r.params.to_value()["connection"]["ping_interval_secs"]
-                    .as_f64()
+                r.params
+                    .describe()
+                    .ping_interval_secs()
+                    // Parameters not typed yet are read by key.
+                    .or_else(|| r.params.to_value()["connection"]["ping_interval_secs"].as_f64())
                     .map_or("--ping-interval".into(), |s| format!("{s} s"))
             );
         }

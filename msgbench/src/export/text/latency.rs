@@ -6,14 +6,10 @@ use std::fmt::Write;
 use super::*;
 
 pub(super) fn latency(o: &mut String, r: &RunResult) {
+    let words = r.params.describe();
     let Some(c) = &r.latency else {
-        if r.scenario == "js.consume" && r.params.to_value()["publish"] != "live" {
-            let _ = writeln!(
-                o,
-                "Latency: not measured: the messages were published before consuming began, \
-                 so their send times give their age in the stream, not a latency \
-                 (--publish live measures it)"
-            );
+        if let Some(why) = words.no_latency() {
+            let _ = writeln!(o, "Latency: not measured: {why}");
         }
         return;
     };
@@ -43,16 +39,12 @@ pub(super) fn latency(o: &mut String, r: &RunResult) {
         }
         None => {
             let untimed = untimed(r, c.count);
-            let (heading, column) = r
-                .params
-                .describe()
-                .latency_heading(c.count, &untimed)
-                .unwrap_or_else(|| {
-                    (
-                        format!("Round-trip latency of {} requests:", group(c.count)),
-                        "round trip",
-                    )
-                });
+            let (heading, column) = words.latency_heading(c.count, &untimed).unwrap_or_else(|| {
+                (
+                    format!("Round-trip latency of {} requests:", group(c.count)),
+                    "round trip",
+                )
+            });
             let _ = writeln!(o, "{heading}");
             let _ = writeln!(o, "  {:>10} {:>12}", "percentile", column);
         }

@@ -21,7 +21,7 @@ mod stages;
 
 use agents::agents;
 use clients::role_detail;
-use delivery::{connections, consumer, delivery, jetstream};
+use delivery::{connections, delivery};
 pub use latency::calibration;
 use latency::{latency, pacing, proxy_cost};
 pub use runs::run_line;
@@ -87,8 +87,7 @@ impl Exporter for Text {
             Some(own) => o.push_str(&own),
             None => delivery(&mut o, r),
         }
-        jetstream(&mut o, r);
-        consumer(&mut o, r);
+        words.sections(&mut o, r);
         for section in r.own.iter() {
             section.text(&mut o);
         }
@@ -124,100 +123,6 @@ pub(super) fn thresholds(o: &mut String, r: &RunResult) {
         let verdict = if t.pass { "PASS" } else { "FAIL" };
         let _ = writeln!(o, "  {verdict} {} ({measured})", t.expr);
     }
-}
-
-/// "2 pubs, 1 sub; 16 B messages; 1,000,000 per publisher at 10,000 msgs/s" from the
-/// run's parameters.
-#[allow(dead_code)] // goes as each scenario says its own words (typed params)
-pub(super) fn shape(scenario: &str, p: &serde_json::Value) -> String {
-    let n = |k: &str| p[k].as_u64().unwrap_or(0);
-    let plural = crate::format::counted;
-    let s = |k: &str| p[k].as_str().unwrap_or("").to_string();
-    match scenario {
-        "js.consume" => {
-            let source = match s("publish").as_str() {
-                "before" => format!("{} B messages published first", group(n("size"))),
-                "live" => {
-                    let rate = p["rate"].as_f64().unwrap_or(0.0);
-                    let pace = if rate > 0.0 {
-                        format!(" at {} msgs/s", group(rate.round() as u64))
-                    } else {
-                        String::new()
-                    };
-                    format!("{} B messages published live{pace}", group(n("size")))
-                }
-                _ => "the stream's messages".into(),
-            };
-            let acks = match s("ack").as_str() {
-                "none" => "no acks".to_string(),
-                a => format!("{a} acks"),
-            };
-            return format!(
-                "{} mode, {acks}, batch {}; {}; {source}; {} messages",
-                s("mode"),
-                group(n("batch")),
-                plural(n("subs"), "consumer"),
-                group(n("msgs"))
-            );
-        }
-        "kv.put" | "kv.get" => {
-            let amount = match p["duration_secs"].as_f64() {
-                Some(d) => format!("for {d} s"),
-                None => format!("{} per client", group(n("msgs"))),
-            };
-            let size = if scenario == "kv.put" {
-                format!("{} B values; ", group(n("size")))
-            } else {
-                String::new()
-            };
-            return format!(
-                "bucket {}, {} {} keys, history {}; {}, {} in flight; {size}{amount}",
-                s("bucket"),
-                group(n("keys")),
-                s("key_order"),
-                n("history"),
-                plural(n("pubs"), "client"),
-                group(n("in_flight")),
-            );
-        }
-        _ => {}
-    }
-    let (pubs, subs) = match scenario {
-        "request" | "reply" => ("client", "responder"),
-        _ => ("pub", "sub"),
-    };
-    let mut who = Vec::new();
-    if n("pubs") > 0 {
-        who.push(plural(n("pubs"), pubs));
-    }
-    if n("subs") > 0 {
-        who.push(plural(n("subs"), subs));
-    }
-    let each = match scenario {
-        "request" => "client",
-        "reply" => "service",
-        _ if n("pubs") > 0 => "publisher",
-        _ => "subscriber",
-    };
-    let mut amount = match p["duration_secs"].as_f64() {
-        Some(d) => format!("for {d} s"),
-        None => format!("{} per {each}", group(n("msgs"))),
-    };
-    let rate = p["rate"].as_f64().unwrap_or(0.0);
-    if let Some(schedule) = p["rate_schedule"].as_str() {
-        let _ = write!(amount, " on schedule {schedule}");
-    } else if rate > 0.0 {
-        let _ = write!(amount, " at {} msgs/s", group(rate.round() as u64));
-    }
-    if n("pubs") == 0 {
-        // A subscriber takes whatever size arrives; --size does not apply.
-        return format!("{}; {amount}", who.join(", "));
-    }
-    format!(
-        "{}; {} B messages; {amount}",
-        who.join(", "),
-        group(n("size"))
-    )
 }
 
 pub(super) fn rate_line(t: &Throughput) -> String {

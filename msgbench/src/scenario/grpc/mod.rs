@@ -176,8 +176,8 @@ impl Describe for Params {
         "gRPC requests answered OK"
     }
 
-    fn client_names(&self, _role: &str) -> Option<(&'static str, &'static str)> {
-        Some(("clients", "client"))
+    fn client_names(&self, _role: &str) -> (&'static str, &'static str) {
+        ("clients", "client")
     }
 
     fn latency_heading(&self, count: u64, _untimed: &str) -> Option<(String, &'static str)> {

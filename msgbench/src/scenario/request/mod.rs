@@ -199,6 +199,10 @@ impl Describe for Params {
         }
     }
 
+    fn client_names(&self, _role: &str) -> (&'static str, &'static str) {
+        ("requesters", "requester")
+    }
+
     fn ping_interval_secs(&self) -> Option<f64> {
         Some(self.connection.ping_interval_secs)
     }

@@ -3,11 +3,13 @@
 //! Publishing with acknowledgements is the request/reply machinery (a JetStream publish is a
 //! request whose reply is the PubAck), so each command's publishing part is a
 //! [`RequestOptions`]; what is JetStream's own is the stream, the consumer and the framing.
-//! Just over 600 lines, for the three commands' cross-checks in one place.
 
 use std::time::Duration;
 
-use crate::cli::{JsConsumeArgs, JsPubArgs, JsPubMode, KeyOrder, KvArgs, Publish, StreamArgs};
+use serde::Serialize;
+
+use super::args::{JsConsumeArgs, JsPubArgs, KvArgs, StreamArgs};
+use crate::cli::{JsPubMode, KeyOrder, Publish};
 use crate::engine::jsapi::StreamConfig;
 use crate::engine::jsframe::{JsFraming, MAX_BATCH};
 use crate::engine::load::Keys;
@@ -99,7 +101,7 @@ fn stream_configs(t: &StreamArgs, spread: Option<u32>) -> Result<Vec<StreamConfi
 /// The publishers' subjects must be ones their streams capture (`options::capture`): checked here
 /// on the configuration, before anything connects or a stream is created.
 fn check_captured(streams: &[StreamConfig], publish: &RequestOptions) -> Result<()> {
-    crate::options::capture::check_publish(publish, |k| {
+    super::capture::check_publish(publish, |k| {
         streams
             .get(k)
             .map(|s| (s.name.as_str(), s.subjects.as_slice()))
@@ -303,34 +305,18 @@ impl JsPubOptions {
             publish,
         })
     }
-
-    /// The parameters as they go into a result.
-    pub fn params(&self) -> serde_json::Value {
-        let mut p = self.publish.params_value();
-        p["mode"] = self.mode.as_str().into();
-        if let Some(f) = &self.publish.js_framing {
-            p["batch"] = f.batch.into();
-            p["msg_id_prefix"] = f.dedup.clone().into();
-        }
-        if let Some(k) = self.publish.keys {
-            p["keys"] = k.n.into();
-            p["key_order"] = if k.random { "random" } else { "sequential" }.into();
-        }
-        p["streams"] = serde_json::to_value(&self.streams).expect("serialisable");
-        p["purge"] = self.purge.into();
-        p["delete_after"] = self.delete_after.into();
-        p
-    }
 }
 
-/// Where the consumed messages come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where the consumed messages come from (`--publish`, as a result records it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Source {
     /// msgbench publishes them first, then consumes.
     Before,
     /// msgbench publishes while consuming.
     Live,
     /// The stream already holds them.
+    #[serde(rename = "none")]
     Stream,
 }
 
@@ -466,27 +452,6 @@ impl JsConsumeOptions {
             publish,
         })
     }
-
-    pub fn params(&self) -> serde_json::Value {
-        serde_json::json!({
-            "connection": self.conn.params(),
-            "pubs": u32::from(self.publish.is_some()),
-            "subs": self.clients,
-            "mode": self.mode.as_str(),
-            "batch": self.batch,
-            "ack": self.ack.as_str(),
-            "publish": self.source.as_str(),
-            "rate": self.publish.as_ref().map_or(0.0, |p| p.pace.target_rate()),
-            "msgs": self.msgs,
-            "size": self.publish.as_ref().map(|p| p.size),
-            "subject": self.stream.subjects.join(","),
-            "stream": self.stream,
-            "purge": self.purge,
-            "delete_after": self.delete_after,
-            "timeout_secs": self.timeout.as_secs_f64(),
-            "allow_loss": self.allow_loss,
-        })
-    }
 }
 
 /// `kv put` or `kv get`.
@@ -494,6 +459,8 @@ impl JsConsumeOptions {
 pub struct KvOptions {
     pub bucket: String,
     pub get: bool,
+    /// The keys the puts or the gets visit (a get's fill visits each once, in order).
+    pub keys: Keys,
     /// Put: publishes into the bucket's stream, reconciled like `js pub`. Get: the filling of
     /// each key once, before the gets.
     pub put: JsPubOptions,
@@ -588,6 +555,7 @@ impl KvOptions {
         Ok(Self {
             bucket: a.bucket.clone(),
             get,
+            keys,
             put: JsPubOptions {
                 streams: vec![stream],
                 purge: false,
@@ -601,20 +569,5 @@ impl KvOptions {
             },
             gets,
         })
-    }
-
-    pub fn params(&self) -> serde_json::Value {
-        let mut p = match &self.gets {
-            Some(g) => g.params_value(),
-            None => self.put.params(),
-        };
-        let keys = self.gets.as_ref().map_or(self.put.publish.keys, |g| g.keys);
-        if let Some(k) = keys {
-            p["keys"] = k.n.into();
-            p["key_order"] = if k.random { "random" } else { "sequential" }.into();
-        }
-        p["bucket"] = self.bucket.clone().into();
-        p["history"] = self.put.streams[0].max_msgs_per_subject.into();
-        p
     }
 }

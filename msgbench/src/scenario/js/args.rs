@@ -1,12 +1,16 @@
 //! The JetStream commands' flags: `js pub`, `js consume`, `kv put` and `kv get`, and the
-//! stream they work on.
+//! stream they work on (one group, flattened into the two commands that take a stream). The
+//! named choices (`--mode`, `--storage`, …) stay with the others in `cli`, where clap's value
+//! lists are made.
 
 use std::time::Duration;
 
 use clap::Args;
 use serde::Serialize;
 
-use super::{parse_clients, ConnArgs, Discard, JsPubMode, KeyOrder, OutputArgs, Publish, Storage};
+use crate::cli::{
+    parse_clients, ConnArgs, Discard, JsPubMode, KeyOrder, OutputArgs, Publish, Storage,
+};
 use crate::engine::pull::{AckMode, PullMode};
 use crate::values::{parse_count, parse_duration, parse_rate, parse_size};
 

@@ -1,0 +1,195 @@
+//! What a `js consume` run adds up to: the consumers' pulls made into one result. Delivery is
+//! accounted by stream sequence against what the consumers owed (what this run's publisher was
+//! acknowledged, or the stream's first messages), the consumer's report says how they pulled,
+//! and the publisher's side (its rate, its errors, its own reconciliation) joins in.
+
+use std::time::Instant;
+
+use super::consume::Owed;
+use super::{ConsumeParams, JsConsumeOptions};
+use crate::engine::pull::{PullCounts, PullEnd};
+use crate::error::ErrorCounts;
+use crate::result::{throughput_sections, ConsumeReport, JsReport, LatencyStats};
+use crate::result::{RunResult, ServerMeta};
+use crate::scenario::request::JsAcks;
+use crate::stats::acks::AckSet;
+use crate::stats::delivery::Delivery;
+use crate::stats::latency::new_histogram;
+use crate::stats::throughput::{ClientRun, Role};
+use crate::stats::timeline::Meter;
+
+/// What every consumer shares: the stream sequences delivered so far.
+pub(super) struct Seen {
+    pub set: AckSet,
+    pub duplicates: u64,
+    pub duplicate_seqs: Vec<u64>,
+}
+
+/// What one consumer measured.
+pub(super) struct Consumed {
+    pub msgs: u64,
+    pub bytes: u64,
+    pub last: Option<Instant>,
+    pub latency: hdrhistogram::Histogram<u64>,
+    pub end: PullEnd,
+    pub counts: PullCounts,
+}
+
+/// What the consumers did together: each one's figures, the sequences they saw, and when
+/// they started.
+pub(super) struct Pulled {
+    pub consumers: Vec<Consumed>,
+    pub seen: Seen,
+    pub zero: Instant,
+}
+
+/// What this run published: the publisher's result, its reconciliation with the stream, and
+/// the sequences acknowledged to it.
+pub(super) type Published = (RunResult, JsReport, Vec<JsAcks>);
+
+/// What the result says of the run besides the pulls.
+pub(super) struct Run<'a> {
+    pub opts: &'a JsConsumeOptions,
+    pub started_at: String,
+    pub server: ServerMeta,
+    pub errors: &'a ErrorCounts,
+    pub interrupted: bool,
+    pub consumer: String,
+}
+
+/// The run's result.
+pub(super) fn assemble(run: Run<'_>, owed: Owed, pulled: Pulled, meter: &Meter) -> RunResult {
+    let Pulled {
+        consumers,
+        seen,
+        zero,
+    } = pulled;
+    // What the consumers owed: what this run's publisher was acknowledged, or the stream's
+    // first `goal` messages.
+    let (expected, missing, missing_seqs) = match &owed.published {
+        Some((_, _, acks)) => {
+            let (n, listed) = acks[0].acked.missing_from(&seen.set);
+            (acks[0].acked.len(), n, listed)
+        }
+        None => {
+            let (n, listed) = seen.set.gaps_through(owed.start + owed.goal - 1);
+            (owed.goal, n, listed)
+        }
+    };
+    let counts = consumers.iter().fold(PullCounts::default(), |mut a, c| {
+        a.requests += c.counts.requests;
+        a.acks_sent += c.counts.acks_sent;
+        a.redelivered += c.counts.redelivered;
+        a.sequence_breaks += c.counts.sequence_breaks;
+        a
+    });
+    let runs: Vec<ClientRun> = consumers
+        .iter()
+        .enumerate()
+        .map(|(i, c)| ClientRun {
+            role: Role::Sub,
+            id: i as u32,
+            msgs: c.msgs,
+            bytes: c.bytes,
+            start: Some(zero),
+            end: c.last.or(Some(zero)),
+        })
+        .collect();
+    meter.counted_until(runs.iter().map(|r| r.end));
+    let (throughput, by_role, clients) = throughput_sections(&runs);
+    let mut latency = new_histogram();
+    for c in &consumers {
+        latency.add(&c.latency).expect("same bounds");
+    }
+    let opts = run.opts;
+    let report = ConsumeReport {
+        stream: opts.stream.name.clone(),
+        consumer: run.consumer,
+        mode: opts.mode.as_str(),
+        ack: opts.ack.as_str(),
+        batch: opts.batch,
+        publish: opts.source.as_str(),
+        expected,
+        consumed: seen.set.len(),
+        pull_requests: counts.requests,
+        acks_sent: counts.acks_sent,
+        redelivered: counts.redelivered,
+        sequence_breaks: counts.sequence_breaks,
+        ended: ended(&consumers),
+        reconciled: missing == 0 && seen.duplicates == 0 && counts.sequence_breaks == 0,
+    };
+    let mut result = RunResult {
+        plan: None,
+        throughput,
+        by_role,
+        clients,
+        delivery: Delivery {
+            sent: owed
+                .published
+                .as_ref()
+                .map_or(expected, |(r, _, _)| r.delivery.sent),
+            expected,
+            received: consumers.iter().map(|c| c.msgs).sum(),
+            lost: missing,
+            duplicated: Some(seen.duplicates),
+            reordered: None,
+            unstamped: 0,
+            accounting: "stream_sequence",
+            publishers: Vec::new(),
+            missing_seqs: Some(missing_seqs),
+            duplicate_seqs: Some(seen.duplicate_seqs),
+        },
+        latency: (!latency.is_empty()).then(|| LatencyStats::of(&latency)),
+        consumer: Some(report),
+        ..RunResult::new(
+            "js.consume",
+            run.started_at,
+            crate::result::Params::of(ConsumeParams::of(opts)),
+            run.server,
+            run.errors,
+            run.interrupted,
+        )
+    };
+    if let Some(published) = owed.published {
+        add_publisher(&mut result, published);
+    }
+    result
+}
+
+/// How the consumers' pulling ended: the first that failed, was stopped or went idle, or else
+/// how the first ended.
+fn ended(consumers: &[Consumed]) -> &'static str {
+    let end = consumers
+        .iter()
+        .map(|c| c.end)
+        .find(|e| matches!(e, PullEnd::Failed(_) | PullEnd::Stopped | PullEnd::Idle))
+        .or(consumers.first().map(|c| c.end))
+        .unwrap_or(PullEnd::Stopped);
+    match end {
+        PullEnd::Done => "done",
+        PullEnd::Drained => "drained",
+        PullEnd::Idle => "idle",
+        PullEnd::Stopped => "stopped",
+        PullEnd::Failed(_) => "failed",
+    }
+}
+
+/// The publisher's side: its rate, its clients, its errors, and its own reconciliation with
+/// the stream.
+fn add_publisher(result: &mut RunResult, (published, js, _): Published) {
+    if let Some(p) = published.by_role.get("pub") {
+        result.by_role.insert("pub", p.clone());
+    }
+    result.clients.extend(
+        published
+            .clients
+            .into_iter()
+            .filter(|c| c.role == Role::Pub),
+    );
+    for (k, n) in published.errors {
+        *result.errors.entry(k).or_default() += n;
+    }
+    result.connections.absorb(&published.connections);
+    result.failure = result.failure.or(published.failure);
+    result.jetstream = Some(js);
+}

@@ -1,0 +1,156 @@
+//! Publishing into a stream with acknowledgements: `js pub`, `kv put` (a publish into the
+//! bucket's stream) and `kv get` (a fill of every key, then direct gets), each reconciled with
+//! the stream; and `js pub` around another client's driver, for `compare`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::stream::{api_conn, clean_up, open_streams, publish_and_reconcile, reconcile};
+use super::{JsPubOptions, JsPubParams, KvOptions, KvParams};
+use crate::engine::jsapi::StreamConfig;
+use crate::error::{Error, Result};
+use crate::result::{JsReport, Params, RunResult};
+use crate::scenario::request::{self, JsAcks};
+use crate::server::Target;
+use crate::stats::acks::AckSet;
+use crate::stats::timeline::Meter;
+
+/// Runs `msgbench js pub`.
+///
+/// # Errors
+/// Failures before publishing: server, connection, JetStream disabled, a stream that cannot be
+/// created.
+pub(super) fn run_pub(
+    opts: &JsPubOptions,
+    target: &Target,
+    meter: &Meter,
+    stop: &AtomicBool,
+) -> Result<RunResult> {
+    let mut result = publish(opts, target, meter, stop)?;
+    result.params = Params::of(JsPubParams::of(opts));
+    Ok(result)
+}
+
+/// Publishes into the streams of `opts` and reconciles them: the run of `js pub` and of `kv
+/// put`, whose results differ in their parameters alone (which the caller sets).
+///
+/// # Errors
+/// As [`run_pub`].
+fn publish(
+    opts: &JsPubOptions,
+    target: &Target,
+    meter: &Meter,
+    stop: &AtomicBool,
+) -> Result<RunResult> {
+    let p = &opts.publish;
+    let mut api = api_conn(target, &p.conn, p.timeout)?;
+    let before = open_streams(&mut api, &opts.streams, Some(p), opts.purge)?;
+    let (mut result, report, _) = publish_and_reconcile(
+        p,
+        opts.mode.as_str(),
+        &opts.streams,
+        &before,
+        &mut api,
+        target,
+        meter,
+        stop,
+    )?;
+    result.jetstream = Some(report);
+    clean_up(api, &opts.streams, opts.delete_after);
+    Ok(result)
+}
+
+/// What a driver (another language's client) said it had acknowledged in a `js pub` run.
+#[derive(Debug, Clone, Copy)]
+pub struct DriverAcks {
+    pub acked: u64,
+    pub first_seq: u64,
+    pub last_seq: u64,
+    pub duplicate_acks: u64,
+}
+
+/// `js pub` through a driver: sets up the streams as [`run_pub`] does, lets `publish` run the
+/// driver, then reconciles the sequences it reports with the stream. A driver reports its
+/// acknowledgements as a range (`first_seq..=last_seq`), so one stream only; a count that does
+/// not fill its range fails the reconciliation.
+///
+/// # Errors
+/// As [`run_pub`], before and after publishing.
+pub fn around_driver<T>(
+    opts: &JsPubOptions,
+    target: &Target,
+    publish: impl FnOnce(&StreamConfig) -> (T, Option<DriverAcks>),
+) -> Result<(T, Option<JsReport>)> {
+    let p = &opts.publish;
+    let cfg = &opts.streams[0];
+    let mut api = api_conn(target, &p.conn, p.timeout)?;
+    let before = open_streams(&mut api, std::slice::from_ref(cfg), Some(p), opts.purge)?;
+    let (out, acks) = publish(cfg);
+    let report = acks.map(|a| {
+        let mut set = AckSet::new(before[0].last_seq + 1);
+        if a.acked > 0 {
+            for seq in a.first_seq..=a.last_seq {
+                set.insert(seq);
+            }
+        }
+        let acks = JsAcks {
+            acked: set,
+            duplicate_acks: a.duplicate_acks,
+            deduplicated: 0,
+        };
+        let mut stream = reconcile(cfg, before[0], api.stream_state(&cfg.name), &acks);
+        // The range says which sequences; the count says how many acks really came.
+        if a.acked != acks.acked.len() {
+            stream.reconciled = false;
+        }
+        let mut report = JsReport::of(&cfg.storage, opts.mode.as_str(), vec![stream]);
+        report.acked = a.acked;
+        report
+    });
+    clean_up(api, std::slice::from_ref(cfg), opts.delete_after);
+    Ok((out, report))
+}
+
+/// Runs `msgbench kv put` or `kv get`.
+///
+/// # Errors
+/// As [`run_pub`]; for a get, also a bucket that could not be filled.
+pub(super) fn run_kv(
+    opts: &KvOptions,
+    target: &Target,
+    meter: &Meter,
+    stop: &AtomicBool,
+) -> Result<RunResult> {
+    let Some(gets) = &opts.gets else {
+        let mut result = publish(&opts.put, target, meter, stop)?;
+        result.params = Params::of(KvParams::of(opts));
+        return Ok(result);
+    };
+    let p = &opts.put.publish;
+    let mut api = api_conn(target, &p.conn, p.timeout)?;
+    let before = open_streams(&mut api, &opts.put.streams, Some(p), false)?;
+    // Every key gets a value first, so each get has something to find.
+    let (_, fill, _) = publish_and_reconcile(
+        p,
+        "async",
+        &opts.put.streams,
+        &before,
+        &mut api,
+        target,
+        meter,
+        stop,
+    )?;
+    let keys = opts.keys.n;
+    if fill.acked < keys && !stop.load(Ordering::Relaxed) {
+        return Err(Error::JetStream {
+            kind: crate::error::ErrorKind::JsOther,
+            text: format!(
+                "could not fill bucket {}: {} of {keys} keys acknowledged",
+                opts.bucket, fill.acked
+            ),
+        });
+    }
+    let mut result = request::run_request(gets, target, meter, stop, None)?;
+    result.params = Params::of(KvParams::of(opts));
+    clean_up(api, &opts.put.streams, opts.put.delete_after);
+    Ok(result)
+}

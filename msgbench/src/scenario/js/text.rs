@@ -1,0 +1,150 @@
+//! The text output's JetStream sections: the publishers' acknowledgements reconciled with each
+//! stream, and how the consumers pulled and whether every message owed to them arrived exactly
+//! once; loudly when either does not hold. The text exporter asks for them through the run's
+//! parameters ([`crate::result::Describe::sections`]).
+
+use std::fmt::Write;
+
+use crate::format::group;
+use crate::result::RunResult;
+
+/// The reconciliation of acknowledgements with the streams.
+pub(super) fn jetstream(o: &mut String, r: &RunResult) {
+    let Some(js) = &r.jetstream else { return };
+    let line = |st: &crate::result::StreamReport| {
+        let (Some(after), Some(stored)) = (st.after, st.stored) else {
+            return format!(
+                "{} acknowledged; the stream could not be read after the run",
+                group(st.acked)
+            );
+        };
+        let stored = if stored == 0 {
+            "nothing new stored".to_string()
+        } else {
+            format!(
+                "stream sequences {}–{} stored",
+                group(st.before.last_seq + 1),
+                group(after.last_seq)
+            )
+        };
+        format!(
+            "{} acknowledged, {stored}, now {} messages",
+            group(st.acked),
+            group(after.messages)
+        )
+    };
+    match js.streams.as_slice() {
+        [one] => {
+            let _ = writeln!(
+                o,
+                "JetStream: stream {} ({}, {} publish): {}",
+                one.name,
+                js.storage,
+                js.mode,
+                line(one)
+            );
+        }
+        many => {
+            let _ = writeln!(
+                o,
+                "JetStream: {} streams ({}, {} publish): {} acknowledged, {} stored",
+                many.len(),
+                js.storage,
+                js.mode,
+                group(js.acked),
+                js.stored.map_or_else(|| "—".to_string(), group)
+            );
+            for st in many {
+                let _ = writeln!(o, "  {}: {}", st.name, line(st));
+            }
+        }
+    }
+    if js.deduplicated > 0 {
+        let _ = writeln!(
+            o,
+            "Deduplicated: {} publishes carried a message id the stream already had, and were \
+             not stored again",
+            group(js.deduplicated)
+        );
+    }
+    if js.reconciled {
+        let _ = writeln!(
+            o,
+            "Reconciled: every stored message was acknowledged exactly once"
+        );
+        return;
+    }
+    for st in js.streams.iter().filter(|s| !s.reconciled) {
+        let (Some(stored), Some(unacked)) = (st.stored, st.unacked_stored) else {
+            let why = st.unread.as_deref().unwrap_or("its state was not read");
+            let _ = writeln!(
+                o,
+                "!! NOT RECONCILED: stream {}: {} acknowledged, but the stream could not be \
+                 read after the run: {why} !!",
+                st.name,
+                group(st.acked),
+            );
+            continue;
+        };
+        let first = if st.unacked_seqs.is_empty() {
+            String::new()
+        } else {
+            let seqs: Vec<String> = st.unacked_seqs.iter().map(u64::to_string).collect();
+            format!(" (first: {})", seqs.join(", "))
+        };
+        let _ = writeln!(
+            o,
+            "!! NOT RECONCILED: stream {}: {} stored, {} acknowledged, {} duplicate \
+             acknowledgements, {} stored without an acknowledgement{first} !!",
+            st.name,
+            group(stored),
+            group(st.acked),
+            group(st.duplicate_acks),
+            group(unacked),
+        );
+    }
+}
+
+/// How the consumers pulled, and whether every message owed to them arrived exactly once.
+pub(super) fn consumer(o: &mut String, r: &RunResult) {
+    let Some(c) = &r.consumer else { return };
+    let _ = writeln!(
+        o,
+        "Consumer {} on stream {}: {} pull requests, {} acks sent, {} redelivered, ended {}",
+        c.consumer,
+        c.stream,
+        group(c.pull_requests),
+        group(c.acks_sent),
+        group(c.redelivered),
+        c.ended
+    );
+    let list = |seqs: &Option<Vec<u64>>| {
+        seqs.as_ref()
+            .filter(|s| !s.is_empty())
+            .map(|s| {
+                let s: Vec<String> = s.iter().map(u64::to_string).collect();
+                format!(" (first: {})", s.join(", "))
+            })
+            .unwrap_or_default()
+    };
+    if c.reconciled {
+        let _ = writeln!(
+            o,
+            "Reconciled: all {} expected stream messages were consumed exactly once",
+            group(c.expected)
+        );
+        return;
+    }
+    let d = &r.delivery;
+    let _ = writeln!(
+        o,
+        "!! NOT RECONCILED: {} of {} expected messages never consumed{}, {} consumed twice{}, \
+         {} breaks in the ordered sequence !!",
+        group(d.lost),
+        group(c.expected),
+        list(&d.missing_seqs),
+        group(d.duplicated.unwrap_or(0)),
+        list(&d.duplicate_seqs),
+        group(c.sequence_breaks)
+    );
+}
