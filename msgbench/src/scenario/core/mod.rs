@@ -14,6 +14,8 @@ use crate::options::conn::ConnParams;
 use crate::result::{Describe, RunResult};
 
 mod args;
+mod assemble;
+mod connect;
 mod options;
 mod run;
 

@@ -2,34 +2,39 @@
 //! publishers and subscribers there are and what subscribers expect.
 //!
 //! Order of a run: connect everyone (nothing is timed while connecting), check the message size
-//! against the server's limit, subscribe and wait until the server has confirmed every
-//! subscription, release the publishers together, wait for them, tell the subscribers how many
-//! messages were really sent, wait for the subscribers, then assemble the result.
+//! against the server's limit ([`super::connect`]), subscribe and wait until the server has
+//! confirmed every subscription, release the publishers together, wait for them, tell the
+//! subscribers how many messages were really sent, wait for the subscribers, then assemble the
+//! result ([`super::assemble`]). Here: the steps from subscribing ([`Run::arm`]) to the last
+//! subscriber's end ([`Run::load`]), and what the threads of a run share ([`Run`]).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Barrier, OnceLock};
+use std::thread::{Scope, ScopedJoinHandle};
 use std::time::{Instant, SystemTime};
 
+use super::assemble;
+use super::connect::{self, Clients, Mine};
 use super::options::{Options, ScenarioKind};
-use crate::engine::conn::{self, Conn, ConnectSpec};
-use crate::engine::fleet::{self, Ending, Fleet, FleetSpec, Interest};
+use crate::engine::conn::{self, Conn, Reader};
+use crate::engine::fleet::{Ending, Fleet, FleetSpec};
 use crate::engine::load::{
     self, Frame, PubOutcome, PubSpec, Recovering, Staged, StampKind, SubControl, SubOutcome,
     SubSpec, UNKNOWN,
 };
-use crate::engine::pace::{Pace, Stop};
+use crate::engine::pace::Stop;
 use crate::error::{Error, ErrorCounts, Result};
-use crate::result::{throughput_sections, RunResult, ScheduleReport, ServerMeta};
+use crate::result::{RunResult, ServerMeta};
 use crate::scenario::fault::Injector;
-use crate::server::Target;
-use crate::stats::delivery::{self, Delivery, DeliveryLog, Expectation};
-use crate::stats::recovery::RecoveryLog;
-use crate::stats::stages::{StageArrivals, StageTotals};
-use crate::stats::throughput::{ClientRun, Role};
-use crate::stats::timeline::Meter;
-use crate::wire::{proto, stamp};
-
 use crate::scenario::segment::Share;
+use crate::server::Target;
+use crate::stats::delivery::DeliveryLog;
+use crate::stats::recovery::RecoveryLog;
+use crate::stats::schedule::RateSchedule;
+use crate::stats::stages::StageArrivals;
+use crate::stats::throughput::Role;
+use crate::stats::timeline::{ClientMeter, Meter};
+use crate::wire::{proto, stamp};
 
 /// Runs one scenario against `target` until it completes or `stop` is raised.
 ///
@@ -47,144 +52,209 @@ pub fn run(
     stop: &AtomicBool,
     share: Option<Share<'_>>,
 ) -> Result<RunResult> {
-    // This process's clients: all of them, or its agent's share.
-    let (n_pubs, n_subs, pub_base, sub_base) = match share {
-        Some(sh) => (sh.seg.pubs, sh.seg.subs, sh.seg.pub_base, sh.seg.sub_base),
-        None => (opts.pubs, opts.subs, 0, 0),
-    };
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let errors = Arc::new(ErrorCounts::default());
     meter.watch_errors(&errors);
-    let connect = |role: &str, id: u32| {
-        let name = format!("msgbench-{role}-{id}");
-        conn::connect(
-            &ConnectSpec {
-                servers: &target.urls,
-                name: &name,
-                opts: &opts.conn.dial,
-                stall_limit: opts.timeout,
-            },
-            errors.clone(),
-        )
-    };
+    let clients = connect::connect(opts, target, share, &errors)?;
+    let run = Run::new(opts, target, meter, stop, share, &clients)?;
+    let Clients {
+        pubs,
+        subs,
+        fleet,
+        server,
+        ..
+    } = clients;
+    let measured = std::thread::scope(|s| -> Result<Measured> {
+        let armed = run.arm(s, pubs, subs, fleet.as_ref())?;
+        Ok(run.load(s, armed))
+    })?;
+    let (info, url) = server.expect("at least one client");
+    let server = ServerMeta::new(&info, &url, target.local);
+    Ok(assemble::assemble(
+        &run, &measured, started_at, server, &errors,
+    ))
+}
 
-    let pubs: Vec<Conn> = (0..n_pubs)
-        .map(|i| connect("pub", pub_base + i))
-        .collect::<Result<_>>()?;
-    let header_block = proto::header_block(&opts.headers);
-    if let Some(first) = pubs.first() {
-        let max = first.info.max_payload;
-        if max > 0 && opts.size + header_block.len() > max {
-            return Err(Error::PayloadTooLarge {
-                size: opts.size + header_block.len(),
-                max_payload: max,
+/// One run's settings and the cells its threads meet at: the subscribers' expected count,
+/// the publishers' barrier, time zero, the fault. It outlives the threads' scope, so every
+/// thread borrows from it and nothing on the per-message path is shared any other way.
+pub(super) struct Run<'a> {
+    pub opts: &'a Options,
+    pub meter: &'a Meter,
+    pub stop: &'a AtomicBool,
+    pub share: Option<Share<'a>>,
+    pub mine: Mine,
+    pub run_tag: u16,
+    header_block: Vec<u8>,
+    payload: Vec<u8>,
+    /// The run tag stamped into each message, or `None`: a user's --payload goes out byte for
+    /// byte, with no stamp written into it.
+    pub stamp_with: Option<u16>,
+    ctl: SubControl,
+    barrier: Barrier,
+    pub_meters: Vec<Arc<ClientMeter>>,
+    sub_meters: Vec<Arc<ClientMeter>>,
+    subject: String,
+    pub injector: Option<Injector<'a>>,
+    /// With a fault, publishers share one time zero so a subscriber can tell from a stamp alone
+    /// when its message was scheduled (Options ensures such a run is paced).
+    epoch: OnceLock<Instant>,
+    /// A schedule of stages: every subscriber counts its arrivals by stage.
+    pub staged: Option<&'a RateSchedule>,
+    url: String,
+}
+
+/// What one subscriber measured: its run, what arrived from whom, arrivals around a fault, and
+/// with a schedule of stages, its arrivals and those on time, by stage.
+pub(super) struct Received {
+    pub out: SubOutcome,
+    pub log: DeliveryLog,
+    pub recovery: Option<RecoveryLog>,
+    pub by_stage: Option<(Vec<u64>, Vec<u64>)>,
+}
+
+/// What the clients measured, for [`assemble`].
+pub(super) struct Measured {
+    pub pubs: Vec<PubOutcome>,
+    pub subs: Vec<Received>,
+    /// On agents, every publisher's count (index = global id), once every share's are done.
+    pub everyone: Option<Vec<u64>>,
+    /// On agents, the moment everyone started.
+    pub common_zero: Option<Instant>,
+}
+
+/// A subscriber's thread, with the ticket of the PONG that confirms its subscription.
+struct SubThread<'s> {
+    shared: Arc<conn::Shared>,
+    ticket: u64,
+    handle: ScopedJoinHandle<'s, Received>,
+}
+
+/// The clients once every subscription is in place and time zero is fixed.
+struct Armed<'s> {
+    /// The publishers' connections, whose read sides already run.
+    pubs: Vec<Arc<conn::Shared>>,
+    subs: Vec<SubThread<'s>>,
+    fleet: Option<Fleet<'s>>,
+    /// On agents, the moment everyone starts.
+    common_zero: Option<Instant>,
+    /// The publishers' shared time zero, when a fault or a schedule of stages needs one.
+    zero: Option<Instant>,
+}
+
+impl Armed<'_> {
+    /// Ends every read loop started so far, or the scope waits for it.
+    fn abort(&self) {
+        self.fleet.iter().for_each(Fleet::stop);
+        self.subs.iter().for_each(|t| t.shared.close());
+        self.pubs.iter().for_each(|sh| sh.close());
+    }
+}
+
+impl<'a> Run<'a> {
+    fn new(
+        opts: &'a Options,
+        target: &'a Target,
+        meter: &'a Meter,
+        stop: &'a AtomicBool,
+        share: Option<Share<'a>>,
+        clients: &Clients,
+    ) -> Result<Self> {
+        let mine = clients.mine;
+        // Subscribers in `sub` expect --msgs each from the start; in pubsub the count is only
+        // known once the publishers are done (a --duration run sends an unknown number).
+        let ctl = SubControl::new(UNKNOWN);
+        if opts.scenario == ScenarioKind::Sub {
+            ctl.arm(match opts.stop {
+                Stop::Count(n) => n,
+                Stop::For(_) => UNKNOWN - 1,
             });
         }
-        if !opts.headers.is_empty() && !first.info.headers {
-            return Err(Error::Usage(
-                "-H: this server does not support message headers".into(),
-            ));
-        }
-    }
-    let run_tag = share.map_or_else(stamp::new_run_tag, |sh| sh.seg.run_tag);
-    // Many subscribers are served by a fleet (a few threads for all of them); a handful, or
-    // subscribers that need a per-message recorder (stalls, faults, schedule stages), keep a
-    // thread each. See engine::fleet for why the switch sits where it does.
-    let staged_run = opts.pace.schedule().is_some_and(|s| !s.is_fixed());
-    let fleet_spec = (opts.scenario == ScenarioKind::Pubsub
-        && n_subs >= fleet::FLEET_FROM
-        && opts.sub_stall.is_none()
-        && opts.conn.fault.is_none()
-        && !staged_run)
-        .then(|| -> Result<FleetSpec> {
-            Ok(FleetSpec {
-                targets: FleetSpec::targets(&target.urls)?,
-                name: "msgbench-sub".into(),
-                dialing: opts.conn.dial,
-                interest: Interest::Shared(opts.sub_subject()),
-                run_tag: Some(run_tag),
-                errors: Arc::clone(&errors),
-                give_up_after: opts.timeout,
-                idle_timeout: opts.timeout,
-                start_timeout: opts.start_timeout,
-                threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
-                in_flight: 256,
-                connect_rate: None,
-            })
+        let meters = |role, base: u32, n: u32| -> Vec<_> {
+            (0..n)
+                .map(|i| meter.client(role, base + i, false))
+                .collect()
+        };
+        Ok(Self {
+            payload: opts
+                .payload
+                .clone()
+                .unwrap_or_else(|| vec![b'm'; opts.size]),
+            stamp_with: opts.payload.is_none().then_some(clients.run_tag),
+            ctl,
+            barrier: Barrier::new(mine.n_pubs as usize),
+            pub_meters: meters(Role::Pub, mine.pub_base, mine.n_pubs),
+            sub_meters: meters(Role::Sub, mine.sub_base, mine.n_subs),
+            subject: opts.sub_subject(),
+            injector: Injector::new(opts.conn.fault, target)?,
+            epoch: OnceLock::new(),
+            staged: opts.pace.schedule().filter(|s| !s.is_fixed()),
+            opts,
+            meter,
+            stop,
+            share,
+            mine,
+            run_tag: clients.run_tag,
+            header_block: clients.header_block.clone(),
+            // The server's URL, for errors about it.
+            url: (clients.server.as_ref())
+                .map(|s| s.1.to_string())
+                .unwrap_or_default(),
         })
-        .transpose()?;
-    let mut subs: Vec<Conn> = match fleet_spec {
-        Some(_) => Vec::new(),
-        None => (0..n_subs)
-            .map(|i| connect("sub", sub_base + i))
-            .collect::<Result<_>>()?,
-    };
-    let mut info = pubs
-        .first()
-        .or(subs.first())
-        .map(|c| (c.info.clone(), c.url.clone()));
-    if info.is_none() && fleet_spec.is_some() {
-        // Only fleet subscribers here (an agent's share without publishers): one plain
-        // connection says what the server is.
-        let probe = connect("probe", 0)?;
-        info = Some((probe.info.clone(), probe.url.clone()));
-        probe.shared.close();
     }
 
-    let payload = opts
-        .payload
-        .clone()
-        .unwrap_or_else(|| vec![b'm'; opts.size]);
-    // A user's --payload goes out byte for byte: no stamp is written into it.
-    let stamp_with = opts.payload.is_none().then_some(run_tag);
-
-    // Subscribers in `sub` expect --msgs each from the start; in pubsub the count is only
-    // known once the publishers are done (a --duration run sends an unknown number).
-    let ctl = SubControl::new(UNKNOWN);
-    if opts.scenario == ScenarioKind::Sub {
-        ctl.arm(match opts.stop {
-            Stop::Count(n) => n,
-            Stop::For(_) => UNKNOWN - 1,
-        });
+    /// Every subscription in place and confirmed, on agents the common start reached, and
+    /// time zero fixed: after this, a publisher's first message is counted on to arrive.
+    fn arm<'s, 'e>(
+        &'e self,
+        s: &'s Scope<'s, 'e>,
+        pubs: Vec<Conn>,
+        subs: Vec<Conn>,
+        fleet: Option<&'e FleetSpec>,
+    ) -> Result<Armed<'s>> {
+        let mut armed = Armed {
+            pubs: self.start_publishers_reading(s, pubs),
+            subs: Vec::new(),
+            fleet: None,
+            common_zero: None,
+            zero: None,
+        };
+        self.subscribe(s, subs, fleet, &mut armed)?;
+        // The PONG after SUB means the server has registered the interest: only then can a
+        // publisher's first message be counted on to reach the subscriber.
+        if armed
+            .subs
+            .iter()
+            .any(|t| !t.shared.wait_pong(t.ticket, self.opts.timeout))
+        {
+            // Closing ends every subscriber's read loop, so the scope can be left.
+            armed.abort();
+            return Err(self.not_connected("the server did not confirm the subscription".into()));
+        }
+        if self.opts.scenario == ScenarioKind::Sub && self.share.is_none() {
+            eprintln!("waiting for messages on '{}'", self.subject);
+        }
+        // On agents, everyone starts together, on one schedule.
+        if let Some(sh) = self.share {
+            let Some(at) = sh.peers.ready(self.stop) else {
+                armed.abort();
+                return Err(Error::Agent("stopped before the common start".into()));
+            };
+            std::thread::sleep(at.saturating_duration_since(Instant::now()));
+            armed.common_zero = Some(at);
+        }
+        armed.zero = self.time_zero(s, armed.common_zero);
+        Ok(armed)
     }
-    let sub_spec = |id: u32| SubSpec {
-        id,
-        idle_timeout: opts.timeout,
-        start_timeout: opts.start_timeout,
-        duration: match (opts.scenario, opts.stop) {
-            (ScenarioKind::Sub, Stop::For(d)) => Some(d),
-            _ => None,
-        },
-        stall: opts.sub_stall,
-        run_tag: (opts.scenario == ScenarioKind::Pubsub).then_some(run_tag),
-    };
 
-    let pub_meters: Vec<_> = (0..n_pubs)
-        .map(|i| meter.client(Role::Pub, pub_base + i, false))
-        .collect();
-    let sub_meters: Vec<_> = (0..n_subs)
-        .map(|i| meter.client(Role::Sub, sub_base + i, false))
-        .collect();
-
-    let subject = opts.sub_subject();
-    let barrier = Barrier::new(pubs.len());
-    let injector = Injector::new(opts.conn.fault, target)?;
-    // With a fault, publishers share one time zero so a subscriber can tell from a stamp alone
-    // when its message was scheduled (Options ensures such a run is paced).
-    let epoch: OnceLock<Instant> = OnceLock::new();
-    let schedule = opts.pace.schedule();
-    let npubs = f64::from(opts.pubs.max(1));
-    let due = move |p: &[u8]| {
-        let st = stamp::read(p)?;
-        schedule?.due_ns(st.seq as f64 * npubs + f64::from(st.publisher))
-    };
-    // A schedule of stages: every subscriber counts its arrivals by stage.
-    let staged = schedule.filter(|s| !s.is_fixed());
-    let (pub_runs, sub_outcomes, everyone, common_zero) = std::thread::scope(|s| -> Result<_> {
-        // A publisher's own read side answers PINGs and collects PONGs and -ERRs from the
-        // start: connecting thousands of subscribers can take longer than two keepalives.
-        let pubs: Vec<_> = pubs
-            .into_iter()
+    /// A publisher's own read side answers PINGs and collects PONGs and -ERRs from the
+    /// start: connecting thousands of subscribers can take longer than two keepalives.
+    fn start_publishers_reading<'s>(
+        &'s self,
+        s: &'s Scope<'s, '_>,
+        pubs: Vec<Conn>,
+    ) -> Vec<Arc<conn::Shared>> {
+        pubs.into_iter()
             .map(|conn| {
                 let Conn {
                     mut reader, shared, ..
@@ -193,218 +263,196 @@ pub fn run(
                 s.spawn(move || reader.run(&reader_shared, load::TICK, |_| conn::Flow::Continue));
                 shared
             })
-            .collect();
-        let close_pubs = || pubs.iter().for_each(|sh| sh.close());
-        let mut sub_threads = Vec::new();
-        for (i, conn) in subs.drain(..).enumerate() {
-            let Conn {
-                mut reader, shared, ..
-            } = conn;
+            .collect()
+    }
+
+    /// Subscribes every subscriber connection (each then reads on a thread of its own) or
+    /// starts the fleet and waits until each of its subscribers is ready.
+    fn subscribe<'s, 'e>(
+        &'e self,
+        s: &'s Scope<'s, 'e>,
+        subs: Vec<Conn>,
+        fleet: Option<&'e FleetSpec>,
+        armed: &mut Armed<'s>,
+    ) -> Result<()> {
+        for (i, conn) in subs.into_iter().enumerate() {
+            let Conn { reader, shared, .. } = conn;
             let mut cmd = Vec::new();
-            proto::encode_sub(&mut cmd, &subject, None, 1);
+            proto::encode_sub(&mut cmd, &self.subject, None, 1);
             let ticket = match shared.subscribe(&cmd) {
                 Ok(t) => t,
                 Err(e) => {
-                    // Every read loop started so far ends, or the scope waits for it.
-                    sub_threads
-                        .iter()
-                        .for_each(|(sh, _, _): &(Arc<conn::Shared>, _, _)| sh.close());
-                    close_pubs();
+                    armed.abort();
                     return Err(e.during("cannot subscribe"));
                 }
             };
-            let spec = sub_spec(sub_base + i as u32);
-            let (ctl, progress, epoch) = (&ctl, &sub_meters[i].msgs, &epoch);
             let sh = shared.clone();
-            let fault_ns = injector.as_ref().map(Injector::fault_ns);
-            let handle = s.spawn(move || {
-                let mut log = DeliveryLog::new(spec.run_tag);
-                let mut by_stage = None;
-                let arrivals = || StageArrivals::new(staged?, opts.pubs, spec.run_tag).into();
-                let (out, recovery) = match (fault_ns, arrivals()) {
-                    (None, Some(arrivals)) => {
-                        let mut r = Staged {
-                            inner: log,
-                            arrivals,
-                            epoch,
-                        };
-                        let out =
-                            load::subscribe(&mut reader, &sh, &spec, ctl, stop, progress, &mut r);
-                        log = r.inner;
-                        by_stage = Some((r.arrivals.counts, r.arrivals.within));
-                        (out, None)
-                    }
-                    (Some(fault_ns), Some(arrivals)) => {
-                        let inner = Staged {
-                            inner: log,
-                            arrivals,
-                            epoch,
-                        };
-                        let mut r = Recovering::new(inner, due, epoch, fault_ns);
-                        let out =
-                            load::subscribe(&mut reader, &sh, &spec, ctl, stop, progress, &mut r);
-                        log = r.inner.inner;
-                        by_stage = Some((r.inner.arrivals.counts, r.inner.arrivals.within));
-                        (out, Some(r.log))
-                    }
-                    (Some(fault_ns), None) => {
-                        let mut r = Recovering::new(log, due, epoch, fault_ns);
-                        let out =
-                            load::subscribe(&mut reader, &sh, &spec, ctl, stop, progress, &mut r);
-                        log = r.inner;
-                        (out, Some(r.log))
-                    }
-                    (None, None) => (
-                        load::subscribe(&mut reader, &sh, &spec, ctl, stop, progress, &mut log),
-                        None,
-                    ),
-                };
-                sh.close();
-                (out, log, recovery, by_stage)
+            let handle = s.spawn(move || self.receive(reader, &sh, i));
+            armed.subs.push(SubThread {
+                shared,
+                ticket,
+                handle,
             });
-            sub_threads.push((shared, ticket, handle));
         }
-        let fleet = fleet_spec.as_ref().map(|spec| {
-            Fleet::start(
-                s,
-                spec,
-                &ctl,
-                stop,
-                sub_base..sub_base + n_subs,
-                &sub_meters,
-            )
-        });
-        if let Some(f) = &fleet {
-            // Each fleet subscriber is ready once the PONG after its SUB came back.
-            let all = u64::from(n_subs);
-            let up = f.wait(opts.timeout, stop, |b| b.settled_count() >= all);
-            if !up || f.board().opened_count() < all {
-                f.stop();
-                sub_threads.iter().for_each(|(sh, _, _)| sh.close());
-                close_pubs();
-                return Err(Error::Connect {
-                    url: info.as_ref().map(|i| i.1.to_string()).unwrap_or_default(),
-                    reason: format!(
-                        "{} of {all} subscribers connected and subscribed",
-                        f.board().opened_count()
-                    ),
-                });
-            }
-        }
-        // The PONG after SUB means the server has registered the interest: only then can a
-        // publisher's first message be counted on to reach the subscriber.
-        for (shared, ticket, _) in &sub_threads {
-            if !shared.wait_pong(*ticket, opts.timeout) {
-                // Closing ends every subscriber's read loop, so the scope can be left.
-                sub_threads.iter().for_each(|(sh, _, _)| sh.close());
-                close_pubs();
-                fleet.iter().for_each(Fleet::stop);
-                return Err(Error::Connect {
-                    url: info.as_ref().map(|i| i.1.to_string()).unwrap_or_default(),
-                    reason: "the server did not confirm the subscription".into(),
-                });
-            }
-        }
-        if opts.scenario == ScenarioKind::Sub && share.is_none() {
-            eprintln!("waiting for messages on '{subject}'");
-        }
-        // On agents, everyone starts together, on one schedule.
-        let common_zero = match share {
-            Some(sh) => match sh.peers.ready(stop) {
-                Some(at) => {
-                    std::thread::sleep(at.saturating_duration_since(Instant::now()));
-                    Some(at)
-                }
-                None => {
-                    sub_threads.iter().for_each(|(sh, _, _)| sh.close());
-                    close_pubs();
-                    fleet.iter().for_each(Fleet::stop);
-                    return Err(Error::Agent("stopped before the common start".into()));
-                }
-            },
-            None => None,
+        let Some(spec) = fleet else {
+            return Ok(());
         };
+        let (base, n) = (self.mine.sub_base, self.mine.n_subs);
+        let f = Fleet::start(
+            s,
+            spec,
+            &self.ctl,
+            self.stop,
+            base..base + n,
+            &self.sub_meters,
+        );
+        // Each fleet subscriber is ready once the PONG after its SUB came back.
+        let all = u64::from(n);
+        let up = f.wait(self.opts.timeout, self.stop, |b| b.settled_count() >= all);
+        let opened = f.board().opened_count();
+        armed.fleet = Some(f);
+        if !up || opened < all {
+            armed.abort();
+            return Err(self.not_connected(format!(
+                "{opened} of {all} subscribers connected and subscribed"
+            )));
+        }
+        Ok(())
+    }
 
-        let zero = injector.as_ref().map(|inj| {
-            let zero = *epoch.get_or_init(Instant::now);
-            s.spawn(move || inj.run(zero, stop));
+    /// Subscriber `i`'s thread: the one subscribe loop, with the recorder this run needs.
+    fn receive(&self, mut reader: Reader, sh: &conn::Shared, i: usize) -> Received {
+        let opts = self.opts;
+        let spec = SubSpec {
+            id: self.mine.sub_base + i as u32,
+            idle_timeout: opts.timeout,
+            start_timeout: opts.start_timeout,
+            duration: match (opts.scenario, opts.stop) {
+                (ScenarioKind::Sub, Stop::For(d)) => Some(d),
+                _ => None,
+            },
+            stall: opts.sub_stall,
+            run_tag: (opts.scenario == ScenarioKind::Pubsub).then_some(self.run_tag),
+        };
+        let (ctl, stop, progress, epoch) =
+            (&self.ctl, self.stop, &self.sub_meters[i].msgs, &self.epoch);
+        let schedule = opts.pace.schedule();
+        let npubs = f64::from(opts.pubs.max(1));
+        let due = move |p: &[u8]| {
+            let st = stamp::read(p)?;
+            schedule?.due_ns(st.seq as f64 * npubs + f64::from(st.publisher))
+        };
+        let fault_ns = self.injector.as_ref().map(Injector::fault_ns);
+        let mut log = DeliveryLog::new(spec.run_tag);
+        let mut by_stage = None;
+        let arrivals = || StageArrivals::new(self.staged?, opts.pubs, spec.run_tag).into();
+        let (out, recovery) = match (fault_ns, arrivals()) {
+            (None, Some(arrivals)) => {
+                let mut r = Staged {
+                    inner: log,
+                    arrivals,
+                    epoch,
+                };
+                let out = load::subscribe(&mut reader, sh, &spec, ctl, stop, progress, &mut r);
+                log = r.inner;
+                by_stage = Some((r.arrivals.counts, r.arrivals.within));
+                (out, None)
+            }
+            (Some(fault_ns), Some(arrivals)) => {
+                let inner = Staged {
+                    inner: log,
+                    arrivals,
+                    epoch,
+                };
+                let mut r = Recovering::new(inner, due, epoch, fault_ns);
+                let out = load::subscribe(&mut reader, sh, &spec, ctl, stop, progress, &mut r);
+                log = r.inner.inner;
+                by_stage = Some((r.inner.arrivals.counts, r.inner.arrivals.within));
+                (out, Some(r.log))
+            }
+            (Some(fault_ns), None) => {
+                let mut r = Recovering::new(log, due, epoch, fault_ns);
+                let out = load::subscribe(&mut reader, sh, &spec, ctl, stop, progress, &mut r);
+                log = r.inner;
+                (out, Some(r.log))
+            }
+            (None, None) => (
+                load::subscribe(&mut reader, sh, &spec, ctl, stop, progress, &mut log),
+                None,
+            ),
+        };
+        sh.close();
+        Received {
+            out,
+            log,
+            recovery,
+            by_stage,
+        }
+    }
+
+    /// The publishers' shared time zero, when a fault or a schedule of stages needs one; the
+    /// fault's thread starts from it.
+    fn time_zero<'s>(
+        &'s self,
+        s: &'s Scope<'s, '_>,
+        common_zero: Option<Instant>,
+    ) -> Option<Instant> {
+        let zero = self.injector.as_ref().map(|inj| {
+            let zero = *self.epoch.get_or_init(Instant::now);
+            s.spawn(move || inj.run(zero, self.stop));
             zero
         });
         // Stages of a schedule are shared: every publisher starts them at one time zero.
-        let zero = match (zero, staged) {
+        let zero = match (zero, self.staged) {
             // Subscribers time arrivals by stage from the same zero.
-            (None, Some(_)) => {
-                Some(*epoch.get_or_init(|| common_zero.unwrap_or_else(Instant::now)))
-            }
+            (None, Some(_)) => Some(
+                *self
+                    .epoch
+                    .get_or_init(|| common_zero.unwrap_or_else(Instant::now)),
+            ),
             (z, _) => z,
         };
-        if let (Some(at), Some(sched)) = (zero, staged) {
-            meter.follow_schedule(at, sched);
+        if let (Some(at), Some(sched)) = (zero, self.staged) {
+            self.meter.follow_schedule(at, sched);
         }
-        let mut pub_threads = Vec::new();
-        for (i, shared) in pubs.iter().cloned().enumerate() {
-            let frame = Frame::new(
-                &opts.subject,
-                opts.multisubject.map(crate::engine::load::Keys::cycle),
-                &header_block,
-                &payload,
-                match stamp_with {
-                    Some(run_tag) => StampKind::Delivery {
-                        run_tag,
-                        publisher: pub_base + i as u32,
-                    },
-                    None => StampKind::None,
-                },
-            );
-            let spec = PubSpec {
-                id: pub_base + i as u32,
-                stop: opts.stop,
-                pace: schedule.map(|sc| sc.share(pub_base + i as u32, opts.pubs.max(1))),
-                start_at: zero.or(common_zero),
-                late_bound: crate::scenario::pacing::PACING_LATE_BOUND,
-                flush_timeout: opts.timeout,
-            };
-            let (barrier, progress) = (&barrier, &pub_meters[i].msgs);
-            pub_threads.push(s.spawn(move || {
-                barrier.wait();
-                let out = load::publish(&shared, &frame, &spec, stop, progress, None, None);
-                shared.close();
-                out
-            }));
-        }
-        let pub_runs: Vec<PubOutcome> = pub_threads
+        zero
+    }
+
+    /// The load: the publishers released together and joined; then the subscribers, told how
+    /// many messages to expect, joined.
+    fn load<'s>(&'s self, s: &'s Scope<'s, '_>, armed: Armed<'s>) -> Measured {
+        let start_at = armed.zero.or(armed.common_zero);
+        let pub_threads: Vec<_> = armed
+            .pubs
+            .iter()
+            .cloned()
+            .enumerate()
+            .map(|(i, shared)| {
+                let frame = self.frame(i);
+                let spec = self.pub_spec(i, start_at);
+                let progress = &self.pub_meters[i].msgs;
+                s.spawn(move || {
+                    self.barrier.wait();
+                    let out =
+                        load::publish(&shared, &frame, &spec, self.stop, progress, None, None);
+                    shared.close();
+                    out
+                })
+            })
+            .collect();
+        let pubs: Vec<PubOutcome> = pub_threads
             .into_iter()
             .map(|h| h.join().expect("publisher thread panicked"))
             .collect();
-        if let Some(inj) = &injector {
+        if let Some(inj) = &self.injector {
             inj.finish();
         }
-        let sent: u64 = pub_runs.iter().map(|o| o.run.msgs).sum();
-        let everyone = match share {
-            Some(sh) => {
-                sh.peers
-                    .published(&pub_runs.iter().map(|o| o.run.msgs).collect::<Vec<_>>());
-                if opts.scenario == ScenarioKind::Pubsub && n_subs > 0 {
-                    sh.peers.all_published(stop)
-                } else {
-                    None
-                }
-            }
-            None => None,
-        };
-        if opts.scenario == ScenarioKind::Pubsub {
-            ctl.arm(everyone.as_ref().map_or(sent, |all| all.iter().sum()));
-        }
-        #[allow(clippy::type_complexity)]
-        let sub_outcomes: Vec<(
-            SubOutcome,
-            DeliveryLog,
-            Option<RecoveryLog>,
-            Option<(Vec<u64>, Vec<u64>)>,
-        )> = sub_threads
+        let everyone = self.tell_subscribers(&pubs);
+        let subs = armed
+            .subs
             .into_iter()
-            .map(|(_, _, h)| h.join().expect("subscriber thread panicked"))
-            .chain(fleet.into_iter().flat_map(Fleet::join).map(|m| {
+            .map(|t| t.handle.join().expect("subscriber thread panicked"))
+            .chain(armed.fleet.into_iter().flat_map(Fleet::join).map(|m| {
                 let end = match m.ending {
                     Some(Ending::Failed(f)) => conn::End::Failed(f.counted()),
                     _ => conn::End::Stopped,
@@ -413,159 +461,82 @@ pub fn run(
                     run: m.outcome(),
                     end,
                 };
-                let log = m.log.unwrap_or_default();
-                (out, log, None, None)
+                Received {
+                    out,
+                    log: m.log.unwrap_or_default(),
+                    recovery: None,
+                    by_stage: None,
+                }
             }))
             .collect();
-        Ok((pub_runs, sub_outcomes, everyone, common_zero))
-    })?;
+        Measured {
+            pubs,
+            subs,
+            everyone,
+            common_zero: armed.common_zero,
+        }
+    }
 
-    // In pubsub a subscriber's span starts when publishing starts, not at its first message:
-    // delivery rate is end to end, and a short run that arrives in one read is not "infinitely"
-    // fast. A lone `sub` has no publish clock and spans first to last message.
-    let publish_start = common_zero.or(pub_runs.iter().filter_map(|o| o.run.start).min());
-    let runs: Vec<ClientRun> = pub_runs
-        .iter()
-        .map(|o| o.run)
-        .chain(sub_outcomes.iter().map(|(o, ..)| ClientRun {
-            start: publish_start.or(o.run.start),
-            ..o.run
-        }))
-        .collect();
-    meter.counted_until(runs.iter().map(|r| r.end));
-    let (throughput, by_role, clients) = throughput_sections(&runs);
-    // Indexed by global publisher id: on an agent, every publisher's count when its
-    // subscribers were told them, else its own publishers' in their places.
-    let sent: Vec<u64> = match everyone {
-        Some(all) => all,
-        None => {
-            let total = share.map_or(n_pubs, |sh| sh.seg.pubs_total);
-            let mut v = vec![0; total.max(pub_base + n_pubs) as usize];
-            for (i, o) in pub_runs.iter().enumerate() {
-                v[pub_base as usize + i] = o.run.msgs;
-            }
-            // A run on agents stopped before every publisher's count came: another agent's
-            // publisher sent at least what its stamps show arrived (all below the highest
-            // sequence seen), so delivery is accounted against that.
-            if share.is_some() {
-                for (id, n) in v.iter_mut().enumerate() {
-                    let mine = (pub_base..pub_base + n_pubs).contains(&(id as u32));
-                    if !mine {
-                        let key = delivery::PublisherKey {
-                            run_tag,
-                            publisher: id as u32,
-                        };
-                        *n = sub_outcomes
-                            .iter()
-                            .filter_map(|(_, log, ..)| log.tracker(key))
-                            .map(delivery::SeqTracker::high_mark)
-                            .max()
-                            .unwrap_or(0);
-                    }
-                }
-            }
-            v
-        }
-    };
-    // Each subscriber's own loss goes beside its throughput, by id: the spread of a fan-out
-    // names its slowest subscribers with what they missed.
-    let (delivery, missed) = match opts.scenario {
-        ScenarioKind::Pub => (
-            Delivery {
-                sent: sent.iter().sum(),
-                accounting: "none",
-                ..Delivery::default()
-            },
-            Vec::new(),
-        ),
-        ScenarioKind::Pubsub | ScenarioKind::Sub => {
-            let logs: Vec<(u64, &delivery::DeliveryLog)> = sub_outcomes
-                .iter()
-                .map(|(o, log, ..)| (o.run.msgs, log))
-                .collect();
-            let expect = match (opts.scenario, opts.stop) {
-                (ScenarioKind::Pubsub, _) => Expectation::Published {
+    /// Publisher `i`'s prebuilt message.
+    fn frame(&self, i: usize) -> Frame {
+        let opts = self.opts;
+        Frame::new(
+            &opts.subject,
+            opts.multisubject.map(crate::engine::load::Keys::cycle),
+            &self.header_block,
+            &self.payload,
+            match self.stamp_with {
+                Some(run_tag) => StampKind::Delivery {
                     run_tag,
-                    sent: &sent,
+                    publisher: self.mine.pub_base + i as u32,
                 },
-                (_, Stop::Count(n)) => Expectation::PerSubscriber(n),
-                // `sub --duration` has no expected count; what arrived is what was expected.
-                (_, Stop::For(_)) => Expectation::PerSubscriber(0),
-            };
-            let ids = sub_outcomes.iter().map(|(o, ..)| o.run.id);
-            let missed: Vec<(u32, u64)> = ids
-                .zip(delivery::missed_by_subscriber(&logs, &expect))
-                .collect();
-            (delivery::summarize(&logs, &expect), missed)
-        }
-    };
-    let (server_info, url) = info.expect("at least one client");
-    let fault = injector.as_ref().map(|inj| {
-        let logs: Vec<&RecoveryLog> = sub_outcomes
-            .iter()
-            .filter_map(|(_, _, r, _)| r.as_ref())
-            .collect();
-        let end_ns = match opts.stop {
-            Stop::For(d) => d.as_nanos() as u64,
-            Stop::Count(n) => schedule
-                .and_then(|sc| sc.due_ns(n as f64 * npubs))
-                .unwrap_or(u64::MAX),
-        };
-        // Every subscriber receives every publisher's messages.
-        inj.report(&logs, &opts.pace, 1, end_ns)
-    });
-    let pacing = match &opts.pace {
-        // An agent's target is its publishers' share of the aggregate rate.
-        Pace::Open(sc) if n_pubs > 0 => crate::scenario::pacing::pacing(
-            sc.mean_rate() * f64::from(n_pubs) / f64::from(opts.pubs.max(1)),
-            &pub_runs,
-            by_role.get("pub"),
-        ),
-        Pace::Open(_) | Pace::Unlimited => None,
-    };
-    let stages = staged.map(|sc| {
-        let mut sent_by_stage = vec![0u64; sc.stages().len()];
-        for (i, o) in pub_runs.iter().enumerate() {
-            let part = sc.share(pub_base + i as u32, opts.pubs.max(1));
-            for (t, n) in sent_by_stage.iter_mut().zip(part.sent_by_stage(o.run.msgs)) {
-                *t += n;
-            }
-        }
-        // Each subscriber receives every publisher's messages: a stage's arrivals are summed
-        // over the subscribers, and each of them expected the stage's every message.
-        // Without stamps (a --payload of the user's) no arrival can be placed: null, not 0.
-        let stamped = stamp_with.is_some();
-        let received =
-            (opts.scenario == ScenarioKind::Pubsub && n_subs > 0 && stamped).then(|| {
-                let totals = StageTotals::new(sc).expect("a schedule of stages");
-                let n = sc.stages().len();
-                let (mut due, mut within) = (vec![0u64; n], vec![0u64; n]);
-                for (d, w) in sub_outcomes.iter().filter_map(|(.., c)| c.as_ref()) {
-                    due.iter_mut().zip(d).for_each(|(t, x)| *t += x);
-                    within.iter_mut().zip(w).for_each(|(t, x)| *t += x);
-                }
-                totals.add_received(&due, &within);
-                totals.take()
-            });
-        ScheduleReport::new(sc, &sent_by_stage, u64::from(n_subs.max(1)), received)
-    });
-    Ok(RunResult {
-        schedule: stages,
-        plan: None,
-        fault,
-        pacing,
-        throughput,
-        by_role,
-        clients,
-        delivery,
-        ..RunResult::new(
-            opts.scenario.as_str(),
-            started_at,
-            opts.params(),
-            ServerMeta::new(&server_info, &url, target.local),
-            &errors,
-            stop.load(Ordering::Relaxed),
+                None => StampKind::None,
+            },
         )
     }
-    .with_missed(&missed))
+
+    fn pub_spec(&self, i: usize, start_at: Option<Instant>) -> PubSpec {
+        let (opts, id) = (self.opts, self.mine.pub_base + i as u32);
+        PubSpec {
+            id,
+            stop: opts.stop,
+            pace: opts
+                .pace
+                .schedule()
+                .map(|sc| sc.share(id, opts.pubs.max(1))),
+            start_at,
+            late_bound: crate::scenario::pacing::PACING_LATE_BOUND,
+            flush_timeout: opts.timeout,
+        }
+    }
+
+    /// Sets the count pubsub's subscribers wait for: what this process's publishers sent, or
+    /// on agents what every agent's sent. Returns the latter.
+    fn tell_subscribers(&self, pubs: &[PubOutcome]) -> Option<Vec<u64>> {
+        let sent: u64 = pubs.iter().map(|o| o.run.msgs).sum();
+        let everyone = match self.share {
+            Some(sh) => {
+                sh.peers
+                    .published(&pubs.iter().map(|o| o.run.msgs).collect::<Vec<_>>());
+                if self.opts.scenario == ScenarioKind::Pubsub && self.mine.n_subs > 0 {
+                    sh.peers.all_published(self.stop)
+                } else {
+                    None
+                }
+            }
+            None => None,
+        };
+        if self.opts.scenario == ScenarioKind::Pubsub {
+            self.ctl
+                .arm(everyone.as_ref().map_or(sent, |all| all.iter().sum()));
+        }
+        everyone
+    }
+
+    fn not_connected(&self, reason: String) -> Error {
+        Error::Connect {
+            url: self.url.clone(),
+            reason,
+        }
+    }
 }

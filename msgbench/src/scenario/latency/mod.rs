@@ -14,6 +14,7 @@ use crate::options::conn::ConnParams;
 use crate::result::{Describe, RunResult};
 
 mod args;
+mod assemble;
 mod options;
 mod run;
 

@@ -15,8 +15,11 @@ use crate::result::{Describe, RunResult};
 use crate::scenario::{Compared, Ctx, Runnable, Scenario, Split};
 
 mod args;
+mod assemble;
+mod connect;
 mod options;
 mod reply;
+mod requester;
 mod run;
 
 pub use args::{ReplyArgs, RequestArgs};

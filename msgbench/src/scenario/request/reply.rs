@@ -17,7 +17,8 @@ use crate::stats::timeline::Meter;
 use crate::wire::proto;
 
 /// The queue group responders join, so each request is answered once.
-use super::run::{connect_to, subscribe, QUEUE};
+use super::connect::{connect_to, subscribe};
+use super::run::QUEUE;
 
 /// Runs `msgbench reply`: responders in a queue group until the count or the time is reached.
 ///

@@ -1,0 +1,280 @@
+//! One requester's side of request/reply: how its requests go on the wire ([`Shape`]), what
+//! its reader makes of each reply ([`Replies`], [`on_reply`]), and the closed loop in which
+//! its own reader thread sends the next request as soon as a reply frees a slot. The open loop
+//! is the publish loop with a reader beside it ([`super::run`]).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+use crate::engine::conn::{self, Event, Flow};
+use crate::engine::jsapi::{self, Ack};
+use crate::engine::jsframe::JsFrame;
+use crate::engine::load::{self, Frame, PubOutcome, Window};
+use crate::engine::pace::Stop;
+use crate::error::ErrorCounts;
+use crate::stats::acks::AckSet;
+use crate::stats::latency::{LatencyRecorder, SendTimes};
+use crate::stats::recovery::RecoveryLog;
+use crate::stats::schedule::PubSchedule;
+use crate::stats::throughput::{ClientRun, Role};
+use crate::stats::timeline::ClientMeter;
+use crate::wire::proto;
+
+/// What one requester's reader saw.
+pub(super) struct Replies<'a> {
+    pub(super) rec: LatencyRecorder<'a>,
+    pub(super) ok: u64,
+    pub(super) no_responders: u64,
+    pub(super) late: u64,
+    pub(super) bytes: u64,
+    pub(super) last: Option<Instant>,
+    /// Arrivals around an injected fault; `fault_ns` is `None` without one.
+    pub(super) recovery: RecoveryLog,
+    pub(super) fault_ns: Option<&'a AtomicU64>,
+    /// With JetStream acknowledgements: the stream sequences acknowledged, duplicates among
+    /// them, and where failed acknowledgements are counted by kind.
+    pub(super) acks: Option<AckSet>,
+    pub(super) dup_acks: u64,
+    /// Acknowledgements the server marked duplicate: a message id it had already stored.
+    pub(super) deduplicated: u64,
+    pub(super) errors: &'a ErrorCounts,
+    /// The live view's count of good replies and their latencies.
+    pub(super) meter: &'a ClientMeter,
+    /// Bytes a reply stands for: with JetStream, the payload it acknowledges (a PubAck's own
+    /// bytes say nothing about what was stored); otherwise the reply's payload.
+    pub(super) stands_for: Option<u64>,
+}
+
+/// How a client's requests go on the wire: one message each, or a JetStream publish with a
+/// message id or a whole atomic batch.
+pub(super) enum Shape {
+    Plain(Frame),
+    Js(JsFrame),
+}
+
+impl Shape {
+    /// Appends request `k`; returns the messages it holds.
+    fn append(&self, out: &mut Vec<u8>, k: u64) -> u64 {
+        match self {
+            Shape::Plain(f) => {
+                f.append(out, k);
+                1
+            }
+            Shape::Js(f) => f.append(out, k),
+        }
+    }
+
+    fn payload_len(&self) -> usize {
+        match self {
+            Shape::Plain(f) => f.payload_len(),
+            Shape::Js(f) => f.payload_len(),
+        }
+    }
+}
+
+pub(super) fn new_replies<'a>(
+    fault_ns: Option<&'a AtomicU64>,
+    js_base: Option<u64>,
+    size: usize,
+    errors: &'a ErrorCounts,
+    meter: &'a ClientMeter,
+) -> Replies<'a> {
+    Replies {
+        acks: js_base.map(AckSet::new),
+        dup_acks: 0,
+        deduplicated: 0,
+        errors,
+        meter,
+        stands_for: js_base.map(|_| size as u64),
+        recovery: RecoveryLog::default(),
+        fault_ns,
+        rec: LatencyRecorder::new(0, u64::MAX / 2, None).with_live(meter.latency.as_ref()),
+        ok: 0,
+        no_responders: 0,
+        late: 0,
+        bytes: 0,
+        last: None,
+    }
+}
+
+/// Handles one reply: frees its request's slot and times it.
+pub(super) fn on_reply(
+    r: &mut Replies<'_>,
+    m: &proto::Msg<'_>,
+    window: &Window,
+    times: &SendTimes,
+    schedule: Option<&PubSchedule>,
+    zero: Instant,
+) {
+    let now = Instant::now();
+    // The reply subject's last token is the request's sequence number.
+    let Some(seq) = m
+        .subject
+        .rsplit(|b| *b == b'.')
+        .next()
+        .and_then(|t| std::str::from_utf8(t).ok())
+        .and_then(|t| t.parse::<u64>().ok())
+    else {
+        return;
+    };
+    let on_time = window.complete(seq);
+    // A server with no one listening answers at once with a 503 status and no payload.
+    if m.headers.is_some_and(|h| h.starts_with(b"NATS/1.0 503")) {
+        r.no_responders += u64::from(on_time);
+        return;
+    }
+    // Any other status (a direct get's 404 for a key with no value, …) is a failed request.
+    if let Some(kind) = m.headers.and_then(jsapi::status_kind) {
+        r.errors.add(kind);
+        return;
+    }
+    // Messages this reply acknowledges: a whole batch at its commit.
+    let mut count = 1;
+    if let Some(acks) = r.acks.as_mut() {
+        // A late acknowledgement still says the message was stored: it counts for the
+        // reconciliation with the stream, only not for latency.
+        match jsapi::read_ack(m.payload) {
+            // The sequence of a recognised message id is where the first copy went: not this
+            // run's to account for.
+            Ack::Stored {
+                duplicate: true, ..
+            } => r.deduplicated += 1,
+            Ack::Stored { seq, batch, .. } => {
+                count = batch.max(1);
+                for s in seq.saturating_sub(count - 1)..=seq {
+                    if !acks.insert(s) {
+                        r.dup_acks += 1;
+                    }
+                }
+            }
+            Ack::Failed(kind) => {
+                r.errors.add(kind);
+                return;
+            }
+        }
+    }
+    if !on_time {
+        r.late += 1;
+        return;
+    }
+    let recv_ns = now.saturating_duration_since(zero).as_nanos() as u64;
+    let sent_ns = times.get(seq);
+    // Closed loop has no schedule: a request is due when it is sent.
+    let due_ns = match schedule {
+        Some(s) => s.due_ns(seq).unwrap_or(recv_ns),
+        None => sent_ns.unwrap_or(recv_ns),
+    };
+    r.rec.record(seq, due_ns, sent_ns, recv_ns);
+    if let Some(f) = r.fault_ns {
+        r.recovery
+            .record(Some(due_ns), recv_ns, f.load(Ordering::Relaxed));
+    }
+    r.ok += count;
+    r.meter.msgs.store(r.ok, Ordering::Relaxed);
+    r.bytes += r
+        .stands_for
+        .map_or(m.payload.len() as u64, |size| size * count);
+    r.last = Some(now);
+}
+
+/// One closed-loop requester on one thread: after every read, the slots that replies (or
+/// timeouts) freed are refilled with new requests, written in one go.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn closed_loop(
+    reader: &mut conn::Reader,
+    shared: &conn::Shared,
+    frame: &Shape,
+    window: &Window,
+    times: &SendTimes,
+    until: Stop,
+    zero: Instant,
+    stop: &AtomicBool,
+    id: u32,
+    r: &mut Replies<'_>,
+    progress: &AtomicU64,
+) -> PubOutcome {
+    // In requests: with batches, the last one may be short.
+    let limit = match (until, frame) {
+        (Stop::Count(n), Shape::Js(f)) => n.div_ceil(f.messages_in(0).max(1)),
+        (Stop::Count(n), Shape::Plain(_)) => n,
+        (Stop::For(_), _) => u64::MAX,
+    };
+    let deadline = match until {
+        Stop::For(d) => Some(zero + d),
+        Stop::Count(_) => None,
+    };
+    let mut out = Vec::with_capacity(load::FLUSH_AT);
+    let mut sent = 0u64;
+    let mut msgs = 0u64;
+    let mut failed = None;
+    let mut link = shared.link_generation();
+    reader.run(shared, load::TICK, |event| match event {
+        Event::Msg(m) => {
+            on_reply(r, &m, window, times, None, zero);
+            Flow::Continue
+        }
+        Event::Tick => {
+            abandon_if_relinked(shared, &mut link, window);
+            let now = Instant::now();
+            let sending = failed.is_none()
+                && !stop.load(Ordering::Relaxed)
+                && deadline.is_none_or(|d| now < d);
+            let mut write = |out: &mut Vec<u8>| {
+                // Requests lost with a replaced connection time out in the window.
+                if let Err(conn::SendError::Failed(k)) = shared.write_all(out) {
+                    failed = Some(k);
+                }
+                out.clear();
+            };
+            while sending && sent < limit && window.try_acquire(sent) {
+                times.put(sent, zero.elapsed().as_nanos() as u64);
+                msgs += frame.append(&mut out, sent);
+                sent += 1;
+                if out.len() >= load::FLUSH_AT {
+                    write(&mut out);
+                }
+            }
+            if !out.is_empty() {
+                write(&mut out);
+            }
+            progress.store(msgs, Ordering::Relaxed);
+            let more = sending && sent < limit;
+            if (!more && window.in_flight() == 0)
+                || failed.is_some()
+                || stop.load(Ordering::Relaxed)
+            {
+                Flow::Stop
+            } else {
+                Flow::Continue
+            }
+        }
+    });
+    if let Some(k) = failed {
+        shared.errors.add(k);
+        shared.errors.failed(k, false);
+    }
+    PubOutcome {
+        run: ClientRun {
+            role: Role::Pub,
+            id,
+            msgs,
+            bytes: msgs * frame.payload_len() as u64,
+            start: Some(zero),
+            end: Some(Instant::now()),
+        },
+        error: failed,
+        late_sends: 0,
+        send_lag: None,
+        write_blocked: None,
+    }
+}
+
+/// After a reconnect, the requests in flight on the lost link are void: their slots are freed
+/// at once (see [`Window::abandon_all`]).
+pub(super) fn abandon_if_relinked(shared: &conn::Shared, seen: &mut u64, window: &Window) {
+    let now = shared.link_generation();
+    if now != *seen {
+        *seen = now;
+        window.abandon_all();
+    }
+}
