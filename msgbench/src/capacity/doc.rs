@@ -229,7 +229,7 @@ impl Capacity {
         tool: ToolInfo,
     ) -> Self {
         let mut plan = plan;
-        super::remove_search_keys(&mut plan);
+        without_search_keys(&mut plan);
         Capacity {
             schema: SCHEMA,
             tool,
@@ -460,6 +460,33 @@ pub fn write(doc: &Capacity, json: Option<&Path>) -> Result<()> {
     let mut bytes = serde_json::to_vec_pretty(doc).expect("the capacity document serialises");
     bytes.push(b'\n');
     crate::output::write::save(path, &bytes, "--json")
+}
+
+/// The keys of what a probe sets (its rate, its length and latency's warm-up), which the
+/// document's plan leaves out: it shows the plan as typed, and these hold only the defaults the
+/// search does not read.
+const SET_BY_SEARCH: [&str; 7] = [
+    "rate",
+    "rate_schedule",
+    "msgs",
+    "duration",
+    "requests",
+    "total",
+    "warmup",
+];
+
+/// A plan document without the keys a probe sets, at its top and in its `load` group.
+fn without_search_keys(doc: &mut Value) {
+    if let Some(obj) = doc.as_object_mut() {
+        for key in SET_BY_SEARCH {
+            obj.remove(key);
+        }
+        if let Some(load) = obj.get_mut("load").and_then(Value::as_object_mut) {
+            for key in SET_BY_SEARCH {
+                load.remove(key);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
