@@ -462,27 +462,15 @@ pub fn write(doc: &Capacity, json: Option<&Path>) -> Result<()> {
     crate::output::write::save(path, &bytes, "--json")
 }
 
-/// The keys of what a probe sets (its rate, its length and latency's warm-up), which the
-/// document's plan leaves out: it shows the plan as typed, and these hold only the defaults the
-/// search does not read.
-const SET_BY_SEARCH: [&str; 7] = [
-    "rate",
-    "rate_schedule",
-    "msgs",
-    "duration",
-    "requests",
-    "total",
-    "warmup",
-];
-
-/// A plan document without the keys a probe sets, at its top and in its `load` group.
+/// A plan document without the keys a probe sets, at its top and in its `load` group: the
+/// document shows the plan as typed, and these hold only defaults the search does not read.
 fn without_search_keys(doc: &mut Value) {
     if let Some(obj) = doc.as_object_mut() {
-        for key in SET_BY_SEARCH {
+        for key in super::SET_BY_SEARCH {
             obj.remove(key);
         }
         if let Some(load) = obj.get_mut("load").and_then(Value::as_object_mut) {
-            for key in SET_BY_SEARCH {
+            for key in super::SET_BY_SEARCH {
                 load.remove(key);
             }
         }

@@ -32,6 +32,19 @@ mod judge;
 use doc::{Attempt, Capacity, Probe};
 use judge::{classify, hold_view, Outcome};
 
+/// What a probe sets, by flag id: its rate, its length and latency's warm-up. Typing one is
+/// refused as the command line is read (it would be replaced), and the document's plan leaves
+/// them out.
+pub(crate) const SET_BY_SEARCH: [&str; 7] = [
+    "rate",
+    "rate_schedule",
+    "msgs",
+    "duration",
+    "requests",
+    "total",
+    "warmup",
+];
+
 /// A search probes this many rates at most (the doubling from 1/s to 5M/s is 23, and the
 /// bisection to 5 % about 5 more): it always ends by itself.
 const MAX_PROBED_RATES: usize = 40;
