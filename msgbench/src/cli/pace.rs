@@ -9,6 +9,10 @@
 //! its unit (messages per publisher, requests per client) and its default differ, and kv and
 //! reply count without a rate. Each such count conflicts with `--duration` and
 //! `--rate-schedule` itself, so the group names no flag outside it.
+//!
+//! Not here, on purpose: `js consume --rate` paces only the publisher of `--publish live`, with
+//! no schedule and no duration; `kv` and `reply` take `--duration` without any rate, and
+//! flattening the group into them would add flags with nothing to act on.
 
 use std::time::Duration;
 

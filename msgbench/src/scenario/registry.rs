@@ -253,6 +253,35 @@ pub(crate) use flags;
 mod tests {
     use super::*;
 
+    /// Every scenario that flattens the pace flags says what `--rate` paces there: its help
+    /// is never the group's placeholder.
+    #[test]
+    fn every_paced_scenario_says_what_its_rate_means() {
+        use clap::Args as _;
+        let help = |cmd: &clap::Command| {
+            cmd.get_arguments()
+                .find(|a| a.get_id() == "rate")
+                .and_then(|a| a.get_help())
+                .map(ToString::to_string)
+        };
+        let placeholder = help(&PaceArgs::augment_args(clap::Command::new("x"))).unwrap();
+        let mut paced = 0;
+        for e in ALL {
+            let cmd = e.command();
+            if !cmd.get_arguments().any(|a| a.get_id() == "rate_schedule") {
+                continue;
+            }
+            paced += 1;
+            let rate = help(&cmd).unwrap_or_default();
+            assert!(
+                !rate.is_empty() && rate != placeholder,
+                "{}: {rate}",
+                e.name()
+            );
+        }
+        assert_eq!(paced, 7);
+    }
+
     #[test]
     fn names_and_words_are_unique_and_commands_build() {
         let mut names: Vec<&str> = ALL.iter().map(|e| e.name()).collect();
