@@ -252,22 +252,11 @@ pub struct CapacityCommand {
     pub search: SearchArgs,
 }
 
-/// Flags a capacity search sets itself; typing one would be silently replaced, so it is
-/// refused.
-const SET_BY_SEARCH: [&str; 7] = [
-    "rate",
-    "rate_schedule",
-    "msgs",
-    "duration",
-    "requests",
-    "total",
-    "warmup",
-];
-
 impl FromArgMatches for CapacityCommand {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
         let (plan, sub) = offered_plan(m, |e| e.capacity())?;
-        if let Some(id) = SET_BY_SEARCH.iter().find(|id| {
+        // Flags the search sets itself: typing one would be silently replaced.
+        if let Some(id) = crate::capacity::SET_BY_SEARCH.iter().find(|id| {
             sub.try_contains_id(id).unwrap_or(false)
                 && sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
         }) {

@@ -229,7 +229,7 @@ impl Capacity {
         tool: ToolInfo,
     ) -> Self {
         let mut plan = plan;
-        super::remove_search_keys(&mut plan);
+        without_search_keys(&mut plan);
         Capacity {
             schema: SCHEMA,
             tool,
@@ -460,6 +460,21 @@ pub fn write(doc: &Capacity, json: Option<&Path>) -> Result<()> {
     let mut bytes = serde_json::to_vec_pretty(doc).expect("the capacity document serialises");
     bytes.push(b'\n');
     crate::output::write::save(path, &bytes, "--json")
+}
+
+/// A plan document without the keys a probe sets, at its top and in its `load` group: the
+/// document shows the plan as typed, and these hold only defaults the search does not read.
+fn without_search_keys(doc: &mut Value) {
+    if let Some(obj) = doc.as_object_mut() {
+        for key in super::SET_BY_SEARCH {
+            obj.remove(key);
+        }
+        if let Some(load) = obj.get_mut("load").and_then(Value::as_object_mut) {
+            for key in super::SET_BY_SEARCH {
+                load.remove(key);
+            }
+        }
+    }
 }
 
 #[cfg(test)]

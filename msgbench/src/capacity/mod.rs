@@ -20,8 +20,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use serde_json::Value;
-
 use crate::cli::SearchArgs;
 use crate::error::{exit, Error, Result};
 use crate::plan::Plan;
@@ -33,6 +31,19 @@ mod judge;
 
 use doc::{Attempt, Capacity, Probe};
 use judge::{classify, hold_view, Outcome};
+
+/// What a probe sets, by flag id: its rate, its length and latency's warm-up. Typing one is
+/// refused as the command line is read (it would be replaced), and the document's plan leaves
+/// them out.
+pub(crate) const SET_BY_SEARCH: [&str; 7] = [
+    "rate",
+    "rate_schedule",
+    "msgs",
+    "duration",
+    "requests",
+    "total",
+    "warmup",
+];
 
 /// A search probes this many rates at most (the doubling from 1/s to 5M/s is 23, and the
 /// bisection to 5 % about 5 more): it always ends by itself.
@@ -199,8 +210,9 @@ pub fn run(plan: Plan, search: SearchArgs, stop: &AtomicBool) -> Result<u8> {
 }
 
 /// Every check a search makes before anything starts, in the order the run makes them: the
-/// search's own flags, the output flags it refuses, the plan, and one probe plan (so every
-/// flag is checked as a probe will use it). Returns where the document goes and that probe.
+/// search's own flags, the output flags it refuses, and one probe plan (so every flag is
+/// checked as a probe will use it, `--allow-loss` included). Returns where the document goes
+/// and that probe.
 ///
 /// # Errors
 /// The first flag that cannot work, named in one line.
@@ -210,8 +222,14 @@ pub fn preflight(
 ) -> Result<(Option<std::path::PathBuf>, crate::plan::Validated)> {
     check_search(search)?;
     let json = refuse_outputs(plan.out())?;
-    check_base(plan)?;
     let first = probe_plan(plan, search.start_rate, search)?.validate()?;
+    if first.allow_loss() {
+        return Err(Error::Usage(
+            "--allow-loss does not apply to a search: loss fails a rate only through an SLO \
+             such as --slo 'lost==0'"
+                .into(),
+        ));
+    }
     Ok((json, first))
 }
 
@@ -310,54 +328,14 @@ fn refuse_outputs(o: &crate::cli::OutputArgs) -> Result<Option<std::path::PathBu
     Ok(o.json.clone())
 }
 
-/// The scenario's plan as typed (the flags the search sets were refused as the command line
-/// was read).
-fn check_base(plan: &Plan) -> Result<()> {
-    if lookup(&plan.document(), "allow_loss") == Some(&Value::Bool(true)) {
-        return Err(Error::Usage(
-            "--allow-loss does not apply to a search: loss fails a rate only through an SLO \
-             such as --slo 'lost==0'"
-                .into(),
-        ));
-    }
-    Ok(())
-}
-
-/// The keys a probe sets: its rate, its length and (latency's) warm-up.
-const SET_BY_SEARCH: [&str; 7] = [
-    "rate",
-    "rate_schedule",
-    "msgs",
-    "duration",
-    "requests",
-    "total",
-    "warmup",
-];
-
-/// A plan document without the keys a probe sets, at its top and in its `load` group.
-fn remove_search_keys(doc: &mut Value) {
-    if let Some(obj) = doc.as_object_mut() {
-        for key in SET_BY_SEARCH {
-            obj.remove(key);
-        }
-        if let Some(load) = obj.get_mut("load").and_then(Value::as_object_mut) {
-            for key in SET_BY_SEARCH {
-                load.remove(key);
-            }
-        }
-    }
-}
-
-/// A key at the top of a plan document or in its `load` group.
-fn lookup<'a>(doc: &'a Value, key: &str) -> Option<&'a Value> {
-    doc.get(key)
-        .or_else(|| doc.get("load").and_then(|l| l.get(key)))
-}
-
-/// The probe at `rate`: the base plan on the schedule `RATE@WARMUP,RATE@HOLD`.
+/// The probe at `rate`: the base plan on the schedule `RATE@WARMUP,RATE@HOLD`, set through
+/// the scenario's pace flags. A schedule sets the rate and the length by itself, so the rate
+/// and the count the base holds (their defaults: typing them was refused as the command line
+/// was read) are not read; a scenario with a warm-up of its own (`latency`) takes the probe's.
+///
+/// # Errors
+/// [`Error::Usage`], in one line, for a scenario with no pace a search can set.
 fn probe_plan(base: &Plan, rate: f64, s: &SearchArgs) -> Result<Plan> {
-    let mut doc = base.document();
-    remove_search_keys(&mut doc);
     let text = crate::values::ser::text;
     let hold = format!("{rate}@{}", text(s.probe_duration));
     let spec = if s.probe_warmup.is_zero() {
@@ -365,16 +343,21 @@ fn probe_plan(base: &Plan, rate: f64, s: &SearchArgs) -> Result<Plan> {
     } else {
         format!("{rate}@{},{hold}", text(s.probe_warmup))
     };
-    let target = match doc.get_mut("load") {
-        Some(load) => load,
-        None => &mut doc,
-    };
-    target["rate_schedule"] = Value::String(spec);
-    if base.name() == "latency" {
-        // The latency scenario's own warm-up is the probe's.
-        doc["warmup"] = Value::String(text(s.probe_warmup.max(Duration::from_millis(1))));
+    let mut probe = base.clone();
+    probe
+        .pace_mut()
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "`msgbench capacity {}`: this scenario has no --rate a search can set",
+                base.name()
+            ))
+        })?
+        .set_schedule(spec);
+    if let Some(warmup) = probe.warmup_mut() {
+        // The scenario's warm-up must be shorter than the run, so never 0s.
+        *warmup = s.probe_warmup.max(Duration::from_millis(1));
     }
-    Plan::from_json(&doc)
+    Ok(probe)
 }
 
 /// One run of a probe, judged on its hold stage.
@@ -387,4 +370,85 @@ fn judge_probe(r: &RunResult, rate: f64, run: u32, s: &SearchArgs) -> Probe {
         .is_none_or(|p| p.tool_kept_schedule(judge::lag_bound_ns(&s.slo)));
     let short = r.pacing.as_ref().is_some_and(|p| p.below_target);
     Probe::new(rate, run, &view, r, kept, short, verdicts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::registry;
+
+    fn search(warmup: &str) -> SearchArgs {
+        use clap::{Args, FromArgMatches};
+        let cmd = SearchArgs::augment_args(clap::Command::new("capacity"));
+        let m = cmd
+            .try_get_matches_from([
+                "capacity",
+                "--slo",
+                "p99<5ms",
+                "--probe-duration",
+                "3s",
+                "--probe-warmup",
+                warmup,
+            ])
+            .unwrap();
+        SearchArgs::from_arg_matches(&m).unwrap()
+    }
+
+    fn plan(name: &str) -> Plan {
+        Plan::from_json(&serde_json::json!({"schema": crate::plan::SCHEMA, "scenario": name}))
+            .unwrap()
+    }
+
+    #[test]
+    fn every_probed_scenario_runs_the_probe_schedule_set_through_its_type() {
+        let offered: Vec<_> = registry::ALL
+            .iter()
+            .filter(|e| e.capacity().is_some())
+            .collect();
+        assert_eq!(offered.len(), 5);
+        for e in offered {
+            let probe = probe_plan(&plan(e.name()), 2000.0, &search("1s")).unwrap();
+            let v = probe.validate().unwrap();
+            let sc = v
+                .schedule()
+                .unwrap_or_else(|| panic!("{}: no schedule", e.name()));
+            let stages: Vec<(f64, f64, f64)> = sc
+                .stages()
+                .iter()
+                .map(|st| (st.from, st.to, st.len_ns / 1e9))
+                .collect();
+            assert_eq!(
+                stages,
+                [(2000.0, 2000.0, 1.0), (2000.0, 2000.0, 3.0)],
+                "{}",
+                e.name()
+            );
+            // The plan a probe records spells the same schedule, and reads back as itself.
+            let doc = probe.to_json().unwrap();
+            let back = Plan::from_json(&doc).unwrap().to_json().unwrap();
+            assert_eq!(back, doc, "{}", e.name());
+        }
+    }
+
+    #[test]
+    fn latency_takes_the_probe_warm_up_as_its_own() {
+        for (given, kept) in [("2s", "2s"), ("0s", "1ms")] {
+            let probe = probe_plan(&plan("latency"), 500.0, &search(given)).unwrap();
+            assert_eq!(probe.to_json().unwrap()["warmup"], kept, "{given}");
+        }
+        // Without a warm-up the schedule is the hold alone.
+        let probe = probe_plan(&plan("latency"), 500.0, &search("0s")).unwrap();
+        assert_eq!(probe.to_json().unwrap()["rate_schedule"], "500@3s");
+    }
+
+    #[test]
+    fn a_scenario_without_a_rate_to_set_is_refused_in_one_line() {
+        let err = probe_plan(&plan("reply"), 1000.0, &search("1s"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("reply") && err.contains("--rate") && !err.contains('\n'),
+            "{err}"
+        );
+    }
 }

@@ -17,10 +17,12 @@ use serde::Serialize;
 mod agent;
 mod capacity;
 mod modes;
+mod pace;
 
 pub use agent::{AgentAction, AgentArgs, KeygenArgs};
 pub use capacity::SearchArgs;
 pub use modes::{BusyPoll, Discard, JsPubMode, KeyOrder, Publish, Storage, Subscribe, Switch};
+pub use pace::{PaceArgs, PaceShape};
 
 use crate::values::{parse_count, parse_duration, parse_size};
 

@@ -10,7 +10,7 @@ pub mod link;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::{ConnArgs, OutputArgs};
+use crate::cli::{ConnArgs, OutputArgs, PaceArgs};
 use crate::engine::pace::{Pace, Stop};
 use crate::error::{Error, Result};
 use crate::wire::url::{self, ServerUrl};
@@ -81,23 +81,18 @@ impl Output {
 /// means it.
 pub const MIN_RATE: f64 = 0.001;
 
-/// Rejects a positive `--rate` below [`MIN_RATE`] (0 means unlimited and is fine).
+/// The pace and stop of an open-loop scenario from its pace flags: a schedule sets the run's
+/// length itself (a step without MAX takes `--duration`'s), so the stop is `None` only when
+/// there is no schedule and the caller decides it.
 ///
 /// # Errors
-/// [`Error::Usage`] naming `--rate`.
-/// The pace and stop of an open-loop scenario from `--rate`, `--rate-schedule` and its stop:
-/// a schedule sets the run's length itself (a step without MAX takes `--duration`'s), so the
-/// stop is `None` only when there is no schedule and the caller decides it.
-pub fn pace(
-    rate: f64,
-    schedule: Option<&str>,
-    duration: Option<Duration>,
-) -> Result<(Pace, Option<Stop>)> {
-    let Some(spec) = schedule else {
-        check_rate(rate)?;
-        return Ok((Pace::rate(rate), None));
+/// [`Error::Usage`] naming `--rate` or `--rate-schedule`.
+pub fn pace(p: &PaceArgs) -> Result<(Pace, Option<Stop>)> {
+    let Some(spec) = p.rate_schedule.as_deref() else {
+        check_rate(p.rate)?;
+        return Ok((Pace::rate(p.rate), None));
     };
-    let s = crate::stats::schedule::RateSchedule::parse(spec, duration)
+    let s = crate::stats::schedule::RateSchedule::parse(spec, p.duration)
         .map_err(|why| Error::flag("--rate-schedule", spec, why))?;
     if let Some(low) = s
         .stages()
@@ -115,6 +110,10 @@ pub fn pace(
     Ok((Pace::Open(s), Some(Stop::For(len))))
 }
 
+/// Rejects a positive `--rate` below [`MIN_RATE`] (0 means unlimited and is fine).
+///
+/// # Errors
+/// [`Error::Usage`] naming `--rate`.
 pub fn check_rate(rate: f64) -> Result<()> {
     if rate > 0.0 && rate < MIN_RATE {
         return Err(Error::flag(

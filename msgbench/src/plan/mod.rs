@@ -15,7 +15,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use crate::cli::{ConnArgs, OutputArgs};
+use crate::cli::{ConnArgs, OutputArgs, PaceArgs};
 use crate::error::{Error, Result};
 use crate::scenario::registry::{self, AnyArgs, Entry};
 use crate::wire::url::{parse_servers, Auth};
@@ -73,6 +73,17 @@ impl Plan {
 
     pub fn conn_mut(&mut self) -> Option<&mut ConnArgs> {
         self.args.conn_mut()
+    }
+
+    /// The pace flags, for a scenario that sends on a schedule (how a capacity search sets
+    /// each probe's rate).
+    pub(crate) fn pace_mut(&mut self) -> Option<&mut PaceArgs> {
+        self.args.pace_mut()
+    }
+
+    /// The scenario's own warm-up, when it has one (`latency --warmup`).
+    pub(crate) fn warmup_mut(&mut self) -> Option<&mut std::time::Duration> {
+        self.args.warmup_mut()
     }
 
     /// Files the run writes besides the result (`latency --hist`), with their flags.

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::cli::{ConnArgs, OutputArgs};
+use crate::cli::{ConnArgs, OutputArgs, PaceArgs};
 use crate::error::{Error, Result};
 use crate::options::{Output, ServerChoice};
 use crate::result::{LinkSpec, RunResult};
@@ -86,6 +86,17 @@ pub trait Flags:
         None
     }
     fn conn_mut(&mut self) -> Option<&mut ConnArgs> {
+        None
+    }
+    /// The pace flags (`--rate`, `--rate-schedule`, `--duration`), for a scenario that sends
+    /// on a schedule: how a capacity search sets each probe's rate. None for a scenario that
+    /// has no rate to set (capacity does not offer it).
+    fn pace_mut(&mut self) -> Option<&mut PaceArgs> {
+        None
+    }
+    /// A warm-up of the scenario's own (`latency --warmup`), which a capacity probe sets to
+    /// the probe's warm-up so that only the judged hold is recorded.
+    fn warmup_mut(&mut self) -> Option<&mut Duration> {
         None
     }
     /// Files the run writes besides the result (`latency --hist`), with the flag naming each:

@@ -11,7 +11,7 @@ use clap::{ArgMatches, FromArgMatches};
 use serde_json::Value;
 
 use super::{Flags, Runnable, Scenario};
-use crate::cli::{ConnArgs, OutputArgs};
+use crate::cli::{ConnArgs, OutputArgs, PaceArgs};
 use crate::error::Result;
 
 /// Every scenario, in the order `--help` lists them.
@@ -87,6 +87,10 @@ pub trait AnyArgs: fmt::Debug + Send + Sync {
     fn conn_mut(&mut self) -> Option<&mut ConnArgs>;
     /// Files the run writes besides the result, with their flags.
     fn files(&self) -> Vec<(&'static str, std::path::PathBuf)>;
+    /// The pace flags, where the scenario has them ([`Flags::pace_mut`]).
+    fn pace_mut(&mut self) -> Option<&mut PaceArgs>;
+    /// The scenario's own warm-up ([`Flags::warmup_mut`]).
+    fn warmup_mut(&mut self) -> Option<&mut std::time::Duration>;
     /// Checks the flags and builds the run.
     ///
     /// # Errors
@@ -176,6 +180,14 @@ impl<S: Scenario> AnyArgs for Typed<S> {
         self.0.files()
     }
 
+    fn pace_mut(&mut self) -> Option<&mut PaceArgs> {
+        self.0.pace_mut()
+    }
+
+    fn warmup_mut(&mut self) -> Option<&mut std::time::Duration> {
+        self.0.warmup_mut()
+    }
+
     fn validate(&self) -> Result<Box<dyn Runnable>> {
         S::validate(&self.0)
     }
@@ -185,33 +197,53 @@ impl<S: Scenario> AnyArgs for Typed<S> {
     }
 }
 
-/// Implements [`Flags`] for a scenario's flags struct with `out` and `conn` fields (or `out`
-/// alone).
+/// Implements [`Flags`] for a scenario's flags struct with an `out` field, and where named a
+/// `conn` field and the field path of its pace flags (`pace = load.pace`).
 macro_rules! flags {
     ($args:ty, out) => {
-        impl $crate::scenario::Flags for $args {
-            fn out(&self) -> &$crate::cli::OutputArgs {
-                &self.out
-            }
-            fn out_mut(&mut self) -> &mut $crate::cli::OutputArgs {
-                &mut self.out
-            }
-        }
+        $crate::scenario::registry::flags!(@impl $args, {}, {});
     };
     ($args:ty, out, conn) => {
-        impl $crate::scenario::Flags for $args {
-            fn out(&self) -> &$crate::cli::OutputArgs {
-                &self.out
-            }
-            fn out_mut(&mut self) -> &mut $crate::cli::OutputArgs {
-                &mut self.out
-            }
+        $crate::scenario::registry::flags!(@impl $args, {
             fn conn(&self) -> Option<&$crate::cli::ConnArgs> {
                 Some(&self.conn)
             }
             fn conn_mut(&mut self) -> Option<&mut $crate::cli::ConnArgs> {
                 Some(&mut self.conn)
             }
+        }, {});
+    };
+    ($args:ty, out, pace = $($pace:ident).+) => {
+        $crate::scenario::registry::flags!(@impl $args, {}, {
+            fn pace_mut(&mut self) -> Option<&mut $crate::cli::PaceArgs> {
+                Some(&mut self.$($pace).+)
+            }
+        });
+    };
+    ($args:ty, out, conn, pace = $($pace:ident).+) => {
+        $crate::scenario::registry::flags!(@impl $args, {
+            fn conn(&self) -> Option<&$crate::cli::ConnArgs> {
+                Some(&self.conn)
+            }
+            fn conn_mut(&mut self) -> Option<&mut $crate::cli::ConnArgs> {
+                Some(&mut self.conn)
+            }
+        }, {
+            fn pace_mut(&mut self) -> Option<&mut $crate::cli::PaceArgs> {
+                Some(&mut self.$($pace).+)
+            }
+        });
+    };
+    (@impl $args:ty, {$($conn:tt)*}, {$($pace:tt)*}) => {
+        impl $crate::scenario::Flags for $args {
+            fn out(&self) -> &$crate::cli::OutputArgs {
+                &self.out
+            }
+            fn out_mut(&mut self) -> &mut $crate::cli::OutputArgs {
+                &mut self.out
+            }
+            $($conn)*
+            $($pace)*
         }
     };
 }
@@ -220,6 +252,35 @@ pub(crate) use flags;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every scenario that flattens the pace flags says what `--rate` paces there: its help
+    /// is never the group's placeholder.
+    #[test]
+    fn every_paced_scenario_says_what_its_rate_means() {
+        use clap::Args as _;
+        let help = |cmd: &clap::Command| {
+            cmd.get_arguments()
+                .find(|a| a.get_id() == "rate")
+                .and_then(|a| a.get_help())
+                .map(ToString::to_string)
+        };
+        let placeholder = help(&PaceArgs::augment_args(clap::Command::new("x"))).unwrap();
+        let mut paced = 0;
+        for e in ALL {
+            let cmd = e.command();
+            if !cmd.get_arguments().any(|a| a.get_id() == "rate_schedule") {
+                continue;
+            }
+            paced += 1;
+            let rate = help(&cmd).unwrap_or_default();
+            assert!(
+                !rate.is_empty() && rate != placeholder,
+                "{}: {rate}",
+                e.name()
+            );
+        }
+        assert_eq!(paced, 7);
+    }
 
     #[test]
     fn names_and_words_are_unique_and_commands_build() {

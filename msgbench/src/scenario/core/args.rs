@@ -7,8 +7,8 @@ use std::time::Duration;
 use clap::Args;
 use serde::Serialize;
 
-use crate::cli::{parse_clients, ConnArgs, OutputArgs};
-use crate::values::{parse_count, parse_duration, parse_rate, parse_size};
+use crate::cli::{parse_clients, ConnArgs, OutputArgs, PaceArgs, PaceShape};
+use crate::values::{parse_count, parse_duration, parse_size};
 
 #[derive(Debug, Clone, Args, Serialize)]
 pub struct PubArgs {
@@ -68,12 +68,11 @@ pub struct PubSubArgs {
 pub struct LoadArgs {
     /// Messages per publisher (or expected by each subscriber). Accepts 100000, 1_000_000, 20M.
     #[arg(long, default_value = "100000", value_parser = parse_count,
-          allow_hyphen_values = true, conflicts_with = "duration")]
+          allow_hyphen_values = true, conflicts_with_all = ["duration", "rate_schedule"])]
     pub msgs: u64,
-    /// Run for this long instead of a message count (e.g. 10s, 1m).
-    #[arg(long, value_parser = parse_duration, allow_hyphen_values = true)]
-    #[serde(serialize_with = "crate::values::ser::opt_duration")]
-    pub duration: Option<Duration>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub pace: PaceArgs,
     /// Payload size: 16, 16B, 1KiB, 4kb (multiples are binary: 1 KB = 1024 B).
     #[arg(long, default_value = "128", value_parser = parse_size, allow_hyphen_values = true,
           conflicts_with = "payload")]
@@ -88,15 +87,6 @@ pub struct LoadArgs {
     /// Number of distinct subjects in --multisubject mode.
     #[arg(long, default_value = "100000", value_parser = parse_count, requires = "multisubject")]
     pub multisubject_max: u64,
-    /// Aggregate publish rate in msgs/s, paced on a fixed schedule; 0 = as fast as possible.
-    #[arg(long, default_value = "0", value_parser = parse_rate, allow_hyphen_values = true)]
-    pub rate: f64,
-    /// Vary the rate over the run instead of --rate: step:START:STEP:EVERY[:MAX],
-    /// ramp:FROM:TO:OVER or RATE@DURATION,… (the run lasts as long as the schedule; a step
-    /// without MAX runs for --duration). The result has each stage's figures.
-    #[arg(long, value_name = "SCHEDULE", conflicts_with_all = ["rate", "msgs"])]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rate_schedule: Option<String>,
     /// Send the contents of FILE as every message's payload (no delivery stamp: see README).
     #[arg(long, value_name = "FILE")]
     pub payload: Option<PathBuf>,
@@ -112,6 +102,11 @@ pub struct LoadArgs {
     #[arg(long)]
     pub allow_loss: bool,
 }
+
+/// What `--rate` means for the three: the publishers' aggregate rate.
+pub const PACE: PaceShape = PaceShape::rate(
+    "Aggregate publish rate in msgs/s, paced on a fixed schedule; 0 = as fast as possible",
+);
 
 /// Deliberately slow subscribers, to see what loss looks like.
 #[derive(Debug, Clone, Args, Serialize)]

@@ -29,15 +29,18 @@ pub struct Sub;
 /// `msgbench pubsub`.
 pub struct Pubsub;
 
-super::registry::flags!(PubArgs, out, conn);
-super::registry::flags!(SubArgs, out, conn);
-super::registry::flags!(PubSubArgs, out, conn);
+super::registry::flags!(PubArgs, out, conn, pace = load.pace);
+super::registry::flags!(SubArgs, out, conn, pace = load.pace);
+super::registry::flags!(PubSubArgs, out, conn, pace = load.pace);
 
 impl Scenario for Pub {
     type Args = PubArgs;
     const NAME: &'static str = "pub";
     const WORDS: &'static [&'static str] = &["pub"];
     const ABOUT: &'static str = "Publish messages, as fast as possible or at a rate.";
+    fn command(cmd: clap::Command) -> clap::Command {
+        crate::cli::PaceArgs::shape(cmd, &args::PACE)
+    }
     fn validate(a: &Self::Args) -> Result<Box<dyn Runnable>> {
         let sides = options::Sides {
             scenario: ScenarioKind::Pub,
@@ -56,6 +59,9 @@ impl Scenario for Sub {
     const WORDS: &'static [&'static str] = &["sub"];
     const ABOUT: &'static str = "Subscribe and count messages published by someone else, with \
                                  per-publisher accounting.";
+    fn command(cmd: clap::Command) -> clap::Command {
+        crate::cli::PaceArgs::shape(cmd, &args::PACE)
+    }
     fn validate(a: &Self::Args) -> Result<Box<dyn Runnable>> {
         let sides = options::Sides {
             scenario: ScenarioKind::Sub,
@@ -76,6 +82,9 @@ impl Scenario for Pubsub {
                                  exact delivery accounting.";
     const COMPARE: Option<&'static str> = Some("pubsub");
     const CAPACITY: Option<&'static str> = Some("pubsub");
+    fn command(cmd: clap::Command) -> clap::Command {
+        crate::cli::PaceArgs::shape(cmd, &args::PACE)
+    }
     fn validate(a: &Self::Args) -> Result<Box<dyn Runnable>> {
         let sides = options::Sides {
             scenario: ScenarioKind::Pubsub,

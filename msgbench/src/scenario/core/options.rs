@@ -34,8 +34,8 @@ impl ScenarioKind {
 /// `sub` only listens: the flags that shape what is published have nothing to act on there.
 fn refuse_publishing_flags(load: &LoadArgs) -> Result<()> {
     let typed = [
-        ("--rate", load.rate != 0.0),
-        ("--rate-schedule", load.rate_schedule.is_some()),
+        ("--rate", load.pace.rate != 0.0),
+        ("--rate-schedule", load.pace.rate_schedule.is_some()),
         ("--payload", load.payload.is_some()),
         ("--header", !load.headers.is_empty()),
         // 128 is the default; any other size was typed.
@@ -112,8 +112,8 @@ impl Options {
             refuse_publishing_flags(load)?;
         }
         let server = server_choice(conn)?;
-        let (pace, schedule_stop) = pace(load.rate, load.rate_schedule.as_deref(), load.duration)?;
-        let stop = match (schedule_stop, load.duration) {
+        let (pace, schedule_stop) = pace(&load.pace)?;
+        let stop = match (schedule_stop, load.pace.duration) {
             (Some(s), _) => s,
             (None, Some(d)) => Stop::For(d),
             (None, None) if load.msgs == 0 => {

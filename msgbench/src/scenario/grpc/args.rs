@@ -7,8 +7,8 @@ use std::time::Duration;
 use clap::Args;
 use serde::Serialize;
 
-use crate::cli::{parse_clients, OutputArgs};
-use crate::values::{parse_count, parse_duration, parse_rate};
+use crate::cli::{parse_clients, OutputArgs, PaceArgs, PaceShape};
+use crate::values::{parse_count, parse_duration};
 
 /// Which service definition to use, and which method or message of it.
 #[derive(Debug, Clone, Args, Serialize)]
@@ -53,27 +53,15 @@ pub struct GrpcArgs {
     /// Requests per client: calls for unary, client-streaming and server-streaming methods,
     /// messages for bidi ones.
     #[arg(long, default_value = "10000", value_parser = parse_count, allow_hyphen_values = true,
-          conflicts_with = "duration")]
+          conflicts_with_all = ["duration", "rate_schedule"])]
     pub requests: u64,
     /// Requests in total, split evenly over the clients (ghz's -n); a multiple of --clients.
     #[arg(short = 'n', long, value_parser = parse_count, value_name = "N",
-          conflicts_with_all = ["requests", "duration"])]
+          conflicts_with_all = ["requests", "duration", "rate_schedule"])]
     pub total: Option<u64>,
-    /// Run for this long instead of a count.
-    #[arg(long, value_parser = parse_duration, allow_hyphen_values = true)]
-    #[serde(serialize_with = "crate::values::ser::opt_duration")]
-    pub duration: Option<Duration>,
-    /// Aggregate requests per second, open loop with latency from each one's due time
-    /// (corrected for coordinated omission); 0 = closed loop. Also --rps, as in ghz.
-    #[arg(long, visible_alias = "rps", default_value = "0", value_parser = parse_rate,
-          allow_hyphen_values = true)]
-    pub rate: f64,
-    /// Vary the rate over the run instead of --rate: step:START:STEP:EVERY[:MAX],
-    /// ramp:FROM:TO:OVER or RATE@DURATION,… (the run lasts as long as the schedule; a step
-    /// without MAX runs for --duration). The result has each stage's figures.
-    #[arg(long, value_name = "SCHEDULE", conflicts_with_all = ["rate", "requests", "total"])]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rate_schedule: Option<String>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub pace: PaceArgs,
     /// Requests (or bidi messages) each client keeps outstanding at most.
     #[arg(long, default_value = "1", value_parser = parse_count)]
     pub in_flight: u64,
@@ -126,6 +114,15 @@ pub struct GrpcArgs {
     #[serde(skip)]
     pub out: OutputArgs,
 }
+
+/// What `--rate` means for `grpc`: requests, open loop, or closed loop at 0; `--rps` as in ghz.
+pub const PACE: PaceShape = PaceShape {
+    rate_alias: Some("rps"),
+    ..PaceShape::rate(
+        "Aggregate requests per second, open loop with latency from each one's due time \
+         (corrected for coordinated omission); 0 = closed loop. Also --rps, as in ghz",
+    )
+};
 
 #[derive(Debug, Args)]
 pub struct GrpcServeArgs {

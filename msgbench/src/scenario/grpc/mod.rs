@@ -33,7 +33,7 @@ use serve::serve;
 /// `msgbench grpc`, with its two helpers `grpc serve` and `grpc encode`.
 pub struct Grpc;
 
-super::registry::flags!(GrpcArgs, out);
+super::registry::flags!(GrpcArgs, out, pace = pace);
 
 impl super::Scenario for Grpc {
     type Args = GrpcArgs;
@@ -47,7 +47,8 @@ impl super::Scenario for Grpc {
     const CAPACITY: Option<&'static str> = Some("grpc");
     fn command(cmd: clap::Command) -> clap::Command {
         use clap::Args as _;
-        cmd.args_conflicts_with_subcommands(true)
+        crate::cli::PaceArgs::shape(cmd, &args::PACE)
+            .args_conflicts_with_subcommands(true)
             .subcommand(
                 GrpcServeArgs::augment_args(clap::Command::new("serve")).about(
                     "Serve the reference service, msgbench.log.v1.Log (an append-only log of \

@@ -125,7 +125,7 @@ impl GrpcOptions {
         crate::engine::grpc::schema::split_call(&call)
             .map_err(|why| Error::flag("--call", &call, why))?;
         let data = data_spec(&a.schema, &call)?;
-        check_rate(a.rate)?;
+        check_rate(a.pace.rate)?;
         if a.in_flight == 0 {
             return Err(Error::flag("--in-flight", "0", "must be at least 1"));
         }
@@ -154,9 +154,8 @@ impl GrpcOptions {
                 format!("more connections than --clients ({})", a.clients),
             ));
         }
-        let (pace, schedule_stop) =
-            crate::options::pace(a.rate, a.rate_schedule.as_deref(), a.duration)?;
-        let stop = match (a.duration, a.total) {
+        let (pace, schedule_stop) = crate::options::pace(&a.pace)?;
+        let stop = match (a.pace.duration, a.total) {
             _ if schedule_stop.is_some() => schedule_stop.expect("just checked"),
             (_, Some(n)) if n == 0 || n % u64::from(a.clients) != 0 => {
                 return Err(Error::flag(

@@ -9,7 +9,8 @@ use clap::Args;
 use serde::Serialize;
 
 use crate::cli::{
-    parse_clients, ConnArgs, Discard, JsPubMode, KeyOrder, OutputArgs, Publish, Storage,
+    parse_clients, ConnArgs, Discard, JsPubMode, KeyOrder, OutputArgs, PaceArgs, PaceShape,
+    Publish, Storage,
 };
 use crate::engine::pull::{AckMode, PullMode};
 use crate::values::{parse_count, parse_duration, parse_rate, parse_size};
@@ -71,22 +72,11 @@ pub struct JsPubArgs {
     pub clients: u32,
     /// Messages per client.
     #[arg(long, default_value = "100000", value_parser = parse_count, allow_hyphen_values = true,
-          conflicts_with = "duration")]
+          conflicts_with_all = ["duration", "rate_schedule"])]
     pub msgs: u64,
-    /// Publish for this long instead of a count.
-    #[arg(long, value_parser = parse_duration, allow_hyphen_values = true)]
-    #[serde(serialize_with = "crate::values::ser::opt_duration")]
-    pub duration: Option<Duration>,
-    /// Aggregate publishes per second in --mode async, open loop: ack latency is measured from
-    /// each message's due time (corrected); 0 = as fast as the window allows.
-    #[arg(long, default_value = "0", value_parser = parse_rate, allow_hyphen_values = true)]
-    pub rate: f64,
-    /// Vary the rate over the run instead of --rate: step:START:STEP:EVERY[:MAX],
-    /// ramp:FROM:TO:OVER or RATE@DURATION,… (the run lasts as long as the schedule; a step
-    /// without MAX runs for --duration). The result has each stage's figures.
-    #[arg(long, value_name = "SCHEDULE", conflicts_with_all = ["rate", "msgs"])]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rate_schedule: Option<String>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub pace: PaceArgs,
     /// Payload size, at least 8 B (the sequence number; from 16 B also the send time).
     #[arg(long, default_value = "128", value_parser = parse_size, allow_hyphen_values = true)]
     pub size: usize,
@@ -109,6 +99,12 @@ pub struct JsPubArgs {
     #[serde(skip)]
     pub out: OutputArgs,
 }
+
+/// What `--rate` means for `js pub`: publishes, open loop in --mode async.
+pub const PACE: PaceShape = PaceShape::rate(
+    "Aggregate publishes per second in --mode async, open loop: ack latency is measured from \
+     each message's due time (corrected); 0 = as fast as the window allows",
+);
 
 #[derive(Debug, Clone, Args, Serialize)]
 pub struct JsConsumeArgs {

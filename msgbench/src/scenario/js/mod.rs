@@ -45,7 +45,7 @@ pub struct KvPut;
 /// `msgbench kv get`.
 pub struct KvGet;
 
-super::registry::flags!(JsPubArgs, out, conn);
+super::registry::flags!(JsPubArgs, out, conn, pace = pace);
 super::registry::flags!(JsConsumeArgs, out, conn);
 super::registry::flags!(KvArgs, out, conn);
 
@@ -58,6 +58,9 @@ impl Scenario for JsPub {
                                  reconcile the acknowledgements with the stream's state.";
     const COMPARE: Option<&'static str> = Some("js-pub");
     const CAPACITY: Option<&'static str> = Some("js-pub");
+    fn command(cmd: clap::Command) -> clap::Command {
+        crate::cli::PaceArgs::shape(cmd, &args::PACE)
+    }
     fn validate(a: &Self::Args) -> Result<Box<dyn Runnable>> {
         Ok(Box::new(JsPubOptions::new(a)?))
     }

@@ -189,10 +189,9 @@ impl JsPubOptions {
                 format!("must be 1 to {MAX_BATCH} (the server's limit on an atomic batch)"),
             ));
         }
-        let (pace, schedule_stop) =
-            crate::options::pace(a.rate, a.rate_schedule.as_deref(), a.duration)?;
+        let (pace, schedule_stop) = crate::options::pace(&a.pace)?;
         if pace.is_open() && mode != JsPubMode::Async {
-            let flag = if a.rate_schedule.is_some() {
+            let flag = if a.pace.rate_schedule.is_some() {
                 "--rate-schedule"
             } else {
                 "--rate"
@@ -204,7 +203,7 @@ impl JsPubOptions {
         }
         let stop = match schedule_stop {
             Some(s) => s,
-            None => stop_of(a.msgs, a.duration)?,
+            None => stop_of(a.msgs, a.pace.duration)?,
         };
         if a.streams == 0 || a.streams > 1000 {
             return Err(Error::flag(

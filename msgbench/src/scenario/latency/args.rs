@@ -6,27 +6,18 @@ use std::time::Duration;
 use clap::Args;
 use serde::Serialize;
 
-use crate::cli::{parse_duration_or_zero, BusyPoll, ConnArgs, OutputArgs};
-use crate::values::{parse_count, parse_duration, parse_rate, parse_size};
+use crate::cli::{parse_duration_or_zero, BusyPoll, ConnArgs, OutputArgs, PaceArgs, PaceShape};
+use crate::values::{parse_count, parse_duration, parse_size};
 
 #[derive(Debug, Clone, Args, Serialize)]
 pub struct LatencyArgs {
-    /// Messages per second, on a fixed schedule: message i is due at start + i/rate.
-    #[arg(long, default_value = "1000", value_parser = parse_rate, allow_hyphen_values = true)]
-    pub rate: f64,
-    /// Vary the rate over the run instead of --rate: step:START:STEP:EVERY[:MAX],
-    /// ramp:FROM:TO:OVER or RATE@DURATION,… (the run lasts as long as the schedule; a step
-    /// without MAX runs for --duration). The result has each stage's figures.
-    #[arg(long, value_name = "SCHEDULE", conflicts_with_all = ["rate", "msgs"])]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rate_schedule: Option<String>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub pace: PaceArgs,
     /// Send this many messages instead of running for --duration.
-    #[arg(long, value_parser = parse_count, allow_hyphen_values = true, conflicts_with = "duration")]
+    #[arg(long, value_parser = parse_count, allow_hyphen_values = true,
+          conflicts_with_all = ["duration", "rate_schedule"])]
     pub msgs: Option<u64>,
-    /// How long to send (default 5s).
-    #[arg(long, value_parser = parse_duration, allow_hyphen_values = true)]
-    #[serde(serialize_with = "crate::values::ser::opt_duration")]
-    pub duration: Option<Duration>,
     /// Payload size, at least 8 B (the sequence number).
     #[arg(long, default_value = "8", value_parser = parse_size, allow_hyphen_values = true)]
     pub size: usize,
@@ -67,3 +58,12 @@ pub struct LatencyArgs {
     #[serde(skip)]
     pub out: OutputArgs,
 }
+
+/// What the pace flags mean for `latency`: one publisher always paced, by default at 1000/s for
+/// 5s.
+pub const PACE: PaceShape = PaceShape {
+    rate: "Messages per second, on a fixed schedule: message i is due at start + i/rate",
+    rate_default: "1000",
+    rate_alias: None,
+    duration: Some("How long to send (default 5s)"),
+};

@@ -37,6 +37,12 @@ impl crate::scenario::Flags for LatencyArgs {
     fn conn_mut(&mut self) -> Option<&mut crate::cli::ConnArgs> {
         Some(&mut self.conn)
     }
+    fn pace_mut(&mut self) -> Option<&mut crate::cli::PaceArgs> {
+        Some(&mut self.pace)
+    }
+    fn warmup_mut(&mut self) -> Option<&mut Duration> {
+        Some(&mut self.warmup)
+    }
     // `--hist PREFIX` writes three files next to each other.
     fn files(&self) -> Vec<(&'static str, PathBuf)> {
         let Some(prefix) = &self.hist else {
@@ -62,6 +68,9 @@ impl crate::scenario::Scenario for Latency {
         "End-to-end latency at a fixed rate, open loop, corrected for coordinated omission.";
     const COMPARE: Option<&'static str> = Some("latency");
     const CAPACITY: Option<&'static str> = Some("latency");
+    fn command(cmd: clap::Command) -> clap::Command {
+        crate::cli::PaceArgs::shape(cmd, &args::PACE)
+    }
     fn validate(a: &Self::Args) -> Result<Box<dyn crate::scenario::Runnable>> {
         Ok(Box::new(LatencyOptions::new(a)?))
     }

@@ -43,15 +43,15 @@ impl LatencyOptions {
     /// # Errors
     /// [`Error::Usage`] naming the flag whose value cannot work.
     pub fn new(a: &LatencyArgs) -> Result<Self> {
-        if a.rate.is_nan() || a.rate <= 0.0 || a.rate.is_infinite() {
+        let rate = a.pace.rate;
+        if rate.is_nan() || rate <= 0.0 || rate.is_infinite() {
             return Err(Error::flag(
                 "--rate",
-                &a.rate.to_string(),
+                &rate.to_string(),
                 "must be more than 0 msgs/s",
             ));
         }
-        let (pace, schedule_stop) =
-            crate::options::pace(a.rate, a.rate_schedule.as_deref(), a.duration)?;
+        let (pace, schedule_stop) = crate::options::pace(&a.pace)?;
         let schedule = pace.schedule().expect("latency is always paced").clone();
         if a.size < SEQ_LEN {
             return Err(Error::flag(
@@ -60,8 +60,8 @@ impl LatencyOptions {
                 "must be at least 8 bytes (the sequence number)",
             ));
         }
-        let interval = Duration::from_secs_f64(1.0 / a.rate);
-        let stop = match (a.msgs, a.duration) {
+        let interval = Duration::from_secs_f64(1.0 / rate);
+        let stop = match (a.msgs, a.pace.duration) {
             _ if schedule_stop.is_some() => schedule_stop.expect("just checked"),
             (Some(0), _) => return Err(Error::flag("--msgs", "0", "must be at least 1")),
             (Some(n), _) => Stop::Count(n),
@@ -69,7 +69,7 @@ impl LatencyOptions {
                 return Err(Error::flag(
                     "--duration",
                     &humantime::format_duration(d).to_string(),
-                    format!("is shorter than one message at {} msgs/s", a.rate),
+                    format!("is shorter than one message at {rate} msgs/s"),
                 ))
             }
             (None, Some(d)) => Stop::For(d),

@@ -6,8 +6,10 @@ use std::time::Duration;
 use clap::Args;
 use serde::Serialize;
 
-use crate::cli::{parse_clients, parse_duration_or_zero, ConnArgs, OutputArgs};
-use crate::values::{parse_count, parse_duration, parse_rate, parse_size};
+use crate::cli::{
+    parse_clients, parse_duration_or_zero, ConnArgs, OutputArgs, PaceArgs, PaceShape,
+};
+use crate::values::{parse_count, parse_duration, parse_size};
 
 #[derive(Debug, Clone, Args, Serialize)]
 pub struct RequestArgs {
@@ -17,23 +19,13 @@ pub struct RequestArgs {
     /// Requests each client keeps in flight (pipelining); 1 = wait for each reply.
     #[arg(long, default_value = "1", value_parser = parse_count)]
     pub in_flight: u64,
-    /// Aggregate requests per second, open loop with corrected latency; 0 = closed loop.
-    #[arg(long, default_value = "0", value_parser = parse_rate, allow_hyphen_values = true)]
-    pub rate: f64,
-    /// Vary the rate over the run instead of --rate: step:START:STEP:EVERY[:MAX],
-    /// ramp:FROM:TO:OVER or RATE@DURATION,… (the run lasts as long as the schedule; a step
-    /// without MAX runs for --duration). The result has each stage's figures.
-    #[arg(long, value_name = "SCHEDULE", conflicts_with_all = ["rate", "msgs"])]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rate_schedule: Option<String>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub pace: PaceArgs,
     /// Requests per client.
     #[arg(long, default_value = "10000", value_parser = parse_count, allow_hyphen_values = true,
-          conflicts_with = "duration")]
+          conflicts_with_all = ["duration", "rate_schedule"])]
     pub msgs: u64,
-    /// Run for this long instead of a count.
-    #[arg(long, value_parser = parse_duration, allow_hyphen_values = true)]
-    #[serde(serialize_with = "crate::values::ser::opt_duration")]
-    pub duration: Option<Duration>,
     /// Request payload size (at least 8 B).
     #[arg(long, default_value = "16", value_parser = parse_size, allow_hyphen_values = true)]
     pub size: usize,
@@ -61,6 +53,11 @@ pub struct RequestArgs {
     #[serde(skip)]
     pub out: OutputArgs,
 }
+
+/// What `--rate` means for `request`: requests, open loop, or closed loop at 0.
+pub const PACE: PaceShape = PaceShape::rate(
+    "Aggregate requests per second, open loop with corrected latency; 0 = closed loop",
+);
 
 #[derive(Debug, Clone, Args, Serialize)]
 pub struct ReplyArgs {

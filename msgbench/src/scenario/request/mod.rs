@@ -30,7 +30,7 @@ pub use run::{run_request, run_requests, JsAcks};
 /// `msgbench request`.
 pub struct Request;
 
-crate::scenario::registry::flags!(RequestArgs, out, conn);
+crate::scenario::registry::flags!(RequestArgs, out, conn, pace = pace);
 
 impl Scenario for Request {
     type Args = RequestArgs;
@@ -41,6 +41,9 @@ impl Scenario for Request {
                                  responders unless --responders 0.";
     const COMPARE: Option<&'static str> = Some("request");
     const CAPACITY: Option<&'static str> = Some("request");
+    fn command(cmd: clap::Command) -> clap::Command {
+        crate::cli::PaceArgs::shape(cmd, &args::PACE)
+    }
     fn validate(a: &Self::Args) -> Result<Box<dyn Runnable>> {
         Ok(Box::new(RequestOptions::new(a)?))
     }

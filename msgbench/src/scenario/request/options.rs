@@ -70,9 +70,8 @@ impl RequestOptions {
                     .into(),
             ));
         }
-        let (pace, schedule_stop) =
-            crate::options::pace(a.rate, a.rate_schedule.as_deref(), a.duration)?;
-        let stop = match (schedule_stop, a.duration) {
+        let (pace, schedule_stop) = crate::options::pace(&a.pace)?;
+        let stop = match (schedule_stop, a.pace.duration) {
             (Some(s), _) => s,
             (None, Some(d)) => Stop::For(d),
             (None, None) if a.msgs == 0 => {
