@@ -212,6 +212,7 @@ pub fn preflight(
     let json = refuse_outputs(plan.out())?;
     check_base(plan)?;
     let first = probe_plan(plan, search.start_rate, search)?.validate()?;
+    first.gates("--slo", &search.slo)?;
     Ok((json, first))
 }
 

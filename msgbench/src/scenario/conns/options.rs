@@ -49,8 +49,6 @@ impl ConnsOptions {
             (out.stream_stats.is_some(), "--stream-stats"),
             (out.metrics_listen.is_some(), "--metrics-listen"),
             (out.live, "--live"),
-            (out.runs > 1, "--runs"),
-            (!out.threshold.is_empty(), "--threshold"),
         ] {
             if given {
                 return Err(Error::Usage(format!(
