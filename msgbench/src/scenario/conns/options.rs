@@ -44,8 +44,6 @@ impl ConnsOptions {
     pub fn new(a: &ConnsArgs) -> Result<Self> {
         let out = &a.out;
         for (given, flag) in [
-            (out.csv.is_some(), "--csv"),
-            (out.markdown.is_some(), "--markdown"),
             (out.stream_stats.is_some(), "--stream-stats"),
             (out.metrics_listen.is_some(), "--metrics-listen"),
             (out.live, "--live"),
