@@ -179,7 +179,7 @@ fn conns_rows(row: &mut impl FnMut(&str, String), c: &ConnsReport) {
             ),
         );
     }
-    let kib = |b: Option<f64>| b.map_or_else(dash, |b| ibytes(b));
+    let kib = |b: Option<f64>| b.map_or_else(dash, ibytes);
     row(
         "memory a connection",
         format!(
