@@ -161,6 +161,29 @@ impl Collector for Figures {
                 ConstCounter::new(*n).encode(m.encode_family(&[("kind", *kind)])?)?;
             }
         }
+        if let Some(c) = &t.conns {
+            gauge(
+                &mut e,
+                "connections_up",
+                "A conns run's connections up at the end of the interval",
+                None,
+                c.up as i64,
+            )?;
+            gauge(
+                &mut e,
+                "connections_opened_per_second",
+                "A conns run's connections that came up the first time, per second of the interval",
+                None,
+                c.opened_per_sec,
+            )?;
+            gauge(
+                &mut e,
+                "connections_lost",
+                "A conns run's connections that were up and were lost in the interval",
+                None,
+                c.lost as i64,
+            )?;
+        }
         if let Some(s) = &t.stage {
             gauge(
                 &mut e,
@@ -229,6 +252,7 @@ mod tests {
                 of: 3,
                 target_rate: 2000.0,
             }),
+            conns: None,
         }
     }
 

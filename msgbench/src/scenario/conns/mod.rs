@@ -79,7 +79,7 @@ impl super::Runnable for ConnsOptions {
         crate::result::Params::of(ConnsOptions::params(self))
     }
     fn run(&self, ctx: &super::Ctx<'_>) -> Result<RunResult> {
-        run::run(self, ctx.target()?, ctx.stop)
+        run::run(self, ctx.target()?, ctx.meter, ctx.stop)
     }
 }
 
