@@ -67,23 +67,23 @@ fn conns(r: &RunResult) -> String {
         Some(runs) => runs.runs.iter().map(|e| e.run_id.as_str()).collect(),
         None => vec![r.run_id.as_str()],
     };
-    let columns: Vec<Option<Vec<f64>>> = CONNS_COLUMNS
+    // Each column's values, and whether it is a duration (whole nanoseconds).
+    let columns: Vec<(Option<Vec<f64>>, bool)> = CONNS_COLUMNS
         .iter()
-        .map(|name| {
-            Metric::parse(name)
-                .ok()
-                .and_then(|m| m.values(&doc).ok())
-                .filter(|v| v.len() == ids.len())
+        .filter_map(|name| Metric::parse(name).ok())
+        .map(|m| {
+            let values = m.values(&doc).ok().filter(|v| v.len() == ids.len());
+            (values, m.is_latency())
         })
         .collect();
     let mut out = String::from(CONNS_HEADER);
     out.push('\n');
     for (i, id) in ids.iter().enumerate() {
         out.push_str(id);
-        for col in &columns {
+        for (col, latency) in &columns {
             out.push(',');
             if let Some(v) = col.as_ref().map(|vs| vs[i]) {
-                if v.fract() == 0.0 {
+                if *latency || v.fract() == 0.0 {
                     let _ = write!(out, "{v:.0}");
                 } else {
                     let _ = write!(out, "{v:.3}");
