@@ -276,6 +276,32 @@ mod tests {
     }
 
     #[test]
+    fn a_conns_tick_shows_its_connections_and_a_tick_of_messages_none() {
+        let on = r#"run="20261125T143000Z-latency-0a1b",scenario="latency""#;
+        let conns = Tick {
+            conns: Some(crate::stats::timeline::TickConns {
+                up: 1500,
+                opened_per_sec: 250.5,
+                lost: 3,
+            }),
+            ..tick()
+        };
+        let text = render(&labels(), &conns, &totals(), false);
+        for want in [
+            format!("msgbench_connections_up{{{on}}} 1500"),
+            format!("msgbench_connections_opened_per_second{{{on}}} 250.5"),
+            format!("msgbench_connections_lost{{{on}}} 3"),
+        ] {
+            assert!(
+                samples(&text).contains(&want.as_str()),
+                "{want} not in\n{text}"
+            );
+        }
+        let plain = render(&labels(), &tick(), &totals(), false);
+        assert!(!plain.contains("connections_"), "{plain}");
+    }
+
+    #[test]
     fn a_tick_is_exposed_whole_in_base_units_ending_in_eof() {
         let text = render(&labels(), &tick(), &totals(), false);
         assert!(text.ends_with("# EOF\n"), "{text}");
