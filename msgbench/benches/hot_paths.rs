@@ -216,6 +216,7 @@ fn agent_result(k: u32) -> serde_json::Value {
                 }),
                 errors: 0,
                 stage: None,
+                conns: None,
             })
             .collect(),
         truncated: false,

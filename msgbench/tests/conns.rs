@@ -122,7 +122,6 @@ fn a_restart_herd_comes_back_with_and_without_jitter() {
 fn flags_conns_cannot_honour_are_refused_in_one_line() {
     let s = TestServer::start();
     for (args, names) in [
-        (vec!["--csv", "x.csv"], "--csv"),
         (vec!["--check-every", "1s"], "--check-every"),
         (vec!["--fault", "pause@1s:1s", "--reconnect"], "--fault"),
         (vec!["--fault", "restart@1s"], "--reconnect"),
@@ -425,4 +424,165 @@ fn a_fault_that_leaves_the_herd_no_time_before_the_end_of_the_hold_is_refused() 
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("--fault") && err.contains("--hold"), "{err}");
+}
+
+#[test]
+fn conns_runs_twice_and_keeps_each_runs_figures_in_every_output() {
+    let s = TestServer::start();
+    let scratch = support::scratch_dir("conns-runs");
+    let file = |name: &str| scratch.join(name).to_str().unwrap().to_string();
+    let (csv, md, stream) = (file("r.csv"), file("r.md"), file("ticks.jsonl"));
+    let (out, v) = run_json(&[
+        "conns",
+        "--server",
+        &s.url,
+        "--clients",
+        "40",
+        "--subscribe",
+        "own",
+        "--hold",
+        "1500ms",
+        "--check-every",
+        "250ms",
+        "--runs",
+        "2",
+        "--threshold",
+        "failed==0",
+        "--threshold",
+        "opened==40",
+        "--threshold",
+        "missed==0",
+        "--csv",
+        &csv,
+        "--markdown",
+        &md,
+        "--stream-stats",
+        &stream,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    let runs = &v["runs"];
+    assert_eq!(u(&runs["n"]), 2, "{runs}");
+    assert_eq!(runs["representative_by"], "connect_p99", "{runs}");
+    let values = |m: &str| -> Vec<f64> {
+        runs["metrics"][m]["values"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{m}: {runs}"))
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
+    };
+    assert_eq!(values("opened"), vec![40.0, 40.0]);
+    assert_eq!(values("failed"), vec![0.0, 0.0]);
+    assert_eq!(values("missed"), vec![0.0, 0.0]);
+    assert!(values("connect_p99").iter().all(|ns| *ns > 0.0), "{runs}");
+    // The zeros of a conns result's message sections are no figures of it.
+    assert!(runs["metrics"].get("msgs_per_sec").is_none(), "{runs}");
+    assert!(runs["metrics"].get("lost").is_none(), "{runs}");
+    let verdicts = v["thresholds"].as_array().unwrap();
+    assert_eq!(verdicts.len(), 3);
+    assert!(verdicts.iter().all(|t| t["pass"] == true), "{verdicts:?}");
+    // --csv: a row per run, each with its own id and figures.
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows.len(), 3, "{csv}");
+    assert!(rows[0].starts_with("#RunID,opened,failed,"), "{csv}");
+    for (row, entry) in rows[1..].iter().zip(runs["runs"].as_array().unwrap()) {
+        let cells: Vec<&str> = row.split(',').collect();
+        assert_eq!(cells[0], entry["run_id"].as_str().unwrap(), "{csv}");
+        assert_eq!((cells[1], cells[2]), ("40", "0"), "{csv}");
+    }
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert!(md.contains("| connections | 40 of 40 up (0 never)"), "{md}");
+    assert!(
+        md.contains("| threshold `opened==40` | pass (40) |"),
+        "{md}"
+    );
+    assert!(!md.contains("msgs/s"), "no message throughput: {md}");
+    // --stream-stats: both runs' seconds, each with the connections up.
+    let ticks: Vec<Value> = std::fs::read_to_string(&stream)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for k in [1, 2] {
+        let of_run: Vec<&Value> = ticks.iter().filter(|t| t["run"] == k).collect();
+        assert!(!of_run.is_empty(), "run {k}: {ticks:?}");
+        assert!(
+            of_run.iter().any(|t| u(&t["conns"]["up"]) == 40),
+            "run {k}: {of_run:?}"
+        );
+    }
+}
+
+#[test]
+fn a_threshold_on_conns_figures_sets_the_exit_status() {
+    let s = TestServer::start();
+    let base = [
+        "conns",
+        "--server",
+        &s.url,
+        "--clients",
+        "25",
+        "--hold",
+        "1s",
+    ];
+    // Every connection comes up on an unlimited server: these hold.
+    let mut ok = base.to_vec();
+    ok.extend(["--threshold", "failed==0", "--threshold", "opened>=25"]);
+    let (out, v) = run_json(&ok);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(v["thresholds"][0]["measured"], 0.0, "{}", v["thresholds"]);
+    // More connections than were asked for cannot have opened, and a connect cannot take no
+    // time: both fail, with exit status 8.
+    let mut fail = base.to_vec();
+    fail.extend(["--threshold", "opened>25", "--threshold", "connect_p99<=0s"]);
+    let (out, v) = run_json(&fail);
+    assert_eq!(out.status.code(), Some(8), "{}", stderr(&out));
+    let t = v["thresholds"].as_array().unwrap();
+    assert!(t.iter().all(|t| t["pass"] == false), "{t:?}");
+    assert_eq!(t[0]["measured"], 25.0, "{t:?}");
+    assert!(t[1]["measured"].as_f64().unwrap() > 0.0, "{t:?}");
+    let text = stderr(&out);
+    assert!(text.contains("FAIL opened>25 (measured 25)"), "{text}");
+}
+
+#[test]
+fn a_gate_on_a_figure_the_scenario_cannot_produce_is_refused_before_any_connection() {
+    // A listener that no one may dial: any connection to it is a failure of the test.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("nats://{}", listener.local_addr().unwrap());
+    for (args, expected) in [
+        (
+            vec!["conns", "--clients", "5", "--threshold", "p99<1ms"],
+            "--threshold 'p99<1ms': `conns` does not produce p99; it can gate on errors, \
+             connect_p50",
+        ),
+        (
+            vec!["conns", "--clients", "5", "--threshold", "lost==0"],
+            "`conns` does not produce lost",
+        ),
+        (
+            vec!["pub", "--msgs", "10", "--threshold", "connect_p99<1s"],
+            "--threshold 'connect_p99<1s': `pub` does not produce connect_p99; it can gate \
+             on p10…p100",
+        ),
+        (
+            vec!["capacity", "pubsub", "--slo", "failed==0"],
+            "--slo 'failed==0': `pubsub` does not produce failed",
+        ),
+    ] {
+        let mut all = args.clone();
+        all.extend(["--server", &url]);
+        let out = run(&all);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{all:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{all:?}: {err}");
+        assert!(err.contains(expected), "{all:?}: {err}");
+        match listener.accept() {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            other => panic!("{all:?} connected before refusing: {other:?}"),
+        }
+    }
 }

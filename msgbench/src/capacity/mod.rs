@@ -230,6 +230,7 @@ pub fn preflight(
                 .into(),
         ));
     }
+    first.gates("--slo", &search.slo)?;
     Ok((json, first))
 }
 

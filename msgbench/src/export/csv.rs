@@ -1,18 +1,47 @@
 //! CSV in `nats bench`'s columns, one row per client, so existing spreadsheets and scripts that
-//! read its `--csv` files read ours.
+//! read its `--csv` files read ours. A `conns` run has no message clients: its file has a row
+//! per run (each of `--runs`) with the figures `--threshold` names, in their units
+//! ([`CONNS_HEADER`]); a figure the run could not measure is an empty cell.
 
 use std::fmt::Write;
 
 use super::Exporter;
+use crate::metric::Metric;
 use crate::result::RunResult;
 use crate::stats::throughput::Role;
 
 pub const HEADER: &str = "#RunID,ClientID,MsgCount,MsgBytes,MsgsPerSec,BytesPerSec,DurationSecs";
 
+/// The figures of a `conns` row, by metric name; the header gives latency in nanoseconds.
+const CONNS_COLUMNS: [&str; 15] = [
+    "opened",
+    "failed",
+    "connects_per_sec",
+    "connect_p50",
+    "connect_p90",
+    "connect_p99",
+    "connect_p99.9",
+    "connect_max",
+    "missed",
+    "herd_lost",
+    "never_back",
+    "back_p50",
+    "back_p99",
+    "back_max",
+    "errors",
+];
+
+pub const CONNS_HEADER: &str = "#RunID,opened,failed,connects_per_sec,connect_p50_ns,\
+    connect_p90_ns,connect_p99_ns,connect_p99.9_ns,connect_max_ns,missed,herd_lost,never_back,\
+    back_p50_ns,back_p99_ns,back_max_ns,errors";
+
 pub struct Csv;
 
 impl Exporter for Csv {
     fn serialize(&self, result: &RunResult) -> Vec<u8> {
+        if result.conns.is_some() {
+            return conns(result).into_bytes();
+        }
         let mut out = String::from(HEADER);
         out.push('\n');
         for c in &result.clients {
@@ -28,4 +57,40 @@ impl Exporter for Csv {
         }
         out.into_bytes()
     }
+}
+
+/// A row per run of a `conns` result: its figures as `--runs` kept them (a figure some run
+/// did not measure is empty in every row), or the one run's own.
+fn conns(r: &RunResult) -> String {
+    let doc = serde_json::to_value(r).expect("a result serialises");
+    let ids: Vec<&str> = match &r.runs {
+        Some(runs) => runs.runs.iter().map(|e| e.run_id.as_str()).collect(),
+        None => vec![r.run_id.as_str()],
+    };
+    // Each column's values, and whether it is a duration (whole nanoseconds).
+    let columns: Vec<(Option<Vec<f64>>, bool)> = CONNS_COLUMNS
+        .iter()
+        .filter_map(|name| Metric::parse(name).ok())
+        .map(|m| {
+            let values = m.values(&doc).ok().filter(|v| v.len() == ids.len());
+            (values, m.is_latency())
+        })
+        .collect();
+    let mut out = String::from(CONNS_HEADER);
+    out.push('\n');
+    for (i, id) in ids.iter().enumerate() {
+        out.push_str(id);
+        for (col, latency) in &columns {
+            out.push(',');
+            if let Some(v) = col.as_ref().map(|vs| vs[i]) {
+                if *latency || v.fract() == 0.0 {
+                    let _ = write!(out, "{v:.0}");
+                } else {
+                    let _ = write!(out, "{v:.3}");
+                }
+            }
+        }
+        out.push('\n');
+    }
+    out
 }

@@ -1,8 +1,13 @@
-//! The named figures of a result (`p99`, `msgs_per_sec`, `lost`, …): one table that says where
-//! each lives in the result document, its unit, and which way is better. Gates judge them,
+//! The named figures of a result (`p99`, `msgs_per_sec`, `lost`, `connect_p99`, …): one table
+//! that says where each lives in the result document, its unit, which way is better, and which
+//! family of scenarios produces it ([`Family`]: messages, or connections). Gates judge them,
 //! `--runs` summarises them across runs, and `diff` compares them between two files, so all
 //! three read a figure the same way: from the JSON form of the result, which is also what a
-//! saved file holds.
+//! saved file holds (`diff` has nothing else to read, so a typed reader beside it would be a
+//! second path that could disagree with it).
+//!
+//! A scenario says which figures it produces (`Runnable::measures`), so a gate on a figure it
+//! cannot produce is refused before the run, not failed after it.
 
 pub mod runs;
 
@@ -28,6 +33,44 @@ enum Kind {
     Errors,
     /// Percent by which a paced run's achieved rate fell short of its target.
     ShortfallPct,
+    /// A percentile of the connections' whole first connect (TCP to PONG, and the subscription
+    /// when asked), by its field in the `conns` section (`p99_us`).
+    Connect(&'static str),
+    ConnectsPerSec,
+    /// Connections that came up at least once.
+    Opened,
+    /// Connections that never came up.
+    Failed,
+    /// Checks a subscribed connection should have received and did not, less those a restart
+    /// excused.
+    Missed,
+    /// Connections a `--fault restart` cut.
+    HerdLost,
+    /// Cut connections not back when the hold ended.
+    NeverBack,
+    /// Time from the kill until a share of the cut connections was back, by its field in the
+    /// herd (`to_99pct_ms`).
+    Back(&'static str),
+}
+
+/// Which scenarios produce a metric: those whose load is messages, or `conns`, whose load is
+/// connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    Messages,
+    Connections,
+}
+
+impl Family {
+    /// The family of the scenario a result document comes from: a `conns` section says
+    /// connections.
+    pub fn of_doc(doc: &Value) -> Family {
+        if doc.get("conns").is_some_and(|c| !c.is_null()) {
+            Family::Connections
+        } else {
+            Family::Messages
+        }
+    }
 }
 
 /// The percentiles every latency result reports, in order.
@@ -47,7 +90,7 @@ pub const PERCENTILES: [(&str, f64); 9] = [
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Metric(Kind);
 
-const PLAIN: [(&str, Kind); 13] = [
+const PLAIN: [(&str, Kind); 27] = [
     ("min", Kind::LatencyMin),
     ("max", Kind::LatencyMax),
     ("mean", Kind::LatencyMean),
@@ -61,6 +104,20 @@ const PLAIN: [(&str, Kind); 13] = [
     ("reordered", Kind::Reordered),
     ("errors", Kind::Errors),
     ("shortfall_pct", Kind::ShortfallPct),
+    ("connect_p50", Kind::Connect("p50_us")),
+    ("connect_p90", Kind::Connect("p90_us")),
+    ("connect_p99", Kind::Connect("p99_us")),
+    ("connect_p99.9", Kind::Connect("p999_us")),
+    ("connect_max", Kind::Connect("max_us")),
+    ("connects_per_sec", Kind::ConnectsPerSec),
+    ("opened", Kind::Opened),
+    ("failed", Kind::Failed),
+    ("missed", Kind::Missed),
+    ("herd_lost", Kind::HerdLost),
+    ("never_back", Kind::NeverBack),
+    ("back_p50", Kind::Back("to_50pct_ms")),
+    ("back_p99", Kind::Back("to_99pct_ms")),
+    ("back_max", Kind::Back("to_100pct_ms")),
 ];
 
 impl Metric {
@@ -70,6 +127,54 @@ impl Metric {
             .iter()
             .map(|(k, _)| Metric(Kind::Percentile(k)))
             .chain(PLAIN.iter().map(|(_, k)| Metric(*k)))
+    }
+
+    /// The metrics scenarios of `family` produce, percentiles first.
+    pub fn of(family: Family) -> Vec<Metric> {
+        Metric::all().filter(|m| m.produced_by(family)).collect()
+    }
+
+    /// Whether scenarios of `family` produce this metric (`errors`: both families).
+    pub fn produced_by(self, family: Family) -> bool {
+        let conns = matches!(
+            self.0,
+            Kind::Connect(_)
+                | Kind::ConnectsPerSec
+                | Kind::Opened
+                | Kind::Failed
+                | Kind::Missed
+                | Kind::HerdLost
+                | Kind::NeverBack
+                | Kind::Back(_)
+        );
+        self.0 == Kind::Errors || conns == (family == Family::Connections)
+    }
+
+    /// `metrics` named as a flag's error line lists them: the percentiles as one range.
+    pub fn list(metrics: &[Metric]) -> String {
+        let pcts = metrics
+            .iter()
+            .filter(|m| matches!(m.0, Kind::Percentile(_)))
+            .count();
+        let mut names: Vec<String> = Vec::new();
+        if pcts > 0 {
+            let first = metrics.iter().find(|m| matches!(m.0, Kind::Percentile(_)));
+            let last = metrics.iter().rfind(|m| matches!(m.0, Kind::Percentile(_)));
+            if let (Some(a), Some(b)) = (first, last) {
+                names.push(if pcts > 1 {
+                    format!("{}…{}", a.name(), b.name())
+                } else {
+                    a.name()
+                });
+            }
+        }
+        names.extend(
+            metrics
+                .iter()
+                .filter(|m| !matches!(m.0, Kind::Percentile(_)))
+                .map(|m| m.name()),
+        );
+        names.join(", ")
     }
 
     /// The metric called `name`.
@@ -116,7 +221,12 @@ impl Metric {
     pub fn is_latency(self) -> bool {
         matches!(
             self.0,
-            Kind::Percentile(_) | Kind::LatencyMin | Kind::LatencyMax | Kind::LatencyMean
+            Kind::Percentile(_)
+                | Kind::LatencyMin
+                | Kind::LatencyMax
+                | Kind::LatencyMean
+                | Kind::Connect(_)
+                | Kind::Back(_)
         )
     }
 
@@ -125,7 +235,13 @@ impl Metric {
     pub fn higher_is_better(self) -> bool {
         matches!(
             self.0,
-            Kind::MsgsPerSec | Kind::BytesPerSec | Kind::Msgs | Kind::Sent | Kind::Received
+            Kind::MsgsPerSec
+                | Kind::BytesPerSec
+                | Kind::Msgs
+                | Kind::Sent
+                | Kind::Received
+                | Kind::ConnectsPerSec
+                | Kind::Opened
         )
     }
 
@@ -164,6 +280,11 @@ impl Metric {
     /// # Errors
     /// As [`Metric::read`].
     pub fn read_one(self, doc: &Value) -> Result<f64, &'static str> {
+        // A conns result has throughput and delivery sections, all zero: its load is
+        // connections, so those zeros are not figures of it.
+        if !self.produced_by(Family::of_doc(doc)) {
+            return Err("not a figure of this scenario");
+        }
         let num = |ptr: &str| doc.pointer(ptr).and_then(Value::as_f64);
         let lat = |field: &str| {
             if doc.get("latency").is_none_or(Value::is_null) {
@@ -189,9 +310,56 @@ impl Metric {
             Kind::Errors => doc
                 .get("errors")
                 .and_then(Value::as_object)
-                .map(|m| m.values().filter_map(Value::as_f64).sum())
+                // An empty sum of floats is -0.0; `+ 0.0` makes it the 0 it is.
+                .map(|m| m.values().filter_map(Value::as_f64).sum::<f64>() + 0.0)
                 .ok_or("not counted in this run"),
+            k => read_conns(k, doc),
         }
+    }
+}
+
+/// A `conns` figure: from its section, latency in nanoseconds like every other.
+fn read_conns(k: Kind, doc: &Value) -> Result<f64, &'static str> {
+    let c = doc
+        .get("conns")
+        .filter(|c| !c.is_null())
+        .ok_or("not a conns run")?;
+    let num = |ptr: &str| c.pointer(ptr).and_then(Value::as_f64);
+    let herd = |field: &str| {
+        let h = c
+            .get("herd")
+            .filter(|h| !h.is_null())
+            .ok_or("this run had no --fault restart")?;
+        h.get(field)
+            .and_then(Value::as_f64)
+            .ok_or(if field.starts_with("to_") {
+                "not that many cut connections were back within the hold"
+            } else {
+                "not counted in this run"
+            })
+    };
+    match k {
+        Kind::Connect(field) => num(&format!("/connect_latency/total/{field}"))
+            .map(|us| us * 1e3)
+            .ok_or("no connection came up"),
+        Kind::ConnectsPerSec => {
+            num("/connects_per_sec").ok_or("too few connections came up to time a rate")
+        }
+        Kind::Opened => num("/connected").ok_or("not counted in this run"),
+        Kind::Failed => num("/never_connected").ok_or("not counted in this run"),
+        Kind::Missed => match (num("/checks/missed"), num("/checks/excused_by_fault")) {
+            (Some(m), Some(e)) => Ok(m - e),
+            _ => Err("this run had no checks (--subscribe own or shared, --check-every)"),
+        },
+        Kind::HerdLost => herd("lost"),
+        Kind::NeverBack => herd("never_back"),
+        Kind::Back(field) => {
+            if herd("lost")? == 0.0 {
+                return Err("the restart cut no connection");
+            }
+            herd(field).map(|ms| ms * 1e6)
+        }
+        _ => Err("not counted in this run"),
     }
 }
 
@@ -251,6 +419,80 @@ mod tests {
             Metric::parse("p50").unwrap().read(&no_latency),
             Err("this run measured no latency")
         );
+    }
+
+    #[test]
+    fn conns_figures_come_from_its_section_and_message_figures_do_not() {
+        let conns = |checks: Value, herd: Value| {
+            json!({
+                "throughput": {"msgs": 0, "msgs_per_sec": 0.0, "bytes_per_sec": 0.0},
+                "delivery": {"sent": 0, "received": 0, "lost": 0},
+                "errors": {},
+                "latency": null,
+                "conns": {"connected": 98, "never_connected": 2, "connects_per_sec": 490.5,
+                          "connect_latency": {"total": {"p50_us": 800.0, "p99_us": 2500.0,
+                                                        "max_us": 4000.0}},
+                          "checks": checks, "herd": herd}
+            })
+        };
+        let doc = conns(
+            json!({"missed": 7, "excused_by_fault": 5}),
+            json!({"lost": 98, "never_back": 1, "to_50pct_ms": 600.0, "to_99pct_ms": null}),
+        );
+        let read = |n: &str, d: &Value| Metric::parse(n).unwrap().read(d);
+        // Connect times in nanoseconds, like every latency figure; herd times too.
+        assert_eq!(read("connect_p99", &doc), Ok(2.5e6));
+        assert_eq!(read("connect_max", &doc), Ok(4e6));
+        assert_eq!(read("opened", &doc), Ok(98.0));
+        assert_eq!(read("failed", &doc), Ok(2.0));
+        assert_eq!(read("connects_per_sec", &doc), Ok(490.5));
+        assert_eq!(read("missed", &doc), Ok(2.0), "the restart excused 5 of 7");
+        assert_eq!(read("herd_lost", &doc), Ok(98.0));
+        assert_eq!(read("back_p50", &doc), Ok(6e8));
+        assert_eq!(
+            read("back_p99", &doc),
+            Err("not that many cut connections were back within the hold")
+        );
+        assert_eq!(read("errors", &doc), Ok(0.0));
+        assert!(read("errors", &doc).unwrap().is_sign_positive());
+        // The zeros of a conns result's message sections are not its figures.
+        assert_eq!(
+            read("msgs_per_sec", &doc),
+            Err("not a figure of this scenario")
+        );
+        assert_eq!(read("lost", &doc), Err("not a figure of this scenario"));
+        let bare = conns(Value::Null, Value::Null);
+        assert!(read("missed", &bare).unwrap_err().contains("no checks"));
+        assert!(read("back_p99", &bare)
+            .unwrap_err()
+            .contains("--fault restart"));
+        let none_cut = conns(Value::Null, json!({"lost": 0, "to_99pct_ms": null}));
+        assert_eq!(
+            read("back_p99", &none_cut),
+            Err("the restart cut no connection")
+        );
+        // And a message result has no conns figures.
+        let msgs = json!({"throughput": {"msgs_per_sec": 5.0}, "conns": null});
+        assert_eq!(
+            read("connect_p99", &msgs),
+            Err("not a figure of this scenario")
+        );
+        assert_eq!(read("msgs_per_sec", &msgs), Ok(5.0));
+    }
+
+    #[test]
+    fn each_family_has_its_figures_and_errors_belongs_to_both() {
+        let msgs = Metric::of(Family::Messages);
+        let conns = Metric::of(Family::Connections);
+        let errors = Metric::parse("errors").unwrap();
+        assert!(msgs.contains(&errors) && conns.contains(&errors));
+        assert_eq!(msgs.len() + conns.len(), Metric::all().count() + 1);
+        assert!(!conns.contains(&Metric::parse("p99").unwrap()));
+        assert!(!msgs.contains(&Metric::parse("connect_p99").unwrap()));
+        assert!(Metric::parse("connect_p99").unwrap().is_latency());
+        assert!(Metric::parse("opened").unwrap().higher_is_better());
+        assert!(Metric::list(&msgs).starts_with("p10…p100, min, max, mean, msgs_per_sec"));
+        assert!(Metric::list(&conns).starts_with("errors, connect_p50"));
     }
 
     #[test]

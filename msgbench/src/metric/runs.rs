@@ -2,7 +2,8 @@
 //! (see [`crate::metric`]) gets its median, range and median absolute deviation over the runs,
 //! with the per-run values kept so `diff` can test a change against the noise. The sections of
 //! one run stand at the top level of the result: the run whose headline figure is the median
-//! (P99 for the latency scenario, whose rate is fixed; msgs/s for the rest), so the histograms,
+//! (P99 for the latency scenario, whose rate is fixed; the connect P99 for `conns`, whose load
+//! is connections; msgs/s for the rest), so the histograms,
 //! timeline and delivery shown belong together and are typical.
 
 use std::collections::BTreeMap;
@@ -75,8 +76,11 @@ pub fn summarize(scenario: &str, docs: &[Value], entries: Vec<RunEntry>) -> Runs
     }
     let by = if scenario == "latency" && metrics.contains_key("p99") {
         "p99"
-    } else {
+    } else if metrics.contains_key("msgs_per_sec") {
         "msgs_per_sec"
+    } else {
+        // `conns`: its load is connections, and the whole first connect is its headline.
+        "connect_p99"
     };
     let representative = metrics.get(by).map_or(0, |m| closest_to_median(&m.values));
     RunsReport {

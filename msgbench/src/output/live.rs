@@ -160,7 +160,12 @@ fn watch(meter: &Arc<Meter>, mut view: View, done: &AtomicBool) -> Timeline {
         // any empty one that began after the load was over (it spans only the clean-up). Errors
         // counted at the end (requests that found no responder) are something: such a tick
         // stays, or the timeline and the metrics page would miss what the result counts.
-        let empty = tick.msgs.iter().all(|&m| m == 0) && tick.latency.is_none() && tick.errors == 0;
+        let empty = tick.msgs.iter().all(|&m| m == 0)
+            && tick.latency.is_none()
+            && tick.errors == 0
+            && tick
+                .conns
+                .is_none_or(|c| c.opened_per_sec == 0.0 && c.lost == 0);
         let after_load = meter.ended_by(tick.t_s - tick.span_s + 1e-9);
         if !(finished && empty && (tick.span_s < 0.5 || after_load)) {
             if view.line && !finished {
@@ -214,7 +219,16 @@ fn line(t: &Tick, run: Option<(u32, u32)>) -> String {
             group(st.target_rate.round() as u64)
         ));
     }
-    if t.sent_per_sec > 0.0 || t.received_per_sec == 0.0 {
+    if let Some(c) = &t.conns {
+        s.push_str(&format!(
+            "  up {}  opened {}/s  lost {}",
+            group(c.up),
+            group(c.opened_per_sec.round() as u64),
+            group(c.lost)
+        ));
+    }
+    // A conns run's load is its connections: its checks are not metered as messages.
+    if t.conns.is_none() && (t.sent_per_sec > 0.0 || t.received_per_sec == 0.0) {
         s.push_str(&format!(
             "  sent {}/s",
             group(t.sent_per_sec.round() as u64)
@@ -329,6 +343,7 @@ mod tests {
             }),
             errors: 2,
             stage: None,
+            conns: None,
         };
         assert_eq!(
             line(&t, Some((2, 5))),
@@ -346,6 +361,23 @@ mod tests {
             line(&staged, None),
             "   3s  stage 3/5 at 3,000/s  sent 1,203,113/s  received 1,201,000/s  p99 1.23 ms  \
              errors 2"
+        );
+        // A conns run: its connections, and no message rates it does not meter.
+        let conns = Tick {
+            sent_per_sec: 0.0,
+            received_per_sec: 0.0,
+            latency: None,
+            stage: None,
+            conns: Some(crate::stats::timeline::TickConns {
+                up: 1500,
+                opened_per_sec: 499.6,
+                lost: 3,
+            }),
+            ..staged
+        };
+        assert_eq!(
+            line(&conns, None),
+            "   3s  up 1,500  opened 500/s  lost 3  errors 2"
         );
     }
 }

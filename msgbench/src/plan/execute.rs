@@ -6,7 +6,9 @@
 
 use std::sync::atomic::AtomicBool;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::gate::Threshold;
+use crate::metric::Metric;
 use crate::result::RunResult;
 use crate::scenario::segment::Share;
 use crate::scenario::{Ctx, Runnable, Second};
@@ -30,6 +32,24 @@ impl Validated {
     /// The scenario's name.
     pub fn name(&self) -> &'static str {
         self.name
+    }
+
+    /// Refuses a gate (`--threshold`, `--slo`: `flag`) on a figure this scenario cannot
+    /// produce: resolved once, here, so such a gate never waits for a run to fail it.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] naming the flag, the figure and what the scenario can gate on.
+    pub fn gates(&self, flag: &str, gates: &[Threshold]) -> Result<()> {
+        let measures = self.run.measures();
+        match gates.iter().find(|t| !measures.contains(&t.metric())) {
+            Some(t) => Err(Error::Usage(format!(
+                "{flag} '{t}': `{}` does not produce {}; it can gate on {}",
+                self.name,
+                t.metric().name(),
+                Metric::list(&measures)
+            ))),
+            None => Ok(()),
+        }
     }
 }
 

@@ -97,6 +97,7 @@ impl Plan {
     /// [`Error::Usage`] naming the flag whose value cannot work.
     pub fn validate(&self) -> Result<Validated> {
         let v = Validated::new(self.name(), self.args.validate()?);
+        v.gates("--threshold", &self.out().threshold)?;
         if let Some(sc) = v.schedule() {
             // Agents split one fixed rate between them.
             if self.out().distributed() {

@@ -25,7 +25,7 @@ use serde_json::Value;
 use crate::cli::DiffArgs;
 use crate::error::{exit, Error, Result};
 use crate::format::{duration_ns_finer, grouped};
-use crate::metric::Metric;
+use crate::metric::{Family, Metric};
 use crate::report::{load, Doc, DocKind};
 use crate::stats::significance::{compare, median, Change};
 
@@ -34,6 +34,26 @@ const ALPHA: f64 = 0.05;
 
 /// Compared when `--metric` is not given: throughput and the latency percentiles people quote.
 const DEFAULT_METRICS: [&str; 5] = ["msgs_per_sec", "p50", "p90", "p99", "p99.9"];
+/// The same for `conns`, whose load is connections.
+const CONNS_DEFAULT_METRICS: [&str; 5] = [
+    "connects_per_sec",
+    "connect_p50",
+    "connect_p90",
+    "connect_p99",
+    "connect_p99.9",
+];
+
+/// The metrics compared without `--metric`: those of the base result's kind of load.
+fn default_metrics(base: &Value) -> Vec<Metric> {
+    let names: &[&str] = match Family::of_doc(base) {
+        Family::Connections => &CONNS_DEFAULT_METRICS,
+        Family::Messages => &DEFAULT_METRICS,
+    };
+    names
+        .iter()
+        .map(|m| Metric::parse(m).expect("a known metric"))
+        .collect()
+}
 
 /// What became of one metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -104,19 +124,18 @@ pub const SCHEMA: &str = "msgbench.diff/v1";
 /// Unreadable or foreign input files, an unknown `--metric`, a `--json` file that cannot be
 /// written.
 pub fn run(args: &DiffArgs) -> Result<u8> {
-    let metrics: Vec<Metric> = if args.metric.is_empty() {
-        DEFAULT_METRICS
-            .iter()
-            .map(|m| Metric::parse(m).expect("a known metric"))
-            .collect()
-    } else {
-        args.metric
-            .iter()
-            .map(|m| Metric::parse(m).map_err(|why| Error::flag("--metric", m, why)))
-            .collect::<Result<_>>()?
-    };
+    let chosen: Vec<Metric> = args
+        .metric
+        .iter()
+        .map(|m| Metric::parse(m).map_err(|why| Error::flag("--metric", m, why)))
+        .collect::<Result<_>>()?;
     let base = result_doc(&args.base)?;
     let new = result_doc(&args.new)?;
+    let metrics = if chosen.is_empty() {
+        default_metrics(&base.value)
+    } else {
+        chosen
+    };
     let report = diff(&base, &new, &metrics, args.fail_on_regression);
     if report.base.scenario != report.new.scenario {
         eprintln!(
@@ -513,11 +532,18 @@ fn render(r: &DiffReport) -> String {
             "  figures: {kinds}. Each factor is NEW ÷ BASE of its line's two figures."
         );
     }
+    // Names line up: 8 wide, or as wide as the longest (conns' connects_per_sec).
+    let w = r
+        .metrics
+        .iter()
+        .map(|d| d.metric.replace("msgs_per_sec", "msgs/s").chars().count())
+        .chain(r.skipped.iter().map(|s| s.metric.chars().count()))
+        .fold(8, usize::max);
     for d in &r.metrics {
         let flag = if d.regression { "  REGRESSION" } else { "" };
         let _ = writeln!(
             o,
-            "  {:<8} {:>12} → {:<12}  {}{flag}",
+            "  {:<w$} {:>12} → {:<12}  {}{flag}",
             d.metric.replace("msgs_per_sec", "msgs/s"),
             d.shown.0,
             d.shown.1,
@@ -525,7 +551,7 @@ fn render(r: &DiffReport) -> String {
         );
     }
     for s in &r.skipped {
-        let _ = writeln!(o, "  {:<8} not compared: {}", s.metric, s.why);
+        let _ = writeln!(o, "  {:<w$} not compared: {}", s.metric, s.why);
     }
     if let Some(pct) = r.fail_on_regression {
         let untested = r
@@ -551,6 +577,27 @@ fn render(r: &DiffReport) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn without_metric_a_conns_result_is_compared_on_its_connect_figures() {
+        let names = |doc: Value| -> Vec<String> {
+            default_metrics(&doc).iter().map(|m| m.name()).collect()
+        };
+        assert_eq!(
+            names(json!({"scenario": "conns", "conns": {"connected": 1}})),
+            [
+                "connects_per_sec",
+                "connect_p50",
+                "connect_p90",
+                "connect_p99",
+                "connect_p99.9"
+            ]
+        );
+        assert_eq!(
+            names(json!({"scenario": "pub", "conns": null})),
+            ["msgs_per_sec", "p50", "p90", "p99", "p99.9"]
+        );
+    }
 
     fn doc(name: &str, rates: &[f64], p99: &[f64]) -> Doc {
         let n = rates.len();

@@ -177,6 +177,11 @@ pub trait Runnable: Debug + Send + Sync {
     fn duration(&self) -> Option<Duration> {
         None
     }
+    /// The figures its result can produce, which `--threshold` and `--slo` may name: those of
+    /// a load of messages, unless the scenario says otherwise.
+    fn measures(&self) -> Vec<crate::metric::Metric> {
+        crate::metric::Metric::of(crate::metric::Family::Messages)
+    }
     /// The parameters a result records.
     fn params(&self) -> crate::result::Params;
     /// Runs once against the context's servers (on an agent, its share only).

@@ -88,6 +88,18 @@ pub struct ClientMeter {
     pub latency: Option<LiveHist>,
 }
 
+/// A `conns` run's connections, which its run stores while they open and hold: connections
+/// are its load, as messages are the others'.
+#[derive(Debug, Default)]
+pub struct ConnsGauge {
+    /// Up now.
+    pub up: AtomicU64,
+    /// Came up the first time, so far.
+    pub opened: AtomicU64,
+    /// Losses of a connection that was up, so far.
+    pub lost: AtomicU64,
+}
+
 /// What every client of a run registers with, and the reader samples.
 pub struct Meter {
     started: Instant,
@@ -98,6 +110,8 @@ pub struct Meter {
     schedule: Mutex<Option<(Instant, RateSchedule)>>,
     /// When the run's last message was counted, once the scenario knows.
     counted_until: Mutex<Option<Instant>>,
+    /// A `conns` run's connections.
+    conns: Mutex<Option<Arc<ConnsGauge>>>,
 }
 
 impl Default for Meter {
@@ -108,6 +122,7 @@ impl Default for Meter {
             errors: Mutex::new(Vec::new()),
             schedule: Mutex::new(None),
             counted_until: Mutex::new(None),
+            conns: Mutex::new(None),
         }
     }
 }
@@ -126,6 +141,13 @@ impl Meter {
             .expect("meter lock")
             .push(Arc::clone(&c));
         c
+    }
+
+    /// The gauge a `conns` run keeps its connections' counts in, so each tick shows them.
+    pub fn conns(&self) -> Arc<ConnsGauge> {
+        let g = Arc::new(ConnsGauge::default());
+        *self.conns.lock().expect("meter lock") = Some(Arc::clone(&g));
+        g
     }
 
     /// Time since the meter was made (the run's start).
@@ -221,6 +243,17 @@ pub struct TickStage {
     pub target_rate: f64,
 }
 
+/// A `conns` run's connections during a tick.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TickConns {
+    /// Up at the end of the interval.
+    pub up: u64,
+    /// Connections that came up the first time, per second of the interval.
+    pub opened_per_sec: f64,
+    /// Connections that were up and were lost in the interval.
+    pub lost: u64,
+}
+
 /// One interval of the run.
 #[derive(Debug, Clone, Serialize)]
 pub struct Tick {
@@ -241,6 +274,9 @@ pub struct Tick {
     /// Where a `--rate-schedule` was in the middle of the interval.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stage: Option<TickStage>,
+    /// A `conns` run's connections.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conns: Option<TickConns>,
 }
 
 /// Per-client columns stop here: beyond it a tick would be mostly a list of numbers.
@@ -284,6 +320,8 @@ pub struct Sampler {
     last_msgs: Vec<u64>,
     last_hist: Vec<Vec<u64>>,
     last_errors: u64,
+    /// A `conns` run's first connects and losses at the previous tick.
+    last_conns: (u64, u64),
     merged: Vec<u64>,
     totals: Totals,
 }
@@ -296,6 +334,7 @@ impl Sampler {
             last_msgs: Vec::new(),
             last_hist: Vec::new(),
             last_errors: 0,
+            last_conns: (0, 0),
             merged: vec![0; BUCKETS],
             totals: Totals::default(),
         }
@@ -365,6 +404,17 @@ impl Sampler {
         let errors_now: u64 = self.totals.errors.values().sum();
         let errors = errors_now.saturating_sub(self.last_errors);
         self.last_errors = errors_now;
+        let conns = self.meter.conns.lock().expect("meter lock").clone();
+        let conns = conns.map(|g| {
+            let opened = g.opened.load(Ordering::Relaxed);
+            let lost = g.lost.load(Ordering::Relaxed);
+            let (last_opened, last_lost) = std::mem::replace(&mut self.last_conns, (opened, lost));
+            TickConns {
+                up: g.up.load(Ordering::Relaxed),
+                opened_per_sec: opened.saturating_sub(last_opened) as f64 / span,
+                lost: lost.saturating_sub(last_lost),
+            }
+        });
         Tick {
             t_s: now,
             span_s: span,
@@ -378,6 +428,7 @@ impl Sampler {
             stage: self
                 .meter
                 .stage_before(std::time::Duration::from_secs_f64(span / 2.0)),
+            conns,
         }
     }
 }
@@ -442,6 +493,27 @@ mod tests {
             assert!(bucket(v) >= last);
             last = bucket(v);
         }
+    }
+
+    #[test]
+    fn a_conns_tick_holds_the_connections_up_and_those_opened_and_lost_since_the_last() {
+        let meter = Arc::new(Meter::default());
+        let mut sampler = Sampler::new(Arc::clone(&meter));
+        assert_eq!(sampler.tick().conns, None, "a run of messages has none");
+        let g = meter.conns();
+        g.up.store(40, Ordering::Relaxed);
+        g.opened.store(40, Ordering::Relaxed);
+        let t1 = sampler.tick().conns.unwrap();
+        assert_eq!((t1.up, t1.lost), (40, 0));
+        assert!(t1.opened_per_sec > 0.0);
+        g.up.store(45, Ordering::Relaxed);
+        g.opened.store(50, Ordering::Relaxed);
+        g.lost.store(5, Ordering::Relaxed);
+        let t2 = sampler.tick();
+        let c = t2.conns.unwrap();
+        assert_eq!((c.up, c.lost), (45, 5));
+        // Ten opened in this tick, whatever its length.
+        assert!((c.opened_per_sec * t2.span_s - 10.0).abs() < 1e-6, "{c:?}");
     }
 
     #[test]

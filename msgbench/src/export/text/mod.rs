@@ -38,10 +38,12 @@ impl Exporter for Text {
         // A scenario whose load is not messages (conns) reports in its own words only.
         if words.section_only() {
             o.push_str(&words.section(r).unwrap_or_default());
+            runs(&mut o, r);
             if !r.errors.is_empty() {
                 let list: Vec<String> = r.errors.iter().map(|(k, n)| format!("{k} {n}")).collect();
                 let _ = writeln!(o, "Errors: {}", list.join(", "));
             }
+            thresholds(&mut o, r);
             if r.interrupted {
                 let _ = writeln!(o, "Interrupted: these are partial results.");
             }

@@ -4,8 +4,9 @@ use std::fmt::Write;
 
 use super::*;
 
-/// The figures `--runs` prints as each run ends, and summarises per metric at the end.
-pub(super) const RUN_METRICS: [&str; 7] = [
+/// The figures `--runs` summarises per metric at the end, and (the second list) prints as each
+/// run ends: for a load of messages, and for `conns`, whose load is connections.
+const RUN_METRICS: [&str; 7] = [
     "msgs_per_sec",
     "p50",
     "p99",
@@ -14,6 +15,35 @@ pub(super) const RUN_METRICS: [&str; 7] = [
     "lost",
     "errors",
 ];
+const LINE_METRICS: [&str; 4] = ["msgs_per_sec", "p99", "lost", "errors"];
+const CONNS_RUN_METRICS: [&str; 9] = [
+    "connects_per_sec",
+    "connect_p50",
+    "connect_p99",
+    "connect_max",
+    "opened",
+    "failed",
+    "missed",
+    "back_p99",
+    "errors",
+];
+const CONNS_LINE_METRICS: [&str; 6] = [
+    "connect_p99",
+    "opened",
+    "failed",
+    "missed",
+    "back_p99",
+    "errors",
+];
+
+/// The figures of `r`'s scenario: summarised, and on each run's line.
+fn metrics_of(r: &RunResult) -> (&'static [&'static str], &'static [&'static str]) {
+    if r.conns.is_some() {
+        (&CONNS_RUN_METRICS, &CONNS_LINE_METRICS)
+    } else {
+        (&RUN_METRICS, &LINE_METRICS)
+    }
+}
 
 /// A metric's value as the text report writes it.
 pub(super) fn figure(name: &str, v: f64) -> String {
@@ -26,9 +56,9 @@ pub(super) fn figure(name: &str, v: f64) -> String {
 /// `run 2/5: 1,234,567 msgs/s, p99 1.23 ms, lost 0, errors 0`, as each of `--runs` ends.
 pub fn run_line(k: u32, n: u32, r: &RunResult) -> String {
     let doc = serde_json::to_value(r).expect("a result serialises");
-    let parts: Vec<String> = RUN_METRICS
+    let parts: Vec<String> = metrics_of(r)
+        .1
         .iter()
-        .filter(|m| !matches!(**m, "p50" | "p99.9" | "max"))
         .filter_map(|name| {
             let m = crate::metric::Metric::parse(name).ok()?;
             let v = m.read_one(&doc).ok()?;
@@ -51,7 +81,9 @@ pub(super) fn runs(o: &mut String, r: &RunResult) {
         runs.n,
         runs.representative + 1
     );
-    for name in RUN_METRICS {
+    let names = metrics_of(r).0;
+    let w = names.iter().map(|n| n.len()).fold(13, usize::max);
+    for &name in names {
         let Some(m) = runs.metrics.get(name) else {
             continue;
         };
@@ -62,7 +94,7 @@ pub(super) fn runs(o: &mut String, r: &RunResult) {
         };
         let _ = writeln!(
             o,
-            "  {:<13} median {:>12}   range {} – {}   MAD {}{spread}",
+            "  {:<w$} median {:>12}   range {} – {}   MAD {}{spread}",
             name.replace("msgs_per_sec", "msgs/s"),
             figure(name, m.median),
             figure(name, m.min),

@@ -161,6 +161,29 @@ impl Collector for Figures {
                 ConstCounter::new(*n).encode(m.encode_family(&[("kind", *kind)])?)?;
             }
         }
+        if let Some(c) = &t.conns {
+            gauge(
+                &mut e,
+                "connections_up",
+                "A conns run's connections up at the end of the interval",
+                None,
+                c.up as i64,
+            )?;
+            gauge(
+                &mut e,
+                "connections_opened_per_second",
+                "A conns run's connections that came up the first time, per second of the interval",
+                None,
+                c.opened_per_sec,
+            )?;
+            gauge(
+                &mut e,
+                "connections_lost",
+                "A conns run's connections that were up and were lost in the interval",
+                None,
+                c.lost as i64,
+            )?;
+        }
         if let Some(s) = &t.stage {
             gauge(
                 &mut e,
@@ -229,6 +252,7 @@ mod tests {
                 of: 3,
                 target_rate: 2000.0,
             }),
+            conns: None,
         }
     }
 
@@ -249,6 +273,32 @@ mod tests {
     /// The samples of `text`, as `name{labels} value` lines.
     fn samples(text: &str) -> Vec<&str> {
         text.lines().filter(|l| !l.starts_with('#')).collect()
+    }
+
+    #[test]
+    fn a_conns_tick_shows_its_connections_and_a_tick_of_messages_none() {
+        let on = r#"run="20261125T143000Z-latency-0a1b",scenario="latency""#;
+        let conns = Tick {
+            conns: Some(crate::stats::timeline::TickConns {
+                up: 1500,
+                opened_per_sec: 250.5,
+                lost: 3,
+            }),
+            ..tick()
+        };
+        let text = render(&labels(), &conns, &totals(), false);
+        for want in [
+            format!("msgbench_connections_up{{{on}}} 1500"),
+            format!("msgbench_connections_opened_per_second{{{on}}} 250.5"),
+            format!("msgbench_connections_lost{{{on}}} 3"),
+        ] {
+            assert!(
+                samples(&text).contains(&want.as_str()),
+                "{want} not in\n{text}"
+            );
+        }
+        let plain = render(&labels(), &tick(), &totals(), false);
+        assert!(!plain.contains("connections_"), "{plain}");
     }
 
     #[test]

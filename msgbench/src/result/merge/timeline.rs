@@ -66,8 +66,9 @@ fn at(parts: &[Part], i: usize, per_client: bool) -> Tick {
         received_per_sec: 0.0,
         latency: None,
         errors: 0,
-        // Agents do not run rate schedules (refused before a run).
+        // Agents do not run rate schedules, nor `conns` (refused before a run).
         stage: None,
+        conns: None,
     };
     for p in parts {
         let tick = p.ticks.get(i);
@@ -121,6 +122,7 @@ fn tick(d: &Doc<'_>) -> Result<Tick, MergeError> {
         received_per_sec: d.f64("/received_per_sec")?,
         latency,
         stage: None,
+        conns: None,
         errors: d.u64("/errors")?,
     })
 }

@@ -70,11 +70,16 @@ impl super::Runnable for ConnsOptions {
     fn duration(&self) -> Option<std::time::Duration> {
         Some(self.hold)
     }
+    /// Its load is connections: connect times, connections opened and failed, the checks
+    /// missed, the herd's way back, and errors.
+    fn measures(&self) -> Vec<crate::metric::Metric> {
+        crate::metric::Metric::of(crate::metric::Family::Connections)
+    }
     fn params(&self) -> crate::result::Params {
         crate::result::Params::of(ConnsOptions::params(self))
     }
     fn run(&self, ctx: &super::Ctx<'_>) -> Result<RunResult> {
-        run::run(self, ctx.target()?, ctx.stop)
+        run::run(self, ctx.target()?, ctx.meter, ctx.stop)
     }
 }
 

@@ -43,21 +43,6 @@ impl ConnsOptions {
     /// cannot fit the connections.
     pub fn new(a: &ConnsArgs) -> Result<Self> {
         let out = &a.out;
-        for (given, flag) in [
-            (out.csv.is_some(), "--csv"),
-            (out.markdown.is_some(), "--markdown"),
-            (out.stream_stats.is_some(), "--stream-stats"),
-            (out.metrics_listen.is_some(), "--metrics-listen"),
-            (out.live, "--live"),
-            (out.runs > 1, "--runs"),
-            (!out.threshold.is_empty(), "--threshold"),
-        ] {
-            if given {
-                return Err(Error::Usage(format!(
-                    "{flag} is not available for `conns` (its figures are in the text report and --json)"
-                )));
-            }
-        }
         // A link proxy would hold two more sockets and a share of the memory per connection,
         // and a cluster's connections would all land on its first node: both would falsify
         // what conns measures.

@@ -17,13 +17,14 @@ use super::options::ConnsOptions;
 use super::summary::summarize;
 use crate::cli::Subscribe;
 use crate::engine::conn::{self, ConnectSpec};
-use crate::engine::fleet::{Fleet, FleetSpec, Interest, Member};
+use crate::engine::fleet::{Board, Fleet, FleetSpec, Interest, Member};
 use crate::engine::load::{SubControl, UNKNOWN};
 use crate::engine::memory::{self, Figure};
 use crate::error::{Error, ErrorCounts, Result};
 use crate::result::{Keepalives, RunResult, ServerMeta};
 use crate::scenario::fault::Injector;
 use crate::server::Target;
+use crate::stats::timeline::{ConnsGauge, Meter};
 use crate::wire::stamp;
 
 /// How long after the hold the connections may still take to receive the last checks.
@@ -34,7 +35,12 @@ const DRAIN: Duration = Duration::from_secs(2);
 /// # Errors
 /// Failures before any connection: an address that does not resolve, a checker publisher
 /// that cannot connect.
-pub fn run(opts: &ConnsOptions, target: &Target, stop: &AtomicBool) -> Result<RunResult> {
+pub fn run(
+    opts: &ConnsOptions,
+    target: &Target,
+    meter: &Meter,
+    stop: &AtomicBool,
+) -> Result<RunResult> {
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let meta = probe(opts, target)?;
     if let Some(note) = &opts.fd_note {
@@ -50,7 +56,9 @@ pub fn run(opts: &ConnsOptions, target: &Target, stop: &AtomicBool) -> Result<Ru
             .unwrap_or_else(|| format!("msgbench.conns.{run_tag:04x}")),
         run_tag,
         errors: Arc::new(ErrorCounts::default()),
+        gauge: meter.conns(),
     };
+    meter.watch_errors(&su.errors);
     let spec = fleet_spec(&su)?;
     let server_mem = ServerMemory::new(opts, target);
     let rss_before = memory::bytes(None, Figure::Resident);
@@ -88,6 +96,8 @@ pub(super) struct Setup<'a> {
     /// The stamps' run tag: the checks are the messages that carry it.
     pub run_tag: u16,
     pub errors: Arc<ErrorCounts>,
+    /// The connections up, opened and lost, for the live figures.
+    pub gauge: Arc<ConnsGauge>,
 }
 
 /// A line of progress on stderr, unless --no-progress.
@@ -162,7 +172,7 @@ fn hold(
     let ctl = SubControl::new(UNKNOWN);
     std::thread::scope(|s| -> Result<_> {
         let fleet = Fleet::start(s, spec, &ctl, stop, 0..opts.clients, &[]);
-        open(opts, &fleet, stop);
+        open(su, &fleet, stop);
         let rss_connected = memory::bytes(None, Figure::Resident);
         let server_connected = server_mem.read();
         let buffers_connected = fleet.board().buffer_bytes();
@@ -202,6 +212,7 @@ fn hold(
         while Instant::now() < until && !stop.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_millis(100).min(until - Instant::now().min(until)));
             buffers_peak = buffers_peak.max(fleet.board().buffer_bytes());
+            show(&su.gauge, fleet.board());
         }
         // The end of the hold is the end of what is reported as the herd's return: the fleet
         // keeps running until the checks have drained, but a connection back after this counts
@@ -252,7 +263,8 @@ fn hold(
 
 /// Waits until every connection is up or given up on (bounded: each attempt has
 /// --connect-timeout, and retries end after --timeout), saying how many once a second.
-fn open(opts: &ConnsOptions, fleet: &Fleet<'_>, stop: &AtomicBool) {
+fn open(su: &Setup<'_>, fleet: &Fleet<'_>, stop: &AtomicBool) {
+    let opts = su.opts;
     let n = u64::from(opts.clients);
     say(
         opts,
@@ -271,6 +283,7 @@ fn open(opts: &ConnsOptions, fleet: &Fleet<'_>, stop: &AtomicBool) {
             .map_or(Duration::ZERO, |r| Duration::from_secs_f64(n as f64 / r));
     let mut last_said = Instant::now();
     fleet.wait(bound, stop, |b| {
+        show(&su.gauge, b);
         if last_said.elapsed() >= Duration::from_secs(1) {
             last_said = Instant::now();
             say(
@@ -280,6 +293,14 @@ fn open(opts: &ConnsOptions, fleet: &Fleet<'_>, stop: &AtomicBool) {
         }
         b.settled_count() >= n
     });
+}
+
+/// The connections' counts where the live figures read them. Stored only while they open and
+/// hold: the fleet's end, when every connection is closed, is not the load's.
+fn show(gauge: &ConnsGauge, b: &Board) {
+    gauge.up.store(b.ready_now(), Ordering::Relaxed);
+    gauge.opened.store(b.opened_count(), Ordering::Relaxed);
+    gauge.lost.store(b.lost_count(), Ordering::Relaxed);
 }
 
 /// What the injector saw of the restart.
