@@ -235,6 +235,11 @@ fn an_object_larger_than_its_bucket_is_refused_before_the_run_in_one_line() {
 
 #[test]
 fn a_get_of_objects_never_put_counts_them_missing_and_fails() {
+    // A server msgbench starts itself has no bucket yet: the refusal says to give --server.
+    let out = run(&["obj", "get", "--no-progress"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("give --server"), "{}", stderr(&out));
+
     let s = TestServer::start();
     let out = run(&["obj", "get", "--server", &s.url, "--no-progress"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));

@@ -10,6 +10,7 @@ use super::options::{ObjOptions, PutOptions};
 use crate::cli::Storage;
 use crate::engine::jsapi::{Api, StreamConfig};
 use crate::error::{Error, ErrorKind, Result};
+use crate::options::ServerChoice;
 
 /// What the server says of a bucket's stream that a run checks.
 #[derive(Debug, Deserialize)]
@@ -72,8 +73,18 @@ fn info_raw(api: &mut Api, stream: &str) -> Result<Option<(String, Limits)>> {
 /// [`Error::Usage`] naming `--bucket` when there is no such bucket; the server's error else.
 pub(super) fn find(api: &mut Api, o: &ObjOptions) -> Result<Limits> {
     info_raw(api, &o.stream())?.map(|(_, l)| l).ok_or_else(|| {
+        // A server msgbench starts itself starts empty, and the bucket of an earlier run went
+        // with that run's server.
+        let hint = match o.server {
+            ServerChoice::Embedded { .. } => {
+                " (a server msgbench starts itself starts empty: \
+                                              give --server)"
+            }
+            _ => "",
+        };
         Error::Usage(format!(
-            "--bucket {}: no such bucket (no stream {}); `msgbench obj put` fills one first",
+            "--bucket {}: no such bucket (no stream {}); `msgbench obj put` fills one \
+             first{hint}",
             o.bucket,
             o.stream()
         ))
