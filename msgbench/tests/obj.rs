@@ -80,6 +80,22 @@ fn objects_put_by_two_clients_are_read_back_with_every_digest_matching() {
     assert!(m["digest"].as_str().unwrap().starts_with("SHA-256="), "{m}");
     // 160 chunks and 20 metadata messages, nothing else.
     assert_eq!(stream_messages(&s.url, "OBJ_msgbench"), 180);
+    // A second put replaces every object: each new metadata rolls up the old, and the old
+    // chunks are purged, so the bucket holds the same count again.
+    let (again, _) = run_json(&[
+        "obj",
+        "put",
+        "--server",
+        &s.url,
+        "--objects",
+        "20",
+        "--size",
+        "1MiB",
+        "--clients",
+        "2",
+    ]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(stream_messages(&s.url, "OBJ_msgbench"), 180);
     let text = stderr(&out);
     for shown in [
         "objects/s",
