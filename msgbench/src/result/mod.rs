@@ -655,7 +655,8 @@ impl RunResult {
                     .is_some_and(|k| k.missed > k.excused_by_fault)
             })
             || self.jetstream.as_ref().is_some_and(|js| !js.reconciled)
-            || self.consumer.as_ref().is_some_and(|c| !c.reconciled))
+            || self.consumer.as_ref().is_some_and(|c| !c.reconciled)
+            || self.own.iter().any(|s| s.failed()))
             && !allow_loss
         {
             exit::LOSS

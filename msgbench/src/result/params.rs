@@ -181,6 +181,11 @@ pub trait Section: fmt::Debug + Send + Sync + 'static {
     fn to_value(&self) -> Value;
     /// Its lines in the text output, after the common ones.
     fn text(&self, o: &mut String);
+    /// Whether its figures fail the run (the exit status of loss, unless `--allow-loss`): an
+    /// object read back that does not match its digest, say. None do by default.
+    fn failed(&self) -> bool {
+        false
+    }
     fn clone_box(&self) -> Box<dyn Section>;
     fn as_any(&self) -> &dyn Any;
 }

@@ -29,6 +29,7 @@ pub mod fault;
 pub mod grpc;
 pub mod js;
 pub mod latency;
+mod obj;
 mod pacing;
 pub mod registry;
 pub mod request;

@@ -27,6 +27,8 @@ pub static ALL: &[&dyn Entry] = &[
     &Of::<super::js::JsConsume>(PhantomData),
     &Of::<super::js::KvPut>(PhantomData),
     &Of::<super::js::KvGet>(PhantomData),
+    &Of::<super::obj::ObjPut>(PhantomData),
+    &Of::<super::obj::ObjGet>(PhantomData),
     &Of::<super::grpc::Grpc>(PhantomData),
 ];
 
@@ -40,6 +42,10 @@ pub const GROUPS: &[(&str, &str)] = &[
     (
         "kv",
         "Key-value buckets: put and get, timing each operation.",
+    ),
+    (
+        "obj",
+        "Object store buckets: put objects in chunks and get them back, checking every digest.",
     ),
 ];
 
