@@ -6,7 +6,7 @@
 //! failure under MSGBENCH_REQUIRE_DRIVERS=1, as in CI), and one whose driver fails is reported
 //! in its row: neither loses the other clients' results.
 //!
-//! About 680 lines before its tests: the rounds, the native client and the driver protocol's
+//! About 680 lines before its tests, past the 600 lines a file aims for: the rounds, the native client and the driver protocol's
 //! mapping of a driver's result into msgbench's are one flow; its outputs live in
 //! `export::compare`.
 

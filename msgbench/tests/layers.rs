@@ -639,3 +639,71 @@ trait T {
         vec![("outer".to_string(), 3, 10), ("inner".to_string(), 10, 1)]
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// File length: a file past 600 lines of code (its tests not counted) says in its `//!` header
+// why it is one file, with the words "600 lines", so the reason is read where the length is.
+
+/// The most lines of code (before a `#[cfg(test)]` module) a file holds without saying why.
+const MAX_FILE_LINES: usize = 600;
+
+/// The files over [`MAX_FILE_LINES`] whose header does not say why, as `(file, lines)`.
+fn long_files_unexplained(files: &[(String, String)]) -> Vec<(String, usize)> {
+    files
+        .iter()
+        .filter_map(|(f, text)| {
+            let code = text
+                .lines()
+                .take_while(|l| !l.starts_with("#[cfg(test)]"))
+                .count();
+            let header: String = text
+                .lines()
+                .take_while(|l| l.starts_with("//!"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            (code > MAX_FILE_LINES && !header.contains("600 lines")).then(|| (f.clone(), code))
+        })
+        .collect()
+}
+
+#[test]
+fn no_file_is_over_600_lines_unless_its_header_says_why() {
+    let long: Vec<String> = long_files_unexplained(&crate_sources())
+        .iter()
+        .map(|(f, n)| format!("{f}: {n} lines of code"))
+        .collect();
+    assert!(
+        long.is_empty(),
+        "files over {MAX_FILE_LINES} lines whose //! header does not say why (split them, or say \
+         why in the header, with the words \"600 lines\"):\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn a_long_file_is_caught_unless_its_header_explains_and_tests_do_not_count() {
+    let body = |n: usize| {
+        (0..n)
+            .map(|i| format!("const C{i}: u8 = 0;\n"))
+            .collect::<String>()
+    };
+    let long = format!("//! A module.\n{}", body(MAX_FILE_LINES));
+    let explained = format!(
+        "//! A module.\n//! Past 600 lines on purpose: one state machine.\n{}",
+        body(MAX_FILE_LINES)
+    );
+    let tests_apart = format!(
+        "//! A module.\n{}#[cfg(test)]\nmod tests {{\n{}}}\n",
+        body(MAX_FILE_LINES - 2),
+        body(100)
+    );
+    let files = made_up(&[
+        ("a/long.rs", &long),
+        ("a/explained.rs", &explained),
+        ("a/tests_apart.rs", &tests_apart),
+    ]);
+    assert_eq!(
+        long_files_unexplained(&files),
+        vec![("a/long.rs".to_string(), MAX_FILE_LINES + 1)]
+    );
+}

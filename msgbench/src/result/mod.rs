@@ -3,6 +3,10 @@
 //!
 //! Later scenarios add sections (latency, JetStream acks) as optional fields; existing fields
 //! keep their names and meanings within a schema version.
+//!
+//! Past 600 lines: the top-level result and the small types its common fields hold (server,
+//! host, connections, latency, pacing), which every exporter reads; a section only some runs
+//! have lives in a file of its own (sections.rs, stages.rs, conns.rs, agents.rs, params.rs).
 
 use std::collections::BTreeMap;
 
