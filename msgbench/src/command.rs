@@ -283,12 +283,26 @@ impl FromArgMatches for CapacityCommand {
 
 impl Args for CapacityCommand {
     fn augment_args(cmd: clap::Command) -> clap::Command {
-        offered(cmd, |e| e.capacity(), SearchArgs::augment_args)
+        offered(cmd, |e| e.capacity(), searched)
     }
 
     fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
         Self::augment_args(cmd)
     }
+}
+
+/// A scenario's command under `capacity`: the search's flags added, and the flags the search
+/// sets kept out of `--help` (typing one is refused, in `from_arg_matches`).
+fn searched(cmd: clap::Command) -> clap::Command {
+    let set: Vec<&str> = crate::capacity::SET_BY_SEARCH
+        .iter()
+        .copied()
+        .filter(|id| cmd.get_arguments().any(|a| a.get_id() == *id))
+        .collect();
+    set.into_iter()
+        .fold(SearchArgs::augment_args(cmd), |c, id| {
+            c.mut_arg(id, |a| a.hide(true))
+        })
 }
 
 /// The plan a command line (`msgbench` first) runs, or what is wrong with it in one line.

@@ -355,3 +355,20 @@ fn an_interrupted_search_still_writes_what_it_measured() {
     assert_eq!(doc["limiter"]["kind"], "none");
     assert!(err.contains("Interrupted"), "{err}");
 }
+
+#[test]
+fn the_help_of_a_search_leaves_out_the_flags_the_search_sets() {
+    let out = support::bin()
+        .args(["capacity", "latency", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{help}");
+    for set in ["--rate ", "--rate-schedule", "--duration", "--warmup"] {
+        assert!(!help.contains(set), "{set} in:\n{help}");
+    }
+    // The scenario's own flags and the search's are there.
+    for kept in ["--size", "--slo", "--start-rate", "--probe-warmup"] {
+        assert!(help.contains(kept), "{kept} missing from:\n{help}");
+    }
+}
