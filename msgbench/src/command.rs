@@ -166,15 +166,23 @@ impl Subcommand for ScenarioCommand {
     }
 }
 
-/// The scenarios `compare` or `capacity` offers, each under its name there, with `extra` flags.
+/// The scenarios `compare` or `capacity` (`capacity` true) offers, each under its name and
+/// line there, with `extra` flags and without helper subcommands.
 fn offered(
     cmd: clap::Command,
     name_in: fn(&dyn Entry) -> Option<&'static str>,
     extra: fn(clap::Command) -> clap::Command,
+    capacity: bool,
 ) -> clap::Command {
-    let subs = registry::ALL
-        .iter()
-        .filter_map(|e| name_in(*e).map(|n| extra(e.command().name(n))));
+    let subs = registry::ALL.iter().filter_map(|e| {
+        let n = name_in(*e)?;
+        let cmd = e.load_command().name(n);
+        let cmd = match e.about_in(capacity) {
+            Some(about) => cmd.about(about),
+            None => cmd,
+        };
+        Some(extra(cmd))
+    });
     cmd.subcommand_required(true).subcommands(subs)
 }
 
@@ -236,7 +244,12 @@ impl FromArgMatches for CompareCommand {
 impl Args for CompareCommand {
     fn augment_args(cmd: clap::Command) -> clap::Command {
         // The scenario, with its own flags (--runs N repeats it, interleaving the clients).
-        offered(CompareFlags::augment_args(cmd), |e| e.compare(), |c| c)
+        offered(
+            CompareFlags::augment_args(cmd),
+            |e| e.compare(),
+            |c| c,
+            false,
+        )
     }
 
     fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
@@ -283,7 +296,7 @@ impl FromArgMatches for CapacityCommand {
 
 impl Args for CapacityCommand {
     fn augment_args(cmd: clap::Command) -> clap::Command {
-        offered(cmd, |e| e.capacity(), searched)
+        offered(cmd, |e| e.capacity(), searched, true)
     }
 
     fn augment_args_for_update(cmd: clap::Command) -> clap::Command {

@@ -248,7 +248,7 @@ fn a_tool_that_cannot_keep_its_schedule_is_named_as_the_limit() {
 
 #[test]
 fn flags_a_search_cannot_honour_are_refused_in_one_line() {
-    let cases: [(&[&str], &str); 12] = [
+    let cases: [(&[&str], &str); 13] = [
         (
             &["latency", "--slo", "p99<1ms", "--warmup", "2s"],
             "--warmup",
@@ -279,6 +279,11 @@ fn flags_a_search_cannot_honour_are_refused_in_one_line() {
             "--precision",
         ),
         (&["latency", "--probe-runs", "2"], "--slo"),
+        // A scenario's helper is not a load a search can probe.
+        (
+            &["grpc", "encode", "--slo", "p99<1ms", "--count", "5"],
+            "'encode'",
+        ),
     ];
     for (args, says) in cases {
         let mut all = vec!["capacity"];

@@ -225,7 +225,8 @@ pub struct OutputArgs {
     /// Write the result as JSON to FILE ('-' for stdout; the text report then goes to stderr).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Write per-client rows in nats bench's CSV columns to FILE.
+    /// Write the figures as CSV to FILE: per-client rows in nats bench's columns (conns: one
+    /// row per run of its own figures).
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
     /// Write the headline figures as a Markdown table to FILE, for a pull request.

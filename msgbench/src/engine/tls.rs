@@ -54,6 +54,25 @@ impl std::fmt::Debug for Tls {
 }
 
 impl Tls {
+    /// The configuration for `options`, built once per process and shared by every run that
+    /// asks for the same: connections hold it as `&'static`, and a process that validates
+    /// many plans (a capacity search, one per probe) must not build and keep one per plan.
+    ///
+    /// # Errors
+    /// As [`Tls::new`].
+    pub fn shared(options: TlsOptions) -> Result<&'static Tls, (String, String, String)> {
+        static BUILT: std::sync::Mutex<Vec<&'static Tls>> = std::sync::Mutex::new(Vec::new());
+        let mut built = BUILT
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(t) = built.iter().find(|t| t.options == options) {
+            return Ok(t);
+        }
+        let t: &'static Tls = Box::leak(Box::new(Tls::new(options)?));
+        built.push(t);
+        Ok(t)
+    }
+
     /// Builds the configuration, reading every file now so that a bad one is a usage error
     /// naming it, before any connection.
     ///

@@ -69,10 +69,11 @@ impl ConnOptions {
                     eprintln!("warning: --tls-insecure: the server's certificate is not verified");
                 });
             }
-            // Built once per run and shared by every connection for the rest of the process.
-            let tls =
-                Tls::new(wanted).map_err(|(flag, value, why)| Error::flag(&flag, &value, why))?;
-            Some(&*Box::leak(Box::new(tls)))
+            // Shared by every connection for the rest of the process.
+            Some(
+                Tls::shared(wanted)
+                    .map_err(|(flag, value, why)| Error::flag(&flag, &value, why))?,
+            )
         } else {
             None
         };

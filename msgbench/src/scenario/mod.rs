@@ -54,8 +54,17 @@ pub trait Scenario: Send + Sync + 'static {
     const COMPARE: Option<&'static str> = None;
     /// Its name under `msgbench capacity`, when it runs open loop on a rate a search can set.
     const CAPACITY: Option<&'static str> = None;
-    /// Per-scenario touches to its command: defaults of shared flags, helper subcommands.
+    /// Its line under `msgbench compare`, where what the drivers run is narrower than ABOUT.
+    const COMPARE_ABOUT: Option<&'static str> = None;
+    /// Its line under `msgbench capacity`, where what a search probes is narrower than ABOUT.
+    const CAPACITY_ABOUT: Option<&'static str> = None;
+    /// Per-scenario touches to its command: defaults of shared flags.
     fn command(cmd: clap::Command) -> clap::Command {
+        cmd
+    }
+    /// Its helper subcommands (`grpc serve`), on its own command only: under `compare` and
+    /// `capacity` a helper is not a load to run.
+    fn helpers(cmd: clap::Command) -> clap::Command {
         cmd
     }
     /// Checks the flags against each other and builds the options a run takes.

@@ -37,15 +37,15 @@ pub const GROUPS: &[(&str, &str)] = &[
     (
         "js",
         "JetStream: publish into a stream timing every acknowledgement, or consume from it \
-         checking every message arrives once.",
+         checking every message arrives once",
     ),
     (
         "kv",
-        "Key-value buckets: put and get, timing each operation.",
+        "Key-value buckets: put and get, timing each operation",
     ),
     (
         "obj",
-        "Object store buckets: put objects in chunks and get them back, checking every digest.",
+        "Object store buckets: put objects in chunks and get them back, checking every digest",
     ),
 ];
 
@@ -68,8 +68,15 @@ pub trait Entry: Sync {
     fn compare(&self) -> Option<&'static str>;
     /// Its name under `msgbench capacity`, if a search can probe it.
     fn capacity(&self) -> Option<&'static str>;
-    /// Its command, named by its last word, with every flag (and any helper subcommand).
-    fn command(&self) -> clap::Command;
+    /// Its line under `compare` or `capacity` (`capacity` true), where it differs from ABOUT.
+    fn about_in(&self, capacity: bool) -> Option<&'static str>;
+    /// Its command, named by its last word, with every flag and any helper subcommand.
+    fn command(&self) -> clap::Command {
+        self.load_command()
+    }
+    /// Its command with every flag but no helper subcommand: the load it runs, as `compare`
+    /// and `capacity` offer it.
+    fn load_command(&self) -> clap::Command;
     /// The flags of a parse of [`Entry::command`].
     ///
     /// # Errors
@@ -129,7 +136,19 @@ impl<S: Scenario> Entry for Of<S> {
         S::CAPACITY
     }
 
+    fn about_in(&self, capacity: bool) -> Option<&'static str> {
+        if capacity {
+            S::CAPACITY_ABOUT
+        } else {
+            S::COMPARE_ABOUT
+        }
+    }
+
     fn command(&self) -> clap::Command {
+        S::helpers(self.load_command())
+    }
+
+    fn load_command(&self) -> clap::Command {
         let word = S::WORDS.last().copied().unwrap_or(S::NAME);
         let cmd = <S::Args as clap::Args>::augment_args(clap::Command::new(word));
         // After the flags: a flattened group's doc comment would otherwise become the about.

@@ -82,6 +82,10 @@ impl Scenario for Pubsub {
                                  exact delivery accounting.";
     const COMPARE: Option<&'static str> = Some("pubsub");
     const CAPACITY: Option<&'static str> = Some("pubsub");
+    const COMPARE_ABOUT: Option<&'static str> =
+        Some("Publishers and subscribers: throughput and delivery");
+    const CAPACITY_ABOUT: Option<&'static str> =
+        Some("Publishers and subscribers: delivery at a rate");
     fn command(cmd: clap::Command) -> clap::Command {
         crate::cli::PaceArgs::shape(cmd, &args::PACE)
     }

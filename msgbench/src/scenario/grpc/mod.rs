@@ -45,20 +45,23 @@ impl super::Scenario for Grpc {
                                  `grpc encode` times message building and encoding apart from \
                                  I/O.";
     const CAPACITY: Option<&'static str> = Some("grpc");
+    const CAPACITY_ABOUT: Option<&'static str> = Some("gRPC calls at a rate");
     fn command(cmd: clap::Command) -> clap::Command {
-        use clap::Args as _;
         crate::cli::PaceArgs::shape(cmd, &args::PACE)
-            .args_conflicts_with_subcommands(true)
+    }
+    fn helpers(cmd: clap::Command) -> clap::Command {
+        use clap::Args as _;
+        cmd.args_conflicts_with_subcommands(true)
             .subcommand(
                 GrpcServeArgs::augment_args(clap::Command::new("serve")).about(
                     "Serve the reference service, msgbench.log.v1.Log (an append-only log of \
-                     named streams; proto/msgbench/log/v1/log.proto), with server reflection.",
+                     named streams; proto/msgbench/log/v1/log.proto), with server reflection",
                 ),
             )
             .subcommand(
                 GrpcEncodeArgs::augment_args(clap::Command::new("encode")).about(
                     "Time building messages from JSON, protobuf encoding and base64 apart from \
-                     any I/O: ns and bytes per message for each step.",
+                     any I/O: ns and bytes per message for each step",
                 ),
             )
     }

@@ -108,7 +108,7 @@ impl GrpcOptions {
             if a.tls_insecure {
                 eprintln!("warning: --tls-insecure: the server's certificate is not verified");
             }
-            let tls = Tls::new(TlsOptions {
+            let tls = Tls::shared(TlsOptions {
                 ca: a.tls_ca.clone(),
                 cert: a.tls_cert.clone(),
                 key: a.tls_key.clone(),
@@ -116,7 +116,7 @@ impl GrpcOptions {
                 first: false,
             })
             .map_err(|(flag, value, why)| Error::flag(&flag, &value, why))?;
-            Some(&*Box::leak(Box::new(tls)))
+            Some(tls)
         } else {
             None
         };

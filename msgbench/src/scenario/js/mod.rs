@@ -58,6 +58,9 @@ impl Scenario for JsPub {
                                  reconcile the acknowledgements with the stream's state.";
     const COMPARE: Option<&'static str> = Some("js-pub");
     const CAPACITY: Option<&'static str> = Some("js-pub");
+    const COMPARE_ABOUT: Option<&'static str> = Some("JetStream publish, sync or async");
+    const CAPACITY_ABOUT: Option<&'static str> =
+        Some("JetStream publishes (--mode async): acknowledgements at a rate");
     fn command(cmd: clap::Command) -> clap::Command {
         crate::cli::PaceArgs::shape(cmd, &args::PACE)
     }

@@ -68,6 +68,9 @@ impl crate::scenario::Scenario for Latency {
         "End-to-end latency at a fixed rate, open loop, corrected for coordinated omission.";
     const COMPARE: Option<&'static str> = Some("latency");
     const CAPACITY: Option<&'static str> = Some("latency");
+    const COMPARE_ABOUT: Option<&'static str> = Some("Open-loop latency at a fixed rate");
+    const CAPACITY_ABOUT: Option<&'static str> =
+        Some("One publisher and one subscriber: end-to-end latency");
     fn command(cmd: clap::Command) -> clap::Command {
         crate::cli::PaceArgs::shape(cmd, &args::PACE)
     }

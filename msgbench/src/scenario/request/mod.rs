@@ -41,6 +41,10 @@ impl Scenario for Request {
                                  responders unless --responders 0.";
     const COMPARE: Option<&'static str> = Some("request");
     const CAPACITY: Option<&'static str> = Some("request");
+    const COMPARE_ABOUT: Option<&'static str> =
+        Some("Request/reply against msgbench's own echo service");
+    const CAPACITY_ABOUT: Option<&'static str> =
+        Some("Requests against responders: round trips at a rate");
     fn command(cmd: clap::Command) -> clap::Command {
         crate::cli::PaceArgs::shape(cmd, &args::PACE)
     }
