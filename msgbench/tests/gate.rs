@@ -106,6 +106,29 @@ fn a_failing_or_unmeasurable_gate_exits_8() {
         "{}",
         stderr(&out)
     );
+    // Requests nobody answers time no round trip: no latency (not a table of zeros), and a
+    // latency gate fails as unmeasured, where it passed on 0 ns before.
+    let (out, v) = run_json(&[
+        "request",
+        "--server",
+        &s.url,
+        "--responders",
+        "0",
+        "--subject",
+        "nobody.answers.here",
+        "--msgs",
+        "20",
+        "--timeout",
+        "1s",
+        "--threshold",
+        "p99<1ms",
+    ]);
+    assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    assert_eq!(v["latency"], serde_json::Value::Null, "{}", v["latency"]);
+    assert_eq!(v["thresholds"][0]["pass"], false);
+    assert_eq!(v["thresholds"][0]["measured"], serde_json::Value::Null);
+    assert!(!stderr(&out).contains("0 ns"), "{}", stderr(&out));
 }
 
 #[test]

@@ -108,11 +108,19 @@ pub fn execute(
     if share.is_some() {
         v.split()?;
     }
-    v.run(&Ctx {
+    let mut r = v.run(&Ctx {
         main,
         second,
         meter,
         stop,
         share,
-    })
+    })?;
+    // A latency of no samples measured nothing: it is null, not a table of zeros that
+    // `--threshold 'p99<1ms'` would pass.
+    for l in [&mut r.latency, &mut r.latency_uncorrected] {
+        if l.as_ref().is_some_and(|l| l.count == 0) {
+            *l = None;
+        }
+    }
+    Ok(r)
 }
