@@ -494,7 +494,13 @@ fn run_driver(plan: &Setup<'_>, name: &str, drivers: &Path, stop: &AtomicBool) -
         let (target, done_ref) = (&plan.target, &done);
         let out = std::thread::scope(|s| {
             let service = s.spawn(move || {
-                crate::scenario::request::run_reply(reply, target, &Meter::default(), done_ref)
+                crate::scenario::request::run_reply(
+                    reply,
+                    target,
+                    &Meter::default(),
+                    done_ref,
+                    None,
+                )
             });
             std::thread::sleep(Duration::from_millis(200));
             let out = go(None);

@@ -515,7 +515,8 @@ fn too_few_agents_and_unsupported_scenarios_are_refused_in_one_line() {
     assert!(e.contains("--agents 2") && e.contains("f1"), "{e}");
     let out = bin()
         .args([
-            "reply",
+            "kv",
+            "get",
             "--msgs",
             "10",
             "--server",
@@ -703,6 +704,154 @@ fn requests_cross_from_one_agent_to_responders_on_another_closed_and_open_loop()
             "requests and replies, each with global ids"
         );
     }
+}
+
+#[test]
+fn js_pub_and_kv_put_on_two_agents_reconcile_one_stream_across_both() {
+    let server = TestServer::start();
+    let _a = Agent::start(&server.url, "j1", &[], &[]);
+    let _b = Agent::start(&server.url, "j2", &[], &[]);
+    for (scenario, stream) in [
+        (
+            &["js", "pub", "--mode", "async", "--stream", "across"][..],
+            "across",
+        ),
+        (&["kv", "put", "--bucket", "acrosskv"][..], "KV_acrosskv"),
+    ] {
+        let mut args = scenario.to_vec();
+        args.extend([
+            "--clients",
+            "4",
+            "--msgs",
+            "2500",
+            "--server",
+            &server.url,
+            "--agents",
+            "2",
+        ]);
+        let (out, doc, _d) = coordinate(&args);
+        assert!(out.status.success(), "{scenario:?}: {}", stderr(&out));
+        let agents = doc["agents"]["agents"].as_array().unwrap();
+        assert_eq!(agents.len(), 2);
+        assert!(
+            agents.iter().all(|a| u(&a["pubs"]) == 2),
+            "two publishers each"
+        );
+        // Each agent's own section is its share: a count and a fingerprint, no verdict.
+        for a in agents {
+            let own = &a["result"]["jetstream"]["streams"][0];
+            assert_eq!(u(&own["acked"]), 5000, "{own}");
+            assert!(own["after"].is_null() && !own["reconciled"].as_bool().unwrap());
+            assert!(own["acked_fingerprint"].is_string(), "{own}");
+        }
+        // The coordinator's: the stream read once both were done, every sequence accounted for.
+        let js = &doc["jetstream"];
+        let st = &js["streams"][0];
+        assert_eq!(st["name"], stream);
+        assert_eq!(u(&st["acked"]), 10_000, "{st}");
+        assert_eq!(u(&st["stored"]), 10_000, "{st}");
+        assert_eq!(u(&st["unacked_stored"]), 0);
+        assert_eq!(
+            u(&st["after"]["last_seq"]) - u(&st["before"]["last_seq"]),
+            10_000
+        );
+        assert_eq!(js["reconciled"], true, "{js}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("Reconciled across 2 agents"),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let errs = support::schema_errors(&doc);
+        assert!(errs.is_empty(), "{errs:?}");
+    }
+}
+
+#[test]
+fn a_reply_service_on_two_agents_answers_a_requester_from_both() {
+    let server = TestServer::start();
+    let _a = Agent::start(&server.url, "s1", &[], &[]);
+    let _b = Agent::start(&server.url, "s2", &[], &[]);
+    let dir = scratch_dir("reply-agents");
+    let json = dir.join("r.json");
+    let coordinator = bin()
+        .args([
+            "reply",
+            "--clients",
+            "2",
+            "--subject",
+            "svc.echo",
+            "--duration",
+            "6s",
+            "--server",
+            &server.url,
+            "--agents",
+            "2",
+            "--no-progress",
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // One request at a time until the service answers (the agents subscribe, then start
+    // together), then the real load.
+    let request = |msgs: &str| {
+        bin()
+            .args([
+                "request",
+                "--responders",
+                "0",
+                "--subject",
+                "svc.echo",
+                "--msgs",
+                msgs,
+                "--server",
+                &server.url,
+                "--no-progress",
+            ])
+            .output()
+            .unwrap()
+    };
+    let deadline = Instant::now() + support::HANG;
+    let mut probes = 0u64;
+    loop {
+        probes += 1;
+        if request("1").status.success() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the service on agents never answered"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = request("2000");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let done = coordinator.wait_with_output().unwrap();
+    assert!(done.status.success(), "{}", stderr(&done));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let agents = doc["agents"]["agents"].as_array().unwrap();
+    assert!(agents
+        .iter()
+        .all(|a| u(&a["subs"]) == 1 && a["status"] == "complete"));
+    // Every request answered once, by one responder or the other: the probes that found the
+    // service, and the 2,000.
+    let answered = u(&doc["delivery"]["received"]);
+    assert!(
+        answered > 2000 && answered <= 2000 + probes,
+        "{answered} for {probes} probes"
+    );
+    let ids: Vec<u64> = doc["clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| u(&c["id"]))
+        .collect();
+    assert_eq!(ids, [0, 1], "responders with global ids");
+    let errs = support::schema_errors(&doc);
+    assert!(errs.is_empty(), "{errs:?}");
 }
 
 #[test]

@@ -222,6 +222,7 @@ pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
             agents: &agents,
             doc: &doc,
             validated: &validated,
+            servers: &target,
             target: crate::wire::url::parse_servers(&target)
                 .ok()
                 .and_then(|u| u.first().map(ToString::to_string))
@@ -382,6 +383,9 @@ struct Coordinated<'a> {
     heartbeats: &'a std::sync::mpsc::Receiver<crate::control::Inbound>,
     /// The server under test, as the agents were told it (no credentials).
     target: String,
+    /// The servers the agents were given (`--server`), which the coordinator reads what it
+    /// concludes from (a stream's state after the run).
+    servers: &'a str,
     silent_limit: Duration,
     live: bool,
     /// `--stream-stats`: the aggregate and each agent's row, once a second.
@@ -518,7 +522,13 @@ impl Coordinated<'_> {
             self.follow(&run, &reports, &mut tracked, stop);
             done.store(true, Ordering::Relaxed);
         });
-        let result = self.merge(&started_at, tracked)?;
+        let mut result = self.merge(&started_at, tracked)?;
+        // What only the whole run can say (a stream reconciled with every agent's
+        // acknowledgements), against the servers the agents loaded.
+        let urls = crate::wire::url::parse_servers(self.servers)
+            .map_err(|e| Error::Usage(format!("--server: {e}")))?;
+        let target = crate::server::resolve(&ServerChoice::Urls(urls), None)?;
+        self.validated.conclude(&mut result, &target)?;
         Ok(result)
     }
 

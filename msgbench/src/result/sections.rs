@@ -116,6 +116,10 @@ pub struct StreamReport {
     /// Why the stream's state could not be read after the run (the server gone, the stream
     /// gone with it); null when it was read.
     pub unread: Option<String>,
+    /// On agents: the fingerprint of the sequences acknowledged (an agent's own, or, in the
+    /// coordinator's result, their sum), which the coordinator compares with that of the stored
+    /// range; null in a run on one host, where the sequences themselves are compared.
+    pub acked_fingerprint: Option<String>,
 }
 
 /// The result's `consumer` section: how `js consume` pulled, and whether every message it was

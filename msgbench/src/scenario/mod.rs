@@ -194,6 +194,16 @@ pub trait Runnable: Debug + Send + Sync {
     }
     /// The parameters a result records.
     fn params(&self) -> crate::result::Params;
+    /// Once every agent of a run on agents is done: what only the whole run can say, from the
+    /// merged result (which keeps each agent's own document) and the run's server. A JetStream
+    /// stream is reconciled here with every agent's acknowledgements. Nothing by default.
+    ///
+    /// # Errors
+    /// None by default; a scenario says what it cannot conclude in its result instead.
+    fn conclude(&self, merged: &mut RunResult, target: &Target) -> Result<()> {
+        let _ = (merged, target);
+        Ok(())
+    }
     /// Runs once against the context's servers (on an agent, its share only).
     ///
     /// # Errors
@@ -229,6 +239,7 @@ pub struct Compared {
 /// The refusal of a scenario that does not run on agents, in one line.
 pub(crate) fn not_on_agents(name: &str) -> Error {
     Error::Usage(format!(
-        "--agents: `{name}` does not run on agents yet (pub, sub, pubsub, latency and request do)"
+        "--agents: `{name}` does not run on agents yet (pub, sub, pubsub, latency, request, js \
+         pub and kv put do)"
     ))
 }

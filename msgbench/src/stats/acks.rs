@@ -13,6 +13,21 @@ pub struct AckSet {
 /// How many gap sequences a report lists by number; beyond that only the count.
 pub const GAPS_LISTED: usize = 20;
 
+/// One sequence's term in a set's fingerprint: a 64-bit mix (SplitMix64's finaliser), so that
+/// sets of different members almost never sum to the same value.
+fn mix(seq: u64) -> u64 {
+    let mut z = seq.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The fingerprint of every sequence from `first` through `last`, each once: what the agents'
+/// fingerprints add up to when, between them, they were acknowledged every stored sequence.
+pub fn range_fingerprint(first: u64, last: u64) -> u64 {
+    (first..=last).fold(0u64, |acc, s| acc.wrapping_add(mix(s)))
+}
+
 impl AckSet {
     /// An empty set for a stream whose next sequence is `base`.
     pub fn new(base: u64) -> Self {
@@ -65,6 +80,23 @@ impl AckSet {
             }
         }
         dups
+    }
+
+    /// The sum of the members' mixed values, wrapping: sets held apart (one per agent) add up
+    /// to a whole one's fingerprint, so a run on agents checks that their acknowledgements,
+    /// taken together, are exactly the stored sequences without sending the sets themselves.
+    /// Two different multisets agree by chance with a probability near 2^-64.
+    pub fn fingerprint(&self) -> u64 {
+        let mut sum = 0u64;
+        for (w, &bits) in self.bits.iter().enumerate() {
+            let mut b = bits;
+            while b != 0 {
+                let seq = self.base + w as u64 * 64 + u64::from(b.trailing_zeros());
+                b &= b - 1;
+                sum = sum.wrapping_add(mix(seq));
+            }
+        }
+        sum
     }
 
     /// Whether `seq` is in the set.
@@ -133,6 +165,31 @@ mod tests {
         let (n, listed) = a.gaps_through(105);
         assert_eq!((n, listed), (3, vec![103, 104, 105]));
         assert_eq!(a.gaps_through(102).0, 0);
+    }
+
+    #[test]
+    fn fingerprints_of_sets_held_apart_add_up_to_the_whole_range_only_when_they_cover_it() {
+        // Two agents acknowledged alternate sequences of 1000..=1999.
+        let (mut a, mut b) = (AckSet::new(1000), AckSet::new(1000));
+        for s in 1000..2000 {
+            if s % 2 == 0 {
+                a.insert(s)
+            } else {
+                b.insert(s)
+            };
+        }
+        let whole = range_fingerprint(1000, 1999);
+        assert_eq!(a.fingerprint().wrapping_add(b.fingerprint()), whole);
+        // One sequence acknowledged to both and another to neither: same count, other sum.
+        let mut c = AckSet::new(1000);
+        for s in (1000..2000).filter(|s| s % 2 == 1 && *s != 1999) {
+            c.insert(s);
+        }
+        c.insert(1000);
+        assert_eq!(a.len() + c.len(), 1000);
+        assert_ne!(a.fingerprint().wrapping_add(c.fingerprint()), whole);
+        assert_eq!(AckSet::new(5).fingerprint(), 0);
+        assert_eq!(range_fingerprint(7, 6), 0, "an empty range");
     }
 
     #[test]

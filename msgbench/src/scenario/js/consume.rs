@@ -115,7 +115,7 @@ fn messages(
     // Filling the stream first: the consumers then time consuming alone.
     let published = match (opts.source, &opts.publish) {
         (Source::Before, Some(p)) => Some(publish_and_reconcile(
-            p, "async", streams, &before, api, target, meter, stop,
+            p, "async", streams, &before, api, target, meter, stop, None,
         )?),
         _ => None,
     };

@@ -120,7 +120,15 @@ impl Runnable for JsPubOptions {
         Some((&self.publish.server, self.publish.conn.link))
     }
     fn split(&self) -> Result<Split> {
-        Err(super::not_on_agents(JsPub::NAME))
+        // Publishers spread over the agents into the one stream; the coordinator reconciles it
+        // with all their acknowledgements (`conclude`).
+        Ok(Split {
+            pubs: self.publish.clients,
+            subs: 0,
+        })
+    }
+    fn conclude(&self, merged: &mut RunResult, target: &crate::server::Target) -> Result<()> {
+        publish::conclude(self, merged, target)
     }
     fn timeout(&self) -> std::time::Duration {
         self.publish.timeout
@@ -129,7 +137,7 @@ impl Runnable for JsPubOptions {
         crate::result::Params::of(JsPubParams::of(self))
     }
     fn run(&self, ctx: &Ctx<'_>) -> Result<RunResult> {
-        publish::run_pub(self, ctx.target()?, ctx.meter, ctx.stop)
+        publish::run_pub(self, ctx.target()?, ctx.meter, ctx.stop, ctx.share)
     }
     fn compare(&self) -> Result<Compared> {
         if self.mode == JsPubMode::Batch
@@ -203,11 +211,21 @@ impl Runnable for KvOptions {
         Some((&self.put.publish.server, self.put.publish.conn.link))
     }
     fn split(&self) -> Result<Split> {
-        Err(super::not_on_agents(if self.get {
-            KvGet::NAME
-        } else {
-            KvPut::NAME
-        }))
+        if self.get {
+            return Err(super::not_on_agents(KvGet::NAME));
+        }
+        // As js pub: the putters spread over the agents, the bucket reconciled by the
+        // coordinator.
+        Ok(Split {
+            pubs: self.put.publish.clients,
+            subs: 0,
+        })
+    }
+    fn conclude(&self, merged: &mut RunResult, target: &crate::server::Target) -> Result<()> {
+        if self.gets.is_some() {
+            return Ok(());
+        }
+        publish::conclude(&self.put, merged, target)
     }
     fn timeout(&self) -> std::time::Duration {
         self.put.publish.timeout
@@ -216,7 +234,7 @@ impl Runnable for KvOptions {
         crate::result::Params::of(KvParams::of(self))
     }
     fn run(&self, ctx: &Ctx<'_>) -> Result<RunResult> {
-        publish::run_kv(self, ctx.target()?, ctx.meter, ctx.stop)
+        publish::run_kv(self, ctx.target()?, ctx.meter, ctx.stop, ctx.share)
     }
 }
 

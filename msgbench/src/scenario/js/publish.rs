@@ -4,12 +4,15 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::stream::{api_conn, clean_up, open_streams, publish_and_reconcile, reconcile};
+use super::stream::{
+    api_conn, clean_up, open_streams, publish_and_reconcile, reconcile, reconcile_across, SharePart,
+};
 use super::{JsPubOptions, JsPubParams, KvOptions, KvParams};
 use crate::engine::jsapi::StreamConfig;
 use crate::error::{Error, Result};
 use crate::result::{JsReport, Params, RunResult};
 use crate::scenario::request::{self, JsAcks};
+use crate::scenario::Share;
 use crate::server::Target;
 use crate::stats::acks::AckSet;
 use crate::stats::timeline::Meter;
@@ -24,14 +27,19 @@ pub(super) fn run_pub(
     target: &Target,
     meter: &Meter,
     stop: &AtomicBool,
+    share: Option<Share<'_>>,
 ) -> Result<RunResult> {
-    let mut result = publish(opts, target, meter, stop)?;
+    let mut result = publish(opts, target, meter, stop, share)?;
     result.params = Params::of(JsPubParams::of(opts));
     Ok(result)
 }
 
 /// Publishes into the streams of `opts` and reconciles them: the run of `js pub` and of `kv
 /// put`, whose results differ in their parameters alone (which the caller sets).
+///
+/// On an agent (`share`) every agent creates or finds the streams (the same configuration, so
+/// whichever comes second finds the first's) and purges them when asked, all before the common
+/// start; the coordinator reconciles and deletes them once all are done ([`conclude`]).
 ///
 /// # Errors
 /// As [`run_pub`].
@@ -40,6 +48,7 @@ fn publish(
     target: &Target,
     meter: &Meter,
     stop: &AtomicBool,
+    share: Option<Share<'_>>,
 ) -> Result<RunResult> {
     let p = &opts.publish;
     let mut api = api_conn(target, &p.conn, p.timeout)?;
@@ -53,10 +62,56 @@ fn publish(
         target,
         meter,
         stop,
+        share,
     )?;
     result.jetstream = Some(report);
-    clean_up(api, &opts.streams, opts.delete_after);
+    clean_up(api, &opts.streams, opts.delete_after && share.is_none());
     Ok(result)
+}
+
+/// The coordinator's part of a `js pub` or `kv put` on agents: each stream reconciled with the
+/// acknowledgements of every agent (their shares in `merged.agents`), then deleted when asked.
+/// An agent that sent no result leaves its streams unreconciled, naming it: what it was
+/// acknowledged is unknown.
+///
+/// # Errors
+/// None: a stream that cannot be read is said so in its section.
+pub(super) fn conclude(opts: &JsPubOptions, merged: &mut RunResult, target: &Target) -> Result<()> {
+    let p = &opts.publish;
+    let agents = merged.agents.as_ref().map_or(&[][..], |a| &a.agents[..]);
+    let part = |a: &crate::result::AgentEntry, k: usize| -> Option<SharePart> {
+        let v = a
+            .result
+            .as_ref()?
+            .pointer(&format!("/jetstream/streams/{k}"))?;
+        serde_json::from_value(v.clone()).ok()
+    };
+    let mut api = api_conn(target, &p.conn, p.timeout);
+    let mut reports = Vec::new();
+    for (k, cfg) in opts.streams.iter().enumerate() {
+        let parts: std::result::Result<Vec<SharePart>, &str> = agents
+            .iter()
+            .map(|a| part(a, k).ok_or(a.name.as_str()))
+            .collect();
+        let after = match (&parts, &mut api) {
+            (Err(name), _) => Err(Error::Agent(format!(
+                "agent {name} sent no share of stream {}: what it was acknowledged is unknown",
+                cfg.name
+            ))),
+            (Ok(_), Ok(api)) => api.stream_state(&cfg.name),
+            (Ok(_), Err(e)) => Err(Error::Agent(format!("the coordinator cannot read it: {e}"))),
+        };
+        reports.push(reconcile_across(cfg, parts.as_deref().ok(), after));
+    }
+    merged.jetstream = Some(JsReport::of(
+        &opts.streams[0].storage,
+        opts.mode.as_str(),
+        reports,
+    ));
+    if let Ok(api) = api {
+        clean_up(api, &opts.streams, opts.delete_after);
+    }
+    Ok(())
 }
 
 /// What a driver (another language's client) said it had acknowledged in a `js pub` run.
@@ -119,9 +174,10 @@ pub(super) fn run_kv(
     target: &Target,
     meter: &Meter,
     stop: &AtomicBool,
+    share: Option<Share<'_>>,
 ) -> Result<RunResult> {
     let Some(gets) = &opts.gets else {
-        let mut result = publish(&opts.put, target, meter, stop)?;
+        let mut result = publish(&opts.put, target, meter, stop, share)?;
         result.params = Params::of(KvParams::of(opts));
         return Ok(result);
     };
@@ -138,6 +194,7 @@ pub(super) fn run_kv(
         target,
         meter,
         stop,
+        None,
     )?;
     let keys = opts.keys.n;
     if fill.acked < keys && !stop.load(Ordering::Relaxed) {

@@ -11,8 +11,99 @@ use crate::options::conn::ConnOptions;
 use crate::result::{JsReport, RunResult, StreamReport};
 use crate::scenario::request::RequestOptions;
 use crate::scenario::request::{self, JsAcks};
+use crate::scenario::Share;
 use crate::server::Target;
+use crate::stats::acks::range_fingerprint;
 use crate::stats::timeline::Meter;
+
+/// An agent's share of a stream's reconciliation: what its publishers were acknowledged, as a
+/// count and a fingerprint. The stream's state after the run is read once, by the coordinator,
+/// when every agent is done ([`reconcile_across`]): an agent that read it would see the others
+/// still publishing.
+fn share_report(cfg: &StreamConfig, before: StreamState, acks: &JsAcks) -> StreamReport {
+    StreamReport {
+        name: cfg.name.clone(),
+        acked: acks.acked.len(),
+        duplicate_acks: acks.duplicate_acks,
+        deduplicated: acks.deduplicated,
+        before,
+        after: None,
+        stored: None,
+        unacked_stored: None,
+        unacked_seqs: Vec::new(),
+        reconciled: false,
+        unread: Some(AGENT_SHARE.into()),
+        acked_fingerprint: Some(format!("{:016x}", acks.acked.fingerprint())),
+    }
+}
+
+/// Why an agent's own stream section has no state after the run.
+const AGENT_SHARE: &str = "an agent's share: the coordinator reconciles the stream across agents";
+
+/// One agent's part of a stream's reconciliation, as its result document has it.
+#[derive(Debug, serde::Deserialize)]
+pub(super) struct SharePart {
+    acked: u64,
+    duplicate_acks: u64,
+    deduplicated: u64,
+    before: StreamState,
+    acked_fingerprint: Option<String>,
+}
+
+/// A stream reconciled across agents: the sum of what each was acknowledged against the
+/// stream's state once all are done. Exact without the sequences themselves: each agent's set
+/// has no duplicate (it counts them), the counts add up to the sequences stored, and the
+/// fingerprints add up to the stored range's, which a sequence acknowledged to two agents and
+/// another to none would change. `parts` is None when an agent sent no result: its
+/// acknowledgements are unknown, and the stream is said not to reconcile, with why.
+pub(super) fn reconcile_across(
+    cfg: &StreamConfig,
+    parts: Option<&[SharePart]>,
+    after: Result<StreamState>,
+) -> StreamReport {
+    let parts = parts.unwrap_or_default();
+    let before = parts.first().map(|p| p.before).unwrap_or_default();
+    let sum = |f: fn(&SharePart) -> u64| parts.iter().map(f).sum::<u64>();
+    let fingerprint = parts.iter().try_fold(0u64, |acc, p| {
+        let hex = p.acked_fingerprint.as_deref()?;
+        Some(acc.wrapping_add(u64::from_str_radix(hex, 16).ok()?))
+    });
+    let mut report = StreamReport {
+        name: cfg.name.clone(),
+        acked: sum(|p| p.acked),
+        duplicate_acks: sum(|p| p.duplicate_acks),
+        deduplicated: sum(|p| p.deduplicated),
+        before,
+        after: None,
+        stored: None,
+        unacked_stored: None,
+        unacked_seqs: Vec::new(),
+        reconciled: false,
+        unread: None,
+        acked_fingerprint: fingerprint.map(|f| format!("{f:016x}")),
+    };
+    let after = match after {
+        Ok(a) => a,
+        Err(e) => {
+            report.unread = Some(e.to_string());
+            return report;
+        }
+    };
+    let stored = after.last_seq.saturating_sub(before.last_seq);
+    let exact = fingerprint == Some(range_fingerprint(before.last_seq + 1, after.last_seq));
+    let grew_by_acked =
+        cfg.limited() || after.messages.saturating_sub(before.messages) == report.acked;
+    report.reconciled = !parts.is_empty()
+        && parts.iter().all(|p| p.before.last_seq == before.last_seq)
+        && report.duplicate_acks == 0
+        && stored == report.acked
+        && exact
+        && grew_by_acked;
+    report.after = Some(after);
+    report.stored = Some(stored);
+    report.unacked_stored = Some(stored.saturating_sub(report.acked));
+    report
+}
 
 /// One stream's reconciliation: the acknowledgements against its state after the run, or,
 /// when that state could not be read (`after` is the error), what was acknowledged and why
@@ -36,6 +127,7 @@ pub(super) fn reconcile(
         unacked_seqs: Vec::new(),
         reconciled: false,
         unread: None,
+        acked_fingerprint: None,
     };
     let after = match after {
         Ok(a) => a,
@@ -128,7 +220,8 @@ pub(super) fn open_streams(
 
 /// Publishes with acknowledgements into streams whose states are `before`, then reconciles.
 /// A stream whose state cannot be read afterwards is reported as such: what was published and
-/// acknowledged is kept.
+/// acknowledged is kept. On an agent (`share`), only its publishers run, from the common start,
+/// and each stream's section is its share ([`share_report`]).
 #[allow(clippy::too_many_arguments)] // each is a distinct part of the run; a struct would only rename them
 pub(super) fn publish_and_reconcile(
     p: &RequestOptions,
@@ -139,19 +232,101 @@ pub(super) fn publish_and_reconcile(
     target: &Target,
     meter: &Meter,
     stop: &AtomicBool,
+    share: Option<Share<'_>>,
 ) -> Result<(RunResult, JsReport, Vec<JsAcks>)> {
     let publish = RequestOptions {
         js_bases: Some(before.iter().map(|s| s.last_seq + 1).collect()),
         ..p.clone()
     };
-    let (result, acks) = request::run_requests(&publish, target, meter, stop, None)?;
+    let (result, acks) = request::run_requests(&publish, target, meter, stop, share)?;
     let acks = acks.expect("js_bases set");
     let reports = streams
         .iter()
         .zip(before)
         .zip(&acks)
-        .map(|((cfg, before), acks)| reconcile(cfg, *before, api.stream_state(&cfg.name), acks))
+        .map(|((cfg, before), acks)| match share {
+            Some(_) => share_report(cfg, *before, acks),
+            None => reconcile(cfg, *before, api.stream_state(&cfg.name), acks),
+        })
         .collect();
     let report = JsReport::of(&streams[0].storage, mode, reports);
     Ok((result, report, acks))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::acks::AckSet;
+
+    fn part(acked: u64, fingerprint: u64) -> SharePart {
+        SharePart {
+            acked,
+            duplicate_acks: 0,
+            deduplicated: 0,
+            before: StreamState {
+                last_seq: 100,
+                ..StreamState::default()
+            },
+            acked_fingerprint: Some(format!("{fingerprint:016x}")),
+        }
+    }
+
+    fn after(last_seq: u64) -> Result<StreamState> {
+        Ok(StreamState {
+            messages: last_seq - 100,
+            last_seq,
+            ..StreamState::default()
+        })
+    }
+
+    #[test]
+    fn a_stream_reconciles_across_agents_only_when_their_fingerprints_add_up_to_the_stored_range() {
+        let cfg = StreamConfig {
+            name: "s".into(),
+            ..StreamConfig::default()
+        };
+        let (mut a, mut b) = (AckSet::new(101), AckSet::new(101));
+        for s in 101..=300 {
+            if s % 3 == 0 {
+                a.insert(s)
+            } else {
+                b.insert(s)
+            };
+        }
+        let parts = [
+            part(a.len(), a.fingerprint()),
+            part(b.len(), b.fingerprint()),
+        ];
+        let r = reconcile_across(&cfg, Some(&parts), after(300));
+        assert!(r.reconciled, "{r:?}");
+        assert_eq!(
+            (r.acked, r.stored, r.unacked_stored),
+            (200, Some(200), Some(0))
+        );
+        // The same counts, but 299 acknowledged to nobody and 102 to both agents.
+        let mut wrong = AckSet::new(101);
+        for s in (101..=300).filter(|s| s % 3 != 0 && *s != 299) {
+            wrong.insert(s);
+        }
+        wrong.insert(102);
+        assert_eq!(a.len() + wrong.len(), 200);
+        let parts = [
+            part(a.len(), a.fingerprint()),
+            part(wrong.len(), wrong.fingerprint()),
+        ];
+        let r = reconcile_across(&cfg, Some(&parts), after(300));
+        assert!(!r.reconciled, "fingerprints differ: {r:?}");
+        assert_eq!(
+            r.unacked_stored,
+            Some(0),
+            "the counts alone would not have told"
+        );
+        // An agent that sent nothing: unknown, so never reconciled.
+        let r = reconcile_across(
+            &cfg,
+            None,
+            Err(Error::Agent("agent x sent no share".into())),
+        );
+        assert!(!r.reconciled && r.unread.as_deref() == Some("agent x sent no share"));
+    }
 }

@@ -68,10 +68,19 @@ pub(super) fn jetstream(o: &mut String, r: &RunResult) {
         );
     }
     if js.reconciled {
-        let _ = writeln!(
-            o,
-            "Reconciled: every stored message was acknowledged exactly once"
-        );
+        let _ = match r.agents.as_ref() {
+            Some(a) => writeln!(
+                o,
+                "Reconciled across {} agents: every stored message was acknowledged exactly once \
+                 (their acknowledged sequences, added up by count and fingerprint, are the stored \
+                 ones)",
+                a.agents.len()
+            ),
+            None => writeln!(
+                o,
+                "Reconciled: every stored message was acknowledged exactly once"
+            ),
+        };
         return;
     }
     for st in js.streams.iter().filter(|s| !s.reconciled) {
@@ -86,7 +95,12 @@ pub(super) fn jetstream(o: &mut String, r: &RunResult) {
             );
             continue;
         };
-        let first = if st.unacked_seqs.is_empty() {
+        let first = if st.acked_fingerprint.is_some() && unacked == 0 && st.acked == stored {
+            // On agents: the counts agree, the sequences do not.
+            " (but the agents' acknowledged sequences are not the stored ones: their \
+             fingerprints differ, so one sequence was acknowledged twice and another never)"
+                .to_string()
+        } else if st.unacked_seqs.is_empty() {
             String::new()
         } else {
             let seqs: Vec<String> = st.unacked_seqs.iter().map(u64::to_string).collect();

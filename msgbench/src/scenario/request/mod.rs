@@ -147,7 +147,11 @@ impl Runnable for ReplyOptions {
         Some((&self.server, self.conn.link))
     }
     fn split(&self) -> Result<Split> {
-        Err(crate::scenario::not_on_agents("reply"))
+        // Responders fill agents from the last, as they do in a request run on agents.
+        Ok(Split {
+            pubs: 0,
+            subs: self.clients,
+        })
     }
     fn duration(&self) -> Option<std::time::Duration> {
         Some(self.duration)
@@ -156,7 +160,7 @@ impl Runnable for ReplyOptions {
         crate::result::Params::of(ReplyOptions::params(self))
     }
     fn run(&self, ctx: &Ctx<'_>) -> Result<RunResult> {
-        reply::run_reply(self, ctx.target()?, ctx.meter, ctx.stop)
+        reply::run_reply(self, ctx.target()?, ctx.meter, ctx.stop, ctx.share)
     }
 }
 

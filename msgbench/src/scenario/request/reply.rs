@@ -1,5 +1,7 @@
 //! `msgbench reply`: responders in a queue group that echo every request, until a count or a
-//! time is reached. `request` starts the same responders for itself.
+//! time is reached. `request` starts the same responders for itself. On agents each runs its
+//! share of the responders (global ids from the segment's subscriber base), all from the
+//! common start, so the service's time is the same on every host.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -8,8 +10,9 @@ use std::time::{Instant, SystemTime};
 use super::options::ReplyOptions;
 use crate::engine::conn::Conn;
 use crate::engine::load::{self, RespondSpec};
-use crate::error::{ErrorCounts, Result};
+use crate::error::{Error, ErrorCounts, Result};
 use crate::result::{throughput_sections, RunResult, ServerMeta};
+use crate::scenario::Share;
 use crate::server::Target;
 use crate::stats::delivery::Delivery;
 use crate::stats::throughput::{ClientRun, Role};
@@ -29,11 +32,13 @@ pub fn run_reply(
     target: &Target,
     meter: &Meter,
     stop: &AtomicBool,
+    share: Option<Share<'_>>,
 ) -> Result<RunResult> {
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let errors = Arc::new(ErrorCounts::default());
     meter.watch_errors(&errors);
-    let conns: Vec<Conn> = (0..opts.clients)
+    let (mine, base) = share.map_or((opts.clients, 0), |sh| (sh.seg.subs, sh.seg.sub_base));
+    let conns: Vec<Conn> = (base..base + mine)
         .map(|i| {
             connect_to(
                 target,
@@ -45,22 +50,33 @@ pub fn run_reply(
         })
         .collect::<Result<_>>()?;
     let (info, url) = (conns[0].info.clone(), conns[0].url.clone());
-    let until = Instant::now() + opts.duration;
     let done = AtomicBool::new(false);
     // All responders add to one count; the live view shows it as received requests.
     let served_meter = meter.client(Role::Sub, 0, false);
     let served = &served_meter.msgs;
     let runs: Vec<ClientRun> = std::thread::scope(|s| -> Result<_> {
-        let mut threads = Vec::new();
-        for (i, c) in conns.into_iter().enumerate() {
-            let Conn {
-                mut reader, shared, ..
-            } = c;
+        let (mut threads, mut readers) = (Vec::new(), Vec::new());
+        for c in conns {
+            let Conn { reader, shared, .. } = c;
             let mut cmd = Vec::new();
             proto::encode_sub(&mut cmd, &opts.subject, Some(QUEUE), 1);
             subscribe(&shared, cmd)?;
+            readers.push((reader, shared));
+        }
+        // Every responder is subscribed; on agents, the service starts with the others'.
+        let start = match share {
+            Some(sh) => {
+                let at = (sh.peers.ready(stop))
+                    .ok_or_else(|| Error::Agent("stopped before the common start".into()))?;
+                std::thread::sleep(at.saturating_duration_since(Instant::now()));
+                at
+            }
+            None => Instant::now(),
+        };
+        let until = start + opts.duration;
+        for (i, (mut reader, shared)) in readers.into_iter().enumerate() {
             let spec = RespondSpec {
-                id: i as u32,
+                id: base + i as u32,
                 delay: opts.delay,
                 max: opts.max,
                 until: Some(until),
