@@ -1,0 +1,458 @@
+//! The Grafana dashboard in deploy/grafana/msgbench.json is checked against what msgbench serves,
+//! so a metric or label renamed in the code cannot leave a panel silently empty:
+//! - every PromQL expression in it (panel targets, the panels of collapsed rows, the template
+//!   variables' queries) is read by a small tokenizer (dashboard/promql.rs), which names the
+//!   metrics and the labels each one uses;
+//! - two real runs are scraped on `/metrics` from start to end (a latency run on a rate schedule,
+//!   for messages, latency and stages; a request run nobody answers, for errors by kind), and
+//!   every metric named must be a series of those scrapes, and every label must be on at least
+//!   one of that metric's series;
+//! - the dashboard must keep the panels the issue asked for (throughput by role, interval P50 and
+//!   P99, errors by kind, the schedule's stage and target, a row per agent), so an emptied
+//!   dashboard fails too.
+//!
+//! Two kinds of label are not in the exposition, and each is accounted for rather than skipped:
+//! `job` and `instance` are added by Prometheus to every series it scrapes (so msgbench must not
+//! serve them itself: Prometheus would rename its own to `exported_job`), and `agent` belongs to
+//! the per-agent row, which waits for the coordinator of a run on `--agents` to serve `/metrics`.
+//! Those references are listed in [`AWAITING_COORDINATOR`]; the test fails the day any of them
+//! shows up in a scrape, or the day a run on agents stops refusing `--metrics-listen`, so the
+//! list cannot outlive the reason for it unnoticed.
+
+#[path = "dashboard/promql.rs"]
+mod promql;
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use promql::{references, Refs};
+use serde_json::Value;
+use support::openmetrics;
+use support::{bin, stderr, TestServer};
+
+/// Labels Prometheus attaches to what it scrapes: never in the exposition itself.
+const TARGET_LABELS: &[&str] = &["job", "instance"];
+
+/// The (metric, label) references of the per-agent row and the `agent` variable. No scrape has
+/// them until the coordinator of a run on `--agents` serves `/metrics` with an `agent` label.
+const AWAITING_COORDINATOR: &[(&str, &str)] = &[
+    ("msgbench_errors_total", "agent"),
+    ("msgbench_latency_p50_seconds", "agent"),
+    ("msgbench_latency_p99_seconds", "agent"),
+    ("msgbench_messages_per_second", "agent"),
+    ("msgbench_tick_end_seconds", "agent"),
+];
+
+fn dashboard() -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/grafana/msgbench.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("deploy/grafana/msgbench.json: {e}"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The dashboard's queries.
+
+/// One PromQL expression of the dashboard and where it is (a panel's title and the target's
+/// refId, or a variable's name).
+#[derive(Debug)]
+struct Query {
+    place: String,
+    /// The row it is in, if any (its title).
+    row: Option<String>,
+    expr: String,
+}
+
+/// Every expression: the panels' targets (a collapsed row keeps its panels inside it) and the
+/// query variables.
+fn queries(dash: &Value) -> Vec<Query> {
+    let mut found = Vec::new();
+    fn panels(list: &Value, row: Option<&str>, found: &mut Vec<Query>) {
+        for p in list.as_array().into_iter().flatten() {
+            let title = p["title"].as_str().unwrap_or("(untitled)");
+            let here = if p["type"] == "row" { Some(title) } else { row };
+            for t in p["targets"].as_array().into_iter().flatten() {
+                let target = t["refId"].as_str().unwrap_or("(no refId)");
+                let expr = t["expr"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("panel '{title}', target {target}: no expr"));
+                found.push(Query {
+                    place: format!("panel '{title}' target {target}"),
+                    row: here.map(str::to_string),
+                    expr: expr.to_string(),
+                });
+            }
+            panels(&p["panels"], here, found);
+        }
+    }
+    panels(&dash["panels"], None, &mut found);
+    for v in dash["templating"]["list"].as_array().into_iter().flatten() {
+        if v["type"] != "query" {
+            continue;
+        }
+        let name = v["name"].as_str().unwrap();
+        // Grafana keeps the query as an object (newer) or a string (older), and a copy of it
+        // in `definition`: all of them are read.
+        for q in [&v["query"]["query"], &v["query"], &v["definition"]] {
+            if let Some(expr) = q.as_str() {
+                found.push(Query {
+                    place: format!("variable ${name}"),
+                    row: None,
+                    expr: expr.to_string(),
+                });
+            }
+        }
+    }
+    found
+}
+
+fn all_references(dash: &Value) -> Vec<(Query, Refs)> {
+    queries(dash)
+        .into_iter()
+        .map(|q| {
+            let r = references(&q.expr).unwrap_or_else(|e| panic!("{}: {e}", q.place));
+            (q, r)
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Live scrapes.
+
+/// `GET /metrics` at `addr`: the body, or `None` when nothing answers.
+fn scrape(addr: &str) -> Option<String> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).ok()?;
+    let (head, body) = answer.split_once("\r\n\r\n").expect("an HTTP answer");
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    Some(body.to_string())
+}
+
+/// Kills the run if the test fails while it is under way.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Series names seen, each with the label names on any of its samples.
+type Seen = BTreeMap<String, BTreeSet<String>>;
+
+/// Runs msgbench with `args` and `--metrics-listen 127.0.0.1:0`, scraping `/metrics` until the
+/// run's final figures are up (taking them also ends its wait for a scraper), and adds every
+/// series of every scrape to `seen`.
+fn scrape_run(args: &[&str], seen: &mut Seen) {
+    let mut child = bin()
+        .args(args)
+        .args(["--metrics-listen", "127.0.0.1:0", "--no-progress"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("msgbench starts");
+    let err = child.stderr.take().unwrap();
+    let mut child = Running(child);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    // The address line comes once the port is bound, so the first scrape finds it listening.
+    let line = rx
+        .recv_timeout(support::HANG)
+        .expect("msgbench prints the address it listens on");
+    let addr = line
+        .strip_prefix("--metrics-listen: http://")
+        .and_then(|a| a.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("not the address line: {line}"))
+        .to_string();
+    // Scraping ends at the final figures; the deadline only guards against a hang.
+    let deadline = Instant::now() + support::HANG;
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "{args:?}: no final figures after {:?}",
+            support::HANG
+        );
+        let body = scrape(&addr).expect("the server answers until the final figures are taken");
+        let e = openmetrics::parse(&body).unwrap_or_else(|p| panic!("{p}\n{body}"));
+        for s in &e.samples {
+            seen.entry(s.name.clone())
+                .or_default()
+                .extend(s.labels.keys().cloned());
+        }
+        if e.get("msgbench_run_finished", &[]) == Some(1.0) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let status = child.0.wait().unwrap();
+    let lines: Vec<String> = rx.try_iter().collect();
+    assert!(status.success(), "{args:?}: {status}: {lines:?}");
+}
+
+#[test]
+fn every_metric_and_label_the_dashboard_queries_is_in_a_live_scrape() {
+    let refs = all_references(&dashboard());
+    let s = TestServer::start();
+    let mut seen = Seen::new();
+    // Messages by role, latency after the warm-up, and the schedule's stages.
+    scrape_run(
+        &[
+            "latency",
+            "--server",
+            &s.url,
+            "--rate-schedule",
+            "500@2s,1000@2s",
+        ],
+        &mut seen,
+    );
+    // Errors by kind: nobody answers, so every request fails as no_responders.
+    scrape_run(
+        &[
+            "request",
+            "--server",
+            &s.url,
+            "--responders",
+            "0",
+            "--rate",
+            "200",
+            "--duration",
+            "2s",
+            "--allow-loss",
+        ],
+        &mut seen,
+    );
+
+    let mut problems = Vec::new();
+    let mut awaiting = BTreeSet::new();
+    for (q, r) in &refs {
+        for m in &r.metrics {
+            if !seen.contains_key(m) {
+                problems.push(format!(
+                    "{}: metric {m} is not a series of a live scrape (`{}`)",
+                    q.place, q.expr
+                ));
+            }
+        }
+        for (m, l) in &r.labels {
+            let on_it = seen.get(m).is_some_and(|ls| ls.contains(l));
+            if TARGET_LABELS.contains(&l.as_str()) {
+                // Prometheus adds it; msgbench serving it would clash (`exported_job`).
+                if on_it {
+                    problems.push(format!("{m} carries `{l}`, a label Prometheus sets"));
+                }
+            } else if AWAITING_COORDINATOR.contains(&(m.as_str(), l.as_str())) {
+                if on_it {
+                    problems.push(format!(
+                        "{m} now carries `{l}`: remove ({m}, {l}) from AWAITING_COORDINATOR, \
+                         so it is checked like the rest"
+                    ));
+                }
+                awaiting.insert((m.as_str(), l.as_str()));
+            } else if seen.contains_key(m) && !on_it {
+                problems.push(format!(
+                    "{}: label `{l}` is on no series of {m} in a live scrape (it has {:?})",
+                    q.place, seen[m]
+                ));
+            }
+        }
+    }
+    // The list names only what the dashboard asks for: a stale entry would hide nothing, but
+    // would claim a panel that is not there.
+    for pair in AWAITING_COORDINATOR {
+        if !awaiting.contains(pair) {
+            problems.push(format!(
+                "AWAITING_COORDINATOR lists {pair:?}, which no query uses"
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "the dashboard asks for what msgbench does not serve:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn a_run_on_agents_still_serves_no_metrics_for_the_per_agent_row() {
+    // The day a coordinator serves /metrics, the per-agent row can be checked against it: this
+    // fails then, pointing at AWAITING_COORDINATOR. Nothing listens at this server, so a run
+    // that got past the refusal would fail to connect (status 4) instead.
+    let nowhere = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("nats://{}", l.local_addr().unwrap())
+    };
+    let out = bin()
+        .args(["pub", "--server", &nowhere, "--msgs", "10", "--agents", "1"])
+        .args(["--metrics-listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(
+        out.status.code() == Some(2)
+            && err.contains("--metrics-listen serves the figures of a run in this process"),
+        "a run on agents no longer refuses --metrics-listen ({:?}: {err}): scrape its \
+         coordinator in every_metric_and_label_the_dashboard_queries_is_in_a_live_scrape and \
+         empty AWAITING_COORDINATOR",
+        out.status
+    );
+    // And the dashboard's per-agent row does wait on it.
+    let refs = all_references(&dashboard());
+    for (m, l) in AWAITING_COORDINATOR {
+        assert!(
+            refs.iter()
+                .any(|(_, r)| r.labels.contains(&(m.to_string(), l.to_string()))),
+            "no query asks for {m} by {l}"
+        );
+    }
+}
+
+#[test]
+fn the_dashboard_has_the_panels_asked_for_on_a_chosen_prometheus() {
+    let dash = dashboard();
+    assert!(
+        dash["schemaVersion"].as_u64().unwrap() >= 36,
+        "schemaVersion"
+    );
+    let vars: BTreeMap<&str, &Value> = dash["templating"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| (v["name"].as_str().unwrap(), v))
+        .collect();
+    let ds = vars.get("datasource").expect("a datasource variable");
+    assert_eq!(ds["type"], "datasource");
+    assert_eq!(ds["query"], "prometheus");
+    for name in ["job", "instance", "run", "agent"] {
+        let kind = vars.get(name).and_then(|v| v["type"].as_str());
+        assert_eq!(kind, Some("query"), "${name}");
+    }
+    assert!(
+        dash["description"]
+            .as_str()
+            .is_some_and(|d| d.contains("waits for the coordinator")),
+        "the description says the per-agent row waits for the coordinator"
+    );
+
+    // Every panel and target draws from the chosen data source, so the file imports anywhere.
+    let mut ids = BTreeSet::new();
+    fn each_panel<'a>(list: &'a Value, out: &mut Vec<&'a Value>) {
+        for p in list.as_array().into_iter().flatten() {
+            out.push(p);
+            each_panel(&p["panels"], out);
+        }
+    }
+    let mut panels = Vec::new();
+    each_panel(&dash["panels"], &mut panels);
+    let chosen = serde_json::json!({"type": "prometheus", "uid": "${datasource}"});
+    for p in &panels {
+        let title = p["title"].as_str().unwrap();
+        assert!(
+            ids.insert(p["id"].as_u64().unwrap()),
+            "panel id twice: {title}"
+        );
+        if p["type"] == "row" {
+            continue;
+        }
+        assert_eq!(p["type"], "timeseries", "{title}");
+        assert_eq!(p["datasource"], chosen, "{title}");
+        for t in p["targets"].as_array().unwrap() {
+            assert_eq!(t["datasource"], chosen, "{title} {}", t["refId"]);
+        }
+    }
+
+    // The five topics, by what their panels query.
+    let refs = all_references(&dash);
+    let covers = |in_row: bool, metrics: &[&str], labels: &[&str]| {
+        let mut union = Refs::default();
+        for (q, r) in &refs {
+            if q.place.starts_with("panel ") && q.row.is_some() == in_row {
+                union.metrics.extend(r.metrics.iter().cloned());
+                union.labels.extend(r.labels.iter().cloned());
+            }
+        }
+        metrics.iter().all(|m| {
+            union.metrics.contains(*m)
+                && labels
+                    .iter()
+                    .all(|l| union.labels.contains(&(m.to_string(), l.to_string())))
+        })
+    };
+    let topics: [(&str, bool, &[&str], &[&str]); 7] = [
+        (
+            "throughput by role",
+            false,
+            &["msgbench_messages_per_second"],
+            &["role"],
+        ),
+        (
+            "interval P50/P99",
+            false,
+            &[
+                "msgbench_latency_p50_seconds",
+                "msgbench_latency_p99_seconds",
+            ],
+            &[],
+        ),
+        (
+            "errors by kind",
+            false,
+            &["msgbench_errors_total"],
+            &["kind"],
+        ),
+        (
+            "the schedule's stage and target",
+            false,
+            &[
+                "msgbench_stage_index",
+                "msgbench_stage_target_messages_per_second",
+            ],
+            &[],
+        ),
+        (
+            "per agent: throughput by role",
+            true,
+            &["msgbench_messages_per_second"],
+            &["agent", "role"],
+        ),
+        (
+            "per agent: interval P50/P99",
+            true,
+            &[
+                "msgbench_latency_p50_seconds",
+                "msgbench_latency_p99_seconds",
+            ],
+            &["agent"],
+        ),
+        (
+            "per agent: errors by kind",
+            true,
+            &["msgbench_errors_total"],
+            &["agent", "kind"],
+        ),
+    ];
+    for (topic, in_row, metrics, labels) in topics {
+        assert!(covers(in_row, metrics, labels), "no panel for {topic}");
+    }
+    let rows: Vec<&&Value> = panels.iter().filter(|p| p["type"] == "row").collect();
+    assert!(
+        rows.iter().any(|r| r["repeat"] == "agent"),
+        "no row repeated per agent"
+    );
+}
