@@ -707,7 +707,7 @@ fn requests_cross_from_one_agent_to_responders_on_another_closed_and_open_loop()
 }
 
 #[test]
-fn js_pub_and_kv_put_on_two_agents_reconcile_one_stream_across_both() {
+fn js_pub_and_kv_put_on_two_agents_reconcile_one_stream_across_both_and_js_consume_takes_it_once() {
     let server = TestServer::start();
     let _a = Agent::start(&server.url, "j1", &[], &[]);
     let _b = Agent::start(&server.url, "j2", &[], &[]);
@@ -764,6 +764,69 @@ fn js_pub_and_kv_put_on_two_agents_reconcile_one_stream_across_both() {
         let errs = support::schema_errors(&doc);
         assert!(errs.is_empty(), "{errs:?}");
     }
+    // Then the stream consumed on both agents through one shared consumer: every message once.
+    let (out, doc, _d) = coordinate(&[
+        "js",
+        "consume",
+        "--publish",
+        "none",
+        "--stream",
+        "across",
+        "--clients",
+        "2",
+        "--msgs",
+        "10000",
+        "--server",
+        &server.url,
+        "--agents",
+        "2",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let c = &doc["consumer"];
+    assert_eq!(u(&c["consumed"]), 10_000, "{c}");
+    assert_eq!(u(&c["expected"]), 10_000);
+    assert_eq!(c["reconciled"], true, "{c}");
+    let agents = doc["agents"]["agents"].as_array().unwrap();
+    let shares: Vec<u64> = agents
+        .iter()
+        .map(|a| u(&a["result"]["consumer"]["consumed"]))
+        .collect();
+    assert_eq!(shares.iter().sum::<u64>(), 10_000, "{shares:?}");
+    let d = &doc["delivery"];
+    assert_eq!(
+        (u(&d["expected"]), u(&d["received"]), u(&d["lost"])),
+        (10_000, 10_000, 0)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("Reconciled across 2 agents: all 10,000"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let errs = support::schema_errors(&doc);
+    assert!(errs.is_empty(), "{errs:?}");
+    // Fewer than the stream holds cannot be split: no agent knows when the others stop.
+    let (out, _doc, _d) = coordinate(&[
+        "js",
+        "consume",
+        "--publish",
+        "none",
+        "--stream",
+        "across",
+        "--clients",
+        "2",
+        "--msgs",
+        "5000",
+        "--server",
+        &server.url,
+        "--agents",
+        "2",
+    ]);
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("'5000' for --msgs"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]

@@ -148,6 +148,12 @@ pub struct ConsumeReport {
     pub ended: &'static str,
     /// Every expected message delivered exactly once.
     pub reconciled: bool,
+    /// The first stream sequence owed to the consumers.
+    pub first_seq: u64,
+    /// On agents: the fingerprint of the sequences consumed (an agent's own, or, in the
+    /// coordinator's result, their sum), compared with that of the owed range; null in a run
+    /// on one host, where the sequences themselves are compared.
+    pub consumed_fingerprint: Option<String>,
 }
 
 /// What only a gRPC run has.

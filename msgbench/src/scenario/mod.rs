@@ -239,7 +239,7 @@ pub struct Compared {
 /// The refusal of a scenario that does not run on agents, in one line.
 pub(crate) fn not_on_agents(name: &str) -> Error {
     Error::Usage(format!(
-        "--agents: `{name}` does not run on agents yet (pub, sub, pubsub, latency, request, js \
-         pub and kv put do)"
+        "--agents: `{name}` does not run on agents yet (pub, sub, pubsub, latency, request, \
+         reply, js pub, js consume and kv put do)"
     ))
 }

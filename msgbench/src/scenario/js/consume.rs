@@ -4,6 +4,13 @@
 //!
 //! Every consumer records the stream sequence of each delivery in one shared bitmap, so that
 //! afterwards every sequence owed to them can be checked to have arrived exactly once.
+//!
+//! On agents (`--publish none` only) the consumers of every agent share one durable pull
+//! consumer, named from the run's tag, as the clients of one process do: each message goes to
+//! one of them. Each agent pulls from the common start until the consumer is drained, and
+//! reports what it consumed as a count and a fingerprint; the coordinator adds them up against
+//! the stream's messages ([`super::consumed::conclude`]), deletes the consumer, and the stream
+//! when asked.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -20,6 +27,7 @@ use crate::error::{Error, ErrorCounts, Result};
 use crate::result::{JsReport, RunResult, ServerMeta};
 use crate::scenario::request::RequestOptions;
 use crate::scenario::request::{self, JsAcks};
+use crate::scenario::Share;
 use crate::server::Target;
 use crate::stats::acks::{AckSet, GAPS_LISTED};
 use crate::stats::latency::new_histogram;
@@ -36,16 +44,39 @@ pub(super) fn run_consume(
     target: &Target,
     meter: &Meter,
     stop: &AtomicBool,
+    share: Option<Share<'_>>,
 ) -> Result<RunResult> {
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let mut api = api_conn(target, &opts.conn, opts.timeout)?;
     let mut owed = messages(opts, &mut api, target, meter, stop)?;
-    let consumer = PullConsumer::create(opts, &mut api, owed.start)?;
+    if share.is_some() && opts.msgs < owed.state.messages {
+        // Consumers on several hosts share one consumer: none can tell when the others'
+        // deliveries add up to a count short of the stream, only when it is drained.
+        return Err(Error::flag(
+            "--msgs",
+            &opts.msgs.to_string(),
+            format!(
+                "on agents, js consume takes the whole stream, and {} holds {} messages: give \
+                 --msgs {} or more",
+                opts.stream.name,
+                crate::format::group(owed.state.messages),
+                owed.state.messages
+            ),
+        ));
+    }
+    let tag = share.map_or_else(stamp::new_run_tag, |sh| sh.seg.run_tag);
+    let consumer = PullConsumer::create(opts, &mut api, owed.start, tag)?;
     let errors = Arc::new(ErrorCounts::default());
     meter.watch_errors(&errors);
-    let clients = connect(opts, target, &consumer, &errors)?;
+    let (mine, base) = share.map_or((opts.clients, 0), |sh| (sh.seg.subs, sh.seg.sub_base));
+    let clients = connect(opts, target, &consumer, base..base + mine, &errors)?;
     let server = ServerMeta::new(&clients[0].info, &clients[0].url, target.local);
-    let (pulled, live) = pull_all(opts, clients, &consumer, &owed, target, meter, stop);
+    if let Some(sh) = share {
+        let at = (sh.peers.ready(stop))
+            .ok_or_else(|| Error::Agent("stopped before the common start".into()))?;
+        std::thread::sleep(at.saturating_duration_since(Instant::now()));
+    }
+    let (pulled, live) = pull_all(opts, clients, &consumer, base, &owed, target, meter, stop);
     if let Some(live) = live {
         let (result, acks) = live?;
         let acks = acks.expect("JetStream publishes report their acknowledgements");
@@ -54,9 +85,16 @@ pub(super) fn run_consume(
         let js = JsReport::of(&opts.stream.storage, "async", vec![stream]);
         owed.published = Some((result, js, acks));
     }
-    // A consumer the server lost (with its stream, say) is not worth a warning.
-    let _ = api.delete_consumer(&opts.stream.name, &consumer.name);
-    clean_up(api, std::slice::from_ref(&opts.stream), opts.delete_after);
+    if share.is_none() {
+        // A consumer the server lost (with its stream, say) is not worth a warning.
+        let _ = api.delete_consumer(&opts.stream.name, &consumer.name);
+    }
+    // On agents the others may still be pulling: the coordinator cleans up after them all.
+    clean_up(
+        api,
+        std::slice::from_ref(&opts.stream),
+        opts.delete_after && share.is_none(),
+    );
     let run = consumed::Run {
         opts,
         started_at,
@@ -64,6 +102,8 @@ pub(super) fn run_consume(
         errors: &errors,
         interrupted: stop.load(Ordering::Relaxed),
         consumer: consumer.name,
+        base,
+        share: share.is_some(),
     };
     Ok(consumed::assemble(run, owed, pulled, meter))
 }
@@ -135,12 +175,12 @@ struct PullConsumer {
 
 impl PullConsumer {
     /// Creates a consumer that starts at `start` (or at the stream's first message, with
-    /// `--publish none`).
+    /// `--publish none`), named from the run's `tag`: on agents each creates the same one, and
+    /// whichever comes second finds the first's.
     ///
     /// # Errors
     /// The server refuses the consumer.
-    fn create(opts: &JsConsumeOptions, api: &mut Api, start: u64) -> Result<Self> {
-        let tag = stamp::new_run_tag();
+    fn create(opts: &JsConsumeOptions, api: &mut Api, start: u64, tag: u16) -> Result<Self> {
         let name = format!("msgbench_{tag:04x}");
         let ordered = opts.mode == PullMode::Ordered;
         let cfg = ConsumerConfig {
@@ -174,7 +214,8 @@ impl PullConsumer {
     }
 }
 
-/// Connects the consuming clients, each subscribed to its inbox.
+/// Connects the consuming clients `ids` (global ids: on agents, this agent's block), each
+/// subscribed to its inbox.
 ///
 /// # Errors
 /// A connection or subscription fails.
@@ -182,10 +223,11 @@ fn connect(
     opts: &JsConsumeOptions,
     target: &Target,
     consumer: &PullConsumer,
+    ids: std::ops::Range<u32>,
     errors: &Arc<ErrorCounts>,
 ) -> Result<Vec<Conn>> {
     let mut clients = Vec::new();
-    for i in 0..opts.clients {
+    for i in ids {
         let mut c = conn::connect(
             &ConnectSpec {
                 servers: &target.urls,
@@ -218,12 +260,15 @@ struct Shared {
 /// A live publisher's outcome.
 type LiveRun = Result<(RunResult, Option<Vec<JsAcks>>)>;
 
-/// Pulls on every client until the goal is met, the stream has nothing more, the run is
-/// stopped or it goes idle; with `--publish live`, publishes alongside.
+/// Pulls on every client (global ids from `base`) until the goal is met, the stream has
+/// nothing more, the run is stopped or it goes idle; with `--publish live`, publishes
+/// alongside.
+#[allow(clippy::too_many_arguments)] // each is a distinct part of the run; a struct would only rename them
 fn pull_all(
     opts: &JsConsumeOptions,
     clients: Vec<Conn>,
     consumer: &PullConsumer,
+    base: u32,
     owed: &Owed,
     target: &Target,
     meter: &Meter,
@@ -250,8 +295,8 @@ fn pull_all(
         // one.
         timed: live.is_some(),
     };
-    let meters: Vec<_> = (0..opts.clients)
-        .map(|i| meter.client(Role::Sub, i, shared.timed))
+    let meters: Vec<_> = (0..clients.len() as u32)
+        .map(|i| meter.client(Role::Sub, base + i, shared.timed))
         .collect();
     let zero = Instant::now();
     let (consumers, live) = std::thread::scope(|s| {
@@ -280,7 +325,7 @@ fn pull_all(
                         "$JS.API.CONSUMER.MSG.NEXT.{}.{}",
                         opts.stream.name, consumer.name
                     ),
-                    inbox: consumer.inbox_of(i),
+                    inbox: consumer.inbox_of(base as usize + i),
                     expires: opts.timeout.min(Duration::from_secs(30)) / 2,
                     idle: opts.timeout,
                 };

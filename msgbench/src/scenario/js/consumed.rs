@@ -55,6 +55,10 @@ pub(super) struct Run<'a> {
     pub errors: &'a ErrorCounts,
     pub interrupted: bool,
     pub consumer: String,
+    /// The first consumer's global id (on agents, this agent's block).
+    pub base: u32,
+    /// An agent's share: its section is what it consumed, for the coordinator to add up.
+    pub share: bool,
 }
 
 /// The run's result.
@@ -88,7 +92,7 @@ pub(super) fn assemble(run: Run<'_>, owed: Owed, pulled: Pulled, meter: &Meter) 
         .enumerate()
         .map(|(i, c)| ClientRun {
             role: Role::Sub,
-            id: i as u32,
+            id: run.base + i as u32,
             msgs: c.msgs,
             bytes: c.bytes,
             start: Some(zero),
@@ -117,6 +121,19 @@ pub(super) fn assemble(run: Run<'_>, owed: Owed, pulled: Pulled, meter: &Meter) 
         sequence_breaks: counts.sequence_breaks,
         ended: ended(&consumers),
         reconciled: missing == 0 && seen.duplicates == 0 && counts.sequence_breaks == 0,
+        first_seq: owed.start,
+        consumed_fingerprint: None,
+    };
+    // An agent speaks for what it consumed only: the coordinator adds the shares up.
+    let (report, expected, missing, missing_seqs) = if run.share {
+        let share = ConsumeReport {
+            reconciled: false,
+            consumed_fingerprint: Some(format!("{:016x}", seen.set.fingerprint())),
+            ..report
+        };
+        (share, seen.set.len(), 0, None)
+    } else {
+        (report, expected, missing, Some(missing_seqs))
     };
     let mut result = RunResult {
         plan: None,
@@ -136,7 +153,7 @@ pub(super) fn assemble(run: Run<'_>, owed: Owed, pulled: Pulled, meter: &Meter) 
             unstamped: 0,
             accounting: "stream_sequence",
             publishers: Vec::new(),
-            missing_seqs: Some(missing_seqs),
+            missing_seqs,
             duplicate_seqs: Some(seen.duplicate_seqs),
         },
         latency: (!latency.is_empty()).then(|| LatencyStats::of(&latency)),
@@ -192,4 +209,97 @@ fn add_publisher(result: &mut RunResult, (published, js, _): Published) {
     result.connections.absorb(&published.connections);
     result.failure = result.failure.or(published.failure);
     result.jetstream = Some(js);
+}
+
+/// One agent's consumer section, as its result document has it.
+#[derive(Debug, serde::Deserialize)]
+struct ConsumeShare {
+    consumer: String,
+    expected: u64,
+    consumed: u64,
+    pull_requests: u64,
+    acks_sent: u64,
+    redelivered: u64,
+    sequence_breaks: u64,
+    ended: String,
+    first_seq: u64,
+    consumed_fingerprint: Option<String>,
+}
+
+/// The coordinator's part of a `js consume` on agents: the agents' consumer sections added up
+/// into one, reconciled when their counts make the messages owed and their fingerprints add up
+/// to that of the owed range (a message delivered to two agents and another to none would
+/// change it); then the shared consumer deleted, and the stream when asked. An agent that
+/// sent no result leaves the run unreconciled: what it consumed is unknown.
+///
+/// # Errors
+/// None: what cannot be concluded is said in the result.
+pub(super) fn conclude(
+    opts: &JsConsumeOptions,
+    merged: &mut RunResult,
+    target: &crate::server::Target,
+) -> crate::error::Result<()> {
+    let agents = merged.agents.as_ref().map_or(&[][..], |a| &a.agents[..]);
+    let shares: Option<Vec<ConsumeShare>> = agents
+        .iter()
+        .map(|a| {
+            let v = a.result.as_ref()?.get("consumer")?;
+            serde_json::from_value(v.clone()).ok()
+        })
+        .collect();
+    let Some(shares) = shares.filter(|s| !s.is_empty()) else {
+        return Ok(());
+    };
+    let sum = |f: fn(&ConsumeShare) -> u64| shares.iter().map(f).sum::<u64>();
+    let (expected, first) = (shares[0].expected, shares[0].first_seq);
+    let fingerprint = shares.iter().try_fold(0u64, |acc, s| {
+        let hex = s.consumed_fingerprint.as_deref()?;
+        Some(acc.wrapping_add(u64::from_str_radix(hex, 16).ok()?))
+    });
+    let consumed = sum(|s| s.consumed);
+    let owed = crate::stats::acks::range_fingerprint(first, first + expected - 1);
+    let duplicated = merged.delivery.duplicated.unwrap_or(0);
+    let breaks = sum(|s| s.sequence_breaks);
+    // How the pulling ended: the first agent whose consumers did not end well, or drained.
+    let ended = shares
+        .iter()
+        .map(|s| s.ended.as_str())
+        .find(|e| matches!(*e, "failed" | "stopped" | "idle"))
+        .unwrap_or(shares[0].ended.as_str());
+    let ended = ["done", "drained", "idle", "stopped", "failed"]
+        .into_iter()
+        .find(|e| *e == ended)
+        .unwrap_or("failed");
+    merged.consumer = Some(ConsumeReport {
+        stream: opts.stream.name.clone(),
+        consumer: shares[0].consumer.clone(),
+        mode: opts.mode.as_str(),
+        ack: opts.ack.as_str(),
+        batch: opts.batch,
+        publish: opts.source.as_str(),
+        expected,
+        consumed,
+        pull_requests: sum(|s| s.pull_requests),
+        acks_sent: sum(|s| s.acks_sent),
+        redelivered: sum(|s| s.redelivered),
+        sequence_breaks: breaks,
+        ended,
+        reconciled: consumed == expected
+            && fingerprint == Some(owed)
+            && duplicated == 0
+            && breaks == 0,
+        first_seq: first,
+        consumed_fingerprint: fingerprint.map(|f| format!("{f:016x}")),
+    });
+    let d = &mut merged.delivery;
+    d.expected = expected;
+    d.sent = expected;
+    d.lost = expected.saturating_sub(consumed);
+    // Across agents the sequences are not listed: each agent holds only its own.
+    d.missing_seqs = None;
+    if let Ok(mut api) = super::stream::api_conn(target, &opts.conn, opts.timeout) {
+        let _ = api.delete_consumer(&opts.stream.name, &shares[0].consumer);
+        super::stream::clean_up(api, std::slice::from_ref(&opts.stream), opts.delete_after);
+    }
+    Ok(())
 }

@@ -180,7 +180,23 @@ impl Runnable for JsConsumeOptions {
         Some((&self.server, self.conn.link))
     }
     fn split(&self) -> Result<Split> {
-        Err(super::not_on_agents(JsConsume::NAME))
+        if self.source != Source::Stream {
+            return Err(Error::Usage(
+                "--agents: js consume runs on agents with --publish none (a stream filled \
+                 first, by js pub --agents say); --publish before|live on agents is not done \
+                 yet"
+                .into(),
+            ));
+        }
+        // The consumers spread over the agents and share one durable consumer, as the clients
+        // of one process do.
+        Ok(Split {
+            pubs: 0,
+            subs: self.clients,
+        })
+    }
+    fn conclude(&self, merged: &mut RunResult, target: &crate::server::Target) -> Result<()> {
+        consumed::conclude(self, merged, target)
     }
     fn timeout(&self) -> std::time::Duration {
         self.timeout
@@ -189,7 +205,7 @@ impl Runnable for JsConsumeOptions {
         crate::result::Params::of(ConsumeParams::of(self))
     }
     fn run(&self, ctx: &Ctx<'_>) -> Result<RunResult> {
-        consume::run_consume(self, ctx.target()?, ctx.meter, ctx.stop)
+        consume::run_consume(self, ctx.target()?, ctx.meter, ctx.stop, ctx.share)
     }
 }
 

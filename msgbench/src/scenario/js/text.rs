@@ -142,10 +142,22 @@ pub(super) fn consumer(o: &mut String, r: &RunResult) {
             .unwrap_or_default()
     };
     if c.reconciled {
+        let across = r.agents.as_ref().map_or_else(String::new, |a| {
+            format!(" across {} agents", a.agents.len())
+        });
         let _ = writeln!(
             o,
-            "Reconciled: all {} expected stream messages were consumed exactly once",
+            "Reconciled{across}: all {} expected stream messages were consumed exactly once",
             group(c.expected)
+        );
+        return;
+    }
+    if c.consumed_fingerprint.is_some() && c.consumed == c.expected && r.delivery.lost == 0 {
+        let _ = writeln!(
+            o,
+            "!! NOT RECONCILED: the agents consumed {} messages, as many as expected, but not \
+             the expected ones: their fingerprints differ from the owed range's !!",
+            group(c.consumed)
         );
         return;
     }
