@@ -830,6 +830,53 @@ fn js_pub_and_kv_put_on_two_agents_reconcile_one_stream_across_both_and_js_consu
 }
 
 #[test]
+fn obj_put_then_obj_get_on_two_agents_add_up_every_object_and_digest() {
+    let server = TestServer::start();
+    let _a = Agent::start(&server.url, "o1", &[], &[]);
+    let _b = Agent::start(&server.url, "o2", &[], &[]);
+    for op in ["put", "get"] {
+        let mut args = vec![
+            "obj",
+            op,
+            "--bucket",
+            "spread",
+            "--objects",
+            "21",
+            "--clients",
+            "4",
+        ];
+        if op == "put" {
+            args.extend(["--size", "40KiB", "--chunk-size", "16KiB"]);
+        }
+        args.extend(["--server", &server.url, "--agents", "2"]);
+        let (out, doc, _d) = coordinate(&args);
+        assert!(out.status.success(), "obj {op}: {}", stderr(&out));
+        let os = &doc["object_store"];
+        assert_eq!(
+            (u(&os["objects"]), u(&os["completed"]), u(&os["failed"])),
+            (21, 21, 0),
+            "{os}"
+        );
+        // 40 KiB in 16 KiB chunks: 3 chunks an object, each timed once.
+        assert_eq!(u(&os["chunks"]), 63, "{os}");
+        assert_eq!(u(&os["chunk_latency"]["count"]), 63, "{os}");
+        let agents = doc["agents"]["agents"].as_array().unwrap();
+        // Clients 0-1 on one agent, 2-3 on the other: objects 0,1,4,5,… and 2,3,6,7,…
+        let shares: Vec<u64> = agents
+            .iter()
+            .map(|a| u(&a["result"]["object_store"]["objects"]))
+            .collect();
+        assert_eq!(shares, [11, 10]);
+        if op == "get" {
+            assert_eq!(u(&os["digest_mismatches"]), 0, "{os}");
+            assert!(String::from_utf8_lossy(&out.stdout).contains("Digests: all 21 objects"));
+        }
+        let errs = support::schema_errors(&doc);
+        assert!(errs.is_empty(), "{errs:?}");
+    }
+}
+
+#[test]
 fn a_reply_service_on_two_agents_answers_a_requester_from_both() {
     let server = TestServer::start();
     let _a = Agent::start(&server.url, "s1", &[], &[]);

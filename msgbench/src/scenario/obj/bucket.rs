@@ -182,8 +182,8 @@ fn check_fit(o: &ObjOptions, p: &PutOptions, l: Limits, max_payload: usize) -> R
 }
 
 /// Deletes the bucket when asked; a failure is told on stderr and does not cost the result.
-pub(super) fn clean_up(mut api: Api, o: &ObjOptions) {
-    if o.delete_after {
+pub(super) fn clean_up(mut api: Api, o: &ObjOptions, delete: bool) {
+    if o.delete_after && delete {
         if let Err(e) = api.delete_stream(&o.stream()) {
             eprintln!(
                 "warning: --delete-after: bucket {} was not deleted: {e}",

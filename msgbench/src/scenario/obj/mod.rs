@@ -75,11 +75,14 @@ impl Runnable for ObjOptions {
         Some((&self.server, self.conn.link))
     }
     fn split(&self) -> Result<Split> {
-        Err(super::not_on_agents(if self.put.is_some() {
-            ObjPut::NAME
-        } else {
-            ObjGet::NAME
-        }))
+        // The clients spread over the agents; object i stays with client i mod clients.
+        Ok(Split {
+            pubs: self.clients,
+            subs: 0,
+        })
+    }
+    fn conclude(&self, merged: &mut RunResult, target: &crate::server::Target) -> Result<()> {
+        report::conclude(self, merged, target)
     }
     fn timeout(&self) -> std::time::Duration {
         self.timeout
@@ -88,7 +91,7 @@ impl Runnable for ObjOptions {
         crate::result::Params::of(ObjParams::of(self))
     }
     fn run(&self, ctx: &Ctx<'_>) -> Result<RunResult> {
-        run::run(self, ctx.target()?, ctx.meter, ctx.stop)
+        run::run(self, ctx.target()?, ctx.meter, ctx.stop, ctx.share)
     }
 }
 

@@ -26,6 +26,8 @@ pub(super) struct Done<'a> {
     pub server: ServerMeta,
     pub errors: &'a ErrorCounts,
     pub interrupted: bool,
+    /// The objects this run's clients were to put or get (on an agent, its share).
+    pub objects: u64,
 }
 
 /// The result's `object_store` section.
@@ -188,7 +190,7 @@ pub(super) fn assemble(o: &ObjOptions, outs: Vec<ClientOut>, done: Done<'_>) -> 
         op: if o.put.is_some() { "put" } else { "get" },
         bucket: o.bucket.clone(),
         stream: o.stream(),
-        objects: o.objects,
+        objects: done.objects,
         completed: 0,
         failed: 0,
         failed_names: Vec::new(),
@@ -262,4 +264,103 @@ pub(super) fn assemble(o: &ObjOptions, outs: Vec<ClientOut>, done: Done<'_>) -> 
     result.delivery.accounting = "none";
     result.own.put(r);
     result
+}
+
+/// One agent's `object_store` section, as its result document has it.
+#[derive(Debug, serde::Deserialize)]
+struct ObjShare {
+    objects: u64,
+    completed: u64,
+    failed: u64,
+    failed_names: Vec<String>,
+    missing: Option<u64>,
+    missing_names: Vec<String>,
+    digest_mismatches: Option<u64>,
+    mismatched_names: Vec<String>,
+    chunks: u64,
+    bytes: u64,
+    chunk_latency: Option<HdrPart>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct HdrPart {
+    hdr: String,
+}
+
+/// The coordinator's part of an `obj put` or `obj get` on agents: the agents' sections added
+/// up (counts summed, the first names of each kind kept, chunk latency from their histograms
+/// added bucket by bucket, the rates over the merged span), then the bucket deleted when asked.
+/// With an agent missing there is no section: what it did is unknown.
+///
+/// # Errors
+/// None: what cannot be concluded is left out of the result.
+pub(super) fn conclude(
+    o: &ObjOptions,
+    merged: &mut RunResult,
+    target: &crate::server::Target,
+) -> crate::error::Result<()> {
+    let agents = merged.agents.as_ref().map_or(&[][..], |a| &a.agents[..]);
+    let shares: Option<Vec<ObjShare>> = agents
+        .iter()
+        .map(|a| {
+            let v = a.result.as_ref()?.get("object_store")?;
+            serde_json::from_value(v.clone()).ok()
+        })
+        .collect();
+    if let Some(shares) = shares.filter(|s| !s.is_empty()) {
+        let sum = |f: fn(&ObjShare) -> u64| shares.iter().map(f).sum::<u64>();
+        let some = |f: fn(&ObjShare) -> Option<u64>| shares.iter().map(f).sum::<Option<u64>>();
+        let names = |f: fn(&ObjShare) -> &Vec<String>| -> Vec<String> {
+            shares
+                .iter()
+                .flat_map(f)
+                .take(NAMES_SHOWN)
+                .cloned()
+                .collect()
+        };
+        let mut chunks = new_histogram();
+        for s in &shares {
+            if let Some(h) = &s.chunk_latency {
+                let part = crate::stats::hdr::decode_base64(&h.hdr).map_err(|e| {
+                    crate::error::Error::Agent(format!("a chunk latency histogram: {e}"))
+                })?;
+                let _ = chunks.add(&part);
+            }
+        }
+        let completed = sum(|s| s.completed);
+        let seconds = merged.throughput.seconds;
+        merged.own.put(ObjReport {
+            op: if o.put.is_some() { "put" } else { "get" },
+            bucket: o.bucket.clone(),
+            stream: o.stream(),
+            objects: sum(|s| s.objects),
+            completed,
+            failed: sum(|s| s.failed),
+            failed_names: names(|s| &s.failed_names),
+            missing: some(|s| s.missing),
+            missing_names: names(|s| &s.missing_names),
+            digest_mismatches: some(|s| s.digest_mismatches),
+            mismatched_names: names(|s| &s.mismatched_names),
+            chunks: sum(|s| s.chunks),
+            bytes: sum(|s| s.bytes),
+            objects_per_sec: (seconds > 0.0).then(|| completed as f64 / seconds),
+            bytes_per_sec: (seconds > 0.0).then(|| sum(|s| s.bytes) as f64 / seconds),
+            chunk_latency: (!chunks.is_empty()).then(|| LatencyStats::of(&chunks)),
+        });
+    }
+    if o.delete_after {
+        match crate::engine::jsapi::Api::connect(
+            &target.urls,
+            "msgbench-obj-setup",
+            &o.conn.dial,
+            o.timeout,
+        ) {
+            Ok(api) => super::bucket::clean_up(api, o, true),
+            Err(e) => eprintln!(
+                "warning: --delete-after: bucket {} was not deleted: {e}",
+                o.bucket
+            ),
+        }
+    }
+    Ok(())
 }
