@@ -877,6 +877,93 @@ fn obj_put_then_obj_get_on_two_agents_add_up_every_object_and_digest() {
 }
 
 #[test]
+fn grpc_on_two_agents_loads_one_service_from_both_and_adds_up_its_calls() {
+    let server = TestServer::start();
+    let _a = Agent::start(&server.url, "g1", &[], &[]);
+    let _b = Agent::start(&server.url, "g2", &[], &[]);
+    // The service under test: `msgbench grpc serve`, as a user runs one.
+    let mut service = bin()
+        .args([
+            "grpc",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--duration",
+            "120s",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(service.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let url = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {first:?}"))
+        .to_string();
+    let (out, doc, _d) = coordinate(&[
+        "grpc",
+        "--server",
+        &url,
+        "--data",
+        r#"{"stream":"s{{client}}"}"#,
+        "--clients",
+        "4",
+        "--requests",
+        "300",
+        "--connections",
+        "1",
+        "--control",
+        &server.url,
+        "--agents",
+        "2",
+    ]);
+    let _ = service.kill();
+    let _ = service.wait();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let g = &doc["grpc"];
+    assert_eq!(
+        (u(&g["requests"]), u(&g["requests_ok"])),
+        (1200, 1200),
+        "{g}"
+    );
+    assert_eq!(u(&g["status"]["OK"]), 1200, "{g}");
+    assert_eq!(u(&g["connections"]), 2, "one connection on each host: {g}");
+    assert_eq!(u(&doc["latency"]["count"]), 1200);
+    let agents = doc["agents"]["agents"].as_array().unwrap();
+    assert!(agents
+        .iter()
+        .all(|a| u(&a["pubs"]) == 2 && a["status"] == "complete"));
+    let ids: Vec<u64> = doc["clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| u(&c["id"]))
+        .collect();
+    assert_eq!(ids, [0, 1, 2, 3], "clients with global ids");
+    let errs = support::schema_errors(&doc);
+    assert!(errs.is_empty(), "{errs:?}");
+    // Without --control there is nowhere to meet; a service msgbench would start is not shared.
+    for (args, says) in [
+        (
+            &["grpc", "--server", url.as_str(), "--agents", "2"][..],
+            "--control",
+        ),
+        (
+            &["grpc", "--control", server.url.as_str(), "--agents", "2"][..],
+            "--server URL",
+        ),
+    ] {
+        let out = bin().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&out).contains(says), "{}", stderr(&out));
+    }
+}
+
+#[test]
 fn a_reply_service_on_two_agents_answers_a_requester_from_both() {
     let server = TestServer::start();
     let _a = Agent::start(&server.url, "s1", &[], &[]);

@@ -314,3 +314,15 @@ pub(crate) fn parse_clients(s: &str) -> Result<u32, String> {
     }
     Ok(n as u32)
 }
+
+impl ConnArgs {
+    /// Every connection flag at its default: how a command without NATS flags of its own
+    /// (gRPC on agents) reaches the control server.
+    pub fn plain() -> Self {
+        use clap::{Args as _, FromArgMatches as _};
+        let m = ConnArgs::augment_args(clap::Command::new("conn"))
+            .no_binary_name(true)
+            .get_matches_from(std::iter::empty::<String>());
+        ConnArgs::from_arg_matches(&m).expect("the defaults parse")
+    }
+}

@@ -141,12 +141,36 @@ pub struct Prepared {
 /// The first flag that cannot work, named in one line.
 pub fn preflight(plan: &Plan) -> Result<Prepared> {
     let out = plan.out();
-    let conn = plan.conn().ok_or_else(|| {
-        Error::Usage(format!(
-            "--agents: `{}` takes no NATS connection flags, and agents meet over NATS",
-            plan.name()
-        ))
-    })?;
+    let target = match plan.conn() {
+        Some(conn) => Some(nats_target(conn, out.control.as_deref())?),
+        // A scenario with a service of its own (gRPC): agents still meet over NATS.
+        None if out.control.is_none() => {
+            return Err(Error::Usage(format!(
+                "--agents: `{}` needs --control URL, the NATS server agents and the \
+                 coordinator meet on (its load goes to its own --server)",
+                plan.name()
+            )))
+        }
+        None => None,
+    };
+    let wanted = Wanted::parse(out.agents.as_deref(), &out.agent_labels)?;
+    let validated = plan.validate()?;
+    let target = match validated.agents_target()? {
+        Some(own) => own,
+        None => target.expect("a scenario without NATS flags names its own target"),
+    };
+    let split = validated.split()?;
+    Ok(Prepared {
+        target,
+        wanted,
+        validated,
+        split,
+    })
+}
+
+/// The NATS server a run on agents loads: `--server`, else `--control`; never one msgbench
+/// would start, nor a fault or link on one.
+fn nats_target(conn: &ConnArgs, control: Option<&str>) -> Result<String> {
     for (flag, given) in [
         ("--fault", conn.fault.is_some()),
         ("--link", conn.link.is_some()),
@@ -159,10 +183,9 @@ pub fn preflight(plan: &Plan) -> Result<Prepared> {
             )));
         }
     }
-    let target = conn
-        .server
+    conn.server
         .clone()
-        .or_else(|| out.control.clone())
+        .or_else(|| control.map(str::to_string))
         .filter(|s| !s.trim().is_empty())
         .ok_or_else(|| {
             Error::Usage(
@@ -170,16 +193,7 @@ pub fn preflight(plan: &Plan) -> Result<Prepared> {
                  msgbench starts itself"
                     .into(),
             )
-        })?;
-    let wanted = Wanted::parse(out.agents.as_deref(), &out.agent_labels)?;
-    let validated = plan.validate()?;
-    let split = validated.split()?;
-    Ok(Prepared {
-        target,
-        wanted,
-        validated,
-        split,
-    })
+        })
 }
 
 /// Runs `plan` on agents: `--runs` times, then thresholds and output as for any run.
@@ -194,7 +208,17 @@ pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
         validated,
         split: crate::scenario::Split { pubs, subs },
     } = preflight(plan)?;
-    let conn = plan.conn().expect("checked by preflight");
+    let plain;
+    let conn = match plan.conn() {
+        Some(c) => c,
+        None => {
+            plain = ConnArgs::plain();
+            &plain
+        }
+    };
+    // The NATS server the agents load, when they load one (they are told it, and the
+    // coordinator concludes against it).
+    let nats = plan.conn().is_some().then_some(target.as_str());
     let signer = out.sign.as_deref().map(Signer::from_file).transpose()?;
     if signer.is_none() {
         eprintln!(
@@ -203,7 +227,9 @@ pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
         );
     }
     let mut doc = plan.to_json()?;
-    doc["conn"]["server"] = target.clone().into();
+    if nats.is_some() {
+        doc["conn"]["server"] = target.clone().into();
+    }
     let bus = connect_control(conn, out.control.as_deref(), "msgbench-coordinator", false)?;
     let (agents, heartbeats) = discover(&bus, &wanted)?;
     let stream = out
@@ -222,11 +248,14 @@ pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
             agents: &agents,
             doc: &doc,
             validated: &validated,
-            servers: &target,
-            target: crate::wire::url::parse_servers(&target)
-                .ok()
-                .and_then(|u| u.first().map(ToString::to_string))
-                .unwrap_or_default(),
+            servers: nats,
+            target: match nats {
+                Some(t) => crate::wire::url::parse_servers(t)
+                    .ok()
+                    .and_then(|u| u.first().map(ToString::to_string))
+                    .unwrap_or_default(),
+                None => target.clone(),
+            },
             heartbeats: &heartbeats,
             silent_limit: validated.timeout().max(SILENT_AT_LEAST),
             live: crate::output::live::View::line_wanted(out.live, !out.no_progress),
@@ -383,9 +412,10 @@ struct Coordinated<'a> {
     heartbeats: &'a std::sync::mpsc::Receiver<crate::control::Inbound>,
     /// The server under test, as the agents were told it (no credentials).
     target: String,
-    /// The servers the agents were given (`--server`), which the coordinator reads what it
-    /// concludes from (a stream's state after the run).
-    servers: &'a str,
+    /// The NATS servers the agents were given (`--server`), which the coordinator reads what
+    /// it concludes from (a stream's state after the run); none for a service of the
+    /// scenario's own (gRPC).
+    servers: Option<&'a str>,
     silent_limit: Duration,
     live: bool,
     /// `--stream-stats`: the aggregate and each agent's row, once a second.
@@ -525,10 +555,15 @@ impl Coordinated<'_> {
         let mut result = self.merge(&started_at, tracked)?;
         // What only the whole run can say (a stream reconciled with every agent's
         // acknowledgements), against the servers the agents loaded.
-        let urls = crate::wire::url::parse_servers(self.servers)
-            .map_err(|e| Error::Usage(format!("--server: {e}")))?;
-        let target = crate::server::resolve(&ServerChoice::Urls(urls), None)?;
-        self.validated.conclude(&mut result, &target)?;
+        let target = match self.servers {
+            Some(s) => {
+                let urls = crate::wire::url::parse_servers(s)
+                    .map_err(|e| Error::Usage(format!("--server: {e}")))?;
+                Some(crate::server::resolve(&ServerChoice::Urls(urls), None)?)
+            }
+            None => None,
+        };
+        self.validated.conclude(&mut result, target.as_ref())?;
         Ok(result)
     }
 

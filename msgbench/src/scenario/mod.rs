@@ -195,14 +195,24 @@ pub trait Runnable: Debug + Send + Sync {
     /// The parameters a result records.
     fn params(&self) -> crate::result::Params;
     /// Once every agent of a run on agents is done: what only the whole run can say, from the
-    /// merged result (which keeps each agent's own document) and the run's server. A JetStream
-    /// stream is reconciled here with every agent's acknowledgements. Nothing by default.
+    /// merged result (which keeps each agent's own document) and the run's NATS server (none
+    /// for a service of the scenario's own). A JetStream stream is reconciled here with every
+    /// agent's acknowledgements. Nothing by default.
     ///
     /// # Errors
     /// None by default; a scenario says what it cannot conclude in its result instead.
-    fn conclude(&self, merged: &mut RunResult, target: &Target) -> Result<()> {
+    fn conclude(&self, merged: &mut RunResult, target: Option<&Target>) -> Result<()> {
         let _ = (merged, target);
         Ok(())
+    }
+    /// On agents, the service under test when the scenario names its own (gRPC's `--server`);
+    /// none for one that loads the NATS `--server`.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] when the scenario would start its service itself, which agents on
+    /// other hosts cannot share.
+    fn agents_target(&self) -> Result<Option<String>> {
+        Ok(None)
     }
     /// Runs once against the context's servers (on an agent, its share only).
     ///
@@ -239,7 +249,7 @@ pub struct Compared {
 /// The refusal of a scenario that does not run on agents, in one line.
 pub(crate) fn not_on_agents(name: &str) -> Error {
     Error::Usage(format!(
-        "--agents: `{name}` does not run on agents yet (pub, sub, pubsub, latency, request, \
-         reply, js pub, js consume, kv put, obj put and obj get do)"
+        "--agents: `{name}` does not run on agents yet (every scenario but conns and kv get \
+         does)"
     ))
 }

@@ -162,7 +162,14 @@ fn report(o: &GrpcOptions, def: &Definition, clients: &[ClientOutcome], m: &Merg
         first_response: (kind == CallKind::ServerStreaming && !m.first.is_empty())
             .then(|| LatencyStats::of(&m.first)),
         template_errors: sum(|c| c.template_errors),
-        connections: o.connections,
+        // The connections these clients used (client `id` on `id mod --connections`): on an
+        // agent, those of its own host.
+        connections: {
+            let mut used: Vec<u32> = clients.iter().map(|c| c.id % o.connections).collect();
+            used.sort_unstable();
+            used.dedup();
+            used.len() as u32
+        },
         tls: o.tls.is_some(),
     }
 }
@@ -215,4 +222,106 @@ fn late(lag: &Histogram<u64>, bound: u64) -> u64 {
         .filter(|v| v.value_iterated_to() > bound)
         .map(|v| v.count_at_value())
         .sum()
+}
+
+/// One agent's `grpc` section, as its result document has it.
+#[derive(Debug, serde::Deserialize)]
+struct GrpcShare {
+    method: String,
+    kind: String,
+    schema: String,
+    requests: u64,
+    requests_ok: u64,
+    calls: u64,
+    calls_ok: u64,
+    messages_sent: u64,
+    messages_received: u64,
+    bytes_sent: u64,
+    bytes_received: u64,
+    status: std::collections::BTreeMap<String, u64>,
+    call_latency: Option<Hdr>,
+    first_response: Option<Hdr>,
+    template_errors: u64,
+    connections: u32,
+    tls: bool,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct Hdr {
+    hdr: String,
+}
+
+/// The coordinator's part of a gRPC run on agents: the agents' `grpc` sections added up
+/// (counts and status codes summed, connections counted on every host, the call and
+/// first-response latencies from their histograms added bucket by bucket). With an agent
+/// missing there is no section: what it did is unknown.
+///
+/// # Errors
+/// A histogram an agent sent that cannot be read.
+pub(super) fn conclude(o: &GrpcOptions, merged: &mut RunResult) -> crate::error::Result<()> {
+    let agents = merged.agents.as_ref().map_or(&[][..], |a| &a.agents[..]);
+    let shares: Option<Vec<GrpcShare>> = agents
+        .iter()
+        .map(|a| serde_json::from_value(a.result.as_ref()?.get("grpc")?.clone()).ok())
+        .collect();
+    let Some(shares) = shares.filter(|s| !s.is_empty()) else {
+        return Ok(());
+    };
+    let sum = |f: fn(&GrpcShare) -> u64| shares.iter().map(f).sum::<u64>();
+    let added = |f: fn(&GrpcShare) -> Option<&Hdr>| -> crate::error::Result<Option<LatencyStats>> {
+        let mut total = new_histogram();
+        for h in shares.iter().filter_map(f) {
+            let part = crate::stats::hdr::decode_base64(&h.hdr).map_err(|e| {
+                crate::error::Error::Agent(format!("a gRPC latency histogram: {e}"))
+            })?;
+            let _ = total.add(&part);
+        }
+        Ok((!total.is_empty()).then(|| LatencyStats::of(&total)))
+    };
+    let mut status = std::collections::BTreeMap::new();
+    for s in &shares {
+        for (name, n) in &s.status {
+            // Status names are gRPC's own: the 17 codes.
+            if let Some(code) = (0..17)
+                .map(|i| code_name(tonic::Code::from_i32(i)))
+                .find(|c| c == name)
+            {
+                *status.entry(code).or_insert(0) += n;
+            }
+        }
+    }
+    let first = &shares[0];
+    // The method's kind, which the agents read from its definition.
+    let kind = [
+        CallKind::Unary,
+        CallKind::ClientStreaming,
+        CallKind::ServerStreaming,
+        CallKind::Bidi,
+    ]
+    .into_iter()
+    .map(CallKind::as_str)
+    .find(|k| *k == first.kind);
+    let mut params = o.params();
+    params.kind = kind;
+    merged.params = crate::result::Params::of(params);
+    merged.grpc = Some(GrpcReport {
+        method: first.method.clone(),
+        kind: kind.unwrap_or("unary"),
+        schema: first.schema.clone(),
+        requests: sum(|s| s.requests),
+        requests_ok: sum(|s| s.requests_ok),
+        calls: sum(|s| s.calls),
+        calls_ok: sum(|s| s.calls_ok),
+        messages_sent: sum(|s| s.messages_sent),
+        messages_received: sum(|s| s.messages_received),
+        bytes_sent: sum(|s| s.bytes_sent),
+        bytes_received: sum(|s| s.bytes_received),
+        status,
+        call_latency: added(|s| s.call_latency.as_ref())?,
+        first_response: added(|s| s.first_response.as_ref())?,
+        template_errors: sum(|s| s.template_errors),
+        connections: shares.iter().map(|s| s.connections).sum(),
+        tls: first.tls,
+    });
+    Ok(())
 }

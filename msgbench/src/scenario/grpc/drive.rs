@@ -1,6 +1,10 @@
 //! The clients of a gRPC run on their connections: connections spread over threads (each a
 //! current-thread runtime), every client released at once, one pacer per thread for an open
 //! loop, and what each client measured gathered when all have ended.
+//!
+//! On an agent only its block of the clients runs (global ids), on the connections they use
+//! (client `id` on connection `id mod --connections`, opened on this host), released at the
+//! common start.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
@@ -11,12 +15,14 @@ use super::service::cores;
 use crate::engine::grpc::load::{Client, ClientOutcome, Pacer, Plan};
 use crate::engine::grpc::template::Template;
 use crate::engine::grpc::{self as g};
+use crate::scenario::Share;
 use crate::stats::stages::StageTotals;
 use crate::stats::throughput::Role;
 use crate::stats::timeline::Meter;
 
 /// Opens the connections (each on one thread, with the clients using it), starts every
 /// client at once, and gathers what they measured.
+#[allow(clippy::too_many_arguments)] // each is a distinct part of the run; a struct would only rename them
 pub(super) fn drive(
     o: &GrpcOptions,
     plan: &Plan,
@@ -25,9 +31,17 @@ pub(super) fn drive(
     meter: &Meter,
     stages: Option<&StageTotals>,
     stop: &AtomicBool,
+    share: Option<Share<'_>>,
 ) -> std::result::Result<Vec<ClientOutcome>, String> {
-    let threads = (o.connections as usize).min(cores()).max(1);
-    let client_meters: Vec<_> = (0..o.clients)
+    let (mine, base) = share.map_or((o.clients, 0), |sh| (sh.seg.pubs, sh.seg.pub_base));
+    let ids = base..base + mine;
+    // The connections this process's clients use.
+    let mut used: Vec<u32> = ids.clone().map(|id| id % o.connections).collect();
+    used.sort_unstable();
+    used.dedup();
+    let threads = used.len().min(cores()).max(1);
+    let client_meters: Vec<_> = ids
+        .clone()
         .map(|id| meter.client(Role::Pub, id, true))
         .collect();
     let (ready_tx, ready_rx) = mpsc::channel::<std::result::Result<(), String>>();
@@ -39,6 +53,7 @@ pub(super) fn drive(
             starts.push(start_tx);
             let ready_tx = ready_tx.clone();
             let client_meters = &client_meters;
+            let (used, ids) = (&used, ids.clone());
             handles.push(scope.spawn(move || -> Vec<ClientOutcome> {
                 let rt = match tokio::runtime::Builder::new_current_thread()
                     .enable_all()
@@ -51,8 +66,11 @@ pub(super) fn drive(
                     }
                 };
                 // This thread's connections, and which clients use each.
-                let mine: Vec<u32> = (0..o.connections)
-                    .filter(|c| *c as usize % threads == t)
+                let mine: Vec<u32> = used
+                    .iter()
+                    .enumerate()
+                    .filter(|(k, _)| k % threads == t)
+                    .map(|(_, c)| *c)
                     .collect();
                 let connected = rt.block_on(async {
                     let mut channels = Vec::new();
@@ -73,7 +91,7 @@ pub(super) fn drive(
                     return Vec::new();
                 };
                 let pacer = plan.schedule.as_ref().map(|_| Pacer::default());
-                let clients = (0..o.clients).filter_map(|id| {
+                let clients = ids.clone().filter_map(|id| {
                     let conn = id % o.connections;
                     let k = mine.iter().position(|c| *c == conn)?;
                     Some(
@@ -83,7 +101,7 @@ pub(super) fn drive(
                             plan,
                             template,
                             start,
-                            meter: &client_meters[id as usize],
+                            meter: &client_meters[(id - base) as usize],
                             stop,
                             pacer: pacer.as_ref(),
                             stages,
@@ -117,7 +135,14 @@ pub(super) fn drive(
                 }
             }
         }
-        let start = failure.is_none().then(Instant::now);
+        let start = match (failure.is_none(), share) {
+            (false, _) => None,
+            (true, None) => Some(Instant::now()),
+            // Every connection is up: on agents, all clients start together across hosts.
+            (true, Some(sh)) => sh.peers.ready(stop).inspect(|at| {
+                std::thread::sleep(at.saturating_duration_since(Instant::now()));
+            }),
+        };
         if let (Some(at), Some(sc)) = (start, o.pace.schedule()) {
             meter.follow_schedule(at, sc);
         }
@@ -129,9 +154,10 @@ pub(super) fn drive(
             .flat_map(|h| h.join().unwrap_or_default())
             .collect();
         all.sort_by_key(|c| c.id);
-        match failure {
-            Some(e) => Err(e),
-            None => Ok(all),
+        match (failure, start) {
+            (Some(e), _) => Err(e),
+            (None, None) => Err("stopped before the common start".to_string()),
+            (None, Some(_)) => Ok(all),
         }
     })?;
     Ok(outcomes)

@@ -27,7 +27,7 @@ mod text;
 
 use args::{GrpcArgs, GrpcEncodeArgs, GrpcServeArgs};
 use encode::encode;
-use options::GrpcOptions;
+use options::{GrpcOptions, GrpcTarget};
 use serve::serve;
 
 /// `msgbench grpc`, with its two helpers `grpc serve` and `grpc encode`.
@@ -102,7 +102,29 @@ impl super::Runnable for GrpcOptions {
         self.pace.schedule().filter(|s| !s.is_fixed())
     }
     fn split(&self) -> Result<super::Split> {
-        Err(super::not_on_agents("grpc"))
+        // The clients spread over the agents, each on connection `id mod --connections` of its
+        // own host; each paces its share of the rate, as in one process.
+        Ok(super::Split {
+            pubs: self.clients,
+            subs: 0,
+        })
+    }
+    fn agents_target(&self) -> Result<Option<String>> {
+        match &self.target {
+            GrpcTarget::Url { uri, .. } => Ok(Some(options::url_of(uri))),
+            GrpcTarget::Embedded => Err(Error::Usage(
+                "--agents needs --server URL: agents cannot share a gRPC service msgbench \
+                 starts itself"
+                    .into(),
+            )),
+        }
+    }
+    fn conclude(
+        &self,
+        merged: &mut RunResult,
+        _target: Option<&crate::server::Target>,
+    ) -> Result<()> {
+        assemble::conclude(self, merged)
     }
     fn timeout(&self) -> std::time::Duration {
         self.timeout
@@ -111,7 +133,7 @@ impl super::Runnable for GrpcOptions {
         crate::result::Params::of(GrpcOptions::params(self))
     }
     fn run(&self, ctx: &super::Ctx<'_>) -> Result<RunResult> {
-        run::run(self, ctx.meter, ctx.stop)
+        run::run(self, ctx.meter, ctx.stop, ctx.share)
     }
 }
 

@@ -23,7 +23,12 @@ use crate::stats::timeline::Meter;
 ///
 /// # Errors
 /// Bad input found only now (an unknown method, data that does not fit), or no connection.
-pub fn run(o: &GrpcOptions, meter: &Meter, stop: &AtomicBool) -> Result<RunResult> {
+pub fn run(
+    o: &GrpcOptions,
+    meter: &Meter,
+    stop: &AtomicBool,
+    share: Option<crate::scenario::Share<'_>>,
+) -> Result<RunResult> {
     let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let service = service(o)?;
     let def = define(o, &service)?;
@@ -39,6 +44,7 @@ pub fn run(o: &GrpcOptions, meter: &Meter, stop: &AtomicBool) -> Result<RunResul
         meter,
         stage_totals.as_ref(),
         stop,
+        share,
     )
     .map_err(|reason| service.connect_error(reason))?;
     meter.counted_until(outcomes.iter().map(|c| c.last_done));

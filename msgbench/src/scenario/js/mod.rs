@@ -127,7 +127,14 @@ impl Runnable for JsPubOptions {
             subs: 0,
         })
     }
-    fn conclude(&self, merged: &mut RunResult, target: &crate::server::Target) -> Result<()> {
+    fn conclude(
+        &self,
+        merged: &mut RunResult,
+        target: Option<&crate::server::Target>,
+    ) -> Result<()> {
+        let Some(target) = target else {
+            return Ok(());
+        };
         publish::conclude(self, merged, target)
     }
     fn timeout(&self) -> std::time::Duration {
@@ -195,7 +202,14 @@ impl Runnable for JsConsumeOptions {
             subs: self.clients,
         })
     }
-    fn conclude(&self, merged: &mut RunResult, target: &crate::server::Target) -> Result<()> {
+    fn conclude(
+        &self,
+        merged: &mut RunResult,
+        target: Option<&crate::server::Target>,
+    ) -> Result<()> {
+        let Some(target) = target else {
+            return Ok(());
+        };
         consumed::conclude(self, merged, target)
     }
     fn timeout(&self) -> std::time::Duration {
@@ -237,7 +251,14 @@ impl Runnable for KvOptions {
             subs: 0,
         })
     }
-    fn conclude(&self, merged: &mut RunResult, target: &crate::server::Target) -> Result<()> {
+    fn conclude(
+        &self,
+        merged: &mut RunResult,
+        target: Option<&crate::server::Target>,
+    ) -> Result<()> {
+        let Some(target) = target else {
+            return Ok(());
+        };
         if self.gets.is_some() {
             return Ok(());
         }

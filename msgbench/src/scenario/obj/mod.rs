@@ -81,7 +81,14 @@ impl Runnable for ObjOptions {
             subs: 0,
         })
     }
-    fn conclude(&self, merged: &mut RunResult, target: &crate::server::Target) -> Result<()> {
+    fn conclude(
+        &self,
+        merged: &mut RunResult,
+        target: Option<&crate::server::Target>,
+    ) -> Result<()> {
+        let Some(target) = target else {
+            return Ok(());
+        };
         report::conclude(self, merged, target)
     }
     fn timeout(&self) -> std::time::Duration {
