@@ -8,7 +8,7 @@ mod support;
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::Stdio;
+use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -85,36 +85,14 @@ fn check_page(e: &Exposition, text: &str) {
     );
 }
 
-#[test]
-fn the_coordinator_serves_merged_and_per_agent_figures_on_metrics() {
-    let server = TestServer::start();
-    let _a = Agent::start(&server.url, "m1", &[], &[]);
-    let _b = Agent::start(&server.url, "m2", &[], &[]);
-    let dir = scratch_dir("coord-metrics");
-    let json = dir.join("r.json");
+/// Starts a coordinator with `args` plus `--metrics-listen 127.0.0.1:0`, and reads the address
+/// it announces (on stderr, before anything is connected to); stderr's lines come on the
+/// channel.
+fn coordinate(args: &[&str]) -> (Child, String, mpsc::Receiver<String>) {
     let mut coord = bin()
-        .args([
-            "pubsub",
-            "--pubs",
-            "2",
-            "--subs",
-            "2",
-            "--rate",
-            "500",
-            "--duration",
-            "5s",
-            "--server",
-            &server.url,
-            "--agents",
-            "m1,m2",
-            "--metrics-listen",
-            "127.0.0.1:0",
-            "--metrics-linger",
-            "2m",
-            "--no-progress",
-            "--json",
-            json.to_str().unwrap(),
-        ])
+        .args(args)
+        .args(["--metrics-listen", "127.0.0.1:0", "--metrics-linger", "2m"])
+        .arg("--no-progress")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -126,56 +104,85 @@ fn the_coordinator_serves_merged_and_per_agent_figures_on_metrics() {
             let _ = tx.send(line);
         }
     });
-    // The port chosen is announced on stderr, before anything is connected to.
     let mut lines = Vec::new();
-    let addr = loop {
-        let line = rx
-            .recv_timeout(support::HANG)
-            .unwrap_or_else(|_| panic!("no address announced: {lines:?}"));
+    loop {
+        let Ok(line) = rx.recv_timeout(support::HANG) else {
+            let _ = coord.kill();
+            let _ = coord.wait();
+            panic!("no address announced: {lines:?}");
+        };
         if let Some(a) = line
             .strip_prefix("--metrics-listen: http://")
             .and_then(|a| a.strip_suffix("/metrics"))
         {
-            break a.to_string();
+            return (coord, a.to_string(), rx);
         }
         lines.push(line);
-    };
+    }
+}
 
-    // Scraped until a page has both agents' series and then until the final figures are up:
-    // the deadline only guards against a hang.
+/// Scrapes `addr` until the final figures are up, checks every page and hands it to `each`
+/// (the final one too); returns the final page. The server stops once it has been taken. The
+/// deadline only guards against a hang.
+fn until_final(addr: &str, mut each: impl FnMut(&Exposition, &str)) -> Exposition {
     let deadline = Instant::now() + support::HANG;
-    let mut both = None;
-    let last = loop {
+    loop {
         assert!(
             Instant::now() < deadline,
             "the run never showed final figures"
         );
-        let text = scrape(&addr);
+        let text = scrape(addr);
         let e = openmetrics::parse(&text).unwrap_or_else(|p| panic!("{p}\n{text}"));
         if !e.samples.is_empty() {
             check_page(&e, &text);
         }
-        let finished = exactly(&e, "msgbench_run_finished", &[]) == Some(1.0);
-        if finished {
-            // The server stops once the final page is taken: it is the last scrape.
-            if both.is_none() && agents_on(&e) == ["m1", "m2"].map(String::from).into() {
-                both = Some((openmetrics::parse(&text).unwrap(), text));
-            }
-            break e;
-        }
-        if both.is_none() && agents_on(&e) == ["m1", "m2"].map(String::from).into() {
-            both = Some((e, text));
+        each(&e, &text);
+        if exactly(&e, "msgbench_run_finished", &[]) == Some(1.0) {
+            return e;
         }
         std::thread::sleep(Duration::from_millis(100));
-    };
+    }
+}
+
+#[test]
+fn the_coordinator_serves_merged_and_per_agent_figures_on_metrics() {
+    let server = TestServer::start();
+    let _a = Agent::start(&server.url, "m1", &[], &[]);
+    let _b = Agent::start(&server.url, "m2", &[], &[]);
+    let dir = scratch_dir("coord-metrics");
+    let json = dir.join("r.json");
+    let (mut coord, addr, rx) = coordinate(&[
+        "pubsub",
+        "--pubs",
+        "2",
+        "--subs",
+        "2",
+        "--rate",
+        "500",
+        "--duration",
+        "5s",
+        "--server",
+        &server.url,
+        "--agents",
+        "2",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let mut both = None;
+    let last = until_final(&addr, |e, text| {
+        if both.is_none() && agents_on(e) == ["m1", "m2"].map(String::from).into() {
+            both = Some(text.to_string());
+        }
+    });
     let status = coord.wait().unwrap();
-    lines.extend(rx.try_iter());
+    let lines: Vec<String> = rx.try_iter().collect();
     assert!(status.success(), "{status}: {lines:?}");
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
 
     // Each agent's series under the single run's names, with its `agent` label.
-    let (e, text) = both.expect("a page with both agents");
+    let text = both.expect("a page with both agents");
+    let e = openmetrics::parse(&text).unwrap();
     for agent in ["m1", "m2"] {
         let on = [("agent", agent)];
         assert!(
@@ -216,4 +223,62 @@ fn the_coordinator_serves_merged_and_per_agent_figures_on_metrics() {
         let on = [("agent", agent)];
         assert_eq!(exactly(&last, "msgbench_run_finished", &on), Some(1.0));
     }
+}
+
+#[test]
+fn a_killed_agent_keeps_its_last_figures_marked_down() {
+    let server = TestServer::start();
+    let mut a = Agent::start(&server.url, "k1", &[], &[]);
+    let _b = Agent::start(&server.url, "k2", &[], &[]);
+    let (mut coord, addr, rx) = coordinate(&[
+        "pubsub",
+        "--pubs",
+        "2",
+        "--subs",
+        "2",
+        "--rate",
+        "500",
+        "--duration",
+        "60s",
+        "--timeout",
+        "2s",
+        "--server",
+        &server.url,
+        "--agents",
+        "k1,k2",
+    ]);
+    // Killed once a page shows it sending, not after a fixed time.
+    let mut killed = false;
+    let last = until_final(&addr, |e, _| {
+        let sent = e
+            .all("msgbench_messages_total")
+            .any(|s| s.labels.get("agent").map(String::as_str) == Some("k1") && s.value > 0.0);
+        if !killed && sent {
+            a.kill();
+            killed = true;
+        }
+    });
+    assert!(killed, "k1 never showed on a page");
+    let status = coord.wait().unwrap();
+    let lines: Vec<String> = rx.try_iter().collect();
+    assert_eq!(status.code(), Some(9), "{lines:?}");
+    assert_eq!(
+        exactly(&last, "msgbench_agent_up", &[("agent", "k1")]),
+        Some(0.0)
+    );
+    assert_eq!(
+        exactly(&last, "msgbench_agent_up", &[("agent", "k2")]),
+        Some(1.0)
+    );
+    // Its last figures stay, in the merged counters as in its own (check_page: they add up).
+    let k1_sent = last
+        .all("msgbench_messages_total")
+        .filter(|s| s.labels.get("agent").map(String::as_str) == Some("k1"))
+        .map(|s| s.value)
+        .sum::<f64>();
+    assert!(k1_sent > 0.0, "{:?}", last.samples);
+    assert_eq!(
+        exactly(&last, "msgbench_run_finished", &[("agent", "k1")]),
+        Some(0.0)
+    );
 }
