@@ -156,13 +156,6 @@ pub fn preflight(command: &Command) -> Result<()> {
 fn check_plan(plan: &Plan) -> Result<()> {
     let o = plan.out();
     if o.distributed() {
-        if o.metrics_listen.is_some() {
-            return Err(error::Error::Usage(
-                "--metrics-listen serves the figures of a run in this process, not yet of a run \
-                 on agents; use --stream-stats there"
-                    .into(),
-            ));
-        }
         return dist::coordinator::preflight(plan).map(|_| ());
     }
     // Without agents they would act on nothing.

@@ -312,8 +312,11 @@ fn unusable_addresses_are_refused_in_one_line_before_anything_connects() {
             "--metrics-listen".to_string(),
         ),
         (
-            vec!["--metrics-listen", "127.0.0.1:0", "--agents", "1"],
-            "--metrics-listen serves the figures of a run in this process".to_string(),
+            // The coordinator of a run on agents binds before it connects to the control server.
+            vec!["--metrics-listen", busy_addr.as_str(), "--agents", "1"],
+            format!(
+                "cannot listen on {busy_addr} for --metrics-listen: the address is already in use"
+            ),
         ),
         (
             vec!["--metrics-listen", "127.0.0.1:0", "--print-plan"],

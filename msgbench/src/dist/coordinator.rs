@@ -219,6 +219,19 @@ pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
     // The NATS server the agents load, when they load one (they are told it, and the
     // coordinator concludes against it).
     let nats = plan.conn().is_some().then_some(target.as_str());
+    // Bound before anything is connected to: a port in use refuses the run.
+    let metrics = validated
+        .output()
+        .metrics_listen
+        .as_deref()
+        .map(crate::output::metrics::Metrics::bind)
+        .transpose()?;
+    if let Some(m) = metrics
+        .as_ref()
+        .filter(|_| validated.output().metrics_listen_port_chosen())
+    {
+        eprintln!("--metrics-listen: http://{}/metrics", m.local_addr());
+    }
     let signer = out.sign.as_deref().map(Signer::from_file).transpose()?;
     if signer.is_none() {
         eprintln!(
@@ -260,6 +273,7 @@ pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
             silent_limit: validated.timeout().max(SILENT_AT_LEAST),
             live: crate::output::live::View::line_wanted(out.live, !out.no_progress),
             stream: stream.as_ref(),
+            metrics: metrics.as_ref(),
             scenario: plan.name(),
             run_k: (n > 1).then_some(k),
         };
@@ -287,6 +301,9 @@ pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
     let mut result = RunResult::combine(results, allow_loss);
     result.thresholds = crate::gate::judge(&validated.output().thresholds, &result);
     crate::output::write::emit(&result, validated.output())?;
+    if let Some(m) = metrics {
+        m.linger(validated.output().metrics_linger, stop);
+    }
     match lost {
         Some(names) => Err(Error::Agent(format!(
             "agent {} sent no result (see above); the partial result was written",
@@ -402,6 +419,17 @@ fn send(
     );
 }
 
+/// What the coordinator knows of agent `name` besides its reports.
+fn standing(tracked: &[Tracked], name: &str) -> super::progress::Standing {
+    let t = tracked.iter().find(|t| t.hb.name == name);
+    super::progress::Standing {
+        up: t.is_none_or(|t| t.missing.is_none()),
+        finished: t.is_some_and(|t| t.done.is_some()),
+        pubs: t.is_some_and(|t| t.seg.pubs > 0),
+        subs: t.is_some_and(|t| t.seg.subs > 0),
+    }
+}
+
 /// One run on the chosen agents.
 struct Coordinated<'a> {
     bus: &'a Bus,
@@ -420,6 +448,8 @@ struct Coordinated<'a> {
     live: bool,
     /// `--stream-stats`: the aggregate and each agent's row, once a second.
     stream: Option<&'a std::sync::Mutex<crate::output::live::StreamStats>>,
+    /// `--metrics-listen`: the merged figures and each agent's, once a second.
+    metrics: Option<&'a crate::output::metrics::Metrics>,
     scenario: &'static str,
     /// Which of `--runs` this is, when there are several.
     run_k: Option<u32>,
@@ -451,6 +481,14 @@ impl Coordinated<'_> {
         let run = bus::unique();
         let started_at =
             humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+        // Made before the run, so that the live figures carry the id the result will.
+        let run_id = crate::result::new_run_id(self.scenario, &started_at);
+        let mut feed = self.metrics.map(|m| {
+            m.agents_feed(crate::output::metrics::RunLabels {
+                run: run_id.clone(),
+                scenario: self.scenario,
+            })
+        });
         let n = self.agents.len() as u32;
         let segs = super::split::segments(pubs, subs, n, crate::wire::stamp::new_run_tag());
         if let Some(idle) = segs.iter().position(|s| s.pubs + s.subs == 0) {
@@ -549,10 +587,11 @@ impl Coordinated<'_> {
                     std::thread::sleep(LEASE_EVERY);
                 }
             });
-            self.follow(&run, &reports, &mut tracked, stop);
+            self.follow(&run, &reports, &mut tracked, feed.as_mut(), stop);
             done.store(true, Ordering::Relaxed);
         });
         let mut result = self.merge(&started_at, tracked)?;
+        result.run_id = run_id;
         // What only the whole run can say (a stream reconciled with every agent's
         // acknowledgements), against the servers the agents loaded.
         let target = match self.servers {
@@ -573,6 +612,7 @@ impl Coordinated<'_> {
         run: &str,
         reports: &std::sync::mpsc::Receiver<crate::control::Inbound>,
         tracked: &mut [Tracked],
+        mut metrics: Option<&mut crate::output::metrics::AgentsFeed>,
         stop: &AtomicBool,
     ) {
         let mut started = false;
@@ -728,7 +768,7 @@ impl Coordinated<'_> {
                 }
                 break;
             }
-            if self.live || self.stream.is_some() {
+            if self.live || self.stream.is_some() || metrics.is_some() {
                 let running: Vec<&str> = tracked
                     .iter()
                     .filter(|t| t.done.is_none() && t.missing.is_none())
@@ -748,7 +788,16 @@ impl Coordinated<'_> {
                         });
                     }
                 }
+                // Published again when an agent finishes or goes missing, too.
+                if let Some(m) = metrics.as_deref_mut() {
+                    m.show(board.figures(|a| standing(tracked, a), false));
+                }
             }
+        }
+        if let Some(m) = metrics {
+            // Every second not shown yet (a run cut short leaves some), then the final figures.
+            board.rows(&[]);
+            m.show(board.figures(|a| standing(tracked, a), true));
         }
     }
 

@@ -2,7 +2,7 @@
 //! every interval, sends each tick's counts to the coordinator and keeps the ticks as the
 //! agent's own timeline. On the coordinator, [`Board`] holds every agent's reports and
 //! makes the live view: for each second all agents have reported, the aggregate and one row per
-//! agent.
+//! agent, and the figures `--metrics-listen` serves of the same reports.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use crate::control::msg::Progress;
 use crate::format;
+use crate::output::metrics::{AgentFigures, AgentsFigures as Figures};
+use crate::stats::throughput::Role;
 use crate::stats::timeline::{Meter, Sampler, Timeline, MAX_TICKS};
 
 /// The agent's side: ticks to the coordinator, and the timeline kept.
@@ -44,8 +46,15 @@ impl Reporter {
                 if zero.is_none() {
                     match start() {
                         Some(at) if Instant::now() >= at => {
-                            // Up to the start: the setup, dropped.
-                            sampler.tick();
+                            // Up to the start: the setup, dropped from the ticks. This reading
+                            // comes up to one poll after the start, and what the load did in
+                            // that moment is the run's: it counts, or the counts sent would
+                            // fall short of the agent's result.
+                            let setup = sampler.tick();
+                            total.pub_msgs += (setup.sent_per_sec * setup.span_s).round() as u64;
+                            total.sub_msgs +=
+                                (setup.received_per_sec * setup.span_s).round() as u64;
+                            total.errors += setup.errors;
                             zero = Some(at);
                         }
                         _ if !finished => {
@@ -110,6 +119,17 @@ pub struct Board {
     shown: usize,
 }
 
+/// What the coordinator knows of an agent besides its reports, for `--metrics-listen`.
+pub struct Standing {
+    /// False once it is given up as missing.
+    pub up: bool,
+    /// True once it has sent its result or its failure.
+    pub finished: bool,
+    /// Whether its share has publishers, and subscribers.
+    pub pubs: bool,
+    pub subs: bool,
+}
+
 /// One row of the live view: an agent's rates over one of its seconds, or their sum.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Row {
@@ -160,19 +180,8 @@ impl Board {
             };
             let mut mine = Vec::new();
             for (name, ticks) in &self.ticks {
-                let Some(p) = ticks.get(k) else { continue };
-                let before = k
-                    .checked_sub(1)
-                    .map(|j| ticks[j].clone())
-                    .unwrap_or_default();
-                let span = p.elapsed_ms.saturating_sub(before.elapsed_ms).max(1) as f64 / 1000.0;
-                let row = Row {
-                    agent: name.clone(),
-                    t_s: p.elapsed_ms as f64 / 1000.0,
-                    sent_per_sec: p.pub_msgs.saturating_sub(before.pub_msgs) as f64 / span,
-                    received_per_sec: p.sub_msgs.saturating_sub(before.sub_msgs) as f64 / span,
-                    errors: p.errors.saturating_sub(before.errors),
-                    p99_ns: p.p99_ns,
+                let Some((row, _)) = interval(name, ticks, k) else {
+                    continue;
                 };
                 all.t_s = all.t_s.max(row.t_s);
                 all.sent_per_sec += row.sent_per_sec;
@@ -189,6 +198,66 @@ impl Board {
         }
         rows
     }
+
+    /// The figures `--metrics-listen` serves: each agent's at its latest second up to the last
+    /// one shown (an agent that finished earlier stays at its own last one), with what the
+    /// coordinator knows of it besides (`standing`). `finished` when the run is over.
+    pub fn figures(&self, standing: impl Fn(&str) -> Standing, finished: bool) -> Figures {
+        let Some(k) = self.shown.checked_sub(1) else {
+            return Figures::default();
+        };
+        let agents = self
+            .ticks
+            .iter()
+            .filter_map(|(name, ticks)| {
+                let j = k.min(ticks.len().checked_sub(1)?);
+                let (row, span_s) = interval(name, ticks, j)?;
+                let (p, s) = (&ticks[j], standing(name));
+                // A role is the agent's when it runs clients of it, or counted messages of it
+                // all the same.
+                let msgs = [
+                    (Role::Pub, s.pubs, p.pub_msgs, row.sent_per_sec),
+                    (Role::Sub, s.subs, p.sub_msgs, row.received_per_sec),
+                ]
+                .into_iter()
+                .filter(|(_, runs, n, _)| *runs || *n > 0)
+                .map(|(role, _, n, rate)| (role, n, rate))
+                .collect();
+                Some(AgentFigures {
+                    agent: row.agent,
+                    up: s.up,
+                    finished: s.finished,
+                    t_s: row.t_s,
+                    span_s,
+                    msgs,
+                    errors: p.errors,
+                    p99_ns: row.p99_ns,
+                    current: j == k,
+                })
+            })
+            .collect();
+        Figures { agents, finished }
+    }
+}
+
+/// Agent `name`'s `k`-th second as a row, with its length in seconds; `None` when it has not
+/// reported it.
+fn interval(name: &str, ticks: &[Progress], k: usize) -> Option<(Row, f64)> {
+    let p = ticks.get(k)?;
+    let before = k
+        .checked_sub(1)
+        .map(|j| ticks[j].clone())
+        .unwrap_or_default();
+    let span = p.elapsed_ms.saturating_sub(before.elapsed_ms).max(1) as f64 / 1000.0;
+    let row = Row {
+        agent: name.to_string(),
+        t_s: p.elapsed_ms as f64 / 1000.0,
+        sent_per_sec: p.pub_msgs.saturating_sub(before.pub_msgs) as f64 / span,
+        received_per_sec: p.sub_msgs.saturating_sub(before.sub_msgs) as f64 / span,
+        errors: p.errors.saturating_sub(before.errors),
+        p99_ns: p.p99_ns,
+    };
+    Some((row, span))
 }
 
 /// Prints rows on stderr, one line each.
@@ -250,5 +319,40 @@ mod tests {
         assert_eq!(rows.len(), 2);
         assert_eq!((rows[0].sent_per_sec, rows[1].sent_per_sec), (200.0, 200.0));
         assert!(b.rows(&["a"]).is_empty());
+    }
+
+    #[test]
+    fn an_agent_that_finished_earlier_keeps_its_last_figures_out_of_the_current_second() {
+        let mut b = Board::default();
+        b.record("a", tick(1, 100));
+        b.record("b", tick(1, 50));
+        b.record("a", tick(2, 300));
+        assert!(b.figures(|_| standing(), false).agents.is_empty());
+        b.rows(&["a", "b"]);
+        b.rows(&["a"]);
+        let f = b.figures(|_| standing(), false);
+        type Seen<'a> = (&'a str, f64, bool, Vec<(Role, u64, f64)>);
+        let got: Vec<Seen> = f
+            .agents
+            .iter()
+            .map(|a| (a.agent.as_str(), a.t_s, a.current, a.msgs.clone()))
+            .collect();
+        // Publishers only: no sub role, though its count (0) is there.
+        assert_eq!(
+            got,
+            [
+                ("a", 2.0, true, vec![(Role::Pub, 300, 200.0)]),
+                ("b", 1.0, false, vec![(Role::Pub, 50, 50.0)]),
+            ]
+        );
+    }
+
+    fn standing() -> Standing {
+        Standing {
+            up: true,
+            finished: false,
+            pubs: true,
+            subs: false,
+        }
     }
 }

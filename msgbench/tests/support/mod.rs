@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod agent;
 pub mod grpc_service;
 pub mod openmetrics;
 use std::path::{Path, PathBuf};

@@ -8,8 +8,10 @@
 //! server is started or connected to, so a port in use refuses the run instead of surfacing
 //! after it. After the last run, the final page is kept up until a scraper has taken it (at most
 //! `--metrics-linger`; Ctrl-C ends the wait): a scraper that comes every 15 s would otherwise
-//! miss the end of the run.
+//! miss the end of the run. The coordinator of a run on agents serves the merged figures and
+//! each agent's through the same server ([`agents`]).
 
+mod agents;
 mod exposition;
 mod http;
 
@@ -19,6 +21,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+pub use agents::{AgentFigures, AgentsFeed, Figures as AgentsFigures};
 pub use exposition::RunLabels;
 
 use crate::error::{Error, Result};
@@ -67,6 +70,15 @@ impl Metrics {
     /// What the live view of one run publishes through.
     pub fn feed(&self, labels: RunLabels) -> Feed {
         Feed {
+            board: Arc::clone(&self.board),
+            labels,
+            last: None,
+        }
+    }
+
+    /// What the coordinator of one run on agents publishes through.
+    pub fn agents_feed(&self, labels: RunLabels) -> AgentsFeed {
+        AgentsFeed {
             board: Arc::clone(&self.board),
             labels,
             last: None,
