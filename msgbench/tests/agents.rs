@@ -886,6 +886,87 @@ fn grpc_on_two_agents_loads_one_service_from_both_and_adds_up_its_calls() {
 }
 
 #[test]
+fn a_rate_schedule_steps_on_every_agent_and_its_stages_add_up() {
+    let server = TestServer::start();
+    let _a = Agent::start(&server.url, "st1", &[], &[]);
+    let _b = Agent::start(&server.url, "st2", &[], &[]);
+    let (out, doc, _d) = coordinate(&[
+        "pubsub",
+        "--pubs",
+        "2",
+        "--subs",
+        "2",
+        "--rate-schedule",
+        "2000@1s,4000@1s",
+        "--server",
+        &server.url,
+        "--agents",
+        "2",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stages = doc["schedule"]["stages"].as_array().unwrap();
+    let col = |k: &str| -> Vec<u64> { stages.iter().map(|s| u(&s[k])).collect() };
+    // Sends by due time are exact; each of the two subscribers expected every message.
+    assert_eq!(col("sent"), [2000, 4000], "{stages:?}");
+    assert_eq!(col("received"), [4000, 8000], "{stages:?}");
+    assert_eq!(col("lost"), [0, 0], "{stages:?}");
+    // Each agent stepped with its own publisher: half of each stage.
+    for a in doc["agents"]["agents"].as_array().unwrap() {
+        let own: Vec<u64> = a["result"]["schedule"]["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| u(&s["sent"]))
+            .collect();
+        assert_eq!(own, [1000, 2000], "{}", a["name"]);
+    }
+    let p = &doc["pacing"];
+    assert!(
+        (p["target_rate"].as_f64().unwrap() - 3000.0).abs() < 1e-6,
+        "{p}"
+    );
+    let seen: Vec<u64> = doc["timeline"]["ticks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["stage"]["index"].as_u64())
+        .collect();
+    assert!(
+        seen.contains(&0) && seen.contains(&1),
+        "stages in the timeline: {seen:?}"
+    );
+    let errs = support::schema_errors(&doc);
+    assert!(errs.is_empty(), "{errs:?}");
+    // Requests paced by a schedule: each agent's target is its requesters' share.
+    let (out, doc, _d) = coordinate(&[
+        "request",
+        "--clients",
+        "2",
+        "--responders",
+        "1",
+        "--rate-schedule",
+        "500@1s,1000@1s",
+        "--server",
+        &server.url,
+        "--agents",
+        "2",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let p = &doc["pacing"];
+    assert!(
+        (p["target_rate"].as_f64().unwrap() - 750.0).abs() < 1e-6,
+        "{p}"
+    );
+    let sent: Vec<u64> = doc["schedule"]["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| u(&s["sent"]))
+        .collect();
+    assert_eq!(sent, [500, 1000]);
+}
+
+#[test]
 fn a_reply_service_on_two_agents_answers_a_requester_from_both() {
     let server = TestServer::start();
     let _a = Agent::start(&server.url, "s1", &[], &[]);

@@ -592,6 +592,12 @@ impl Coordinated<'_> {
         });
         let mut result = self.merge(&started_at, tracked)?;
         result.run_id = run_id;
+        // A schedule's stages, added across agents (they all followed it from the start).
+        if let Some(sc) = self.validated.schedule() {
+            let agents = result.agents.as_ref().map_or(&[][..], |a| &a.agents[..]);
+            result.schedule = crate::result::merge::schedule(agents, sc, self.validated.fanout())
+                .map_err(|e| Error::Agent(e.to_string()))?;
+        }
         // What only the whole run can say (a stream reconciled with every agent's
         // acknowledgements), against the servers the agents loaded.
         let target = match self.servers {

@@ -98,14 +98,6 @@ impl Plan {
     pub fn validate(&self) -> Result<Validated> {
         let v = Validated::new(self.name(), self.args.validate()?);
         v.gates("--threshold", &self.out().threshold)?;
-        if let Some(sc) = v.schedule() {
-            // Agents split one fixed rate between them.
-            if self.out().distributed() {
-                return Err(Error::Usage(format!(
-                    "--rate-schedule '{sc}' runs on one host; runs on --agents take a fixed --rate"
-                )));
-            }
-        }
         Ok(v)
     }
 

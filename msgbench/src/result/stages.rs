@@ -32,6 +32,9 @@ pub struct StageStats {
     /// Of those, the ones that arrived (were answered, acknowledged; summed over the
     /// subscribers in `pubsub`); null where nothing in the run receives (`pub`).
     pub received: Option<u64>,
+    /// What arrived while the stage ran, whenever it was due (summed over the subscribers):
+    /// what `msgs_per_sec` is made of; null with `received`.
+    pub arrived_within: Option<u64>,
     /// Expected (sent, times the subscribers when each receives every message) but never
     /// arrived; null with `received`.
     pub lost: Option<u64>,
@@ -76,6 +79,7 @@ impl ScheduleReport {
                     target_rate: st.target_rate(),
                     sent,
                     received,
+                    arrived_within: within,
                     lost: received.map(|r| (sent * fanout).saturating_sub(r)),
                     msgs_per_sec: within.map_or(sent as f64, |r| r as f64 / fanout as f64) / secs,
                     latency: timed(|f| &f.corrected),

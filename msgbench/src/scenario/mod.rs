@@ -205,6 +205,11 @@ pub trait Runnable: Debug + Send + Sync {
         let _ = (merged, target);
         Ok(())
     }
+    /// How many times each message sent is expected to arrive over the whole run: the
+    /// subscribers of a `pubsub`, else 1. A run on agents makes its `schedule` section with it.
+    fn fanout(&self) -> u64 {
+        1
+    }
     /// On agents, the service under test when the scenario names its own (gRPC's `--server`);
     /// none for one that loads the NATS `--server`.
     ///

@@ -5,6 +5,9 @@
 //! rates, send lag, a tick's percentiles); the agents' own documents are kept whole in the
 //! `agents` section.
 //!
+//! A `--rate-schedule`'s section is merged stage by stage ([`schedule`], called by the
+//! coordinator, which knows the schedule).
+//!
 //! Sections only one agent can speak for (`server`, `server_b`, `rtt_ns`, `link`, `cluster`)
 //! come from the first agent that completed. The sections of JetStream, consumers, gRPC and
 //! fault injection are not merged: each agent's stays in its own document.
@@ -17,6 +20,7 @@ mod counts;
 mod input_tests;
 mod latency;
 mod read;
+mod stages;
 #[cfg(test)]
 mod sum_tests;
 #[cfg(test)]
@@ -28,6 +32,7 @@ use serde_json::Value;
 use super::{AgentEntry, AgentStatus, AgentsReport, RunResult, ServerMeta, SCHEMA};
 use crate::error::{ErrorCounts, ErrorKind};
 use read::Doc;
+pub use stages::schedule;
 
 /// Why the agents' documents could not be merged. Each names the agent whose document it is.
 #[derive(Debug, thiserror::Error)]

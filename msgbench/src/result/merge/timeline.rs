@@ -4,7 +4,9 @@
 
 use super::read::Doc;
 use super::MergeError;
-use crate::stats::timeline::{Tick, TickLatency, Timeline, TimelineClient, PER_CLIENT_LIMIT};
+use crate::stats::timeline::{
+    Tick, TickLatency, TickStage, Timeline, TimelineClient, PER_CLIENT_LIMIT,
+};
 
 /// One agent's timeline as read back.
 struct Part {
@@ -66,7 +68,7 @@ fn at(parts: &[Part], i: usize, per_client: bool) -> Tick {
         received_per_sec: 0.0,
         latency: None,
         errors: 0,
-        // Agents do not run rate schedules, nor `conns` (refused before a run).
+        // Every agent follows the one schedule from the common start: the first one's stage.
         stage: None,
         conns: None,
     };
@@ -79,6 +81,7 @@ fn at(parts: &[Part], i: usize, per_client: bool) -> Tick {
             merged.msgs.extend(cols);
         }
         let Some(t) = tick else { continue };
+        merged.stage = merged.stage.or(t.stage);
         merged.t_s = merged.t_s.max(t.t_s);
         merged.span_s = merged.span_s.max(t.span_s);
         merged.sent_per_sec += t.sent_per_sec;
@@ -121,7 +124,14 @@ fn tick(d: &Doc<'_>) -> Result<Tick, MergeError> {
         sent_per_sec: d.f64("/sent_per_sec")?,
         received_per_sec: d.f64("/received_per_sec")?,
         latency,
-        stage: None,
+        stage: match d.part("/stage") {
+            None => None,
+            Some(s) => Some(TickStage {
+                index: s.u64("/index")? as usize,
+                of: s.u64("/of")? as usize,
+                target_rate: s.f64("/target_rate")?,
+            }),
+        },
         conns: None,
         errors: d.u64("/errors")?,
     })

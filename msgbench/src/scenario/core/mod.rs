@@ -136,6 +136,9 @@ impl Runnable for Options {
             subs: self.subs,
         })
     }
+    fn fanout(&self) -> u64 {
+        u64::from(self.subs.max(1))
+    }
     fn timeout(&self) -> Duration {
         self.timeout
     }

@@ -87,7 +87,8 @@ pub(super) fn assemble(
             let seconds = throughput.seconds;
             let actual = (seconds > 0.0).then(|| requests as f64 / seconds);
             Some(Pacing::new(
-                sc.mean_rate(),
+                // On an agent the target is its clients' share of the aggregate rate.
+                sc.mean_rate() * clients.len() as f64 / f64::from(o.clients.max(1)),
                 actual,
                 1_000_000,
                 late(&m.lag, 1_000_000),

@@ -66,9 +66,12 @@ pub(super) fn assemble(
     // The headline is completed requests per second.
     let throughput = crate::stats::throughput::Throughput::aggregate(&reply_runs);
     let pacing = match &opts.pace {
-        Pace::Open(sc) => {
-            crate::scenario::pacing::pacing(sc.mean_rate(), pub_outs, by_role.get("pub"))
-        }
+        // On an agent the target is its requesters' share of the aggregate rate.
+        Pace::Open(sc) => crate::scenario::pacing::pacing(
+            sc.mean_rate() * pub_outs.len() as f64 / f64::from(opts.clients.max(1)),
+            pub_outs,
+            by_role.get("pub"),
+        ),
         Pace::Unlimited => None,
     };
     let result = RunResult {
