@@ -967,6 +967,36 @@ fn a_rate_schedule_steps_on_every_agent_and_its_stages_add_up() {
 }
 
 #[test]
+fn a_capacity_search_on_two_agents_probes_each_rate_as_a_run_on_both() {
+    let server = TestServer::start();
+    let _a = Agent::start(&server.url, "c1", &[], &[]);
+    let _b = Agent::start(&server.url, "c2", &[], &[]);
+    // A loose SLO, so the search doubles to its top without depending on this machine's speed.
+    let (out, doc, _d) = coordinate(&[
+        "capacity", "latency", "--slo", "lost==0", "--start-rate", "200", "--max-rate", "400",
+        "--probe-duration", "1s", "--probe-warmup", "0s", "--probe-runs", "1", "--server",
+        &server.url, "--agents", "2",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(doc["sustainable_rate"].as_f64(), Some(400.0), "{doc}");
+    let probes = doc["probes"].as_array().unwrap();
+    assert_eq!(probes.len(), 2, "200/s then 400/s");
+    for p in probes {
+        let agents = p["agents"].as_array().unwrap();
+        let names: Vec<&str> = agents.iter().map(|a| a["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["c1", "c2"]);
+        // latency on two agents: the publisher on one, the subscriber on the other, and every
+        // message of the probe's second sent by one and received by the other.
+        let rate = p["rate"].as_f64().unwrap() as u64;
+        assert_eq!(u(&agents[0]["sent"]), rate, "{p}");
+        assert_eq!(u(&agents[1]["received"]), rate, "{p}");
+        assert!(agents[0]["received"].is_null() && agents[1]["sent"].is_null(), "{p}");
+    }
+    let errs = support::schema_errors_in("capacity-v1.schema.json", &doc);
+    assert!(errs.is_empty(), "{errs:?}");
+}
+
+#[test]
 fn a_reply_service_on_two_agents_answers_a_requester_from_both() {
     let server = TestServer::start();
     let _a = Agent::start(&server.url, "s1", &[], &[]);

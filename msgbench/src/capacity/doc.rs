@@ -97,6 +97,24 @@ pub struct Probe {
     pub lost: Option<u64>,
     pub errors: u64,
     pub verdicts: Vec<Verdict>,
+    /// On agents: each agent's share of the run; absent on one host.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agents: Option<Vec<ProbeAgent>>,
+}
+
+/// One agent's share of a probe run.
+#[derive(Debug, Serialize)]
+pub struct ProbeAgent {
+    pub name: String,
+    /// complete, missing or failed.
+    pub status: crate::result::AgentStatus,
+    pub pubs: u32,
+    pub subs: u32,
+    /// What its publishers sent over the whole probe; null without a result from it.
+    pub sent: Option<u64>,
+    /// What its subscribers received (or its requesters had answered); null likewise, or
+    /// where it receives nothing.
+    pub received: Option<u64>,
 }
 
 impl Probe {
@@ -137,6 +155,27 @@ impl Probe {
             lost: at("/delivery/lost"),
             errors: r.errors.values().sum(),
             verdicts,
+            agents: r.agents.as_ref().map(|a| {
+                a.agents
+                    .iter()
+                    .map(|e| {
+                        let msgs = |role: &str| {
+                            e.result
+                                .as_ref()?
+                                .pointer(&format!("/by_role/{role}/msgs"))?
+                                .as_u64()
+                        };
+                        ProbeAgent {
+                            name: e.name.clone(),
+                            status: e.status,
+                            pubs: e.pubs,
+                            subs: e.subs,
+                            sent: msgs("pub"),
+                            received: msgs("sub"),
+                        }
+                    })
+                    .collect()
+            }),
         }
     }
 

@@ -10,6 +10,10 @@
 //! was not the limit) never counts as a pass, and a search that ends there names the tool as
 //! the limit. Every probe's figures are in the document, so nothing measured is lost.
 //!
+//! With `--agents N` each probe run is a run on the agents (the fleet is found once, before
+//! the first probe): the rate is the aggregate they share, and each probe's entry in the
+//! document lists every agent's share.
+//!
 //! Such a run is void rather than failed, and it is run again, up to [`TOOL_RETRIES`] times:
 //! on a shared machine a moment's scheduling hiccup can make the tool miss its schedule once,
 //! and that says nothing about the system. A run that stays void after its retries puts the
@@ -66,8 +70,13 @@ pub fn run(plan: Plan, search: SearchArgs, stop: &AtomicBool) -> Result<u8> {
     if let Some(path) = &json {
         crate::output::dest::check("--json", path)?;
     }
-    // The servers are started once, for every probe.
-    let targets = crate::plan::Targets::resolve(&first)?;
+    // On agents, the fleet is found once; else the servers are started once, for every probe.
+    let (fleet, targets) = if base.out().distributed() {
+        let probe = probe_plan(&base, search.start_rate, &search)?;
+        (Some(crate::dist::coordinator::Fleet::find(&probe)?), None)
+    } else {
+        (None, Some(crate::plan::Targets::resolve(&first)?))
+    };
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let mut doc = Capacity::new(
         base.name(),
@@ -90,10 +99,13 @@ pub fn run(plan: Plan, search: SearchArgs, stop: &AtomicBool) -> Result<u8> {
     // A probe that cannot run at all ends the search as a failure of that rate: what was
     // measured before it is kept.
     let probe_at = |rate: f64, doc: &mut Capacity| -> Outcome {
-        let validated = match probe_plan(&base, rate, &search).and_then(|p| p.validate()) {
-            Ok(v) => v,
-            Err(e) => return Outcome::Server(format!("the probe at {rate}/s could not run: {e}")),
-        };
+        let (probe, validated) =
+            match probe_plan(&base, rate, &search).and_then(|p| Ok((p.validate()?, p))) {
+                Ok((v, p)) => (p, v),
+                Err(e) => {
+                    return Outcome::Server(format!("the probe at {rate}/s could not run: {e}"))
+                }
+            };
         let mut outcomes = Vec::new();
         for run in 1..=search.probe_runs {
             let mut retry = 0;
@@ -102,15 +114,18 @@ pub fn run(plan: Plan, search: SearchArgs, stop: &AtomicBool) -> Result<u8> {
                 if stop.load(Ordering::Relaxed) {
                     return Outcome::Unknown;
                 }
-                let meter = Arc::new(Meter::default());
-                let r = crate::plan::execute(
-                    &validated,
-                    targets.main.as_ref(),
-                    targets.second.as_ref(),
-                    &meter,
-                    stop,
-                    None,
-                );
+                let r = match (&fleet, &targets) {
+                    (Some(fleet), _) => fleet.run(&probe, &Default::default(), stop),
+                    (None, Some(targets)) => crate::plan::execute(
+                        &validated,
+                        targets.main.as_ref(),
+                        targets.second.as_ref(),
+                        &Arc::new(Meter::default()),
+                        stop,
+                        None,
+                    ),
+                    (None, None) => unreachable!("a search has a fleet or targets"),
+                };
                 // A run cut short says nothing about the rate, whatever it came to: the
                 // interrupt can land after the run's own check (a short run judged as late,
                 // or an error from a connection closed under it), so the flag decides.
@@ -122,6 +137,15 @@ pub fn run(plan: Plan, search: SearchArgs, stop: &AtomicBool) -> Result<u8> {
                     Ok(r) => r,
                     Err(e) => return Outcome::Server(format!("the probe at {rate}/s failed: {e}")),
                 };
+                // An agent that sent nothing leaves the probe's figures partial: the search
+                // cannot go on without it.
+                if let Some(gone) = r.agents.as_ref().filter(|a| !a.missing.is_empty()) {
+                    doc.probes.push(judge_probe(&r, rate, run, &search));
+                    return Outcome::Server(format!(
+                        "the probe at {rate}/s lost agent {}",
+                        gone.missing.join(", ")
+                    ));
+                }
                 let mut probe = judge_probe(&r, rate, run, &search);
                 let out = classify(&r, &probe, &search.slo);
                 probe.void = matches!(out, Outcome::Tool(_));
@@ -231,6 +255,10 @@ pub fn preflight(
         ));
     }
     first.gates("--slo", &search.slo)?;
+    if plan.out().distributed() {
+        // Every flag of a run on agents, as each probe will be one.
+        crate::dist::coordinator::preflight(&probe_plan(plan, search.start_rate, search)?)?;
+    }
     Ok((json, first))
 }
 
@@ -303,7 +331,7 @@ fn refuse_outputs(o: &crate::cli::OutputArgs) -> Result<Option<std::path::PathBu
             o.print_plan,
             "a search is many plans; print one without capacity",
         ),
-        ("--agents", o.distributed(), "a search runs on one host"),
+
         (
             "--metrics-listen",
             o.metrics_listen.is_some(),
@@ -316,10 +344,14 @@ fn refuse_outputs(o: &crate::cli::OutputArgs) -> Result<Option<std::path::PathBu
         ),
         (
             "--control",
-            o.control.is_some(),
-            "a search runs on one host",
+            o.control.is_some() && !o.distributed(),
+            "it names where agents meet (with --agents)",
         ),
-        ("--sign", o.sign.is_some(), "a search runs on one host"),
+        (
+            "--sign",
+            o.sign.is_some() && !o.distributed(),
+            "it signs the plans sent to agents (with --agents)",
+        ),
     ];
     if let Some((flag, _, hint)) = why.iter().find(|(_, on, _)| *on) {
         return Err(Error::Usage(format!(

@@ -132,7 +132,6 @@ pub struct Prepared {
     target: String,
     wanted: Wanted,
     validated: Validated,
-    split: crate::scenario::Split,
 }
 
 /// Every check a run on agents makes before it connects to anything.
@@ -159,12 +158,12 @@ pub fn preflight(plan: &Plan) -> Result<Prepared> {
         Some(own) => own,
         None => target.expect("a scenario without NATS flags names its own target"),
     };
-    let split = validated.split()?;
+    // How it splits, or why it cannot run on agents.
+    validated.split()?;
     Ok(Prepared {
         target,
         wanted,
         validated,
-        split,
     })
 }
 
@@ -196,29 +195,115 @@ fn nats_target(conn: &ConnArgs, control: Option<&str>) -> Result<String> {
         })
 }
 
+/// The agents a coordinator found, and what it talks to them with: one distributed run after
+/// another goes through it (`--runs`, and each probe of `capacity --agents`).
+pub struct Fleet {
+    bus: Bus,
+    signer: Option<Signer>,
+    agents: Vec<Heartbeat>,
+    heartbeats: std::sync::mpsc::Receiver<crate::control::Inbound>,
+    /// The service under test, as the agents are told it (no credentials).
+    target: String,
+    /// Whether that is the NATS server (else a service of the scenario's own).
+    nats: bool,
+}
+
+/// How one distributed run is watched while it goes.
+#[derive(Default)]
+pub struct Watch<'a> {
+    pub live: bool,
+    pub stream: Option<&'a std::sync::Mutex<crate::output::live::StreamStats>>,
+    pub metrics: Option<&'a crate::output::metrics::Metrics>,
+    /// Which of `--runs` this is, when there are several.
+    pub run_k: Option<u32>,
+}
+
+impl Fleet {
+    /// Checks `plan`'s flags for a run on agents, connects to the control server and finds the
+    /// agents it wants.
+    ///
+    /// # Errors
+    /// Bad flags, no control server, too few agents, agents of another version.
+    pub fn find(plan: &Plan) -> Result<Self> {
+        let out = plan.out();
+        let Prepared { target, wanted, .. } = preflight(plan)?;
+        let plain;
+        let conn = match plan.conn() {
+            Some(c) => c,
+            None => {
+                plain = ConnArgs::plain();
+                &plain
+            }
+        };
+        let signer = out.sign.as_deref().map(Signer::from_file).transpose()?;
+        if signer.is_none() {
+            eprintln!(
+                "warning: no --sign: plans go unsigned, and only agents run with \
+                 --insecure-control accept them"
+            );
+        }
+        let bus = connect_control(conn, out.control.as_deref(), "msgbench-coordinator", false)?;
+        let (agents, heartbeats) = discover(&bus, &wanted)?;
+        Ok(Self {
+            bus,
+            signer,
+            agents,
+            heartbeats,
+            target,
+            nats: plan.conn().is_some(),
+        })
+    }
+
+    /// Runs `plan` once on the fleet: each agent its share, the results merged and concluded.
+    ///
+    /// # Errors
+    /// A refused plan, a plan that does not split over these agents, a result that cannot be
+    /// merged.
+    pub fn run(&self, plan: &Plan, watch: &Watch<'_>, stop: &AtomicBool) -> Result<RunResult> {
+        let validated = plan.validate()?;
+        let crate::scenario::Split { pubs, subs } = validated.split()?;
+        let mut doc = plan.to_json()?;
+        // The NATS server the agents load, when they load one (they are told it, and the
+        // coordinator concludes against it).
+        let nats = self.nats.then_some(self.target.as_str());
+        if nats.is_some() {
+            doc["conn"]["server"] = self.target.clone().into();
+        }
+        let c = Coordinated {
+            bus: &self.bus,
+            signer: self.signer.as_ref(),
+            agents: &self.agents,
+            doc: &doc,
+            validated: &validated,
+            servers: nats,
+            target: match nats {
+                Some(t) => crate::wire::url::parse_servers(t)
+                    .ok()
+                    .and_then(|u| u.first().map(ToString::to_string))
+                    .unwrap_or_default(),
+                None => self.target.clone(),
+            },
+            heartbeats: &self.heartbeats,
+            silent_limit: validated.timeout().max(SILENT_AT_LEAST),
+            live: watch.live,
+            stream: watch.stream,
+            metrics: watch.metrics,
+            scenario: plan.name(),
+            run_k: watch.run_k,
+        };
+        let mut r = c.once(pubs, subs, stop)?;
+        r.plan = Some(plan.recorded());
+        Ok(r)
+    }
+}
+
 /// Runs `plan` on agents: `--runs` times, then thresholds and output as for any run.
 ///
 /// # Errors
 /// Bad flags, too few agents, a refused plan; a lost agent after the result was written.
 pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
     let out = plan.out();
-    let Prepared {
-        target,
-        wanted,
-        validated,
-        split: crate::scenario::Split { pubs, subs },
-    } = preflight(plan)?;
-    let plain;
-    let conn = match plan.conn() {
-        Some(c) => c,
-        None => {
-            plain = ConnArgs::plain();
-            &plain
-        }
-    };
-    // The NATS server the agents load, when they load one (they are told it, and the
-    // coordinator concludes against it).
-    let nats = plan.conn().is_some().then_some(target.as_str());
+    let validated = preflight(plan)?.validated;
     // Bound before anything is connected to: a port in use refuses the run.
     let metrics = validated
         .output()
@@ -232,19 +317,7 @@ pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
     {
         eprintln!("--metrics-listen: http://{}/metrics", m.local_addr());
     }
-    let signer = out.sign.as_deref().map(Signer::from_file).transpose()?;
-    if signer.is_none() {
-        eprintln!(
-            "warning: no --sign: plans go unsigned, and only agents run with --insecure-control \
-             accept them"
-        );
-    }
-    let mut doc = plan.to_json()?;
-    if nats.is_some() {
-        doc["conn"]["server"] = target.clone().into();
-    }
-    let bus = connect_control(conn, out.control.as_deref(), "msgbench-coordinator", false)?;
-    let (agents, heartbeats) = discover(&bus, &wanted)?;
+    let fleet = Fleet::find(plan)?;
     let stream = out
         .stream_stats
         .as_deref()
@@ -255,30 +328,13 @@ pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
     let mut results = Vec::new();
     let mut lost = None;
     for k in 1..=n {
-        let c = Coordinated {
-            bus: &bus,
-            signer: signer.as_ref(),
-            agents: &agents,
-            doc: &doc,
-            validated: &validated,
-            servers: nats,
-            target: match nats {
-                Some(t) => crate::wire::url::parse_servers(t)
-                    .ok()
-                    .and_then(|u| u.first().map(ToString::to_string))
-                    .unwrap_or_default(),
-                None => target.clone(),
-            },
-            heartbeats: &heartbeats,
-            silent_limit: validated.timeout().max(SILENT_AT_LEAST),
+        let watch = Watch {
             live: crate::output::live::View::line_wanted(out.live, !out.no_progress),
             stream: stream.as_ref(),
             metrics: metrics.as_ref(),
-            scenario: plan.name(),
             run_k: (n > 1).then_some(k),
         };
-        let mut r = c.once(pubs, subs, stop)?;
-        r.plan = Some(plan.recorded());
+        let r = fleet.run(plan, &watch, stop)?;
         // Agents that went silent, and agents that answered with a failure instead of a result.
         let missing = r
             .agents
