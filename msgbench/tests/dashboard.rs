@@ -3,21 +3,21 @@
 //! - every PromQL expression in it (panel targets, the panels of collapsed rows, the template
 //!   variables' queries) is read by a small tokenizer (dashboard/promql.rs), which names the
 //!   metrics and the labels each one uses;
-//! - two real runs are scraped on `/metrics` from start to end (a latency run on a rate schedule,
-//!   for messages, latency and stages; a request run nobody answers, for errors by kind), and
-//!   every metric named must be a series of those scrapes, and every label must be on at least
-//!   one of that metric's series;
+//! - three real runs are scraped on `/metrics` from start to end: a latency run on a rate
+//!   schedule (messages, latency, stages), a request run nobody answers (errors by kind), and the
+//!   coordinator of a latency run on two real agents (the per-agent row). Every metric named must
+//!   be a series of those scrapes, and every label must be on at least one of that metric's
+//!   series. The per-agent row and the `$agent` variable are held to the coordinator's scrape
+//!   alone, since only a coordinator serves them (so the row cannot ask for a P50 or an error
+//!   kind, which a coordinator does not have); the other panels to all three, since they draw a
+//!   coordinator's merged figures too, and must keep its agents' series out of their sums;
 //! - the dashboard must keep the panels the issue asked for (throughput by role, interval P50 and
-//!   P99, errors by kind, the schedule's stage and target, a row per agent), so an emptied
-//!   dashboard fails too.
+//!   P99, errors by kind, the schedule's stage and target, and per agent: throughput by role, P99,
+//!   errors and whether it is up), so an emptied dashboard fails too.
 //!
-//! Two kinds of label are not in the exposition, and each is accounted for rather than skipped:
-//! `job` and `instance` are added by Prometheus to every series it scrapes (so msgbench must not
-//! serve them itself: Prometheus would rename its own to `exported_job`), and `agent` belongs to
-//! the per-agent row, which waits for the coordinator of a run on `--agents` to serve `/metrics`.
-//! Those references are listed in [`AWAITING_COORDINATOR`]; the test fails the day any of them
-//! shows up in a scrape, or the day a run on agents stops refusing `--metrics-listen`, so the
-//! list cannot outlive the reason for it unnoticed.
+//! `job` and `instance` are not in the exposition, and are accounted for rather than skipped:
+//! Prometheus adds them to every series it scrapes, so msgbench must not serve them itself
+//! (Prometheus would rename its own to `exported_job`).
 
 #[path = "dashboard/promql.rs"]
 mod promql;
@@ -33,21 +33,12 @@ use std::time::{Duration, Instant};
 
 use promql::{references, Refs};
 use serde_json::Value;
+use support::agent::Agent;
 use support::openmetrics;
-use support::{bin, stderr, TestServer};
+use support::{bin, TestServer};
 
 /// Labels Prometheus attaches to what it scrapes: never in the exposition itself.
 const TARGET_LABELS: &[&str] = &["job", "instance"];
-
-/// The (metric, label) references of the per-agent row and the `agent` variable. No scrape has
-/// them until the coordinator of a run on `--agents` serves `/metrics` with an `agent` label.
-const AWAITING_COORDINATOR: &[(&str, &str)] = &[
-    ("msgbench_errors_total", "agent"),
-    ("msgbench_latency_p50_seconds", "agent"),
-    ("msgbench_latency_p99_seconds", "agent"),
-    ("msgbench_messages_per_second", "agent"),
-    ("msgbench_tick_end_seconds", "agent"),
-];
 
 fn dashboard() -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/grafana/msgbench.json");
@@ -155,8 +146,8 @@ type Seen = BTreeMap<String, BTreeSet<String>>;
 
 /// Runs msgbench with `args` and `--metrics-listen 127.0.0.1:0`, scraping `/metrics` until the
 /// run's final figures are up (taking them also ends its wait for a scraper), and adds every
-/// series of every scrape to `seen`.
-fn scrape_run(args: &[&str], seen: &mut Seen) {
+/// series of every scrape to `seen`. Returns the final page.
+fn scrape_run(args: &[&str], seen: &mut Seen) -> openmetrics::Exposition {
     let mut child = bin()
         .args(args)
         .args(["--metrics-listen", "127.0.0.1:0", "--no-progress"])
@@ -172,18 +163,24 @@ fn scrape_run(args: &[&str], seen: &mut Seen) {
             let _ = tx.send(line);
         }
     });
-    // The address line comes once the port is bound, so the first scrape finds it listening.
-    let line = rx
-        .recv_timeout(support::HANG)
-        .expect("msgbench prints the address it listens on");
-    let addr = line
-        .strip_prefix("--metrics-listen: http://")
-        .and_then(|a| a.strip_suffix("/metrics"))
-        .unwrap_or_else(|| panic!("not the address line: {line}"))
-        .to_string();
+    // The address line comes once the port is bound, so the first scrape finds it listening. A
+    // coordinator may say other things first (about its agents), so lines are read up to it.
+    let mut before = Vec::new();
+    let addr = loop {
+        let line = rx
+            .recv_timeout(support::HANG)
+            .unwrap_or_else(|_| panic!("{args:?}: no address announced on stderr: {before:?}"));
+        if let Some(a) = line
+            .strip_prefix("--metrics-listen: http://")
+            .and_then(|a| a.strip_suffix("/metrics"))
+        {
+            break a.to_string();
+        }
+        before.push(line);
+    };
     // Scraping ends at the final figures; the deadline only guards against a hang.
     let deadline = Instant::now() + support::HANG;
-    loop {
+    let last = loop {
         assert!(
             Instant::now() < deadline,
             "{args:?}: no final figures after {:?}",
@@ -196,21 +193,32 @@ fn scrape_run(args: &[&str], seen: &mut Seen) {
                 .or_default()
                 .extend(s.labels.keys().cloned());
         }
-        if e.get("msgbench_run_finished", &[]) == Some(1.0) {
-            break;
+        // The merged (or single run's) flag: a coordinator also serves one per agent.
+        let finished = e
+            .all("msgbench_run_finished")
+            .any(|s| !s.labels.contains_key("agent") && s.value == 1.0);
+        if finished {
+            break e;
         }
         std::thread::sleep(Duration::from_millis(100));
-    }
+    };
     let status = child.0.wait().unwrap();
     let lines: Vec<String> = rx.try_iter().collect();
-    assert!(status.success(), "{args:?}: {status}: {lines:?}");
+    assert!(status.success(), "{args:?}: {status}: {before:?} {lines:?}");
+    last
+}
+
+/// Whether a query draws from what only a coordinator serves: the per-agent row and the
+/// variable that lists the agents.
+fn per_agent(q: &Query) -> bool {
+    q.row.is_some() || q.place == "variable $agent"
 }
 
 #[test]
 fn every_metric_and_label_the_dashboard_queries_is_in_a_live_scrape() {
     let refs = all_references(&dashboard());
     let s = TestServer::start();
-    let mut seen = Seen::new();
+    let mut single = Seen::new();
     // Messages by role, latency after the warm-up, and the schedule's stages.
     scrape_run(
         &[
@@ -220,7 +228,7 @@ fn every_metric_and_label_the_dashboard_queries_is_in_a_live_scrape() {
             "--rate-schedule",
             "500@2s,1000@2s",
         ],
-        &mut seen,
+        &mut single,
     );
     // Errors by kind: nobody answers, so every request fails as no_responders.
     scrape_run(
@@ -236,16 +244,55 @@ fn every_metric_and_label_the_dashboard_queries_is_in_a_live_scrape() {
             "2s",
             "--allow-loss",
         ],
-        &mut seen,
+        &mut single,
     );
+    // The per-agent row: a coordinator on two real agents. In latency the second agent's
+    // subscriber times the messages, so a per-agent P99 is served.
+    let _a = Agent::start(&s.url, "d1", &[], &[]);
+    let _b = Agent::start(&s.url, "d2", &[], &[]);
+    let mut coord = Seen::new();
+    let last = scrape_run(
+        &[
+            "latency",
+            "--server",
+            &s.url,
+            "--rate",
+            "1000",
+            "--duration",
+            "4s",
+            "--agents",
+            "2",
+        ],
+        &mut coord,
+    );
+    let mut all = single.clone();
+    for (m, ls) in &coord {
+        all.entry(m.clone()).or_default().extend(ls.iter().cloned());
+    }
 
     let mut problems = Vec::new();
-    let mut awaiting = BTreeSet::new();
+    // An agent's figures stay on the page to the end, so the final one has both agents'.
+    let agents: BTreeSet<&str> = last
+        .samples
+        .iter()
+        .filter_map(|s| s.labels.get("agent").map(String::as_str))
+        .collect();
+    if agents != BTreeSet::from(["d1", "d2"]) {
+        problems.push(format!(
+            "the coordinator's final page has series of agents {agents:?} by `agent`, not of d1 \
+             and d2"
+        ));
+    }
     for (q, r) in &refs {
+        let (seen, whose) = if per_agent(q) {
+            (&coord, "the coordinator's scrape")
+        } else {
+            (&all, "a live scrape")
+        };
         for m in &r.metrics {
             if !seen.contains_key(m) {
                 problems.push(format!(
-                    "{}: metric {m} is not a series of a live scrape (`{}`)",
+                    "{}: metric {m} is not a series of {whose} (`{}`)",
                     q.place, q.expr
                 ));
             }
@@ -257,29 +304,27 @@ fn every_metric_and_label_the_dashboard_queries_is_in_a_live_scrape() {
                 if on_it {
                     problems.push(format!("{m} carries `{l}`, a label Prometheus sets"));
                 }
-            } else if AWAITING_COORDINATOR.contains(&(m.as_str(), l.as_str())) {
-                if on_it {
-                    problems.push(format!(
-                        "{m} now carries `{l}`: remove ({m}, {l}) from AWAITING_COORDINATOR, \
-                         so it is checked like the rest"
-                    ));
-                }
-                awaiting.insert((m.as_str(), l.as_str()));
             } else if seen.contains_key(m) && !on_it {
                 problems.push(format!(
-                    "{}: label `{l}` is on no series of {m} in a live scrape (it has {:?})",
+                    "{}: label `{l}` is on no series of {m} in {whose} (it has {:?})",
                     q.place, seen[m]
                 ));
             }
         }
-    }
-    // The list names only what the dashboard asks for: a stale entry would hide nothing, but
-    // would claim a panel that is not there.
-    for pair in AWAITING_COORDINATOR {
-        if !awaiting.contains(pair) {
-            problems.push(format!(
-                "AWAITING_COORDINATOR lists {pair:?}, which no query uses"
-            ));
+        // A panel above the rows draws a coordinator's merged figures: where the coordinator
+        // also serves a metric per agent, the panel must leave those series out, or its sums
+        // would count every agent twice.
+        if !per_agent(q) && q.place.starts_with("panel ") {
+            for m in &r.metrics {
+                let per_agent_too = coord.get(m).is_some_and(|ls| ls.contains("agent"));
+                if per_agent_too && !q.expr.contains(r#"agent="""#) {
+                    problems.push(format!(
+                        "{}: {m} has per-agent series on a coordinator, and `{}` does not \
+                         keep to the merged ones (agent=\"\")",
+                        q.place, q.expr
+                    ));
+                }
+            }
         }
     }
     assert!(
@@ -287,40 +332,6 @@ fn every_metric_and_label_the_dashboard_queries_is_in_a_live_scrape() {
         "the dashboard asks for what msgbench does not serve:\n{}",
         problems.join("\n")
     );
-}
-
-#[test]
-fn a_run_on_agents_still_serves_no_metrics_for_the_per_agent_row() {
-    // The day a coordinator serves /metrics, the per-agent row can be checked against it: this
-    // fails then, pointing at AWAITING_COORDINATOR. Nothing listens at this server, so a run
-    // that got past the refusal would fail to connect (status 4) instead.
-    let nowhere = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("nats://{}", l.local_addr().unwrap())
-    };
-    let out = bin()
-        .args(["pub", "--server", &nowhere, "--msgs", "10", "--agents", "1"])
-        .args(["--metrics-listen", "127.0.0.1:0"])
-        .output()
-        .unwrap();
-    let err = stderr(&out);
-    assert!(
-        out.status.code() == Some(2)
-            && err.contains("--metrics-listen serves the figures of a run in this process"),
-        "a run on agents no longer refuses --metrics-listen ({:?}: {err}): scrape its \
-         coordinator in every_metric_and_label_the_dashboard_queries_is_in_a_live_scrape and \
-         empty AWAITING_COORDINATOR",
-        out.status
-    );
-    // And the dashboard's per-agent row does wait on it.
-    let refs = all_references(&dashboard());
-    for (m, l) in AWAITING_COORDINATOR {
-        assert!(
-            refs.iter()
-                .any(|(_, r)| r.labels.contains(&(m.to_string(), l.to_string()))),
-            "no query asks for {m} by {l}"
-        );
-    }
 }
 
 #[test]
@@ -343,12 +354,6 @@ fn the_dashboard_has_the_panels_asked_for_on_a_chosen_prometheus() {
         let kind = vars.get(name).and_then(|v| v["type"].as_str());
         assert_eq!(kind, Some("query"), "${name}");
     }
-    assert!(
-        dash["description"]
-            .as_str()
-            .is_some_and(|d| d.contains("waits for the coordinator")),
-        "the description says the per-agent row waits for the coordinator"
-    );
 
     // Every panel and target draws from the chosen data source, so the file imports anywhere.
     let mut ids = BTreeSet::new();
@@ -394,7 +399,7 @@ fn the_dashboard_has_the_panels_asked_for_on_a_chosen_prometheus() {
                     .all(|l| union.labels.contains(&(m.to_string(), l.to_string())))
         })
     };
-    let topics: [(&str, bool, &[&str], &[&str]); 7] = [
+    let topics: [(&str, bool, &[&str], &[&str]); 8] = [
         (
             "throughput by role",
             false,
@@ -432,19 +437,22 @@ fn the_dashboard_has_the_panels_asked_for_on_a_chosen_prometheus() {
             &["agent", "role"],
         ),
         (
-            "per agent: interval P50/P99",
+            "per agent: interval P99",
             true,
-            &[
-                "msgbench_latency_p50_seconds",
-                "msgbench_latency_p99_seconds",
-            ],
+            &["msgbench_latency_p99_seconds"],
             &["agent"],
         ),
         (
-            "per agent: errors by kind",
+            "per agent: errors",
             true,
             &["msgbench_errors_total"],
-            &["agent", "kind"],
+            &["agent"],
+        ),
+        (
+            "per agent: up or given up",
+            true,
+            &["msgbench_agent_up"],
+            &["agent"],
         ),
     ];
     for (topic, in_row, metrics, labels) in topics {
