@@ -973,9 +973,24 @@ fn a_capacity_search_on_two_agents_probes_each_rate_as_a_run_on_both() {
     let _b = Agent::start(&server.url, "c2", &[], &[]);
     // A loose SLO, so the search doubles to its top without depending on this machine's speed.
     let (out, doc, _d) = coordinate(&[
-        "capacity", "latency", "--slo", "lost==0", "--start-rate", "200", "--max-rate", "400",
-        "--probe-duration", "1s", "--probe-warmup", "0s", "--probe-runs", "1", "--server",
-        &server.url, "--agents", "2",
+        "capacity",
+        "latency",
+        "--slo",
+        "lost==0",
+        "--start-rate",
+        "200",
+        "--max-rate",
+        "400",
+        "--probe-duration",
+        "1s",
+        "--probe-warmup",
+        "0s",
+        "--probe-runs",
+        "1",
+        "--server",
+        &server.url,
+        "--agents",
+        "2",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(doc["sustainable_rate"].as_f64(), Some(400.0), "{doc}");
@@ -990,7 +1005,10 @@ fn a_capacity_search_on_two_agents_probes_each_rate_as_a_run_on_both() {
         let rate = p["rate"].as_f64().unwrap() as u64;
         assert_eq!(u(&agents[0]["sent"]), rate, "{p}");
         assert_eq!(u(&agents[1]["received"]), rate, "{p}");
-        assert!(agents[0]["received"].is_null() && agents[1]["sent"].is_null(), "{p}");
+        assert!(
+            agents[0]["received"].is_null() && agents[1]["sent"].is_null(),
+            "{p}"
+        );
     }
     let errs = support::schema_errors_in("capacity-v1.schema.json", &doc);
     assert!(errs.is_empty(), "{errs:?}");

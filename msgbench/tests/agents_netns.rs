@@ -114,17 +114,24 @@ impl Drop for Server {
     }
 }
 
-#[test]
-fn agents_on_separate_network_hosts_reconcile_exactly() {
+/// The tests of this file one at a time: their namespaces and addresses are the same.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Two hosts, each running an agent, and a nats-server (with JetStream, its store in
+/// `store`) on this side's address; returns the server's URL. Held (with the guard) for the
+/// test's length.
+fn fleet(store: &std::path::Path) -> (std::sync::MutexGuard<'static, ()>, Hosts, Server, String) {
+    let guard = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let mut hosts = Hosts::create();
     let port = {
         let l = std::net::TcpListener::bind("10.249.1.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
     let server = msgbench::server::find_binary(None).expect("nats-server on PATH");
-    let _server = Server(
+    let server = Server(
         Command::new(server)
-            .args(["-a", "10.249.1.1", "-p", &port.to_string()])
+            .args(["-a", "10.249.1.1", "-p", &port.to_string(), "-js", "-sd"])
+            .arg(store)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -138,28 +145,26 @@ fn agents_on_separate_network_hosts_reconcile_exactly() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let url = format!("nats://{addr}");
-    hosts.spawn_agent(
-        1,
-        &[
-            "agent",
-            "--control",
-            &url,
-            "--name",
-            "host1",
-            "--insecure-control",
-        ],
-    );
-    hosts.spawn_agent(
-        2,
-        &[
-            "agent",
-            "--control",
-            &url,
-            "--name",
-            "host2",
-            "--insecure-control",
-        ],
-    );
+    for (k, name) in [(1, "host1"), (2, "host2")] {
+        hosts.spawn_agent(
+            k,
+            &[
+                "agent",
+                "--control",
+                &url,
+                "--name",
+                name,
+                "--insecure-control",
+            ],
+        );
+    }
+    (guard, hosts, server, url)
+}
+
+#[test]
+fn agents_on_separate_network_hosts_reconcile_exactly() {
+    let store = scratch_dir("netns-store");
+    let (_one, _hosts, _server, url) = fleet(&store);
     let dir = scratch_dir("netns");
     let json = dir.join("r.json");
     // Both agents listen (each said so), so the coordinator hears their heartbeats: no rounds
@@ -203,4 +208,70 @@ fn agents_on_separate_network_hosts_reconcile_exactly() {
         );
         assert_eq!((u(&a["pubs"]), u(&a["subs"])), (1, 1));
     }
+}
+
+#[test]
+fn a_stream_published_and_consumed_from_two_network_hosts_reconciles_exactly() {
+    let store = scratch_dir("netns-js-store");
+    let (_one, _hosts, _server, url) = fleet(&store);
+    let dir = scratch_dir("netns-js");
+    let run = |args: &[&str]| -> serde_json::Value {
+        let json = dir.join("r.json");
+        let out = bin()
+            .args(args)
+            .args([
+                "--server",
+                &url,
+                "--agents",
+                "host1,host2",
+                "--no-progress",
+                "--json",
+            ])
+            .arg(&json)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    };
+    // File storage, so the stream is the server's disk, as on a real host.
+    let doc = run(&[
+        "js",
+        "pub",
+        "--mode",
+        "async",
+        "--storage",
+        "file",
+        "--stream",
+        "hosts",
+        "--clients",
+        "4",
+        "--msgs",
+        "5000",
+    ]);
+    let js = &doc["jetstream"];
+    assert_eq!(js["reconciled"], true, "{js}");
+    assert_eq!(
+        (u(&js["acked"]), u(&js["stored"])),
+        (20_000, 20_000),
+        "{js}"
+    );
+    let doc = run(&[
+        "js",
+        "consume",
+        "--publish",
+        "none",
+        "--stream",
+        "hosts",
+        "--clients",
+        "2",
+        "--msgs",
+        "20000",
+    ]);
+    let c = &doc["consumer"];
+    assert_eq!(c["reconciled"], true, "{c}");
+    assert_eq!(
+        (u(&c["consumed"]), u(&doc["delivery"]["lost"])),
+        (20_000, 0),
+        "{c}"
+    );
 }

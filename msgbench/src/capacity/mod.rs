@@ -99,13 +99,12 @@ pub fn run(plan: Plan, search: SearchArgs, stop: &AtomicBool) -> Result<u8> {
     // A probe that cannot run at all ends the search as a failure of that rate: what was
     // measured before it is kept.
     let probe_at = |rate: f64, doc: &mut Capacity| -> Outcome {
-        let (probe, validated) =
-            match probe_plan(&base, rate, &search).and_then(|p| Ok((p.validate()?, p))) {
-                Ok((v, p)) => (p, v),
-                Err(e) => {
-                    return Outcome::Server(format!("the probe at {rate}/s could not run: {e}"))
-                }
-            };
+        let (probe, validated) = match probe_plan(&base, rate, &search)
+            .and_then(|p| Ok((p.validate()?, p)))
+        {
+            Ok((v, p)) => (p, v),
+            Err(e) => return Outcome::Server(format!("the probe at {rate}/s could not run: {e}")),
+        };
         let mut outcomes = Vec::new();
         for run in 1..=search.probe_runs {
             let mut retry = 0;
@@ -331,7 +330,6 @@ fn refuse_outputs(o: &crate::cli::OutputArgs) -> Result<Option<std::path::PathBu
             o.print_plan,
             "a search is many plans; print one without capacity",
         ),
-
         (
             "--metrics-listen",
             o.metrics_listen.is_some(),
