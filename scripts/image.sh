@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make image`: builds the container image deploy/Containerfile describes, from the release build
-# and the pinned nats-server (both made by `make image` first), and writes it as an OCI archive:
+# and the pinned nats-server (the Makefile's image target makes both first), and writes it as an
+# OCI archive:
 #
 #   target/image/msgbench-VERSION.oci.tar     image msgbench:VERSION (VERSION: `msgbench --version`)
 #
@@ -39,14 +40,15 @@ store=(--root "$root/$storage/root" --runroot "$root/$storage/run" --storage-dri
 
 bash scripts/image-rootfs.sh "$context" "$binary"
 
-# The image's dates are the last commit's, so one commit builds one image (the same digest).
+# The image's dates are the last commit's, not the build's: the same binaries built into an image
+# again give the same digest.
 stamp="$(git log -1 --format=%ct 2>/dev/null || echo 0)"
 buildah "${store[@]}" bud --quiet --layers=false --timestamp "$stamp" \
   --build-arg "VERSION=$version" -f deploy/Containerfile -t "$name" "$context" >/dev/null
 rm -f "$archive"
 buildah "${store[@]}" push --quiet "$name" "oci-archive:$archive:$name"
 
-# Unpacked: the layers as files, i.e. each layer's tar uncompressed (what a runtime extracts).
+# Unpacked: each layer's tar, uncompressed (what a runtime extracts).
 unpacked=0
 for layer in $(tar -xOf "$archive" index.json | jq -r '.manifests[0].digest' |
   sed 's|^sha256:|blobs/sha256/|' | xargs -I{} tar -xOf "$archive" {} | jq -r '.layers[].digest'); do

@@ -74,11 +74,14 @@ image_runner() {
         words=("${words[@]:2}")
       done
       PODMAN_RUN=("${PODMAN[@]}" "${global[@]}" run --rm --network host "${run[@]}")
-      # nproc is counted per user: the limit podman passes on is the caller's, so the caller's
-      # is lowered to it (lowering needs no privilege).
+      # Without CAP_SYS_RESOURCE the runtime can set no limit above its own, and podman runs
+      # with nproc at most 32768 whatever its caller has: the caller's nproc is lowered to the
+      # 4096 the container asks for (lowering needs no privilege), so the two agree.
       if why="$(ulimit -u 4096 && timeout 60 "${PODMAN_RUN[@]}" "localhost/$IMAGE_REF" --version 2>&1)"; then
         RUNNER=podman
-        echo "image run under podman${opts:+ ($opts)}${tried:+; as it comes it failed: $tried}" >>"$NOTES"
+        # From here on for every podman run, as for the probe.
+        ulimit -u 4096
+        echo "image run under podman${opts:+ ($opts)}${tried:+; before that: $tried}" >>"$NOTES"
         return 0
       fi
       tried="${tried:+$tried; }[${opts:-defaults}] $(echo "$why" | tail -n 1)"
@@ -91,10 +94,11 @@ image_runner() {
   echo "image run unpacked under chroot as its user, not under podman: $tried" >>"$NOTES"
 }
 
-# image_run SECONDS [-v HOST_FILE:IMAGE_PATH]... ARGS...: runs the image's entrypoint with ARGS
-# for at most SECONDS, its stdout and stderr to ours. -v puts a file into the container
-# (read-only under podman, a copy in the unpacked root under chroot).
-image_run() {
+# image_cmd SECONDS [-v HOST_FILE:IMAGE_PATH]... ARGS...: sets IMAGE_CMD to the command that runs
+# the image's entrypoint with ARGS for at most SECONDS. -v puts a file into the container
+# (read-only under podman, a copy in the unpacked root under chroot). Run in the background as
+# `"${IMAGE_CMD[@]}" &`, $! is that command's own process, to stop.
+image_cmd() {
   local seconds="$1" mounts=()
   shift
   while [ "${1:-}" = -v ]; do
@@ -106,7 +110,7 @@ image_run() {
     for m in "${mounts[@]}"; do
       vols+=(-v "$m:ro")
     done
-    (ulimit -u 4096 && exec timeout "$seconds" "${PODMAN_RUN[@]}" "${vols[@]}" "localhost/$IMAGE_REF" "$@")
+    IMAGE_CMD=(timeout "$seconds" "${PODMAN_RUN[@]}" "${vols[@]}" "localhost/$IMAGE_REF" "$@")
     return
   fi
   local rootfs="$SCRATCH/bundle/rootfs" config="$SCRATCH/bundle/config.json" m
@@ -123,9 +127,17 @@ image_run() {
   mkdir -p "$rootfs/proc" "$rootfs/dev"
   # A mount namespace of its own: /proc and /dev, which a runtime would provide, vanish with
   # the process, and nothing is mounted on the host. The environment is the image's alone.
-  timeout "$seconds" unshare --mount --propagation private -- sh -c \
-    'r="$1" && shift && mount -t proc proc "$r/proc" && mount --rbind /dev "$r/dev" && exec env -i "$@"' \
-    sh "$rootfs" "${env[@]}" "$(command -v chroot)" --userspec="$uid:$gid" "$rootfs" "${cmd[@]}" "$@"
+  # Each step execs the next, so the process started is the entrypoint's in the end.
+  IMAGE_CMD=(timeout "$seconds" unshare --mount --propagation private -- sh -c
+    'r="$1" && shift && mount -t proc proc "$r/proc" && mount --rbind /dev "$r/dev" && exec env -i "$@"'
+    sh "$rootfs" "${env[@]}" "$(command -v chroot)" --userspec="$uid:$gid" "$rootfs" "${cmd[@]}" "$@")
+}
+
+# image_run SECONDS [-v HOST_FILE:IMAGE_PATH]... ARGS...: image_cmd's command, run; its stdout
+# and stderr are ours.
+image_run() {
+  image_cmd "$@"
+  "${IMAGE_CMD[@]}"
 }
 
 test_image_config_user_certs_and_size() {
@@ -176,9 +188,20 @@ test_image_agent_runs_a_plan_signed_on_the_host() {
   server_pid=""
   agent_pid=""
   # shellcheck disable=SC2317 # called by the trap
+  # SIGTERM (timeout passes it on; podman passes it into the container), then SIGKILL to what
+  # has not ended after 10 s; podman's leftovers go with image_cleanup.
   stop() {
-    [ -z "$agent_pid" ] || kill "$agent_pid" 2>/dev/null || true
-    [ -z "$server_pid" ] || kill "$server_pid" 2>/dev/null || true
+    local pid i
+    for pid in $agent_pid $server_pid; do
+      kill "$pid" 2>/dev/null || true
+    done
+    for pid in $agent_pid $server_pid; do
+      for i in $(seq 100); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+      done
+      kill -KILL "$pid" 2>/dev/null || true
+    done
     wait 2>/dev/null || true
     image_cleanup
   }
@@ -200,9 +223,9 @@ test_image_agent_runs_a_plan_signed_on_the_host() {
   [[ "$key" =~ ^U[A-Z0-9]{55}$ ]] || fail "keygen printed '$key', not a public key"
   echo "$key" >"$SCRATCH/trusted.keys"
 
-  image_run 300 -v "$SCRATCH/trusted.keys:/etc/msgbench/trusted.keys" \
-    agent --control "$url" --name image-agent --trust-file /etc/msgbench/trusted.keys \
-    >"$SCRATCH/agent.log" 2>&1 &
+  image_cmd 300 -v "$SCRATCH/trusted.keys:/etc/msgbench/trusted.keys" \
+    agent --control "$url" --name image-agent --trust-file /etc/msgbench/trusted.keys
+  "${IMAGE_CMD[@]}" >"$SCRATCH/agent.log" 2>&1 &
   agent_pid=$!
   for i in $(seq 300); do
     grep -q 'agent image-agent: listening' "$SCRATCH/agent.log" && break
