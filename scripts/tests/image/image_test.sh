@@ -1,8 +1,8 @@
 # The container image that `make image` writes (target/image/msgbench-VERSION.oci.tar), run as a
 # user would: under podman where a container runs on this machine, else unpacked (umoci) and run
 # under chroot as the image's user, with the image's environment. Each test notes which, and
-# why podman was not used when it was not. Needs root, podman or umoci, and jq; `make test-image`
-# builds the image first and runs these.
+# why podman was not used when it was not. Needs root, umoci and jq (and podman to use it);
+# `make test-image` builds the image first and runs these.
 #
 # podman is tried as it comes, then with the limits of the calling process (its default raises
 # nofile and nproc above them, which a host without CAP_SYS_RESOURCE refuses), then with runc as
