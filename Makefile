@@ -70,6 +70,19 @@ COMPARE_CLIENTS ?= native,go,node,node-old,python,rust,java
 test-scripts: nats-server
 	bash scripts/tests/run.sh
 
+# The container image of deploy/Containerfile, built FROM scratch with buildah (no registry):
+# target/image/msgbench-VERSION.oci.tar, from the release build and the pinned nats-server.
+# Needs root, buildah and jq (scripts/image.sh).
+.PHONY: image test-image
+image: nats-server build
+	bash scripts/image.sh
+
+# Builds the image and runs it: under podman where a container runs, else unpacked under chroot,
+# and says which. Needs root, buildah, umoci and jq, so it is not part of `make test`; CI runs
+# it (.ci/run).
+test-image: image
+	bash scripts/tests/run.sh scripts/tests/image/image_test.sh
+
 test: nats-server lint unit bench-ref test-drivers compare-smoke test-scripts
 
 # Brief fuzzing of the protocol parser (installs cargo-fuzz on first use).

@@ -2,7 +2,9 @@
 //! - every YAML document in deploy/kubernetes/*.yaml is a Kubernetes object (`apiVersion`,
 //!   `kind`, `metadata.name`), and the set holds the agents' Deployment and the coordinator's Job;
 //! - every container that runs `msgbench`, and the systemd unit's `ExecStart`, may use only
-//!   flags that the built binary's `--help` lists for the subcommand it names.
+//!   flags that the built binary's `--help` lists for the subcommand it names;
+//! - the Kubernetes files run the image `make image` builds (`msgbench:VERSION`, the crate's
+//!   version), as the user deploy/Containerfile gives it, and the systemd unit names that image.
 //!
 //! Arguments are read as Kubernetes and systemd pass them: `$(VAR)` from the container's `env`
 //! (`$$` escapes it), systemd's `%` specifiers, `${VAR}` from `Environment=`, quotes and a
@@ -423,6 +425,84 @@ fn every_msgbench_command_in_deploy_uses_only_flags_msgbench_has() {
     );
     for inv in &found {
         problems.extend(check(inv));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The image `make image` builds: scripts/image.sh tags it with the version `msgbench --version`
+/// prints, which is the crate's.
+fn image_name() -> String {
+    format!("msgbench:{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// The user and group deploy/Containerfile's `USER uid:gid` line gives the image.
+fn image_user() -> (i64, i64) {
+    let path = deploy_dir().join("Containerfile");
+    let text =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("deploy/Containerfile: {e}"));
+    let user = text
+        .lines()
+        .find_map(|l| l.strip_prefix("USER "))
+        .expect("deploy/Containerfile has no USER line");
+    let (uid, gid) = user
+        .trim()
+        .split_once(':')
+        .expect("deploy/Containerfile: USER is not uid:gid");
+    let number = |s: &str| -> i64 {
+        s.parse()
+            .unwrap_or_else(|_| panic!("deploy/Containerfile: USER {user}: not numeric"))
+    };
+    (number(uid), number(gid))
+}
+
+#[test]
+fn the_deploy_files_run_the_image_make_image_builds_as_its_user() {
+    let (want, (uid, gid)) = (image_name(), image_user());
+    assert_ne!(uid, 0, "deploy/Containerfile: the image runs as root");
+    let mut problems = Vec::new();
+    let mut containers = 0;
+    for (file, docs) in manifests() {
+        for doc in &docs {
+            let pod = &doc["spec"]["template"]["spec"];
+            let object = format!(
+                "{file}: {}",
+                doc["metadata"]["name"].as_str().unwrap_or("?")
+            );
+            for c in pod["containers"].as_vec().into_iter().flatten() {
+                containers += 1;
+                let image = c["image"].as_str().unwrap_or("");
+                if image != want {
+                    problems.push(format!(
+                        "{object}: image {image:?}, `make image` builds {want:?}"
+                    ));
+                }
+            }
+            let security = &pod["securityContext"];
+            for (key, id) in [("runAsUser", uid), ("runAsGroup", gid)] {
+                if security[key].as_i64() != Some(id) {
+                    problems.push(format!(
+                        "{object}: securityContext.{key} is {:?}, the image's is {id}",
+                        security[key]
+                    ));
+                }
+            }
+        }
+    }
+    // The agents and the coordinator: fewer means the files changed shape and the check above
+    // would pass on nothing.
+    assert!(
+        containers >= 2,
+        "deploy/kubernetes: {containers} containers found, expected 2 or more"
+    );
+    let unit = "deploy/systemd/msgbench-agent.service";
+    let text = std::fs::read_to_string(deploy_dir().join("systemd/msgbench-agent.service"))
+        .unwrap_or_else(|e| panic!("{unit}: {e}"));
+    // A whole word: msgbench:0.1.0 must not pass as msgbench:0.1.01.
+    let named = text
+        .split(|c: char| c.is_whitespace() || "(),`'\"".contains(c))
+        .any(|word| word == want);
+    if !named {
+        problems.push(format!("{unit}: does not name the image {want}"));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

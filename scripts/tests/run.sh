@@ -2,7 +2,9 @@
 # Runs the scripts' own tests: every `test_*` function in scripts/tests/*_test.sh, each in its
 # own subshell with a fresh scratch directory ($SCRATCH), from the repository's root. Prints one
 # `ok` or `FAIL` line per test (a failure with the test's output), then
-# `script tests: N passed, M failed`. Exits 1 when a test failed or none ran.
+# `script tests: N passed, M failed`. Exits 1 when a test failed or none ran. Lines a test
+# appends to the file $NOTES are printed under its line even when it passes (how it ran, where
+# that depends on the machine). Tests that need root live in subfolders and run only when named.
 #
 #   bash scripts/tests/run.sh [FILE_test.sh ...]
 set -uo pipefail
@@ -29,9 +31,10 @@ for file in "${files[@]}"; do
   for t in $tests; do
     scratch="$(mktemp -d)"
     log="$scratch.log"
+    notes="$scratch.notes"
     if (
       set -euo pipefail
-      export SCRATCH="$scratch" ROOT="$root"
+      export SCRATCH="$scratch" ROOT="$root" NOTES="$notes"
       source "$here/lib.sh"
       source "$file"
       "$t"
@@ -43,7 +46,10 @@ for file in "${files[@]}"; do
       sed 's/^/    /' "$log"
       failed=$((failed + 1))
     fi
-    rm -rf "$scratch" "$log"
+    if [ -s "$notes" ]; then
+      sed 's/^/     /' "$notes"
+    fi
+    rm -rf "$scratch" "$log" "$notes"
   done
 done
 
