@@ -42,7 +42,7 @@ install:
 # The binary is built with the `dist` profile (fat LTO: minutes) and MSGBENCH_RELEASE_ARCHIVE=1,
 # which leaves out the lookup of this checkout's .tools/bin: the archive's msgbench uses the
 # nats-server bundled beside it. DIST_PROFILE=release makes a quicker archive for trying the
-# packaging itself.
+# packaging itself (it rebuilds target/release with that setting; `make build` builds it back).
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' msgbench/Cargo.toml)
 DIST_PROFILE ?= dist
 DIST_DIR ?= $(TARGET_DIR)/archive
