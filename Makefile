@@ -9,7 +9,7 @@ SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 
 .PHONY: run test build nats-server lint unit bench-ref drivers test-drivers compare-smoke \
-	test-scripts fuzz bench
+	test-scripts fuzz bench install dist package
 
 # Installs msgbench itself (into cargo's bin folder, ~/.cargo/bin unless CARGO_HOME says
 # otherwise), so the README's examples can be typed as shown; the binary finds the server in
@@ -23,6 +23,40 @@ run: nats-server
 
 build:
 	$(CARGO) build --release --locked
+
+# `make install`: msgbench (the release build), its completions for bash, zsh, fish and
+# PowerShell, and its man pages, under $(DESTDIR)$(PREFIX) (layout: scripts/install-tree.sh).
+# PREFIX is ~/.local, not /usr/local: like `make run`, it installs for the user who types it,
+# with no root; ~/.local/bin is on PATH on most systems, and bash-completion, fish and man look
+# under ~/.local/share by themselves (zsh needs one fpath line: see docs/install.md).
+# `sudo make install PREFIX=/usr/local` installs for everyone; DESTDIR stages it for a package.
+PREFIX ?= $(HOME)/.local
+DESTDIR ?=
+TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
+
+install:
+	$(CARGO) build --release --locked
+	bash scripts/install-tree.sh $(TARGET_DIR)/release/msgbench "$(DESTDIR)$(PREFIX)"
+
+# `make dist`: the release archive and its checksum in $(DIST_DIR) (contents: scripts/dist.sh).
+# The binary is built with the `dist` profile (fat LTO: minutes) and MSGBENCH_RELEASE_ARCHIVE=1,
+# which leaves out the lookup of this checkout's .tools/bin: the archive's msgbench uses the
+# nats-server bundled beside it. DIST_PROFILE=release makes a quicker archive for trying the
+# packaging itself (it rebuilds target/release with that setting; `make build` builds it back).
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' msgbench/Cargo.toml)
+DIST_PROFILE ?= dist
+DIST_DIR ?= $(TARGET_DIR)/archive
+DIST_ARCHIVE := $(DIST_DIR)/msgbench-$(VERSION)-$(shell uname -m)-linux.tar.gz
+DIST_BIN := $(TARGET_DIR)/$(if $(filter dev,$(DIST_PROFILE)),debug,$(DIST_PROFILE))/msgbench
+
+dist: nats-server
+	MSGBENCH_RELEASE_ARCHIVE=1 $(CARGO) build --profile $(DIST_PROFILE) --locked
+	bash scripts/dist.sh $(DIST_BIN) $(DIST_ARCHIVE)
+
+# The crate as crates.io would get it, built from the packaged files alone (so `cargo install`
+# of it works). --allow-dirty: a developer's uncommitted edits are packaged, not refused.
+package:
+	$(CARGO) package -p msgbench --locked --allow-dirty
 
 nats-server:
 	@bash scripts/install-nats-server.sh
@@ -66,9 +100,10 @@ compare-smoke: nats-server drivers
 
 COMPARE_CLIENTS ?= native,go,node,node-old,python,rust,java
 
-# The scripts' own tests (scripts/tests/): the CI switches, the installer's version check.
-test-scripts: nats-server
-	bash scripts/tests/run.sh
+# The scripts' own tests (scripts/tests/): the CI switches, the installer's version check, the
+# release archive unpacked and run (so this builds it: `make dist`, once; later runs reuse it).
+test-scripts: nats-server dist
+	MSGBENCH_DIST_ARCHIVE=$(DIST_ARCHIVE) bash scripts/tests/run.sh
 
 # The container image of deploy/Containerfile, built FROM scratch with buildah (no registry):
 # target/image/msgbench-VERSION.oci.tar, from the release build and the pinned nats-server.
@@ -83,7 +118,7 @@ image: nats-server build
 test-image: image
 	bash scripts/tests/run.sh scripts/tests/image/image_test.sh
 
-test: nats-server lint unit bench-ref test-drivers compare-smoke test-scripts
+test: nats-server lint unit package bench-ref test-drivers compare-smoke test-scripts
 
 # Brief fuzzing of the protocol parser (installs cargo-fuzz on first use).
 fuzz:

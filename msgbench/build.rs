@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../proto");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("proto");
     let file = "msgbench/log/v1/log.proto";
     println!("cargo:rerun-if-changed={}", root.join(file).display());
     let fds = protox::compile([file], [&root])?;

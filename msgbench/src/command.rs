@@ -11,7 +11,10 @@ use std::path::PathBuf;
 use clap::error::ErrorKind;
 use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 
-use crate::cli::{AgentArgs, CalibrateArgs, DemoArgs, DiffArgs, ReportArgs, RunArgs, SearchArgs};
+use crate::cli::{
+    AgentArgs, CalibrateArgs, CompletionsArgs, DemoArgs, DiffArgs, ManArgs, ReportArgs, RunArgs,
+    SearchArgs,
+};
 use crate::plan::Plan;
 use crate::scenario::registry::{self, Entry, GROUPS};
 
@@ -59,6 +62,12 @@ pub enum Command {
     /// the signed plans a coordinator (any scenario with --agents) gives it, and reports back.
     /// `agent keygen` makes the coordinator's signing key.
     Agent(AgentArgs),
+    /// Print the completion script for bash, zsh, fish, powershell or elvish (`make install`
+    /// puts them where each shell looks).
+    Completions(CompletionsArgs),
+    /// Print the man page (roff; `msgbench man | man -l -` reads it), or write every page
+    /// with --dir.
+    Man(ManArgs),
 }
 
 /// A scenario's run, or one of its helper subcommands (`grpc serve`).

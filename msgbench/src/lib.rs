@@ -218,8 +218,30 @@ fn run_tool(command: Command, stop: &AtomicBool) -> Result<u8> {
             check_files(&[("--json", a.json.as_ref())])?;
             report::diff::run(&a)
         }
+        Command::Completions(a) => Ok(print(&cli::completions(a.shell))),
+        Command::Man(a) => {
+            if let Some(dir) = &a.dir {
+                cli::man_pages(dir).map_err(|source| error::Error::Io {
+                    context: format!("writing the man pages into '{}'", dir.display()),
+                    source,
+                })?;
+                return Ok(exit::OK);
+            }
+            let page = cli::man_page().map_err(|source| error::Error::Io {
+                context: "rendering the man page".into(),
+                source,
+            })?;
+            Ok(print(&page))
+        }
         Command::Run(_) | Command::Scenario(_) => unreachable!("every scenario run is a plan"),
     }
+}
+
+/// Generated text on stdout. A reader that closed the pipe early (`| head`) took what it
+/// wanted: not an error.
+fn print(text: &[u8]) -> u8 {
+    let _ = std::io::Write::write_all(&mut std::io::stdout(), text);
+    exit::OK
 }
 
 /// `--print-plan`: the plan on stdout, and nothing run. Output flags would have nothing to

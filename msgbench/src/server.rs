@@ -232,29 +232,35 @@ fn find_in(dirs: &[PathBuf]) -> Result<PathBuf> {
 }
 
 /// Where a `nats-server` is looked for, in order, without duplicates:
+/// - the folder of the msgbench executable itself: a release archive's `bin/` bundles the
+///   pinned server beside msgbench, and that one is the server this msgbench was shipped with,
+///   whatever else PATH holds;
 /// - `PATH`;
 /// - `.tools/bin` of the checkout this binary was built from, where `make run` and `make test`
 ///   install the pinned server, so a msgbench built or installed from a checkout finds it with
-///   no PATH line;
+///   no PATH line. Left out of a release build (`make dist` builds with
+///   `MSGBENCH_RELEASE_ARCHIVE=1`): that path names a folder of the machine it was built on;
 /// - `.tools/bin` under the current directory (a binary copied elsewhere, run from a checkout);
-/// - the folder of the msgbench executable itself;
 /// - Go's install folders: `$GOBIN`, `$GOPATH/bin`, `~/go/bin` (`go install` puts binaries
 ///   there, often not on PATH).
 pub fn search_dirs() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect())
-        .unwrap_or_default();
-    // The crate lives one level below the checkout's root.
-    let checkout = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    dirs.push(checkout.join(".tools").join("bin"));
-    if let Ok(cwd) = std::env::current_dir() {
-        dirs.push(cwd.join(".tools").join("bin"));
-    }
+    let mut dirs: Vec<PathBuf> = Vec::new();
     if let Some(dir) = std::env::current_exe()
         .ok()
         .and_then(|e| e.parent().map(Path::to_path_buf))
     {
         dirs.push(dir);
+    }
+    if let Some(p) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&p));
+    }
+    if option_env!("MSGBENCH_RELEASE_ARCHIVE").is_none() {
+        // The crate lives one level below the checkout's root.
+        let checkout = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        dirs.push(checkout.join(".tools").join("bin"));
+    }
+    if let Ok(cwd) = std::env::current_dir() {
+        dirs.push(cwd.join(".tools").join("bin"));
     }
     if let Some(d) = std::env::var_os("GOBIN") {
         dirs.push(PathBuf::from(d));

@@ -11,7 +11,11 @@
 //! - a flag named on its own in an inline code span (`--busy-poll`) must exist on some command;
 //! - every relative link between the pages points at a file that exists, and a `#heading` in it
 //!   at a heading that exists;
-//! - no page names an investigation by its report number: the docs describe them in user terms.
+//! - no page names an investigation by its report number: the docs describe them in user terms;
+//! - every `msgbench …` command in the CI examples (examples/ci/*.yml) must name real flags and
+//!   parse as typed, as a code block's do. The files are read with a YAML parser, and only the
+//!   shell scripts of their jobs (`run:` in GitHub Actions; `script:`, `before_script:` and
+//!   `after_script:` in GitLab CI) are read, each as a code block without prompts.
 //!
 //! A failure names the file, the line and the flag, link or clap's message. The checker is also fed made-up
 //! pages, so a test proves it reports what it should and accepts what it should.
@@ -683,6 +687,70 @@ fn read_pages(root: &Path) -> Vec<(PathBuf, Page)> {
         .collect()
 }
 
+/// examples/ci/*.yml, sorted. A missing folder or one without a job file is a failure.
+fn ci_files(root: &Path) -> Vec<PathBuf> {
+    let dir = root.join("examples").join("ci");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+        .map(|entry| entry.expect("a readable examples/ci entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yml" || x == "yaml"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "examples/ci holds no .yml file");
+    files
+}
+
+/// The keys whose values are shell scripts, in GitHub Actions and GitLab CI.
+const SCRIPT_KEYS: &[&str] = &["run", "script", "before_script", "after_script"];
+
+/// Every shell script of a CI file's jobs, as the runner hands it to the shell: a string, or
+/// each item of a list.
+fn ci_scripts(doc: &yaml_rust2::Yaml, out: &mut Vec<String>) {
+    use yaml_rust2::Yaml;
+    match doc {
+        Yaml::Hash(map) => {
+            for (key, value) in map {
+                let is_script = key.as_str().is_some_and(|k| SCRIPT_KEYS.contains(&k));
+                match value {
+                    Yaml::String(text) if is_script => out.push(text.clone()),
+                    Yaml::Array(items) if is_script => {
+                        out.extend(items.iter().filter_map(|i| i.as_str().map(str::to_string)))
+                    }
+                    other => ci_scripts(other, out),
+                }
+            }
+        }
+        Yaml::Array(items) => items.iter().for_each(|i| ci_scripts(i, out)),
+        _ => {}
+    }
+}
+
+/// A CI file read as a page: its scripts are its code blocks. A script line is reported at
+/// the first line of the file, at or after the previous one, that holds it.
+fn read_ci(text: &str) -> Page {
+    let docs =
+        yaml_rust2::YamlLoader::load_from_str(text).unwrap_or_else(|e| panic!("not YAML: {e}"));
+    let mut scripts = Vec::new();
+    docs.iter().for_each(|d| ci_scripts(d, &mut scripts));
+    let raw: Vec<&str> = text.lines().collect();
+    let mut page = Page::default();
+    let mut at = 0;
+    for script in &scripts {
+        let lines: Vec<(usize, &str)> = script
+            .lines()
+            .map(|line| {
+                let needle = line.trim();
+                if let Some(k) = raw[at..].iter().position(|r| r.contains(needle)) {
+                    at += k;
+                }
+                (at + 1, line)
+            })
+            .collect();
+        page.add_block(&lines);
+    }
+    page
+}
+
 fn anchors_from_disk(path: &Path) -> Option<BTreeSet<String>> {
     std::fs::read_to_string(path)
         .ok()
@@ -744,6 +812,31 @@ fn every_command_in_a_code_block_parses_as_typed() {
 }
 
 #[test]
+fn every_msgbench_command_of_the_ci_examples_exists_and_parses_as_typed() {
+    let root = repo_root();
+    let tree = command_tree();
+    let mut problems = Vec::new();
+    for file in ci_files(&root) {
+        let name = display_name(&root, &file);
+        let text = std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+        let page = read_ci(&text);
+        assert!(
+            !page.typed.is_empty(),
+            "{name} runs no msgbench command: the reading rules or the file changed"
+        );
+        problems.extend(check_flags(&tree, &name, &page));
+        problems.extend(check_typed(&name, &page));
+    }
+    assert!(
+        problems.is_empty(),
+        "{} problem(s) in the CI examples:\n{}",
+        problems.len(),
+        report(&problems)
+    );
+}
+
+#[test]
 fn every_relative_link_between_the_pages_resolves() {
     let root = repo_root();
     let pages = read_pages(&root);
@@ -785,6 +878,52 @@ fn no_page_names_an_investigation_by_its_report_number() {
 
 fn flag_problems(text: &str) -> Vec<Problem> {
     check_flags(&command_tree(), "made-up.md", &read_page(text))
+}
+
+#[test]
+fn a_ci_script_is_read_from_both_kinds_of_job_and_checked() {
+    let text = concat!(
+        "name: msgbench gate\n",
+        "jobs:\n",
+        "  gate:\n",
+        "    steps:\n",
+        "      - name: msgbench pub is not a script\n",
+        "        run: msgbench pub --msgs 10k --no-such-flag 1\n",
+        "      - run: |\n",
+        "          if true; then\n",
+        "            msgbench diff a.json b.json --fail-on-regression 5%\n",
+        "          fi\n",
+        "gitlab:\n",
+        "  script:\n",
+        "    - msgbench request --runs\n",
+        "    - echo msgbench pub --nope\n",
+    );
+    let page = read_ci(text);
+    let commands: Vec<(usize, &str)> = page
+        .typed
+        .iter()
+        .map(|t| (t.command.line, t.command.text.as_str()))
+        .collect();
+    assert_eq!(
+        commands,
+        [
+            (6, "msgbench pub --msgs 10k --no-such-flag 1"),
+            (9, "msgbench diff a.json b.json --fail-on-regression 5%"),
+            (13, "msgbench request --runs"),
+        ]
+    );
+    let flags = check_flags(&command_tree(), "ci.yml", &page);
+    assert_eq!(flags.len(), 1, "{flags:?}");
+    assert_eq!(flags[0].line, 6);
+    assert!(
+        flags[0].what.contains("`--no-such-flag`"),
+        "{}",
+        flags[0].what
+    );
+    let typed = check_typed("ci.yml", &page);
+    assert_eq!(typed.len(), 2, "{typed:?}");
+    assert_eq!((typed[0].line, typed[1].line), (6, 13));
+    assert!(typed[1].what.contains("--runs"), "{}", typed[1].what);
 }
 
 #[test]

@@ -557,6 +557,7 @@ mod tests {
                 why: None,
                 latency: true,
             }],
+            agents: None,
         }
     }
 

@@ -18,11 +18,13 @@ mod agent;
 mod capacity;
 mod modes;
 mod pace;
+mod shell;
 
 pub use agent::{AgentAction, AgentArgs, KeygenArgs};
 pub use capacity::SearchArgs;
 pub use modes::{BusyPoll, Discard, JsPubMode, KeyOrder, Publish, Storage, Subscribe, Switch};
 pub use pace::{PaceArgs, PaceShape};
+pub use shell::{completions, man_page, man_pages, CompletionsArgs, ManArgs};
 
 use crate::values::{parse_count, parse_duration, parse_size};
 
@@ -123,7 +125,8 @@ pub struct ConnArgs {
         hide_env_values = true
     )]
     pub server: Option<String>,
-    /// The nats-server binary to start when no server is given (default: found on PATH).
+    /// The nats-server binary to start when no server is given (default: the one beside
+    /// msgbench, else the first on PATH; the README lists where else it looks).
     #[arg(
         long,
         env = "MSGBENCH_NATS_SERVER",
