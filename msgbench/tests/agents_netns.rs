@@ -27,14 +27,20 @@ fn ip(args: &[&str]) {
 /// Two namespaces and their links; removed (with every process in them stopped first) on drop.
 struct Hosts {
     names: Vec<String>,
+    /// This side's ends of the veth pairs.
+    links: Vec<String>,
     procs: Vec<Child>,
 }
 
 impl Hosts {
     fn create() -> Hosts {
-        let tag = std::process::id() % 100_000;
+        // Names of this process and this call: a link of an earlier test may still be going.
+        static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tag = (std::process::id() % 10_000) * 10 + call % 10;
         let mut h = Hosts {
             names: Vec::new(),
+            links: Vec::new(),
             procs: Vec::new(),
         };
         for k in 1..=2u32 {
@@ -45,6 +51,7 @@ impl Hosts {
             ip(&[
                 "link", "add", &outer, "type", "veth", "peer", "name", &inner,
             ]);
+            h.links.push(outer.clone());
             ip(&["link", "set", &inner, "netns", &ns]);
             ip(&["addr", "add", &format!("10.249.{k}.1/30"), "dev", &outer]);
             ip(&["link", "set", &outer, "up"]);
@@ -98,8 +105,12 @@ impl Drop for Hosts {
             let _ = p.kill();
             let _ = p.wait();
         }
+        // This side's end first: deleting it removes the pair at once, where a deleted
+        // namespace takes its links down in the background, addresses and all.
+        for link in &self.links {
+            let _ = Command::new("ip").args(["link", "delete", link]).status();
+        }
         for ns in &self.names {
-            // Deleting the namespace removes the veth pair with it.
             let _ = Command::new("ip").args(["netns", "delete", ns]).status();
         }
     }
