@@ -240,6 +240,6 @@ pub struct Compared {
 pub(crate) fn not_on_agents(name: &str) -> Error {
     Error::Usage(format!(
         "--agents: `{name}` does not run on agents yet (pub, sub, pubsub, latency, request, \
-         reply, js pub, js consume and kv put do)"
+         reply, js pub, js consume, kv put and conns do)"
     ))
 }

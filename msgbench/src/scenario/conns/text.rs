@@ -116,15 +116,20 @@ fn conns(o: &mut String, c: &ConnsReport) {
             format!("{} MiB", fixed(b as f64 / 1048576.0, 1))
         })
     };
-    let _ = writeln!(
-        o,
-        "Memory: msgbench {} a connection ({} → {} RSS, peak {}; buffers {} at the end)",
-        kib(m.per_connection_bytes),
-        mib(m.rss_before_bytes),
-        mib(m.rss_connected_bytes),
-        mib(m.peak_rss_bytes),
-        mib(Some(m.buffers_end_bytes)),
-    );
+    if m.buffers_end_bytes.is_none() {
+        // Merged over agents: memory is per host, and a sum or an average of hosts' is neither.
+        let _ = writeln!(o, "Memory: — (per host: in each agent's own result)");
+    } else {
+        let _ = writeln!(
+            o,
+            "Memory: msgbench {} a connection ({} → {} RSS, peak {}; buffers {} at the end)",
+            kib(m.per_connection_bytes),
+            mib(m.rss_before_bytes),
+            mib(m.rss_connected_bytes),
+            mib(m.peak_rss_bytes),
+            mib(m.buffers_end_bytes),
+        );
+    }
     if let Some(src) = &m.server_source {
         let _ = writeln!(
             o,
