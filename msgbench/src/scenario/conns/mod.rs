@@ -93,8 +93,9 @@ impl super::Runnable for ConnsOptions {
     fn timeout(&self) -> std::time::Duration {
         self.timeout
     }
+    /// Not the hold alone: the connections open before it, at --connect-rate.
     fn duration(&self) -> Option<std::time::Duration> {
-        Some(self.hold)
+        Some(run::longest(self))
     }
     /// Its load is connections: connect times, connections opened and failed, the checks
     /// missed, the herd's way back, and errors.

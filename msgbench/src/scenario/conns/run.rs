@@ -355,11 +355,7 @@ fn open(su: &Setup<'_>, fleet: &Fleet<'_>, stop: &AtomicBool) {
             }
         ),
     );
-    let bound = opts.timeout
-        + opts.conn.dial.connect_timeout * 2
-        + block
-            .connect_rate
-            .map_or(Duration::ZERO, |r| Duration::from_secs_f64(n as f64 / r));
+    let bound = opening_bound(opts);
     let mut last_said = Instant::now();
     fleet.wait(bound, stop, |b| {
         show(&su.gauge, b);
@@ -372,6 +368,24 @@ fn open(su: &Setup<'_>, fleet: &Fleet<'_>, stop: &AtomicBool) {
         }
         b.settled_count() >= n
     });
+}
+
+/// How long the connections may take to open: every attempt has --connect-timeout, retries
+/// end after --timeout, and a --connect-rate spreads them out. An agent's block takes as long
+/// as the whole run's (its share of the rate, for its share of the connections).
+fn opening_bound(opts: &ConnsOptions) -> Duration {
+    opts.timeout
+        + opts.conn.dial.connect_timeout * 2
+        + opts.connect_rate.map_or(Duration::ZERO, |r| {
+            Duration::from_secs_f64(f64::from(opts.clients) / r)
+        })
+}
+
+/// The longest a run takes from its start: the opening, the hold and the drain of the last
+/// checks. A coordinator counts an agent still at it well after this as hung, so it must cover
+/// a slow storm (10,000 connections at 100/s open for 100 s before the hold begins).
+pub(super) fn longest(opts: &ConnsOptions) -> Duration {
+    opening_bound(opts) + opts.hold + DRAIN
 }
 
 /// The connections' counts where the live figures read them. Stored only while they open and
