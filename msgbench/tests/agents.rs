@@ -1029,6 +1029,47 @@ fn a_connection_storm_on_two_agents_merges_into_one_conns_section_with_every_che
 }
 
 #[test]
+fn a_slow_storm_on_agents_is_not_taken_for_a_hung_agent() {
+    // 40 connections at 4/s open over about 10 s, before the 1 s hold: far past the hold plus
+    // the coordinator's slack for a silent agent (twice --timeout), which a run's length of
+    // the hold alone would leave it.
+    let server = TestServer::start();
+    let _a = Agent::start(&server.url, "w1", &[], &[]);
+    let _b = Agent::start(&server.url, "w2", &[], &[]);
+    let (out, doc, _d) = coordinate(&[
+        "conns",
+        "--clients",
+        "40",
+        "--connect-rate",
+        "4",
+        "--timeout",
+        "2s",
+        "--hold",
+        "1s",
+        "--server",
+        &server.url,
+        "--agents",
+        "2",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let c = &doc["conns"];
+    assert_eq!(
+        (u(&c["connected"]), u(&c["never_connected"])),
+        (40, 0),
+        "{c}"
+    );
+    assert_eq!(
+        c["connect_rate_target"].as_f64(),
+        Some(4.0),
+        "the whole run's rate"
+    );
+    for a in doc["agents"]["agents"].as_array().unwrap() {
+        let r = &a["result"]["conns"]["connect_rate_target"];
+        assert_eq!(r.as_f64(), Some(2.0), "each agent its share: {r}");
+    }
+}
+
+#[test]
 fn an_agent_that_fails_stops_the_others_and_the_run_exits_9() {
     let server = TestServer::start();
     let _a = Agent::start(&server.url, "e1", &[], &[]);
