@@ -1030,9 +1030,9 @@ fn a_connection_storm_on_two_agents_merges_into_one_conns_section_with_every_che
 
 #[test]
 fn a_slow_storm_on_agents_is_not_taken_for_a_hung_agent() {
-    // 40 connections at 4/s open over about 10 s, before the 1 s hold: far past the hold plus
-    // the coordinator's slack for a silent agent (twice --timeout), which a run's length of
-    // the hold alone would leave it.
+    // 40 connections at 4/s open over about 10 s (paced: never sooner), before the 1 s hold:
+    // past the hold plus the coordinator's slack for a silent agent (twice --timeout, 6 s),
+    // which a run's length of the hold alone would leave it.
     let server = TestServer::start();
     let _a = Agent::start(&server.url, "w1", &[], &[]);
     let _b = Agent::start(&server.url, "w2", &[], &[]);
@@ -1043,7 +1043,7 @@ fn a_slow_storm_on_agents_is_not_taken_for_a_hung_agent() {
         "--connect-rate",
         "4",
         "--timeout",
-        "2s",
+        "3s",
         "--hold",
         "1s",
         "--server",
