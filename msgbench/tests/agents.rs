@@ -1103,6 +1103,158 @@ fn a_reply_service_on_two_agents_answers_a_requester_from_both() {
 }
 
 #[test]
+fn a_connection_storm_on_two_agents_merges_into_one_conns_section_with_every_check_received() {
+    let server = TestServer::start();
+    // Shared-subject checks cannot be counted across agents: refused before any agent is
+    // sought, in one line.
+    let out = bin()
+        .args([
+            "conns",
+            "--subscribe",
+            "shared",
+            "--server",
+            &server.url,
+            "--agents",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(e.contains("--subscribe shared"), "{e}");
+
+    let _a = Agent::start(&server.url, "c1", &[], &[]);
+    let _b = Agent::start(&server.url, "c2", &[], &[]);
+    let (out, doc, _d) = coordinate(&[
+        "conns",
+        "--clients",
+        "400",
+        "--subscribe",
+        "own",
+        "--hold",
+        "2s",
+        "--server",
+        &server.url,
+        "--agents",
+        "2",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let c = &doc["conns"];
+    assert_eq!(u(&c["clients"]), 400, "{c}");
+    assert_eq!(u(&c["connected"]), 400, "{c}");
+    assert_eq!(u(&c["never_connected"]), 0, "{c}");
+    assert_eq!(u(&c["up_at_end"]), 400, "{c}");
+    assert_eq!(c["failures"], serde_json::json!({}), "{c}");
+    assert!(c["connects_per_sec"].as_f64().unwrap() > 0.0, "{c}");
+    // Memory is per host: null merged, each agent's in its own document.
+    assert!(c["memory"]["rss_connected_bytes"].is_null(), "{c}");
+    assert!(c["memory"]["buffers_end_bytes"].is_null(), "{c}");
+    assert!(
+        c["share"].is_null(),
+        "the merged section is no agent's share"
+    );
+
+    let agents = doc["agents"]["agents"].as_array().unwrap();
+    assert_eq!(agents.len(), 2);
+    let parts: Vec<&serde_json::Value> = agents.iter().map(|a| &a["result"]["conns"]).collect();
+    for p in &parts {
+        assert_eq!((u(&p["clients"]), u(&p["connected"])), (200, 200), "{p}");
+        assert!(p["memory"]["buffers_end_bytes"].is_u64(), "{p}");
+        assert!(p["share"]["hdr"]["total"].is_string(), "{p}");
+    }
+    // Every connection got every check sent to its subject: each agent's checker sent to its
+    // own block, by global id.
+    let k = &c["checks"];
+    assert!(
+        u(&k["published"]) >= 400,
+        "a round to every connection at least: {k}"
+    );
+    assert_eq!(u(&k["expected"]), u(&k["published"]), "{k}");
+    assert_eq!(u(&k["received"]), u(&k["expected"]), "{k}");
+    assert_eq!(
+        (u(&k["missed"]), u(&k["connections_missing"])),
+        (0, 0),
+        "{k}"
+    );
+    let sum = |f: &str| parts.iter().map(|p| u(&p["checks"][f])).sum::<u64>();
+    assert_eq!(u(&k["published"]), sum("published"));
+    assert_eq!(u(&k["received"]), sum("received"));
+
+    // The whole first connect: the count adds up, the maximum is the larger of the agents',
+    // and each percentile lies between the agents' (within the histogram's 3 digits).
+    for phase in ["tcp", "handshake", "subscribe", "total"] {
+        let m = &c["connect_latency"][phase];
+        let of = |f: &str| -> Vec<f64> {
+            parts
+                .iter()
+                .map(|p| p["connect_latency"][phase][f].as_f64().unwrap())
+                .collect()
+        };
+        assert_eq!(u(&m["count"]), 400, "{phase}: {m}");
+        assert_eq!(of("count").iter().sum::<f64>(), 400.0, "{phase}");
+        let max = of("max_us").into_iter().fold(0.0, f64::max);
+        assert_eq!(m["max_us"].as_f64().unwrap(), max, "{phase}: {m}");
+        for q in ["p50_us", "p90_us", "p99_us"] {
+            let (v, each) = (m[q].as_f64().unwrap(), of(q));
+            let lo = each.iter().copied().fold(f64::MAX, f64::min);
+            let hi = each.iter().copied().fold(0.0, f64::max);
+            assert!(
+                v >= lo * 0.99 && v <= hi * 1.01 + 1.0 && v <= max,
+                "{phase} {q}: {v} not within the agents' {each:?}"
+            );
+        }
+    }
+    assert!(c["connect_latency"]["tls"].is_null());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Connections: 400 of 400 up"), "{text}");
+    assert!(text.contains("Agents: c1 (0 pub, 200 sub"), "{text}");
+    let errs = support::schema_errors(&doc);
+    assert!(errs.is_empty(), "{errs:?}");
+}
+
+#[test]
+fn a_slow_storm_on_agents_is_not_taken_for_a_hung_agent() {
+    // 40 connections at 4/s open over about 10 s (paced: never sooner), before the 1 s hold:
+    // past the hold plus the coordinator's slack for a silent agent (twice --timeout, 6 s),
+    // which a run's length of the hold alone would leave it.
+    let server = TestServer::start();
+    let _a = Agent::start(&server.url, "w1", &[], &[]);
+    let _b = Agent::start(&server.url, "w2", &[], &[]);
+    let (out, doc, _d) = coordinate(&[
+        "conns",
+        "--clients",
+        "40",
+        "--connect-rate",
+        "4",
+        "--timeout",
+        "3s",
+        "--hold",
+        "1s",
+        "--server",
+        &server.url,
+        "--agents",
+        "2",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let c = &doc["conns"];
+    assert_eq!(
+        (u(&c["connected"]), u(&c["never_connected"])),
+        (40, 0),
+        "{c}"
+    );
+    assert_eq!(
+        c["connect_rate_target"].as_f64(),
+        Some(4.0),
+        "the whole run's rate"
+    );
+    for a in doc["agents"]["agents"].as_array().unwrap() {
+        let r = &a["result"]["conns"]["connect_rate_target"];
+        assert_eq!(r.as_f64(), Some(2.0), "each agent its share: {r}");
+    }
+}
+
+#[test]
 fn an_agent_that_fails_stops_the_others_and_the_run_exits_9() {
     let server = TestServer::start();
     let _a = Agent::start(&server.url, "e1", &[], &[]);

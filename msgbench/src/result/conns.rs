@@ -36,10 +36,37 @@ pub struct ConnsReport {
     pub memory: Memory,
     /// The reconnect herd after `--fault restart`; null without a fault.
     pub herd: Option<Herd>,
+    /// On an agent: what the coordinator merges the run's section from. Absent elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub share: Option<ConnsShare>,
+}
+
+/// An agent's part of a `conns` run on agents, besides its own figures: what merges exactly
+/// where its percentiles do not.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct ConnsShare {
+    /// From the common start to this agent's first connect attempt, and to its last
+    /// connection up: the merged span runs from the earliest of the one to the latest of the
+    /// other. Null when none came up.
+    pub first_attempt_ms: Option<f64>,
+    pub last_up_ms: Option<f64>,
+    /// Each connect phase's histogram (nanoseconds), encoded as the latency sections' `hdr`;
+    /// null where the phase has no samples.
+    pub hdr: PhaseHdrs,
+}
+
+/// One encoded histogram per connect phase.
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
+pub struct PhaseHdrs {
+    pub tcp: Option<String>,
+    pub tls: Option<String>,
+    pub handshake: Option<String>,
+    pub subscribe: Option<String>,
+    pub total: Option<String>,
 }
 
 /// PhaseTimes of one connect phase, in microseconds (nearest rank over every connection).
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, serde::Deserialize)]
 pub struct PhaseTimes {
     pub count: u64,
     pub p50_us: f64,
@@ -69,9 +96,41 @@ impl PhaseTimes {
             max_us: at(1.0),
         })
     }
+
+    /// The samples as a histogram in nanoseconds, encoded as a latency section's `hdr`: what
+    /// an agent ships so that the coordinator can add phases up. `None` for no samples.
+    pub fn hdr_of(samples: &[Duration]) -> Option<String> {
+        if samples.is_empty() {
+            return None;
+        }
+        let mut h = crate::stats::latency::new_histogram();
+        for d in samples {
+            h.saturating_record((d.as_nanos() as u64).max(1));
+        }
+        Some(crate::stats::hdr::encode_base64(&h))
+    }
+
+    /// The phase over several hosts: percentiles from the sum of their histograms `h` (each
+    /// within the histogram's 3 significant digits of the exact nearest rank), the count from
+    /// it, and the maximum the exact largest of the hosts' (`max_us`), which no percentile
+    /// exceeds.
+    pub fn merged(h: &hdrhistogram::Histogram<u64>, max_us: f64) -> Option<Self> {
+        if h.is_empty() {
+            return None;
+        }
+        let at = |q: f64| (h.value_at_quantile(q) as f64 / 1e3).min(max_us);
+        Some(Self {
+            count: h.len(),
+            p50_us: at(0.5),
+            p90_us: at(0.9),
+            p99_us: at(0.99),
+            p999_us: at(0.999),
+            max_us,
+        })
+    }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct ConnectLatency {
     /// TCP connect.
     pub tcp: Option<PhaseTimes>,
@@ -85,14 +144,14 @@ pub struct ConnectLatency {
     pub total: Option<PhaseTimes>,
 }
 
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, serde::Deserialize)]
 pub struct Keepalives {
     /// PINGs msgbench sent after a quiet `--ping-interval`.
     pub sent: u64,
     pub answered: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Checks {
     pub every_ms: f64,
     /// Messages the light publisher sent.
@@ -119,9 +178,10 @@ pub struct Memory {
     pub peak_rss_bytes: Option<u64>,
     /// (connected − before) / connections up.
     pub per_connection_bytes: Option<f64>,
-    /// The connections' read and write buffers: at their peak and at the end of the hold.
-    pub buffers_peak_bytes: u64,
-    pub buffers_end_bytes: u64,
+    /// The connections' read and write buffers: at their peak and at the end of the hold; null
+    /// when merged over agents (memory is per host: each agent's is in its own document).
+    pub buffers_peak_bytes: Option<u64>,
+    pub buffers_end_bytes: Option<u64>,
     /// Where the server's memory was read: the monitoring URL, or "embedded" (its process).
     pub server_source: Option<String>,
     pub server_before_bytes: Option<u64>,
@@ -220,8 +280,8 @@ mod tests {
                 rss_connected_bytes: None,
                 peak_rss_bytes: None,
                 per_connection_bytes: None,
-                buffers_peak_bytes: 0,
-                buffers_end_bytes: 0,
+                buffers_peak_bytes: Some(0),
+                buffers_end_bytes: Some(0),
                 server_source: None,
                 server_before_bytes: None,
                 server_connected_bytes: None,
@@ -247,6 +307,7 @@ mod tests {
                 msgs_lost: Some(missed),
                 restart_error: None,
             }),
+            share: None,
         });
         r
     }

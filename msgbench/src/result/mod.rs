@@ -20,7 +20,10 @@ mod spread;
 mod stages;
 
 pub use agents::{AgentEntry, AgentStatus, AgentsReport};
-pub use conns::{Checks, ConnectLatency, ConnsReport, Herd, Keepalives, Memory, PhaseTimes};
+pub use conns::{
+    Checks, ConnectLatency, ConnsReport, ConnsShare, Herd, Keepalives, Memory, PhaseHdrs,
+    PhaseTimes,
+};
 pub use sections::{
     ClusterNode, ClusterReport, ConsumeReport, GrpcReport, JsReport, LinkReport, LinkSpec, Shape,
     StreamReport, Verdict,

@@ -254,7 +254,6 @@ pub struct Compared {
 /// The refusal of a scenario that does not run on agents, in one line.
 pub(crate) fn not_on_agents(name: &str) -> Error {
     Error::Usage(format!(
-        "--agents: `{name}` does not run on agents yet (every scenario but conns and kv get \
-         does)"
+        "--agents: `{name}` does not run on agents yet (every scenario but kv get does)"
     ))
 }

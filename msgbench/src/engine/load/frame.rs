@@ -88,11 +88,23 @@ impl Frame {
             line: dynamic.then(|| DynamicLine {
                 subject: subject.as_bytes().to_vec(),
                 multi: multisubject,
+                key_base: 0,
                 reply_prefix: reply_prefix.map(|r| r.as_bytes().to_vec()),
             }),
             headers_len: headers.len(),
             payload_len: payload.len(),
         }
+    }
+
+    /// Keys counted from `base`: message `seq` goes to `<subject>.<base + key>`. A block of
+    /// the plan's subjects (an agent's share of `conns --subscribe own`) keeps its global
+    /// names. Nothing changes for a frame without keys.
+    #[must_use]
+    pub fn keys_from(mut self, base: u64) -> Self {
+        if let Some(l) = &mut self.line {
+            l.key_base = base;
+        }
+        self
     }
 
     /// Bytes of payload per message.
@@ -111,7 +123,11 @@ impl Frame {
         if let Some(l) = &self.line {
             let (mut n1, mut n2) = (itoa::Buffer::new(), itoa::Buffer::new());
             let suffix: [&[u8]; 3] = match l.multi {
-                Some(keys) => [&l.subject, b".", n1.format(keys.of(seq)).as_bytes()],
+                Some(keys) => [
+                    &l.subject,
+                    b".",
+                    n1.format(l.key_base + keys.of(seq)).as_bytes(),
+                ],
                 None => [&l.subject, b"", b""],
             };
             let reply: [&[u8]; 2] = match &l.reply_prefix {
@@ -142,6 +158,8 @@ struct DynamicLine {
     subject: Vec<u8>,
     /// `--multisubject` or KV keys: the subject gets `.<key>`.
     multi: Option<Keys>,
+    /// What the keys count from (0 but for a block of another's subjects).
+    key_base: u64,
     /// Request/reply: the reply subject is this prefix followed by the sequence number.
     reply_prefix: Option<Vec<u8>>,
 }

@@ -135,6 +135,21 @@ fn multisubject_frames_cycle_through_subjects() {
 }
 
 #[test]
+fn keys_from_a_base_name_a_block_of_subjects_and_cycle_within_it() {
+    let f = Frame::new("s", Some(Keys::cycle(2)), b"", &[0u8; 8], StampKind::None).keys_from(5);
+    let mut out = Vec::new();
+    for seq in 0..3 {
+        f.append(&mut out, seq);
+    }
+    let text = String::from_utf8_lossy(&out);
+    let lines: Vec<&str> = text
+        .split("\r\n")
+        .filter(|l| l.starts_with("PUB"))
+        .collect();
+    assert_eq!(lines, ["PUB s.5 8", "PUB s.6 8", "PUB s.5 8"]);
+}
+
+#[test]
 fn window_limits_in_flight_and_expires_old_requests() {
     // The limit, with a timeout no test run reaches: a busy machine cannot expire a request
     // between two of these lines and change what they see.

@@ -37,6 +37,7 @@ impl Exporter for Text {
         let _ = writeln!(o, "{}", words.first_line(r.scenario, &r.server));
         // A scenario whose load is not messages (conns) reports in its own words only.
         if words.section_only() {
+            agents(&mut o, r);
             o.push_str(&words.section(r).unwrap_or_default());
             runs(&mut o, r);
             if !r.errors.is_empty() {

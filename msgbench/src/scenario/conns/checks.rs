@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::options::ConnsOptions;
-use super::run::Setup;
+use super::run::{Block, Setup};
 use crate::cli::Subscribe;
 use crate::engine::conn::{self, ConnectSpec};
 use crate::engine::fleet::{Member, Recovery};
@@ -21,7 +21,7 @@ use crate::stats::delivery::PublisherKey;
 use crate::stats::schedule::{PubSchedule, RateSchedule};
 
 /// Connections named as missing checks, at most.
-const MISSING_SHOWN: usize = 10;
+pub(super) const MISSING_SHOWN: usize = 10;
 
 /// The checker's schedule: when each check was due. A check goes out at its due time or
 /// later (never earlier), so every check due after an instant was sent after it.
@@ -70,8 +70,9 @@ pub(super) fn start_checker<'s, 'e: 's>(
         },
         Arc::clone(&su.errors),
     )?;
+    let block = su.block;
     let per_round = match opts.subscribe {
-        Subscribe::Own => u64::from(opts.clients),
+        Subscribe::Own => u64::from(block.count),
         _ => 1,
     };
     let rate = per_round as f64 / every.as_secs_f64();
@@ -84,7 +85,9 @@ pub(super) fn start_checker<'s, 'e: 's>(
             run_tag: su.run_tag,
             publisher: 0,
         },
-    );
+    )
+    // On an agent, its own connections' subjects only: each agent checks its own block.
+    .keys_from(u64::from(block.base));
     let clock = CheckClock {
         start: Instant::now(),
         pace: RateSchedule::fixed(rate).share(0, 1),
@@ -112,8 +115,9 @@ pub(super) fn start_checker<'s, 'e: 's>(
     Ok((handle, clock))
 }
 
-/// Messages due to connection `i` of `n` when `sent` went out: all of them on a shared
-/// subject; on own subjects, message k went to connection k mod n.
+/// Messages due to connection `i` of `n` (counted within the checker's block) when `sent`
+/// went out: all of them on a shared subject; on own subjects, message k went to connection
+/// k mod n.
 pub(super) fn due_to(i: u32, n: u32, sent: u64, own: bool) -> u64 {
     if !own {
         return sent;
@@ -161,9 +165,10 @@ fn excused(id: u32, o: &Recovery, clock: &CheckClock, n: u32, sent: u64, own: bo
 }
 
 /// The checks: due, received, missed, and (with `cut`, the connections the restart cut) which
-/// of the missed the restart excuses.
+/// of the missed the restart excuses. `block` is the connections the checker sent to.
 pub(super) fn checks_of(
     opts: &ConnsOptions,
+    block: Block,
     members: &[Member],
     tag: u16,
     sent: u64,
@@ -171,8 +176,9 @@ pub(super) fn checks_of(
 ) -> Checks {
     let own = opts.subscribe == Subscribe::Own;
     let (mut expected, mut got, mut missing) = (0u64, 0u64, Vec::new());
+    let (n, at) = (block.count, |id: u32| id - block.base);
     for m in members {
-        let due = due_to(m.id, opts.clients, sent, own);
+        let due = due_to(at(m.id), n, sent, own);
         let r = received(m, tag).min(due);
         expected += due;
         got += r;
@@ -183,8 +189,8 @@ pub(super) fn checks_of(
     let excused_by_fault = cut.map_or(0, |(cut, clock)| {
         cut.iter()
             .map(|(m, o)| {
-                let missed = due_to(m.id, opts.clients, sent, own).saturating_sub(received(m, tag));
-                excused(m.id, o, clock, opts.clients, sent, own).min(missed)
+                let missed = due_to(at(m.id), n, sent, own).saturating_sub(received(m, tag));
+                excused(at(m.id), o, clock, n, sent, own).min(missed)
             })
             .sum()
     });

@@ -5,8 +5,9 @@
 //!
 //! Its flags ([`args`]) and their checks ([`options`]); the run in steps ([`run`]); the checks
 //! and what a fault excuses of them ([`checks`]); where the server's memory is read
-//! ([`memory`]); the `conns` section of the result ([`summary`]); its parameters as a result
-//! records them ([`Params`]) and its text report ([`text`]).
+//! ([`memory`]); the `conns` section of the result ([`summary`]), and on agents the sections
+//! of every agent merged into one ([`merged`]); its parameters as a result records them
+//! ([`Params`]) and its text report ([`text`]).
 //!
 //! Memory is read three times: before the first connect, with every connection up, and at
 //! the end (the peak). The server's is read from its monitoring endpoint (`--server-monitor`)
@@ -15,13 +16,14 @@
 use serde::Serialize;
 
 use crate::cli::Subscribe;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::options::conn::ConnParams;
 use crate::result::{Describe, RunResult};
 
 mod args;
 mod checks;
 mod memory;
+mod merged;
 mod options;
 mod run;
 mod summary;
@@ -61,14 +63,43 @@ impl super::Runnable for ConnsOptions {
     )> {
         Some((&self.server, self.conn.link))
     }
+    /// The connections spread over the agents as subscribers do (from the last agent): they
+    /// are the receiving end of the checks. Each agent opens its block with global ids, at its
+    /// share of `--connect-rate` and `--in-flight`, from the common start.
     fn split(&self) -> Result<super::Split> {
-        Err(super::not_on_agents("conns"))
+        if self.subscribe == Subscribe::Shared && self.check_every.is_some() {
+            return Err(Error::Usage(
+                "--agents: `conns --subscribe shared` checks cannot be counted across agents \
+                 (every connection would get every agent's checks, and no agent knows what the \
+                 others sent): give --subscribe own, or --check-every 0"
+                    .into(),
+            ));
+        }
+        if self.server_monitor.is_some() {
+            return Err(Error::Usage(
+                "--server-monitor cannot be combined with --agents: the server's memory grows \
+                 with every agent's connections, so no agent's share of it can be told apart"
+                    .into(),
+            ));
+        }
+        Ok(super::Split {
+            pubs: 0,
+            subs: self.clients,
+        })
+    }
+    fn conclude(
+        &self,
+        merged: &mut RunResult,
+        _target: Option<&crate::server::Target>,
+    ) -> Result<()> {
+        merged::conclude(self, merged)
     }
     fn timeout(&self) -> std::time::Duration {
         self.timeout
     }
+    /// Not the hold alone: the connections open before it, at --connect-rate.
     fn duration(&self) -> Option<std::time::Duration> {
-        Some(self.hold)
+        Some(run::longest(self))
     }
     /// Its load is connections: connect times, connections opened and failed, the checks
     /// missed, the herd's way back, and errors.
@@ -79,7 +110,7 @@ impl super::Runnable for ConnsOptions {
         crate::result::Params::of(ConnsOptions::params(self))
     }
     fn run(&self, ctx: &super::Ctx<'_>) -> Result<RunResult> {
-        run::run(self, ctx.target()?, ctx.meter, ctx.stop)
+        run::run(self, ctx.target()?, ctx.meter, ctx.stop, ctx.share)
     }
 }
 

@@ -5,6 +5,11 @@
 //! (`summary`).
 //!
 //! The hold bounds what is reported: a connection back only after it ended is never back.
+//!
+//! On an agent the run is its [`Block`] of the plan's connections: global ids (so the own
+//! subjects are the plan's), the run's common tag, its share of `--connect-rate` and
+//! `--in-flight`, and a storm that starts at the agents' common start. Its `conns` section
+//! carries what the coordinator merges exactly ([`crate::result::ConnsShare`]).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,6 +28,7 @@ use crate::engine::memory::{self, Figure};
 use crate::error::{Error, ErrorCounts, Result};
 use crate::result::{Keepalives, RunResult, ServerMeta};
 use crate::scenario::fault::Injector;
+use crate::scenario::Share;
 use crate::server::Target;
 use crate::stats::timeline::{ConnsGauge, Meter};
 use crate::wire::stamp;
@@ -30,25 +36,66 @@ use crate::wire::stamp;
 /// How long after the hold the connections may still take to receive the last checks.
 const DRAIN: Duration = Duration::from_secs(2);
 
-/// Runs `msgbench conns`.
+/// The connections this process opens: all of the run's, or on an agent its share.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Block {
+    /// The first one's global id: connection `base + i` subscribes to `<prefix>.<base + i>`.
+    pub base: u32,
+    pub count: u32,
+    /// This block's share of `--connect-rate` (the whole run's), in proportion to its count.
+    pub connect_rate: Option<f64>,
+    /// Its share of `--in-flight` (the whole run's), at least 1.
+    pub in_flight: usize,
+}
+
+impl Block {
+    /// The whole run, or an agent's share of it.
+    pub(super) fn of(opts: &ConnsOptions, share: Option<Share<'_>>) -> Self {
+        let Some(sh) = share else {
+            return Block {
+                base: 0,
+                count: opts.clients,
+                connect_rate: opts.connect_rate,
+                in_flight: opts.in_flight,
+            };
+        };
+        let (count, all) = (sh.seg.subs, opts.clients.max(1));
+        let part = f64::from(count) / f64::from(all);
+        Block {
+            base: sh.seg.sub_base,
+            count,
+            connect_rate: opts.connect_rate.map(|r| r * part),
+            in_flight: (opts.in_flight as u64 * u64::from(count))
+                .div_ceil(u64::from(all))
+                .max(1) as usize,
+        }
+    }
+}
+
+/// Runs `msgbench conns`: all of it, or on an agent (`share`) its block, from the common
+/// start.
 ///
 /// # Errors
 /// Failures before any connection: an address that does not resolve, a checker publisher
-/// that cannot connect.
+/// that cannot connect; on an agent, a stop before the common start.
 pub fn run(
     opts: &ConnsOptions,
     target: &Target,
     meter: &Meter,
     stop: &AtomicBool,
+    share: Option<Share<'_>>,
 ) -> Result<RunResult> {
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let meta = probe(opts, target)?;
     if let Some(note) = &opts.fd_note {
         say(opts, note);
     }
-    let run_tag = stamp::new_run_tag();
+    // On agents the tag is the run's, so every agent's subjects are named alike.
+    let run_tag = share.map_or_else(stamp::new_run_tag, |sh| sh.seg.run_tag);
     let su = Setup {
         opts,
+        block: Block::of(opts, share),
+        share,
         target,
         prefix: opts
             .subject
@@ -68,6 +115,7 @@ pub fn run(
     let fault = FaultSeen::of(injector.as_ref(), outcome.zero);
     let report = summarize(
         opts,
+        su.block,
         &outcome,
         fault,
         rss_before,
@@ -90,6 +138,10 @@ pub fn run(
 /// What the run settles before its connections open, and the checks work with.
 pub(super) struct Setup<'a> {
     pub opts: &'a ConnsOptions,
+    /// The connections this process opens.
+    pub block: Block,
+    /// On an agent: where it meets the others.
+    pub share: Option<Share<'a>>,
     pub target: &'a Target,
     /// The shared subject, or the prefix of the own ones.
     pub prefix: String,
@@ -145,15 +197,38 @@ fn fleet_spec(su: &Setup<'_>) -> Result<FleetSpec> {
         name: "msgbench-conns".into(),
         dialing: opts.conn.dial,
         interest,
-        run_tag: opts.check_every.map(|_| su.run_tag),
+        run_tag: checks(su).map(|_| su.run_tag),
         errors: Arc::clone(&su.errors),
         give_up_after: opts.timeout,
         idle_timeout: opts.timeout,
         start_timeout: opts.timeout,
         threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
-        in_flight: opts.in_flight,
-        connect_rate: opts.connect_rate,
+        in_flight: su.block.in_flight,
+        connect_rate: su.block.connect_rate,
     })
+}
+
+/// How often the checks go out, when there are checks: none for a block of no connections
+/// (an agent with no share), whose checker would have no subject to send to.
+pub(super) fn checks(su: &Setup<'_>) -> Option<Duration> {
+    su.opts.check_every.filter(|_| su.block.count > 0)
+}
+
+/// On an agent, once everything before the storm is ready: waits for the common start and
+/// returns it, so every agent's connections start opening at the same moment.
+///
+/// # Errors
+/// The run was stopped first.
+fn common_start(share: Option<Share<'_>>, stop: &AtomicBool) -> Result<Option<Instant>> {
+    let Some(sh) = share else {
+        return Ok(None);
+    };
+    let at = sh
+        .peers
+        .ready(stop)
+        .ok_or_else(|| Error::Agent("stopped before the common start".into()))?;
+    std::thread::sleep(at.saturating_duration_since(Instant::now()));
+    Ok(Some(at))
 }
 
 /// Opens the connections, holds them for --hold with the fault and the checks running beside
@@ -170,8 +245,11 @@ fn hold(
 ) -> Result<Hold> {
     let opts = su.opts;
     let ctl = SubControl::new(UNKNOWN);
+    let start = common_start(su.share, stop)?;
+    let block = su.block;
     std::thread::scope(|s| -> Result<_> {
-        let fleet = Fleet::start(s, spec, &ctl, stop, 0..opts.clients, &[]);
+        let ids = block.base..block.base + block.count;
+        let fleet = Fleet::start(s, spec, &ctl, stop, ids, &[]);
         open(su, &fleet, stop);
         let rss_connected = memory::bytes(None, Figure::Resident);
         let server_connected = server_mem.read();
@@ -181,7 +259,7 @@ fn hold(
             &format!(
                 "{} of {} up; holding for {}",
                 fleet.board().ready_now(),
-                opts.clients,
+                block.count,
                 humantime::format_duration(opts.hold)
             ),
         );
@@ -192,7 +270,7 @@ fn hold(
         if let Some(inj) = injector {
             s.spawn(move || inj.run(zero, stop));
         }
-        let (checker, clock) = match opts.check_every {
+        let (checker, clock) = match checks(su) {
             Some(every) => match start_checker(s, su, every, stop) {
                 Ok((h, clock)) => (Some(h), Some(clock)),
                 Err(e) => {
@@ -243,6 +321,7 @@ fn hold(
         Ok(Hold {
             members: fleet.join(),
             run_tag: su.run_tag,
+            start,
             zero,
             hold_end,
             rss_connected,
@@ -264,23 +343,19 @@ fn hold(
 /// Waits until every connection is up or given up on (bounded: each attempt has
 /// --connect-timeout, and retries end after --timeout), saying how many once a second.
 fn open(su: &Setup<'_>, fleet: &Fleet<'_>, stop: &AtomicBool) {
-    let opts = su.opts;
-    let n = u64::from(opts.clients);
+    let (opts, block) = (su.opts, su.block);
+    let n = u64::from(block.count);
     say(
         opts,
         &format!(
             "opening {n} connections ({})",
-            match opts.connect_rate {
+            match block.connect_rate {
                 Some(r) => format!("{r:.0}/s"),
-                None => format!("as fast as {} at a time allow", opts.in_flight),
+                None => format!("as fast as {} at a time allow", block.in_flight),
             }
         ),
     );
-    let bound = opts.timeout
-        + opts.conn.dial.connect_timeout * 2
-        + opts
-            .connect_rate
-            .map_or(Duration::ZERO, |r| Duration::from_secs_f64(n as f64 / r));
+    let bound = opening_bound(opts);
     let mut last_said = Instant::now();
     fleet.wait(bound, stop, |b| {
         show(&su.gauge, b);
@@ -293,6 +368,24 @@ fn open(su: &Setup<'_>, fleet: &Fleet<'_>, stop: &AtomicBool) {
         }
         b.settled_count() >= n
     });
+}
+
+/// How long the connections may take to open: every attempt has --connect-timeout, retries
+/// end after --timeout, and a --connect-rate spreads them out. An agent's block takes as long
+/// as the whole run's (its share of the rate, for its share of the connections).
+fn opening_bound(opts: &ConnsOptions) -> Duration {
+    opts.timeout
+        + opts.conn.dial.connect_timeout * 2
+        + opts.connect_rate.map_or(Duration::ZERO, |r| {
+            Duration::from_secs_f64(f64::from(opts.clients) / r)
+        })
+}
+
+/// The longest a run takes from its start: the opening, the hold and the drain of the last
+/// checks. A coordinator counts an agent still at it well after this as hung, so it must cover
+/// a slow storm (10,000 connections at 100/s open for 100 s before the hold begins).
+pub(super) fn longest(opts: &ConnsOptions) -> Duration {
+    opening_bound(opts) + opts.hold + DRAIN
 }
 
 /// The connections' counts where the live figures read them. Stored only while they open and
@@ -331,6 +424,8 @@ pub(super) struct Hold {
     pub members: Vec<Member>,
     /// The stamps' run tag: the checks are the messages that carry it.
     pub run_tag: u16,
+    /// On an agent, the common start: its storm's time zero, as every agent's.
+    pub start: Option<Instant>,
     /// The start of the hold: the fault's time zero.
     pub zero: Instant,
     /// The end of the hold: a connection back later counts as never back.

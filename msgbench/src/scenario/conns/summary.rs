@@ -7,15 +7,17 @@ use std::time::{Duration, Instant};
 use super::checks::{checks_of, cut_by_restart, due_to, received};
 use super::memory::ServerMemory;
 use super::options::ConnsOptions;
-use super::run::{FaultSeen, Hold};
+use super::run::{Block, FaultSeen, Hold};
 use crate::cli::Subscribe;
 use crate::engine::fleet::{Member, Recovery};
 use crate::engine::memory::{self, Figure};
-use crate::result::{ConnectLatency, ConnsReport, Herd, Memory, PhaseTimes};
+use crate::result::{ConnectLatency, ConnsReport, ConnsShare, Herd, Memory, PhaseHdrs, PhaseTimes};
 
-/// The report of a hold, with the memory read before it.
+/// The report of a hold, with the memory read before it. `block` is the connections this
+/// process opened; on an agent (a hold with a common start) the report carries its share too.
 pub(super) fn summarize(
     opts: &ConnsOptions,
+    block: Block,
     h: &Hold,
     fault: FaultSeen,
     rss_before: Option<u64>,
@@ -32,9 +34,33 @@ pub(super) fn summarize(
             Some((x, y)) => Some((x.min(a), y.max(b))),
         });
     let span_s = span.map(|(a, b)| (b - a).as_secs_f64());
-    let phase = |f: &dyn Fn(&crate::engine::fleet::ConnectTimes) -> Option<Duration>| {
-        PhaseTimes::of(firsts.iter().filter_map(f).collect())
-    };
+    type Pick = dyn Fn(&crate::engine::fleet::ConnectTimes) -> Option<Duration>;
+    let samples = |f: &Pick| -> Vec<Duration> { firsts.iter().filter_map(f).collect() };
+    let picks: [&Pick; 5] = [
+        &|t| Some(t.tcp),
+        &|t| t.tls,
+        &|t| Some(t.handshake()),
+        &|t| t.subscribe,
+        &|t| Some(t.total),
+    ];
+    let phases: Vec<Vec<Duration>> = picks.iter().map(|f| samples(f)).collect();
+    let phase = |k: usize| PhaseTimes::of(phases[k].clone());
+    // On an agent: each phase's histogram, and the storm's span from the common start.
+    let share = h.start.map(|start| {
+        let hdr = |k: usize| PhaseTimes::hdr_of(&phases[k]);
+        let from_start = |at: Instant| at.saturating_duration_since(start).as_secs_f64() * 1e3;
+        ConnsShare {
+            first_attempt_ms: span.map(|(a, _)| from_start(a)),
+            last_up_ms: span.map(|(_, b)| from_start(b)),
+            hdr: PhaseHdrs {
+                tcp: hdr(0),
+                tls: hdr(1),
+                handshake: hdr(2),
+                subscribe: hdr(3),
+                total: hdr(4),
+            },
+        }
+    });
     let per_conn = |before: Option<u64>, after: Option<u64>| match (before, after) {
         (Some(b), Some(a)) if connected > 0 => Some((a as f64 - b as f64) / connected as f64),
         _ => None,
@@ -53,32 +79,32 @@ pub(super) fn summarize(
             (Some(cut), Some(clock)) => Some((cut.as_slice(), clock)),
             _ => None,
         };
-        checks_of(opts, &h.members, h.run_tag, sent, excused)
+        checks_of(opts, block, &h.members, h.run_tag, sent, excused)
     });
     let herd = fault
         .at
         .zip(cut.as_ref())
-        .map(|(at, cut)| herd_of(opts, cut, h.run_tag, at, h.hold_end, h.sent));
+        .map(|(at, cut)| herd_of(opts, block, cut, h.run_tag, at, h.hold_end, h.sent));
     let fault_at_s = fault
         .at
         .map(|at| at.saturating_duration_since(h.zero).as_secs_f64());
     ConnsReport {
-        clients: u64::from(opts.clients),
+        clients: u64::from(block.count),
         connected,
-        never_connected: u64::from(opts.clients) - connected,
+        never_connected: u64::from(block.count) - connected,
         up_at_end: h.up_at_end,
-        connect_rate_target: opts.connect_rate,
-        in_flight: opts.in_flight as u64,
+        connect_rate_target: block.connect_rate,
+        in_flight: block.in_flight as u64,
         connects_per_sec: span_s
             .filter(|s| *s > 0.0 && connected > 1)
             .map(|s| connected as f64 / s),
         connect_span_ms: span_s.map(|s| s * 1e3),
         connect_latency: ConnectLatency {
-            tcp: phase(&|t| Some(t.tcp)),
-            tls: phase(&|t| t.tls),
-            handshake: phase(&|t| Some(t.handshake())),
-            subscribe: phase(&|t| t.subscribe),
-            total: phase(&|t| Some(t.total)),
+            tcp: phase(0),
+            tls: phase(1),
+            handshake: phase(2),
+            subscribe: phase(3),
+            total: phase(4),
         },
         failures: h.failures.clone(),
         keepalives: h.keepalives,
@@ -88,8 +114,8 @@ pub(super) fn summarize(
             rss_connected_bytes: h.rss_connected,
             peak_rss_bytes: memory::bytes(None, Figure::Peak),
             per_connection_bytes: per_conn(rss_before, h.rss_connected),
-            buffers_peak_bytes: h.buffers_peak,
-            buffers_end_bytes: h.buffers_end,
+            buffers_peak_bytes: Some(h.buffers_peak),
+            buffers_end_bytes: Some(h.buffers_end),
             server_source: server_mem.source(),
             server_before_bytes: server_before,
             server_connected_bytes: h.server_connected,
@@ -101,6 +127,7 @@ pub(super) fn summarize(
             hd.server_back_ms = fault.server_back_ms;
             hd
         }),
+        share,
     }
 }
 
@@ -108,6 +135,7 @@ pub(super) fn summarize(
 /// be back. One back only after the hold ended counts as never back.
 fn herd_of(
     opts: &ConnsOptions,
+    block: Block,
     cut: &[(&Member, Recovery)],
     tag: u16,
     fault_at: Instant,
@@ -150,7 +178,9 @@ fn herd_of(
     let msgs_lost = sent.map(|sent| {
         let own = opts.subscribe == Subscribe::Own;
         cut.iter()
-            .map(|(m, _)| due_to(m.id, opts.clients, sent, own).saturating_sub(received(m, tag)))
+            .map(|(m, _)| {
+                due_to(m.id - block.base, block.count, sent, own).saturating_sub(received(m, tag))
+            })
             .sum()
     });
     Herd {

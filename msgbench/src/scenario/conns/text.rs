@@ -109,31 +109,7 @@ fn conns(o: &mut String, c: &ConnsReport) {
             }
         }
     }
-    let m = &c.memory;
-    let kib = |b: Option<f64>| b.map_or("—".into(), |b| format!("{} KiB", fixed(b / 1024.0, 1)));
-    let mib = |b: Option<u64>| {
-        b.map_or("—".into(), |b| {
-            format!("{} MiB", fixed(b as f64 / 1048576.0, 1))
-        })
-    };
-    let _ = writeln!(
-        o,
-        "Memory: msgbench {} a connection ({} → {} RSS, peak {}; buffers {} at the end)",
-        kib(m.per_connection_bytes),
-        mib(m.rss_before_bytes),
-        mib(m.rss_connected_bytes),
-        mib(m.peak_rss_bytes),
-        mib(Some(m.buffers_end_bytes)),
-    );
-    if let Some(src) = &m.server_source {
-        let _ = writeln!(
-            o,
-            "        server {} a connection ({} → {}, read from {src})",
-            kib(m.server_per_connection_bytes),
-            mib(m.server_before_bytes),
-            mib(m.server_connected_bytes),
-        );
-    }
+    memory(o, &c.memory);
     if let Some(h) = &c.herd {
         let ms = |v: Option<f64>| v.map_or("never".into(), |v| format!("{} ms", fixed(v, 0)));
         let _ = writeln!(
@@ -172,6 +148,39 @@ fn conns(o: &mut String, c: &ConnsReport) {
         if let Some(e) = &h.restart_error {
             let _ = writeln!(o, "      the restart failed: {e}");
         }
+    }
+}
+
+/// The memory lines: msgbench's, and the server's when it was read.
+fn memory(o: &mut String, m: &crate::result::Memory) {
+    let kib = |b: Option<f64>| b.map_or("—".into(), |b| format!("{} KiB", fixed(b / 1024.0, 1)));
+    let mib = |b: Option<u64>| {
+        b.map_or("—".into(), |b| {
+            format!("{} MiB", fixed(b as f64 / 1048576.0, 1))
+        })
+    };
+    if m.buffers_end_bytes.is_none() {
+        // Merged over agents: memory is per host, and a sum or an average of hosts' is neither.
+        let _ = writeln!(o, "Memory: — (per host: in each agent's own result)");
+    } else {
+        let _ = writeln!(
+            o,
+            "Memory: msgbench {} a connection ({} → {} RSS, peak {}; buffers {} at the end)",
+            kib(m.per_connection_bytes),
+            mib(m.rss_before_bytes),
+            mib(m.rss_connected_bytes),
+            mib(m.peak_rss_bytes),
+            mib(m.buffers_end_bytes),
+        );
+    }
+    if let Some(src) = &m.server_source {
+        let _ = writeln!(
+            o,
+            "        server {} a connection ({} → {}, read from {src})",
+            kib(m.server_per_connection_bytes),
+            mib(m.server_before_bytes),
+            mib(m.server_connected_bytes),
+        );
     }
 }
 
