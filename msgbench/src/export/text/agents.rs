@@ -21,7 +21,12 @@ pub(super) fn agents(o: &mut String, r: &RunResult) {
                 ),
                 _ => String::new(),
             };
-            format!("{} ({} pub, {} sub{clock})", e.name, e.pubs, e.subs)
+            format!(
+                "{} ({} pub, {} sub{clock})",
+                e.name,
+                format::group(u64::from(e.pubs)),
+                format::group(u64::from(e.subs))
+            )
         })
         .collect();
     let _ = writeln!(o, "Agents: {}", each.join("; "));
