@@ -797,10 +797,13 @@ impl Coordinated<'_> {
             // they are stopped as for a missing one.
             if aborted.is_none() && overdue_at.is_some_and(|at| Instant::now() > at) {
                 for t in tracked.iter_mut().filter(|t| t.done.is_none()) {
+                    // The run's length as its scenario reckons it (a `conns` run's is its opening,
+                    // hold and drain), not always a --duration typed.
                     eprintln!(
-                        "error: agent {} is still running long after the run's --duration; \
-                         telling it to stop",
-                        t.hb.name
+                        "error: agent {} is still running long after the run should have ended \
+                         ({} from the start); telling it to stop",
+                        t.hb.name,
+                        humantime::format_duration(self.duration().unwrap_or_default())
                     );
                 }
                 abort_all(tracked, "the run is overdue");
