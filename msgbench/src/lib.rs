@@ -119,7 +119,7 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
     output::dest::check_plan(&plan)?;
     check_plan(&plan)?;
     if plan.out().distributed() {
-        return dist::coordinator::run(&plan, stop);
+        return dist::fleet::run(&plan, stop);
     }
     run_plan(&plan, stop)
 }
@@ -156,7 +156,7 @@ pub fn preflight(command: &Command) -> Result<()> {
 fn check_plan(plan: &Plan) -> Result<()> {
     let o = plan.out();
     if o.distributed() {
-        return dist::coordinator::preflight(plan).map(|_| ());
+        return dist::fleet::preflight(plan).map(|_| ());
     }
     // Without agents they would act on nothing.
     if let Some(flag) = [

@@ -73,7 +73,7 @@ pub fn run(plan: Plan, search: SearchArgs, stop: &AtomicBool) -> Result<u8> {
     // On agents, the fleet is found once; else the servers are started once, for every probe.
     let (fleet, targets) = if base.out().distributed() {
         let probe = probe_plan(&base, search.start_rate, &search)?;
-        (Some(crate::dist::coordinator::Fleet::find(&probe)?), None)
+        (Some(crate::dist::fleet::Fleet::find(&probe)?), None)
     } else {
         (None, Some(crate::plan::Targets::resolve(&first)?))
     };
@@ -256,7 +256,7 @@ pub fn preflight(
     first.gates("--slo", &search.slo)?;
     if plan.out().distributed() {
         // Every flag of a run on agents, as each probe will be one.
-        crate::dist::coordinator::preflight(&probe_plan(plan, search.start_rate, search)?)?;
+        crate::dist::fleet::preflight(&probe_plan(plan, search.start_rate, search)?)?;
     }
     Ok((json, first))
 }

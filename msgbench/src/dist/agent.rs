@@ -39,7 +39,7 @@ pub fn run(args: &AgentArgs, stop: &AtomicBool) -> Result<u8> {
         return Ok(exit::OK);
     }
     let cfg = Config::new(args)?;
-    let bus = Arc::new(super::coordinator::connect_control(
+    let bus = Arc::new(super::fleet::connect_control(
         &args.conn,
         args.control.as_deref(),
         &format!("msgbench-agent-{}", cfg.name),

@@ -8,5 +8,6 @@
 
 pub mod agent;
 pub mod coordinator;
+pub mod fleet;
 mod progress;
 pub mod split;

@@ -1,0 +1,432 @@
+//! The fleet of a run on agents: every check before anything connects ([`preflight`]), the
+//! control connection, the agents found on it ([`Fleet::find`]), and a plan run on them once
+//! ([`Fleet::run`], the coordinator's) or `--runs` times with thresholds and output ([`run`]).
+//! `capacity --agents` runs each probe through the same [`Fleet`].
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::coordinator::Coordinated;
+use crate::cli::ConnArgs;
+use crate::control::msg::{self, Heartbeat};
+use crate::control::signed::Signer;
+use crate::control::{bus, Bus};
+use crate::error::{Error, Result};
+use crate::options::ServerChoice;
+use crate::plan::{Plan, Validated};
+use crate::result::RunResult;
+
+/// How long agents are listened for before the run picks from those heard: the whole time,
+/// also when the named agents were heard at once, so two agents sharing a name are seen.
+const DISCOVER_FOR: Duration = Duration::from_millis(3 * msg::HEARTBEAT_EVERY_MS);
+/// An agent is missing after this long without a heartbeat or report, or the run's
+/// `--timeout` when that is longer: three heartbeats lost in a row is not a hiccup.
+const SILENT_AT_LEAST: Duration = Duration::from_millis(3 * msg::HEARTBEAT_EVERY_MS);
+/// Opens a control connection: to `control`, else the `--server` of `conn`, with `conn`'s
+/// credentials and TLS.
+///
+/// # Errors
+/// No URL, bad connection flags, an unreachable server.
+pub fn connect_control(
+    conn: &ConnArgs,
+    control: Option<&str>,
+    name: &str,
+    reconnect: bool,
+) -> Result<Bus> {
+    let url = control
+        .or(conn.server.as_deref())
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| {
+            Error::Usage(
+                "--control: give the NATS server agents and coordinator talk through (or \
+                 --server)"
+                    .into(),
+            )
+        })?;
+    let mut c = conn.clone();
+    c.server = Some(url.to_string());
+    c.fault = None;
+    c.link = None;
+    c.cluster = None;
+    let ServerChoice::Urls(urls) = crate::options::server_choice(&c)
+        .map_err(|e| Error::Usage(e.to_string().replace("--server", "--control")))?
+    else {
+        unreachable!("a URL was given");
+    };
+    let mut dial = crate::options::conn::ConnOptions::new(&c)?.dial;
+    dial.reconnect = reconnect;
+    Bus::connect(&urls, name, &dial, Duration::from_secs(10))
+}
+
+/// Which agents a run wants.
+struct Wanted {
+    count: Option<usize>,
+    names: Vec<String>,
+    labels: BTreeMap<String, String>,
+}
+
+impl Wanted {
+    fn parse(agents: Option<&str>, labels: &[String]) -> Result<Self> {
+        let mut w = Wanted {
+            count: None,
+            names: Vec::new(),
+            labels: BTreeMap::new(),
+        };
+        if let Some(a) = agents.map(str::trim) {
+            match a.parse::<usize>() {
+                Ok(0) => return Err(Error::flag("--agents", a, "must be at least 1")),
+                Ok(n) => w.count = Some(n),
+                Err(_) => {
+                    for name in a.split(',').map(str::trim) {
+                        msg::check_name(name).map_err(|why| Error::flag("--agents", a, why))?;
+                        w.names.push(name.to_string());
+                    }
+                }
+            }
+        }
+        for l in labels {
+            let (k, v) =
+                super::agent::parse_label(l).map_err(|why| Error::flag("--agent-label", l, why))?;
+            w.labels.insert(k, v);
+        }
+        Ok(w)
+    }
+
+    fn matches(&self, hb: &Heartbeat) -> bool {
+        self.labels.iter().all(|(k, v)| hb.labels.get(k) == Some(v))
+            && (self.names.is_empty() || self.names.contains(&hb.name))
+    }
+
+    fn describe(&self) -> String {
+        match (self.count, self.names.is_empty()) {
+            (Some(n), _) => format!("--agents {n}"),
+            (None, false) => format!("--agents {}", self.names.join(",")),
+            (None, true) => "--agent-label".into(),
+        }
+    }
+}
+
+/// What a run on agents knows before it looks for any: the server it loads, which agents it
+/// wants, the checked plan and how it splits.
+pub struct Prepared {
+    target: String,
+    wanted: Wanted,
+    validated: Validated,
+}
+
+/// Every check a run on agents makes before it connects to anything.
+///
+/// # Errors
+/// The first flag that cannot work, named in one line.
+pub fn preflight(plan: &Plan) -> Result<Prepared> {
+    let out = plan.out();
+    let target = match plan.conn() {
+        Some(conn) => Some(nats_target(conn, out.control.as_deref())?),
+        // A scenario with a service of its own (gRPC): agents still meet over NATS.
+        None if out.control.is_none() => {
+            return Err(Error::Usage(format!(
+                "--agents: `{}` needs --control URL, the NATS server agents and the \
+                 coordinator meet on (its load goes to its own --server)",
+                plan.name()
+            )))
+        }
+        None => None,
+    };
+    let wanted = Wanted::parse(out.agents.as_deref(), &out.agent_labels)?;
+    let validated = plan.validate()?;
+    let target = match validated.agents_target()? {
+        Some(own) => own,
+        None => target.expect("a scenario without NATS flags names its own target"),
+    };
+    // How it splits, or why it cannot run on agents.
+    validated.split()?;
+    Ok(Prepared {
+        target,
+        wanted,
+        validated,
+    })
+}
+
+/// The NATS server a run on agents loads: `--server`, else `--control`; never one msgbench
+/// would start, nor a fault or link on one.
+fn nats_target(conn: &ConnArgs, control: Option<&str>) -> Result<String> {
+    for (flag, given) in [
+        ("--fault", conn.fault.is_some()),
+        ("--link", conn.link.is_some()),
+        ("--cluster", conn.cluster.is_some()),
+    ] {
+        if given {
+            return Err(Error::Usage(format!(
+                "{flag} cannot be combined with --agents: it acts on a server or link msgbench \
+                 starts itself, which agents on other hosts cannot share"
+            )));
+        }
+    }
+    conn.server
+        .clone()
+        .or_else(|| control.map(str::to_string))
+        .filter(|s| !s.trim().is_empty())
+        .ok_or_else(|| {
+            Error::Usage(
+                "--agents needs --server URL (or --control URL): agents cannot share a server \
+                 msgbench starts itself"
+                    .into(),
+            )
+        })
+}
+
+/// The agents a coordinator found, and what it talks to them with: one distributed run after
+/// another goes through it (`--runs`, and each probe of `capacity --agents`).
+pub struct Fleet {
+    bus: Bus,
+    signer: Option<Signer>,
+    agents: Vec<Heartbeat>,
+    heartbeats: std::sync::mpsc::Receiver<crate::control::Inbound>,
+    /// The service under test, as the agents are told it (no credentials).
+    target: String,
+    /// Whether that is the NATS server (else a service of the scenario's own).
+    nats: bool,
+}
+
+/// How one distributed run is watched while it goes.
+#[derive(Default)]
+pub struct Watch<'a> {
+    pub live: bool,
+    pub stream: Option<&'a std::sync::Mutex<crate::output::live::StreamStats>>,
+    pub metrics: Option<&'a crate::output::metrics::Metrics>,
+    /// Which of `--runs` this is, when there are several.
+    pub run_k: Option<u32>,
+}
+
+impl Fleet {
+    /// Checks `plan`'s flags for a run on agents, connects to the control server and finds the
+    /// agents it wants.
+    ///
+    /// # Errors
+    /// Bad flags, no control server, too few agents, agents of another version.
+    pub fn find(plan: &Plan) -> Result<Self> {
+        let out = plan.out();
+        let Prepared { target, wanted, .. } = preflight(plan)?;
+        let plain;
+        let conn = match plan.conn() {
+            Some(c) => c,
+            None => {
+                plain = ConnArgs::plain();
+                &plain
+            }
+        };
+        let signer = out.sign.as_deref().map(Signer::from_file).transpose()?;
+        if signer.is_none() {
+            eprintln!(
+                "warning: no --sign: plans go unsigned, and only agents run with \
+                 --insecure-control accept them"
+            );
+        }
+        let bus = connect_control(conn, out.control.as_deref(), "msgbench-coordinator", false)?;
+        let (agents, heartbeats) = discover(&bus, &wanted)?;
+        Ok(Self {
+            bus,
+            signer,
+            agents,
+            heartbeats,
+            target,
+            nats: plan.conn().is_some(),
+        })
+    }
+
+    /// Runs `plan` once on the fleet: each agent its share, the results merged and concluded.
+    ///
+    /// # Errors
+    /// A refused plan, a plan that does not split over these agents, a result that cannot be
+    /// merged.
+    pub fn run(&self, plan: &Plan, watch: &Watch<'_>, stop: &AtomicBool) -> Result<RunResult> {
+        let validated = plan.validate()?;
+        let crate::scenario::Split { pubs, subs } = validated.split()?;
+        let mut doc = plan.to_json()?;
+        // The NATS server the agents load, when they load one (they are told it, and the
+        // coordinator concludes against it).
+        let nats = self.nats.then_some(self.target.as_str());
+        if nats.is_some() {
+            doc["conn"]["server"] = self.target.clone().into();
+        }
+        let c = Coordinated {
+            bus: &self.bus,
+            signer: self.signer.as_ref(),
+            agents: &self.agents,
+            doc: &doc,
+            validated: &validated,
+            servers: nats,
+            target: match nats {
+                Some(t) => crate::wire::url::parse_servers(t)
+                    .ok()
+                    .and_then(|u| u.first().map(ToString::to_string))
+                    .unwrap_or_default(),
+                None => self.target.clone(),
+            },
+            heartbeats: &self.heartbeats,
+            silent_limit: validated.timeout().max(SILENT_AT_LEAST),
+            live: watch.live,
+            stream: watch.stream,
+            metrics: watch.metrics,
+            scenario: plan.name(),
+            run_k: watch.run_k,
+        };
+        let mut r = c.once(pubs, subs, stop)?;
+        r.plan = Some(plan.recorded());
+        Ok(r)
+    }
+}
+
+/// Runs `plan` on agents: `--runs` times, then thresholds and output as for any run.
+///
+/// # Errors
+/// Bad flags, too few agents, a refused plan; a lost agent after the result was written.
+pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
+    let out = plan.out();
+    let validated = preflight(plan)?.validated;
+    // Bound before anything is connected to: a port in use refuses the run.
+    let metrics = validated
+        .output()
+        .metrics_listen
+        .as_deref()
+        .map(crate::output::metrics::Metrics::bind)
+        .transpose()?;
+    if let Some(m) = metrics
+        .as_ref()
+        .filter(|_| validated.output().metrics_listen_port_chosen())
+    {
+        eprintln!("--metrics-listen: http://{}/metrics", m.local_addr());
+    }
+    let fleet = Fleet::find(plan)?;
+    let stream = out
+        .stream_stats
+        .as_deref()
+        .map(crate::output::live::StreamStats::create)
+        .transpose()?
+        .map(std::sync::Mutex::new);
+    let n = out.runs.max(1);
+    let mut results = Vec::new();
+    let mut lost = None;
+    for k in 1..=n {
+        let watch = Watch {
+            live: crate::output::live::View::line_wanted(out.live, !out.no_progress),
+            stream: stream.as_ref(),
+            metrics: metrics.as_ref(),
+            run_k: (n > 1).then_some(k),
+        };
+        let r = fleet.run(plan, &watch, stop)?;
+        // Agents that went silent, and agents that answered with a failure instead of a result.
+        let missing = r
+            .agents
+            .as_ref()
+            .map(|a| a.missing.clone())
+            .unwrap_or_default();
+        if n > 1 {
+            eprintln!("{}", crate::export::text::run_line(k, n, &r));
+        }
+        results.push(r);
+        if !missing.is_empty() {
+            lost = Some(missing);
+            break;
+        }
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+    }
+    let allow_loss = validated.allow_loss();
+    let mut result = RunResult::combine(results, allow_loss);
+    result.thresholds = crate::gate::judge(&validated.output().thresholds, &result);
+    crate::output::write::emit(&result, validated.output())?;
+    if let Some(m) = metrics {
+        m.linger(validated.output().metrics_linger, stop);
+    }
+    match lost {
+        Some(names) => Err(Error::Agent(format!(
+            "agent {} sent no result (see above); the partial result was written",
+            names.join(", ")
+        ))),
+        None => Ok(result.exit_code(allow_loss)),
+    }
+}
+
+/// Listens to heartbeats and picks the agents the run wants.
+fn discover(
+    bus: &Bus,
+    wanted: &Wanted,
+) -> Result<(
+    Vec<Heartbeat>,
+    std::sync::mpsc::Receiver<crate::control::Inbound>,
+)> {
+    let rx = bus.subscribe(&format!("{}.*", msg::HEARTBEATS))?;
+    let mut heard: BTreeMap<String, Heartbeat> = BTreeMap::new();
+    let deadline = Instant::now() + DISCOVER_FOR;
+    while let Some(m) = bus::recv_until(&rx, deadline) {
+        if let Ok(hb) = serde_json::from_slice::<Heartbeat>(&m.payload) {
+            // Commands go to a name: two agents sharing one would both run the same share.
+            if let Some(other) = heard.get(&hb.name) {
+                if other.instance != hb.instance {
+                    return Err(Error::Agent(format!(
+                        "two agents on {} are named {}: give each a name of its own (--name)",
+                        bus.url, hb.name
+                    )));
+                }
+            }
+            heard.insert(hb.name.clone(), hb);
+        }
+    }
+    let mine = env!("CARGO_PKG_VERSION");
+    let mut fit = Vec::new();
+    for hb in heard.values().filter(|hb| wanted.matches(hb)) {
+        if hb.version != mine || hb.plan_schema != crate::plan::SCHEMA {
+            return Err(Error::Agent(format!(
+                "agent {} runs msgbench {} (plans {}), this coordinator {mine} ({}): run one \
+                 version everywhere",
+                hb.name,
+                hb.version,
+                hb.plan_schema,
+                crate::plan::SCHEMA
+            )));
+        }
+        if hb.busy.is_none() {
+            fit.push(hb.clone());
+        }
+    }
+    let need = wanted.count.unwrap_or(wanted.names.len().max(1));
+    let missing: Vec<&String> = wanted
+        .names
+        .iter()
+        .filter(|n| !fit.iter().any(|hb| &hb.name == *n))
+        .collect();
+    if fit.len() < need || !missing.is_empty() {
+        let found: Vec<&str> = fit.iter().map(|h| h.name.as_str()).collect();
+        return Err(Error::Agent(format!(
+            "{}: {} idle agent(s) answered on {} within {} ({}){}",
+            wanted.describe(),
+            fit.len(),
+            bus.url,
+            humantime::format_duration(DISCOVER_FOR),
+            if found.is_empty() {
+                "none".into()
+            } else {
+                found.join(", ")
+            },
+            if missing.is_empty() {
+                format!(", {need} wanted")
+            } else {
+                format!(
+                    "; not found: {}",
+                    missing
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
+        )));
+    }
+    fit.truncate(wanted.count.unwrap_or(fit.len()));
+    // The heartbeats go on being read during the run: an agent is alive while they come.
+    Ok((fit, rx))
+}
