@@ -6,8 +6,7 @@
 mod support;
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -15,22 +14,6 @@ use std::time::{Duration, Instant};
 use support::agent::Agent;
 use support::openmetrics::{self, Exposition, Sample};
 use support::{bin, scratch_dir, u, TestServer};
-
-/// `GET /metrics`: the body of a 200 answer.
-fn scrape(addr: &str) -> String {
-    let mut s = TcpStream::connect(addr).expect("the coordinator serves /metrics");
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    write!(
-        s,
-        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).unwrap();
-    let (head, body) = answer.split_once("\r\n\r\n").expect("an HTTP answer");
-    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
-    body.to_string()
-}
 
 /// The sample of `name` with exactly these labels besides `run` and `scenario`.
 fn exactly(e: &Exposition, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
@@ -131,7 +114,7 @@ fn until_final(addr: &str, mut each: impl FnMut(&Exposition, &str)) -> Expositio
             Instant::now() < deadline,
             "the run never showed final figures"
         );
-        let text = scrape(addr);
+        let text = openmetrics::scrape(addr).expect("the coordinator serves /metrics");
         let e = openmetrics::parse(&text).unwrap_or_else(|p| panic!("{p}\n{text}"));
         if !e.samples.is_empty() {
             check_page(&e, &text);

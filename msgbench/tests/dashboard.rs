@@ -24,8 +24,7 @@ mod promql;
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::sync::mpsc;
@@ -115,22 +114,6 @@ fn all_references(dash: &Value) -> Vec<(Query, Refs)> {
 // ---------------------------------------------------------------------------------------------
 // Live scrapes.
 
-/// `GET /metrics` at `addr`: the body, or `None` when nothing answers.
-fn scrape(addr: &str) -> Option<String> {
-    let mut s = TcpStream::connect(addr).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    write!(
-        s,
-        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).ok()?;
-    let (head, body) = answer.split_once("\r\n\r\n").expect("an HTTP answer");
-    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
-    Some(body.to_string())
-}
-
 /// Kills the run if the test fails while it is under way.
 struct Running(Child);
 
@@ -186,7 +169,8 @@ fn scrape_run(args: &[&str], seen: &mut Seen) -> openmetrics::Exposition {
             "{args:?}: no final figures after {:?}",
             support::HANG
         );
-        let body = scrape(&addr).expect("the server answers until the final figures are taken");
+        let body = openmetrics::scrape(&addr)
+            .expect("the server answers until the final figures are taken");
         let e = openmetrics::parse(&body).unwrap_or_else(|p| panic!("{p}\n{body}"));
         for s in &e.samples {
             seen.entry(s.name.clone())

@@ -6,8 +6,7 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -15,29 +14,6 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use support::openmetrics::{self, Exposition};
 use support::{bin, scratch_dir, stderr, TestServer};
-
-const MEDIA_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-
-/// `GET /metrics`: the body of a 200 answer with the OpenMetrics media type; `None` when nothing
-/// answers (the run is over).
-fn scrape(addr: &str) -> Option<String> {
-    let mut s = TcpStream::connect(addr).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    write!(
-        s,
-        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).ok()?;
-    let (head, body) = answer.split_once("\r\n\r\n").expect("an HTTP answer");
-    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
-    assert!(
-        head.contains(&format!("Content-Type: {MEDIA_TYPE}\r\n")),
-        "{head}"
-    );
-    Some(body.to_string())
-}
 
 /// Starts msgbench with `args` plus `--metrics-listen 127.0.0.1:0` and reads the address it
 /// printed; stderr's other lines are kept for failure messages.
@@ -80,7 +56,8 @@ fn run_scraped(args: &[&str], json: &std::path::Path) -> (Vec<Exposition>, Value
             Instant::now() < deadline,
             "the run never showed final figures"
         );
-        let body = scrape(&addr).expect("the server answers until the final figures are taken");
+        let body = openmetrics::scrape(&addr)
+            .expect("the server answers until the final figures are taken");
         let e = openmetrics::parse(&body).unwrap_or_else(|p| panic!("{p}\n{body}"));
         let last = e.get("msgbench_run_finished", &[]) == Some(1.0);
         if !e.samples.is_empty() {

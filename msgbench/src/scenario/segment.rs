@@ -25,3 +25,17 @@ pub struct Share<'a> {
     pub seg: Segment,
     pub peers: &'a dyn Peers,
 }
+
+/// Time zero of a run: with a share, once ready, the common start (waited for); else now.
+///
+/// # Errors
+/// [`crate::error::Error::Agent`] when the run was stopped before the common start.
+pub fn start(share: Option<Share<'_>>, stop: &AtomicBool) -> crate::error::Result<Instant> {
+    let Some(sh) = share else {
+        return Ok(Instant::now());
+    };
+    let at = (sh.peers.ready(stop))
+        .ok_or_else(|| crate::error::Error::Agent("stopped before the common start".into()))?;
+    std::thread::sleep(at.saturating_duration_since(Instant::now()));
+    Ok(at)
+}

@@ -22,6 +22,18 @@ fn mix(seq: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// A fingerprint as a result writes it: 16 hex digits.
+pub fn hex(fingerprint: u64) -> String {
+    format!("{fingerprint:016x}")
+}
+
+/// The sum of fingerprints as results wrote them; None when one is missing or unreadable.
+pub fn sum_hex<'a>(parts: impl IntoIterator<Item = Option<&'a str>>) -> Option<u64> {
+    parts.into_iter().try_fold(0u64, |acc, hex| {
+        Some(acc.wrapping_add(u64::from_str_radix(hex?, 16).ok()?))
+    })
+}
+
 /// The fingerprint of every sequence from `first` through `last`, each once: what the agents'
 /// fingerprints add up to when, between them, they were acknowledged every stored sequence.
 pub fn range_fingerprint(first: u64, last: u64) -> u64 {

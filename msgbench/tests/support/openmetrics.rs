@@ -11,6 +11,33 @@
 //! the older Prometheus format leniently or come under a licence this project does not take.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+/// The media type `/metrics` answers with.
+pub const MEDIA_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// `GET /metrics` at `addr`: the body of a 200 answer with the OpenMetrics media type; `None`
+/// when nothing answers (the run is over).
+pub fn scrape(addr: &str) -> Option<String> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).ok()?;
+    let (head, body) = answer.split_once("\r\n\r\n").expect("an HTTP answer");
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    assert!(
+        head.contains(&format!("Content-Type: {MEDIA_TYPE}\r\n")),
+        "{head}"
+    );
+    Some(body.to_string())
+}
 
 /// One metric family's metadata.
 #[derive(Debug, Default, Clone)]

@@ -135,14 +135,11 @@ pub(super) fn drive(
                 }
             }
         }
-        let start = match (failure.is_none(), share) {
-            (false, _) => None,
-            (true, None) => Some(Instant::now()),
-            // Every connection is up: on agents, all clients start together across hosts.
-            (true, Some(sh)) => sh.peers.ready(stop).inspect(|at| {
-                std::thread::sleep(at.saturating_duration_since(Instant::now()));
-            }),
-        };
+        // Every connection is up: on agents, all clients start together across hosts.
+        let start = failure
+            .is_none()
+            .then(|| crate::scenario::segment::start(share, stop).ok())
+            .flatten();
         if let (Some(at), Some(sc)) = (start, o.pace.schedule()) {
             meter.follow_schedule(at, sc);
         }

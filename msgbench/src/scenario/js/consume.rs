@@ -71,11 +71,7 @@ pub(super) fn run_consume(
     let (mine, base) = share.map_or((opts.clients, 0), |sh| (sh.seg.subs, sh.seg.sub_base));
     let clients = connect(opts, target, &consumer, base..base + mine, &errors)?;
     let server = ServerMeta::new(&clients[0].info, &clients[0].url, target.local);
-    if let Some(sh) = share {
-        let at = (sh.peers.ready(stop))
-            .ok_or_else(|| Error::Agent("stopped before the common start".into()))?;
-        std::thread::sleep(at.saturating_duration_since(Instant::now()));
-    }
+    crate::scenario::segment::start(share, stop)?;
     let (pulled, live) = pull_all(opts, clients, &consumer, base, &owed, target, meter, stop);
     if let Some(live) = live {
         let (result, acks) = live?;

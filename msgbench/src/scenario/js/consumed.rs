@@ -128,7 +128,7 @@ pub(super) fn assemble(run: Run<'_>, owed: Owed, pulled: Pulled, meter: &Meter) 
     let (report, expected, missing, missing_seqs) = if run.share {
         let share = ConsumeReport {
             reconciled: false,
-            consumed_fingerprint: Some(format!("{:016x}", seen.set.fingerprint())),
+            consumed_fingerprint: Some(crate::stats::acks::hex(seen.set.fingerprint())),
             ..report
         };
         (share, seen.set.len(), 0, None)
@@ -252,10 +252,8 @@ pub(super) fn conclude(
     };
     let sum = |f: fn(&ConsumeShare) -> u64| shares.iter().map(f).sum::<u64>();
     let (expected, first) = (shares[0].expected, shares[0].first_seq);
-    let fingerprint = shares.iter().try_fold(0u64, |acc, s| {
-        let hex = s.consumed_fingerprint.as_deref()?;
-        Some(acc.wrapping_add(u64::from_str_radix(hex, 16).ok()?))
-    });
+    let fingerprint =
+        crate::stats::acks::sum_hex(shares.iter().map(|s| s.consumed_fingerprint.as_deref()));
     let consumed = sum(|s| s.consumed);
     let owed = crate::stats::acks::range_fingerprint(first, first + expected - 1);
     let duplicated = merged.delivery.duplicated.unwrap_or(0);
@@ -289,7 +287,7 @@ pub(super) fn conclude(
             && duplicated == 0
             && breaks == 0,
         first_seq: first,
-        consumed_fingerprint: fingerprint.map(|f| format!("{f:016x}")),
+        consumed_fingerprint: fingerprint.map(crate::stats::acks::hex),
     });
     let d = &mut merged.delivery;
     d.expected = expected;

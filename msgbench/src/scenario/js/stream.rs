@@ -13,7 +13,7 @@ use crate::scenario::request::RequestOptions;
 use crate::scenario::request::{self, JsAcks};
 use crate::scenario::Share;
 use crate::server::Target;
-use crate::stats::acks::range_fingerprint;
+use crate::stats::acks::{hex, range_fingerprint, sum_hex};
 use crate::stats::timeline::Meter;
 
 /// An agent's share of a stream's reconciliation: what its publishers were acknowledged, as a
@@ -33,7 +33,7 @@ fn share_report(cfg: &StreamConfig, before: StreamState, acks: &JsAcks) -> Strea
         unacked_seqs: Vec::new(),
         reconciled: false,
         unread: Some(AGENT_SHARE.into()),
-        acked_fingerprint: Some(format!("{:016x}", acks.acked.fingerprint())),
+        acked_fingerprint: Some(hex(acks.acked.fingerprint())),
     }
 }
 
@@ -64,10 +64,7 @@ pub(super) fn reconcile_across(
     let parts = parts.unwrap_or_default();
     let before = parts.first().map(|p| p.before).unwrap_or_default();
     let sum = |f: fn(&SharePart) -> u64| parts.iter().map(f).sum::<u64>();
-    let fingerprint = parts.iter().try_fold(0u64, |acc, p| {
-        let hex = p.acked_fingerprint.as_deref()?;
-        Some(acc.wrapping_add(u64::from_str_radix(hex, 16).ok()?))
-    });
+    let fingerprint = sum_hex(parts.iter().map(|p| p.acked_fingerprint.as_deref()));
     let mut report = StreamReport {
         name: cfg.name.clone(),
         acked: sum(|p| p.acked),
@@ -80,7 +77,7 @@ pub(super) fn reconcile_across(
         unacked_seqs: Vec::new(),
         reconciled: false,
         unread: None,
-        acked_fingerprint: fingerprint.map(|f| format!("{f:016x}")),
+        acked_fingerprint: fingerprint.map(hex),
     };
     let after = match after {
         Ok(a) => a,

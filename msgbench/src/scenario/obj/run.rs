@@ -15,7 +15,6 @@ use super::client::Client;
 use super::options::ObjOptions;
 use super::report::{assemble, Done};
 use crate::engine::jsapi::Api;
-use crate::error::Error;
 use crate::error::{ErrorCounts, Result};
 use crate::result::{RunResult, ServerMeta};
 use crate::scenario::Share;
@@ -51,11 +50,7 @@ pub(super) fn run(
         Some(p) => bucket::open(&mut api, o, p, first.info.max_payload)?,
         None => bucket::find(&mut api, o)?,
     };
-    if let Some(sh) = share {
-        let at = (sh.peers.ready(stop))
-            .ok_or_else(|| Error::Agent("stopped before the common start".into()))?;
-        std::thread::sleep(at.saturating_duration_since(std::time::Instant::now()));
-    }
+    crate::scenario::segment::start(share, stop)?;
     let role = if o.put.is_some() {
         Role::Pub
     } else {

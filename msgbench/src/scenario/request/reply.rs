@@ -5,12 +5,12 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::SystemTime;
 
 use super::options::ReplyOptions;
 use crate::engine::conn::Conn;
 use crate::engine::load::{self, RespondSpec};
-use crate::error::{Error, ErrorCounts, Result};
+use crate::error::{ErrorCounts, Result};
 use crate::result::{throughput_sections, RunResult, ServerMeta};
 use crate::scenario::Share;
 use crate::server::Target;
@@ -64,15 +64,7 @@ pub fn run_reply(
             readers.push((reader, shared));
         }
         // Every responder is subscribed; on agents, the service starts with the others'.
-        let start = match share {
-            Some(sh) => {
-                let at = (sh.peers.ready(stop))
-                    .ok_or_else(|| Error::Agent("stopped before the common start".into()))?;
-                std::thread::sleep(at.saturating_duration_since(Instant::now()));
-                at
-            }
-            None => Instant::now(),
-        };
+        let start = crate::scenario::segment::start(share, stop)?;
         let until = start + opts.duration;
         for (i, (mut reader, shared)) in readers.into_iter().enumerate() {
             let spec = RespondSpec {

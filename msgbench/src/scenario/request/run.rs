@@ -345,15 +345,7 @@ impl<'a> Run<'a> {
     /// Time zero: on agents, everyone starts together; until then a requester-less agent only
     /// serves. The fault's thread and the live view's schedule start from it.
     fn start<'s, 'e>(&'e self, s: &'s Scope<'s, 'e>) -> Result<Instant> {
-        let at = match self.share {
-            Some(sh) => {
-                let at = (sh.peers.ready(self.stop))
-                    .ok_or_else(|| Error::Agent("stopped before the common start".into()))?;
-                std::thread::sleep(at.saturating_duration_since(Instant::now()));
-                at
-            }
-            None => Instant::now(),
-        };
+        let at = crate::scenario::segment::start(self.share, self.stop)?;
         let zero = *self.epoch.get_or_init(|| at);
         if let Some(sc) = self.opts.pace.schedule() {
             self.meter.follow_schedule(zero, sc);
