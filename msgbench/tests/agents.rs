@@ -435,24 +435,27 @@ fn too_few_agents_and_unsupported_scenarios_are_refused_in_one_line() {
         "{e}"
     );
     assert!(e.contains("--agents 2") && e.contains("f1"), "{e}");
+    // What stays refused is what cannot mean anything on other hosts: a fault on a server
+    // msgbench starts itself.
     let out = bin()
         .args([
-            "kv",
-            "get",
+            "pub",
             "--msgs",
             "10",
             "--server",
             &server.url,
             "--agents",
             "1",
+            "--fault",
+            "kill@1s",
         ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+    let e = stderr(&out);
     assert!(
-        stderr(&out).contains("does not run on agents yet"),
-        "{}",
-        stderr(&out)
+        e.contains("--fault cannot be combined with --agents") && e.lines().count() == 1,
+        "{e}"
     );
     let out = bin().args(["pub", "--agents", "1"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -749,6 +752,151 @@ fn js_pub_and_kv_put_on_two_agents_reconcile_one_stream_across_both_and_js_consu
         "{}",
         stderr(&out)
     );
+}
+
+/// A stream's message count and last sequence, or None once it is gone.
+fn stream_state(url: &str, stream: &str) -> Option<(u64, u64)> {
+    let info: serde_json::Value = serde_json::from_str(&support::raw_request(
+        url,
+        &format!("$JS.API.STREAM.INFO.{stream}"),
+        "",
+    ))
+    .unwrap();
+    let state = &info["state"];
+    Some((state["messages"].as_u64()?, state["last_seq"].as_u64()?))
+}
+
+#[test]
+fn js_consume_fills_or_publishes_live_on_two_agents_and_every_acknowledged_message_is_consumed_once(
+) {
+    let server = TestServer::start();
+    let _a = Agent::start(&server.url, "c1", &[], &[]);
+    let _b = Agent::start(&server.url, "c2", &[], &[]);
+    // One publisher and one consumer put them on different agents; three consumers spread
+    // over both, beside the publisher.
+    for (publish, clients) in [("before", "1"), ("live", "3"), ("before", "3")] {
+        let stream = format!("cons{publish}{clients}");
+        let subject = format!("{stream}.x");
+        let (out, doc, _d) = coordinate(&[
+            "js",
+            "consume",
+            "--publish",
+            publish,
+            "--stream",
+            &stream,
+            "--subject",
+            &subject,
+            "--clients",
+            clients,
+            "--msgs",
+            "12000",
+            "--server",
+            &server.url,
+            "--agents",
+            "2",
+        ]);
+        let what = format!("--publish {publish} --clients {clients}");
+        assert!(out.status.success(), "{what}: {}", stderr(&out));
+        let agents = doc["agents"]["agents"].as_array().unwrap();
+        assert_eq!(
+            agents.iter().map(|a| u(&a["pubs"])).collect::<Vec<_>>(),
+            [1, 0],
+            "{what}"
+        );
+        // The publishers' acknowledgements reconciled with the stream across agents.
+        let st = &doc["jetstream"]["streams"][0];
+        assert_eq!(
+            (u(&st["acked"]), u(&st["stored"])),
+            (12_000, 12_000),
+            "{what}: {st}"
+        );
+        assert_eq!(doc["jetstream"]["reconciled"], true, "{what}");
+        // And every acknowledged message consumed once, across the agents' consumers.
+        let c = &doc["consumer"];
+        assert_eq!(
+            (u(&c["expected"]), u(&c["consumed"])),
+            (12_000, 12_000),
+            "{what}: {c}"
+        );
+        assert_eq!(c["reconciled"], true, "{what}: {c}");
+        let consumed: u64 = agents
+            .iter()
+            .filter(|a| u(&a["subs"]) > 0)
+            .map(|a| u(&a["result"]["consumer"]["consumed"]))
+            .sum();
+        assert_eq!(consumed, 12_000, "{what}");
+        let d = &doc["delivery"];
+        assert_eq!(
+            (u(&d["sent"]), u(&d["expected"]), u(&d["lost"])),
+            (12_000, 12_000, 0),
+            "{what}: {d}"
+        );
+        // Only messages published while consuming have a latency.
+        assert_eq!(doc["latency"].is_object(), publish == "live", "{what}");
+        let errs = support::schema_errors(&doc);
+        assert!(errs.is_empty(), "{what}: {errs:?}");
+        assert_eq!(stream_state(&server.url, &stream), Some((12_000, 12_000)));
+    }
+}
+
+#[test]
+fn kv_get_on_two_agents_fills_the_bucket_once_and_the_coordinator_deletes_it() {
+    let server = TestServer::start();
+    let _a = Agent::start(&server.url, "g1", &[], &[]);
+    let _b = Agent::start(&server.url, "g2", &[], &[]);
+    let (out, doc, _d) = coordinate(&[
+        "kv",
+        "get",
+        "--bucket",
+        "gets2",
+        "--keys",
+        "300",
+        "--clients",
+        "4",
+        "--msgs",
+        "2000",
+        "--server",
+        &server.url,
+        "--agents",
+        "2",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let agents = doc["agents"]["agents"].as_array().unwrap();
+    assert!(
+        agents.iter().all(|a| u(&a["pubs"]) == 2),
+        "two getters each"
+    );
+    let d = &doc["delivery"];
+    assert_eq!(
+        (u(&d["expected"]), u(&d["received"]), u(&d["lost"])),
+        (8000, 8000, 0),
+        "{d}"
+    );
+    // Filled once, by one agent: one put per key, not one per agent (the bucket keeps one
+    // value per key either way; its last sequence counts the puts).
+    assert_eq!(stream_state(&server.url, "KV_gets2"), Some((300, 300)));
+    let errs = support::schema_errors(&doc);
+    assert!(errs.is_empty(), "{errs:?}");
+    // With --delete-after, the bucket goes once both agents are done.
+    let (out, _doc, _d) = coordinate(&[
+        "kv",
+        "get",
+        "--bucket",
+        "gets3",
+        "--keys",
+        "50",
+        "--msgs",
+        "500",
+        "--clients",
+        "2",
+        "--delete-after",
+        "--server",
+        &server.url,
+        "--agents",
+        "2",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stream_state(&server.url, "KV_gets3"), None);
 }
 
 #[test]

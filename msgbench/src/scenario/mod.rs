@@ -250,10 +250,3 @@ pub struct Compared {
     /// `--connect-timeout`, which drivers get too.
     pub connect_timeout: Duration,
 }
-
-/// The refusal of a scenario that does not run on agents, in one line.
-pub(crate) fn not_on_agents(name: &str) -> Error {
-    Error::Usage(format!(
-        "--agents: `{name}` does not run on agents yet (every scenario but kv get does)"
-    ))
-}

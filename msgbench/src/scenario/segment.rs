@@ -39,3 +39,23 @@ pub fn start(share: Option<Share<'_>>, stop: &AtomicBool) -> crate::error::Resul
     std::thread::sleep(at.saturating_duration_since(Instant::now()));
     Ok(at)
 }
+
+/// A share's meeting points once the common start is past: a part of the run that would
+/// meet the others at the start (a publisher started by a consumer, say) starts at once, and
+/// the later meeting points are the share's own.
+pub struct Started<'a> {
+    pub at: Instant,
+    pub peers: &'a dyn Peers,
+}
+
+impl Peers for Started<'_> {
+    fn ready(&self, _stop: &AtomicBool) -> Option<Instant> {
+        Some(self.at)
+    }
+    fn published(&self, sent: &[u64]) {
+        self.peers.published(sent);
+    }
+    fn all_published(&self, stop: &AtomicBool) -> Option<Vec<u64>> {
+        self.peers.all_published(stop)
+    }
+}

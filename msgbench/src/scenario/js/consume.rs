@@ -17,7 +17,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::consumed::{self, Consumed, Published, Pulled, Seen};
-use super::stream::{api_conn, clean_up, open_streams, publish_and_reconcile, reconcile};
+use super::stream::{
+    api_conn, clean_up, open_streams, publish_and_reconcile, reconcile, share_report,
+};
 use super::{JsConsumeOptions, Source};
 use crate::engine::conn::{self, Conn, ConnectSpec};
 use crate::engine::jsapi::{Api, ConsumerConfig, StreamState};
@@ -27,6 +29,7 @@ use crate::error::{Error, ErrorCounts, Result};
 use crate::result::{JsReport, RunResult, ServerMeta};
 use crate::scenario::request::RequestOptions;
 use crate::scenario::request::{self, JsAcks};
+use crate::scenario::segment::{Peers, Segment, Started};
 use crate::scenario::Share;
 use crate::server::Target;
 use crate::stats::acks::{AckSet, GAPS_LISTED};
@@ -48,8 +51,8 @@ pub(super) fn run_consume(
 ) -> Result<RunResult> {
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let mut api = api_conn(target, &opts.conn, opts.timeout)?;
-    let mut owed = messages(opts, &mut api, target, meter, stop)?;
-    if share.is_some() && opts.msgs < owed.state.messages {
+    let mut owed = messages(opts, &mut api, target, meter, stop, share.is_none())?;
+    if share.is_some() && opts.source == Source::Stream && opts.msgs < owed.state.messages {
         // Consumers on several hosts share one consumer: none can tell when the others'
         // deliveries add up to a count short of the stream, only when it is drained.
         return Err(Error::flag(
@@ -70,14 +73,35 @@ pub(super) fn run_consume(
     meter.watch_errors(&errors);
     let (mine, base) = share.map_or((opts.clients, 0), |sh| (sh.seg.subs, sh.seg.sub_base));
     let clients = connect(opts, target, &consumer, base..base + mine, &errors)?;
-    let server = ServerMeta::new(&clients[0].info, &clients[0].url, target.local);
-    crate::scenario::segment::start(share, stop)?;
-    let (pulled, live) = pull_all(opts, clients, &consumer, base, &owed, target, meter, stop);
+    let mut server = (clients.first()).map(|c| ServerMeta::new(&c.info, &c.url, target.local));
+    let at = crate::scenario::segment::start(share, stop)?;
+    // On agents this agent's publishers run as a share of their own, already past the start.
+    let started = share.map(|sh| Started {
+        at,
+        peers: sh.peers,
+    });
+    let publishers = share.zip(started.as_ref()).map(|(sh, st)| Share {
+        seg: Segment { subs: 0, ..sh.seg },
+        peers: st as &dyn Peers,
+    });
+    if let (Some(ps), Source::Before) = (publishers, opts.source) {
+        owed.published = fill_share(opts, ps, &owed, &mut api, target, meter, stop)?;
+    }
+    let (pulled, live) = pull_all(
+        opts, clients, &consumer, base, &owed, target, meter, stop, publishers,
+    );
     if let Some(live) = live {
         let (result, acks) = live?;
         let acks = acks.expect("JetStream publishes report their acknowledgements");
-        let after = api.stream_state(&opts.stream.name);
-        let stream = reconcile(&opts.stream, owed.state, after, &acks[0]);
+        let stream = match share {
+            Some(_) => share_report(&opts.stream, owed.state, &acks[0]),
+            None => reconcile(
+                &opts.stream,
+                owed.state,
+                api.stream_state(&opts.stream.name),
+                &acks[0],
+            ),
+        };
         let js = JsReport::of(&opts.stream.storage, "async", vec![stream]);
         owed.published = Some((result, js, acks));
     }
@@ -91,10 +115,12 @@ pub(super) fn run_consume(
         std::slice::from_ref(&opts.stream),
         opts.delete_after && share.is_none(),
     );
+    // An agent with publishers alone knows the server from them.
+    server = server.or_else(|| owed.published.as_ref().map(|(r, _, _)| r.server.clone()));
     let run = consumed::Run {
         opts,
         started_at,
-        server,
+        server: server.expect("a share has a client"),
         errors: &errors,
         interrupted: stop.load(Ordering::Relaxed),
         consumer: consumer.name,
@@ -102,6 +128,46 @@ pub(super) fn run_consume(
         share: share.is_some(),
     };
     Ok(consumed::assemble(run, owed, pulled, meter))
+}
+
+/// An agent's part of a `--publish before` fill: its publishers' share (none on an agent of
+/// consumers alone), then a wait until every agent's is done, so that consuming starts on the
+/// whole fill.
+///
+/// # Errors
+/// The fill fails before publishing, or the run is stopped before every agent's is done.
+#[allow(clippy::too_many_arguments)] // each is a distinct part of the run
+fn fill_share(
+    opts: &JsConsumeOptions,
+    publishers: Share<'_>,
+    owed: &Owed,
+    api: &mut Api,
+    target: &Target,
+    meter: &Meter,
+    stop: &AtomicBool,
+) -> Result<Option<Published>> {
+    let p = opts.publish.as_ref().expect("a fill has its publishers");
+    let published = if publishers.seg.pubs > 0 {
+        Some(publish_and_reconcile(
+            p,
+            "async",
+            std::slice::from_ref(&opts.stream),
+            &[owed.state],
+            api,
+            target,
+            meter,
+            stop,
+            Some(publishers),
+        )?)
+    } else {
+        publishers.peers.published(&[]);
+        None
+    };
+    publishers
+        .peers
+        .all_published(stop)
+        .ok_or_else(|| Error::Agent("stopped before every agent's fill was done".into()))?;
+    Ok(published)
 }
 
 /// The messages the consumers owe: where consuming starts in the stream, how many distinct
@@ -116,7 +182,7 @@ pub(super) struct Owed {
     pub published: Option<Published>,
 }
 
-/// Finds or creates the stream, and, with `--publish before`, fills it.
+/// Finds or creates the stream, and, with `--publish before` and `fill`, fills it.
 ///
 /// # Errors
 /// The stream cannot be found (`--publish none`) or created, holds nothing to consume, or the
@@ -127,6 +193,7 @@ fn messages(
     target: &Target,
     meter: &Meter,
     stop: &AtomicBool,
+    fill: bool,
 ) -> Result<Owed> {
     let streams = std::slice::from_ref(&opts.stream);
     let name = &opts.stream.name;
@@ -148,9 +215,10 @@ fn messages(
         Source::Stream => (state.first_seq, opts.msgs.min(state.messages)),
         Source::Before | Source::Live => (state.last_seq + 1, opts.msgs),
     };
-    // Filling the stream first: the consumers then time consuming alone.
+    // Filling the stream first: the consumers then time consuming alone. On agents each fills
+    // its part after the common start ([`fill_share`]).
     let published = match (opts.source, &opts.publish) {
-        (Source::Before, Some(p)) => Some(publish_and_reconcile(
+        (Source::Before, Some(p)) if fill => Some(publish_and_reconcile(
             p, "async", streams, &before, api, target, meter, stop, None,
         )?),
         _ => None,
@@ -258,7 +326,8 @@ type LiveRun = Result<(RunResult, Option<Vec<JsAcks>>)>;
 
 /// Pulls on every client (global ids from `base`) until the goal is met, the stream has
 /// nothing more, the run is stopped or it goes idle; with `--publish live`, publishes
-/// alongside.
+/// alongside. On agents the publishing is this agent's `publishers`, and it is over when every
+/// agent's is.
 #[allow(clippy::too_many_arguments)] // each is a distinct part of the run; a struct would only rename them
 fn pull_all(
     opts: &JsConsumeOptions,
@@ -269,6 +338,7 @@ fn pull_all(
     target: &Target,
     meter: &Meter,
     stop: &AtomicBool,
+    publishers: Option<Share<'_>>,
 ) -> (Pulled, Option<LiveRun>) {
     let live = opts
         .publish
@@ -303,7 +373,19 @@ fn pull_all(
                     js_bases: Some(vec![start]),
                     ..p.clone()
                 };
-                let r = request::run_requests(&publish, target, meter, stop, None);
+                let r = match publishers {
+                    // An agent of consumers alone publishes nothing, and says so.
+                    Some(ps) if ps.seg.pubs == 0 => {
+                        ps.peers.published(&[]);
+                        None
+                    }
+                    _ => Some(request::run_requests(
+                        &publish, target, meter, stop, publishers,
+                    )),
+                };
+                if let Some(ps) = publishers {
+                    ps.peers.all_published(stop);
+                }
                 shared.publishing_over.store(true, Ordering::Release);
                 r
             })
@@ -334,7 +416,7 @@ fn pull_all(
             .collect();
         (
             consumers,
-            live.map(|t| t.join().expect("publisher panicked")),
+            live.and_then(|t| t.join().expect("publisher panicked")),
         )
     });
     let seen = shared.seen.into_inner().unwrap_or_else(|p| p.into_inner());

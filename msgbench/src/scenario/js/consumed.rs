@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use super::consume::Owed;
-use super::{ConsumeParams, JsConsumeOptions};
+use super::{ConsumeParams, JsConsumeOptions, Source};
 use crate::engine::pull::{PullCounts, PullEnd};
 use crate::error::ErrorCounts;
 use crate::result::{throughput_sections, ConsumeReport, JsReport, LatencyStats};
@@ -157,7 +157,8 @@ pub(super) fn assemble(run: Run<'_>, owed: Owed, pulled: Pulled, meter: &Meter) 
             duplicate_seqs: Some(seen.duplicate_seqs),
         },
         latency: (!latency.is_empty()).then(|| LatencyStats::of(&latency)),
-        consumer: Some(report),
+        // An agent given publishers alone consumed nothing to speak of.
+        consumer: (!run.share || !consumers.is_empty()).then_some(report),
         ..RunResult::new(
             "js.consume",
             run.started_at,
@@ -240,8 +241,10 @@ pub(super) fn conclude(
     target: &crate::server::Target,
 ) -> crate::error::Result<()> {
     let agents = merged.agents.as_ref().map_or(&[][..], |a| &a.agents[..]);
+    // Every agent given consumers speaks for what they consumed.
     let shares: Option<Vec<ConsumeShare>> = agents
         .iter()
+        .filter(|a| a.subs > 0)
         .map(|a| {
             let v = a.result.as_ref()?.get("consumer")?;
             serde_json::from_value(v.clone()).ok()
@@ -251,11 +254,34 @@ pub(super) fn conclude(
         return Ok(());
     };
     let sum = |f: fn(&ConsumeShare) -> u64| shares.iter().map(f).sum::<u64>();
-    let (expected, first) = (shares[0].expected, shares[0].first_seq);
+    let first = shares[0].first_seq;
+    let mut api = super::stream::api_conn(target, &opts.conn, opts.timeout);
+    // What the consumers owed: the stream's first messages, or every one acknowledged to the
+    // agents' publishers (reconciled with the stream here, as js pub's are).
+    let (expected, owed, sent) = match opts.source {
+        Source::Stream => {
+            let n = shares[0].expected;
+            let range = crate::stats::acks::range_fingerprint(first, first + n - 1);
+            (n, Some(range), n)
+        }
+        Source::Before | Source::Live => {
+            let reports =
+                super::publish::across_agents(std::slice::from_ref(&opts.stream), agents, &mut api);
+            let acked = reports[0].acked;
+            let fingerprint = reports[0].acked_fingerprint.as_deref();
+            let owed = crate::stats::acks::sum_hex(std::iter::once(fingerprint));
+            let sent = agents
+                .iter()
+                .filter(|a| a.pubs > 0)
+                .filter_map(|a| a.result.as_ref()?.pointer("/delivery/sent")?.as_u64())
+                .sum();
+            merged.jetstream = Some(JsReport::of(&opts.stream.storage, "async", reports));
+            (acked, owed, sent)
+        }
+    };
     let fingerprint =
         crate::stats::acks::sum_hex(shares.iter().map(|s| s.consumed_fingerprint.as_deref()));
     let consumed = sum(|s| s.consumed);
-    let owed = crate::stats::acks::range_fingerprint(first, first + expected - 1);
     let duplicated = merged.delivery.duplicated.unwrap_or(0);
     let breaks = sum(|s| s.sequence_breaks);
     // How the pulling ended: the first agent whose consumers did not end well, or drained.
@@ -283,7 +309,8 @@ pub(super) fn conclude(
         sequence_breaks: breaks,
         ended,
         reconciled: consumed == expected
-            && fingerprint == Some(owed)
+            && fingerprint.is_some()
+            && fingerprint == owed
             && duplicated == 0
             && breaks == 0,
         first_seq: first,
@@ -291,11 +318,11 @@ pub(super) fn conclude(
     });
     let d = &mut merged.delivery;
     d.expected = expected;
-    d.sent = expected;
+    d.sent = sent;
     d.lost = expected.saturating_sub(consumed);
     // Across agents the sequences are not listed: each agent holds only its own.
     d.missing_seqs = None;
-    if let Ok(mut api) = super::stream::api_conn(target, &opts.conn, opts.timeout) {
+    if let Ok(mut api) = api {
         let _ = api.delete_consumer(&opts.stream.name, &shares[0].consumer);
         super::stream::clean_up(api, std::slice::from_ref(&opts.stream), opts.delete_after);
     }

@@ -182,18 +182,10 @@ impl Runnable for JsConsumeOptions {
         Some((&self.server, self.conn.link))
     }
     fn split(&self) -> Result<Split> {
-        if self.source != Source::Stream {
-            return Err(Error::Usage(
-                "--agents: js consume runs on agents with --publish none (a stream filled \
-                 first, by js pub --agents say); --publish before|live on agents is not done \
-                 yet"
-                .into(),
-            ));
-        }
         // The consumers spread over the agents and share one durable consumer, as the clients
-        // of one process do.
+        // of one process do; a fill or a live publisher spreads as js pub's publishers do.
         Ok(Split {
-            pubs: 0,
+            pubs: self.publish.as_ref().map_or(0, |p| p.clients),
             subs: self.clients,
         })
     }
@@ -236,15 +228,13 @@ impl Runnable for KvOptions {
         Some((&self.put.publish.server, self.put.publish.conn.link))
     }
     fn split(&self) -> Result<Split> {
-        if self.get {
-            return Err(super::not_on_agents(KvGet::NAME));
-        }
-        // As js pub: the putters spread over the agents, the bucket reconciled by the
-        // coordinator.
-        Ok(Split {
-            pubs: self.put.publish.clients,
-            subs: 0,
-        })
+        // As js pub: the putters (or getters) spread over the agents; puts are reconciled with
+        // the bucket by the coordinator, and a get's fill is made once (see `run_kv`).
+        let pubs = self
+            .gets
+            .as_ref()
+            .map_or(self.put.publish.clients, |g| g.clients);
+        Ok(Split { pubs, subs: 0 })
     }
     fn conclude(
         &self,
@@ -254,10 +244,14 @@ impl Runnable for KvOptions {
         let Some(target) = target else {
             return Ok(());
         };
-        if self.gets.is_some() {
-            return Ok(());
+        if self.gets.is_none() {
+            return publish::conclude(&self.put, merged, target);
         }
-        publish::conclude(&self.put, merged, target)
+        // The gets leave nothing to reconcile; the bucket, when asked, goes once all are done.
+        if let Ok(api) = stream::api_conn(target, &self.put.publish.conn, self.timeout()) {
+            stream::clean_up(api, &self.put.streams, self.put.delete_after);
+        }
+        Ok(())
     }
     fn timeout(&self) -> std::time::Duration {
         self.put.publish.timeout

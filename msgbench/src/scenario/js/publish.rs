@@ -79,30 +79,8 @@ fn publish(
 pub(super) fn conclude(opts: &JsPubOptions, merged: &mut RunResult, target: &Target) -> Result<()> {
     let p = &opts.publish;
     let agents = merged.agents.as_ref().map_or(&[][..], |a| &a.agents[..]);
-    let part = |a: &crate::result::AgentEntry, k: usize| -> Option<SharePart> {
-        let v = a
-            .result
-            .as_ref()?
-            .pointer(&format!("/jetstream/streams/{k}"))?;
-        serde_json::from_value(v.clone()).ok()
-    };
     let mut api = api_conn(target, &p.conn, p.timeout);
-    let mut reports = Vec::new();
-    for (k, cfg) in opts.streams.iter().enumerate() {
-        let parts: std::result::Result<Vec<SharePart>, &str> = agents
-            .iter()
-            .map(|a| part(a, k).ok_or(a.name.as_str()))
-            .collect();
-        let after = match (&parts, &mut api) {
-            (Err(name), _) => Err(Error::Agent(format!(
-                "agent {name} sent no share of stream {}: what it was acknowledged is unknown",
-                cfg.name
-            ))),
-            (Ok(_), Ok(api)) => api.stream_state(&cfg.name),
-            (Ok(_), Err(e)) => Err(Error::Agent(format!("the coordinator cannot read it: {e}"))),
-        };
-        reports.push(reconcile_across(cfg, parts.as_deref().ok(), after));
-    }
+    let reports = across_agents(&opts.streams, agents, &mut api);
     merged.jetstream = Some(JsReport::of(
         &opts.streams[0].storage,
         opts.mode.as_str(),
@@ -112,6 +90,42 @@ pub(super) fn conclude(opts: &JsPubOptions, merged: &mut RunResult, target: &Tar
         clean_up(api, &opts.streams, opts.delete_after);
     }
     Ok(())
+}
+
+/// Each stream reconciled with the acknowledgements of every agent that published into it
+/// (its share in its result's `jetstream` section), against the stream's state read through
+/// `api` once all are done.
+pub(super) fn across_agents(
+    streams: &[StreamConfig],
+    agents: &[crate::result::AgentEntry],
+    api: &mut Result<crate::engine::jsapi::Api>,
+) -> Vec<crate::result::StreamReport> {
+    let part = |a: &crate::result::AgentEntry, k: usize| -> Option<SharePart> {
+        let v = a
+            .result
+            .as_ref()?
+            .pointer(&format!("/jetstream/streams/{k}"))?;
+        serde_json::from_value(v.clone()).ok()
+    };
+    let mut reports = Vec::new();
+    for (k, cfg) in streams.iter().enumerate() {
+        // An agent given no publishers (a consumer's alone) acknowledged nothing.
+        let parts: std::result::Result<Vec<SharePart>, &str> = agents
+            .iter()
+            .filter(|a| a.pubs > 0)
+            .map(|a| part(a, k).ok_or(a.name.as_str()))
+            .collect();
+        let after = match (&parts, &mut *api) {
+            (Err(name), _) => Err(Error::Agent(format!(
+                "agent {name} sent no share of stream {}: what it was acknowledged is unknown",
+                cfg.name
+            ))),
+            (Ok(_), Ok(api)) => api.stream_state(&cfg.name),
+            (Ok(_), Err(e)) => Err(Error::Agent(format!("the coordinator cannot read it: {e}"))),
+        };
+        reports.push(reconcile_across(cfg, parts.as_deref().ok(), after));
+    }
+    reports
 }
 
 /// What a driver (another language's client) said it had acknowledged in a `js pub` run.
@@ -184,13 +198,42 @@ pub(super) fn run_kv(
     let p = &opts.put.publish;
     let mut api = api_conn(target, &p.conn, p.timeout)?;
     let before = open_streams(&mut api, &opts.put.streams, Some(p), false)?;
-    // Every key gets a value first, so each get has something to find.
+    // Every key gets a value first, so each get has something to find. On agents the agent
+    // that holds the first getter fills the bucket once; it reaches the common start only
+    // after its fill, so every agent's gets begin on a full bucket.
+    if share.is_none_or(|sh| sh.seg.pubs > 0 && sh.seg.pub_base == 0) {
+        fill(opts, &before, &mut api, target, meter, stop)?;
+    }
+    let mut result = request::run_request(gets, target, meter, stop, share)?;
+    result.params = Params::of(KvParams::of(opts));
+    // On agents the others may still be getting: the coordinator deletes the bucket.
+    clean_up(
+        api,
+        &opts.put.streams,
+        opts.put.delete_after && share.is_none(),
+    );
+    Ok(result)
+}
+
+/// Puts every key of a `kv get` once, and checks that each was acknowledged.
+///
+/// # Errors
+/// The fill fails, or leaves keys without a value.
+fn fill(
+    opts: &KvOptions,
+    before: &[crate::engine::jsapi::StreamState],
+    api: &mut crate::engine::jsapi::Api,
+    target: &Target,
+    meter: &Meter,
+    stop: &AtomicBool,
+) -> Result<()> {
+    let p = &opts.put.publish;
     let (_, fill, _) = publish_and_reconcile(
         p,
         "async",
         &opts.put.streams,
-        &before,
-        &mut api,
+        before,
+        api,
         target,
         meter,
         stop,
@@ -206,8 +249,5 @@ pub(super) fn run_kv(
             ),
         });
     }
-    let mut result = request::run_request(gets, target, meter, stop, None)?;
-    result.params = Params::of(KvParams::of(opts));
-    clean_up(api, &opts.put.streams, opts.put.delete_after);
-    Ok(result)
+    Ok(())
 }

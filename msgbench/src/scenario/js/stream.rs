@@ -20,7 +20,7 @@ use crate::stats::timeline::Meter;
 /// count and a fingerprint. The stream's state after the run is read once, by the coordinator,
 /// when every agent is done ([`reconcile_across`]): an agent that read it would see the others
 /// still publishing.
-fn share_report(cfg: &StreamConfig, before: StreamState, acks: &JsAcks) -> StreamReport {
+pub(super) fn share_report(cfg: &StreamConfig, before: StreamState, acks: &JsAcks) -> StreamReport {
     StreamReport {
         name: cfg.name.clone(),
         acked: acks.acked.len(),
