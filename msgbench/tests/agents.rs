@@ -773,11 +773,16 @@ fn js_consume_fills_or_publishes_live_on_two_agents_and_every_acknowledged_messa
     let _a = Agent::start(&server.url, "c1", &[], &[]);
     let _b = Agent::start(&server.url, "c2", &[], &[]);
     // One publisher and one consumer put them on different agents; three consumers spread
-    // over both, beside the publisher.
-    for (publish, clients) in [("before", "1"), ("live", "3"), ("before", "3")] {
+    // over both, beside the publisher. The last publishes on a schedule of 12,000 messages.
+    for (publish, clients, pace) in [
+        ("before", "1", ["--msgs", "12000"]),
+        ("live", "3", ["--msgs", "12000"]),
+        ("before", "3", ["--msgs", "12000"]),
+        ("live", "2", ["--rate-schedule", "4000@1s,8000@1s"]),
+    ] {
         let stream = format!("cons{publish}{clients}");
         let subject = format!("{stream}.x");
-        let (out, doc, _d) = coordinate(&[
+        let mut args = vec![
             "js",
             "consume",
             "--publish",
@@ -788,13 +793,13 @@ fn js_consume_fills_or_publishes_live_on_two_agents_and_every_acknowledged_messa
             &subject,
             "--clients",
             clients,
-            "--msgs",
-            "12000",
             "--server",
             &server.url,
             "--agents",
             "2",
-        ]);
+        ];
+        args.extend(pace);
+        let (out, doc, _d) = coordinate(&args);
         let what = format!("--publish {publish} --clients {clients}");
         assert!(out.status.success(), "{what}: {}", stderr(&out));
         let agents = doc["agents"]["agents"].as_array().unwrap();
@@ -803,19 +808,21 @@ fn js_consume_fills_or_publishes_live_on_two_agents_and_every_acknowledged_messa
             [1, 0],
             "{what}"
         );
-        // The publishers' acknowledgements reconciled with the stream across agents.
+        // The publishers' acknowledgements reconciled with the stream across agents: all
+        // 12,000 of a count; of a schedule, what it sent by its end (12,000 due).
         let st = &doc["jetstream"]["streams"][0];
-        assert_eq!(
-            (u(&st["acked"]), u(&st["stored"])),
-            (12_000, 12_000),
+        let n = u(&st["acked"]);
+        assert!(
+            n == 12_000 || (pace[0] == "--rate-schedule" && n > 11_000),
             "{what}: {st}"
         );
+        assert_eq!(u(&st["stored"]), n, "{what}: {st}");
         assert_eq!(doc["jetstream"]["reconciled"], true, "{what}");
         // And every acknowledged message consumed once, across the agents' consumers.
         let c = &doc["consumer"];
         assert_eq!(
             (u(&c["expected"]), u(&c["consumed"])),
-            (12_000, 12_000),
+            (n, n),
             "{what}: {c}"
         );
         assert_eq!(c["reconciled"], true, "{what}: {c}");
@@ -824,18 +831,25 @@ fn js_consume_fills_or_publishes_live_on_two_agents_and_every_acknowledged_messa
             .filter(|a| u(&a["subs"]) > 0)
             .map(|a| u(&a["result"]["consumer"]["consumed"]))
             .sum();
-        assert_eq!(consumed, 12_000, "{what}");
+        assert_eq!(consumed, n, "{what}");
         let d = &doc["delivery"];
         assert_eq!(
             (u(&d["sent"]), u(&d["expected"]), u(&d["lost"])),
-            (12_000, 12_000, 0),
+            (n, n, 0),
             "{what}: {d}"
         );
         // Only messages published while consuming have a latency.
         assert_eq!(doc["latency"].is_object(), publish == "live", "{what}");
+        // A schedule's stages, added up across the agents as they followed it together.
+        if pace[0] == "--rate-schedule" {
+            let stages = doc["schedule"]["stages"].as_array().expect("stages");
+            let sent: Vec<u64> = stages.iter().map(|st| u(&st["sent"])).collect();
+            assert_eq!(sent.len(), 2, "{what}: {}", doc["schedule"]);
+            assert_eq!(sent.iter().sum::<u64>(), n, "{what}: {}", doc["schedule"]);
+        }
         let errs = support::schema_errors(&doc);
         assert!(errs.is_empty(), "{what}: {errs:?}");
-        assert_eq!(stream_state(&server.url, &stream), Some((12_000, 12_000)));
+        assert_eq!(stream_state(&server.url, &stream), Some((n, n)));
     }
 }
 

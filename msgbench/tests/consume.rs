@@ -113,6 +113,52 @@ fn publishing_live_times_each_message_from_publish_to_consume() {
 }
 
 #[test]
+fn a_live_publisher_follows_a_rate_schedule_and_every_message_of_it_is_consumed_once() {
+    let s = TestServer::start();
+    let (out, v) = consume(
+        &s.url,
+        &[
+            "--publish",
+            "live",
+            "--rate-schedule",
+            "1000@1s,2000@1s",
+            "--clients",
+            "2",
+            "--stream",
+            "sched",
+            "--subject",
+            "sched.x",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    assert_eq!(v["params"]["rate_schedule"], "1000@1s,2000@1s");
+    // The schedule sets the count: its consumers drain what it published, each once.
+    let acked = u(&v["jetstream"]["streams"][0]["acked"]);
+    assert!((2900..=3000).contains(&acked), "about 3,000 due: {acked}");
+    let c = &v["consumer"];
+    assert_eq!(
+        (u(&c["expected"]), u(&c["consumed"])),
+        (acked, acked),
+        "{c}"
+    );
+    assert_eq!(c["reconciled"], true, "{c}");
+    let stages = v["schedule"]["stages"].as_array().expect("stages");
+    assert_eq!(stages.len(), 2, "{}", v["schedule"]);
+    assert_eq!(
+        stages.iter().map(|st| u(&st["sent"])).sum::<u64>(),
+        u(&v["by_role"]["pub"]["msgs"]),
+        "{}",
+        v["schedule"]
+    );
+    assert!(
+        stderr(&out).contains("published live on the schedule 1000@1s,2000@1s"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn consuming_what_another_run_stored() {
     let s = TestServer::start();
     let (out, _) = run_json(&[
@@ -330,6 +376,10 @@ fn consume_and_kv_bad_input_names_the_flag() {
         ),
         (vec!["js", "consume", "--batch", "0"], "--batch"),
         (vec!["js", "consume", "--rate", "100"], "--rate"),
+        (
+            vec!["js", "consume", "--rate-schedule", "100@1s"],
+            "--rate-schedule",
+        ),
         (
             vec!["js", "consume", "--publish", "none", "--purge"],
             "--purge",

@@ -195,7 +195,7 @@ impl RateSchedule {
     }
 
     /// The run's messages due over the whole schedule (infinite for a fixed rate).
-    fn total(&self) -> f64 {
+    pub fn total(&self) -> f64 {
         self.stages.last().map_or(0.0, |s| s.before + s.msgs())
     }
 

@@ -127,6 +127,12 @@ pub struct JsConsumeArgs {
     /// With --publish live: publish at this many msgs/s (open loop); 0 = as fast as acks allow.
     #[arg(long, default_value = "0", value_parser = parse_rate, allow_hyphen_values = true)]
     pub rate: f64,
+    /// With --publish live: vary the publish rate over the run instead of --rate,
+    /// step:START:STEP:EVERY:MAX, ramp:FROM:TO:OVER or RATE@DURATION,… The run publishes for
+    /// as long as the schedule, and the result has each stage's figures.
+    #[arg(long, value_name = "SCHEDULE", conflicts_with_all = ["rate", "msgs"])]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_schedule: Option<String>,
     /// Consuming connections sharing one pull consumer (fetch and consume).
     #[arg(long, default_value_t = 1, value_parser = parse_clients)]
     pub clients: u32,

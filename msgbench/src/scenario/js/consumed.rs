@@ -75,6 +75,9 @@ pub(super) fn assemble(run: Run<'_>, owed: Owed, pulled: Pulled, meter: &Meter) 
             let (n, listed) = acks[0].acked.missing_from(&seen.set);
             (acks[0].acked.len(), n, listed)
         }
+        // An agent speaks for what it consumed only (below); what was owed is the
+        // coordinator's to say, and a live schedule's count is not known here.
+        None if run.share => (seen.set.len(), 0, Vec::new()),
         None => {
             let (n, listed) = seen.set.gaps_through(owed.start + owed.goal - 1);
             (owed.goal, n, listed)
@@ -208,6 +211,8 @@ fn add_publisher(result: &mut RunResult, (published, js, _): Published) {
         *result.errors.entry(k).or_default() += n;
     }
     result.connections.absorb(&published.connections);
+    // A scheduled publisher's stages.
+    result.schedule = published.schedule;
     result.failure = result.failure.or(published.failure);
     result.jetstream = Some(js);
 }

@@ -170,6 +170,9 @@ impl Runnable for JsConsumeOptions {
     fn output(&self) -> &crate::options::Output {
         &self.output
     }
+    fn schedule(&self) -> Option<&crate::stats::schedule::RateSchedule> {
+        (self.publish.as_ref()?.pace.schedule()).filter(|s| !s.is_fixed())
+    }
     fn allow_loss(&self) -> bool {
         self.allow_loss
     }

@@ -385,18 +385,22 @@ impl JsConsumeOptions {
             return Err(Error::flag("--msgs", "0", "must be at least 1"));
         }
         check_size(a.size)?;
-        crate::options::check_rate(a.rate)?;
         let source = match a.publish {
             Publish::Live => Source::Live,
             Publish::None => Source::Stream,
             Publish::Before => Source::Before,
         };
-        if a.rate > 0.0 && source != Source::Live {
-            return Err(Error::flag(
-                "--rate",
-                &a.rate.to_string(),
-                "applies to --publish live",
-            ));
+        let (pace, schedule_stop) = crate::options::pace(&crate::cli::PaceArgs {
+            rate: a.rate,
+            rate_schedule: a.rate_schedule.clone(),
+            duration: None,
+        })?;
+        if pace.is_open() && source != Source::Live {
+            let (flag, value) = match &a.rate_schedule {
+                Some(spec) => ("--rate-schedule", spec.clone()),
+                None => ("--rate", a.rate.to_string()),
+            };
+            return Err(Error::flag(flag, &value, "applies to --publish live"));
         }
         if source == Source::Stream && a.target.purge {
             return Err(Error::Usage(
@@ -408,19 +412,24 @@ impl JsConsumeOptions {
         conn.no_fault("js consume")?;
         let server = server_choice(&a.conn)?;
         let output: Output = (&a.out).into();
+        // A schedule sets how many are published: about its mean rate over its length.
+        let msgs = match (&pace, &schedule_stop) {
+            (Pace::Open(sc), Some(_)) => sc.total().round() as u64,
+            _ => a.msgs,
+        };
         let publish = (source != Source::Stream).then(|| {
-            let pace = Pace::rate(a.rate);
+            // Open loop sends on schedule; the window then only bounds memory.
+            let window = if pace.is_open() {
+                1 << 20
+            } else {
+                DEFAULT_WINDOW
+            };
             publishing(
                 "js.pub",
                 1,
-                // Open loop sends on schedule; the window then only bounds memory.
-                if a.rate > 0.0 {
-                    1 << 20
-                } else {
-                    DEFAULT_WINDOW
-                },
+                window,
                 pace,
-                Stop::Count(a.msgs),
+                schedule_stop.unwrap_or(Stop::Count(a.msgs)),
                 a.size,
                 &a.target.subject,
                 a.timeout,
@@ -442,7 +451,7 @@ impl JsConsumeOptions {
             ack,
             source,
             clients: a.clients,
-            msgs: a.msgs,
+            msgs,
             timeout: a.timeout,
             allow_loss: a.allow_loss,
             server,

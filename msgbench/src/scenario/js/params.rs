@@ -11,6 +11,7 @@ use crate::format::{counted, group};
 use crate::options::conn::ConnParams;
 use crate::result::{Describe, RunResult};
 use crate::scenario::request::RequestOptions;
+use crate::scenario::Runnable;
 
 /// What every publishing run records (`js pub`, `kv put`, and `kv get`, whose gets are
 /// requests too): the run's clients, its pace and length, and what each message is.
@@ -263,6 +264,8 @@ pub struct ConsumeParams {
     pub publish: Source,
     /// The live publisher's target rate; 0 for as fast as acknowledgements allow.
     pub rate: f64,
+    /// The live publisher's `--rate-schedule`; null without one.
+    pub rate_schedule: Option<String>,
     /// Messages to consume (at most, with `--publish none`).
     pub msgs: u64,
     /// The size of the messages msgbench publishes; null when it publishes none.
@@ -288,6 +291,7 @@ impl ConsumeParams {
             ack: o.ack,
             publish: o.source,
             rate: o.publish.as_ref().map_or(0.0, |p| p.pace.target_rate()),
+            rate_schedule: Runnable::schedule(o).map(ToString::to_string),
             msgs: o.msgs,
             size: o.publish.as_ref().map(|p| p.size),
             subject: o.stream.subjects.join(","),
@@ -305,6 +309,10 @@ impl Describe for ConsumeParams {
         let size = group(self.size.unwrap_or(0) as u64);
         let source = match self.publish {
             Source::Before => format!("{size} B messages published first"),
+            Source::Live if self.rate_schedule.is_some() => format!(
+                "{size} B messages published live on the schedule {}",
+                self.rate_schedule.as_deref().unwrap_or_default()
+            ),
             Source::Live if self.rate > 0.0 => format!(
                 "{size} B messages published live at {} msgs/s",
                 group(self.rate.round() as u64)
