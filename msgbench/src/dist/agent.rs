@@ -493,7 +493,9 @@ fn run_share(
                     })
                 }
             });
-        let out = (|| {
+        // A bug that panics in the run must still end the coordinator's wait with a failure
+        // that says so, rather than leave this agent heartbeating with no result to come.
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let targets = crate::plan::Targets::resolve(validated)?;
             crate::plan::execute(
                 validated,
@@ -506,7 +508,13 @@ fn run_share(
                     peers: state.as_ref(),
                 }),
             )
-        })();
+        }))
+        .unwrap_or_else(|panic| {
+            let what = (panic.downcast_ref::<&str>().map(ToString::to_string))
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Err(Error::Agent(format!("the run stopped on a bug in msgbench: {what}")))
+        });
         let timeline = progress.finish();
         done.store(true, Ordering::Relaxed);
         out.map(|mut r| {
