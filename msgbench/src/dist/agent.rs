@@ -513,7 +513,9 @@ fn run_share(
             let what = (panic.downcast_ref::<&str>().map(ToString::to_string))
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
-            Err(Error::Agent(format!("the run stopped on a bug in msgbench: {what}")))
+            Err(Error::Agent(format!(
+                "the run stopped on a bug in msgbench: {what}"
+            )))
         });
         let timeline = progress.finish();
         done.store(true, Ordering::Relaxed);

@@ -229,7 +229,7 @@ impl Coordinated<'_> {
         result.run_id = run_id;
         // A schedule's stages, added across agents (they all followed it from the start).
         if let Some(sc) = self.validated.schedule() {
-            let agents = result.agents.as_ref().map_or(&[][..], |a| &a.agents[..]);
+            let agents = result.agent_entries();
             result.schedule = crate::result::merge::schedule(agents, sc, self.validated.fanout())
                 .map_err(|e| Error::Agent(e.to_string()))?;
         }

@@ -41,6 +41,12 @@ pub struct AgentEntry {
 }
 
 impl AgentEntry {
+    /// The part of its own result at `pointer` (`/consumer`, `/jetstream/streams/0`), read as
+    /// the type its scenario wrote; none when it sent no result or the part is not there.
+    pub fn part<T: serde::de::DeserializeOwned>(&self, pointer: &str) -> Option<T> {
+        serde_json::from_value(self.result.as_ref()?.pointer(pointer)?.clone()).ok()
+    }
+
     /// An agent that finished with `result`; the other fields are for the caller to fill in.
     pub fn complete(name: impl Into<String>, result: serde_json::Value) -> Self {
         Self::ended(name.into(), AgentStatus::Complete, None, Some(result))

@@ -510,6 +510,11 @@ pub fn new_run_id(scenario: &str, started_at: &str) -> String {
 }
 
 impl RunResult {
+    /// The agents of a run on agents, each with its own result; none for a run in one process.
+    pub fn agent_entries(&self) -> &[AgentEntry] {
+        self.agents.as_ref().map_or(&[][..], |a| &a.agents[..])
+    }
+
     /// A result with what every run has (which scenario, when, against what, with which
     /// parameters, the errors counted) and every measured section empty, for the scenario to
     /// fill in.

@@ -46,7 +46,7 @@ struct Part {
 /// kind or a histogram this version does not know): agents run the coordinator's version, so
 /// that is a fault, not a figure to leave out.
 pub(super) fn conclude(opts: &ConnsOptions, merged: &mut RunResult) -> Result<()> {
-    let agents = merged.agents.as_ref().map_or(&[][..], |a| &a.agents[..]);
+    let agents = merged.agent_entries();
     let mut parts = Vec::new();
     for a in agents {
         let Some(v) = a.result.as_ref().and_then(|r| r.get("conns")) else {

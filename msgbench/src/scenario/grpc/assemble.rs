@@ -260,11 +260,8 @@ struct Hdr {
 /// # Errors
 /// A histogram an agent sent that cannot be read.
 pub(super) fn conclude(o: &GrpcOptions, merged: &mut RunResult) -> crate::error::Result<()> {
-    let agents = merged.agents.as_ref().map_or(&[][..], |a| &a.agents[..]);
-    let shares: Option<Vec<GrpcShare>> = agents
-        .iter()
-        .map(|a| serde_json::from_value(a.result.as_ref()?.get("grpc")?.clone()).ok())
-        .collect();
+    let agents = merged.agent_entries();
+    let shares: Option<Vec<GrpcShare>> = agents.iter().map(|a| a.part("/grpc")).collect();
     let Some(shares) = shares.filter(|s| !s.is_empty()) else {
         return Ok(());
     };

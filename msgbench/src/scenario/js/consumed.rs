@@ -75,9 +75,9 @@ pub(super) fn assemble(run: Run<'_>, owed: Owed, pulled: Pulled, meter: &Meter) 
             let (n, listed) = acks[0].acked.missing_from(&seen.set);
             (acks[0].acked.len(), n, listed)
         }
-        // An agent speaks for what it consumed only (below); what was owed is the
-        // coordinator's to say, and a live schedule's count is not known here.
-        None if run.share => (seen.set.len(), 0, Vec::new()),
+        // An agent of consumers alone, beside others' publishers: what was owed is the
+        // coordinator's to say (a live schedule's count is not known here).
+        None if run.share && run.opts.source != Source::Stream => (seen.set.len(), 0, Vec::new()),
         None => {
             let (n, listed) = seen.set.gaps_through(owed.start + owed.goal - 1);
             (owed.goal, n, listed)
@@ -245,15 +245,12 @@ pub(super) fn conclude(
     merged: &mut RunResult,
     target: &crate::server::Target,
 ) -> crate::error::Result<()> {
-    let agents = merged.agents.as_ref().map_or(&[][..], |a| &a.agents[..]);
+    let agents = merged.agent_entries();
     // Every agent given consumers speaks for what they consumed.
     let shares: Option<Vec<ConsumeShare>> = agents
         .iter()
         .filter(|a| a.subs > 0)
-        .map(|a| {
-            let v = a.result.as_ref()?.get("consumer")?;
-            serde_json::from_value(v.clone()).ok()
-        })
+        .map(|a| a.part("/consumer"))
         .collect();
     let Some(shares) = shares.filter(|s| !s.is_empty()) else {
         return Ok(());
@@ -278,7 +275,7 @@ pub(super) fn conclude(
             let sent = agents
                 .iter()
                 .filter(|a| a.pubs > 0)
-                .filter_map(|a| a.result.as_ref()?.pointer("/delivery/sent")?.as_u64())
+                .filter_map(|a| a.part::<u64>("/delivery/sent"))
                 .sum();
             merged.jetstream = Some(JsReport::of(&opts.stream.storage, "async", reports));
             (acked, owed, sent)

@@ -78,7 +78,7 @@ fn publish(
 /// None: a stream that cannot be read is said so in its section.
 pub(super) fn conclude(opts: &JsPubOptions, merged: &mut RunResult, target: &Target) -> Result<()> {
     let p = &opts.publish;
-    let agents = merged.agents.as_ref().map_or(&[][..], |a| &a.agents[..]);
+    let agents = merged.agent_entries();
     let mut api = api_conn(target, &p.conn, p.timeout);
     let reports = across_agents(&opts.streams, agents, &mut api);
     merged.jetstream = Some(JsReport::of(
@@ -100,20 +100,16 @@ pub(super) fn across_agents(
     agents: &[crate::result::AgentEntry],
     api: &mut Result<crate::engine::jsapi::Api>,
 ) -> Vec<crate::result::StreamReport> {
-    let part = |a: &crate::result::AgentEntry, k: usize| -> Option<SharePart> {
-        let v = a
-            .result
-            .as_ref()?
-            .pointer(&format!("/jetstream/streams/{k}"))?;
-        serde_json::from_value(v.clone()).ok()
-    };
     let mut reports = Vec::new();
     for (k, cfg) in streams.iter().enumerate() {
         // An agent given no publishers (a consumer's alone) acknowledged nothing.
         let parts: std::result::Result<Vec<SharePart>, &str> = agents
             .iter()
             .filter(|a| a.pubs > 0)
-            .map(|a| part(a, k).ok_or(a.name.as_str()))
+            .map(|a| {
+                a.part::<SharePart>(&format!("/jetstream/streams/{k}"))
+                    .ok_or(a.name.as_str())
+            })
             .collect();
         let after = match (&parts, &mut *api) {
             (Err(name), _) => Err(Error::Agent(format!(

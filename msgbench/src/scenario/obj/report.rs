@@ -299,14 +299,8 @@ pub(super) fn conclude(
     merged: &mut RunResult,
     target: &crate::server::Target,
 ) -> crate::error::Result<()> {
-    let agents = merged.agents.as_ref().map_or(&[][..], |a| &a.agents[..]);
-    let shares: Option<Vec<ObjShare>> = agents
-        .iter()
-        .map(|a| {
-            let v = a.result.as_ref()?.get("object_store")?;
-            serde_json::from_value(v.clone()).ok()
-        })
-        .collect();
+    let agents = merged.agent_entries();
+    let shares: Option<Vec<ObjShare>> = agents.iter().map(|a| a.part("/object_store")).collect();
     if let Some(shares) = shares.filter(|s| !s.is_empty()) {
         let sum = |f: fn(&ObjShare) -> u64| shares.iter().map(f).sum::<u64>();
         let some = |f: fn(&ObjShare) -> Option<u64>| shares.iter().map(f).sum::<Option<u64>>();
