@@ -74,19 +74,24 @@ pub trait Describe {
             ("subscribers", "sub")
         }
     }
-    /// The scenario's own section of the report, from the figures only it has (gRPC's calls
-    /// by status), written in place of the delivery accounting; `None` for that accounting.
-    fn section(&self, _r: &crate::result::RunResult) -> Option<String> {
-        None
+    /// The scenario's own account of the run in the text output, after the common figures:
+    /// by default the delivery accounting, which `delivery` writes. A scenario may write its
+    /// own in its place (gRPC's calls by status), or follow it with what only it measures
+    /// (JetStream's reconciliation with the stream).
+    fn account(
+        &self,
+        o: &mut String,
+        r: &crate::result::RunResult,
+        delivery: &dyn Fn(&mut String),
+    ) {
+        let _ = r;
+        delivery(o);
     }
-    /// Whether [`Describe::section`] is the whole report after the first line: a scenario
+    /// Whether [`Describe::account`] is the whole report after the first line: a scenario
     /// whose load is not messages (conns) has no throughput, latency or delivery to show.
     fn section_only(&self) -> bool {
         false
     }
-    /// The scenario's own sections of the text output, after delivery: what only it measures
-    /// (JetStream's reconciliation with the stream). None by default.
-    fn sections(&self, _o: &mut String, _r: &crate::result::RunResult) {}
 }
 
 impl<P> ScenarioParams for P
@@ -173,14 +178,12 @@ impl<P: ScenarioParams> From<P> for Params {
 }
 
 /// A section of figures that only one scenario's runs have, defined in that scenario's module.
-/// The result holds it by what every reader needs: its key and JSON in the result file, and its
-/// lines in the text output.
+/// The result holds it by what every reader needs: its key and JSON in the result file. Its
+/// lines in the text output are its scenario's [`Describe::account`].
 pub trait Section: fmt::Debug + Send + Sync + 'static {
     /// Its key in the result file.
     fn key(&self) -> &'static str;
     fn to_value(&self) -> Value;
-    /// Its lines in the text output, after the common ones.
-    fn text(&self, o: &mut String);
     /// Whether its figures fail the run (the exit status of loss, unless `--allow-loss`): an
     /// object read back that does not match its digest, say. None do by default.
     fn failed(&self) -> bool {

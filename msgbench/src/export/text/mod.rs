@@ -38,7 +38,7 @@ impl Exporter for Text {
         // A scenario whose load is not messages (conns) reports in its own words only.
         if words.section_only() {
             agents(&mut o, r);
-            o.push_str(&words.section(r).unwrap_or_default());
+            words.account(&mut o, r, &|_| {});
             runs(&mut o, r);
             if !r.errors.is_empty() {
                 let list: Vec<String> = r.errors.iter().map(|(k, n)| format!("{k} {n}")).collect();
@@ -86,14 +86,7 @@ impl Exporter for Text {
         stages(&mut o, r);
         pacing(&mut o, r);
         runs(&mut o, r);
-        match words.section(r) {
-            Some(own) => o.push_str(&own),
-            None => delivery(&mut o, r),
-        }
-        words.sections(&mut o, r);
-        for section in r.own.iter() {
-            section.text(&mut o);
-        }
+        words.account(&mut o, r, &|o| delivery(o, r));
         if !r.errors.is_empty() {
             let list: Vec<String> = r.errors.iter().map(|(k, n)| format!("{k} {n}")).collect();
             let _ = writeln!(o, "Errors: {}", list.join(", "));

@@ -142,8 +142,10 @@ impl Describe for Params {
         Some(self.connection.ping_interval_secs)
     }
 
-    fn section(&self, r: &RunResult) -> Option<String> {
-        r.conns.as_ref().map(text::report)
+    fn account(&self, o: &mut String, r: &RunResult, _delivery: &dyn Fn(&mut String)) {
+        if let Some(c) = &r.conns {
+            o.push_str(&text::report(c));
+        }
     }
 
     /// Connections are the load: no messages' throughput, latency or delivery to report.

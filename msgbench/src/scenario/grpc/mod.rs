@@ -210,7 +210,10 @@ impl Describe for Params {
         Some((text::latency_heading(self.kind, count), "latency"))
     }
 
-    fn section(&self, r: &RunResult) -> Option<String> {
-        r.grpc.as_ref().map(text::calls)
+    fn account(&self, o: &mut String, r: &RunResult, delivery: &dyn Fn(&mut String)) {
+        match &r.grpc {
+            Some(g) => o.push_str(&text::calls(g)),
+            None => delivery(o),
+        }
     }
 }

@@ -140,7 +140,8 @@ impl Describe for JsPubParams {
     fn ping_interval_secs(&self) -> Option<f64> {
         Some(self.publish.connection.ping_interval_secs)
     }
-    fn sections(&self, o: &mut String, r: &RunResult) {
+    fn account(&self, o: &mut String, r: &RunResult, delivery: &dyn Fn(&mut String)) {
+        delivery(o);
         super::text::jetstream(o, r);
     }
 }
@@ -245,7 +246,8 @@ impl Describe for KvParams {
     fn ping_interval_secs(&self) -> Option<f64> {
         Some(self.publish.connection.ping_interval_secs)
     }
-    fn sections(&self, o: &mut String, r: &RunResult) {
+    fn account(&self, o: &mut String, r: &RunResult, delivery: &dyn Fn(&mut String)) {
+        delivery(o);
         super::text::jetstream(o, r);
     }
 }
@@ -368,7 +370,8 @@ impl Describe for ConsumeParams {
     fn ping_interval_secs(&self) -> Option<f64> {
         Some(self.connection.ping_interval_secs)
     }
-    fn sections(&self, o: &mut String, r: &RunResult) {
+    fn account(&self, o: &mut String, r: &RunResult, delivery: &dyn Fn(&mut String)) {
+        delivery(o);
         super::text::jetstream(o, r);
         super::text::consumer(o, r);
     }

@@ -179,9 +179,11 @@ impl Describe for ObjParams {
     fn ping_interval_secs(&self) -> Option<f64> {
         Some(self.connection.ping_interval_secs)
     }
-    fn section(&self, _r: &RunResult) -> Option<String> {
-        // No messages to account for in place of delivery: whether every object came back
-        // whole is the `object_store` section's, written after this.
-        Some(String::new())
+    fn account(&self, o: &mut String, r: &RunResult, _delivery: &dyn Fn(&mut String)) {
+        // No messages to account for: whether every object came back whole is the
+        // `object_store` section's.
+        if let Some(s) = r.own.get::<report::ObjReport>() {
+            s.text(o);
+        }
     }
 }

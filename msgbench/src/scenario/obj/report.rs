@@ -68,18 +68,9 @@ impl ObjReport {
     fn put(&self) -> bool {
         self.op == "put"
     }
-}
 
-impl Section for ObjReport {
-    fn key(&self) -> &'static str {
-        "object_store"
-    }
-
-    fn to_value(&self) -> serde_json::Value {
-        serde_json::to_value(self).expect("the object store section serialises")
-    }
-
-    fn text(&self, o: &mut String) {
+    /// Its lines in the text output.
+    pub(super) fn text(&self, o: &mut String) {
         let done = if self.put() { "put" } else { "read" };
         let rates = match (self.objects_per_sec, self.bytes_per_sec) {
             (Some(n), Some(b)) => format!(
@@ -154,6 +145,16 @@ impl Section for ObjReport {
                 listed(&self.failed_names, self.failed)
             );
         }
+    }
+}
+
+impl Section for ObjReport {
+    fn key(&self) -> &'static str {
+        "object_store"
+    }
+
+    fn to_value(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("the object store section serialises")
     }
 
     fn failed(&self) -> bool {
