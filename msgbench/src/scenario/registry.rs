@@ -304,7 +304,7 @@ mod tests {
                 e.name()
             );
         }
-        assert_eq!(paced, 7);
+        assert_eq!(paced, 8);
     }
 
     #[test]
