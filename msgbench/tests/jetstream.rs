@@ -366,3 +366,143 @@ fn js_pub_bad_input_names_the_flag() {
         assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
     }
 }
+
+/// A stream's configuration as the server has it.
+fn stream_config(url: &str, stream: &str) -> serde_json::Value {
+    let info: serde_json::Value = serde_json::from_str(&support::raw_request(
+        url,
+        &format!("$JS.API.STREAM.INFO.{stream}"),
+        "",
+    ))
+    .unwrap();
+    info["config"].clone()
+}
+
+#[test]
+fn a_stream_made_outside_msgbench_is_used_as_it_is_and_a_setting_that_differs_is_refused_by_name() {
+    let s = TestServer::start();
+    // Made as a user would, with settings msgbench's defaults do not have: file storage, a
+    // wildcard subject, a message limit.
+    let made = support::raw_request(
+        &s.url,
+        "$JS.API.STREAM.CREATE.users",
+        r#"{"name":"users","subjects":["users.>"],"storage":"file","max_msgs":100000}"#,
+    );
+    assert!(!made.contains("\"error\""), "{made}");
+    let before = stream_config(&s.url, "users");
+    let args = |extra: &[&'static str]| {
+        let mut args = vec![
+            "js",
+            "pub",
+            "--server",
+            &s.url,
+            "--stream",
+            "users",
+            "--subject",
+            "users.signup",
+            "--msgs",
+            "3000",
+        ];
+        args.extend_from_slice(extra);
+        args
+    };
+    let (out, v) = run_json(&args(&[]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    let st = &v["jetstream"]["streams"][0];
+    assert_eq!(st["found"], true, "{st}");
+    // The result records the stream as it is, and the run reconciled against it.
+    assert_eq!(st["config"]["storage"], "file", "{st}");
+    assert_eq!(st["config"]["subjects"], serde_json::json!(["users.>"]));
+    assert_eq!(st["config"]["max_msgs"], 100_000);
+    assert_eq!(v["jetstream"]["storage"], "file");
+    assert_eq!(v["jetstream"]["reconciled"], true, "{}", v["jetstream"]);
+    assert!(
+        stderr(&out).contains("JetStream: stream users (file, used as found, async publish)"),
+        "{}",
+        stderr(&out)
+    );
+    // And never changed it.
+    assert_eq!(stream_config(&s.url, "users"), before);
+    // A setting asked for that the stream does not have: refused in one line naming it, before
+    // anything is published.
+    let out = run(&args(&["--storage", "memory", "--replicas", "1"]));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(
+        e.contains("stream users exists with other settings")
+            && e.contains("storage file (asked memory)")
+            && e.contains("subjects users.> (asked users.signup)"),
+        "{e}"
+    );
+    // A feature the run needs and the stream lacks: atomic batches.
+    let out = run(&args(&["--mode", "batch"]));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("does not have allow_atomic"),
+        "{}",
+        stderr(&out)
+    );
+    let after: serde_json::Value = serde_json::from_str(&support::raw_request(
+        &s.url,
+        "$JS.API.STREAM.INFO.users",
+        "",
+    ))
+    .unwrap();
+    assert_eq!(
+        u(&after["state"]["messages"]),
+        3000,
+        "nothing published by the refused runs"
+    );
+    // --create on a stream that is not there makes it with the settings given.
+    let (out, v) = run_json(&[
+        "js",
+        "pub",
+        "--server",
+        &s.url,
+        "--stream",
+        "made",
+        "--subject",
+        "made.x",
+        "--create",
+        "--storage",
+        "file",
+        "--msgs",
+        "100",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let st = &v["jetstream"]["streams"][0];
+    assert_eq!(
+        (&st["found"], &st["config"]["storage"]),
+        (&serde_json::json!(false), &serde_json::json!("file")),
+        "{st}"
+    );
+}
+
+#[test]
+fn a_bucket_that_exists_is_used_as_it_is_unless_its_settings_are_given() {
+    let s = TestServer::start();
+    let kv = |extra: &[&'static str]| {
+        let mut args = vec![
+            "kv", "put", "--server", &s.url, "--bucket", "prefs", "--keys", "50", "--msgs", "200",
+        ];
+        args.extend_from_slice(extra);
+        args
+    };
+    let (out, v) = run_json(&kv(&["--history", "5"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(v["jetstream"]["streams"][0]["found"], false);
+    let (out, v) = run_json(&kv(&[]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let st = &v["jetstream"]["streams"][0];
+    assert_eq!(st["found"], true, "{st}");
+    assert_eq!(st["config"]["max_msgs_per_subject"], 5, "{st}");
+    let out = run(&kv(&["--history", "2"]));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("max_msgs_per_subject 5 (asked 2)"),
+        "{}",
+        stderr(&out)
+    );
+}

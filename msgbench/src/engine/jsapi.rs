@@ -24,9 +24,11 @@ pub mod codes {
     pub const WRONG_LAST_SEQUENCE: u64 = 10071;
 }
 
-/// A stream's configuration, as far as a benchmark sets it. Fields left at their zero value
-/// are not sent, so the server's defaults apply.
-#[derive(Debug, Clone, Default, Serialize)]
+/// A stream's configuration, as far as a benchmark sets or checks it: what a run asks to
+/// create, or what it found (read from the server's reply, other fields ignored). Fields left at
+/// their zero value are not sent, so the server's defaults apply.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct StreamConfig {
     pub name: String,
     pub subjects: Vec<String>,
@@ -50,6 +52,16 @@ pub struct StreamConfig {
     pub allow_rollup_hdrs: bool,
     #[serde(skip_serializing_if = "is_false")]
     pub deny_delete: bool,
+    /// `limits`, `interest` or `workqueue`; msgbench creates `limits` (the default) only, but
+    /// a stream it finds may remove messages by the others.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub retention: String,
+    /// Message and age limits of a stream found; msgbench sets neither.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub max_msgs: i64,
+    /// Nanoseconds.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub max_age: i64,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)]
@@ -66,7 +78,73 @@ impl StreamConfig {
     /// Whether a limit may remove messages the run stored, so the stream need not grow by
     /// what was acknowledged.
     pub fn limited(&self) -> bool {
-        self.max_bytes >= 0 || self.max_msgs_per_subject > 0
+        self.max_bytes >= 0
+            || self.max_msgs > 0
+            || self.max_age > 0
+            || self.max_msgs_per_subject > 0
+            || !matches!(self.retention.as_str(), "" | "limits")
+    }
+
+    /// How `found` differs from this configuration, field by field, in the settings msgbench
+    /// sets ("storage file (asked memory)"); empty when it is the same stream.
+    pub fn differences(&self, found: &StreamConfig) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut check = |field: &str, has: String, asked: String| {
+            if has != asked {
+                out.push(format!("{field} {has} (asked {asked})"));
+            }
+        };
+        let sorted = |v: &[String]| {
+            let mut v = v.to_vec();
+            v.sort();
+            v.join(",")
+        };
+        check("subjects", sorted(&found.subjects), sorted(&self.subjects));
+        check("storage", found.storage.clone(), self.storage.clone());
+        check(
+            "num_replicas",
+            found.num_replicas.to_string(),
+            self.num_replicas.to_string(),
+        );
+        check(
+            "max_bytes",
+            found.max_bytes.to_string(),
+            self.max_bytes.to_string(),
+        );
+        check("discard", found.discard.clone(), self.discard.clone());
+        // A value msgbench does not set is the server's default, whatever it reports.
+        let per_subject = |n: i64| if n <= 0 { -1 } else { n };
+        check(
+            "max_msgs_per_subject",
+            per_subject(found.max_msgs_per_subject).to_string(),
+            per_subject(self.max_msgs_per_subject).to_string(),
+        );
+        out.extend(
+            self.lacks(found)
+                .iter()
+                .map(|f| format!("{f} false (asked true)")),
+        );
+        out
+    }
+
+    /// The features this configuration asks for that `found` lacks (atomic batches, direct
+    /// gets): a run needs them even from a stream it uses as it is. One the stream adds does no
+    /// harm.
+    pub fn lacks(&self, found: &StreamConfig) -> Vec<&'static str> {
+        [
+            ("allow_atomic", found.allow_atomic, self.allow_atomic),
+            ("allow_direct", found.allow_direct, self.allow_direct),
+            (
+                "allow_rollup_hdrs",
+                found.allow_rollup_hdrs,
+                self.allow_rollup_hdrs,
+            ),
+            ("deny_delete", found.deny_delete, self.deny_delete),
+        ]
+        .into_iter()
+        .filter(|(_, has, asked)| *asked && !*has)
+        .map(|(field, _, _)| field)
+        .collect()
     }
 }
 
@@ -90,14 +168,26 @@ struct ApiError {
 #[derive(Debug, Deserialize)]
 struct InfoReply {
     state: Option<StreamState>,
-    config: Option<InfoConfig>,
+    config: Option<StreamConfig>,
 }
 
-/// The part of a stream's configuration in an info or create reply that a run checks.
-#[derive(Debug, Deserialize)]
-struct InfoConfig {
-    #[serde(default)]
-    subjects: Vec<String>,
+/// How a run comes by its stream: [`Api::open_stream`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setup {
+    /// No stream setting was given: an existing stream is used as it is; a missing one is
+    /// created with msgbench's defaults.
+    AsFound,
+    /// Settings were given (or `--create`): the stream is created with them, or one that
+    /// exists must have them.
+    Create,
+}
+
+/// A stream as a run opened it: its configuration as the server has it, and whether the run
+/// found it there rather than created it.
+#[derive(Debug, Clone)]
+pub struct Opened {
+    pub config: StreamConfig,
+    pub found: bool,
 }
 
 /// The kind to count for a JetStream error.
@@ -236,16 +326,61 @@ impl Api {
     }
 
     /// Creates the stream, or leaves an existing one with the same name as it is, and returns
-    /// the subjects the server says it captures.
+    /// its configuration as the server reports it.
     ///
     /// # Errors
     /// [`Error::JetStream`] with the server's reason.
-    pub fn ensure_stream(&mut self, cfg: &StreamConfig) -> Result<Vec<String>> {
+    pub fn ensure_stream(&mut self, cfg: &StreamConfig) -> Result<StreamConfig> {
         let body = serde_json::to_vec(cfg).expect("a stream config serialises");
         // The server treats a create with an identical config as a no-op; a different config
         // under the same name is its error ("stream name already in use"), passed on as is.
         let reply = info(self.call(&format!("STREAM.CREATE.{}", cfg.name), &body)?)?;
-        Ok(reply.config.map_or_else(Vec::new, |c| c.subjects))
+        Ok(reply.config.unwrap_or_else(|| cfg.clone()))
+    }
+
+    /// The stream `wanted` names, as `setup` says: one found is used as it is ([`Setup::AsFound`])
+    /// or must have the settings asked ([`Setup::Create`]); one missing is created.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] naming each setting a stream found differs in, with `Setup::Create`;
+    /// [`Error::JetStream`] with the server's reason.
+    pub fn open_stream(&mut self, wanted: &StreamConfig, setup: Setup) -> Result<Opened> {
+        let found = match self.call(&format!("STREAM.INFO.{}", wanted.name), b"") {
+            Ok(reply) => info(reply)?.config,
+            Err(Error::JetStream {
+                kind: ErrorKind::JsStreamNotFound,
+                ..
+            }) => None,
+            Err(e) => return Err(e),
+        };
+        let Some(found) = found else {
+            return Ok(Opened {
+                config: self.ensure_stream(wanted)?,
+                found: false,
+            });
+        };
+        let lacks = wanted.lacks(&found);
+        if setup == Setup::AsFound && !lacks.is_empty() {
+            return Err(Error::Usage(format!(
+                "stream {} does not have {}, which this run needs; give another name, and \
+                 msgbench creates that stream with it",
+                wanted.name,
+                lacks.join(", ")
+            )));
+        }
+        let differ = wanted.differences(&found);
+        if setup == Setup::Create && !differ.is_empty() {
+            return Err(Error::Usage(format!(
+                "stream {} exists with other settings: {}; give none of them to use it as it \
+                 is, or another name",
+                wanted.name,
+                differ.join(", ")
+            )));
+        }
+        Ok(Opened {
+            config: found,
+            found: true,
+        })
     }
 
     /// Removes every message from the stream.
@@ -267,6 +402,21 @@ impl Api {
                 ..
             }) => Ok(()),
             r => r.map(|_| ()),
+        }
+    }
+
+    /// The stream's configuration and current state.
+    ///
+    /// # Errors
+    /// [`Error::JetStream`] with the server's reason.
+    pub fn stream_info(&mut self, name: &str) -> Result<(StreamConfig, StreamState)> {
+        let reply = info(self.call(&format!("STREAM.INFO.{name}"), b"")?)?;
+        match (reply.config, reply.state) {
+            (Some(c), Some(s)) => Ok((c, s)),
+            _ => Err(Error::JetStream {
+                kind: ErrorKind::JsOther,
+                text: format!("STREAM.INFO.{name} carried no configuration or state"),
+            }),
         }
     }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::LatencyStats;
-use crate::engine::jsapi::StreamState;
+use crate::engine::jsapi::{StreamConfig, StreamState};
 
 /// How one threshold fared, as a result records it.
 #[derive(Debug, Clone, Serialize)]
@@ -120,6 +120,21 @@ pub struct StreamReport {
     /// coordinator's result, their sum), which the coordinator compares with that of the stored
     /// range; null in a run on one host, where the sequences themselves are compared.
     pub acked_fingerprint: Option<String>,
+    /// The stream's configuration as the server has it (the settings msgbench sets or checks):
+    /// what the run reconciled against. Null when it could not be read.
+    pub config: Option<StreamConfig>,
+    /// Whether the run found the stream and used it as it was (true), or created it (false);
+    /// null when unknown.
+    pub found: Option<bool>,
+}
+
+impl StreamReport {
+    /// The report with the stream's configuration as the run opened it.
+    pub fn opened(mut self, o: &crate::engine::jsapi::Opened) -> Self {
+        self.config = Some(o.config.clone());
+        self.found = Some(o.found);
+        self
+    }
 }
 
 /// The result's `consumer` section: how `js consume` pulled, and whether every message it was

@@ -15,10 +15,13 @@ use crate::cli::{
 use crate::engine::pull::{AckMode, PullMode};
 use crate::values::{parse_count, parse_duration, parse_rate, parse_size};
 
-/// The stream a JetStream command works on.
+/// The stream a JetStream command works on. With no stream setting (`--subjects`,
+/// `--storage`, `--replicas`, `--max-bytes`, `--discard`), a stream that exists is used as it
+/// is; with one, or `--create`, it must have them.
 #[derive(Debug, Clone, Args, Serialize)]
 pub struct StreamArgs {
-    /// Stream name; created if missing (an existing one with another config is an error).
+    /// Stream name. An existing stream is used as it is unless a stream setting or --create is
+    /// given; a missing one is created (memory, 1 replica, capturing --subject, by default).
     #[arg(long, default_value = "msgbench")]
     pub stream: String,
     /// Subject to publish to.
@@ -27,18 +30,23 @@ pub struct StreamArgs {
     /// Subjects the stream captures, comma separated (default: --subject).
     #[arg(long, value_delimiter = ',', value_name = "SUBJECTS")]
     pub subjects: Vec<String>,
-    /// Stream storage.
-    #[arg(long, value_enum, default_value = "memory")]
-    pub storage: Storage,
-    /// Stream replicas (needs a cluster above 1).
-    #[arg(long, default_value = "1", value_parser = parse_count)]
-    pub replicas: u64,
+    /// Stream storage (default memory).
+    #[arg(long, value_enum)]
+    pub storage: Option<Storage>,
+    /// Stream replicas (needs a cluster above 1; default 1).
+    #[arg(long, value_parser = parse_count)]
+    pub replicas: Option<u64>,
     /// Stream byte limit (e.g. 64MiB); with --discard new, publishes past it are refused.
     #[arg(long, value_parser = parse_size)]
     pub max_bytes: Option<usize>,
-    /// Which messages give way at a limit: old (the stream's oldest) or new (the publish).
-    #[arg(long, value_enum, default_value = "old")]
-    pub discard: Discard,
+    /// Which messages give way at a limit: old (the stream's oldest; the default) or new (the
+    /// publish).
+    #[arg(long, value_enum)]
+    pub discard: Option<Discard>,
+    /// Create the stream with the settings given (the defaults for the others), or refuse,
+    /// naming each difference, if one exists with other settings.
+    #[arg(long)]
+    pub create: bool,
     /// Purge the stream before the run.
     #[arg(long)]
     pub purge: bool,
@@ -164,9 +172,10 @@ pub struct KvArgs {
     /// Bucket name (its stream is KV_<bucket>); created if missing.
     #[arg(long, default_value = "msgbench")]
     pub bucket: String,
-    /// Values kept per key.
-    #[arg(long, default_value = "1", value_parser = parse_count)]
-    pub history: u64,
+    /// Values kept per key (default 1). With it or --storage, a bucket that exists must have
+    /// them; without, it is used as it is.
+    #[arg(long, value_parser = parse_count)]
+    pub history: Option<u64>,
     /// Number of distinct keys.
     #[arg(long, default_value = "1000", value_parser = parse_count)]
     pub keys: u64,
@@ -190,9 +199,9 @@ pub struct KvArgs {
     /// Value size, at least 8 B.
     #[arg(long, default_value = "128", value_parser = parse_size, allow_hyphen_values = true)]
     pub size: usize,
-    /// Bucket storage.
-    #[arg(long, value_enum, default_value = "memory")]
-    pub storage: Storage,
+    /// Bucket storage (default memory).
+    #[arg(long, value_enum)]
+    pub storage: Option<Storage>,
     /// Delete the bucket afterwards.
     #[arg(long)]
     pub delete_after: bool,

@@ -18,11 +18,11 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::consumed::{self, Consumed, Published, Pulled, Seen};
 use super::stream::{
-    api_conn, clean_up, open_streams, publish_and_reconcile, reconcile, share_report,
+    api_conn, clean_up, open_streams, publish_and_reconcile, reconcile, share_report, Opened,
 };
 use super::{JsConsumeOptions, Source};
 use crate::engine::conn::{self, Conn, ConnectSpec};
-use crate::engine::jsapi::{Api, ConsumerConfig, StreamState};
+use crate::engine::jsapi::{self, Api, ConsumerConfig, StreamState};
 use crate::engine::jsframe;
 use crate::engine::pull::{self, AckMode, PullEnd, PullMode, PullSpec};
 use crate::error::{Error, ErrorCounts, Result};
@@ -93,16 +93,17 @@ pub(super) fn run_consume(
     if let Some(live) = live {
         let (result, acks) = live?;
         let acks = acks.expect("JetStream publishes report their acknowledgements");
+        let o = &owed.opened.streams[0];
         let stream = match share {
-            Some(_) => share_report(&opts.stream, owed.state, &acks[0]),
+            Some(_) => share_report(&o.config, owed.state, &acks[0]),
             None => reconcile(
-                &opts.stream,
+                &o.config,
                 owed.state,
-                api.stream_state(&opts.stream.name),
+                api.stream_state(&o.config.name),
                 &acks[0],
             ),
         };
-        let js = JsReport::of(&opts.stream.storage, "async", vec![stream]);
+        let js = JsReport::of(&o.config.storage, "async", vec![stream.opened(o)]);
         owed.published = Some((result, js, acks));
     }
     if share.is_none() {
@@ -151,8 +152,7 @@ fn fill_share(
         Some(publish_and_reconcile(
             p,
             "async",
-            std::slice::from_ref(&opts.stream),
-            &[owed.state],
+            &owed.opened,
             api,
             target,
             meter,
@@ -179,6 +179,8 @@ pub(super) struct Owed {
     pub start: u64,
     /// Distinct messages that complete the run.
     pub goal: u64,
+    /// The stream as the run found or created it.
+    pub opened: Opened,
     pub published: Option<Published>,
 }
 
@@ -199,13 +201,22 @@ fn messages(
     let name = &opts.stream.name;
     // Consuming what a stream holds needs that stream: look it up, never create it (a wrong
     // name is then the server's "stream not found", not an empty new stream).
-    let before = match opts.source {
-        Source::Stream => vec![api.stream_state(name)?],
+    let opened = match opts.source {
+        Source::Stream => {
+            let (config, state) = api.stream_info(name)?;
+            Opened {
+                streams: vec![jsapi::Opened {
+                    config,
+                    found: true,
+                }],
+                before: vec![state],
+            }
+        }
         Source::Before | Source::Live => {
-            open_streams(api, streams, opts.publish.as_ref(), opts.purge)?
+            open_streams(api, streams, opts.setup, opts.publish.as_ref(), opts.purge)?
         }
     };
-    let state = before[0];
+    let state = opened.before[0];
     let (start, goal) = match opts.source {
         Source::Stream if state.messages == 0 => {
             return Err(Error::Usage(format!(
@@ -221,12 +232,13 @@ fn messages(
     // its part after the common start ([`fill_share`]).
     let published = match (opts.source, &opts.publish) {
         (Source::Before, Some(p)) if fill => Some(publish_and_reconcile(
-            p, "async", streams, &before, api, target, meter, stop, None,
+            p, "async", &opened, api, target, meter, stop, None,
         )?),
         _ => None,
     };
     Ok(Owed {
         state,
+        opened,
         start,
         goal,
         published,

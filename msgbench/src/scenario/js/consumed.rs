@@ -277,7 +277,8 @@ pub(super) fn conclude(
                 .filter(|a| a.pubs > 0)
                 .filter_map(|a| a.part::<u64>("/delivery/sent"))
                 .sum();
-            merged.jetstream = Some(JsReport::of(&opts.stream.storage, "async", reports));
+            let storage = super::publish::storage_of(&reports, &opts.stream);
+            merged.jetstream = Some(JsReport::of(&storage, "async", reports));
             (acked, owed, sent)
         }
     };

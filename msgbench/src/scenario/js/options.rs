@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::args::{JsConsumeArgs, JsPubArgs, KvArgs, StreamArgs};
-use crate::cli::{JsPubMode, KeyOrder, Publish};
-use crate::engine::jsapi::StreamConfig;
+use crate::cli::{Discard, JsPubMode, KeyOrder, Publish, Storage};
+use crate::engine::jsapi::{Setup, StreamConfig};
 use crate::engine::jsframe::{JsFraming, MAX_BATCH};
 use crate::engine::load::Keys;
 use crate::engine::pace::{Pace, Stop};
@@ -30,6 +30,8 @@ const DEFAULT_WINDOW: u64 = 256;
 pub struct JsPubOptions {
     /// One stream, or one per target subject in a write flood.
     pub streams: Vec<StreamConfig>,
+    /// Whether streams that exist are used as they are.
+    pub setup: Setup,
     pub purge: bool,
     pub delete_after: bool,
     /// `sync`, `async` or `batch`.
@@ -62,10 +64,11 @@ fn stream_configs(t: &StreamArgs, spread: Option<u32>) -> Result<Vec<StreamConfi
     for s in &t.subjects {
         check_subject(s, true).map_err(|why| Error::flag("--subjects", s, why))?;
     }
-    if t.replicas == 0 || t.replicas > 5 {
+    let replicas = t.replicas.unwrap_or(1);
+    if replicas == 0 || replicas > 5 {
         return Err(Error::flag(
             "--replicas",
-            &t.replicas.to_string(),
+            &replicas.to_string(),
             "must be 1 to 5",
         ));
     }
@@ -88,14 +91,29 @@ fn stream_configs(t: &StreamArgs, spread: Option<u32>) -> Result<Vec<StreamConfi
             StreamConfig {
                 name,
                 subjects,
-                storage: t.storage.as_str().into(),
-                num_replicas: t.replicas as u32,
+                storage: t.storage.unwrap_or(Storage::Memory).as_str().into(),
+                num_replicas: replicas as u32,
                 max_bytes: t.max_bytes.map_or(-1, |b| b as i64),
-                discard: t.discard.as_str().into(),
+                discard: t.discard.unwrap_or(Discard::Old).as_str().into(),
                 ..StreamConfig::default()
             }
         })
         .collect())
+}
+
+/// How the run comes by its streams: as found, unless a stream setting or `--create` was given.
+fn setup(t: &StreamArgs) -> Setup {
+    let given = t.create
+        || !t.subjects.is_empty()
+        || t.storage.is_some()
+        || t.replicas.is_some()
+        || t.max_bytes.is_some()
+        || t.discard.is_some();
+    if given {
+        Setup::Create
+    } else {
+        Setup::AsFound
+    }
 }
 
 /// The publishers' subjects must be ones their streams capture (`options::capture`): checked here
@@ -298,6 +316,7 @@ impl JsPubOptions {
         });
         Ok(Self {
             streams,
+            setup: setup(&a.target),
             purge: a.target.purge,
             delete_after: a.target.delete_after,
             mode,
@@ -332,6 +351,8 @@ impl Source {
 #[derive(Debug, Clone)]
 pub struct JsConsumeOptions {
     pub stream: StreamConfig,
+    /// Whether a stream that exists is used as it is (with `--publish none` it always is).
+    pub setup: Setup,
     pub purge: bool,
     pub delete_after: bool,
     pub mode: PullMode,
@@ -444,6 +465,7 @@ impl JsConsumeOptions {
         }
         Ok(Self {
             stream,
+            setup: setup(&a.target),
             purge: a.target.purge,
             delete_after: a.target.delete_after,
             mode,
@@ -482,10 +504,11 @@ impl KvOptions {
     pub fn new(a: &KvArgs, get: bool) -> Result<Self> {
         check_name("--bucket", &a.bucket)?;
         // The server keeps at most 64 values per key in a bucket.
-        if a.history == 0 || a.history > 64 {
+        let history = a.history.unwrap_or(1);
+        if history == 0 || history > 64 {
             return Err(Error::flag(
                 "--history",
-                &a.history.to_string(),
+                &history.to_string(),
                 "must be 1 to 64",
             ));
         }
@@ -507,12 +530,12 @@ impl KvOptions {
         let stream = StreamConfig {
             name: format!("KV_{}", a.bucket),
             subjects: vec![format!("$KV.{}.>", a.bucket)],
-            storage: a.storage.as_str().into(),
+            storage: a.storage.unwrap_or(Storage::Memory).as_str().into(),
             num_replicas: 1,
             max_bytes: -1,
             // A bucket's defaults, as the clients create them.
             discard: "new".into(),
-            max_msgs_per_subject: a.history as i64,
+            max_msgs_per_subject: history as i64,
             allow_direct: true,
             allow_rollup_hdrs: true,
             deny_delete: true,
@@ -566,6 +589,12 @@ impl KvOptions {
             keys,
             put: JsPubOptions {
                 streams: vec![stream],
+                // A bucket that exists is used as it is, unless its settings were given.
+                setup: if a.history.is_some() || a.storage.is_some() {
+                    Setup::Create
+                } else {
+                    Setup::AsFound
+                },
                 purge: false,
                 delete_after: a.delete_after,
                 mode: if a.max_in_flight == 1 {

@@ -52,12 +52,11 @@ fn publish(
 ) -> Result<RunResult> {
     let p = &opts.publish;
     let mut api = api_conn(target, &p.conn, p.timeout)?;
-    let before = open_streams(&mut api, &opts.streams, Some(p), opts.purge)?;
+    let opened = open_streams(&mut api, &opts.streams, opts.setup, Some(p), opts.purge)?;
     let (mut result, report, _) = publish_and_reconcile(
         p,
         opts.mode.as_str(),
-        &opts.streams,
-        &before,
+        &opened,
         &mut api,
         target,
         meter,
@@ -82,7 +81,7 @@ pub(super) fn conclude(opts: &JsPubOptions, merged: &mut RunResult, target: &Tar
     let mut api = api_conn(target, &p.conn, p.timeout);
     let reports = across_agents(&opts.streams, agents, &mut api);
     merged.jetstream = Some(JsReport::of(
-        &opts.streams[0].storage,
+        &storage_of(&reports, &opts.streams[0]),
         opts.mode.as_str(),
         reports,
     ));
@@ -90,6 +89,12 @@ pub(super) fn conclude(opts: &JsPubOptions, merged: &mut RunResult, target: &Tar
         clean_up(api, &opts.streams, opts.delete_after);
     }
     Ok(())
+}
+
+/// The storage the first stream has, as the server reported it, else as asked.
+pub(super) fn storage_of(reports: &[crate::result::StreamReport], asked: &StreamConfig) -> String {
+    (reports.first().and_then(|r| r.config.as_ref()))
+        .map_or_else(|| asked.storage.clone(), |c| c.storage.clone())
 }
 
 /// Each stream reconciled with the acknowledgements of every agent that published into it
@@ -111,15 +116,24 @@ pub(super) fn across_agents(
                     .ok_or(a.name.as_str())
             })
             .collect();
-        let after = match (&parts, &mut *api) {
+        let info = match (&parts, &mut *api) {
             (Err(name), _) => Err(Error::Agent(format!(
                 "agent {name} sent no share of stream {}: what it was acknowledged is unknown",
                 cfg.name
             ))),
-            (Ok(_), Ok(api)) => api.stream_state(&cfg.name),
+            (Ok(_), Ok(api)) => api.stream_info(&cfg.name),
             (Ok(_), Err(e)) => Err(Error::Agent(format!("the coordinator cannot read it: {e}"))),
         };
-        reports.push(reconcile_across(cfg, parts.as_deref().ok(), after));
+        // Reconciled against the stream as the server has it (its limits, its retention), which
+        // a stream the agents found may not share with the one asked for.
+        let (found, after) = match info {
+            Ok((c, state)) => (Some(c), Ok(state)),
+            Err(e) => (None, Err(e)),
+        };
+        let mut report =
+            reconcile_across(found.as_ref().unwrap_or(cfg), parts.as_deref().ok(), after);
+        report.config = found;
+        reports.push(report);
     }
     reports
 }
@@ -146,12 +160,14 @@ pub fn around_driver<T>(
     publish: impl FnOnce(&StreamConfig) -> (T, Option<DriverAcks>),
 ) -> Result<(T, Option<JsReport>)> {
     let p = &opts.publish;
-    let cfg = &opts.streams[0];
     let mut api = api_conn(target, &p.conn, p.timeout)?;
-    let before = open_streams(&mut api, std::slice::from_ref(cfg), Some(p), opts.purge)?;
+    let wanted = std::slice::from_ref(&opts.streams[0]);
+    let opened = open_streams(&mut api, wanted, opts.setup, Some(p), opts.purge)?;
+    let (o, before) = (&opened.streams[0], opened.before[0]);
+    let cfg = &o.config;
     let (out, acks) = publish(cfg);
     let report = acks.map(|a| {
-        let mut set = AckSet::new(before[0].last_seq + 1);
+        let mut set = AckSet::new(before.last_seq + 1);
         if a.acked > 0 {
             for seq in a.first_seq..=a.last_seq {
                 set.insert(seq);
@@ -162,7 +178,7 @@ pub fn around_driver<T>(
             duplicate_acks: a.duplicate_acks,
             deduplicated: 0,
         };
-        let mut stream = reconcile(cfg, before[0], api.stream_state(&cfg.name), &acks);
+        let mut stream = reconcile(cfg, before, api.stream_state(&cfg.name), &acks).opened(o);
         // The range says which sequences; the count says how many acks really came.
         if a.acked != acks.acked.len() {
             stream.reconciled = false;
@@ -171,7 +187,7 @@ pub fn around_driver<T>(
         report.acked = a.acked;
         report
     });
-    clean_up(api, std::slice::from_ref(cfg), opts.delete_after);
+    clean_up(api, wanted, opts.delete_after);
     Ok((out, report))
 }
 
@@ -193,12 +209,12 @@ pub(super) fn run_kv(
     };
     let p = &opts.put.publish;
     let mut api = api_conn(target, &p.conn, p.timeout)?;
-    let before = open_streams(&mut api, &opts.put.streams, Some(p), false)?;
+    let opened = open_streams(&mut api, &opts.put.streams, opts.put.setup, Some(p), false)?;
     // Every key gets a value first, so each get has something to find. On agents the agent
     // that holds the first getter fills the bucket once; it reaches the common start only
     // after its fill, so every agent's gets begin on a full bucket.
     if share.is_none_or(|sh| sh.seg.pubs > 0 && sh.seg.pub_base == 0) {
-        fill(opts, &before, &mut api, target, meter, stop)?;
+        fill(opts, &opened, &mut api, target, meter, stop)?;
     }
     let mut result = request::run_request(gets, target, meter, stop, share)?;
     result.params = Params::of(KvParams::of(opts));
@@ -217,24 +233,14 @@ pub(super) fn run_kv(
 /// The fill fails, or leaves keys without a value.
 fn fill(
     opts: &KvOptions,
-    before: &[crate::engine::jsapi::StreamState],
+    opened: &super::stream::Opened,
     api: &mut crate::engine::jsapi::Api,
     target: &Target,
     meter: &Meter,
     stop: &AtomicBool,
 ) -> Result<()> {
     let p = &opts.put.publish;
-    let (_, fill, _) = publish_and_reconcile(
-        p,
-        "async",
-        &opts.put.streams,
-        before,
-        api,
-        target,
-        meter,
-        stop,
-        None,
-    )?;
+    let (_, fill, _) = publish_and_reconcile(p, "async", opened, api, target, meter, stop, None)?;
     let keys = opts.keys.n;
     if fill.acked < keys && !stop.load(Ordering::Relaxed) {
         return Err(Error::JetStream {

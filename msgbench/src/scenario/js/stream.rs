@@ -5,7 +5,7 @@
 
 use std::sync::atomic::AtomicBool;
 
-use crate::engine::jsapi::{Api, StreamConfig, StreamState};
+use crate::engine::jsapi::{self, Api, StreamConfig, StreamState};
 use crate::error::{Error, Result};
 use crate::options::conn::ConnOptions;
 use crate::result::{JsReport, RunResult, StreamReport};
@@ -34,6 +34,8 @@ pub(super) fn share_report(cfg: &StreamConfig, before: StreamState, acks: &JsAck
         reconciled: false,
         unread: Some(AGENT_SHARE.into()),
         acked_fingerprint: Some(hex(acks.acked.fingerprint())),
+        config: None,
+        found: None,
     }
 }
 
@@ -48,6 +50,8 @@ pub(super) struct SharePart {
     deduplicated: u64,
     before: StreamState,
     acked_fingerprint: Option<String>,
+    #[serde(default)]
+    found: Option<bool>,
 }
 
 /// A stream reconciled across agents: the sum of what each was acknowledged against the
@@ -78,6 +82,13 @@ pub(super) fn reconcile_across(
         reconciled: false,
         unread: None,
         acked_fingerprint: fingerprint.map(hex),
+        config: None,
+        // Created by the run when any agent did: the first to open it.
+        found: parts
+            .iter()
+            .map(|p| p.found)
+            .collect::<Option<Vec<bool>>>()
+            .map(|f| f.iter().all(|found| *found)),
     };
     let after = match after {
         Ok(a) => a,
@@ -125,6 +136,8 @@ pub(super) fn reconcile(
         reconciled: false,
         unread: None,
         acked_fingerprint: None,
+        config: None,
+        found: None,
     };
     let after = match after {
         Ok(a) => a,
@@ -186,36 +199,51 @@ pub(super) fn clean_up(api: Api, streams: &[StreamConfig], delete: bool) {
     api.close();
 }
 
-/// Creates (or finds) the streams, checks that they capture what `publish` will send (by the
-/// subjects the server reports), purges them if asked, and returns their states.
+/// The run's streams as it opened them: each one's configuration as the server has it, and
+/// its state before the run.
+pub(super) struct Opened {
+    pub streams: Vec<jsapi::Opened>,
+    pub before: Vec<StreamState>,
+}
+
+/// Opens the run's streams as `setup` says ([`Api::open_stream`]), checks that they capture
+/// what `publish` sends, and purges them when asked, before reading their states.
+///
+/// # Errors
+/// A stream that cannot be had, or does not capture a publish subject.
 pub(super) fn open_streams(
     api: &mut Api,
     streams: &[StreamConfig],
+    setup: jsapi::Setup,
     publish: Option<&RequestOptions>,
     purge: bool,
-) -> Result<Vec<StreamState>> {
-    let mut before = Vec::new();
-    let mut captured = Vec::new();
-    for cfg in streams {
-        captured.push(api.ensure_stream(cfg)?);
-    }
+) -> Result<Opened> {
+    let opened = streams
+        .iter()
+        .map(|cfg| api.open_stream(cfg, setup))
+        .collect::<Result<Vec<_>>>()?;
     if let Some(p) = publish {
         // An empty list means the server did not say; the options were checked already.
         super::capture::check_publish(p, |k| {
-            Some((streams.get(k)?.name.as_str(), captured.get(k)?.as_slice()))
+            let o = opened.get(k)?;
+            Some((o.config.name.as_str(), o.config.subjects.as_slice()))
                 .filter(|(_, subjects)| !subjects.is_empty())
         })?;
     }
+    let mut before = Vec::new();
     for cfg in streams {
         if purge {
             api.purge_stream(&cfg.name)?;
         }
         before.push(api.stream_state(&cfg.name)?);
     }
-    Ok(before)
+    Ok(Opened {
+        streams: opened,
+        before,
+    })
 }
 
-/// Publishes with acknowledgements into streams whose states are `before`, then reconciles.
+/// Publishes with acknowledgements into the streams the run `opened`, then reconciles.
 /// A stream whose state cannot be read afterwards is reported as such: what was published and
 /// acknowledged is kept. On an agent (`share`), only its publishers run, from the common start,
 /// and each stream's section is its share ([`share_report`]).
@@ -223,8 +251,7 @@ pub(super) fn open_streams(
 pub(super) fn publish_and_reconcile(
     p: &RequestOptions,
     mode: &'static str,
-    streams: &[StreamConfig],
-    before: &[StreamState],
+    opened: &Opened,
     api: &mut Api,
     target: &Target,
     meter: &Meter,
@@ -232,21 +259,24 @@ pub(super) fn publish_and_reconcile(
     share: Option<Share<'_>>,
 ) -> Result<(RunResult, JsReport, Vec<JsAcks>)> {
     let publish = RequestOptions {
-        js_bases: Some(before.iter().map(|s| s.last_seq + 1).collect()),
+        js_bases: Some(opened.before.iter().map(|s| s.last_seq + 1).collect()),
         ..p.clone()
     };
     let (result, acks) = request::run_requests(&publish, target, meter, stop, share)?;
     let acks = acks.expect("js_bases set");
-    let reports = streams
-        .iter()
-        .zip(before)
+    let reports = (opened.streams.iter())
+        .zip(&opened.before)
         .zip(&acks)
-        .map(|((cfg, before), acks)| match share {
-            Some(_) => share_report(cfg, *before, acks),
-            None => reconcile(cfg, *before, api.stream_state(&cfg.name), acks),
+        .map(|((o, before), acks)| {
+            let cfg = &o.config;
+            let report = match share {
+                Some(_) => share_report(cfg, *before, acks),
+                None => reconcile(cfg, *before, api.stream_state(&cfg.name), acks),
+            };
+            report.opened(o)
         })
         .collect();
-    let report = JsReport::of(&streams[0].storage, mode, reports);
+    let report = JsReport::of(&opened.streams[0].config.storage, mode, reports);
     Ok((result, report, acks))
 }
 
@@ -265,6 +295,7 @@ mod tests {
                 ..StreamState::default()
             },
             acked_fingerprint: Some(format!("{fingerprint:016x}")),
+            found: None,
         }
     }
 

@@ -1,7 +1,7 @@
 //! The text output's JetStream sections: the publishers' acknowledgements reconciled with each
 //! stream, and how the consumers pulled and whether every message owed to them arrived exactly
 //! once; loudly when either does not hold. The text exporter asks for them through the run's
-//! parameters ([`crate::result::Describe::sections`]).
+//! parameters ([`crate::result::Describe::account`]).
 
 use std::fmt::Write;
 
@@ -35,9 +35,17 @@ pub(super) fn jetstream(o: &mut String, r: &RunResult) {
     };
     match js.streams.as_slice() {
         [one] => {
+            // A stream the run found is named with what it is, since nothing asked made it so.
+            let found = match (&one.config, one.found) {
+                (Some(c), Some(true)) if c.num_replicas > 1 => {
+                    format!(", R{}, used as found", c.num_replicas)
+                }
+                (_, Some(true)) => ", used as found".to_string(),
+                _ => String::new(),
+            };
             let _ = writeln!(
                 o,
-                "JetStream: stream {} ({}, {} publish): {}",
+                "JetStream: stream {} ({}{found}, {} publish): {}",
                 one.name,
                 js.storage,
                 js.mode,
