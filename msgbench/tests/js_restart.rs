@@ -1,8 +1,9 @@
-//! JetStream runs across a server that is killed (SIGKILL) and started again on the same port
-//! and storage by someone else while the run goes on: `js pub`, `kv put` and `js consume` with
-//! `--reconnect` must carry on after the restart, reconcile with the stream through an API
-//! connection dialled anew, and write their result. Where the stream did not survive (memory
-//! storage), the result is still written and says why it could not be reconciled.
+//! JetStream runs while someone else acts on the server behind msgbench's back. A server that
+//! is killed (SIGKILL) and started again on the same port and storage: `js pub`, `kv put` and
+//! `js consume` with `--reconnect` must carry on after the restart, reconcile with the stream
+//! through an API connection dialled anew, and write their result. Where the stream did not
+//! survive (memory storage), every acknowledged message is reported lost, and the publishes
+//! refused after it are not. Acknowledged messages deleted mid-run are reported lost, each.
 //!
 //! The restart comes once the stream holds some messages (read through the API, not after a
 //! fixed sleep), so the tests do not depend on how fast this machine is.
@@ -193,9 +194,75 @@ fn a_memory_stream_lost_with_the_restart_still_gives_a_result_that_says_why() {
     assert!(u(&v, "/jetstream/acked") >= 300);
     // After the restart no stream captured the subject: those publishes had no responder.
     assert!(u(&v, "/errors/no_responders") > 0, "{}", v["errors"]);
+    // The verdict: everything acknowledged is gone with the stream, exactly that many lost;
+    // the publishes refused after the restart are refused, not lost.
+    let d = &v["durability"];
+    assert_eq!(u(d, "/lost"), u(&v, "/jetstream/acked"), "{d}");
+    assert_eq!(u(d, "/ok"), 0, "{d}");
+    assert_eq!(
+        d["refused"]["no_responders"], v["errors"]["no_responders"],
+        "{d}"
+    );
+    assert_eq!(
+        u(d, "/sent"),
+        u(&v, "/jetstream/acked") + u(d, "/refused/no_responders") + u(d, "/unanswered"),
+        "{d}"
+    );
+    assert_eq!(u(&v, "/delivery/lost"), u(d, "/lost"));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("could not be read after the run") && text.contains("memory stream"),
+        "{text}"
+    );
+    assert!(text.contains("!! LOST: "), "{text}");
+}
+
+#[test]
+fn acknowledged_messages_deleted_behind_the_runs_back_are_each_reported_lost() {
+    let s = TestServer::start();
+    let dir = scratch_dir("js-deleted");
+    let json = dir.join("result.json");
+    let mut child = spawn_piped(&[
+        "js",
+        "pub",
+        "--mode",
+        "async",
+        "--rate",
+        "2000",
+        "--duration",
+        "3s",
+        "--stream",
+        "behind",
+        "--subject",
+        "behind.x",
+        "--server",
+        &s.url,
+        "--no-progress",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    wait_for_messages(&s.url, "behind", 500, &mut child);
+    for seq in [5, 17, 400] {
+        let reply = support::raw_request(
+            &s.url,
+            "$JS.API.STREAM.MSG.DELETE.behind",
+            &format!("{{\"seq\":{seq}}}"),
+        );
+        assert!(reply.contains("\"success\":true"), "{reply}");
+    }
+    let out = finish(child);
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let d = &v["durability"];
+    assert_eq!(u(d, "/lost"), 3, "{d}");
+    assert_eq!(d["lost_seqs"], serde_json::json!([5, 17, 400]), "{d}");
+    assert_eq!(u(d, "/ok") + 3, u(&v, "/jetstream/acked"), "{d}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "!! LOST: 3 acknowledged messages are not in the stream (first: 5, 17, 400) !!"
+        ),
         "{text}"
     );
 }

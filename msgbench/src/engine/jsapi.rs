@@ -420,6 +420,39 @@ impl Api {
         }
     }
 
+    /// The stream's current state, with the sequences inside its range that are gone
+    /// (deleted, or removed by a limit such as a bucket's history), ascending.
+    ///
+    /// # Errors
+    /// [`Error::JetStream`] with the server's reason.
+    pub fn stream_state_detailed(&mut self, name: &str) -> Result<(StreamState, Vec<u64>)> {
+        #[derive(Deserialize)]
+        struct Detailed {
+            state: Option<DetailedState>,
+        }
+        #[derive(Deserialize)]
+        struct DetailedState {
+            #[serde(flatten)]
+            state: StreamState,
+            #[serde(default)]
+            deleted: Vec<u64>,
+        }
+        let reply = self.call(
+            &format!("STREAM.INFO.{name}"),
+            br#"{"deleted_details":true}"#,
+        )?;
+        let d = Detailed::deserialize(reply).map_err(|e| Error::JetStream {
+            kind: ErrorKind::JsOther,
+            text: format!("STREAM.INFO.{name}: {e}"),
+        })?;
+        let mut st = d.state.ok_or_else(|| Error::JetStream {
+            kind: ErrorKind::JsOther,
+            text: format!("STREAM.INFO.{name} carried no state"),
+        })?;
+        st.deleted.sort_unstable();
+        Ok((st.state, st.deleted))
+    }
+
     /// The stream's current state.
     ///
     /// # Errors

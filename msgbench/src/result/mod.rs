@@ -25,8 +25,8 @@ pub use conns::{
     PhaseTimes,
 };
 pub use sections::{
-    ClusterNode, ClusterReport, ConsumeReport, GrpcReport, JsReport, LinkReport, LinkSpec, Shape,
-    StreamReport, Verdict,
+    ClusterNode, ClusterReport, ConsumeReport, Durability, GrpcReport, JsReport, LinkReport,
+    LinkSpec, Shape, StreamReport, Verdict,
 };
 pub use spread::{ClientSpread, MinMedianMax, Slowest};
 pub use stages::{ScheduleReport, StageStats};
@@ -89,6 +89,9 @@ pub struct RunResult {
     /// JetStream publishing: acknowledgements reconciled with the stream's state.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jetstream: Option<JsReport>,
+    /// JetStream publishing: every publish in one class, acknowledged or not, stored or not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub durability: Option<Durability>,
     /// `latency` with a second server (`--server-b`, or a cluster's second node): the server
     /// its subscriber used; `server` is the publisher's.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -575,6 +578,7 @@ impl RunResult {
             failure: errors.fatal().map(crate::error::ErrorKind::as_str),
             fault: None,
             jetstream: None,
+            durability: None,
             consumer: None,
             link: None,
             cluster: None,

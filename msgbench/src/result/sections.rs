@@ -137,6 +137,35 @@ impl StreamReport {
     }
 }
 
+/// The result's `durability` section: every publish of a JetStream run in one class. An
+/// acknowledged publish must be in the stream; one the server refused or never answered may be
+/// missing, and is counted, never called lost.
+#[derive(Debug, Clone, Serialize)]
+pub struct Durability {
+    /// Publishes sent.
+    pub sent: u64,
+    /// Acknowledged and stored.
+    pub ok: Option<u64>,
+    /// Acknowledged and missing from the stream: the failure this exists to catch. Null when
+    /// the stream could not be read, or (on agents) when the agents' acknowledgements do not
+    /// add up to the stored sequences, which a fingerprint cannot say more about.
+    pub lost: Option<u64>,
+    /// The first lost sequences (up to ten).
+    pub lost_seqs: Vec<u64>,
+    /// Acknowledged, and removed since by the stream's own limits or retention (a bucket's
+    /// history, a message limit): not loss. Null when unknown.
+    pub removed: Option<u64>,
+    /// Acknowledged and stored twice: null, since telling it needs the stream's messages read
+    /// back, which no run does yet.
+    pub duplicated: Option<u64>,
+    /// Not acknowledged, yet stored: allowed (the acknowledgement was lost, not the message).
+    pub indeterminate: Option<u64>,
+    /// Not acknowledged: the server refused them, by error kind.
+    pub refused: BTreeMap<String, u64>,
+    /// Not acknowledged: no answer came (timed out, or in flight when a connection was lost).
+    pub unanswered: u64,
+}
+
 /// The result's `consumer` section: how `js consume` pulled, and whether every message it was
 /// owed arrived exactly once.
 #[derive(Debug, Clone, Serialize)]

@@ -120,6 +120,25 @@ impl AckSet {
         })
     }
 
+    /// Members for which `pred` holds: the number, and the first `listed` of them.
+    pub fn select(&self, listed: usize, mut pred: impl FnMut(u64) -> bool) -> (u64, Vec<u64>) {
+        let (mut n, mut first) = (0, Vec::new());
+        for (w, &bits) in self.bits.iter().enumerate() {
+            let mut b = bits;
+            while b != 0 {
+                let seq = self.base + w as u64 * 64 + u64::from(b.trailing_zeros());
+                b &= b - 1;
+                if pred(seq) {
+                    n += 1;
+                    if first.len() < listed {
+                        first.push(seq);
+                    }
+                }
+            }
+        }
+        (n, first)
+    }
+
     /// Sequences in this set that `other` lacks: the number, and the first [`GAPS_LISTED`].
     pub fn missing_from(&self, other: &AckSet) -> (u64, Vec<u64>) {
         let (mut n, mut listed) = (0, Vec::new());

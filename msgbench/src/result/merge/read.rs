@@ -13,8 +13,14 @@ use crate::stats::throughput::Role;
 /// The values `server.auth` takes (`wire::url::Auth::method`).
 const AUTH: &[&str] = &["none", "user_password", "token", "nkey", "creds"];
 /// The values `delivery.accounting` takes.
-pub(super) const ACCOUNTING: &[&str] =
-    &["exact", "count", "none", "stream_sequence", "acknowledged"];
+pub(super) const ACCOUNTING: &[&str] = &[
+    "exact",
+    "count",
+    "none",
+    "stream_sequence",
+    "acknowledged",
+    "stored",
+];
 
 /// One agent's document, or a part of it, with where that part is for error messages.
 #[derive(Clone)]

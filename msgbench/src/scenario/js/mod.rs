@@ -20,6 +20,7 @@ mod args;
 mod capture;
 mod consume;
 mod consumed;
+mod durability;
 mod options;
 mod params;
 mod publish;

@@ -141,7 +141,7 @@ impl Describe for JsPubParams {
         Some(self.publish.connection.ping_interval_secs)
     }
     fn account(&self, o: &mut String, r: &RunResult, delivery: &dyn Fn(&mut String)) {
-        delivery(o);
+        super::text::durability(o, r, delivery);
         super::text::jetstream(o, r);
     }
 }
@@ -247,7 +247,7 @@ impl Describe for KvParams {
         Some(self.publish.connection.ping_interval_secs)
     }
     fn account(&self, o: &mut String, r: &RunResult, delivery: &dyn Fn(&mut String)) {
-        delivery(o);
+        super::text::durability(o, r, delivery);
         super::text::jetstream(o, r);
     }
 }

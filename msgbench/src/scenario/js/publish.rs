@@ -53,7 +53,7 @@ fn publish(
     let p = &opts.publish;
     let mut api = api_conn(target, &p.conn, p.timeout)?;
     let opened = open_streams(&mut api, &opts.streams, opts.setup, Some(p), opts.purge)?;
-    let (mut result, report, _) = publish_and_reconcile(
+    let (mut result, report, acks) = publish_and_reconcile(
         p,
         opts.mode.as_str(),
         &opened,
@@ -64,6 +64,11 @@ fn publish(
         share,
     )?;
     result.jetstream = Some(report);
+    // On agents the coordinator judges, once every agent is done.
+    if share.is_none() {
+        let verdict = super::durability::verdict(&opened, &acks, &mut api, &result);
+        super::durability::judge(&mut result, verdict);
+    }
     clean_up(api, &opts.streams, opts.delete_after && share.is_none());
     Ok(result)
 }
@@ -80,11 +85,14 @@ pub(super) fn conclude(opts: &JsPubOptions, merged: &mut RunResult, target: &Tar
     let agents = merged.agent_entries();
     let mut api = api_conn(target, &p.conn, p.timeout);
     let reports = across_agents(&opts.streams, agents, &mut api);
-    merged.jetstream = Some(JsReport::of(
+    let js = JsReport::of(
         &storage_of(&reports, &opts.streams[0]),
         opts.mode.as_str(),
         reports,
-    ));
+    );
+    let verdict = super::durability::across_agents(merged, js.reconciled, js.acked);
+    merged.jetstream = Some(js);
+    super::durability::judge(merged, verdict);
     if let Ok(api) = api {
         clean_up(api, &opts.streams, opts.delete_after);
     }

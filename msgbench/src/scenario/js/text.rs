@@ -8,6 +8,56 @@ use std::fmt::Write;
 use crate::format::group;
 use crate::result::RunResult;
 
+/// The verdict on every publish, in place of the delivery line: what the stream holds of what
+/// was acknowledged, and why the rest was not acknowledged; the delivery line when the run has
+/// no verdict (on an agent, whose coordinator judges).
+pub(super) fn durability(o: &mut String, r: &RunResult, delivery: &dyn Fn(&mut String)) {
+    let Some(d) = &r.durability else {
+        delivery(o);
+        return;
+    };
+    let known = |v: Option<u64>| v.map_or_else(|| "—".to_string(), group);
+    let acked = r.delivery.expected;
+    let not_acked = d.sent.saturating_sub(acked);
+    let mut why: Vec<String> = d
+        .refused
+        .iter()
+        .map(|(k, n)| format!("refused {} ({k})", group(*n)))
+        .collect();
+    if d.unanswered > 0 {
+        why.push(format!("unanswered {}", group(d.unanswered)));
+    }
+    let why = if why.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", why.join(", "))
+    };
+    let removed = match d.removed {
+        Some(n) if n > 0 => format!(", {} removed since by the stream's own limits", group(n)),
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        o,
+        "Durability: {} sent; {} acknowledged: {} in the stream, {} lost{removed}; {} not acknowledged{why}; \
+         {} stored without an acknowledgement",
+        group(d.sent),
+        group(acked),
+        known(d.ok),
+        known(d.lost),
+        group(not_acked),
+        known(d.indeterminate),
+    );
+    if d.lost.is_some_and(|n| n > 0) {
+        let seqs: Vec<String> = d.lost_seqs.iter().map(u64::to_string).collect();
+        let _ = writeln!(
+            o,
+            "!! LOST: {} acknowledged messages are not in the stream (first: {}) !!",
+            known(d.lost),
+            seqs.join(", ")
+        );
+    }
+}
+
 /// The reconciliation of acknowledgements with the streams.
 pub(super) fn jetstream(o: &mut String, r: &RunResult) {
     let Some(js) = &r.jetstream else { return };
