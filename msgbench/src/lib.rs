@@ -234,7 +234,7 @@ fn run_tool(command: Command, stop: &AtomicBool) -> Result<u8> {
             check_files(&[("--json", a.json.as_ref())])?;
             report::diff::run(&a)
         }
-        Command::History(a) => history::command::run(&a),
+        Command::History(a) => history::actions::run(&a),
         Command::Completions(a) => Ok(print(&cli::completions(a.shell))),
         Command::Man(a) => {
             if let Some(dir) = &a.dir {

@@ -355,3 +355,135 @@ fn history_refuses_what_is_not_there() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("--metric"), "{}", stderr(&out));
 }
+
+/// Bencher Metric Format as its published JSON Schema (bencher.dev/bmf.json) states it: an
+/// object of benchmarks, each an object of measures, each with a numeric `value` and optional
+/// numeric `lower_value` and `upper_value`. Written out here (the test runs offline), with
+/// `additionalProperties` closed so a misspelt key fails.
+const BMF_SCHEMA: &str = r#"{
+  "type": "object", "minProperties": 1,
+  "additionalProperties": {
+    "type": "object", "minProperties": 1,
+    "additionalProperties": {
+      "type": "object", "required": ["value"], "additionalProperties": false,
+      "properties": {"value": {"type": "number"}, "lower_value": {"type": "number"},
+                     "upper_value": {"type": "number"}}
+    }
+  }
+}"#;
+
+/// github-action-benchmark's custom tools as its README describes them: an array of entries
+/// with `name`, `unit` and a numeric `value`, and optional `range` and `extra` strings.
+const GAB_SCHEMA: &str = r#"{
+  "type": "array",
+  "items": {
+    "type": "object", "required": ["name", "unit", "value"], "additionalProperties": false,
+    "properties": {"name": {"type": "string"}, "unit": {"type": "string"},
+                   "value": {"type": "number"}, "range": {"type": "string"},
+                   "extra": {"type": "string"}}
+  }
+}"#;
+
+fn errors_against(schema: &str, doc: &serde_json::Value) -> Vec<String> {
+    let schema: serde_json::Value = serde_json::from_str(schema).unwrap();
+    let v = jsonschema::validator_for(&schema).unwrap();
+    v.iter_errors(doc).map(|e| e.to_string()).collect()
+}
+
+fn export(db: &str, format: &str, extra: &[&str]) -> std::process::Output {
+    let mut a = vec!["history", "export", "--history", db, "--format", format];
+    a.extend_from_slice(extra);
+    run(&a)
+}
+
+#[test]
+fn export_writes_each_tools_format() {
+    let s = TestServer::start();
+    let dir = support::scratch_dir("history-export");
+    let db = dir.join("h.db");
+    let db_s = db.to_str().unwrap();
+    for i in 0..2 {
+        let label = format!("commit=c{i}");
+        let out = run(&pub_args(
+            &s.url,
+            db_s,
+            &["--record=required", "--runs", "2", "--label", &label],
+        ));
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+
+    let out = export(db_s, "bencher", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let bmf: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        errors_against(BMF_SCHEMA, &bmf),
+        Vec::<String>::new(),
+        "{bmf}"
+    );
+    let (_, measures) = bmf.as_object().unwrap().iter().next().unwrap();
+    let rate = &measures["msgs_per_sec"];
+    // Two runs (--runs 2): the value is their median, between the least and the greatest.
+    let (lo, v, hi) = (
+        rate["lower_value"].as_f64().unwrap(),
+        rate["value"].as_f64().unwrap(),
+        rate["upper_value"].as_f64().unwrap(),
+    );
+    assert!(lo <= v && v <= hi && lo < hi, "{rate}");
+
+    for (format, wanted) in [
+        ("github-bigger", "msgs_per_sec"),
+        ("github-smaller", "lost"),
+    ] {
+        let out = export(db_s, format, &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            errors_against(GAB_SCHEMA, &doc),
+            Vec::<String>::new(),
+            "{doc}"
+        );
+        let names: Vec<&str> = doc
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["name"].as_str().unwrap())
+            .collect();
+        assert!(
+            names.iter().any(|n| n.ends_with(&format!(" - {wanted}"))),
+            "{names:?}"
+        );
+        assert!(
+            doc[0]["extra"].as_str().unwrap().contains("commit=c1"),
+            "{doc}"
+        );
+    }
+
+    // Otava: the layout of its sample CSV (a `time` column, then attributes and metrics).
+    let csv = dir.join("otava.csv");
+    let out = export(db_s, "otava", &["-o", csv.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(&header[..3], &["time", "run_id", "commit"]);
+    let rate_col = header.iter().position(|h| *h == "msgs_per_sec").unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 2);
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(row.len(), header.len());
+        assert!(humantime::parse_rfc3339(row[0]).is_ok(), "{}", row[0]);
+        assert_eq!(row[2], format!("c{i}"));
+        assert!(row[rate_col].parse::<f64>().unwrap() > 0.0);
+    }
+
+    // A second benchmark: Otava's CSV is one benchmark, so it must be named.
+    let out = run(&pub_args(
+        &s.url,
+        db_s,
+        &["--record=required", "--size", "64"],
+    ));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = export(db_s, "otava", &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--benchmark"), "{}", stderr(&out));
+}

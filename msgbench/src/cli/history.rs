@@ -25,6 +25,40 @@ pub enum HistoryAction {
     /// history (E-divisive means) and a window test of the newest runs; exit 8 on a
     /// regression beyond --tolerate.
     Check(CheckArgs),
+    /// Write the history for the tools teams already run: Bencher Metric Format JSON,
+    /// github-action-benchmark's customBiggerIsBetter / customSmallerIsBetter JSON (the newest
+    /// run of each benchmark), or one CSV row per run in Apache Otava's layout.
+    Export(ExportArgs),
+}
+
+/// The formats `history export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// Bencher Metric Format JSON: the newest run of each benchmark, every stored metric.
+    Bencher,
+    /// github-action-benchmark's customBiggerIsBetter: the rates of the newest runs.
+    GithubBigger,
+    /// github-action-benchmark's customSmallerIsBetter: latency, loss and errors of the newest
+    /// runs.
+    GithubSmaller,
+    /// Apache Otava's CSV: one row per run of one benchmark (time, labels, metrics).
+    Otava,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The history file (as for the other actions).
+    #[arg(long, visible_alias = "history-file", value_name = "PATH")]
+    pub history: Option<PathBuf>,
+    /// What to write.
+    #[arg(long, value_enum)]
+    pub format: ExportFormat,
+    /// Only this benchmark (required for otava when the history holds several).
+    #[arg(long, value_name = "ID")]
+    pub benchmark: Option<String>,
+    /// Where to write it ('-' for stdout).
+    #[arg(short = 'o', long = "output", value_name = "FILE", default_value = "-")]
+    pub output: PathBuf,
 }
 
 /// The store every action reads.

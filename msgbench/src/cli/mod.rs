@@ -24,7 +24,8 @@ mod shell;
 pub use agent::{AgentAction, AgentArgs, KeygenArgs};
 pub use capacity::SearchArgs;
 pub use history::{
-    CheckArgs, HistoryAction, HistoryArgs, ListArgs, SeriesArgs, ShowArgs, StoreArgs, TrendArgs,
+    CheckArgs, ExportArgs, ExportFormat, HistoryAction, HistoryArgs, ListArgs, SeriesArgs,
+    ShowArgs, StoreArgs, TrendArgs,
 };
 pub use modes::{
     BusyPoll, Discard, JsPubMode, KeyOrder, Publish, Record, Storage, Subscribe, Switch,

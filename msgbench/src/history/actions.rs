@@ -66,6 +66,7 @@ pub fn run(args: &HistoryArgs) -> Result<u8> {
         }
         HistoryAction::Trend(a) => trend(a),
         HistoryAction::Check(a) => check(a),
+        HistoryAction::Export(a) => super::export::run(a),
     }
 }
 
@@ -116,7 +117,12 @@ impl<'a> RunDoc<'a> {
 /// The history file to read: `--history`, MSGBENCH_HISTORY, else the default.
 fn open(a: &StoreArgs) -> Result<Store> {
     crate::output::dest::check_files(&[("--json", a.json.as_ref())])?;
-    let given = a.history.clone().or_else(|| {
+    open_at(a.history.as_ref())
+}
+
+/// The history at `--history`, MSGBENCH_HISTORY or the default, which must exist.
+pub(super) fn open_at(history: Option<&PathBuf>) -> Result<Store> {
+    let given = history.cloned().or_else(|| {
         std::env::var_os(HISTORY_ENV)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
@@ -136,7 +142,7 @@ fn open(a: &StoreArgs) -> Result<Store> {
     Store::open(&path).map_err(store_err)
 }
 
-fn store_err(e: super::store::StoreError) -> Error {
+pub(super) fn store_err(e: super::store::StoreError) -> Error {
     use super::store::StoreError as E;
     match e {
         E::NoSuchRun(_) => Error::Usage(e.to_string()),
@@ -166,7 +172,7 @@ fn emit(a: &StoreArgs, text: &str, doc: &impl Serialize) -> Result<u8> {
 }
 
 /// The series to analyse: one per benchmark, on the testbed of its newest run.
-fn series_heads(store: &Store, s: &SeriesArgs) -> Result<Vec<RunRow>> {
+pub(super) fn series_heads(store: &Store, s: &SeriesArgs) -> Result<Vec<RunRow>> {
     let runs = store.runs(s.benchmark.as_deref()).map_err(store_err)?;
     if runs.is_empty() {
         return Err(match &s.benchmark {
