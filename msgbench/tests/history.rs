@@ -487,3 +487,50 @@ fn export_writes_each_tools_format() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("--benchmark"), "{}", stderr(&out));
 }
+
+/// A run cut short by SIGINT measured less than its plan: its files are written (status 130),
+/// and it stays out of the history, with one line saying so.
+#[test]
+fn an_interrupted_run_is_not_recorded() {
+    let s = TestServer::start();
+    let dir = support::scratch_dir("history-interrupted");
+    let db = dir.join("h.db");
+    let ticks = dir.join("ticks.jsonl");
+    let mut child = bin()
+        .args([
+            "pub",
+            "--server",
+            &s.url,
+            "--rate",
+            "2000",
+            "--duration",
+            "60s",
+        ])
+        .args(["--no-progress", "--record", "--history-file"])
+        .arg(&db)
+        .arg("--stream-stats")
+        .arg(&ticks)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Signalled once it has sent something, however long a busy machine took to connect.
+    support::wait_for_tick(&ticks, &mut child, |t| {
+        support::tick_f(t, "sent_per_sec") > 0.0
+    });
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let lines: Vec<String> = stderr(&out)
+        .lines()
+        .filter(|l| l.contains("history"))
+        .map(String::from)
+        .collect();
+    assert_eq!(
+        lines,
+        vec!["history: the run was interrupted, so it was not recorded"]
+    );
+    assert!(!db.exists() || count_runs(&db) == 0);
+}

@@ -149,3 +149,74 @@ pub fn judge(metric: Metric, points: &[Point], settings: &Settings, tolerate: f6
     judged.change = pick;
     judged
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn points(values: &[f64]) -> Vec<Point> {
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Point {
+                run: RunRow {
+                    run_id: format!("r{i}"),
+                    benchmark: "b".into(),
+                    name: None,
+                    scenario: "latency".into(),
+                    testbed: "t".into(),
+                    started_at: format!("2026-01-01T00:00:{i:02}Z"),
+                    labels: BTreeMap::new(),
+                },
+                value: *v,
+            })
+            .collect()
+    }
+
+    /// 20 runs at `a`, then 10 at `b`, with a fixed ±1% pattern.
+    fn step(a: f64, b: f64) -> Vec<Point> {
+        let wobble = [0.01, -0.01, 0.005, -0.005, 0.0];
+        let v: Vec<f64> = (0..30)
+            .map(|i| if i < 20 { a } else { b } * (1.0 + wobble[i % 5]))
+            .collect();
+        points(&v)
+    }
+
+    #[test]
+    fn latency_that_grows_is_a_regression_and_throughput_that_grows_is_not() {
+        let s = Settings::default();
+        let p99 = Metric::parse("p99").unwrap();
+        let rate = Metric::parse("msgs_per_sec").unwrap();
+        let up = step(100.0, 120.0);
+        let j = judge(p99, &up, &s, 0.03);
+        assert_eq!(j.verdict, "regression");
+        assert_eq!(j.change.as_ref().unwrap().at.run_id, "r20");
+        assert_eq!(judge(rate, &up, &s, 0.03).verdict, "improvement");
+        assert_eq!(
+            judge(rate, &step(100.0, 80.0), &s, 0.03).verdict,
+            "regression"
+        );
+        assert_eq!(
+            judge(p99, &step(100.0, 80.0), &s, 0.03).verdict,
+            "improvement"
+        );
+    }
+
+    #[test]
+    fn a_change_within_the_tolerance_is_no_regression() {
+        let s = Settings::default();
+        let p99 = Metric::parse("p99").unwrap();
+        let j = judge(p99, &step(100.0, 120.0), &s, 0.25);
+        assert_eq!(j.verdict, "no change");
+        // Still reported.
+        assert_eq!(j.changes.len(), 1);
+    }
+
+    #[test]
+    fn three_runs_are_too_few() {
+        let p99 = Metric::parse("p99").unwrap();
+        let j = judge(p99, &points(&[1.0, 2.0, 3.0]), &Settings::default(), 0.03);
+        assert_eq!(j.verdict, "too few runs");
+    }
+}

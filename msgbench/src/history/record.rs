@@ -125,6 +125,12 @@ pub fn path_of(rec: &Recording) -> Result<PathBuf, String> {
 /// # Errors
 /// [`Error::Io`] (status 1) when the run could not be recorded and `required` was asked for.
 pub fn after_run(result: &RunResult, rec: &Recording) -> crate::error::Result<()> {
+    // A run cut short measured less than its plan says: in the series it would read as a
+    // change of the benchmark.
+    if result.interrupted {
+        eprintln!("history: the run was interrupted, so it was not recorded");
+        return Ok(());
+    }
     match keep(result, rec) {
         Ok(line) => {
             eprintln!("{line}");
