@@ -325,9 +325,26 @@ fn check_finds_a_regression_planted_after_real_runs() {
     );
 
     // The plain views.
-    let out = run(&["history", "trend", "--history", db_s, "--last", "28"]);
+    let trend_json = dir.join("trend.json");
+    let out = run(&[
+        "history",
+        "trend",
+        "--history",
+        db_s,
+        "--last",
+        "28",
+        "--json",
+        trend_json.to_str().unwrap(),
+    ]);
     let trend = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trend_json).unwrap()).unwrap();
+    assert_eq!(
+        support::schema_errors_in("history-trend-v1.schema.json", &doc),
+        Vec::<String>::new()
+    );
+    assert_eq!(doc["series"][0]["points"].as_array().unwrap().len(), 28);
     assert!(
         trend
             .lines()
@@ -337,6 +354,36 @@ fn check_finds_a_regression_planted_after_real_runs() {
     let out = run(&["history", "show", "--history", db_s, "old3"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("msgs_per_sec"));
+    // A real run in full: its result is the document --json wrote, valid as one.
+    let real_id = {
+        let out = run(&["history", "list", "--history", db_s, "--json", "-"]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            support::schema_errors_in("history-list-v1.schema.json", &v),
+            Vec::<String>::new()
+        );
+        v["runs"][0]["run_id"].as_str().unwrap().to_string()
+    };
+    let out = run(&[
+        "history",
+        "show",
+        "--history",
+        db_s,
+        &real_id,
+        "--json",
+        "-",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let shown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        support::schema_errors_in("history-run-v1.schema.json", &shown),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        support::schema_errors(&shown["result"]),
+        Vec::<String>::new()
+    );
+    assert_eq!(shown["run"]["labels"]["commit"], "real0");
     assert_eq!(count_runs(&db), 31);
 }
 

@@ -17,8 +17,11 @@ use crate::metric::Metric;
 use crate::options::{Recording, HISTORY_ENV};
 use crate::stats::changepoint::Settings;
 
-/// The JSON documents' schema names.
+/// The JSON documents' schema names (schema/history-*-v1.schema.json).
 pub const CHECK_SCHEMA: &str = "msgbench.history-check/v1";
+pub const LIST_SCHEMA: &str = "msgbench.history-list/v1";
+pub const RUN_SCHEMA: &str = "msgbench.history-run/v1";
+pub const TREND_SCHEMA: &str = "msgbench.history-trend/v1";
 
 /// Analysed when neither --last nor --all is given.
 const DEFAULT_LAST: usize = 200;
@@ -39,9 +42,11 @@ pub fn run(args: &HistoryArgs) -> Result<u8> {
             let _ = writeln!(text, "{} runs in '{}'", runs.len(), store.path().display());
             #[derive(Serialize)]
             struct Doc<'a> {
+                schema: &'static str,
                 runs: Vec<RunDoc<'a>>,
             }
             let doc = Doc {
+                schema: LIST_SCHEMA,
                 runs: runs.iter().map(RunDoc::of).collect(),
             };
             emit(&a.store, &text, &doc)
@@ -56,6 +61,7 @@ pub fn run(args: &HistoryArgs) -> Result<u8> {
             }
             let _ = writeln!(text, "histograms: {}", s.histograms.len());
             let doc = serde_json::json!({
+                "schema": RUN_SCHEMA,
                 "run": RunDoc::of(&s.run),
                 "testbed": serde_json::from_str::<serde_json::Value>(&s.testbed_json).ok(),
                 "metrics": s.metrics.iter().cloned().collect::<BTreeMap<_, _>>(),
@@ -254,7 +260,11 @@ fn trend(a: &TrendArgs) -> Result<u8> {
             "changes": judged.changes,
         }));
     }
-    emit(&a.store, &text, &serde_json::json!({ "series": docs }))
+    emit(
+        &a.store,
+        &text,
+        &serde_json::json!({ "schema": TREND_SCHEMA, "series": docs }),
+    )
 }
 
 fn series_title(head: &RunRow, runs: usize) -> String {
