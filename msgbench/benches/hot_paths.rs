@@ -3,7 +3,7 @@
 //! gRPC, getting the next request's bytes from a `--data` template. These
 //! are the costs the tool adds on top of the server; whole-run comparisons live in `bench/`.
 //! Beside them, the one per-run cost that grows with a distributed run: merging its agents'
-//! results.
+//! results; and the cost of `history check`'s statistics as the series analysed grows.
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
@@ -262,11 +262,36 @@ fn merge_agents(c: &mut Criterion) {
     g.finish();
 }
 
+/// `history check`'s analysis of one metric's series (E-divisive with 199 shuffles, the
+/// window test): 200 runs is the default `--last`; the cost grows with the square of the
+/// length, which is why the whole history (`--all`) is opt-in.
+fn history_check(c: &mut Criterion) {
+    use msgbench::stats::changepoint::{analyse, Settings, SplitMix64};
+    let mut g = c.benchmark_group("history_check");
+    g.sample_size(10);
+    for n in [50usize, 200, 1000] {
+        let mut rng = SplitMix64::new(n as u64);
+        // A 10% step half way, in 2% noise (uniform, enough for a cost).
+        let series: Vec<f64> = (0..n)
+            .map(|i| {
+                let level = if i < n / 2 { 100.0 } else { 110.0 };
+                level * (1.0 + 0.04 * (rng.next_f64() - 0.5))
+            })
+            .collect();
+        g.throughput(Throughput::Elements(n as u64));
+        g.bench_with_input(BenchmarkId::from_parameter(n), &series, |b, s| {
+            b.iter(|| analyse(black_box(s), &Settings::default()))
+        });
+    }
+    g.finish();
+}
+
 criterion_group!(
     benches,
     encode_publish,
     parse_and_record,
     grpc_template,
-    merge_agents
+    merge_agents,
+    history_check
 );
 criterion_main!(benches);

@@ -12,8 +12,8 @@ use clap::error::ErrorKind;
 use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 
 use crate::cli::{
-    AgentArgs, CalibrateArgs, CompletionsArgs, DemoArgs, DiffArgs, ManArgs, ReportArgs, RunArgs,
-    SearchArgs,
+    AgentArgs, CalibrateArgs, CompletionsArgs, DemoArgs, DiffArgs, HistoryArgs, ManArgs,
+    ReportArgs, RunArgs, SearchArgs,
 };
 use crate::plan::Plan;
 use crate::scenario::registry::{self, Entry, GROUPS};
@@ -58,6 +58,9 @@ pub enum Command {
     /// Compare two result files metric by metric, with confidence intervals from their
     /// repeated runs (--runs), and optionally fail on a regression.
     Diff(DiffArgs),
+    /// The runs --record kept: list them, show one, follow a metric over time, and check the
+    /// newest for a regression (change points and a window test; exit 8 beyond --tolerate).
+    History(HistoryArgs),
     /// A load agent for distributed runs: it announces itself on a NATS control server, runs
     /// the signed plans a coordinator (any scenario with --agents) gives it, and reports back.
     /// `agent keygen` makes the coordinator's signing key.

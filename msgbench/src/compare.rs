@@ -373,6 +373,18 @@ fn refuse_what_drivers_cannot_report(p: &crate::plan::Plan) -> Result<()> {
         ("--metrics-listen", o.metrics_listen.is_some()),
         ("--fault", p.conn().is_some_and(|c| c.fault.is_some())),
     ];
+    let recorded = [
+        ("--record", o.record.is_some()),
+        ("--history-file", o.history_file.is_some()),
+        ("--name", o.name.is_some()),
+        ("--label", !o.labels.is_empty()),
+    ];
+    if let Some((flag, _)) = recorded.iter().find(|(_, on)| *on) {
+        return Err(Error::Usage(format!(
+            "compare: {flag} records runs of one benchmark; a comparison is several clients \
+             side by side (record each with `msgbench <scenario> --record`)"
+        )));
+    }
     match refused.iter().find(|(_, on)| *on) {
         Some((flag, _)) => Err(Error::Usage(format!(
             "compare: {flag} needs second-by-second figures from every client, and drivers \

@@ -222,6 +222,17 @@ pub fn pct(v: f64) -> String {
     format!("{text} %")
 }
 
+/// A ratio as the signed change it is, to one decimal: 0.876 is `-12.4 %`, 1.02 is `+2.0 %`
+/// (the history's changes, where the sign is the news).
+pub fn change_pct(ratio: f64) -> String {
+    if !ratio.is_finite() {
+        return "–".into();
+    }
+    let text = format!("{:+.1}", (ratio - 1.0) * 100.0);
+    let text = if text == "-0.0" { "+0.0".into() } else { text };
+    format!("{text} %")
+}
+
 /// A duration given in seconds, for parameters: `3 s`, `0.5 s`.
 pub fn secs(v: f64) -> String {
     format!("{}\u{a0}s", sig(v, 3, true))
@@ -230,6 +241,14 @@ pub fn secs(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_change_is_signed_with_one_decimal() {
+        assert_eq!(change_pct(0.876), "-12.4 %");
+        assert_eq!(change_pct(1.02), "+2.0 %");
+        assert_eq!(change_pct(0.99999), "+0.0 %");
+        assert_eq!(change_pct(f64::NAN), "–");
+    }
 
     #[test]
     fn a_count_agrees_with_its_noun() {

@@ -21,6 +21,7 @@ mod error;
 mod export;
 mod format;
 mod gate;
+mod history;
 mod link;
 mod metric;
 mod options;
@@ -155,6 +156,21 @@ pub fn preflight(command: &Command) -> Result<()> {
 /// (agents, or this process).
 fn check_plan(plan: &Plan) -> Result<()> {
     let o = plan.out();
+    // They name a recorded run; with nothing recorded they would act on nothing.
+    let recording = o.record.is_some()
+        || o.history_file.is_some()
+        || std::env::var_os(options::HISTORY_ENV).is_some_and(|v| !v.is_empty());
+    if let Some(flag) = [
+        ("--name", o.name.is_some()),
+        ("--label", !o.labels.is_empty()),
+    ]
+    .iter()
+    .find_map(|(f, on)| (*on && !recording).then_some(*f))
+    {
+        return Err(error::Error::Usage(format!(
+            "{flag} names a recorded run: give --record (or --history-file) too"
+        )));
+    }
     if o.distributed() {
         return dist::fleet::preflight(plan).map(|_| ());
     }
@@ -218,6 +234,7 @@ fn run_tool(command: Command, stop: &AtomicBool) -> Result<u8> {
             check_files(&[("--json", a.json.as_ref())])?;
             report::diff::run(&a)
         }
+        Command::History(a) => history::actions::run(&a),
         Command::Completions(a) => Ok(print(&cli::completions(a.shell))),
         Command::Man(a) => {
             if let Some(dir) = &a.dir {
@@ -272,6 +289,10 @@ fn print_plan_refusals(plan: &Plan) -> Result<()> {
         ("--agent-label", !o.agent_labels.is_empty()),
         ("--control", o.control.is_some()),
         ("--sign", o.sign.is_some()),
+        ("--record", o.record.is_some()),
+        ("--history-file", o.history_file.is_some()),
+        ("--name", o.name.is_some()),
+        ("--label", !o.labels.is_empty()),
     ];
     match given.iter().find(|(_, on)| *on) {
         Some((flag, _)) => Err(error::Error::Usage(format!(
@@ -384,6 +405,9 @@ fn run_plan(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
     result.plan = Some(plan.recorded());
     result.thresholds = gate::judge(&out.thresholds, &result);
     output::write::emit(&result, out)?;
+    if let Some(rec) = &out.record {
+        history::record::after_run(&result, rec)?;
+    }
     if let Some(m) = metrics {
         m.linger(out.metrics_linger, stop);
     }

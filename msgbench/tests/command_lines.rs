@@ -70,6 +70,14 @@ const MODES: &[&[&str]] = &[
     &["--cluster", "3"],
     &["--link", "delay=1ms"],
     &["--control", "nats://127.0.0.1:1"],
+    &[
+        "--record=required",
+        "--history-file",
+        "/nonexistent/h.db",
+        "--label",
+        "k=v",
+    ],
+    &["--name", "nightly"],
 ];
 
 /// Every runnable path of the tree, as the words that reach it.

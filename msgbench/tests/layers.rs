@@ -40,6 +40,7 @@ const LAYERS: &[(u8, &str)] = &[
     (11, "dist"),
     (11, "capacity"),
     (11, "compare"),
+    (11, "history"),
     (12, "command"),
     (12, "app"),
 ];

@@ -307,6 +307,8 @@ fn check_search(s: &SearchArgs) -> Result<()> {
 /// The output flags a search can honour: `--json` (the capacity document) and the progress
 /// switches. Every other one is refused by name rather than ignored.
 fn refuse_outputs(o: &crate::cli::OutputArgs) -> Result<Option<std::path::PathBuf>> {
+    const NOT_RECORDED: &str =
+        "a search is many probes, not runs of one benchmark; record the scenario's own runs";
     let why = [
         (
             "--csv",
@@ -324,6 +326,10 @@ fn refuse_outputs(o: &crate::cli::OutputArgs) -> Result<Option<std::path::PathBu
             "probes are printed as they end",
         ),
         ("--runs", o.runs != 1, "use --probe-runs"),
+        ("--record", o.record.is_some(), NOT_RECORDED),
+        ("--history-file", o.history_file.is_some(), NOT_RECORDED),
+        ("--name", o.name.is_some(), NOT_RECORDED),
+        ("--label", !o.labels.is_empty(), NOT_RECORDED),
         ("--threshold", !o.threshold.is_empty(), "use --slo"),
         (
             "--print-plan",

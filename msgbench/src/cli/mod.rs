@@ -16,13 +16,20 @@ use serde::Serialize;
 
 mod agent;
 mod capacity;
+mod history;
 mod modes;
 mod pace;
 mod shell;
 
 pub use agent::{AgentAction, AgentArgs, KeygenArgs};
 pub use capacity::SearchArgs;
-pub use modes::{BusyPoll, Discard, JsPubMode, KeyOrder, Publish, Storage, Subscribe, Switch};
+pub use history::{
+    CheckArgs, ExportArgs, ExportFormat, HistoryAction, HistoryArgs, ListArgs, SeriesArgs,
+    ShowArgs, StoreArgs, TrendArgs,
+};
+pub use modes::{
+    BusyPoll, Discard, JsPubMode, KeyOrder, Publish, Record, Storage, Subscribe, Switch,
+};
 pub use pace::{PaceArgs, PaceShape};
 pub use shell::{completions, man_page, man_pages, CompletionsArgs, ManArgs};
 
@@ -277,6 +284,33 @@ pub struct OutputArgs {
     /// NKey seed file the plans sent to agents are signed with (`msgbench agent keygen`).
     #[arg(long, value_name = "FILE")]
     pub sign: Option<PathBuf>,
+    /// Keep the run in the history (`msgbench history`), after its files are written. A store
+    /// that cannot be used is one line on stderr and leaves the exit status alone;
+    /// `--record=required` makes it a failure (status 1). MSGBENCH_HISTORY set records too.
+    #[arg(long, value_name = "required", num_args = 0..=1, require_equals = true,
+          default_missing_value = "on")]
+    pub record: Option<Record>,
+    /// The history file (SQLite) to record into; implies --record. Default: MSGBENCH_HISTORY,
+    /// else msgbench/history.db under the user's data folder ($XDG_DATA_HOME or
+    /// ~/.local/share). (Not --history: `kv put` has that flag for its bucket.)
+    #[arg(long = "history-file", value_name = "PATH")]
+    pub history_file: Option<PathBuf>,
+    /// With --record: a name that joins the plan in the benchmark's identity (to keep apart
+    /// runs of one plan against different servers, say).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// With --record: a label kept with the run and shown where a change starts, repeatable
+    /// (commit=abc123, branch=main).
+    #[arg(long = "label", value_name = "K=V", value_parser = parse_label)]
+    pub labels: Vec<(String, String)>,
+}
+
+/// `k=v`: a label's key and value; the key is not empty.
+fn parse_label(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(format!("'{s}' is not a label such as commit=abc123")),
+    }
 }
 
 impl OutputArgs {

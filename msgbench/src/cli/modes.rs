@@ -103,3 +103,13 @@ choice!(
         Shared = "shared",
     }
 );
+
+choice!(
+    /// `--record`: whether a run that could not be recorded still succeeds.
+    Record {
+        /// Record; a store that cannot be used is one line, and the exit status is the run's.
+        On = "on",
+        /// Record, and fail (status 1) when the run could not be recorded.
+        Required = "required",
+    }
+);

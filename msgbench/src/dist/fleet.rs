@@ -339,6 +339,9 @@ pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
     let mut result = RunResult::combine(results, allow_loss);
     result.thresholds = crate::gate::judge(&validated.output().thresholds, &result);
     crate::output::write::emit(&result, validated.output())?;
+    if let Some(rec) = &validated.output().record {
+        crate::history::record::after_run(&result, rec)?;
+    }
     if let Some(m) = metrics {
         m.linger(validated.output().metrics_linger, stop);
     }

@@ -44,6 +44,42 @@ pub struct Output {
     pub runs: u32,
     /// `--threshold`s to judge the result by.
     pub thresholds: Vec<crate::gate::Threshold>,
+    /// `--record` (or `--history`, or MSGBENCH_HISTORY): keep the run in the history.
+    pub record: Option<Recording>,
+}
+
+/// Where and how a run is kept in the history.
+#[derive(Debug, Clone, Default)]
+pub struct Recording {
+    /// `--history-file`, else MSGBENCH_HISTORY; `None`: the default file in the user's data folder.
+    pub path: Option<PathBuf>,
+    /// `--record=required`: a run that could not be recorded fails.
+    pub required: bool,
+    /// `--name`.
+    pub name: Option<String>,
+    /// `--label`s; a key given twice keeps its last value.
+    pub labels: std::collections::BTreeMap<String, String>,
+}
+
+/// The environment variable that names the history file and, set, records every run.
+pub const HISTORY_ENV: &str = "MSGBENCH_HISTORY";
+
+impl Recording {
+    /// What the output flags and the environment ask for: `None` when nothing asks to record.
+    fn of(out: &OutputArgs) -> Option<Recording> {
+        let env = std::env::var_os(HISTORY_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
+        if out.record.is_none() && out.history_file.is_none() && env.is_none() {
+            return None;
+        }
+        Some(Recording {
+            path: out.history_file.clone().or(env),
+            required: out.record == Some(crate::cli::Record::Required),
+            name: out.name.clone(),
+            labels: out.labels.iter().cloned().collect(),
+        })
+    }
 }
 
 impl From<&OutputArgs> for Output {
@@ -59,6 +95,7 @@ impl From<&OutputArgs> for Output {
             metrics_linger: out.metrics_linger,
             runs: out.runs,
             thresholds: out.threshold.clone(),
+            record: Recording::of(out),
         }
     }
 }

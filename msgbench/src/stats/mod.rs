@@ -2,6 +2,7 @@
 //! per-client counts and clocks. Nothing here does I/O.
 
 pub mod acks;
+pub mod changepoint;
 pub mod delivery;
 pub mod hdr;
 pub mod latency;
