@@ -25,6 +25,7 @@ mod options;
 mod params;
 mod publish;
 mod stream;
+mod streamflags;
 mod text;
 
 pub use args::{JsConsumeArgs, JsPubArgs, KvArgs};

@@ -1,0 +1,96 @@
+//! The stream flags made into what a run asks of its streams: the names checked, one
+//! configuration per stream (or per target subject of a write flood), whether a stream that
+//! exists is used as found, and that every publish subject is one its stream captures.
+
+use super::args::StreamArgs;
+use crate::cli::{Discard, Storage};
+use crate::engine::jsapi::{Setup, StreamConfig};
+use crate::error::{Error, Result};
+use crate::options::check_subject;
+use crate::scenario::request::RequestOptions;
+
+/// A stream or bucket name: one token, as it becomes part of API subjects.
+pub(super) fn check_name(flag: &str, name: &str) -> Result<()> {
+    if name.is_empty()
+        || name.len() > 255
+        || name
+            .chars()
+            .any(|c| c == '.' || c == '*' || c == '>' || c.is_whitespace() || c.is_control())
+    {
+        return Err(Error::flag(
+            flag,
+            name,
+            "a name cannot be empty or contain '.', '*', '>' or spaces",
+        ));
+    }
+    Ok(())
+}
+
+/// The streams a command works on: one, or `spread` of them (`NAME_k` capturing `SUBJECT.k`).
+pub(super) fn stream_configs(t: &StreamArgs, spread: Option<u32>) -> Result<Vec<StreamConfig>> {
+    check_name("--stream", &t.stream)?;
+    check_subject(&t.subject, false).map_err(|why| Error::flag("--subject", &t.subject, why))?;
+    for s in &t.subjects {
+        check_subject(s, true).map_err(|why| Error::flag("--subjects", s, why))?;
+    }
+    let replicas = t.replicas.unwrap_or(1);
+    if replicas == 0 || replicas > 5 {
+        return Err(Error::flag(
+            "--replicas",
+            &replicas.to_string(),
+            "must be 1 to 5",
+        ));
+    }
+    if spread.is_some() && !t.subjects.is_empty() {
+        return Err(Error::Usage(
+            "--subjects cannot be used with --streams: stream NAME_k captures SUBJECT.k".into(),
+        ));
+    }
+    let n = spread.unwrap_or(1);
+    Ok((0..n)
+        .map(|k| {
+            let (name, subjects) = match spread {
+                Some(_) => (
+                    format!("{}_{k}", t.stream),
+                    vec![format!("{}.{k}", t.subject)],
+                ),
+                None if t.subjects.is_empty() => (t.stream.clone(), vec![t.subject.clone()]),
+                None => (t.stream.clone(), t.subjects.clone()),
+            };
+            StreamConfig {
+                name,
+                subjects,
+                storage: t.storage.unwrap_or(Storage::Memory).as_str().into(),
+                num_replicas: replicas as u32,
+                max_bytes: t.max_bytes.map_or(-1, |b| b as i64),
+                discard: t.discard.unwrap_or(Discard::Old).as_str().into(),
+                ..StreamConfig::default()
+            }
+        })
+        .collect())
+}
+
+/// How the run comes by its streams: as found, unless a stream setting or `--create` was given.
+pub(super) fn setup(t: &StreamArgs) -> Setup {
+    let given = t.create
+        || !t.subjects.is_empty()
+        || t.storage.is_some()
+        || t.replicas.is_some()
+        || t.max_bytes.is_some()
+        || t.discard.is_some();
+    if given {
+        Setup::Create
+    } else {
+        Setup::AsFound
+    }
+}
+
+/// The publishers' subjects must be ones their streams capture (`options::capture`): checked here
+/// on the configuration, before anything connects or a stream is created.
+pub(super) fn check_captured(streams: &[StreamConfig], publish: &RequestOptions) -> Result<()> {
+    super::capture::check_publish(publish, |k| {
+        streams
+            .get(k)
+            .map(|s| (s.name.as_str(), s.subjects.as_slice()))
+    })
+}
