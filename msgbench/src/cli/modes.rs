@@ -34,6 +34,9 @@ choice!(
         Async = "async",
         /// Atomic batches.
         Batch = "batch",
+        /// Fast batch publishing: one flow-controlled batch per publisher, acknowledged every
+        /// few messages (JetStream API level 4).
+        Fast = "fast",
     }
 );
 

@@ -43,6 +43,9 @@ pub struct StreamConfig {
     /// Accept atomic batches (`Nats-Batch-*` headers).
     #[serde(skip_serializing_if = "is_false")]
     pub allow_atomic: bool,
+    /// Accept fast batches (reply subjects ending `.$FI`; JetStream API level 4).
+    #[serde(skip_serializing_if = "is_false")]
+    pub allow_batched: bool,
     /// Answer direct gets (`$JS.API.DIRECT.GET.…`), as buckets do.
     #[serde(skip_serializing_if = "is_false")]
     pub allow_direct: bool,
@@ -304,6 +307,24 @@ impl Api {
     #[allow(dead_code)] // until a scenario needs one: the object store's calls come next
     pub fn call_json(&mut self, api: &str, body: &[u8]) -> Result<Value> {
         self.call(api, body)
+    }
+
+    /// The JetStream API level the server reports in its account info (`$JS.API.INFO`);
+    /// 0 from a server older than API levels (before 2.11), which reports none.
+    ///
+    /// # Errors
+    /// [`Error::JetStream`] with the server's reason.
+    pub fn api_level(&mut self) -> Result<u64> {
+        let info = self.call("INFO", b"")?;
+        Ok(info
+            .pointer("/api/level")
+            .and_then(Value::as_u64)
+            .unwrap_or(0))
+    }
+
+    /// The version the server gave in its INFO.
+    pub fn server_version(&self) -> Option<&str> {
+        self.conn.as_ref().map(|c| c.info.version.as_str())
     }
 
     /// Deletes a consumer.

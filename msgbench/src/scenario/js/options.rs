@@ -11,6 +11,7 @@ use serde::Serialize;
 use super::args::{JsConsumeArgs, JsPubArgs, KvArgs, StreamArgs};
 use crate::cli::{JsPubMode, KeyOrder, Publish};
 use crate::engine::jsapi::StreamConfig;
+use crate::engine::jsfast::{FastFlow, MAX_FLOW};
 use crate::engine::jsframe::{JsFraming, MAX_BATCH};
 use crate::engine::load::Keys;
 use crate::engine::pace::{Pace, Stop};
@@ -165,6 +166,43 @@ fn publishing(
     }
 }
 
+/// `--batch` and `--max-outstanding-acks` as fast mode's flow; `None` in other modes, where
+/// `--max-outstanding-acks` is refused.
+fn fast_flow(a: &JsPubArgs, batch: u64) -> Result<Option<FastFlow>> {
+    if a.mode != JsPubMode::Fast {
+        if let Some(n) = a.max_outstanding_acks {
+            return Err(Error::flag(
+                "--max-outstanding-acks",
+                &n.to_string(),
+                "applies to --mode fast",
+            ));
+        }
+        return Ok(None);
+    }
+    if !(1..=MAX_FLOW).contains(&batch) {
+        return Err(Error::flag(
+            "--batch",
+            &batch.to_string(),
+            format!(
+                "must be 1 to {MAX_FLOW} in fast mode (the server acknowledges at least every \
+                 {MAX_FLOW} messages)"
+            ),
+        ));
+    }
+    let outstanding = a.max_outstanding_acks.unwrap_or(2);
+    if !(1..=u64::from(u16::MAX)).contains(&outstanding) {
+        return Err(Error::flag(
+            "--max-outstanding-acks",
+            &outstanding.to_string(),
+            format!("must be 1 to {}", u16::MAX),
+        ));
+    }
+    Ok(Some(FastFlow {
+        flow: batch as u16,
+        outstanding: outstanding as u16,
+    }))
+}
+
 impl JsPubOptions {
     /// # Errors
     /// [`Error::Usage`] naming the flag whose value cannot work.
@@ -174,11 +212,12 @@ impl JsPubOptions {
             return Err(Error::flag("--max-in-flight", "0", "must be at least 1"));
         }
         let mode = a.mode;
-        if let (Some(b), false) = (a.batch, mode == JsPubMode::Batch) {
+        let batched = matches!(mode, JsPubMode::Batch | JsPubMode::Fast);
+        if let (Some(b), false) = (a.batch, batched) {
             return Err(Error::flag(
                 "--batch",
                 &b.to_string(),
-                "applies to --mode batch",
+                "applies to --mode batch or fast",
             ));
         }
         let batch = a.batch.unwrap_or(100);
@@ -189,6 +228,7 @@ impl JsPubOptions {
                 format!("must be 1 to {MAX_BATCH} (the server's limit on an atomic batch)"),
             ));
         }
+        let fast = fast_flow(a, batch)?;
         let (pace, schedule_stop) = crate::options::pace(&a.pace)?;
         if pace.is_open() && mode != JsPubMode::Async {
             let flag = if a.pace.rate_schedule.is_some() {
@@ -198,7 +238,7 @@ impl JsPubOptions {
             };
             return Err(Error::Usage(format!(
                 "{flag} paces publishes open loop, which needs --mode async (sync waits for each \
-                 acknowledgement; batch sends a batch at once)"
+                 acknowledgement; batch and fast send as their acknowledgements allow)"
             )));
         }
         let stop = match schedule_stop {
@@ -231,6 +271,36 @@ impl JsPubOptions {
                 ))
             }
             (JsPubMode::Sync, None) => 1,
+            (JsPubMode::Fast, Some(n)) => {
+                return Err(Error::flag(
+                    "--max-in-flight",
+                    &n.to_string(),
+                    "applies to --mode async or batch (fast mode's window is --batch × \
+                     --max-outstanding-acks)",
+                ))
+            }
+            (JsPubMode::Fast, None) => {
+                let f = fast.expect("fast mode has its flow");
+                if a.dedup {
+                    return Err(Error::Usage(
+                        "--dedup applies to --mode sync, async or batch (fast mode sends no \
+                         message ids)"
+                            .into(),
+                    ));
+                }
+                if u64::from(a.clients) != a.streams {
+                    return Err(Error::flag(
+                        "--clients",
+                        &a.clients.to_string(),
+                        format!(
+                            "fast mode needs a stream per publisher (--streams {}): its \
+                             acknowledgements count batch messages, not stream sequences",
+                            a.clients
+                        ),
+                    ));
+                }
+                u64::from(f.flow) * u64::from(f.outstanding)
+            }
             (JsPubMode::Batch, n) => {
                 let n = n.unwrap_or(1);
                 let per_stream = u64::from(a.clients).div_ceil(a.streams) * n;
@@ -269,6 +339,7 @@ impl JsPubOptions {
         let mut streams = stream_configs(&a.target, spread)?;
         for s in &mut streams {
             s.allow_atomic = mode == JsPubMode::Batch;
+            s.allow_batched = mode == JsPubMode::Fast;
         }
         let conn = ConnOptions::new(&a.conn)?;
         conn.no_fault("js pub")?;
@@ -290,6 +361,7 @@ impl JsPubOptions {
         check_captured(&streams, &publish)?;
         publish.js_framing = Some(JsFraming {
             batch: if mode == JsPubMode::Batch { batch } else { 1 },
+            fast,
             dedup,
             total: match stop {
                 Stop::Count(n) => Some(n),

@@ -8,8 +8,10 @@ use super::stream::{
     api_conn, clean_up, open_streams, publish_and_reconcile, reconcile, reconcile_across, SharePart,
 };
 use super::{JsPubOptions, JsPubParams, KvOptions, KvParams};
-use crate::engine::jsapi::StreamConfig;
-use crate::error::{Error, Result};
+use crate::cli::JsPubMode;
+use crate::engine::jsapi::{Api, StreamConfig};
+use crate::engine::jsfast::API_LEVEL;
+use crate::error::{Error, ErrorKind, Result};
 use crate::result::{JsReport, Params, RunResult};
 use crate::scenario::request::{self, JsAcks};
 use crate::scenario::Share;
@@ -52,6 +54,9 @@ fn publish(
 ) -> Result<RunResult> {
     let p = &opts.publish;
     let mut api = api_conn(target, &p.conn, p.timeout)?;
+    if opts.mode == JsPubMode::Fast {
+        check_fast(&mut api)?;
+    }
     let before = open_streams(&mut api, &opts.streams, Some(p), opts.purge)?;
     let (mut result, report, _) = publish_and_reconcile(
         p,
@@ -67,6 +72,26 @@ fn publish(
     result.jetstream = Some(report);
     clean_up(api, &opts.streams, opts.delete_after && share.is_none());
     Ok(result)
+}
+
+/// Fast batch publishing needs a server at JetStream API level 4 (2.14 on): an older one
+/// would take each message as a plain publish and answer none of them.
+///
+/// # Errors
+/// [`Error::JetStream`] naming the server's version and API level.
+fn check_fast(api: &mut Api) -> Result<()> {
+    let level = api.api_level()?;
+    if level < API_LEVEL {
+        let version = api.server_version().unwrap_or("of unknown version");
+        return Err(Error::JetStream {
+            kind: ErrorKind::JsOther,
+            text: format!(
+                "--mode fast needs JetStream API level {API_LEVEL} (nats-server 2.14 or later); \
+                 the server is {version}, at API level {level}"
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// The coordinator's part of a `js pub` or `kv put` on agents: each stream reconciled with the
