@@ -22,7 +22,9 @@ mod shell;
 
 pub use agent::{AgentAction, AgentArgs, KeygenArgs};
 pub use capacity::SearchArgs;
-pub use modes::{BusyPoll, Discard, JsPubMode, KeyOrder, Publish, Storage, Subscribe, Switch};
+pub use modes::{
+    BusyPoll, Discard, JsPubMode, KeyOrder, Persist, Publish, Storage, Subscribe, Switch,
+};
 pub use pace::{PaceArgs, PaceShape};
 pub use shell::{completions, man_page, man_pages, CompletionsArgs, ManArgs};
 

@@ -41,6 +41,15 @@ choice!(
 );
 
 choice!(
+    /// When a stream's writes reach its file: with each write (the server's default), or
+    /// later, in the background (`persist_mode: async`, file storage, one replica).
+    Persist {
+        Default = "default",
+        Async = "async",
+    }
+);
+
+choice!(
     /// Where a JetStream stream or bucket keeps its messages.
     Storage {
         Memory = "memory",

@@ -43,6 +43,10 @@ pub struct StreamConfig {
     /// Accept atomic batches (`Nats-Batch-*` headers).
     #[serde(skip_serializing_if = "is_false")]
     pub allow_atomic: bool,
+    /// `async` to have writes reach the file in the background, after their acknowledgement;
+    /// empty for the server's default (not sent).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub persist_mode: String,
     /// Accept fast batches (reply subjects ending `.$FI`; JetStream API level 4).
     #[serde(skip_serializing_if = "is_false")]
     pub allow_batched: bool,
@@ -101,6 +105,8 @@ struct InfoReply {
 struct InfoConfig {
     #[serde(default)]
     subjects: Vec<String>,
+    /// Absent for the default (and from a server that knows no persist modes).
+    persist_mode: Option<String>,
 }
 
 /// The kind to count for a JetStream error.
@@ -307,6 +313,18 @@ impl Api {
     #[allow(dead_code)] // until a scenario needs one: the object store's calls come next
     pub fn call_json(&mut self, api: &str, body: &[u8]) -> Result<Value> {
         self.call(api, body)
+    }
+
+    /// The stream's persist mode as the server has it: `default` or `async`.
+    ///
+    /// # Errors
+    /// [`Error::JetStream`] with the server's reason.
+    pub fn persist_mode(&mut self, name: &str) -> Result<String> {
+        let config = info(self.call(&format!("STREAM.INFO.{name}"), b"")?)?.config;
+        Ok(config
+            .and_then(|c| c.persist_mode)
+            .filter(|m| !m.is_empty())
+            .unwrap_or_else(|| "default".into()))
     }
 
     /// The JetStream API level the server reports in its account info (`$JS.API.INFO`);

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::cli::{
     parse_clients, ConnArgs, Discard, JsPubMode, KeyOrder, OutputArgs, PaceArgs, PaceShape,
-    Publish, Storage,
+    Persist, Publish, Storage,
 };
 use crate::engine::pull::{AckMode, PullMode};
 use crate::values::{parse_count, parse_duration, parse_rate, parse_size};
@@ -66,6 +66,11 @@ pub struct JsPubArgs {
     /// so at most --batch × this many messages are unacknowledged.
     #[arg(long, value_parser = parse_count)]
     pub max_outstanding_acks: Option<u64>,
+    /// The persist mode of the stream msgbench creates: default (each write reaches the file
+    /// before its acknowledgement) or async (file storage, one replica: written in the
+    /// background, after the acknowledgement).
+    #[arg(long, value_enum, default_value = "default")]
+    pub persist: Persist,
     /// Send a Nats-Msg-Id with each message, so the server stores each id once.
     #[arg(long)]
     pub dedup: bool,
@@ -193,6 +198,10 @@ pub struct KvArgs {
     /// Bucket storage.
     #[arg(long, value_enum, default_value = "memory")]
     pub storage: Storage,
+    /// The persist mode of the bucket's stream when msgbench creates it: default, or async
+    /// (file storage: written in the background, after the acknowledgement).
+    #[arg(long, value_enum, default_value = "default")]
+    pub persist: Persist,
     /// Delete the bucket afterwards.
     #[arg(long)]
     pub delete_after: bool,

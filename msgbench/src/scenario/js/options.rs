@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::args::{JsConsumeArgs, JsPubArgs, KvArgs, StreamArgs};
-use crate::cli::{JsPubMode, KeyOrder, Publish};
+use crate::cli::{JsPubMode, KeyOrder, Persist, Publish, Storage};
 use crate::engine::jsapi::StreamConfig;
 use crate::engine::jsfast::{FastFlow, MAX_FLOW};
 use crate::engine::jsframe::{JsFraming, MAX_BATCH};
@@ -163,6 +163,31 @@ fn publishing(
         js_bases: None,
         js_framing: None,
         keys: None,
+    }
+}
+
+/// `--persist async` where the server allows it: file storage, one replica, no atomic batches.
+fn check_persist(persist: Persist, storage: Storage, replicas: u64, mode: JsPubMode) -> Result<()> {
+    if persist == Persist::Default {
+        return Ok(());
+    }
+    let why = if storage != Storage::File {
+        "needs --storage file (a memory stream has no file to write later)"
+    } else if replicas > 1 {
+        "needs --replicas 1 (the server does not persist a replicated stream asynchronously)"
+    } else if mode == JsPubMode::Batch {
+        "cannot be used with --mode batch (the server refuses atomic batches on such a stream)"
+    } else {
+        return Ok(());
+    };
+    Err(Error::flag("--persist", persist.as_str(), why))
+}
+
+/// The stream configuration's `persist_mode`: empty (not sent) for the server's default.
+fn persist_mode(persist: Persist) -> String {
+    match persist {
+        Persist::Default => String::new(),
+        Persist::Async => "async".into(),
     }
 }
 
@@ -337,9 +362,11 @@ impl JsPubOptions {
         };
         let spread = (a.streams > 1).then_some(a.streams as u32);
         let mut streams = stream_configs(&a.target, spread)?;
+        check_persist(a.persist, a.target.storage, a.target.replicas, mode)?;
         for s in &mut streams {
             s.allow_atomic = mode == JsPubMode::Batch;
             s.allow_batched = mode == JsPubMode::Fast;
+            s.persist_mode = persist_mode(a.persist);
         }
         let conn = ConnOptions::new(&a.conn)?;
         conn.no_fault("js pub")?;
@@ -559,6 +586,7 @@ impl KvOptions {
             return Err(Error::flag("--max-in-flight", "0", "must be at least 1"));
         }
         check_size(a.size)?;
+        check_persist(a.persist, a.storage, 1, JsPubMode::Async)?;
         let stop = stop_of(a.msgs, a.duration)?;
         let conn = ConnOptions::new(&a.conn)?;
         conn.no_fault(if get { "kv get" } else { "kv put" })?;
@@ -579,6 +607,7 @@ impl KvOptions {
             allow_direct: true,
             allow_rollup_hdrs: true,
             deny_delete: true,
+            persist_mode: persist_mode(a.persist),
             ..StreamConfig::default()
         };
         let put_subject = format!("$KV.{}", a.bucket);

@@ -58,7 +58,8 @@ fn publish(
         check_fast(&mut api)?;
     }
     let before = open_streams(&mut api, &opts.streams, Some(p), opts.purge)?;
-    let (mut result, report, _) = publish_and_reconcile(
+    let persist = check_persist(&mut api, &opts.streams[0])?;
+    let (mut result, mut report, _) = publish_and_reconcile(
         p,
         opts.mode.as_str(),
         &opts.streams,
@@ -69,6 +70,7 @@ fn publish(
         stop,
         share,
     )?;
+    report.persist = Some(persist);
     result.jetstream = Some(report);
     clean_up(api, &opts.streams, opts.delete_after && share.is_none());
     Ok(result)
@@ -92,6 +94,27 @@ fn check_fast(api: &mut Api) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// The persist mode the server gave the stream, read back: it must be the one asked for (a
+/// server before 2.12 ignores the field, and its stream would persist as by default).
+///
+/// # Errors
+/// [`Error::JetStream`] when the server did not apply `--persist async`.
+fn check_persist(api: &mut Api, cfg: &StreamConfig) -> Result<String> {
+    let got = api.persist_mode(&cfg.name)?;
+    if !cfg.persist_mode.is_empty() && got != cfg.persist_mode {
+        let version = api.server_version().unwrap_or("of unknown version");
+        return Err(Error::JetStream {
+            kind: ErrorKind::JsOther,
+            text: format!(
+                "--persist {}: stream {} persists as {got} (the server is {version}; async \
+                 persist needs 2.12 or later, and an existing stream keeps its own mode)",
+                cfg.persist_mode, cfg.name
+            ),
+        });
+    }
+    Ok(got)
 }
 
 /// The coordinator's part of a `js pub` or `kv put` on agents: each stream reconciled with the
@@ -128,11 +151,11 @@ pub(super) fn conclude(opts: &JsPubOptions, merged: &mut RunResult, target: &Tar
         };
         reports.push(reconcile_across(cfg, parts.as_deref().ok(), after));
     }
-    merged.jetstream = Some(JsReport::of(
-        &opts.streams[0].storage,
-        opts.mode.as_str(),
-        reports,
-    ));
+    let mut report = JsReport::of(&opts.streams[0].storage, opts.mode.as_str(), reports);
+    if let Ok(api) = api.as_mut() {
+        report.persist = api.persist_mode(&opts.streams[0].name).ok();
+    }
+    merged.jetstream = Some(report);
     if let Ok(api) = api {
         clean_up(api, &opts.streams, opts.delete_after);
     }
@@ -209,6 +232,7 @@ pub(super) fn run_kv(
     let p = &opts.put.publish;
     let mut api = api_conn(target, &p.conn, p.timeout)?;
     let before = open_streams(&mut api, &opts.put.streams, Some(p), false)?;
+    check_persist(&mut api, &opts.put.streams[0])?;
     // Every key gets a value first, so each get has something to find.
     let (_, fill, _) = publish_and_reconcile(
         p,
