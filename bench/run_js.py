@@ -131,7 +131,7 @@ class JetStream(Suite):
             Case("async", f"async publish, {a.max_in_flight} in flight, {a.async_msgs:,} msgs", TOOLS, kind="pub", mode="async", msgs=a.async_msgs, target=TARGET_ASYNC),
             Case("batch", f"batch publish, atomic batches of {a.batch}, {a.batch_msgs:,} msgs", TOOLS, kind="pub", mode="batch", msgs=a.batch_msgs, target=None),
             Case("fast", f"fast batch publish, flow {a.fast_batch}, {a.max_outstanding_acks} acks outstanding, {a.fast_msgs:,} msgs", TOOLS, kind="pub", mode="fast", msgs=a.fast_msgs, target=TARGET_FAST),
-            Case("persist-async", f"async publish, {a.max_in_flight} in flight, file storage, persist async, {a.async_msgs:,} msgs", TOOLS, kind="pub", mode="async", persist="async", msgs=a.async_msgs, target=None),
+            Case("persist-async", f"async publish, {a.max_in_flight} in flight, persist async, {a.async_msgs:,} msgs", TOOLS, kind="pub", mode="async", persist="async", msgs=a.async_msgs, target=None),
             Case("fetch", f"consume, fetch {pull} at a time, explicit acks, {a.consume_msgs:,} msgs", TOOLS, kind="consume", mode="fetch", msgs=a.consume_msgs, target=None),
             Case("consume", f"consume, {pull} pulled ahead, explicit acks, {a.consume_msgs:,} msgs", TOOLS, kind="consume", mode="consume", msgs=a.consume_msgs, target=None),
             Case("ordered", f"consume, ordered consumer, {pull} pulled ahead, no acks, {a.consume_msgs:,} msgs", TOOLS, kind="consume", mode="ordered", msgs=a.consume_msgs, target=None),
@@ -342,7 +342,7 @@ class JetStream(Suite):
         ratio_cell = fmt_x(ratio) if case.target is None else f"{fmt_x(ratio)} ({verdict(ratio, case.target)})"
         rows = [
             [f"msgbench `js {case.kind}`", self.cell(case.key, "msgbench", "rate")],
-            ["ref (nats.go jetstream)", self.cell(case.key, "ref", "rate")],
+            ["ref (orbit.go jetstreamext)" if case.mode == "fast" else "ref (nats.go jetstream)", self.cell(case.key, "ref", "rate")],
             ["msgbench / ref, median of per-round ratios", ratio_cell],
             ["msgbench / ref, ratio of the medians (context)", fmt_x(of_medians)],
         ]
