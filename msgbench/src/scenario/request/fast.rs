@@ -162,6 +162,7 @@ pub(super) fn fast_loop(
     let mut link = shared.link_generation();
     let mut heard = Instant::now();
     let mut pinged = false;
+    let mut gave_up = false;
     reader.run(shared, load::TICK, |event| match event {
         Event::Msg(m) => {
             if jsfast::batch_of(m.subject) != Some(b.n) {
@@ -215,7 +216,8 @@ pub(super) fn fast_loop(
                 heard = now;
             } else if let Some(c) = b.committing {
                 if now.duration_since(heard) >= spec.timeout {
-                    // Not even the commit was answered: what was unacknowledged is lost to us.
+                    // Not even the commit was answered: what was unacknowledged is lost to us,
+                    // and a server that answers nothing will not answer a new batch either.
                     let kind = if c == Some(Cut::Relinked) {
                         ErrorKind::LostInFlight
                     } else {
@@ -224,10 +226,11 @@ pub(super) fn fast_loop(
                     r.errors.add_n(kind, b.sent - b.acked);
                     let next_m = b.first_m + b.sent;
                     b = Batch::new(b.n + 1, next_m, room);
-                    heard = now;
+                    gave_up = true;
                 }
             }
             let sending = failed.is_none()
+                && !gave_up
                 && !spec.stop.load(Ordering::Relaxed)
                 && deadline.is_none_or(|d| now < d);
             if sending && b.committing.is_none() {
@@ -267,7 +270,7 @@ pub(super) fn fast_loop(
                 write(shared, &mut out, &mut failed);
             }
             spec.progress.store(msgs, Ordering::Relaxed);
-            if failed.is_some() || (!more && b.sent == 0) {
+            if failed.is_some() || gave_up || (!more && b.sent == 0) {
                 Flow::Stop
             } else {
                 Flow::Continue
