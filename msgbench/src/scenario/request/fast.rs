@@ -12,7 +12,8 @@
 //! message it stored and says how many that was. Those are acknowledged; the rest are counted
 //! lost in flight, and a new batch carries on. An acknowledgement that never comes (a ping at a
 //! third of `--timeout` asks the server to repeat it) ends the batch the same way, the missing
-//! ones counted as timed out.
+//! ones counted as timed out. A publisher stops when even that commit goes unanswered, or when
+//! the server refuses its batch at the first message: a new batch would fare no better.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -192,7 +193,7 @@ pub(super) fn fast_loop(
                     if failed_first {
                         // The server refuses the batch outright (a stream that does not allow
                         // it, say): trying again would be refused again.
-                        failed = Some(ErrorKind::JsOther);
+                        gave_up = true;
                     }
                 }
             }
@@ -278,10 +279,8 @@ pub(super) fn fast_loop(
         }
     });
     if let Some(k) = failed {
-        if k != ErrorKind::JsOther {
-            shared.errors.add(k);
-            shared.errors.failed(k, false);
-        }
+        shared.errors.add(k);
+        shared.errors.failed(k, false);
     }
     // Whatever is still unanswered when the loop ends (the connection gone for good).
     if b.sent > b.acked {
