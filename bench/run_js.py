@@ -7,12 +7,14 @@ acknowledgements with the stream; consuming: every message delivered exactly onc
 result, because then its figures cannot be trusted.
 
     python3 bench/run_js.py [--rounds 5] [--sync-msgs 20000] [--async-msgs 200000]
-                            [--batch-msgs 200000] [--consume-msgs 200000] [--size 128]
-                            [--max-in-flight 256] [--batch 100] [--pull-batch 500]
+                            [--batch-msgs 200000] [--fast-msgs 500000] [--consume-msgs 200000]
+                            [--size 128] [--max-in-flight 256] [--batch 100] [--fast-batch 500]
+                            [--max-outstanding-acks 2] [--pull-batch 500]
                             [--out bench/RESULTS-js.md] [--timeout 120] [--no-build]
 
-On one nats-server with JetStream, into memory streams that every run purges first: sync,
-async and atomic-batch publishing, and consuming with fetch, consume and an ordered consumer
+On one nats-server with JetStream, into streams that every run purges first: sync, async,
+atomic-batch and fast-batch publishing into memory streams, async publishing into a file stream
+with the async persist mode, and consuming with fetch, consume and an ordered consumer
 (bench/README.md).
 """
 
@@ -26,6 +28,7 @@ from benchkit.suite import Case, Suite
 # Targets: msgbench's acknowledged publishes per second / the reference's.
 TARGET_SYNC = 1.2
 TARGET_ASYNC = 1.5
+TARGET_FAST = 1.2
 
 # One stream for both tools: msgbench's create is a no-op only if the stream that is already
 # there has exactly its config, so sharing it also proves that the reference set up the same
@@ -33,6 +36,9 @@ TARGET_ASYNC = 1.5
 # hence another stream (whose subject must not overlap the first's).
 STREAM, SUBJECT = "benchjs", "benchjs.x"
 BATCH_STREAM, BATCH_SUBJECT = "benchjsbatch", "benchjsbatch.x"
+# Fast batches need a stream that allows them; async persist a file stream that has it.
+FAST_STREAM, FAST_SUBJECT = "benchjsfast", "benchjsfast.x"
+PERSIST_STREAM, PERSIST_SUBJECT = "benchjspersist", "benchjspersist.x"
 
 TOOLS = ("msgbench", "ref")
 
@@ -90,18 +96,23 @@ class JetStream(Suite):
         p.add_argument("--sync-msgs", type=int, default=20_000, help="messages per sync run (default 20000)")
         p.add_argument("--async-msgs", type=int, default=200_000, help="messages per async run (default 200000)")
         p.add_argument("--batch-msgs", type=int, default=200_000, help="messages per batch-publish run (default 200000)")
+        p.add_argument("--fast-msgs", type=int, default=500_000, help="messages per fast-batch run (default 500000)")
         p.add_argument("--consume-msgs", type=int, default=200_000, help="messages filled, then consumed, per consume run (default 200000)")
         p.add_argument("--size", type=int, default=128, help="payload size in bytes (default 128; msgbench needs >= 8)")
         p.add_argument("--max-in-flight", type=int, default=256, help="async window: PubAcks outstanding at most (default 256)")
         p.add_argument("--batch", type=int, default=100, help="messages per atomic batch in the batch case (default 100, at most 1000)")
+        p.add_argument("--fast-batch", type=int, default=500, help="fast batches: messages between two flow acknowledgements (default 500, at most 500)")
+        p.add_argument("--max-outstanding-acks", type=int, default=2, help="fast batches: flow acknowledgements waited for at most (default 2)")
         p.add_argument("--pull-batch", type=int, default=500, help="messages per pull (fetch) or pulled ahead (consume, ordered) (default 500)")
 
     @classmethod
     def check_arguments(cls, p, a):
-        if min(a.sync_msgs, a.async_msgs, a.batch_msgs, a.consume_msgs, a.max_in_flight, a.batch, a.pull_batch) < 1:
-            p.error("--sync-msgs, --async-msgs, --batch-msgs, --consume-msgs, --max-in-flight, --batch and --pull-batch must be positive")
+        if min(a.sync_msgs, a.async_msgs, a.batch_msgs, a.fast_msgs, a.consume_msgs, a.max_in_flight, a.batch, a.fast_batch, a.max_outstanding_acks, a.pull_batch) < 1:
+            p.error("--sync-msgs, --async-msgs, --batch-msgs, --fast-msgs, --consume-msgs, --max-in-flight, --batch, --fast-batch, --max-outstanding-acks and --pull-batch must be positive")
         if a.batch > 1000:
             p.error("--batch must be at most 1000 (the server's largest atomic batch)")
+        if a.fast_batch > 500:
+            p.error("--fast-batch must be at most 500 (the server's largest flow)")
         if a.size < 8:
             p.error("--size must be at least 8 (msgbench puts a sequence number in every payload)")
 
@@ -119,6 +130,8 @@ class JetStream(Suite):
             Case("sync", f"sync publish, {a.sync_msgs:,} msgs", TOOLS, kind="pub", mode="sync", msgs=a.sync_msgs, target=TARGET_SYNC),
             Case("async", f"async publish, {a.max_in_flight} in flight, {a.async_msgs:,} msgs", TOOLS, kind="pub", mode="async", msgs=a.async_msgs, target=TARGET_ASYNC),
             Case("batch", f"batch publish, atomic batches of {a.batch}, {a.batch_msgs:,} msgs", TOOLS, kind="pub", mode="batch", msgs=a.batch_msgs, target=None),
+            Case("fast", f"fast batch publish, flow {a.fast_batch}, {a.max_outstanding_acks} acks outstanding, {a.fast_msgs:,} msgs", TOOLS, kind="pub", mode="fast", msgs=a.fast_msgs, target=TARGET_FAST),
+            Case("persist-async", f"async publish, {a.max_in_flight} in flight, persist async, {a.async_msgs:,} msgs", TOOLS, kind="pub", mode="async", persist="async", msgs=a.async_msgs, target=None),
             Case("fetch", f"consume, fetch {pull} at a time, explicit acks, {a.consume_msgs:,} msgs", TOOLS, kind="consume", mode="fetch", msgs=a.consume_msgs, target=None),
             Case("consume", f"consume, {pull} pulled ahead, explicit acks, {a.consume_msgs:,} msgs", TOOLS, kind="consume", mode="consume", msgs=a.consume_msgs, target=None),
             Case("ordered", f"consume, ordered consumer, {pull} pulled ahead, no acks, {a.consume_msgs:,} msgs", TOOLS, kind="consume", mode="ordered", msgs=a.consume_msgs, target=None),
@@ -133,9 +146,19 @@ class JetStream(Suite):
 
     def command(self, case, tool):
         a, url = self.args, self.server.url
-        batch = case.mode == "batch"
-        stream, subject = (BATCH_STREAM, BATCH_SUBJECT) if batch else (STREAM, SUBJECT)
+        batch, fast = case.mode == "batch", case.mode == "fast"
+        persist = getattr(case, "persist", None)
+        stream, subject = (
+            (BATCH_STREAM, BATCH_SUBJECT) if batch
+            else (FAST_STREAM, FAST_SUBJECT) if fast
+            else (PERSIST_STREAM, PERSIST_SUBJECT) if persist
+            else (STREAM, SUBJECT)
+        )  # fmt: skip
         common = {"msgs": str(case.msgs), "size": str(a.size), "stream": stream, "subject": subject}
+        if persist:
+            common |= {"storage": "file", "persist": persist}
+        if fast:
+            common |= {"batch": str(a.fast_batch), "max-outstanding-acks": str(a.max_outstanding_acks)}
         if tool == "msgbench":
             if case.kind == "consume":
                 how = ["consume", "--server", url, "--mode", case.mode, "--batch", str(a.pull_batch), "--ack", consume_ack(case.mode), "--publish", "before"]
@@ -144,12 +167,15 @@ class JetStream(Suite):
                 # it counts batches, and its default (1) is what the reference does.
                 window = ["--max-in-flight", str(a.max_in_flight)] if case.mode == "async" else []
                 how = ["pub", "--server", url, "--mode", case.mode, *window, *(["--batch", str(a.batch)] if batch else [])]
-            tail = ["--purge", "--storage", "memory", "--json", str(self.json_file(case, tool)), "--no-progress"]
+            storage = [] if persist else ["--storage", "memory"]
+            tail = ["--purge", *storage, "--json", str(self.json_file(case, tool)), "--no-progress"]
             return [self.bin("msgbench"), "js", *how, *flags(common, "--"), *tail]
         if case.kind == "consume":
             how = ["jsconsume", "-url", url, "-mode", case.mode, "-batch", str(a.pull_batch), "-ack", consume_ack(case.mode)]
         elif batch:
             how = ["jspub", "-url", url, "-mode", "batch", "-batch", str(a.batch)]
+        elif fast:
+            how = ["jspub", "-url", url, "-mode", "fast"]
         else:
             how = ["jspub", "-url", url, "-mode", case.mode, "-max-in-flight", str(a.max_in_flight)]
         return [self.bin("ref"), *how, *flags(common, "-")]
@@ -224,7 +250,9 @@ class JetStream(Suite):
             f"{self.generated_by()} One nats-server with JetStream; both tools publish into the same memory stream "
             f"(`{STREAM}`, subject `{SUBJECT}`, 1 replica, no limits, discard old), which every run "
             "purges first; batch publishing goes to a second one that also allows atomic batches "
-            f"(`{BATCH_STREAM}`, subject `{BATCH_SUBJECT}`). The consume cases fill `{STREAM}` first "
+            f"(`{BATCH_STREAM}`, subject `{BATCH_SUBJECT}`), fast-batch publishing to a third that allows "
+            f"fast batches (`{FAST_STREAM}`), and the persist-async case to a file stream with the async "
+            f"persist mode (`{PERSIST_STREAM}`). The consume cases fill `{STREAM}` first "
             "and time the consuming alone. Figures are acknowledged publishes or consumed messages per "
             "second, medians over the rounds (min–max in parentheses); ratios are the median of "
             "per-round ratios (each round runs the two tools back to back, the order alternating). "
@@ -293,14 +321,28 @@ class JetStream(Suite):
                     "publishes with the batch headers, then the commit, a request answered by one PubAck for "
                     f"the batch. The stream (`{BATCH_STREAM}`, subject `{BATCH_SUBJECT}`) allows atomic batches"
                 ),
+                "fast": (
+                    f"One fast batch per run (JetStream API level 4): a flow acknowledgement asked every "
+                    f"{a.fast_batch} messages, at most {a.max_outstanding_acks} of them outstanding, then the "
+                    "end-of-batch commit, whose PubAck counts what was stored (ref: orbit.go's "
+                    f"`jetstreamext.FastPublisher`). The stream (`{FAST_STREAM}`, subject `{FAST_SUBJECT}`) "
+                    "allows fast batches"
+                ),
             }[case.mode]
+            if getattr(case, "persist", None):
+                how = (
+                    f"Up to {a.max_in_flight} PubAcks outstanding, into a file stream with the async persist mode "
+                    f"(`{PERSIST_STREAM}`, subject `{PERSIST_SUBJECT}`): an acknowledgement comes before the "
+                    "write reaches the file"
+                )
             text = f"{how}. Acknowledged publishes per second, from the first publish to the last PubAck."
             what = "acked msgs/s"
-        out = [f"## {capitalized(case.title)}, {a.size} B, memory storage", "", text, ""]
+        storage = "file storage" if getattr(case, "persist", None) else "memory storage"
+        out = [f"## {capitalized(case.title)}, {a.size} B, {storage}", "", text, ""]
         ratio_cell = fmt_x(ratio) if case.target is None else f"{fmt_x(ratio)} ({verdict(ratio, case.target)})"
         rows = [
             [f"msgbench `js {case.kind}`", self.cell(case.key, "msgbench", "rate")],
-            ["ref (nats.go jetstream)", self.cell(case.key, "ref", "rate")],
+            ["ref (orbit.go jetstreamext)" if case.mode == "fast" else "ref (nats.go jetstream)", self.cell(case.key, "ref", "rate")],
             ["msgbench / ref, median of per-round ratios", ratio_cell],
             ["msgbench / ref, ratio of the medians (context)", fmt_x(of_medians)],
         ]

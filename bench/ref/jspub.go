@@ -17,6 +17,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/synadia-io/orbit.go/jetstreamext"
 )
 
 // The jspub subcommand publishes into a JetStream stream with nats.go's
@@ -32,6 +33,15 @@ import (
 //     carries Nats-Batch-Commit and is sent as a request whose reply is the
 //     batch's PubAck. The pinned nats.go has no batch publisher, so this is
 //     what an application writes with it.
+//   - fast: one fast batch (JetStream API level 4) for the whole run, with
+//     orbit.go's jetstreamext.FastPublisher: -batch is its flow (an
+//     acknowledgement every that many messages, at most 500) and
+//     -max-outstanding-acks its MaxOutstandingAcks; Add for every message,
+//     then Close, whose PubAck counts the messages the batch stored. This
+//     is what `nats bench js pub fast` does.
+//
+// -persist async creates the stream with the async persist mode (file
+// storage only), as msgbench's --persist async does.
 //
 // The stream is set up exactly as msgbench sets up its own (see
 // jsStreamConfig), so both tools can share one stream; in batch mode it
@@ -39,11 +49,18 @@ import (
 
 type jsPubConfig struct {
 	config
-	publish     string // "sync", "async" or "batch"
+	publish     string // "sync", "async", "batch" or "fast"
 	maxInFlight int
-	batch       int // messages per atomic batch, in batch mode
+	batch       int // messages per atomic batch, or the flow in fast mode
+	outstanding int // fast mode: flow acknowledgements waited for at most
 	stream      string
+	storage     string // "memory" or "file"
+	persist     string // "default" or "async"
 }
+
+// maxFastFlow is the largest flow the server honours in a fast batch
+// (msgbench's --batch in fast mode has the same bound).
+const maxFastFlow = 500
 
 // batchCommitTimeout bounds the wait for a batch's PubAck: the JetStream
 // context's default timeout, which a sync publish waits too.
@@ -68,7 +85,11 @@ type jsPubResult struct {
 	// committed, in batch mode only.
 	Batch   int   `json:"batch,omitempty"`
 	Batches int64 `json:"batches,omitempty"`
-	Msgs    int   `json:"msgs"`
+	// MaxOutstandingAcks is the fast publisher's, in fast mode only.
+	MaxOutstandingAcks int `json:"max_outstanding_acks,omitempty"`
+	// Persist is the stream's persist mode as the server reports it.
+	Persist string `json:"persist"`
+	Msgs    int    `json:"msgs"`
 	// Acked counts publishes that got a PubAck, Failed those that got an
 	// error (or no answer before the final wait gave up) instead.
 	Acked   int64   `json:"acked"`
@@ -102,7 +123,10 @@ func parseJSPubArgs(args []string) (jsPubConfig, error) {
 	fs.StringVar(&cfg.stream, "stream", "benchjs", "stream name; created or updated, then purged")
 	fs.StringVar(&cfg.publish, "mode", "async", "sync: wait for each PubAck; async: keep up to -max-in-flight unacknowledged; batch: atomic batches of -batch messages, one at a time")
 	fs.IntVar(&cfg.maxInFlight, "max-in-flight", 256, "unacknowledged publishes at most, in async mode")
-	fs.IntVar(&cfg.batch, "batch", 100, "messages per atomic batch, in batch mode (1 to 1000)")
+	fs.IntVar(&cfg.batch, "batch", 100, "messages per atomic batch, in batch mode (1 to 1000); in fast mode, the flow (1 to 500)")
+	fs.IntVar(&cfg.outstanding, "max-outstanding-acks", 2, "flow acknowledgements waited for at most, in fast mode")
+	fs.StringVar(&cfg.storage, "storage", "memory", "stream storage: memory or file")
+	fs.StringVar(&cfg.persist, "persist", "default", "stream persist mode: default or async (file storage only)")
 	if err := fs.Parse(args); err != nil {
 		return jsPubConfig{}, err
 	}
@@ -115,11 +139,26 @@ func parseJSPubArgs(args []string) (jsPubConfig, error) {
 	if cfg.size < 0 {
 		return jsPubConfig{}, errors.New("-size must be >= 0")
 	}
-	if cfg.publish != "sync" && cfg.publish != "async" && cfg.publish != "batch" {
-		return jsPubConfig{}, fmt.Errorf("-mode must be sync, async or batch, not %q", cfg.publish)
+	if cfg.publish != "sync" && cfg.publish != "async" && cfg.publish != "batch" && cfg.publish != "fast" {
+		return jsPubConfig{}, fmt.Errorf("-mode must be sync, async, batch or fast, not %q", cfg.publish)
 	}
 	if cfg.batch < 1 || cfg.batch > maxAtomicBatch {
 		return jsPubConfig{}, fmt.Errorf("-batch must be 1 to %d", maxAtomicBatch)
+	}
+	if cfg.publish == "fast" && cfg.batch > maxFastFlow {
+		return jsPubConfig{}, fmt.Errorf("-batch must be 1 to %d in fast mode", maxFastFlow)
+	}
+	if cfg.outstanding < 1 || cfg.outstanding > 65535 {
+		return jsPubConfig{}, errors.New("-max-outstanding-acks must be 1 to 65535")
+	}
+	if cfg.storage != "memory" && cfg.storage != "file" {
+		return jsPubConfig{}, fmt.Errorf("-storage must be memory or file, not %q", cfg.storage)
+	}
+	if cfg.persist != "default" && cfg.persist != "async" {
+		return jsPubConfig{}, fmt.Errorf("-persist must be default or async, not %q", cfg.persist)
+	}
+	if cfg.persist == "async" && (cfg.storage != "file" || cfg.publish == "batch") {
+		return jsPubConfig{}, errors.New("-persist async needs -storage file and cannot be used with -mode batch")
 	}
 	if cfg.maxInFlight < 1 {
 		return jsPubConfig{}, errors.New("-max-in-flight must be >= 1")
@@ -159,6 +198,50 @@ func jsBatchStreamConfig(name, subject string) jetstream.StreamConfig {
 	c := jsStreamConfig(name, subject)
 	c.AllowAtomicPublish = true
 	return c
+}
+
+// jsPubStreamConfig is the stream msgbench's js pub creates for the same
+// mode, storage and persist mode.
+func jsPubStreamConfig(cfg jsPubConfig) jetstream.StreamConfig {
+	c := jsStreamConfig(cfg.stream, cfg.subject)
+	switch cfg.publish {
+	case "batch":
+		c = jsBatchStreamConfig(cfg.stream, cfg.subject)
+	case "fast":
+		c.AllowBatchPublish = true
+	}
+	if cfg.storage == "file" {
+		c.Storage = jetstream.FileStorage
+	}
+	if cfg.persist == "async" {
+		c.PersistMode = jetstream.AsyncPersistMode
+	}
+	return c
+}
+
+// publishFast sends every message in one fast batch and closes it; it
+// returns the messages the server stored, from the closing PubAck.
+func publishFast(js jetstream.JetStream, cfg jsPubConfig, data []byte) (int64, error) {
+	fp, err := jetstreamext.NewFastPublisher(js, jetstreamext.FastPublishFlowControl{
+		Flow:               uint16(cfg.batch),
+		MaxOutstandingAcks: uint16(cfg.outstanding),
+		AckTimeout:         batchCommitTimeout,
+	})
+	if err != nil {
+		return 0, err
+	}
+	for i := 0; i < cfg.msgs; i++ {
+		if _, err := fp.Add(cfg.subject, data); err != nil {
+			return 0, fmt.Errorf("fast batch message %d: %w", i+1, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), batchCommitTimeout)
+	defer cancel()
+	ack, err := fp.Close(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("fast batch close: %w", err)
+	}
+	return int64(ack.BatchSize), nil
 }
 
 // batchPubAck is the reply to a batch's commit: a PubAck that also names
@@ -278,10 +361,7 @@ func runJSPub(cfg jsPubConfig) (jsPubResult, error) {
 
 	setupCtx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	streamCfg := jsStreamConfig(cfg.stream, cfg.subject)
-	if cfg.publish == "batch" {
-		streamCfg = jsBatchStreamConfig(cfg.stream, cfg.subject)
-	}
+	streamCfg := jsPubStreamConfig(cfg)
 	stream, err := js.CreateOrUpdateStream(setupCtx, streamCfg)
 	if err != nil {
 		return jsPubResult{}, fmt.Errorf("create or update stream %s: %w", cfg.stream, err)
@@ -301,6 +381,13 @@ func runJSPub(cfg jsPubConfig) (jsPubResult, error) {
 	data := payload(cfg.size)
 	start := time.Now()
 	switch cfg.publish {
+	case "fast":
+		got, err := publishFast(js, cfg, data)
+		if err != nil {
+			return jsPubResult{}, fmt.Errorf("publish: %w", err)
+		}
+		acked.Add(got)
+		failed.Add(int64(cfg.msgs) - got)
 	case "batch":
 		// One batch at a time; the last one may be short. Each commit
 		// waits as long as a sync publish does (the JetStream context's
@@ -375,6 +462,13 @@ func runJSPub(cfg jsPubConfig) (jsPubResult, error) {
 	case "batch":
 		res.Batch = cfg.batch
 		res.Batches = batches
+	case "fast":
+		res.Batch = cfg.batch
+		res.MaxOutstandingAcks = cfg.outstanding
+	}
+	res.Persist = "default"
+	if info.Config.PersistMode == jetstream.AsyncPersistMode {
+		res.Persist = "async"
 	}
 	if res.StreamMsgs != uint64(res.Acked) {
 		fmt.Fprintf(os.Stderr, "ref jspub: the stream holds %d messages, but %d publishes were acknowledged\n", res.StreamMsgs, res.Acked)

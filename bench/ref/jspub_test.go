@@ -25,7 +25,19 @@ func TestParseJSPubArgs(t *testing.T) {
 	if cfg.publish != "batch" || cfg.batch != 1000 {
 		t.Errorf("parsed %+v", cfg)
 	}
+	cfg, err = parseJSPubArgs([]string{"-mode", "fast", "-batch", "500", "-max-outstanding-acks", "4", "-storage", "file", "-persist", "async"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.publish != "fast" || cfg.batch != 500 || cfg.outstanding != 4 || cfg.storage != "file" || cfg.persist != "async" {
+		t.Errorf("parsed %+v", cfg)
+	}
 	for _, args := range [][]string{
+		{"-mode", "fast", "-batch", "501"},
+		{"-max-outstanding-acks", "0"},
+		{"-storage", "tape"},
+		{"-persist", "async"},
+		{"-persist", "async", "-storage", "file", "-mode", "batch"},
 		{"-mode", "atomic"},
 		{"-mode", "batch", "-batch", "0"},
 		{"-mode", "batch", "-batch", "1001"},
@@ -104,18 +116,22 @@ func TestBatchIDsUnique(t *testing.T) {
 
 func TestJSPubAgainstServer(t *testing.T) {
 	url := startServer(t, "-js", "-sd", t.TempDir())
-	for _, publish := range []string{"sync", "async", "batch"} {
-		// Batch mode needs a stream that allows atomic batches, which the
-		// others' stream does not; it gets one of its own.
+	for _, publish := range []string{"sync", "async", "batch", "fast"} {
+		// Batch and fast modes need a stream that allows their batches,
+		// which the others' stream does not; each gets one of its own.
 		stream := "T"
-		if publish == "batch" {
+		switch publish {
+		case "batch":
 			stream = "TB"
+		case "fast":
+			stream = "TF"
 		}
 		// Two runs per mode: the second finds the stream and purges it.
 		for run := 0; run < 2; run++ {
 			res, err := runJSPub(jsPubConfig{
 				config:  config{url: url, msgs: 500, size: 128, subject: stream + ".x"},
-				publish: publish, maxInFlight: 16, batch: 64, stream: stream,
+				publish: publish, maxInFlight: 16, batch: 64, outstanding: 2, stream: stream,
+				storage: "memory", persist: "default",
 			})
 			if err != nil {
 				t.Fatalf("%s run %d: %v", publish, run, err)
@@ -123,7 +139,7 @@ func TestJSPubAgainstServer(t *testing.T) {
 			if res.Acked != 500 || res.Failed != 0 || res.StreamMsgs != 500 {
 				t.Errorf("%s run %d: acked %d failed %d stream %d, want 500, 0, 500", publish, run, res.Acked, res.Failed, res.StreamMsgs)
 			}
-			if res.MsgsPerSec <= 0 || res.Publish != publish {
+			if res.MsgsPerSec <= 0 || res.Publish != publish || res.Persist != "default" {
 				t.Errorf("%s run %d: %+v", publish, run, res)
 			}
 			// 500 messages in batches of 64: seven full ones and a short one.
@@ -158,5 +174,21 @@ func TestJSPubBatchRefused(t *testing.T) {
 	got, err := publishBatch(nc, "N.x", ids.id(), 10, payload(16), batchCommitTimeout)
 	if err == nil || got != 0 {
 		t.Errorf("batch into a stream without allow_atomic: %d acked, error %v", got, err)
+	}
+}
+
+// A file stream with the async persist mode is created as asked, and the
+// result says so (read back from the stream's info).
+func TestJSPubPersistAsync(t *testing.T) {
+	url := startServer(t, "-js", "-sd", t.TempDir())
+	res, err := runJSPub(jsPubConfig{
+		config:  config{url: url, msgs: 500, size: 128, subject: "P.x"},
+		publish: "fast", maxInFlight: 16, batch: 100, outstanding: 2, stream: "P", storage: "file", persist: "async",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Acked != 500 || res.StreamMsgs != 500 || res.Persist != "async" {
+		t.Errorf("%+v", res)
 	}
 }

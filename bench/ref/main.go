@@ -8,7 +8,7 @@
 //	ref raw     -url URL -msgs N -size S -subject SUBJ
 //	ref latency -url URL -rate R -duration D -warmup W -size S -subject SUBJ
 //	ref request -url URL -msgs N -size S -subject SUBJ
-//	ref jspub   -url URL -mode sync|async|batch -max-in-flight W -batch B -msgs N -size S -stream NAME -subject SUBJ
+//	ref jspub   -url URL -mode sync|async|batch|fast -max-in-flight W -batch B -max-outstanding-acks A -storage memory|file -persist default|async -msgs N -size S -stream NAME -subject SUBJ
 //	ref jsconsume -url URL -mode fetch|consume|ordered -batch B -ack explicit|none -msgs N -size S -stream NAME -subject SUBJ -timeout D
 //	ref grpc    -addr HOST:PORT -proto FILE -import DIR -call pkg.Service/Method -data JSON -concurrency C -connections K -n N -timeout D
 //
@@ -20,7 +20,7 @@
 // latency.go); request measures closed-loop request/reply round trips with
 // one requester (see request.go). jspub publishes into a JetStream stream
 // with nats.go's jetstream package, synchronously, with a window of
-// asynchronous publishes or in atomic batches (see jspub.go); jsconsume
+// asynchronous publishes, in atomic batches or in one fast batch (see jspub.go); jsconsume
 // fills a stream, then consumes it with a pull or ordered consumer (see
 // jsconsume.go). grpc is a unary gRPC load generator written with grpc-go
 // that behaves like ghz: closed-loop workers sharing connections, a dynamic
@@ -68,7 +68,7 @@ type result struct {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: ref pub|pubsub|raw|request -url nats://HOST:PORT -msgs N -size S -subject SUBJ")
 	fmt.Fprintln(w, "       ref latency -url nats://HOST:PORT -rate R -duration D -warmup W -size S -subject SUBJ")
-	fmt.Fprintln(w, "       ref jspub -url nats://HOST:PORT -mode sync|async|batch -max-in-flight W -batch B -msgs N -size S -stream NAME -subject SUBJ")
+	fmt.Fprintln(w, "       ref jspub -url nats://HOST:PORT -mode sync|async|batch|fast -max-in-flight W -batch B -max-outstanding-acks A -storage memory|file -persist default|async -msgs N -size S -stream NAME -subject SUBJ")
 	fmt.Fprintln(w, "       ref jsconsume -url nats://HOST:PORT -mode fetch|consume|ordered -batch B -ack explicit|none -msgs N -size S -stream NAME -subject SUBJ -timeout D")
 	fmt.Fprintln(w, "       ref grpc -addr HOST:PORT -proto FILE [-import DIR]... -call pkg.Service/Method -data JSON -concurrency C -connections K -n N -timeout D")
 }

@@ -123,6 +123,7 @@ fn jetstream_publishes_with_ids_and_batches_allocate_nothing_per_message() {
             batch,
             dedup,
             total: None,
+            fast: None,
         };
         let frame = JsFrame::new("js.s", "_INBOX.x.0.", 128, &framing, 0, 7);
         let mut buf = Vec::with_capacity(64 << 20);

@@ -41,6 +41,9 @@ struct Behaviour {
     refuse_connect: Option<&'static [u8]>,
     /// Written once, this long after the first `PUB` arrives.
     after_first_pub: Option<(Duration, &'static [u8])>,
+    /// The JSON to answer a `$JS.API.INFO` request with (the account info), sent to its reply
+    /// subject under the client's last subscription.
+    js_info: Option<&'static str>,
 }
 
 /// A loopback listener running `Behaviour` on a thread per connection. Dropping it stops and
@@ -108,6 +111,7 @@ fn serve(mut s: TcpStream, b: Behaviour, stop: &AtomicBool, until: Instant) {
     let mut chunk = [0u8; 64 * 1024];
     let mut first_pub = None;
     let mut mid_run = b.after_first_pub;
+    let mut last_sid = String::new();
     while !stop.load(Ordering::Relaxed) && Instant::now() < until {
         match s.read(&mut chunk) {
             Ok(0) => return,
@@ -117,8 +121,17 @@ fn serve(mut s: TcpStream, b: Behaviour, stop: &AtomicBool, until: Instant) {
         }
         let mut reply = Vec::new();
         let mut saw_pub = false;
-        for op in take_ops(&mut pending) {
-            match op.as_str() {
+        for line in take_ops(&mut pending) {
+            let args: Vec<&str> = line.split(' ').collect();
+            if args[0] == "SUB" {
+                last_sid = args.last().unwrap_or(&"").to_string();
+            }
+            if let (Some(json), ["PUB", "$JS.API.INFO", to, _]) = (b.js_info, &args[..]) {
+                reply.extend_from_slice(
+                    format!("MSG {to} {last_sid} {}\r\n{json}\r\n", json.len()).as_bytes(),
+                );
+            }
+            match args[0] {
                 "PING" if b.pong => reply.extend_from_slice(b"PONG\r\n"),
                 "CONNECT" => {
                     if let Some(refusal) = b.refuse_connect {
@@ -161,7 +174,8 @@ fn drain(mut s: TcpStream, stop: &AtomicBool, until: Instant) {
     }
 }
 
-/// Removes every complete client operation from the front of `buf` and returns their verbs.
+/// Removes every complete client operation from the front of `buf` and returns their control
+/// lines, the verb in upper case.
 /// A `PUB`/`HPUB` payload is skipped by its announced size, so binary payload bytes (a stamp may
 /// contain CRLF) are never mistaken for operations.
 fn take_ops(buf: &mut Vec<u8>) -> Vec<String> {
@@ -184,7 +198,8 @@ fn take_ops(buf: &mut Vec<u8>) -> Vec<String> {
                 break;
             }
         }
-        ops.push(verb);
+        let args = line.split_once(' ').map_or("", |(_, rest)| rest);
+        ops.push(format!("{verb} {args}").trim_end().to_string());
         at = end;
     }
     buf.drain(..at);
@@ -375,4 +390,31 @@ fn a_server_error_during_the_run_is_counted_by_kind() {
         v["errors"]
     );
     assert_eq!(u(&v["delivery"]["sent"]), 3000);
+}
+
+#[test]
+fn fast_batches_are_refused_by_a_server_below_api_level_4_naming_its_version() {
+    // A 2.13 server answers its account info at API level 3: it knows no fast batches.
+    const INFO_213: &[u8] = b"INFO {\"server_id\":\"x\",\"version\":\"2.13.1\",\
+\"max_payload\":1048576,\"headers\":true,\"proto\":1,\"jetstream\":true}\r\n";
+    let peer = FakePeer::start(Behaviour {
+        greeting: INFO_213,
+        pong: true,
+        js_info: Some(
+            r#"{"memory":0,"storage":0,"streams":0,"consumers":0,"api":{"level":3,"total":1,"errors":0}}"#,
+        ),
+        ..Behaviour::default()
+    });
+    let (out, _) = run_within(
+        &[
+            "js", "pub", "--server", &peer.url, "--mode", "fast", "--msgs", "10",
+        ],
+        HANG_GUARD,
+    );
+    let lines = error_lines(&out);
+    assert!(!out.status.success(), "{lines:?}");
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("--mode fast"), "{lines:?}");
+    assert!(lines[0].contains("2.13.1"), "{lines:?}");
+    assert!(lines[0].contains("API level 3"), "{lines:?}");
 }

@@ -328,7 +328,7 @@ fn messages_stored_by_someone_else_fail_the_reconciliation() {
 #[test]
 fn js_pub_bad_input_names_the_flag() {
     for (args, needle) in [
-        (vec!["js", "pub", "--mode", "fast"], "--mode"),
+        (vec!["js", "pub", "--mode", "turbo"], "--mode"),
         (vec!["js", "pub", "--stream", "a.b"], "--stream"),
         (vec!["js", "pub", "--max-in-flight", "0"], "--max-in-flight"),
         (

@@ -28,7 +28,7 @@ pub use history::{
     ShowArgs, StoreArgs, TrendArgs,
 };
 pub use modes::{
-    BusyPoll, Discard, JsPubMode, KeyOrder, Publish, Record, Storage, Subscribe, Switch,
+    BusyPoll, Discard, JsPubMode, KeyOrder, Persist, Publish, Record, Storage, Subscribe, Switch,
 };
 pub use pace::{PaceArgs, PaceShape};
 pub use shell::{completions, man_page, man_pages, CompletionsArgs, ManArgs};

@@ -34,6 +34,18 @@ choice!(
         Async = "async",
         /// Atomic batches.
         Batch = "batch",
+        /// Fast batch publishing: one flow-controlled batch per publisher, acknowledged every
+        /// few messages (JetStream API level 4).
+        Fast = "fast",
+    }
+);
+
+choice!(
+    /// When a stream's writes reach its file: with each write (the server's default), or
+    /// later, in the background (`persist_mode: async`, file storage, one replica).
+    Persist {
+        Default = "default",
+        Async = "async",
     }
 );
 

@@ -28,6 +28,9 @@ pub struct JsFraming {
     pub dedup: Option<String>,
     /// Messages per client when the run is counted, so the last batch can be short.
     pub total: Option<u64>,
+    /// Fast batch publishing instead: its flow settings (`batch` is then 1, as each message
+    /// is a request of its own; see `jsfast`).
+    pub fast: Option<crate::engine::jsfast::FastFlow>,
 }
 
 impl JsFraming {
@@ -228,6 +231,7 @@ mod tests {
                 batch: 1,
                 dedup: None,
                 total: None,
+                fast: None,
             },
             41,
         );
@@ -248,6 +252,7 @@ mod tests {
                 batch: 3,
                 dedup: Some("run7".into()),
                 total: Some(7),
+                fast: None,
             },
             2,
         );
@@ -270,6 +275,7 @@ mod tests {
                 batch: 3,
                 dedup: None,
                 total: None,
+                fast: None,
             },
             1,
         );

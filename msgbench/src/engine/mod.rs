@@ -9,6 +9,7 @@ pub(crate) mod driver;
 pub mod fleet;
 pub mod grpc;
 pub(crate) mod jsapi;
+pub mod jsfast;
 pub mod jsframe;
 pub mod load;
 pub(crate) mod memory;

@@ -71,6 +71,9 @@ pub struct JsReport {
     /// Every stream reconciled.
     pub reconciled: bool,
     pub streams: Vec<StreamReport>,
+    /// The streams' persist mode as the server reports it after creating them (`default` or
+    /// `async`); null where it was not read.
+    pub persist: Option<String>,
 }
 
 impl JsReport {
@@ -88,6 +91,7 @@ impl JsReport {
             unacked_stored: known(|s| s.unacked_stored),
             reconciled: streams.iter().all(|s| s.reconciled),
             streams,
+            persist: None,
         }
     }
 }

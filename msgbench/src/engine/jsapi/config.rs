@@ -24,6 +24,13 @@ pub struct StreamConfig {
     /// Accept atomic batches (`Nats-Batch-*` headers).
     #[serde(skip_serializing_if = "is_false")]
     pub allow_atomic: bool,
+    /// `async` to have writes reach the file in the background, after their acknowledgement;
+    /// empty for the server's default (not sent).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub persist_mode: String,
+    /// Accept fast batches (reply subjects ending `.$FI`; JetStream API level 4).
+    #[serde(skip_serializing_if = "is_false")]
+    pub allow_batched: bool,
     /// Answer direct gets (`$JS.API.DIRECT.GET.…`), as buckets do.
     #[serde(skip_serializing_if = "is_false")]
     pub allow_direct: bool,
@@ -91,6 +98,19 @@ impl StreamConfig {
             self.max_bytes.to_string(),
         );
         check("discard", found.discard.clone(), self.discard.clone());
+        // The server reports no persist mode for its default.
+        let persist = |m: &str| {
+            if m.is_empty() {
+                "default".to_string()
+            } else {
+                m.to_string()
+            }
+        };
+        check(
+            "persist_mode",
+            persist(&found.persist_mode),
+            persist(&self.persist_mode),
+        );
         // A value msgbench does not set is the server's default, whatever it reports.
         let per_subject = |n: i64| if n <= 0 { -1 } else { n };
         check(
@@ -112,6 +132,7 @@ impl StreamConfig {
     pub fn lacks(&self, found: &StreamConfig) -> Vec<&'static str> {
         [
             ("allow_atomic", found.allow_atomic, self.allow_atomic),
+            ("allow_batched", found.allow_batched, self.allow_batched),
             ("allow_direct", found.allow_direct, self.allow_direct),
             (
                 "allow_rollup_hdrs",

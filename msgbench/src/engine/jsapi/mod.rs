@@ -349,6 +349,36 @@ impl Api {
         self.call(api, body)
     }
 
+    /// The stream's persist mode as the server has it: `default` or `async`.
+    ///
+    /// # Errors
+    /// [`Error::JetStream`] with the server's reason.
+    pub fn persist_mode(&mut self, name: &str) -> Result<String> {
+        let config = info(self.call(&format!("STREAM.INFO.{name}"), b"")?)?.config;
+        Ok(config
+            .map(|c| c.persist_mode)
+            .filter(|m| !m.is_empty())
+            .unwrap_or_else(|| "default".into()))
+    }
+
+    /// The JetStream API level the server reports in its account info (`$JS.API.INFO`);
+    /// 0 from a server older than API levels (before 2.11), which reports none.
+    ///
+    /// # Errors
+    /// [`Error::JetStream`] with the server's reason.
+    pub fn api_level(&mut self) -> Result<u64> {
+        let info = self.call("INFO", b"")?;
+        Ok(info
+            .pointer("/api/level")
+            .and_then(Value::as_u64)
+            .unwrap_or(0))
+    }
+
+    /// The version the server gave in its INFO.
+    pub fn server_version(&self) -> Option<&str> {
+        self.conn.as_ref().map(|c| c.info.version.as_str())
+    }
+
     /// Deletes a consumer.
     ///
     /// # Errors

@@ -1,6 +1,10 @@
 //! A requester's in-flight window: how many requests may await a reply at once, and when an
 //! unanswered one is given up on. The publish loop takes a slot before each request and the
 //! reply loop frees it, so the two threads meet only here, under one short-held lock.
+//!
+//! A freed slot wakes a waiting publisher only when one is waiting: the closed loop takes its
+//! slots on the reader's own thread and never waits, and a notification per reply with no one
+//! to hear it was a futex system call per acknowledgement.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -26,6 +30,10 @@ struct WindowState {
     /// The abandoned requests whose reply may still come within the timeout (over a cluster,
     /// a reply can reach the new connection), oldest first; one that does is not lost.
     maybe_late: std::collections::VecDeque<(u64, Instant)>,
+    /// Threads waiting in `acquire` or `drain` for a slot to be freed.
+    waiting: usize,
+    /// Wake-ups sent so far (what the waiter count saves is visible in tests).
+    notified: u64,
 }
 
 /// Abandoned requests remembered at most, for a reply that comes after all.
@@ -87,11 +95,38 @@ impl Window {
                 .saturating_duration_since(now)
                 .min(TICK)
                 .max(Duration::from_micros(100));
-            st = self
-                .freed
-                .wait_timeout(st, wait)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+            st = self.wait(st, wait);
+        }
+    }
+
+    /// Waits (as one of the `waiting`) until a slot is freed or `wait` has passed.
+    fn wait<'a>(
+        &'a self,
+        mut st: std::sync::MutexGuard<'a, WindowState>,
+        wait: Duration,
+    ) -> std::sync::MutexGuard<'a, WindowState> {
+        st.waiting += 1;
+        let mut st = self
+            .freed
+            .wait_timeout(st, wait)
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+        st.waiting -= 1;
+        st
+    }
+
+    /// Wakes the waiters, if any, once `st` is released. The count is read under the lock a
+    /// waiter registers under, so no waiter can be missed.
+    fn wake(&self, mut st: std::sync::MutexGuard<'_, WindowState>, all: bool) {
+        if st.waiting == 0 {
+            return;
+        }
+        st.notified += 1;
+        drop(st);
+        if all {
+            self.freed.notify_all();
+        } else {
+            self.freed.notify_one();
         }
     }
 
@@ -103,8 +138,7 @@ impl Window {
         // Replies mostly come in order: the match is almost always at the front.
         if let Some(i) = st.outstanding.iter().position(|&(s, _)| s == seq) {
             st.outstanding.remove(i);
-            drop(st);
-            self.freed.notify_one();
+            self.wake(st, false);
             return true;
         }
         let now = Instant::now();
@@ -133,11 +167,7 @@ impl Window {
             if st.outstanding.is_empty() || stop.load(Ordering::Relaxed) {
                 return;
             }
-            st = self
-                .freed
-                .wait_timeout(st, TICK)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+            st = self.wait(st, TICK);
         }
     }
 
@@ -166,8 +196,7 @@ impl Window {
         while st.maybe_late.len() > MAYBE_LATE_KEPT {
             st.maybe_late.pop_front();
         }
-        drop(st);
-        self.freed.notify_all();
+        self.wake(st, true);
     }
 
     /// Requests abandoned with a lost connection so far.
@@ -200,5 +229,33 @@ mod tests {
         w.abandon_all();
         assert!(!w.complete(7));
         assert_eq!(w.abandoned(), 1);
+    }
+
+    #[test]
+    fn a_freed_slot_wakes_a_waiting_publisher_and_no_one_else() {
+        // The closed loop: slots taken and freed on one thread, nobody waiting, no wake-ups.
+        let w = Window::new(4, Duration::from_secs(3600));
+        for seq in 0..1000 {
+            assert!(w.try_acquire(seq));
+            assert!(w.complete(seq));
+        }
+        assert_eq!(w.lock().notified, 0);
+        // The open loop: a publisher waits for a slot in a full window, and the reply that
+        // frees one wakes it (the stop flag is never raised, so only a slot ends the wait).
+        let w = Window::new(1, Duration::from_secs(3600));
+        assert!(w.try_acquire(0));
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| w.acquire(1, &stop));
+            while w.lock().waiting == 0 {
+                std::thread::yield_now();
+            }
+            assert!(w.complete(0));
+            assert!(
+                waiter.join().unwrap(),
+                "the waiting publisher got the freed slot"
+            );
+        });
+        assert!(w.lock().notified >= 1);
     }
 }

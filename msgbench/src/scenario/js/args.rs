@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::cli::{
     parse_clients, ConnArgs, Discard, JsPubMode, KeyOrder, OutputArgs, PaceArgs, PaceShape,
-    Publish, Storage,
+    Persist, Publish, Storage,
 };
 use crate::engine::pull::{AckMode, PullMode};
 use crate::values::{parse_count, parse_duration, parse_rate, parse_size};
@@ -58,16 +58,27 @@ pub struct StreamArgs {
 #[derive(Debug, Clone, Args, Serialize)]
 pub struct JsPubArgs {
     /// sync: wait for each acknowledgement; async: keep --max-in-flight unacknowledged;
-    /// batch: atomic batches of --batch messages, each acknowledged once at its commit.
+    /// batch: atomic batches of --batch messages, each acknowledged once at its commit;
+    /// fast: one fast batch per publisher, acknowledged every --batch messages.
     #[arg(long, value_enum, default_value = "async")]
     pub mode: JsPubMode,
     /// Unacknowledged publishes each client keeps at most (default 256), or in batch mode
     /// uncommitted batches (default 1).
     #[arg(long, value_parser = parse_count)]
     pub max_in_flight: Option<u64>,
-    /// Messages per atomic batch, in batch mode (1 to 1000).
+    /// Messages per atomic batch, in batch mode (1 to 1000); in fast mode, the messages
+    /// between two flow acknowledgements asked of the server (1 to 500).
     #[arg(long, value_parser = parse_count)]
     pub batch: Option<u64>,
+    /// In fast mode: flow acknowledgements a publisher may be waiting for at once (default 2),
+    /// so at most --batch × this many messages are unacknowledged.
+    #[arg(long, value_parser = parse_count)]
+    pub max_outstanding_acks: Option<u64>,
+    /// The stream's persist mode: default (each write reaches the file before its
+    /// acknowledgement) or async (file storage, one replica: written in the background, after
+    /// the acknowledgement). A stream setting: a stream that exists must have it.
+    #[arg(long, value_enum)]
+    pub persist: Option<Persist>,
     /// Send a Nats-Msg-Id with each message, so the server stores each id once.
     #[arg(long)]
     pub dedup: bool,
@@ -202,6 +213,11 @@ pub struct KvArgs {
     /// Bucket storage (default memory).
     #[arg(long, value_enum)]
     pub storage: Option<Storage>,
+    /// The persist mode of the bucket's stream: default, or async (file storage: written in
+    /// the background, after the acknowledgement). A bucket setting, as --history and
+    /// --storage are.
+    #[arg(long, value_enum)]
+    pub persist: Option<Persist>,
     /// Delete the bucket afterwards.
     #[arg(long)]
     pub delete_after: bool,

@@ -51,8 +51,9 @@ impl Scenario for JsPub {
     const NAME: &'static str = "js.pub";
     const WORDS: &'static [&'static str] = &["js", "pub"];
     const ABOUT: &'static str = "Publish to a stream, sync (one at a time), async (a window in \
-                                 flight) or in atomic batches, timing each PubAck, then \
-                                 reconcile the acknowledgements with the stream's state.";
+                                 flight), in atomic batches or fast batches, timing each \
+                                 acknowledgement, then reconcile the acknowledgements with the \
+                                 stream's state.";
     const COMPARE: Option<&'static str> = Some("js-pub");
     const CAPACITY: Option<&'static str> = Some("js-pub");
     const COMPARE_ABOUT: Option<&'static str> = Some("JetStream publish, sync or async");
@@ -117,6 +118,13 @@ impl Runnable for JsPubOptions {
         Some((&self.publish.server, self.publish.conn.link))
     }
     fn split(&self) -> Result<Split> {
+        if self.mode == JsPubMode::Fast {
+            return Err(Error::Usage(
+                "--agents: `js pub --mode fast` does not run on agents yet (its publishers \
+                 run in one process)"
+                    .into(),
+            ));
+        }
         // Publishers spread over the agents into the one stream; the coordinator reconciles it
         // with all their acknowledgements (`conclude`).
         Ok(Split {
@@ -144,7 +152,7 @@ impl Runnable for JsPubOptions {
         publish::run_pub(self, ctx.target()?, ctx.meter, ctx.stop, ctx.share)
     }
     fn compare(&self) -> Result<Compared> {
-        if self.mode == JsPubMode::Batch
+        if matches!(self.mode, JsPubMode::Batch | JsPubMode::Fast)
             || self.streams.len() > 1
             || self
                 .publish
@@ -154,7 +162,7 @@ impl Runnable for JsPubOptions {
         {
             return Err(Error::Usage(
                 "compare js-pub: drivers publish sync or async into one stream; --mode batch, \
-                 --streams and --dedup are for msgbench js pub alone"
+                 --mode fast, --streams and --dedup are for msgbench js pub alone"
                     .into(),
             ));
         }

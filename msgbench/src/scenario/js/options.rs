@@ -10,8 +10,9 @@ use serde::Serialize;
 
 use super::args::{JsConsumeArgs, JsPubArgs, KvArgs};
 use super::streamflags::{check_captured, check_name, setup, stream_configs};
-use crate::cli::{JsPubMode, KeyOrder, Publish, Storage};
+use crate::cli::{JsPubMode, KeyOrder, Persist, Publish, Storage};
 use crate::engine::jsapi::{Setup, StreamConfig};
+use crate::engine::jsfast::{FastFlow, MAX_FLOW};
 use crate::engine::jsframe::{JsFraming, MAX_BATCH};
 use crate::engine::load::Keys;
 use crate::engine::pace::{Pace, Stop};
@@ -98,6 +99,68 @@ fn publishing(
     }
 }
 
+/// `--persist async` where the server allows it: file storage, one replica, no atomic batches.
+fn check_persist(persist: Persist, storage: Storage, replicas: u64, mode: JsPubMode) -> Result<()> {
+    if persist == Persist::Default {
+        return Ok(());
+    }
+    let why = if storage != Storage::File {
+        "needs --storage file (a memory stream has no file to write later)"
+    } else if replicas > 1 {
+        "needs --replicas 1 (the server does not persist a replicated stream asynchronously)"
+    } else if mode == JsPubMode::Batch {
+        "cannot be used with --mode batch (the server refuses atomic batches on such a stream)"
+    } else {
+        return Ok(());
+    };
+    Err(Error::flag("--persist", persist.as_str(), why))
+}
+
+/// The stream configuration's `persist_mode`: empty (not sent) for the server's default.
+fn persist_mode(persist: Persist) -> String {
+    match persist {
+        Persist::Default => String::new(),
+        Persist::Async => "async".into(),
+    }
+}
+
+/// `--batch` and `--max-outstanding-acks` as fast mode's flow; `None` in other modes, where
+/// `--max-outstanding-acks` is refused.
+fn fast_flow(a: &JsPubArgs, batch: u64) -> Result<Option<FastFlow>> {
+    if a.mode != JsPubMode::Fast {
+        if let Some(n) = a.max_outstanding_acks {
+            return Err(Error::flag(
+                "--max-outstanding-acks",
+                &n.to_string(),
+                "applies to --mode fast",
+            ));
+        }
+        return Ok(None);
+    }
+    if !(1..=MAX_FLOW).contains(&batch) {
+        return Err(Error::flag(
+            "--batch",
+            &batch.to_string(),
+            format!(
+                "must be 1 to {MAX_FLOW} in fast mode (the server acknowledges at least every \
+                 {MAX_FLOW} messages)"
+            ),
+        ));
+    }
+    let outstanding = a.max_outstanding_acks.unwrap_or(2);
+    if !(1..=u64::from(u16::MAX)).contains(&outstanding) {
+        return Err(Error::flag(
+            "--max-outstanding-acks",
+            &outstanding.to_string(),
+            format!("must be 1 to {}", u16::MAX),
+        ));
+    }
+    Ok(Some(FastFlow {
+        flow: batch as u16,
+        outstanding: outstanding as u16,
+    }))
+}
+
 impl JsPubOptions {
     /// # Errors
     /// [`Error::Usage`] naming the flag whose value cannot work.
@@ -107,11 +170,12 @@ impl JsPubOptions {
             return Err(Error::flag("--max-in-flight", "0", "must be at least 1"));
         }
         let mode = a.mode;
-        if let (Some(b), false) = (a.batch, mode == JsPubMode::Batch) {
+        let batched = matches!(mode, JsPubMode::Batch | JsPubMode::Fast);
+        if let (Some(b), false) = (a.batch, batched) {
             return Err(Error::flag(
                 "--batch",
                 &b.to_string(),
-                "applies to --mode batch",
+                "applies to --mode batch or fast",
             ));
         }
         let batch = a.batch.unwrap_or(100);
@@ -122,6 +186,7 @@ impl JsPubOptions {
                 format!("must be 1 to {MAX_BATCH} (the server's limit on an atomic batch)"),
             ));
         }
+        let fast = fast_flow(a, batch)?;
         let (pace, schedule_stop) = crate::options::pace(&a.pace)?;
         if pace.is_open() && mode != JsPubMode::Async {
             let flag = if a.pace.rate_schedule.is_some() {
@@ -131,7 +196,7 @@ impl JsPubOptions {
             };
             return Err(Error::Usage(format!(
                 "{flag} paces publishes open loop, which needs --mode async (sync waits for each \
-                 acknowledgement; batch sends a batch at once)"
+                 acknowledgement; batch and fast send as their acknowledgements allow)"
             )));
         }
         let stop = match schedule_stop {
@@ -164,6 +229,36 @@ impl JsPubOptions {
                 ))
             }
             (JsPubMode::Sync, None) => 1,
+            (JsPubMode::Fast, Some(n)) => {
+                return Err(Error::flag(
+                    "--max-in-flight",
+                    &n.to_string(),
+                    "applies to --mode async or batch (fast mode's window is --batch × \
+                     --max-outstanding-acks)",
+                ))
+            }
+            (JsPubMode::Fast, None) => {
+                let f = fast.expect("fast mode has its flow");
+                if a.dedup {
+                    return Err(Error::Usage(
+                        "--dedup applies to --mode sync, async or batch (fast mode sends no \
+                         message ids)"
+                            .into(),
+                    ));
+                }
+                if u64::from(a.clients) != a.streams {
+                    return Err(Error::flag(
+                        "--clients",
+                        &a.clients.to_string(),
+                        format!(
+                            "fast mode needs a stream per publisher (--streams {}): its \
+                             acknowledgements count batch messages, not stream sequences",
+                            a.clients
+                        ),
+                    ));
+                }
+                u64::from(f.flow) * u64::from(f.outstanding)
+            }
             (JsPubMode::Batch, n) => {
                 let n = n.unwrap_or(1);
                 let per_stream = u64::from(a.clients).div_ceil(a.streams) * n;
@@ -200,8 +295,13 @@ impl JsPubOptions {
         };
         let spread = (a.streams > 1).then_some(a.streams as u32);
         let mut streams = stream_configs(&a.target, spread)?;
+        let persist = a.persist.unwrap_or(Persist::Default);
+        let storage = a.target.storage.unwrap_or(Storage::Memory);
+        check_persist(persist, storage, a.target.replicas.unwrap_or(1), mode)?;
         for s in &mut streams {
             s.allow_atomic = mode == JsPubMode::Batch;
+            s.allow_batched = mode == JsPubMode::Fast;
+            s.persist_mode = persist_mode(persist);
         }
         let conn = ConnOptions::new(&a.conn)?;
         conn.no_fault("js pub")?;
@@ -223,6 +323,7 @@ impl JsPubOptions {
         check_captured(&streams, &publish)?;
         publish.js_framing = Some(JsFraming {
             batch: if mode == JsPubMode::Batch { batch } else { 1 },
+            fast,
             dedup,
             total: match stop {
                 Stop::Count(n) => Some(n),
@@ -231,7 +332,7 @@ impl JsPubOptions {
         });
         Ok(Self {
             streams,
-            setup: setup(&a.target),
+            setup: setup(&a.target, a.persist.is_some()),
             purge: a.target.purge,
             delete_after: a.target.delete_after,
             mode,
@@ -380,7 +481,7 @@ impl JsConsumeOptions {
         }
         Ok(Self {
             stream,
-            setup: setup(&a.target),
+            setup: setup(&a.target, false),
             purge: a.target.purge,
             delete_after: a.target.delete_after,
             mode,
@@ -434,6 +535,13 @@ impl KvOptions {
             return Err(Error::flag("--max-in-flight", "0", "must be at least 1"));
         }
         check_size(a.size)?;
+        let persist = a.persist.unwrap_or(Persist::Default);
+        check_persist(
+            persist,
+            a.storage.unwrap_or(Storage::Memory),
+            1,
+            JsPubMode::Async,
+        )?;
         let stop = stop_of(a.msgs, a.duration)?;
         let conn = ConnOptions::new(&a.conn)?;
         conn.no_fault(if get { "kv get" } else { "kv put" })?;
@@ -454,6 +562,7 @@ impl KvOptions {
             allow_direct: true,
             allow_rollup_hdrs: true,
             deny_delete: true,
+            persist_mode: persist_mode(persist),
             ..StreamConfig::default()
         };
         let put_subject = format!("$KV.{}", a.bucket);
@@ -505,7 +614,7 @@ impl KvOptions {
             put: JsPubOptions {
                 streams: vec![stream],
                 // A bucket that exists is used as it is, unless its settings were given.
-                setup: if a.history.is_some() || a.storage.is_some() {
+                setup: if a.history.is_some() || a.storage.is_some() || a.persist.is_some() {
                     Setup::Create
                 } else {
                     Setup::AsFound

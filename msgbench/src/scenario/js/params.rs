@@ -83,8 +83,11 @@ pub struct JsPubParams {
     #[serde(flatten)]
     pub publish: Publishing,
     pub mode: JsPubMode,
-    /// Messages per atomic batch (1 unless `--mode batch`).
+    /// Messages per atomic batch (`--mode batch`), or between two flow acknowledgements as
+    /// asked of the server (`--mode fast`); 1 otherwise.
     pub batch: u64,
+    /// `--mode fast`: flow acknowledgements a publisher may wait for at once.
+    pub max_outstanding_acks: Option<u64>,
     /// `--dedup`'s message id prefix; null without it.
     pub msg_id_prefix: Option<String>,
     pub streams: Vec<StreamConfig>,
@@ -99,7 +102,8 @@ impl JsPubParams {
         JsPubParams {
             publish: Publishing::of(&o.publish),
             mode: o.mode,
-            batch: framing.map_or(1, |f| f.batch),
+            batch: framing.map_or(1, |f| f.fast.map_or(f.batch, |ff| u64::from(ff.flow))),
+            max_outstanding_acks: framing.and_then(|f| f.fast.map(|ff| u64::from(ff.outstanding))),
             msg_id_prefix: framing.and_then(|f| f.dedup.clone()),
             streams: o.streams.clone(),
             purge: o.purge,
@@ -131,9 +135,15 @@ impl Describe for JsPubParams {
         let what = match self.mode {
             JsPubMode::Batch => "batches (first message to the commit's PubAck)",
             JsPubMode::Sync | JsPubMode::Async => "publishes",
+            JsPubMode::Fast => "messages (each to the flow ack that covers it)",
+        };
+        let ack = if self.mode == JsPubMode::Fast {
+            "acknowledgement"
+        } else {
+            "PubAck"
         };
         Some((
-            format!("Latency from publish to PubAck, {} {what}:", group(count)),
+            format!("Latency from publish to {ack}, {} {what}:", group(count)),
             "ack",
         ))
     }

@@ -8,8 +8,10 @@ use super::stream::{
     api_conn, clean_up, open_streams, publish_and_reconcile, reconcile, reconcile_across, SharePart,
 };
 use super::{JsPubOptions, JsPubParams, KvOptions, KvParams};
-use crate::engine::jsapi::StreamConfig;
-use crate::error::{Error, Result};
+use crate::cli::JsPubMode;
+use crate::engine::jsapi::{Api, StreamConfig};
+use crate::engine::jsfast::API_LEVEL;
+use crate::error::{Error, ErrorKind, Result};
 use crate::result::{JsReport, Params, RunResult};
 use crate::scenario::request::{self, JsAcks};
 use crate::scenario::Share;
@@ -52,8 +54,12 @@ fn publish(
 ) -> Result<RunResult> {
     let p = &opts.publish;
     let mut api = api_conn(target, &p.conn, p.timeout)?;
+    if opts.mode == JsPubMode::Fast {
+        check_fast(&mut api)?;
+    }
     let opened = open_streams(&mut api, &opts.streams, opts.setup, Some(p), opts.purge)?;
-    let (mut result, report, acks) = publish_and_reconcile(
+    let persist = check_persist(&mut api, &opts.streams[0])?;
+    let (mut result, mut report, acks) = publish_and_reconcile(
         p,
         opts.mode.as_str(),
         &opened,
@@ -63,6 +69,7 @@ fn publish(
         stop,
         share,
     )?;
+    report.persist = Some(persist);
     result.jetstream = Some(report);
     // On agents the coordinator judges, once every agent is done.
     if share.is_none() {
@@ -71,6 +78,47 @@ fn publish(
     }
     clean_up(api, &opts.streams, opts.delete_after && share.is_none());
     Ok(result)
+}
+
+/// Fast batch publishing needs a server at JetStream API level 4 (2.14 on): an older one
+/// would take each message as a plain publish and answer none of them.
+///
+/// # Errors
+/// [`Error::JetStream`] naming the server's version and API level.
+fn check_fast(api: &mut Api) -> Result<()> {
+    let level = api.api_level()?;
+    if level < API_LEVEL {
+        let version = api.server_version().unwrap_or("of unknown version");
+        return Err(Error::JetStream {
+            kind: ErrorKind::JsOther,
+            text: format!(
+                "--mode fast needs JetStream API level {API_LEVEL} (nats-server 2.14 or later); \
+                 the server is {version}, at API level {level}"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The persist mode the server gave the stream, read back: it must be the one asked for (a
+/// server before 2.12 ignores the field, and its stream would persist as by default).
+///
+/// # Errors
+/// [`Error::JetStream`] when the server did not apply `--persist async`.
+fn check_persist(api: &mut Api, cfg: &StreamConfig) -> Result<String> {
+    let got = api.persist_mode(&cfg.name)?;
+    if !cfg.persist_mode.is_empty() && got != cfg.persist_mode {
+        let version = api.server_version().unwrap_or("of unknown version");
+        return Err(Error::JetStream {
+            kind: ErrorKind::JsOther,
+            text: format!(
+                "--persist {}: stream {} persists as {got} (the server is {version}; async \
+                 persist needs 2.12 or later, and an existing stream keeps its own mode)",
+                cfg.persist_mode, cfg.name
+            ),
+        });
+    }
+    Ok(got)
 }
 
 /// The coordinator's part of a `js pub` or `kv put` on agents: each stream reconciled with the
@@ -85,11 +133,14 @@ pub(super) fn conclude(opts: &JsPubOptions, merged: &mut RunResult, target: &Tar
     let agents = merged.agent_entries();
     let mut api = api_conn(target, &p.conn, p.timeout);
     let reports = across_agents(&opts.streams, agents, &mut api);
-    let js = JsReport::of(
+    let mut js = JsReport::of(
         &storage_of(&reports, &opts.streams[0]),
         opts.mode.as_str(),
         reports,
     );
+    if let Ok(api) = api.as_mut() {
+        js.persist = api.persist_mode(&opts.streams[0].name).ok();
+    }
     let verdict = super::durability::across_agents(merged, js.reconciled, js.acked);
     merged.jetstream = Some(js);
     super::durability::judge(merged, verdict);
@@ -218,6 +269,7 @@ pub(super) fn run_kv(
     let p = &opts.put.publish;
     let mut api = api_conn(target, &p.conn, p.timeout)?;
     let opened = open_streams(&mut api, &opts.put.streams, opts.put.setup, Some(p), false)?;
+    check_persist(&mut api, &opts.put.streams[0])?;
     // Every key gets a value first, so each get has something to find. On agents the agent
     // that holds the first getter fills the bucket once; it reaches the common start only
     // after its fill, so every agent's gets begin on a full bucket.

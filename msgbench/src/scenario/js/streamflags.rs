@@ -70,9 +70,11 @@ pub(super) fn stream_configs(t: &StreamArgs, spread: Option<u32>) -> Result<Vec<
         .collect())
 }
 
-/// How the run comes by its streams: as found, unless a stream setting or `--create` was given.
-pub(super) fn setup(t: &StreamArgs) -> Setup {
-    let given = t.create
+/// How the run comes by its streams: as found, unless a stream setting (`more`: one its
+/// command declares besides the common ones, such as `--persist`) or `--create` was given.
+pub(super) fn setup(t: &StreamArgs, more: bool) -> Setup {
+    let given = more
+        || t.create
         || !t.subjects.is_empty()
         || t.storage.is_some()
         || t.replicas.is_some()

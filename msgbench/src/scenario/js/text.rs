@@ -117,6 +117,13 @@ pub(super) fn jetstream(o: &mut String, r: &RunResult) {
             }
         }
     }
+    if js.persist.as_deref() == Some("async") {
+        let _ = writeln!(
+            o,
+            "Persist async: an acknowledgement says the server holds the message in memory, not that it \
+             reached the stream's file; a server that crashes before writing it loses it"
+        );
+    }
     if js.deduplicated > 0 {
         let _ = writeln!(
             o,

@@ -17,6 +17,7 @@ use crate::scenario::{Compared, Ctx, Runnable, Scenario, Split};
 mod args;
 mod assemble;
 mod connect;
+mod fast;
 mod options;
 mod reply;
 mod requester;

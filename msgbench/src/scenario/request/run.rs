@@ -22,9 +22,11 @@ use std::time::{Instant, SystemTime};
 
 use super::assemble;
 use super::connect::{connect, mine, subscribe, Clients};
+use super::fast::{fast_loop, FastSpec};
 use super::options::RequestOptions;
 use super::requester::{abandon_if_relinked, closed_loop, new_replies, on_reply, Replies, Shape};
 use crate::engine::conn::{self, Conn, Event, Flow, Reader};
+use crate::engine::jsfast::{FastFlow, FastFrame};
 use crate::engine::jsframe::JsFrame;
 use crate::engine::load::{self, Frame, PubOutcome, PubSpec, RespondSpec, StampKind, Window};
 use crate::engine::pace::Pace;
@@ -269,16 +271,34 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// A SUB for client i's replies.
+    /// A SUB for client i's replies (a fast batch's reply subjects are many tokens long).
     fn reply_sub(&self, i: usize) -> Vec<u8> {
+        let tail = if self.fast().is_some() { ">" } else { "*" };
         let mut cmd = Vec::new();
         proto::encode_sub(
             &mut cmd,
-            &format!("{}.{}.*", self.inbox, self.g(i)),
+            &format!("{}.{}.{tail}", self.inbox, self.g(i)),
             None,
             1,
         );
         cmd
+    }
+
+    /// With fast batch publishing, its flow settings.
+    fn fast(&self) -> Option<FastFlow> {
+        self.opts.js_framing.as_ref().and_then(|f| f.fast)
+    }
+
+    /// Client i's fast batches on the wire.
+    fn fast_frame_for(&self, i: usize, flow: FastFlow) -> FastFrame {
+        FastFrame::new(
+            &self.opts.target_of(i).0,
+            &format!("{}.{}.", self.inbox, self.g(i)),
+            self.opts.size,
+            flow,
+            self.g(i),
+            self.run_tag,
+        )
     }
 
     fn new_replies(&self, i: usize) -> Replies<'_> {
@@ -377,6 +397,26 @@ impl<'a> Run<'a> {
             let Conn {
                 mut reader, shared, ..
             } = c;
+            if let Some(flow) = self.fast() {
+                let frame = self.fast_frame_for(i, flow);
+                let progress = &self.progress[i].msgs;
+                return s.spawn(move || {
+                    let mut r = self.new_replies(i);
+                    let spec = FastSpec {
+                        frame: &frame,
+                        flow,
+                        until: self.opts.stop,
+                        timeout: self.opts.timeout,
+                        zero,
+                        stop: self.stop,
+                        id: self.g(i),
+                        progress,
+                    };
+                    let out = fast_loop(&mut reader, &shared, &spec, &mut r);
+                    shared.close();
+                    (out, r)
+                });
+            }
             let frame = self.shape_for(i);
             let (window, times) = (&self.windows[i], &self.send_times[i]);
             let sent_meter = &self.progress[i];
