@@ -336,6 +336,11 @@ fn refuse_outputs(o: &crate::cli::OutputArgs) -> Result<Option<std::path::PathBu
             "probes are printed as they end",
         ),
         (
+            "--web",
+            o.web.is_some(),
+            "not yet on a capacity search; probes are printed as they end",
+        ),
+        (
             "--live",
             o.live,
             "probes are printed as they end (--no-progress leaves them out)",

@@ -122,6 +122,13 @@ pub struct Prepared {
 /// The first flag that cannot work, named in one line.
 pub fn preflight(plan: &Plan) -> Result<Prepared> {
     let out = plan.out();
+    if out.web.is_some() {
+        return Err(Error::Usage(
+            "--web: not yet on a run on agents; --metrics-listen serves the coordinator's \
+             figures"
+                .into(),
+        ));
+    }
     let target = match plan.conn() {
         Some(conn) => Some(nats_target(conn, out.control.as_deref())?),
         // A scenario with a service of its own (gRPC): agents still meet over NATS.

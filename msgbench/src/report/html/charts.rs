@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use super::model::{percentile_label, percentile_x, CalInput, Input, Tick, TickLatency};
+use super::model::{percentile_label, percentile_x, CalInput, Input, Tick, TickLatency, Timeline};
 use super::page::figure;
 use super::svg::{self, esc, num};
 use super::tables::Unit;
@@ -232,7 +232,12 @@ fn time_axis(ticks: &[Tick]) -> svg::Axis {
 /// P50, P99 and max of each tick with latency. Log y, for the same reason as the percentile
 /// chart: a tick's max is often many times its median.
 pub(super) fn latency_timeline(r: &Input) -> Option<String> {
-    let t = r.run.timeline.as_ref()?;
+    latency_over_time(r.run.timeline.as_ref()?, &r.label)
+}
+
+/// [`latency_timeline`] of a timeline and its label: the report's chart of a result, and the
+/// live page's of a run under way.
+pub(super) fn latency_over_time(t: &Timeline, label: &str) -> Option<String> {
     if !t.ticks.iter().any(|k| k.latency.is_some()) {
         return None;
     }
@@ -275,15 +280,15 @@ pub(super) fn latency_timeline(r: &Input) -> Option<String> {
     let chart = svg::Chart {
         kind: "latency-timeline",
         wide: false,
-        input: Some(r.label.clone()),
-        title: format!("Latency over time: {}", r.label),
+        input: Some(label.to_string()),
+        title: format!("Latency over time: {label}"),
     };
     let mut caption = format!(
         "Each step is one {} interval of {}, corrected latency of the messages that arrived \
          in it, to within 2 %. Gaps: intervals in which no latency was measured (warm-up, \
          nothing arrived).",
         format::secs(t.interval_s),
-        esc(&r.label)
+        esc(label)
     );
     if t.truncated {
         caption
@@ -305,7 +310,12 @@ const PARTIAL: f64 = 0.98;
 /// the last message was counted: its rate is over its own length (as every tick's is), and
 /// its point is a ring, so that a short tail is not read as a whole interval.
 pub(super) fn throughput_timeline(r: &Input) -> Option<String> {
-    let t = r.run.timeline.as_ref()?;
+    throughput_over_time(r.run.timeline.as_ref()?, &r.label)
+}
+
+/// [`throughput_timeline`] of a timeline and its label: the report's chart of a result, and
+/// the live page's of a run under way.
+pub(super) fn throughput_over_time(t: &Timeline, label: &str) -> Option<String> {
     let last = t.ticks.last()?;
     let partial = (last.span_s < PARTIAL * t.interval_s).then_some(last.t_s);
     let n = t.clients.len();
@@ -382,14 +392,14 @@ pub(super) fn throughput_timeline(r: &Input) -> Option<String> {
     let chart = svg::Chart {
         kind: "throughput-timeline",
         wide: false,
-        input: Some(r.label.clone()),
-        title: format!("Throughput over time: {}", r.label),
+        input: Some(label.to_string()),
+        title: format!("Throughput over time: {label}"),
     };
     let mut caption = if per_client {
         format!(
             "Messages per second of each client of {}, per {} interval (a client's count in \
              the interval over its length).",
-            esc(&r.label),
+            esc(label),
             format::secs(t.interval_s)
         )
     } else {
@@ -397,7 +407,7 @@ pub(super) fn throughput_timeline(r: &Input) -> Option<String> {
             "Messages per second sent and received by all {} clients of {} together, per {} \
              interval.",
             n,
-            esc(&r.label),
+            esc(label),
             format::secs(t.interval_s)
         )
     };
