@@ -1,0 +1,279 @@
+//! `--web`, the live page, in a real headless Chromium during a real run: a `pub` at a fixed
+//! rate against a real nats-server, its page opened while it runs. The figures the page shows
+//! at a tick, and the points of its throughput chart, are matched to the result's JSON timeline
+//! at the same tick; after the run (kept up by `--web-linger`) the page shows the final result,
+//! and the files it offers are the result as `--json` wrote it and its HTML report. The page
+//! logs no error (its Content-Security-Policy would log any fetch from outside).
+//!
+//! Chromium and chromedriver are found, and their absence handled, as in `report.rs`: a failure
+//! in CI (`MSGBENCH_REQUIRE_BROWSER=1`), else a skip that says what is missing. A screenshot of
+//! the page during the run is kept in `target/artifacts/web-live.png`.
+
+#[path = "report/browser.rs"]
+mod browser;
+mod support;
+#[path = "report/webdriver.rs"]
+mod webdriver;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use support::{scratch_dir, spawn_piped, stderr_until, TestServer};
+use webdriver::{browser_available, Browser};
+
+/// The page as it stands: the tick its figures are from, each figure, each throughput chart
+/// marker, and whether the final result is shown. Read in one script, so all of it is of the
+/// same event.
+const READ: &str = r#"
+const f = document.getElementById('figures');
+const num = (s) => (s === undefined || s === '') ? null : Number(s);
+const figures = Object.fromEntries([...f.querySelectorAll('tr[data-figure]')].map((r) =>
+  [r.dataset.figure, {value: num(r.dataset.value), text: r.querySelector('td').textContent}]));
+const marks = [];
+for (const p of document.querySelectorAll(
+    'svg.chart[data-chart="throughput-timeline"] path.line[data-series]')) {
+  for (const c of p.parentNode.querySelectorAll('circle[data-value]')) {
+    marks.push({series: p.dataset.series, t: Number(c.dataset.t), value: Number(c.dataset.value)});
+  }
+}
+const result = document.getElementById('result');
+return {
+  t: num(f.dataset.t), finished: f.dataset.finished === 'true', figures, marks,
+  charts: [...document.querySelectorAll('svg.chart')].map((s) => s.dataset.chart),
+  result: !result.hidden, result_run: result.dataset.run || null,
+  result_text: document.getElementById('result-text').textContent,
+  json: document.getElementById('download-json').getAttribute('href'),
+  report: document.getElementById('download-report').getAttribute('href'),
+};
+"#;
+
+/// One GET to msgbench's page server: the status line and the body.
+fn get(addr: &str, path: &str) -> (String, Vec<u8>) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut all = Vec::new();
+    s.read_to_end(&mut all).unwrap();
+    let end = all.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&all[..end]).into_owned();
+    let status = head.lines().next().unwrap().to_string();
+    (status, all[end + 4..].to_vec())
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// The timeline's tick that ends at `t` (the same number, written and read back as JSON).
+fn tick_at(ticks: &[Value], t: f64) -> (usize, &Value) {
+    ticks
+        .iter()
+        .enumerate()
+        .find(|(_, k)| f(&k["t_s"]) == t)
+        .unwrap_or_else(|| panic!("no tick ends at {t} s in the timeline"))
+}
+
+/// `1234567` as `1,234,567`.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A page figure's number and text, and the text is that number as msgbench writes it.
+fn figure(page: &Value, id: &str) -> Option<f64> {
+    let fig = &page["figures"][id];
+    assert!(fig.is_object(), "no figure {id} on the page: {page}");
+    let text = fig["text"].as_str().unwrap();
+    match fig["value"].as_f64() {
+        None => {
+            assert_eq!(text, "—", "{id}: no value, so a dash");
+            None
+        }
+        Some(v) => {
+            let want = if id.starts_with("rate-") {
+                format!("{}/s", grouped(v.round() as u64))
+            } else {
+                grouped(v as u64)
+            };
+            assert_eq!(text, want, "{id} shows {v} as");
+            Some(v)
+        }
+    }
+}
+
+/// What the page shows at a tick is the timeline's tick: the rate, no latency (a publisher
+/// alone measures none), the messages and errors of every tick up to it, and the chart's point.
+fn check_against_timeline(page: &Value, doc: &Value) {
+    let ticks = doc["timeline"]["ticks"].as_array().unwrap();
+    let t = f(&page["t"]);
+    let (i, tick) = tick_at(ticks, t);
+    assert_eq!(
+        figure(page, "rate-pub"),
+        Some(f(&tick["sent_per_sec"])),
+        "at {t} s"
+    );
+    for id in ["p50", "p99", "max"] {
+        assert!(tick.get("latency").is_none());
+        assert_eq!(figure(page, id), None, "{id} at {t} s");
+    }
+    let sent: f64 = ticks[..=i]
+        .iter()
+        .flat_map(|k| k["msgs"].as_array().unwrap())
+        .map(f)
+        .sum();
+    assert_eq!(
+        figure(page, "total-pub"),
+        Some(sent),
+        "messages so far at {t} s"
+    );
+    let errors: f64 = ticks[..=i].iter().map(|k| f(&k["errors"])).sum();
+    assert_eq!(
+        figure(page, "errors"),
+        Some(errors),
+        "errors so far at {t} s"
+    );
+    // The chart's last point is this tick, at its rate (one client: its own line).
+    let last = page["marks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["series"] == "pub 0")
+        .max_by(|a, b| f(&a["t"]).total_cmp(&f(&b["t"])))
+        .unwrap_or_else(|| panic!("no point on the throughput chart: {page}"));
+    assert_eq!(f(&last["t"]), t);
+    let rate = f(&tick["msgs"][0]) / f(&tick["span_s"]);
+    assert!(
+        (f(&last["value"]) - rate).abs() <= rate * 1e-9,
+        "chart point {last} against {rate} msgs/s"
+    );
+}
+
+#[test]
+fn the_live_page_shows_the_runs_ticks_and_then_its_result() {
+    let dir = scratch_dir("web");
+    let Some(programs) = browser_available("live page browser test", "web-browser") else {
+        return;
+    };
+    let server = TestServer::start();
+    // The browser first: it takes a while to start, and the run must still be going when the
+    // page opens.
+    let browser = Browser::start(&dir, &programs);
+    browser.resize(1280, 1000);
+    let json_path = dir.join("pub.json");
+    let mut child = spawn_piped(&[
+        "pub",
+        "--server",
+        &server.url,
+        "--rate",
+        "500",
+        "--duration",
+        "8s",
+        "--web",
+        "127.0.0.1:0",
+        "--web-linger",
+        "10m",
+        "--no-progress",
+        "--json",
+        json_path.to_str().unwrap(),
+    ]);
+    let (seen, rest) = stderr_until(&mut child, "--web: the live page is on http://");
+    let url = seen
+        .lines()
+        .find_map(|l| l.strip_prefix("--web: the live page is on "))
+        .unwrap()
+        .trim()
+        .to_string();
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    browser.cmd("POST", "/url", Some(json!({"url": url})));
+
+    // Read the page until it shows the result (the deadline only guards against a hang).
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let mut during = Vec::new();
+    let mut shot = false;
+    let last = loop {
+        let page = browser.execute(READ);
+        if page["result"] == true {
+            break page;
+        }
+        if page["t"].is_number() && !page["finished"].as_bool().unwrap() {
+            if !shot && !page["charts"].as_array().unwrap().is_empty() && f(&page["t"]) >= 3.0 {
+                let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/artifacts");
+                std::fs::create_dir_all(&out).unwrap();
+                browser.screenshot(&out.join("web-live.png"));
+                shot = true;
+            }
+            during.push(page);
+        }
+        assert!(Instant::now() < deadline, "no result on the page in 300 s");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    // The result file is written when the page gets the result; the page outlives the run.
+    let doc: Value = serde_json::from_slice(&std::fs::read(&json_path).unwrap()).unwrap();
+    assert!(
+        !during.is_empty(),
+        "the page showed no tick while the run went on"
+    );
+    let mut ts: Vec<f64> = during.iter().map(|p| f(&p["t"])).collect();
+    ts.dedup();
+    for page in &during {
+        check_against_timeline(page, &doc);
+    }
+    // After the run: the last tick, marked final, and the result.
+    assert!(last["finished"].as_bool().unwrap(), "{last}");
+    let ticks = doc["timeline"]["ticks"].as_array().unwrap();
+    assert_eq!(f(&last["t"]), f(&ticks.last().unwrap()["t_s"]));
+    check_against_timeline(&last, &doc);
+    assert_eq!(last["result_run"], doc["run_id"]);
+    assert!(
+        last["result_text"]
+            .as_str()
+            .unwrap()
+            .starts_with("msgbench pub against"),
+        "{last}"
+    );
+    assert_eq!(last["json"], "/result.json");
+    assert_eq!(last["report"], "/report.html");
+    let (status, body) = get(&addr, "/result.json");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert_eq!(
+        body,
+        std::fs::read(&json_path).unwrap(),
+        "the download is the --json file"
+    );
+    let (status, body) = get(&addr, "/report.html");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    let report = String::from_utf8(body).unwrap();
+    assert!(report.starts_with("<!DOCTYPE html>"));
+    assert!(report.contains("data-chart=\"throughput-timeline\""));
+    let errors: Vec<Value> = browser
+        .console()
+        .into_iter()
+        .filter(|e| e["level"] == "SEVERE")
+        .collect();
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+    println!("page read at ticks {ts:?}");
+
+    // Ctrl-C ends --web-linger's wait; the run's result was written before it.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    let err = support::rest_of_stderr(seen, rest);
+    assert!(status.success(), "{status:?}: {err}");
+    assert!(err.contains("--web-linger"), "{err}");
+}
