@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 use crate::report::html::{CSS, JS};
 
 const LIVE_JS: &str = include_str!("live.js");
-const LIVE_CSS: &str = "table.figures { width: auto; min-width: 420px; }\n\
+const LIVE_CSS: &str = "#now .table-wrap { display: inline-block; }\n\
+                        table.figures { width: auto; min-width: 420px; }\n\
                         table.figures td { min-width: 14ch; }\n\
                         pre.result { background: var(--panel); padding: 12px; overflow-x: auto; }\n";
 
