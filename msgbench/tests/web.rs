@@ -277,3 +277,42 @@ fn the_live_page_shows_the_runs_ticks_and_then_its_result() {
     assert!(status.success(), "{status:?}: {err}");
     assert!(err.contains("--web-linger"), "{err}");
 }
+
+#[test]
+fn an_address_in_use_refuses_the_run_in_one_line_and_a_wide_one_is_warned_of() {
+    let server = TestServer::start();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let o = support::run(&[
+        "pub",
+        "--server",
+        &server.url,
+        "--msgs",
+        "100",
+        "--web",
+        &addr,
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", support::stderr(&o));
+    let err = support::stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--web") && err.contains(&addr), "{err}");
+    assert!(o.stdout.is_empty(), "the run did not start");
+
+    let o = support::run(&[
+        "pub",
+        "--server",
+        &server.url,
+        "--msgs",
+        "100",
+        "--no-progress",
+        "--web",
+        "0.0.0.0:0",
+    ]);
+    assert!(o.status.success(), "{}", support::stderr(&o));
+    let err = support::stderr(&o);
+    let warned: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("warning: --web 0.0.0.0:0 is not a loopback address"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{err}");
+}
