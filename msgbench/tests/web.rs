@@ -316,3 +316,122 @@ fn an_address_in_use_refuses_the_run_in_one_line_and_a_wide_one_is_warned_of() {
         .collect();
     assert_eq!(warned.len(), 1, "{err}");
 }
+
+/// The agent rows as the page shows them, and the page's state.
+const READ_AGENTS: &str = r#"
+const rows = [...document.querySelectorAll('#agent-rows tr[data-agent]')].map((r) => ({
+  agent: r.dataset.agent, missing: r.dataset.missing === 'true',
+  offset: Number(r.dataset.clockOffsetNs),
+  cells: [...r.querySelectorAll('td')].map((td) => td.textContent),
+  red: getComputedStyle(r.querySelector('td')).color,
+  plain: getComputedStyle(document.querySelector('#figures td') || document.body).color,
+}));
+return {rows, shown: !document.getElementById('agents').hidden,
+  result: !document.getElementById('result').hidden};
+"#;
+
+#[test]
+fn a_coordinators_page_has_a_row_per_agent_and_marks_a_missing_one_in_red() {
+    let dir = scratch_dir("web-agents");
+    let Some(programs) = browser_available("live page browser test", "web-browser") else {
+        return;
+    };
+    let server = TestServer::start();
+    let mut a = support::agent::Agent::start(&server.url, "w1", &[], &[]);
+    let _b = support::agent::Agent::start(&server.url, "w2", &[], &[]);
+    let browser = Browser::start(&dir, &programs);
+    let json_path = dir.join("agents.json");
+    let mut child = spawn_piped(&[
+        "pubsub",
+        "--pubs",
+        "2",
+        "--subs",
+        "2",
+        "--rate",
+        "500",
+        "--duration",
+        "60s",
+        "--timeout",
+        "2s",
+        "--server",
+        &server.url,
+        "--agents",
+        "w1,w2",
+        "--web",
+        "127.0.0.1:0",
+        "--web-linger",
+        "10m",
+        "--no-progress",
+        "--json",
+        json_path.to_str().unwrap(),
+    ]);
+    let (seen, rest) = stderr_until(&mut child, "--web: the live page is on http://");
+    let url = seen
+        .lines()
+        .find_map(|l| l.strip_prefix("--web: the live page is on "))
+        .unwrap()
+        .trim()
+        .to_string();
+    browser.cmd("POST", "/url", Some(json!({"url": url})));
+
+    // Both rows, each sending, then w1 is killed; its row turns red as it goes missing (the
+    // deadline only guards against a hang).
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let mut both = None;
+    let last = loop {
+        let page = browser.execute(READ_AGENTS);
+        let rows = page["rows"].as_array().unwrap();
+        let sending = |name: &str| {
+            rows.iter()
+                .any(|r| r["agent"] == name && r["cells"][3].as_str().unwrap() != "—")
+        };
+        if both.is_none() && sending("w1") && sending("w2") {
+            both = Some(page.clone());
+            a.kill();
+        }
+        if page["result"] == true {
+            break page;
+        }
+        assert!(Instant::now() < deadline, "no result on the page in 300 s");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let both = both.expect("a page with both agents sending");
+    assert_eq!(both["shown"], true);
+    let doc: Value = serde_json::from_slice(&std::fs::read(&json_path).unwrap()).unwrap();
+    let entries = doc["agents"]["agents"].as_array().unwrap();
+    for page in [&both, &last] {
+        let rows = page["rows"].as_array().unwrap();
+        let names: Vec<&str> = rows.iter().map(|r| r["agent"].as_str().unwrap()).collect();
+        assert_eq!(names, ["w1", "w2"], "{page}");
+        for (row, entry) in rows.iter().zip(entries) {
+            // Its share and clock offset, as the result records them.
+            let share = format!("pubs {} of 2, subs {} of 2", entry["pubs"], entry["subs"]);
+            assert_eq!(row["cells"][1], share.as_str(), "{row}");
+            assert_eq!(f(&row["offset"]), f(&entry["clock_offset_ns"]), "{row}");
+        }
+    }
+    // While both ran, neither was red; at the end w1 is missing, in red, and w2 is not.
+    for row in both["rows"].as_array().unwrap() {
+        assert_eq!(row["missing"], false, "{row}");
+        assert_eq!(row["red"], row["plain"], "{row}");
+    }
+    assert_eq!(doc["agents"]["missing"], json!(["w1"]));
+    let end = last["rows"].as_array().unwrap();
+    assert_eq!(end[0]["missing"], true, "{last}");
+    assert!(
+        end[0]["cells"][0].as_str().unwrap().starts_with("missing"),
+        "{last}"
+    );
+    assert_ne!(
+        end[0]["red"], end[0]["plain"],
+        "a missing agent is drawn in red: {last}"
+    );
+    assert_eq!(end[1]["missing"], false, "{last}");
+    assert_eq!(end[1]["red"], end[1]["plain"], "{last}");
+
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    let err = support::rest_of_stderr(seen, rest);
+    // A lost agent: the partial result is written, and the status says an agent was lost.
+    assert_eq!(status.code(), Some(9), "{err}");
+}

@@ -122,13 +122,6 @@ pub struct Prepared {
 /// The first flag that cannot work, named in one line.
 pub fn preflight(plan: &Plan) -> Result<Prepared> {
     let out = plan.out();
-    if out.web.is_some() {
-        return Err(Error::Usage(
-            "--web: not yet on a run on agents; --metrics-listen serves the coordinator's \
-             figures"
-                .into(),
-        ));
-    }
     let target = match plan.conn() {
         Some(conn) => Some(nats_target(conn, out.control.as_deref())?),
         // A scenario with a service of its own (gRPC): agents still meet over NATS.
@@ -203,6 +196,8 @@ pub struct Watch<'a> {
     pub live: bool,
     pub stream: Option<&'a std::sync::Mutex<crate::output::live::StreamStats>>,
     pub metrics: Option<&'a crate::output::metrics::Metrics>,
+    /// `--web`: the live page, with a row per agent.
+    pub web: Option<&'a crate::output::web::Web>,
     /// Which of `--runs` this is, when there are several.
     pub run_k: Option<u32>,
 }
@@ -277,6 +272,7 @@ impl Fleet {
             live: watch.live,
             stream: watch.stream,
             metrics: watch.metrics,
+            web: watch.web,
             scenario: plan.name(),
             run_k: watch.run_k,
         };
@@ -306,6 +302,14 @@ pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
     {
         eprintln!("--metrics-listen: http://{}/metrics", m.local_addr());
     }
+    let web = out
+        .web
+        .as_deref()
+        .map(crate::output::web::Web::bind)
+        .transpose()?;
+    if let Some(w) = &web {
+        eprintln!("--web: the live page is on http://{}/", w.local_addr());
+    }
     let fleet = Fleet::find(plan)?;
     let stream = out
         .stream_stats
@@ -321,6 +325,7 @@ pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
             live: crate::output::live::View::line_wanted(out.live, !out.no_progress),
             stream: stream.as_ref(),
             metrics: metrics.as_ref(),
+            web: web.as_ref(),
             run_k: (n > 1).then_some(k),
         };
         let r = fleet.run(plan, &watch, stop)?;
@@ -345,9 +350,15 @@ pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
     let allow_loss = validated.allow_loss();
     let mut result = RunResult::combine(results, allow_loss);
     result.thresholds = crate::gate::judge(&validated.output().thresholds, &result);
+    if let Some(w) = &web {
+        w.finish(&result);
+    }
     crate::output::write::emit(&result, validated.output())?;
     if let Some(m) = metrics {
         m.linger(validated.output().metrics_linger, stop);
+    }
+    if let Some(w) = web {
+        w.linger(validated.output().web_linger, stop);
     }
     match lost {
         Some(names) => Err(Error::Agent(format!(

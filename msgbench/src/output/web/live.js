@@ -11,11 +11,14 @@
   var result = document.getElementById('result');
 
   function showTick(e) {
-    var title = e.scenario + (e.run ? ' (run ' + e.run.k + ' of ' + e.run.n + ')' : '');
+    var title = e.scenario +
+      (e.run ? ' (run ' + e.run.k + (e.run.n ? ' of ' + e.run.n : '') + ')' : '');
     document.getElementById('scenario').textContent = title;
     state.textContent = (e.finished ? 'run ended at ' : 'running: ') + e.t_s.toFixed(2) + ' s';
     figures.setAttribute('data-t', String(e.t_s));
-    figures.setAttribute('data-span', String(e.span_s));
+    if (e.span_s !== undefined) {
+      figures.setAttribute('data-span', String(e.span_s));
+    }
     figures.setAttribute('data-finished', String(e.finished));
     var rows = document.createDocumentFragment();
     e.figures.forEach(function (f) {
@@ -33,6 +36,36 @@
     });
     figures.replaceChildren(rows);
     charts.innerHTML = e.charts.join('\n');
+    if (e.agents) {
+      showAgents(e.agents);
+    }
+  }
+
+  // A run on agents: one row per agent, a missing one in red.
+  function showAgents(agents) {
+    var rows = document.createDocumentFragment();
+    agents.forEach(function (a) {
+      var row = document.createElement('tr');
+      row.setAttribute('data-agent', a.agent);
+      row.setAttribute('data-missing', String(a.missing));
+      row.setAttribute('data-clock-offset-ns', String(a.clock_offset_ns));
+      if (a.missing) {
+        row.className = 'fail';
+      }
+      var th = document.createElement('th');
+      th.setAttribute('scope', 'row');
+      th.textContent = a.agent;
+      row.appendChild(th);
+      [a.state, a.share, a.clock, a.sent, a.received, a.p99,
+        a.errors === null ? '—' : String(a.errors)].forEach(function (text) {
+        var td = document.createElement('td');
+        td.textContent = text;
+        row.appendChild(td);
+      });
+      rows.appendChild(row);
+    });
+    document.getElementById('agent-rows').replaceChildren(rows);
+    document.getElementById('agents').hidden = false;
   }
 
   function showResult(e) {

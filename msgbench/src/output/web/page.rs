@@ -29,6 +29,10 @@ pub fn page() -> String {
          <p class=\"sub\" id=\"state\">connecting</p>\n</header>\n<main>\n\
          <section id=\"now\">\n<h2>This second</h2>\n<div class=\"table-wrap\">\
          <table class=\"figures\"><tbody id=\"figures\"></tbody></table></div>\n</section>\n\
+         <section id=\"agents\" hidden>\n<h2>Agents</h2>\n<div class=\"table-wrap\">\
+         <table class=\"agents\"><thead><tr><th>agent</th><th>state</th><th>share</th>\
+         <th>clock offset</th><th>sent/s</th><th>received/s</th><th>P99</th><th>errors</th>\
+         </tr></thead><tbody id=\"agent-rows\"></tbody></table></div>\n</section>\n\
          <section id=\"over-time\">\n<h2>Over time</h2>\n<div class=\"charts\" id=\"charts\">\
          </div>\n</section>\n<section id=\"result\" hidden>\n<h2>Final result</h2>\n\
          <p><a id=\"download-json\" download=\"result.json\">Download the result (JSON)</a> · \
