@@ -435,3 +435,170 @@ fn a_coordinators_page_has_a_row_per_agent_and_marks_a_missing_one_in_red() {
     // A lost agent: the partial result is written, and the status says an agent was lost.
     assert_eq!(status.code(), Some(9), "{err}");
 }
+
+/// The knee chart as the page shows it: how many probes it is of, and the target rate and
+/// value of each P50 point; and the title of the run shown live.
+const READ_KNEE: &str = r#"
+const knee = document.getElementById('knee');
+const p50 = [...knee.querySelectorAll('svg.chart path.line[data-series="P50"]')]
+  .flatMap((p) => [...p.parentNode.querySelectorAll('circle[data-value]')])
+  .map((c) => ({rate: Number(c.dataset.targetRate), value: Number(c.dataset.value)}));
+return {probes: knee.dataset.probes === undefined ? null : Number(knee.dataset.probes), p50,
+  title: document.getElementById('scenario').textContent,
+  result: !document.getElementById('result').hidden};
+"#;
+
+#[test]
+fn a_capacity_searchs_knee_chart_builds_up_probe_by_probe() {
+    let dir = scratch_dir("web-capacity");
+    let Some(programs) = browser_available("live page browser test", "web-browser") else {
+        return;
+    };
+    let server = TestServer::start();
+    let browser = Browser::start(&dir, &programs);
+    let json_path = dir.join("capacity.json");
+    let mut child = spawn_piped(&[
+        "capacity",
+        "latency",
+        "--server",
+        &server.url,
+        "--slo",
+        "p99<10s",
+        "--start-rate",
+        "200",
+        "--max-rate",
+        "800",
+        "--probe-duration",
+        "2s",
+        "--probe-warmup",
+        "1s",
+        "--probe-runs",
+        "1",
+        "--web",
+        "127.0.0.1:0",
+        "--web-linger",
+        "10m",
+        "--no-progress",
+        "--json",
+        json_path.to_str().unwrap(),
+    ]);
+    let (seen, rest) = stderr_until(&mut child, "--web: the live page is on http://");
+    let url = seen
+        .lines()
+        .find_map(|l| l.strip_prefix("--web: the live page is on "))
+        .unwrap()
+        .trim()
+        .to_string();
+    browser.cmd("POST", "/url", Some(json!({"url": url})));
+    // The deadline only guards against a hang.
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let mut during = Vec::new();
+    let mut titles = std::collections::BTreeSet::new();
+    let last = loop {
+        let page = browser.execute(READ_KNEE);
+        if page["result"] == true {
+            break page;
+        }
+        titles.insert(page["title"].as_str().unwrap().to_string());
+        if page["probes"].is_number() {
+            during.push(page);
+        }
+        assert!(Instant::now() < deadline, "no result on the page in 300 s");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let doc: Value = serde_json::from_slice(&std::fs::read(&json_path).unwrap()).unwrap();
+    let probes = doc["probes"].as_array().unwrap();
+    assert_eq!(probes.len(), 3, "200, 400 and 800/s: {doc}");
+    // Each view of the chart holds the probes finished so far, each at its rate and P50.
+    let mut counts = std::collections::BTreeSet::new();
+    for page in during.iter().chain([&last]) {
+        let n = f(&page["probes"]) as usize;
+        counts.insert(n);
+        let points = page["p50"].as_array().unwrap();
+        assert_eq!(points.len(), n, "a point per probe finished: {page}");
+        for (point, probe) in points.iter().zip(probes) {
+            assert_eq!(f(&point["rate"]), f(&probe["rate"]), "{page}");
+            assert_eq!(f(&point["value"]), f(&probe["latency"]["p50_ns"]), "{page}");
+        }
+    }
+    assert!(
+        counts.len() >= 3,
+        "the chart was seen with {counts:?} probes: it should build up one by one"
+    );
+    assert_eq!(f(&last["probes"]), 3.0);
+    // The probe running was shown live, by its rate.
+    assert!(
+        titles
+            .iter()
+            .any(|t| t == "latency, probe at 400/s (run 1 of 1)"),
+        "{titles:?}"
+    );
+
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    let err = support::rest_of_stderr(seen, rest);
+    assert!(err.contains("--web-linger"), "{err}");
+    // The search found its rate; ending the page's wait does not make it interrupted.
+    assert!(status.success(), "{status:?}: {err}");
+}
+
+#[test]
+fn the_page_its_stream_and_its_downloads_carry_no_credentials() {
+    let server = TestServer::start();
+    let with_secret = server.url.replace("nats://", "nats://bob:hunter2@");
+    let mut child = spawn_piped(&[
+        "pub",
+        "--server",
+        &with_secret,
+        "--msgs",
+        "2000",
+        "--no-progress",
+        "--web",
+        "127.0.0.1:0",
+        "--web-linger",
+        "10m",
+    ]);
+    let (seen, rest) = stderr_until(&mut child, "--web: the live page is on http://");
+    let addr = seen
+        .lines()
+        .find_map(|l| l.strip_prefix("--web: the live page is on http://"))
+        .unwrap()
+        .trim()
+        .trim_end_matches('/')
+        .to_string();
+    // The event stream, read until the result is in it (it is sent to a page that opens after
+    // the run too; the read timeout only guards against a hang).
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+    write!(s, "GET /events HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut stream = Vec::new();
+    let mut buf = [0u8; 65536];
+    while !String::from_utf8_lossy(&stream).contains("\"kind\":\"result\"") {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "the stream ended without the result");
+        stream.extend_from_slice(&buf[..n]);
+    }
+    let stream = String::from_utf8_lossy(&stream).into_owned();
+    assert!(stream.contains("msgbench pub against"), "{stream}");
+    let page = get(&addr, "/").1;
+    let json = get(&addr, "/result.json").1;
+    let report = get(&addr, "/report.html").1;
+    for (what, text) in [
+        ("stream", stream.as_bytes()),
+        ("page", &page[..]),
+        ("result.json", &json[..]),
+        ("report.html", &report[..]),
+    ] {
+        assert!(!text.is_empty(), "{what} is empty");
+        let text = String::from_utf8_lossy(text);
+        assert!(
+            !text.contains("hunter2") && !text.contains("bob:"),
+            "{what} carries the credentials"
+        );
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    let err = support::rest_of_stderr(seen, rest);
+    assert!(status.success(), "{status:?}: {err}");
+    assert!(!err.contains("hunter2"), "{err}");
+}

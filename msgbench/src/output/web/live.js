@@ -11,9 +11,7 @@
   var result = document.getElementById('result');
 
   function showTick(e) {
-    var title = e.scenario +
-      (e.run ? ' (run ' + e.run.k + (e.run.n ? ' of ' + e.run.n : '') + ')' : '');
-    document.getElementById('scenario').textContent = title;
+    document.getElementById('scenario').textContent = e.title;
     state.textContent = (e.finished ? 'run ended at ' : 'running: ') + e.t_s.toFixed(2) + ' s';
     figures.setAttribute('data-t', String(e.t_s));
     if (e.span_s !== undefined) {
@@ -68,6 +66,14 @@
     document.getElementById('agents').hidden = false;
   }
 
+  // A capacity search: its knee chart so far, one point more with each probe.
+  function showKnee(e) {
+    var knee = document.getElementById('knee');
+    knee.setAttribute('data-probes', String(e.probes));
+    knee.innerHTML = e.chart || '';
+    document.getElementById('search').hidden = false;
+  }
+
   function showResult(e) {
     state.textContent = 'run ended: final result below';
     document.getElementById('result-text').textContent = e.text;
@@ -91,6 +97,8 @@
     var e = JSON.parse(m.data);
     if (e.kind === 'tick') {
       showTick(e);
+    } else if (e.kind === 'knee') {
+      showKnee(e);
     } else if (e.kind === 'result') {
       showResult(e);
       // The run is over: nothing more will come, and the server will go.

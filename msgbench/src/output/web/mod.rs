@@ -14,16 +14,20 @@
 //! brings it up to date: every event carries the whole picture), and one that stops reading
 //! is dropped when its socket's write times out. The page is self-contained (its style and
 //! script are inlined, and its Content-Security-Policy lets it fetch nothing but its own
-//! stream), and it carries no credentials: no server URL is on it, and the downloads are the
-//! result as `--json` writes it, whose URLs are redacted.
+//! stream), and it carries no credentials: server URLs appear on it only in the final result,
+//! as the text and `--json` outputs show them (without their user part), and the downloads
+//! are the result as `--json` writes it.
 
+mod agents;
+mod http;
 mod page;
 
+pub use agents::{AgentInfo, AgentsFeed};
+
 use std::collections::VecDeque;
-use std::io::Write;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -32,8 +36,7 @@ use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
 use crate::format;
-use crate::output::metrics::http::{read_head, respond};
-use crate::output::metrics::{why, AgentsFigures};
+use crate::output::metrics::why;
 use crate::result::RunResult;
 use crate::stats::throughput::Role;
 use crate::stats::timeline::{Tick, TimelineClient, Totals};
@@ -41,12 +44,8 @@ use crate::stats::timeline::{Tick, TimelineClient, Totals};
 const FLAG: &str = "--web";
 /// Events a page may be behind before its updates are dropped.
 pub const QUEUE: usize = 4;
-/// Connections served at once; more are answered 503, so a crowd cannot cost the run threads.
-const MAX_CONNECTIONS: usize = 16;
-/// How long a connection may take to send its request or take an event.
-const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
 /// How often the idle accept loop looks for a connection or the order to stop.
-const POLL: Duration = Duration::from_millis(20);
+pub(super) const POLL: Duration = Duration::from_millis(20);
 /// The last seconds drawn on the page's charts: a day-long soak redrawn whole every second
 /// would cost the live thread more than a page is worth. The figures are every tick's.
 const WINDOW: usize = 600;
@@ -61,16 +60,18 @@ pub struct Web {
 
 /// What every page is sent, and the pages' channels.
 #[derive(Default)]
-struct Hub {
+pub(super) struct Hub {
     state: Mutex<State>,
     /// Connections being answered.
     open: AtomicUsize,
 }
 
 #[derive(Default)]
-struct State {
+pub(super) struct State {
     /// The last tick's event, for a page that opens between ticks.
     tick: Option<Arc<str>>,
+    /// A capacity search's knee chart event, once a probe has finished.
+    knee: Option<Arc<str>>,
     /// The final result's event, once the run has ended.
     result: Option<Arc<str>>,
     /// The result as `--json` writes it, and its HTML report.
@@ -99,7 +100,7 @@ impl Hub {
     fn subscribe(&self) -> Receiver<Arc<str>> {
         let (tx, rx) = sync_channel(QUEUE);
         let mut s = self.lock();
-        for e in s.tick.iter().chain(s.result.iter()) {
+        for e in s.knee.iter().chain(s.tick.iter()).chain(s.result.iter()) {
             let _ = tx.try_send(Arc::clone(e));
         }
         s.pages.push(tx);
@@ -136,7 +137,7 @@ impl Web {
             let (hub, done) = (Arc::clone(&hub), Arc::clone(&done));
             std::thread::Builder::new()
                 .name("msgbench-web".into())
-                .spawn(move || accept(&listener, &hub, &done))
+                .spawn(move || http::accept(&listener, &hub, &done))
                 .expect("spawn the web thread")
         };
         Ok(Self {
@@ -154,14 +155,44 @@ impl Web {
 
     /// What the live view of run `k` of `n` (named `run_id`) publishes through.
     pub fn feed(&self, scenario: &'static str, run_id: &str, run: Option<(u32, u32)>) -> Feed {
+        let title = match run {
+            Some((k, n)) => format!("{scenario} (run {k} of {n})"),
+            None => scenario.to_string(),
+        };
         Feed {
             hub: Arc::clone(&self.hub),
             scenario,
+            title,
             run_id: run_id.to_string(),
-            run,
             ticks: VecDeque::new(),
             last: None,
         }
+    }
+
+    /// What the live view of one probe run of a capacity search publishes through: `run` of
+    /// `runs` at `rate`.
+    pub fn probe_feed(&self, scenario: &'static str, rate: f64, run: u32, runs: u32) -> Feed {
+        let mut f = self.feed(scenario, "", None);
+        f.title = format!(
+            "{scenario}, probe at {}/s (run {run} of {runs})",
+            format::grouped(rate, 0)
+        );
+        f
+    }
+
+    /// A capacity search's progress: its document so far (`capacity`, the probes that have
+    /// finished) drawn as the report's knee chart, which so builds up probe by probe.
+    pub fn show_knee(&self, capacity: &Value, label: &str, probes: usize) {
+        let event: Arc<str> = Arc::from(
+            json!({
+                "kind": "knee",
+                "probes": probes,
+                "chart": crate::report::html::live_knee(capacity, label),
+            })
+            .to_string(),
+        );
+        self.hub.lock().knee = Some(Arc::clone(&event));
+        self.hub.publish(&event);
     }
 
     /// What the coordinator of run `run_k` on agents (named `run_id`) publishes through.
@@ -183,15 +214,29 @@ impl Web {
     /// HTML report for download.
     pub fn finish(&self, result: &RunResult) {
         use crate::export::{json::Json, text::Text, Exporter};
-        let json = Json.serialize(result);
         let text = String::from_utf8_lossy(&Text.serialize(result)).into_owned();
+        self.finish_with(
+            Json.serialize(result),
+            text,
+            &result.run_id,
+            crate::report::DocKind::Result,
+        );
+    }
+
+    /// The search is over: the page shows its summary and offers its document (`json`, as
+    /// `--json` writes it) and its HTML report for download.
+    pub fn finish_search(&self, json: Vec<u8>, text: String, run_id: &str) {
+        self.finish_with(json, text, run_id, crate::report::DocKind::Capacity);
+    }
+
+    fn finish_with(&self, json: Vec<u8>, text: String, run_id: &str, kind: crate::report::DocKind) {
         let report = serde_json::from_slice::<Value>(&json)
             .map_err(|e| e.to_string())
             .and_then(|value| {
                 let doc = crate::report::Doc {
                     path: "result.json".into(),
                     name: "result.json".into(),
-                    kind: crate::report::DocKind::Result,
+                    kind,
                     value,
                 };
                 crate::report::html::render(&[doc]).map_err(|e| e.to_string())
@@ -203,7 +248,7 @@ impl Web {
         let event: Arc<str> = Arc::from(
             json!({
                 "kind": "result",
-                "run_id": result.run_id,
+                "run_id": run_id,
                 "text": text,
                 "json": "/result.json",
                 "report": report.as_ref().map(|_| "/report.html"),
@@ -252,163 +297,15 @@ impl Drop for Web {
     }
 }
 
-/// Takes connections until `done`, each on a thread of its own (an event stream lasts as long
-/// as its page).
-fn accept(listener: &TcpListener, hub: &Arc<Hub>, done: &Arc<AtomicBool>) {
-    let mut threads: Vec<JoinHandle<()>> = Vec::new();
-    while !done.load(Ordering::Relaxed) {
-        match listener.accept() {
-            Ok((stream, _)) => {
-                threads.retain(|t| !t.is_finished());
-                if hub.open.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
-                    busy(stream);
-                    continue;
-                }
-                hub.open.fetch_add(1, Ordering::Relaxed);
-                let (page_hub, page_done) = (Arc::clone(hub), Arc::clone(done));
-                let t = std::thread::Builder::new()
-                    .name("msgbench-web-page".into())
-                    .spawn(move || {
-                        answer(stream, &page_hub, &page_done);
-                        page_hub.open.fetch_sub(1, Ordering::Relaxed);
-                    });
-                match t {
-                    Ok(t) => threads.push(t),
-                    Err(_) => {
-                        hub.open.fetch_sub(1, Ordering::Relaxed);
-                    }
-                }
-            }
-            // Nothing waiting, or a connection that failed before it was accepted.
-            Err(_) => std::thread::sleep(POLL),
-        }
-    }
-    for t in threads {
-        let _ = t.join();
-    }
-}
-
-fn busy(mut stream: TcpStream) {
-    let _ = stream.set_nonblocking(false);
-    let _ = stream.set_write_timeout(Some(CLIENT_TIMEOUT));
-    let text = "503 Service Unavailable: too many pages open\n";
-    respond(
-        &mut stream,
-        "503 Service Unavailable",
-        "text/plain; charset=utf-8",
-        text.len(),
-        text.as_bytes(),
-    );
-}
-
-/// What a request asks for.
-#[derive(Debug, PartialEq)]
-enum Route {
-    Page,
-    Events,
-    Json,
-    Report,
-    Refuse(&'static str),
-}
-
-fn route(head: &[u8]) -> Route {
-    let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
-    let line = String::from_utf8_lossy(line);
-    let mut parts = line.trim_end_matches('\r').split(' ');
-    let (Some(method), Some(target), Some(version), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Route::Refuse("400 Bad Request");
-    };
-    if !version.starts_with("HTTP/1.") {
-        return Route::Refuse("400 Bad Request");
-    }
-    let path = target.split('?').next().unwrap_or_default();
-    let known = matches!(path, "/" | "/events" | "/result.json" | "/report.html");
-    match (method, path) {
-        ("GET", "/") => Route::Page,
-        ("GET", "/events") => Route::Events,
-        ("GET", "/result.json") => Route::Json,
-        ("GET", "/report.html") => Route::Report,
-        _ if known => Route::Refuse("405 Method Not Allowed"),
-        _ => Route::Refuse("404 Not Found"),
-    }
-}
-
-/// Answers one connection. A client that goes away midway is its own problem.
-fn answer(mut stream: TcpStream, hub: &Hub, done: &AtomicBool) {
-    let ready = stream.set_nonblocking(false).is_ok()
-        && stream.set_read_timeout(Some(CLIENT_TIMEOUT)).is_ok()
-        && stream.set_write_timeout(Some(CLIENT_TIMEOUT)).is_ok();
-    let Some(head) = ready.then(|| read_head(&mut stream)).flatten() else {
-        return;
-    };
-    let file = |pick: fn(&State) -> Option<Arc<[u8]>>| pick(&hub.lock());
-    match route(&head) {
-        Route::Page => send(
-            &mut stream,
-            "text/html; charset=utf-8",
-            page::page().as_bytes(),
-        ),
-        Route::Events => events(stream, hub, done),
-        Route::Json => match file(|s| s.json.clone()) {
-            Some(b) => send(&mut stream, "application/json", &b),
-            None => refuse(&mut stream, "404 Not Found"),
-        },
-        Route::Report => match file(|s| s.report.clone()) {
-            Some(b) => send(&mut stream, "text/html; charset=utf-8", &b),
-            None => refuse(&mut stream, "404 Not Found"),
-        },
-        Route::Refuse(status) => refuse(&mut stream, status),
-    }
-}
-
-fn send(stream: &mut TcpStream, ctype: &str, body: &[u8]) {
-    respond(stream, "200 OK", ctype, body.len(), body);
-    let _ = stream.shutdown(std::net::Shutdown::Write);
-}
-
-fn refuse(stream: &mut TcpStream, status: &str) {
-    let text = format!("{status}\n");
-    respond(
-        stream,
-        status,
-        "text/plain; charset=utf-8",
-        text.len(),
-        text.as_bytes(),
-    );
-    let _ = stream.shutdown(std::net::Shutdown::Write);
-}
-
-/// The event stream of one page, until it goes away or the server stops. A comment line every
-/// second without an event finds a page that is gone.
-fn events(mut stream: TcpStream, hub: &Hub, done: &AtomicBool) {
-    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n\
-                Connection: close\r\n\r\nretry: 1000\n\n";
-    if stream.write_all(head.as_bytes()).is_err() {
-        return;
-    }
-    let rx = hub.subscribe();
-    while !done.load(Ordering::Relaxed) {
-        let sent = match rx.recv_timeout(Duration::from_secs(1)) {
-            Ok(e) => write!(stream, "data: {e}\n\n"),
-            Err(RecvTimeoutError::Timeout) => stream.write_all(b": idle\n\n"),
-            Err(RecvTimeoutError::Disconnected) => return,
-        };
-        if sent.and_then(|()| stream.flush()).is_err() {
-            return;
-        }
-    }
-}
-
 /// One run's side of the page, owned by its live view: each tick it is shown becomes the
 /// event every page is sent.
 #[derive(Clone)]
 pub struct Feed {
     hub: Arc<Hub>,
     scenario: &'static str,
+    /// What the page calls this run: the scenario, and which run or probe it is.
+    title: String,
     run_id: String,
-    run: Option<(u32, u32)>,
     /// The ticks the charts draw (the last [`WINDOW`]).
     ticks: VecDeque<Tick>,
     /// The last tick shown, its totals and clients, and whether it was shown as final.
@@ -438,10 +335,6 @@ impl Feed {
     }
 
     fn event(&self, tick: &Tick, totals: &Totals, clients: &[TimelineClient], last: bool) -> Value {
-        let label = match self.run {
-            Some((k, n)) => format!("{} (run {k} of {n})", self.scenario),
-            None => self.scenario.to_string(),
-        };
         let timeline = json!({
             "interval_s": 1.0,
             "clients": clients,
@@ -450,159 +343,20 @@ impl Feed {
         json!({
             "kind": "tick",
             "scenario": self.scenario,
+            "title": self.title,
             "run_id": self.run_id,
-            "run": self.run.map(|(k, n)| json!({"k": k, "n": n})),
             "t_s": tick.t_s,
             "span_s": tick.span_s,
             "finished": last,
             "figures": figures(tick, totals),
-            "charts": crate::report::html::live_charts(&timeline, &label),
+            "charts": crate::report::html::live_charts(&timeline, &self.title),
         })
-    }
-}
-
-/// What the coordinator knows of an agent besides its progress: its share of the run and its
-/// clock, and whether it went missing.
-#[derive(Debug, Clone)]
-pub struct AgentInfo {
-    pub agent: String,
-    /// Its clients against the run's: `pubs 1 of 2, subs 1 of 2`.
-    pub share: String,
-    /// Its clock minus the coordinator's, and how well that is known.
-    pub clock_offset_ns: i64,
-    pub clock_uncertainty_ns: u64,
-    /// Why it was given up as missing.
-    pub missing: Option<String>,
-}
-
-/// A coordinator's side of the page: the merged figures and one row per agent, from the
-/// agents' progress reports (the figures `--metrics-listen` serves of them).
-pub struct AgentsFeed {
-    hub: Arc<Hub>,
-    scenario: &'static str,
-    run_id: String,
-    run_k: Option<u32>,
-}
-
-impl AgentsFeed {
-    /// Publishes the agents' figures at the latest second all have reported, with what is
-    /// known of each (`info`, every agent of the run, reporting or not); `last` when the run
-    /// is over.
-    pub fn show(&mut self, figures: &AgentsFigures, info: &[AgentInfo], last: bool) {
-        let event: Arc<str> = Arc::from(self.event(figures, info, last).to_string());
-        self.hub.lock().tick = Some(Arc::clone(&event));
-        self.hub.publish(&event);
-    }
-
-    fn event(&self, f: &AgentsFigures, info: &[AgentInfo], last: bool) -> Value {
-        // Merged as `--metrics-listen` merges them: counts summed over every agent, rates over
-        // those at the latest second. There is no merged latency: a percentile of all samples
-        // cannot be made from each agent's, and the result has the true one.
-        let t = f.agents.iter().map(|a| a.t_s).fold(0.0, f64::max);
-        let mut totals = Totals::default();
-        let mut rates = std::collections::BTreeMap::<Role, f64>::new();
-        let mut errors = 0;
-        for a in &f.agents {
-            errors += a.errors;
-            for (role, n, rate) in &a.msgs {
-                *totals.msgs.entry(*role).or_default() += n;
-                let r = rates.entry(*role).or_default();
-                if a.current {
-                    *r += rate;
-                }
-            }
-        }
-        let mut figs = Vec::new();
-        for (role, rate) in &rates {
-            figs.push(figure(
-                format!("rate-{}", role.as_str()),
-                format!("{} per second ({}, all agents)", word(*role), role.as_str()),
-                Some(*rate),
-                |v| format!("{}/s", format::grouped(v, 0)),
-            ));
-        }
-        for (role, n) in &totals.msgs {
-            figs.push(figure(
-                format!("total-{}", role.as_str()),
-                format!(
-                    "messages {} so far ({}, all agents)",
-                    word(*role),
-                    role.as_str()
-                ),
-                Some(*n as f64),
-                |v| format::group(v as u64),
-            ));
-        }
-        figs.push(figure(
-            "errors".into(),
-            "errors so far (all agents)".into(),
-            Some(errors as f64),
-            |v| format::group(v as u64),
-        ));
-        let agents: Vec<Value> = info
-            .iter()
-            .map(|i| {
-                let a = f.agents.iter().find(|a| a.agent == i.agent);
-                let rate = |role: Role| {
-                    a.and_then(|a| a.msgs.iter().find(|m| m.0 == role))
-                        .map(|m| m.2)
-                };
-                let per_sec = |v: Option<f64>| {
-                    v.map_or_else(|| "—".into(), |v| format!("{}/s", format::grouped(v, 0)))
-                };
-                let (sent, received) = (rate(Role::Pub), rate(Role::Sub));
-                let p99 = a.and_then(|a| a.p99_ns);
-                let state = match (&i.missing, a.is_some_and(|a| a.finished)) {
-                    (Some(why), _) => format!("missing: {why}"),
-                    (None, true) => "finished".into(),
-                    (None, false) => "running".into(),
-                };
-                json!({
-                    "agent": i.agent,
-                    "missing": i.missing.is_some(),
-                    "state": state,
-                    "share": i.share,
-                    "clock_offset_ns": i.clock_offset_ns,
-                    "clock": format!(
-                        "{} ± {}",
-                        format::duration_ns_signed(i.clock_offset_ns),
-                        format::duration_ns(i.clock_uncertainty_ns as f64)
-                    ),
-                    "t_s": a.map(|a| a.t_s),
-                    "sent_per_sec": sent,
-                    "sent": per_sec(sent),
-                    "received_per_sec": received,
-                    "received": per_sec(received),
-                    "p99_ns": p99,
-                    "p99": p99.map_or_else(|| "—".into(), |v| format::duration_ns(v as f64)),
-                    "errors": a.map(|a| a.errors),
-                })
-            })
-            .collect();
-        json!({
-            "kind": "tick",
-            "scenario": self.scenario,
-            "run_id": self.run_id,
-            "run": self.run_k.map(|k| json!({"k": k, "n": null})),
-            "t_s": t,
-            "finished": last,
-            "figures": figs,
-            "charts": [],
-            "agents": agents,
-        })
-    }
-}
-
-fn word(role: Role) -> &'static str {
-    match role {
-        Role::Pub => "sent",
-        Role::Sub => "received",
     }
 }
 
 /// A figure as the page shows it: `id` names it for a test or a person with the inspector,
 /// `value` is the raw number (null where nothing was measured) and `text` is it in words.
-fn figure(
+pub(super) fn figure(
     id: String,
     label: String,
     value: Option<f64>,
@@ -693,20 +447,6 @@ fn figures(tick: &Tick, totals: &Totals) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn routes_the_page_its_stream_and_the_downloads() {
-        assert_eq!(route(b"GET / HTTP/1.1"), Route::Page);
-        assert_eq!(route(b"GET /events?x HTTP/1.1"), Route::Events);
-        assert_eq!(route(b"GET /result.json HTTP/1.0"), Route::Json);
-        assert_eq!(route(b"GET /report.html HTTP/1.1"), Route::Report);
-        assert_eq!(
-            route(b"POST / HTTP/1.1"),
-            Route::Refuse("405 Method Not Allowed")
-        );
-        assert_eq!(route(b"GET /x HTTP/1.1"), Route::Refuse("404 Not Found"));
-        assert_eq!(route(b"hello"), Route::Refuse("400 Bad Request"));
-    }
 
     #[test]
     fn a_page_that_falls_behind_loses_updates_and_the_run_never_waits() {

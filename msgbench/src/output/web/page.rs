@@ -27,7 +27,8 @@ pub fn page() -> String {
          <style>\n{CSS}{LIVE_CSS}</style>\n</head>\n<body>\n<header>\n<h1>msgbench live: \
          <span id=\"scenario\">waiting for the first second</span></h1>\n\
          <p class=\"sub\" id=\"state\">connecting</p>\n</header>\n<main>\n\
-         <section id=\"now\">\n<h2>This second</h2>\n<div class=\"table-wrap\">\
+         <section id=\"search\" hidden>\n<h2>Capacity search</h2>\n\
+         <div class=\"charts\" id=\"knee\"></div>\n</section>\n<section id=\"now\">\n<h2>This second</h2>\n<div class=\"table-wrap\">\
          <table class=\"figures\"><tbody id=\"figures\"></tbody></table></div>\n</section>\n\
          <section id=\"agents\" hidden>\n<h2>Agents</h2>\n<div class=\"table-wrap\">\
          <table class=\"agents\"><thead><tr><th>agent</th><th>state</th><th>share</th>\

@@ -137,6 +137,19 @@ pub fn live_charts(timeline: &serde_json::Value, label: &str) -> Vec<String> {
     .collect()
 }
 
+/// A capacity search's knee chart as far as it has got, for the live page (`--web`): the
+/// report's own chart of `capacity` (a capacity document, its probes so far); none before a
+/// probe has a point to draw.
+pub fn live_knee(capacity: &serde_json::Value, label: &str) -> Option<String> {
+    let doc = Doc {
+        path: label.into(),
+        name: label.into(),
+        kind: DocKind::Capacity,
+        value: capacity.clone(),
+    };
+    knee_chart::capacity_knee(&CapInput::read(&doc, label.to_string()).ok()?)
+}
+
 /// The whole page for `docs`, in the order given.
 ///
 /// # Errors
