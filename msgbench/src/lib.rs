@@ -304,7 +304,12 @@ fn run_plan(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
     {
         eprintln!("--metrics-listen: http://{}/metrics", m.local_addr());
     }
-    let web = out.web.as_deref().map(Web::bind).transpose()?;
+    let slos: Vec<String> = out.thresholds.iter().map(ToString::to_string).collect();
+    let web = out
+        .web
+        .as_deref()
+        .map(|a| Web::bind(a).map(|w| w.with_slos(slos)))
+        .transpose()?;
     if let Some(w) = &web {
         eprintln!("--web: the live page is on http://{}/", w.local_addr());
     }

@@ -437,13 +437,16 @@ fn a_coordinators_page_has_a_row_per_agent_and_marks_a_missing_one_in_red() {
 }
 
 /// The knee chart as the page shows it: how many probes it is of, and the target rate and
-/// value of each P50 point; and the title of the run shown live.
+/// value of each P50 point; the title of the run shown live, and its latency chart's SLO lines.
 const READ_KNEE: &str = r#"
 const knee = document.getElementById('knee');
 const p50 = [...knee.querySelectorAll('svg.chart path.line[data-series="P50"]')]
   .flatMap((p) => [...p.parentNode.querySelectorAll('circle[data-value]')])
   .map((c) => ({rate: Number(c.dataset.targetRate), value: Number(c.dataset.value)}));
-return {probes: knee.dataset.probes === undefined ? null : Number(knee.dataset.probes), p50,
+const refs = [...document.querySelectorAll(
+    '#charts svg.chart[data-chart="latency-timeline"] g.ref')]
+  .map((g) => ({label: g.dataset.ref, value: Number(g.dataset.value)}));
+return {probes: knee.dataset.probes === undefined ? null : Number(knee.dataset.probes), p50, refs,
   title: document.getElementById('scenario').textContent,
   result: !document.getElementById('result').hidden};
 "#;
@@ -526,6 +529,16 @@ fn a_capacity_searchs_knee_chart_builds_up_probe_by_probe() {
         "the chart was seen with {counts:?} probes: it should build up one by one"
     );
     assert_eq!(f(&last["probes"]), 3.0);
+    // The probe's live latency chart draws the search's SLO.
+    let slo_drawn = |p: &Value| {
+        let refs = p["refs"].as_array().unwrap();
+        refs.len() == 1 && refs[0]["label"] == "SLO p99<10s" && f(&refs[0]["value"]) == 1e10
+    };
+    assert!(
+        during.iter().any(slo_drawn),
+        "no SLO line on a probe's latency chart: {:?}",
+        during.last().map(|p| &p["refs"])
+    );
     // The probe running was shown live, by its rate.
     assert!(
         titles

@@ -75,7 +75,10 @@ pub fn run(plan: Plan, search: SearchArgs, stop: &AtomicBool) -> Result<u8> {
         .out()
         .web
         .as_deref()
-        .map(crate::output::web::Web::bind)
+        .map(|a| {
+            let slos = search.slo.iter().map(ToString::to_string).collect();
+            crate::output::web::Web::bind(a).map(|w| w.with_slos(slos))
+        })
         .transpose()?;
     if let Some(w) = &web {
         eprintln!("--web: the live page is on http://{}/", w.local_addr());

@@ -33,6 +33,9 @@ pub struct AgentsFeed {
     pub(super) scenario: &'static str,
     pub(super) run_id: String,
     pub(super) run_k: Option<u32>,
+    /// The last event sent: the coordinator looks every 50 ms, and the same picture is not
+    /// sent again.
+    pub(super) last: Option<Arc<str>>,
 }
 
 impl AgentsFeed {
@@ -41,8 +44,12 @@ impl AgentsFeed {
     /// is over.
     pub fn show(&mut self, figures: &AgentsFigures, info: &[AgentInfo], last: bool) {
         let event: Arc<str> = Arc::from(self.event(figures, info, last).to_string());
+        if self.last.as_ref() == Some(&event) {
+            return;
+        }
         self.hub.lock().tick = Some(Arc::clone(&event));
         self.hub.publish(&event);
+        self.last = Some(event);
     }
 
     fn event(&self, f: &AgentsFigures, info: &[AgentInfo], last: bool) -> Value {

@@ -53,6 +53,8 @@ const WINDOW: usize = 600;
 /// The listening server; dropping it stops it.
 pub struct Web {
     hub: Arc<Hub>,
+    /// The SLOs the latency chart draws (`--threshold`, a search's `--slo`).
+    slos: Vec<String>,
     addr: SocketAddr,
     done: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
@@ -142,10 +144,18 @@ impl Web {
         };
         Ok(Self {
             hub,
+            slos: Vec::new(),
             addr: local,
             done,
             thread: Some(thread),
         })
+    }
+
+    /// Draws `slos` (as `--threshold` takes them: `p99<2ms`) on the latency chart of every
+    /// run shown after this; those that bound no drawn series (P50, P99, max) draw nothing.
+    pub fn with_slos(mut self, slos: Vec<String>) -> Self {
+        self.slos = slos;
+        self
     }
 
     /// The address bound (its port is the one chosen when the user gave port 0).
@@ -162,6 +172,7 @@ impl Web {
         Feed {
             hub: Arc::clone(&self.hub),
             scenario,
+            slos: self.slos.clone(),
             title,
             run_id: run_id.to_string(),
             ticks: VecDeque::new(),
@@ -207,6 +218,7 @@ impl Web {
             scenario,
             run_id: run_id.to_string(),
             run_k,
+            last: None,
         }
     }
 
@@ -305,6 +317,8 @@ pub struct Feed {
     scenario: &'static str,
     /// What the page calls this run: the scenario, and which run or probe it is.
     title: String,
+    /// The SLO lines of its latency chart.
+    slos: Vec<String>,
     run_id: String,
     /// The ticks the charts draw (the last [`WINDOW`]).
     ticks: VecDeque<Tick>,
@@ -349,7 +363,7 @@ impl Feed {
             "span_s": tick.span_s,
             "finished": last,
             "figures": figures(tick, totals),
-            "charts": crate::report::html::live_charts(&timeline, &self.title),
+            "charts": crate::report::html::live_charts(&timeline, &self.title, &self.slos),
         })
     }
 }

@@ -232,12 +232,13 @@ fn time_axis(ticks: &[Tick]) -> svg::Axis {
 /// P50, P99 and max of each tick with latency. Log y, for the same reason as the percentile
 /// chart: a tick's max is often many times its median.
 pub(super) fn latency_timeline(r: &Input) -> Option<String> {
-    latency_over_time(r.run.timeline.as_ref()?, &r.label)
+    latency_over_time(r.run.timeline.as_ref()?, &r.label, &[])
 }
 
 /// [`latency_timeline`] of a timeline and its label: the report's chart of a result, and the
-/// live page's of a run under way.
-pub(super) fn latency_over_time(t: &Timeline, label: &str) -> Option<String> {
+/// live page's of a run under way, which also draws the run's SLOs (`slos`, as
+/// `--threshold` takes them) on the series they bound: P50, P99 and max.
+pub(super) fn latency_over_time(t: &Timeline, label: &str, slos: &[String]) -> Option<String> {
     if !t.ticks.iter().any(|k| k.latency.is_some()) {
         return None;
     }
@@ -270,9 +271,25 @@ pub(super) fn latency_over_time(t: &Timeline, label: &str) -> Option<String> {
                 .collect(),
         })
         .collect();
+    let refs: Vec<svg::RefLine> = slos
+        .iter()
+        .filter_map(|expr| {
+            let t = crate::gate::parse(expr).ok()?;
+            let (_, _, color, _) = picks
+                .iter()
+                .find(|(id, ..)| id.to_ascii_lowercase() == t.metric().name())?;
+            Some(svg::RefLine {
+                y: t.limit(),
+                label: format!("SLO {t}"),
+                style: svg::RefStyle::Limit(color),
+            })
+        })
+        .collect();
+    // The SLO lines are on the scale too, so a run well under its SLO shows how far under.
     let ys = lines
         .iter()
-        .flat_map(|l| l.points.iter().flatten().map(|p| p.y));
+        .flat_map(|l| l.points.iter().flatten().map(|p| p.y))
+        .chain(refs.iter().map(|r| r.y));
     let (lo, hi) = ys.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
         (lo.min(v.max(1.0)), hi.max(v))
     });
@@ -295,7 +312,7 @@ pub(super) fn latency_over_time(t: &Timeline, label: &str) -> Option<String> {
             .push_str(" The run outlasted what the timeline keeps; later intervals are not shown.");
     }
     Some(figure(
-        &svg::lines(&chart, &time_axis(&t.ticks), &y, &lines, &[], &[]),
+        &svg::lines(&chart, &time_axis(&t.ticks), &y, &lines, &refs, &[]),
         &caption,
         false,
     ))

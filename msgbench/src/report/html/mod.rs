@@ -123,13 +123,14 @@ fn plural(n: usize, what: &str) -> String {
 
 /// The charts of a run under way for the live page (`--web`): latency and throughput over
 /// time, drawn by the report's own code from `timeline` (a result's `timeline` section) so the
-/// page and the report are one design. None of them before the timeline has a tick.
-pub fn live_charts(timeline: &serde_json::Value, label: &str) -> Vec<String> {
+/// page and the report are one design; the latency chart draws `slos` (as `--threshold`
+/// takes them) that bound its series. None of them before the timeline has a tick.
+pub fn live_charts(timeline: &serde_json::Value, label: &str, slos: &[String]) -> Vec<String> {
     let Ok(t) = model::Timeline::deserialize(timeline) else {
         return Vec::new();
     };
     [
-        charts::latency_over_time(&t, label),
+        charts::latency_over_time(&t, label, slos),
         charts::throughput_over_time(&t, label),
     ]
     .into_iter()
