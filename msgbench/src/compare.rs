@@ -371,6 +371,7 @@ fn refuse_what_drivers_cannot_report(p: &crate::plan::Plan) -> Result<()> {
         ("--live", o.live),
         ("--stream-stats", o.stream_stats.is_some()),
         ("--metrics-listen", o.metrics_listen.is_some()),
+        ("--web", o.web.is_some()),
         ("--fault", p.conn().is_some_and(|c| c.fault.is_some())),
     ];
     let recorded = [

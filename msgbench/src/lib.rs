@@ -282,6 +282,7 @@ fn print_plan_refusals(plan: &Plan) -> Result<()> {
         ("--markdown", o.markdown.is_some()),
         ("--stream-stats", o.stream_stats.is_some()),
         ("--metrics-listen", o.metrics_listen.is_some()),
+        ("--web", o.web.is_some()),
         ("--live", o.live),
         ("--runs", o.runs > 1),
         ("--threshold", !o.threshold.is_empty()),
@@ -309,6 +310,7 @@ fn print_plan_refusals(plan: &Plan) -> Result<()> {
 fn run_plan(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
     use output::live::{Live, StreamStats, View};
     use output::metrics::{Metrics, RunLabels};
+    use output::web::Web;
     let validated = plan.validate()?;
     let out = validated.output();
     // Bound before any server is started or connected to: a port in use refuses the run.
@@ -322,6 +324,15 @@ fn run_plan(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
         .filter(|_| out.metrics_listen_port_chosen())
     {
         eprintln!("--metrics-listen: http://{}/metrics", m.local_addr());
+    }
+    let slos: Vec<String> = out.thresholds.iter().map(ToString::to_string).collect();
+    let web = out
+        .web
+        .as_deref()
+        .map(|a| Web::bind(a).map(|w| w.with_slos(slos)))
+        .transpose()?;
+    if let Some(w) = &web {
+        eprintln!("--web: the live page is on http://{}/", w.local_addr());
     }
     let targets = plan::Targets::resolve(&validated)?;
     let allow_loss = validated.allow_loss();
@@ -351,6 +362,9 @@ fn run_plan(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
                     scenario: plan.name(),
                 })
             }),
+            web: web
+                .as_ref()
+                .map(|w| w.feed(plan.name(), &run_id, (n > 1).then_some((k, n)))),
         };
         let live = Live::start(Arc::clone(&meter), view);
         let r = plan::execute(
@@ -404,12 +418,18 @@ fn run_plan(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
     result.interrupted |= cut_short;
     result.plan = Some(plan.recorded());
     result.thresholds = gate::judge(&out.thresholds, &result);
+    if let Some(w) = &web {
+        w.finish(&result);
+    }
     output::write::emit(&result, out)?;
     if let Some(rec) = &out.record {
         history::record::after_run(&result, rec)?;
     }
     if let Some(m) = metrics {
         m.linger(out.metrics_linger, stop);
+    }
+    if let Some(w) = web {
+        w.linger(out.web_linger, stop);
     }
     match failure {
         Some(e) => Err(e),

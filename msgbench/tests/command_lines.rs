@@ -58,6 +58,8 @@ const MODES: &[&[&str]] = &[
     &["--rate-schedule", "100@1s", "--agents", "2"],
     &["--metrics-listen", "127.0.0.1:0"],
     &["--metrics-listen", "127.0.0.1:0", "--agents", "2"],
+    &["--web", "127.0.0.1:0"],
+    &["--web", "127.0.0.1:0", "--agents", "2"],
     &["--threshold", "p99<1ms"],
     &["--threshold", "connect_p99<50ms"],
     &["--json", "-"],

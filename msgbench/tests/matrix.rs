@@ -25,6 +25,7 @@ const MODES: &[(&str, &[&str])] = &[
         &["--rate-schedule", "100@5s", "--agents", "2"],
     ),
     ("`--metrics-listen`", &["--metrics-listen", "127.0.0.1:0"]),
+    ("`--web`", &["--web", "127.0.0.1:0"]),
     ("`--threshold`", &["--threshold", "errors==0"]),
     (
         "`--csv`, `--markdown`",

@@ -496,9 +496,14 @@ fn interval(brackets: &[(f64, f64)]) -> Option<(f64, f64)> {
 /// written at the end is saved elsewhere rather than lost.
 pub fn write(doc: &Capacity, json: Option<&Path>) -> Result<()> {
     let Some(path) = json else { return Ok(()) };
+    crate::output::write::save(path, &bytes(doc), "--json")
+}
+
+/// The document as `--json` writes it (and `--web` offers it).
+pub fn bytes(doc: &Capacity) -> Vec<u8> {
     let mut bytes = serde_json::to_vec_pretty(doc).expect("the capacity document serialises");
     bytes.push(b'\n');
-    crate::output::write::save(path, &bytes, "--json")
+    bytes
 }
 
 /// A plan document without the keys a probe sets, at its top and in its `load` group: the

@@ -70,6 +70,26 @@ pub fn run(plan: Plan, search: SearchArgs, stop: &AtomicBool) -> Result<u8> {
     if let Some(path) = &json {
         crate::output::dest::check("--json", path)?;
     }
+    // Bound before any server is started or connected to: a port in use refuses the search.
+    let web = base
+        .out()
+        .web
+        .as_deref()
+        .map(|a| {
+            let slos = search.slo.iter().map(ToString::to_string).collect();
+            crate::output::web::Web::bind(a).map(|w| w.with_slos(slos))
+        })
+        .transpose()?;
+    if let Some(w) = &web {
+        eprintln!("--web: the live page is on http://{}/", w.local_addr());
+    }
+    // Each probe that ends adds its point to the page's knee chart.
+    let show_knee = |doc: &Capacity| {
+        if let Some(w) = &web {
+            let value = serde_json::to_value(doc).expect("the capacity document serialises");
+            w.show_knee(&value, base.name(), doc.probes.len());
+        }
+    };
     // On agents, the fleet is found once; else the servers are started once, for every probe.
     let (fleet, targets) = if base.out().distributed() {
         let probe = probe_plan(&base, search.start_rate, &search)?;
@@ -114,15 +134,47 @@ pub fn run(plan: Plan, search: SearchArgs, stop: &AtomicBool) -> Result<u8> {
                     return Outcome::Unknown;
                 }
                 let r = match (&fleet, &targets) {
-                    (Some(fleet), _) => fleet.run(&probe, &Default::default(), stop),
-                    (None, Some(targets)) => crate::plan::execute(
-                        &validated,
-                        targets.main.as_ref(),
-                        targets.second.as_ref(),
-                        &Arc::new(Meter::default()),
-                        stop,
-                        None,
-                    ),
+                    (Some(fleet), _) => {
+                        let watch = crate::dist::fleet::Watch {
+                            web: web.as_ref(),
+                            ..Default::default()
+                        };
+                        fleet.run(&probe, &watch, stop)
+                    }
+                    (None, Some(targets)) => {
+                        let meter = Arc::new(Meter::default());
+                        // With --web the probe's run is shown live, as any run is.
+                        let live = web.as_ref().map(|w| {
+                            crate::output::live::Live::start(
+                                Arc::clone(&meter),
+                                crate::output::live::View {
+                                    line: false,
+                                    stream: None,
+                                    scenario: base.name(),
+                                    run: None,
+                                    metrics: None,
+                                    web: Some(w.probe_feed(
+                                        base.name(),
+                                        rate,
+                                        run,
+                                        search.probe_runs,
+                                    )),
+                                },
+                            )
+                        });
+                        let r = crate::plan::execute(
+                            &validated,
+                            targets.main.as_ref(),
+                            targets.second.as_ref(),
+                            &meter,
+                            stop,
+                            None,
+                        );
+                        if let Some(l) = live {
+                            l.finish();
+                        }
+                        r
+                    }
                     (None, None) => unreachable!("a search has a fleet or targets"),
                 };
                 // A run cut short says nothing about the rate, whatever it came to: the
@@ -140,6 +192,7 @@ pub fn run(plan: Plan, search: SearchArgs, stop: &AtomicBool) -> Result<u8> {
                 // cannot go on without it.
                 if let Some(gone) = r.agents.as_ref().filter(|a| !a.missing.is_empty()) {
                     doc.probes.push(judge_probe(&r, rate, run, &search));
+                    show_knee(doc);
                     return Outcome::Server(format!(
                         "the probe at {rate}/s lost agent {}",
                         gone.missing.join(", ")
@@ -156,6 +209,7 @@ pub fn run(plan: Plan, search: SearchArgs, stop: &AtomicBool) -> Result<u8> {
                     );
                 }
                 doc.probes.push(probe);
+                show_knee(doc);
                 if again {
                     retry += 1;
                     continue;
@@ -216,6 +270,10 @@ pub fn run(plan: Plan, search: SearchArgs, stop: &AtomicBool) -> Result<u8> {
     }
     doc.stopped_at_limit = probed >= MAX_PROBED_RATES;
     doc.conclude(held, broke, &search, stop.load(Ordering::Relaxed));
+    if let Some(w) = &web {
+        show_knee(&doc);
+        w.finish_search(doc::bytes(&doc), doc.text(), &doc.run_id);
+    }
     // With the document on standard output, the summary goes to standard error.
     if json.as_deref() == Some(std::path::Path::new("-")) {
         eprint!("{}", doc.text());
@@ -223,13 +281,18 @@ pub fn run(plan: Plan, search: SearchArgs, stop: &AtomicBool) -> Result<u8> {
         print!("{}", doc.text());
     }
     doc::write(&doc, json.as_deref())?;
-    Ok(if stop.load(Ordering::Relaxed) {
+    // Judged before --web-linger's wait: Ctrl-C ending the wait does not interrupt the search.
+    let code = if stop.load(Ordering::Relaxed) {
         exit::INTERRUPTED
     } else if doc.sustainable_rate.is_some() {
         exit::OK
     } else {
         exit::THRESHOLD
-    })
+    };
+    if let Some(w) = web {
+        w.linger(base.out().web_linger, stop);
+    }
+    Ok(code)
 }
 
 /// Every check a search makes before anything starts, in the order the run makes them: the

@@ -261,6 +261,15 @@ pub struct OutputArgs {
     #[arg(long, value_name = "DURATION", default_value = "60s",
           value_parser = parse_duration_or_zero, requires = "metrics_listen")]
     pub metrics_linger: Duration,
+    /// Serve a live page of the run on http://ADDR/: rates per role, the second's latency,
+    /// errors, the stage, and the report's charts, once a second; the final result and its
+    /// files at the end. ADDR is HOST:PORT, e.g. 127.0.0.1:8080 (port 0: any free port).
+    #[arg(long, value_name = "ADDR", value_parser = crate::values::parse_listen)]
+    pub web: Option<String>,
+    /// After the run, how long --web keeps the page up with the final result (0s: exit at once).
+    #[arg(long, value_name = "DURATION", default_value = "0s",
+          value_parser = parse_duration_or_zero, requires = "web")]
+    pub web_linger: Duration,
     /// Repeat the run N times and report each figure's median and spread over the runs.
     #[arg(long, default_value = "1", value_name = "N", value_parser = parse_runs)]
     pub runs: u32,

@@ -65,6 +65,23 @@ fn standing(tracked: &[Tracked], name: &str) -> super::progress::Standing {
     }
 }
 
+/// What the live page (`--web`) shows of each agent besides its progress.
+fn agent_info(tracked: &[Tracked]) -> Vec<crate::output::web::AgentInfo> {
+    tracked
+        .iter()
+        .map(|t| crate::output::web::AgentInfo {
+            agent: t.hb.name.clone(),
+            share: format!(
+                "pubs {} of {}, subs {} of {}",
+                t.seg.pubs, t.seg.pubs_total, t.seg.subs, t.seg.subs_total
+            ),
+            clock_offset_ns: t.clock.offset_ns,
+            clock_uncertainty_ns: t.clock.uncertainty_ns,
+            missing: t.missing.clone(),
+        })
+        .collect()
+}
+
 /// One run on the chosen agents.
 pub(super) struct Coordinated<'a> {
     pub(super) bus: &'a Bus,
@@ -85,6 +102,8 @@ pub(super) struct Coordinated<'a> {
     pub(super) stream: Option<&'a std::sync::Mutex<crate::output::live::StreamStats>>,
     /// `--metrics-listen`: the merged figures and each agent's, once a second.
     pub(super) metrics: Option<&'a crate::output::metrics::Metrics>,
+    /// `--web`: the merged figures and one row per agent, once a second.
+    pub(super) web: Option<&'a crate::output::web::Web>,
     pub(super) scenario: &'static str,
     /// Which of `--runs` this is, when there are several.
     pub(super) run_k: Option<u32>,
@@ -124,6 +143,9 @@ impl Coordinated<'_> {
                 scenario: self.scenario,
             })
         });
+        let mut page = self
+            .web
+            .map(|w| w.agents_feed(self.scenario, &run_id, self.run_k));
         let n = self.agents.len() as u32;
         let segs = super::split::segments(pubs, subs, n, crate::wire::stamp::new_run_tag());
         if let Some(idle) = segs.iter().position(|s| s.pubs + s.subs == 0) {
@@ -222,7 +244,14 @@ impl Coordinated<'_> {
                     std::thread::sleep(LEASE_EVERY);
                 }
             });
-            self.follow(&run, &reports, &mut tracked, feed.as_mut(), stop);
+            self.follow(
+                &run,
+                &reports,
+                &mut tracked,
+                feed.as_mut(),
+                page.as_mut(),
+                stop,
+            );
             done.store(true, Ordering::Relaxed);
         });
         let mut result = self.merge(&started_at, tracked)?;
@@ -254,6 +283,7 @@ impl Coordinated<'_> {
         reports: &std::sync::mpsc::Receiver<crate::control::Inbound>,
         tracked: &mut [Tracked],
         mut metrics: Option<&mut crate::output::metrics::AgentsFeed>,
+        mut page: Option<&mut crate::output::web::AgentsFeed>,
         stop: &AtomicBool,
     ) {
         let mut started = false;
@@ -412,7 +442,7 @@ impl Coordinated<'_> {
                 }
                 break;
             }
-            if self.live || self.stream.is_some() || metrics.is_some() {
+            if self.live || self.stream.is_some() || metrics.is_some() || page.is_some() {
                 let running: Vec<&str> = tracked
                     .iter()
                     .filter(|t| t.done.is_none() && t.missing.is_none())
@@ -436,12 +466,25 @@ impl Coordinated<'_> {
                 if let Some(m) = metrics.as_deref_mut() {
                     m.show(board.figures(|a| standing(tracked, a), false));
                 }
+                if let Some(p) = page.as_deref_mut() {
+                    p.show(
+                        &board.figures(|a| standing(tracked, a), false),
+                        &agent_info(tracked),
+                        false,
+                    );
+                }
             }
         }
-        if let Some(m) = metrics {
+        if metrics.is_some() || page.is_some() {
             // Every second not shown yet (a run cut short leaves some), then the final figures.
             board.rows(&[]);
-            m.show(board.figures(|a| standing(tracked, a), true));
+            let last = board.figures(|a| standing(tracked, a), true);
+            if let Some(p) = page {
+                p.show(&last, &agent_info(tracked), true);
+            }
+            if let Some(m) = metrics {
+                m.show(last);
+            }
         }
     }
 

@@ -196,6 +196,8 @@ pub struct Watch<'a> {
     pub live: bool,
     pub stream: Option<&'a std::sync::Mutex<crate::output::live::StreamStats>>,
     pub metrics: Option<&'a crate::output::metrics::Metrics>,
+    /// `--web`: the live page, with a row per agent.
+    pub web: Option<&'a crate::output::web::Web>,
     /// Which of `--runs` this is, when there are several.
     pub run_k: Option<u32>,
 }
@@ -270,6 +272,7 @@ impl Fleet {
             live: watch.live,
             stream: watch.stream,
             metrics: watch.metrics,
+            web: watch.web,
             scenario: plan.name(),
             run_k: watch.run_k,
         };
@@ -299,6 +302,14 @@ pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
     {
         eprintln!("--metrics-listen: http://{}/metrics", m.local_addr());
     }
+    let web = out
+        .web
+        .as_deref()
+        .map(crate::output::web::Web::bind)
+        .transpose()?;
+    if let Some(w) = &web {
+        eprintln!("--web: the live page is on http://{}/", w.local_addr());
+    }
     let fleet = Fleet::find(plan)?;
     let stream = out
         .stream_stats
@@ -314,6 +325,7 @@ pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
             live: crate::output::live::View::line_wanted(out.live, !out.no_progress),
             stream: stream.as_ref(),
             metrics: metrics.as_ref(),
+            web: web.as_ref(),
             run_k: (n > 1).then_some(k),
         };
         let r = fleet.run(plan, &watch, stop)?;
@@ -338,12 +350,18 @@ pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
     let allow_loss = validated.allow_loss();
     let mut result = RunResult::combine(results, allow_loss);
     result.thresholds = crate::gate::judge(&validated.output().thresholds, &result);
+    if let Some(w) = &web {
+        w.finish(&result);
+    }
     crate::output::write::emit(&result, validated.output())?;
     if let Some(rec) = &validated.output().record {
         crate::history::record::after_run(&result, rec)?;
     }
     if let Some(m) = metrics {
         m.linger(validated.output().metrics_linger, stop);
+    }
+    if let Some(w) = web {
+        w.linger(validated.output().web_linger, stop);
     }
     match lost {
         Some(names) => Err(Error::Agent(format!(

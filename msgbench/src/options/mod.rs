@@ -40,6 +40,10 @@ pub struct Output {
     pub metrics_listen: Option<String>,
     /// `--metrics-linger`: how long the final figures wait for a scrape after the run.
     pub metrics_linger: Duration,
+    /// `--web`: where to serve the live page (`HOST:PORT`).
+    pub web: Option<String>,
+    /// `--web-linger`: how long the page stays up after the run.
+    pub web_linger: Duration,
     /// How many times to run the scenario.
     pub runs: u32,
     /// `--threshold`s to judge the result by.
@@ -93,6 +97,8 @@ impl From<&OutputArgs> for Output {
             stream_stats: out.stream_stats.clone(),
             metrics_listen: out.metrics_listen.clone(),
             metrics_linger: out.metrics_linger,
+            web: out.web.clone(),
+            web_linger: out.web_linger,
             runs: out.runs,
             thresholds: out.threshold.clone(),
             record: Recording::of(out),

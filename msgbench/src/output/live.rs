@@ -1,7 +1,7 @@
 //! What a run shows while it is under way: once a second, one thread reads the run's
 //! [`Meter`] into a [`Tick`] and hands it to the live line on stderr (on a terminal, or with
 //! `--live`), to `--stream-stats` as one JSON line, to `--metrics-listen` as the page a scrape
-//! gets, and to the timeline kept for the result.
+//! gets, to `--web` as the live page's event, and to the timeline kept for the result.
 //! Nothing here runs on a load path; a slow terminal or file delays only this thread.
 
 use std::fs::File;
@@ -95,6 +95,8 @@ pub struct View {
     pub run: Option<(u32, u32)>,
     /// `--metrics-listen`: this run's side of the exposition.
     pub metrics: Option<Feed>,
+    /// `--web`: this run's side of the live page.
+    pub web: Option<crate::output::web::Feed>,
 }
 
 impl View {
@@ -182,6 +184,9 @@ fn watch(meter: &Arc<Meter>, mut view: View, done: &AtomicBool) -> Timeline {
             if let Some(m) = &mut view.metrics {
                 m.show(&tick, sampler.totals(), finished);
             }
+            if let Some(w) = &mut view.web {
+                w.show(&tick, sampler.totals(), &sampler.clients(), finished);
+            }
             if ticks.len() < MAX_TICKS {
                 ticks.push(tick);
             } else {
@@ -191,6 +196,9 @@ fn watch(meter: &Arc<Meter>, mut view: View, done: &AtomicBool) -> Timeline {
         if finished {
             if let Some(m) = &mut view.metrics {
                 m.finish();
+            }
+            if let Some(w) = &mut view.web {
+                w.finish();
             }
             break;
         }
@@ -264,6 +272,7 @@ mod tests {
             scenario: "pub",
             run: None,
             metrics: None,
+            web: None,
         };
         let live = Live::start(Arc::clone(&meter), view);
         let c = meter.client(Role::Pub, 0, false);
@@ -306,6 +315,7 @@ mod tests {
             scenario: "request",
             run: None,
             metrics: None,
+            web: None,
         };
         let live = Live::start(Arc::clone(&meter), view);
         let c = meter.client(Role::Pub, 0, false);

@@ -5,4 +5,5 @@
 pub mod dest;
 pub mod live;
 pub mod metrics;
+pub mod web;
 pub mod write;

@@ -128,7 +128,7 @@ fn answer(mut stream: TcpStream, board: &Board) {
 /// Reads up to the blank line that ends a request's head (anything after it, a body, is
 /// ignored: a scrape has none); `None` if the client stops first or takes too long. A head
 /// longer than [`MAX_HEAD`] is returned as it is, to be refused.
-fn read_head(stream: &mut TcpStream) -> Option<Vec<u8>> {
+pub(crate) fn read_head(stream: &mut TcpStream) -> Option<Vec<u8>> {
     let mut head = Vec::with_capacity(512);
     let mut buf = [0u8; 1024];
     loop {
@@ -189,7 +189,13 @@ fn route(head: &[u8]) -> Route {
 }
 
 /// Writes a whole response; true when all of it went out. The caller closes the connection.
-fn respond(stream: &mut TcpStream, status: &str, ctype: &str, length: usize, body: &[u8]) -> bool {
+pub(crate) fn respond(
+    stream: &mut TcpStream,
+    status: &str,
+    ctype: &str,
+    length: usize,
+    body: &[u8],
+) -> bool {
     let allow = if status.starts_with("405") {
         "Allow: GET, HEAD\r\n"
     } else {

@@ -13,7 +13,7 @@
 
 mod agents;
 mod exposition;
-mod http;
+pub(crate) mod http;
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -123,7 +123,7 @@ impl Drop for Metrics {
 }
 
 /// Why an address cannot be listened on, in the user's terms.
-fn why(e: &std::io::Error) -> String {
+pub(crate) fn why(e: &std::io::Error) -> String {
     use std::io::ErrorKind as K;
     match e.kind() {
         K::AddrInUse => "the address is already in use".into(),

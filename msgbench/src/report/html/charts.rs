@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use super::model::{percentile_label, percentile_x, CalInput, Input, Tick, TickLatency};
+use super::model::{percentile_label, percentile_x, CalInput, Input, Tick, TickLatency, Timeline};
 use super::page::figure;
 use super::svg::{self, esc, num};
 use super::tables::Unit;
@@ -232,7 +232,13 @@ fn time_axis(ticks: &[Tick]) -> svg::Axis {
 /// P50, P99 and max of each tick with latency. Log y, for the same reason as the percentile
 /// chart: a tick's max is often many times its median.
 pub(super) fn latency_timeline(r: &Input) -> Option<String> {
-    let t = r.run.timeline.as_ref()?;
+    latency_over_time(r.run.timeline.as_ref()?, &r.label, &[])
+}
+
+/// [`latency_timeline`] of a timeline and its label: the report's chart of a result, and the
+/// live page's of a run under way, which also draws the run's SLOs (`slos`, as
+/// `--threshold` takes them) on the series they bound: P50, P99 and max.
+pub(super) fn latency_over_time(t: &Timeline, label: &str, slos: &[String]) -> Option<String> {
     if !t.ticks.iter().any(|k| k.latency.is_some()) {
         return None;
     }
@@ -265,9 +271,25 @@ pub(super) fn latency_timeline(r: &Input) -> Option<String> {
                 .collect(),
         })
         .collect();
+    let refs: Vec<svg::RefLine> = slos
+        .iter()
+        .filter_map(|expr| {
+            let t = crate::gate::parse(expr).ok()?;
+            let (_, _, color, _) = picks
+                .iter()
+                .find(|(id, ..)| id.to_ascii_lowercase() == t.metric().name())?;
+            Some(svg::RefLine {
+                y: t.limit(),
+                label: format!("SLO {t}"),
+                style: svg::RefStyle::Limit(color),
+            })
+        })
+        .collect();
+    // The SLO lines are on the scale too, so a run well under its SLO shows how far under.
     let ys = lines
         .iter()
-        .flat_map(|l| l.points.iter().flatten().map(|p| p.y));
+        .flat_map(|l| l.points.iter().flatten().map(|p| p.y))
+        .chain(refs.iter().map(|r| r.y));
     let (lo, hi) = ys.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
         (lo.min(v.max(1.0)), hi.max(v))
     });
@@ -275,22 +297,22 @@ pub(super) fn latency_timeline(r: &Input) -> Option<String> {
     let chart = svg::Chart {
         kind: "latency-timeline",
         wide: false,
-        input: Some(r.label.clone()),
-        title: format!("Latency over time: {}", r.label),
+        input: Some(label.to_string()),
+        title: format!("Latency over time: {label}"),
     };
     let mut caption = format!(
         "Each step is one {} interval of {}, corrected latency of the messages that arrived \
          in it, to within 2 %. Gaps: intervals in which no latency was measured (warm-up, \
          nothing arrived).",
         format::secs(t.interval_s),
-        esc(&r.label)
+        esc(label)
     );
     if t.truncated {
         caption
             .push_str(" The run outlasted what the timeline keeps; later intervals are not shown.");
     }
     Some(figure(
-        &svg::lines(&chart, &time_axis(&t.ticks), &y, &lines, &[], &[]),
+        &svg::lines(&chart, &time_axis(&t.ticks), &y, &lines, &refs, &[]),
         &caption,
         false,
     ))
@@ -305,7 +327,12 @@ const PARTIAL: f64 = 0.98;
 /// the last message was counted: its rate is over its own length (as every tick's is), and
 /// its point is a ring, so that a short tail is not read as a whole interval.
 pub(super) fn throughput_timeline(r: &Input) -> Option<String> {
-    let t = r.run.timeline.as_ref()?;
+    throughput_over_time(r.run.timeline.as_ref()?, &r.label)
+}
+
+/// [`throughput_timeline`] of a timeline and its label: the report's chart of a result, and
+/// the live page's of a run under way.
+pub(super) fn throughput_over_time(t: &Timeline, label: &str) -> Option<String> {
     let last = t.ticks.last()?;
     let partial = (last.span_s < PARTIAL * t.interval_s).then_some(last.t_s);
     let n = t.clients.len();
@@ -382,14 +409,14 @@ pub(super) fn throughput_timeline(r: &Input) -> Option<String> {
     let chart = svg::Chart {
         kind: "throughput-timeline",
         wide: false,
-        input: Some(r.label.clone()),
-        title: format!("Throughput over time: {}", r.label),
+        input: Some(label.to_string()),
+        title: format!("Throughput over time: {label}"),
     };
     let mut caption = if per_client {
         format!(
             "Messages per second of each client of {}, per {} interval (a client's count in \
              the interval over its length).",
-            esc(&r.label),
+            esc(label),
             format::secs(t.interval_s)
         )
     } else {
@@ -397,7 +424,7 @@ pub(super) fn throughput_timeline(r: &Input) -> Option<String> {
             "Messages per second sent and received by all {} clients of {} together, per {} \
              interval.",
             n,
-            esc(&r.label),
+            esc(label),
             format::secs(t.interval_s)
         )
     };

@@ -42,10 +42,14 @@ mod tables;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use page::{CSS, JS};
+
 #[cfg(test)]
 use page::json_in_script;
 #[cfg(test)]
 use svg::{esc, num};
+
+use serde::Deserialize;
 
 use super::{Doc, DocKind};
 use crate::cli::ReportArgs;
@@ -115,6 +119,36 @@ fn plural(n: usize, what: &str) -> String {
         _ if what.ends_with("ch") => format!("{n} {what}es"),
         _ => format!("{n} {what}s"),
     }
+}
+
+/// The charts of a run under way for the live page (`--web`): latency and throughput over
+/// time, drawn by the report's own code from `timeline` (a result's `timeline` section) so the
+/// page and the report are one design; the latency chart draws `slos` (as `--threshold`
+/// takes them) that bound its series. None of them before the timeline has a tick.
+pub fn live_charts(timeline: &serde_json::Value, label: &str, slos: &[String]) -> Vec<String> {
+    let Ok(t) = model::Timeline::deserialize(timeline) else {
+        return Vec::new();
+    };
+    [
+        charts::latency_over_time(&t, label, slos),
+        charts::throughput_over_time(&t, label),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// A capacity search's knee chart as far as it has got, for the live page (`--web`): the
+/// report's own chart of `capacity` (a capacity document, its probes so far); none before a
+/// probe has a point to draw.
+pub fn live_knee(capacity: &serde_json::Value, label: &str) -> Option<String> {
+    let doc = Doc {
+        path: label.into(),
+        name: label.into(),
+        kind: DocKind::Capacity,
+        value: capacity.clone(),
+    };
+    knee_chart::capacity_knee(&CapInput::read(&doc, label.to_string()).ok()?)
 }
 
 /// The whole page for `docs`, in the order given.

@@ -19,8 +19,9 @@ use super::svg::esc;
 use super::tables::{environment, summary};
 use crate::format;
 
-const CSS: &str = include_str!("report.css");
-const JS: &str = include_str!("report.js");
+/// The report's style and script, which the live page (`--web`) uses too: one design.
+pub(crate) const CSS: &str = include_str!("report.css");
+pub(crate) const JS: &str = include_str!("report.js");
 
 /// JSON safe inside `<script type="application/json">`: `<`, `>` and `&` only occur inside
 /// JSON strings, where their `\u` escapes mean the same, so no `</script`, `<!--` or entity

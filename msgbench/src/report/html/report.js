@@ -1,7 +1,8 @@
 // msgbench report: the page's only script. It toggles a chart's series from its legend (click,
 // Enter or Space); everything else, values on hover included (SVG <title>), works without it.
 // It reads nothing from the inputs: series are matched by comparing attribute values, never by
-// building a selector or code out of them.
+// building a selector or code out of them. It listens on the document, not on each legend, so
+// that charts put in later (the live page redraws its charts every second) toggle too.
 (function () {
   'use strict';
 
@@ -21,18 +22,22 @@
     }
   }
 
-  var items = document.querySelectorAll('svg.chart .legend-item');
-  for (var i = 0; i < items.length; i++) {
-    (function (item) {
-      item.addEventListener('click', function () {
-        toggle(item);
-      });
-      item.addEventListener('keydown', function (e) {
-        if (e.key === 'Enter' || e.key === ' ') {
-          e.preventDefault();
-          toggle(item);
-        }
-      });
-    })(items[i]);
+  function legendItem(e) {
+    var t = e.target;
+    return t && t.closest ? t.closest('svg.chart .legend-item') : null;
   }
+
+  document.addEventListener('click', function (e) {
+    var item = legendItem(e);
+    if (item) {
+      toggle(item);
+    }
+  });
+  document.addEventListener('keydown', function (e) {
+    var item = legendItem(e);
+    if (item && (e.key === 'Enter' || e.key === ' ')) {
+      e.preventDefault();
+      toggle(item);
+    }
+  });
 })();

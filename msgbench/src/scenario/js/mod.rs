@@ -23,6 +23,7 @@ mod consumed;
 mod durability;
 mod options;
 mod params;
+mod pubflags;
 mod publish;
 mod stream;
 mod streamflags;

@@ -9,10 +9,10 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::args::{JsConsumeArgs, JsPubArgs, KvArgs};
+use super::pubflags::{check_persist, dedup, fast_flow, persist_mode, window, DEFAULT_WINDOW};
 use super::streamflags::{check_captured, check_name, setup, stream_configs};
 use crate::cli::{JsPubMode, KeyOrder, Persist, Publish, Storage};
 use crate::engine::jsapi::{Setup, StreamConfig};
-use crate::engine::jsfast::{FastFlow, MAX_FLOW};
 use crate::engine::jsframe::{JsFraming, MAX_BATCH};
 use crate::engine::load::Keys;
 use crate::engine::pace::{Pace, Stop};
@@ -21,12 +21,7 @@ use crate::error::{Error, Result};
 use crate::options::conn::ConnOptions;
 use crate::options::{server_choice, Output, ServerChoice};
 use crate::scenario::request::RequestOptions;
-use crate::wire::stamp::{self, SEQ_LEN};
-
-/// The server's limit on atomic batches in flight per stream.
-const MAX_BATCHES_PER_STREAM: u64 = 50;
-/// Unacknowledged publishes a publisher keeps by default in async mode.
-const DEFAULT_WINDOW: u64 = 256;
+use crate::wire::stamp::SEQ_LEN;
 
 #[derive(Debug, Clone)]
 pub struct JsPubOptions {
@@ -99,68 +94,6 @@ fn publishing(
     }
 }
 
-/// `--persist async` where the server allows it: file storage, one replica, no atomic batches.
-fn check_persist(persist: Persist, storage: Storage, replicas: u64, mode: JsPubMode) -> Result<()> {
-    if persist == Persist::Default {
-        return Ok(());
-    }
-    let why = if storage != Storage::File {
-        "needs --storage file (a memory stream has no file to write later)"
-    } else if replicas > 1 {
-        "needs --replicas 1 (the server does not persist a replicated stream asynchronously)"
-    } else if mode == JsPubMode::Batch {
-        "cannot be used with --mode batch (the server refuses atomic batches on such a stream)"
-    } else {
-        return Ok(());
-    };
-    Err(Error::flag("--persist", persist.as_str(), why))
-}
-
-/// The stream configuration's `persist_mode`: empty (not sent) for the server's default.
-fn persist_mode(persist: Persist) -> String {
-    match persist {
-        Persist::Default => String::new(),
-        Persist::Async => "async".into(),
-    }
-}
-
-/// `--batch` and `--max-outstanding-acks` as fast mode's flow; `None` in other modes, where
-/// `--max-outstanding-acks` is refused.
-fn fast_flow(a: &JsPubArgs, batch: u64) -> Result<Option<FastFlow>> {
-    if a.mode != JsPubMode::Fast {
-        if let Some(n) = a.max_outstanding_acks {
-            return Err(Error::flag(
-                "--max-outstanding-acks",
-                &n.to_string(),
-                "applies to --mode fast",
-            ));
-        }
-        return Ok(None);
-    }
-    if !(1..=MAX_FLOW).contains(&batch) {
-        return Err(Error::flag(
-            "--batch",
-            &batch.to_string(),
-            format!(
-                "must be 1 to {MAX_FLOW} in fast mode (the server acknowledges at least every \
-                 {MAX_FLOW} messages)"
-            ),
-        ));
-    }
-    let outstanding = a.max_outstanding_acks.unwrap_or(2);
-    if !(1..=u64::from(u16::MAX)).contains(&outstanding) {
-        return Err(Error::flag(
-            "--max-outstanding-acks",
-            &outstanding.to_string(),
-            format!("must be 1 to {}", u16::MAX),
-        ));
-    }
-    Ok(Some(FastFlow {
-        flow: batch as u16,
-        outstanding: outstanding as u16,
-    }))
-}
-
 impl JsPubOptions {
     /// # Errors
     /// [`Error::Usage`] naming the flag whose value cannot work.
@@ -220,79 +153,8 @@ impl JsPubOptions {
                 ),
             ));
         }
-        let window = match (mode, a.max_in_flight) {
-            (JsPubMode::Sync, Some(n)) => {
-                return Err(Error::flag(
-                    "--max-in-flight",
-                    &n.to_string(),
-                    "applies to --mode async or batch (sync waits for each acknowledgement)",
-                ))
-            }
-            (JsPubMode::Sync, None) => 1,
-            (JsPubMode::Fast, Some(n)) => {
-                return Err(Error::flag(
-                    "--max-in-flight",
-                    &n.to_string(),
-                    "applies to --mode async or batch (fast mode's window is --batch × \
-                     --max-outstanding-acks)",
-                ))
-            }
-            (JsPubMode::Fast, None) => {
-                let f = fast.expect("fast mode has its flow");
-                if a.dedup {
-                    return Err(Error::Usage(
-                        "--dedup applies to --mode sync, async or batch (fast mode sends no \
-                         message ids)"
-                            .into(),
-                    ));
-                }
-                if u64::from(a.clients) != a.streams {
-                    return Err(Error::flag(
-                        "--clients",
-                        &a.clients.to_string(),
-                        format!(
-                            "fast mode needs a stream per publisher (--streams {}): its \
-                             acknowledgements count batch messages, not stream sequences",
-                            a.clients
-                        ),
-                    ));
-                }
-                u64::from(f.flow) * u64::from(f.outstanding)
-            }
-            (JsPubMode::Batch, n) => {
-                let n = n.unwrap_or(1);
-                let per_stream = u64::from(a.clients).div_ceil(a.streams) * n;
-                if per_stream > MAX_BATCHES_PER_STREAM {
-                    return Err(Error::flag(
-                        "--max-in-flight",
-                        &n.to_string(),
-                        format!(
-                            "puts {per_stream} batches in flight on a stream; the server allows \
-                             {MAX_BATCHES_PER_STREAM}"
-                        ),
-                    ));
-                }
-                n
-            }
-            (_, n) => n.unwrap_or(DEFAULT_WINDOW),
-        };
-        let dedup = match (&a.msg_id_prefix, a.dedup) {
-            (Some(p), _) => {
-                if p.is_empty()
-                    || p.len() > 64
-                    || !p.bytes().all(|b| b.is_ascii_graphic() && b != b':')
-                {
-                    return Err(Error::flag(
-                        "--msg-id-prefix",
-                        p,
-                        "must be 1 to 64 printable characters without ':'",
-                    ));
-                }
-                Some(p.clone())
-            }
-            (None, true) => Some(format!("{:04x}", stamp::new_run_tag())),
-            (None, false) => None,
-        };
+        let window = window(a, fast)?;
+        let dedup = dedup(a)?;
         let spread = (a.streams > 1).then_some(a.streams as u32);
         let mut streams = stream_configs(&a.target, spread)?;
         let persist = a.persist.unwrap_or(Persist::Default);

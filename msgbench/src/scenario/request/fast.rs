@@ -171,32 +171,11 @@ pub(super) fn fast_loop(
                 return Flow::Continue;
             }
             let now = Instant::now();
-            let recv_ns = now.saturating_duration_since(zero).as_nanos() as u64;
             heard = now;
             pinged = false;
-            match jsfast::read_reply(m.payload) {
-                Reply::Flow { seq, msgs: every } => {
-                    b.started = true;
-                    flow = u64::from(every.max(1));
-                    let upto = seq.min(b.sent);
-                    acknowledge(r, &mut b, upto, recv_ns, now);
-                }
-                // The PubAck that follows says where the batch ended.
-                Reply::Gap => {}
-                Reply::Refused { kind, .. } => r.errors.add(kind),
-                Reply::Done(ack) => {
-                    let failed_first = matches!(ack, Ack::Failed(_)) && b.acked == 0;
-                    committed(r, &mut b, ack, recv_ns, now);
-                    let next_m = b.first_m + b.sent;
-                    b = Batch::new(b.n + 1, next_m, room);
-                    flow = u64::from(spec.flow.flow);
-                    if failed_first {
-                        // The server refuses the batch outright (a stream that does not allow
-                        // it, say): trying again would be refused again.
-                        gave_up = true;
-                    }
-                }
-            }
+            let a = answer(m.payload, &mut b, r, spec, room, now);
+            flow = a.flow.unwrap_or(flow);
+            gave_up |= a.refused;
             Flow::Continue
         }
         Event::Tick => {
@@ -300,6 +279,52 @@ pub(super) fn fast_loop(
         send_lag: None,
         write_blocked: None,
     }
+}
+
+/// What one reply to the open batch changes.
+struct Answered {
+    /// The flow the server asks for from now on: a flow acknowledgement's, or the one asked
+    /// for, for the batch that a PubAck's end opens.
+    flow: Option<u64>,
+    /// The server refused the batch outright (a stream that does not allow it, say): trying
+    /// again would be refused again.
+    refused: bool,
+}
+
+/// Takes one reply to the open batch: a flow acknowledgement covers messages up to its
+/// sequence, a gap is told by the PubAck that follows it, a refusal is counted by kind, and
+/// the PubAck ends the batch and opens the next.
+fn answer(
+    payload: &[u8],
+    b: &mut Batch,
+    r: &mut Replies<'_>,
+    spec: &FastSpec<'_>,
+    room: usize,
+    now: Instant,
+) -> Answered {
+    let recv_ns = now.saturating_duration_since(spec.zero).as_nanos() as u64;
+    let mut a = Answered {
+        flow: None,
+        refused: false,
+    };
+    match jsfast::read_reply(payload) {
+        Reply::Flow { seq, msgs: every } => {
+            b.started = true;
+            a.flow = Some(u64::from(every.max(1)));
+            let upto = seq.min(b.sent);
+            acknowledge(r, b, upto, recv_ns, now);
+        }
+        Reply::Gap => {}
+        Reply::Refused { kind, .. } => r.errors.add(kind),
+        Reply::Done(ack) => {
+            a.refused = matches!(ack, Ack::Failed(_)) && b.acked == 0;
+            committed(r, b, ack, recv_ns, now);
+            let next_m = b.first_m + b.sent;
+            *b = Batch::new(b.n + 1, next_m, room);
+            a.flow = Some(u64::from(spec.flow.flow));
+        }
+    }
+    a
 }
 
 /// Appends the end-of-batch commit (one past the last message sent).
