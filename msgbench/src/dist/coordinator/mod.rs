@@ -3,22 +3,22 @@
 //! subscribers' agents, shows the progress, and merges and concludes the results. An agent that
 //! goes silent for the run's `--timeout` is named, the others are told to stop, and what they
 //! measured is still written, with an exit status of its own. Finding the agents and running
-//! plans on them, once or many times, is the fleet's (fleet.rs).
+//! plans on them, once or many times, is the fleet's (fleet.rs); following the run turn by
+//! turn is follow.rs's.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 use crate::control::clock::{self, Offset};
-use crate::control::msg::{
-    self, Abort, Answer, Assignment, Heartbeat, Lease, Published, Report, Segment, Start,
-};
+use crate::control::msg::{self, Abort, Answer, Assignment, Heartbeat, Lease, Report, Segment};
 use crate::control::signed::{self, Signed, Signer};
 use crate::control::{bus, Bus};
 use crate::error::{Error, Result};
 use crate::options::ServerChoice;
 use crate::plan::Validated;
 use crate::result::{AgentEntry, AgentStatus, RunResult, ServerMeta};
+
+mod follow;
 
 /// How often agents report progress and the coordinator renews the lease.
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
@@ -274,218 +274,6 @@ impl Coordinated<'_> {
         };
         self.validated.conclude(&mut result, target.as_ref())?;
         Ok(result)
-    }
-
-    /// Reads the agents' reports until every agent is done or missing.
-    fn follow(
-        &self,
-        run: &str,
-        reports: &std::sync::mpsc::Receiver<crate::control::Inbound>,
-        tracked: &mut [Tracked],
-        mut metrics: Option<&mut crate::output::metrics::AgentsFeed>,
-        mut page: Option<&mut crate::output::web::AgentsFeed>,
-        stop: &AtomicBool,
-    ) {
-        let mut started = false;
-        let mut overdue_at: Option<Instant> = None;
-        let mut relayed = false;
-        let mut aborted: Option<Instant> = None;
-        let mut board = super::progress::Board::default();
-        let abort_all = |tracked: &[Tracked], why: &str| {
-            for t in tracked
-                .iter()
-                .filter(|t| t.done.is_none() && t.missing.is_none())
-            {
-                self.send(
-                    &t.hb.name,
-                    "abort",
-                    run,
-                    &Abort {
-                        run: run.into(),
-                        reason: why.into(),
-                    },
-                );
-            }
-        };
-        loop {
-            if tracked
-                .iter()
-                .all(|t| t.done.is_some() || t.missing.is_some())
-            {
-                break;
-            }
-            while let Ok(m) = self.heartbeats.try_recv() {
-                if let Ok(hb) = serde_json::from_slice::<Heartbeat>(&m.payload) {
-                    if let Some(t) = tracked.iter_mut().find(|t| t.hb.name == hb.name) {
-                        if t.missing.is_none() {
-                            t.heard = Instant::now();
-                        }
-                    }
-                }
-            }
-            match reports.recv_timeout(Duration::from_millis(50)) {
-                Ok(m) => {
-                    if let Ok(r) = serde_json::from_slice::<Report>(&m.payload) {
-                        self.take(r, tracked, &mut board);
-                    }
-                }
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => {
-                    for t in tracked.iter_mut().filter(|t| t.done.is_none()) {
-                        t.missing = Some("the coordinator lost its control connection".into());
-                    }
-                    break;
-                }
-            }
-            if !started && tracked.iter().all(|t| t.ready) {
-                let rtt = tracked.iter().map(|t| t.clock.rtt_ns).max().unwrap_or(0);
-                let at = clock::now_ns() + (4 * rtt as i64).max(300_000_000);
-                for t in tracked.iter() {
-                    self.send(
-                        &t.hb.name,
-                        "start",
-                        run,
-                        &Start {
-                            run: run.into(),
-                            at_ns: at + t.clock.offset_ns,
-                        },
-                    );
-                }
-                started = true;
-                // A run for a duration has a time by which every agent should be done: an
-                // agent still at it well after is hung, though its heartbeats go on.
-                if let Some(d) = self.duration() {
-                    let ahead = Duration::from_nanos((at - clock::now_ns()).max(0) as u64);
-                    overdue_at = Some(Instant::now() + ahead + d + 2 * self.silent_limit);
-                }
-            }
-            if !relayed
-                && tracked
-                    .iter()
-                    .filter(|t| t.seg.pubs > 0)
-                    .all(|t| t.published.is_some())
-            {
-                let mut sent = vec![0u64; tracked.first().map_or(0, |t| t.seg.pubs_total as usize)];
-                for t in tracked.iter() {
-                    for (i, n) in t.published.iter().flatten().enumerate() {
-                        sent[t.seg.pub_base as usize + i] = *n;
-                    }
-                }
-                for t in tracked.iter() {
-                    self.send(
-                        &t.hb.name,
-                        "published",
-                        run,
-                        &Published {
-                            run: run.into(),
-                            sent: sent.clone(),
-                        },
-                    );
-                }
-                relayed = true;
-            }
-            for t in tracked
-                .iter_mut()
-                .filter(|t| t.done.is_none() && t.missing.is_none())
-            {
-                if t.heard.elapsed() > self.silent_limit {
-                    eprintln!(
-                        "error: agent {} has been silent for {}; telling the others to stop",
-                        t.hb.name,
-                        humantime::format_duration(Duration::from_millis(
-                            t.heard.elapsed().as_millis() as u64
-                        ))
-                    );
-                    t.missing = Some(format!(
-                        "silent for more than {} (it died, hung or lost the control server)",
-                        humantime::format_duration(self.silent_limit)
-                    ));
-                }
-            }
-            // An agent that failed leaves the others waiting for it (its start, its counts):
-            // they are stopped as for a missing one.
-            if aborted.is_none() && overdue_at.is_some_and(|at| Instant::now() > at) {
-                for t in tracked.iter_mut().filter(|t| t.done.is_none()) {
-                    // The run's length as its scenario reckons it (a `conns` run's is its opening,
-                    // hold and drain), not always a --duration typed.
-                    eprintln!(
-                        "error: agent {} is still running long after the run should have ended \
-                         ({} from the start); telling it to stop",
-                        t.hb.name,
-                        humantime::format_duration(self.duration().unwrap_or_default())
-                    );
-                }
-                abort_all(tracked, "the run is overdue");
-                aborted = Some(Instant::now());
-            }
-            let someone_missing = tracked
-                .iter()
-                .any(|t| t.missing.is_some() || matches!(t.done, Some((None, _))));
-            if aborted.is_none() && (someone_missing || stop.load(Ordering::Relaxed)) {
-                abort_all(
-                    tracked,
-                    if someone_missing {
-                        "another agent failed or went missing"
-                    } else {
-                        "the coordinator was interrupted"
-                    },
-                );
-                aborted = Some(Instant::now());
-            }
-            // After an abort the others get one more --timeout to send what they measured.
-            if aborted.is_some_and(|at| at.elapsed() > self.silent_limit) {
-                for t in tracked
-                    .iter_mut()
-                    .filter(|t| t.done.is_none() && t.missing.is_none())
-                {
-                    t.missing = Some("no result after being told to stop".into());
-                }
-                break;
-            }
-            if self.live || self.stream.is_some() || metrics.is_some() || page.is_some() {
-                let running: Vec<&str> = tracked
-                    .iter()
-                    .filter(|t| t.done.is_none() && t.missing.is_none())
-                    .map(|t| t.hb.name.as_str())
-                    .collect();
-                let rows = board.rows(&running);
-                if self.live {
-                    super::progress::print(&rows);
-                }
-                if let Some(s) = self.stream {
-                    let mut s = s.lock().unwrap_or_else(|p| p.into_inner());
-                    for row in &rows {
-                        s.write_line(&super::progress::Line {
-                            scenario: self.scenario,
-                            run: self.run_k,
-                            row,
-                        });
-                    }
-                }
-                // Published again when an agent finishes or goes missing, too.
-                if let Some(m) = metrics.as_deref_mut() {
-                    m.show(board.figures(|a| standing(tracked, a), false));
-                }
-                if let Some(p) = page.as_deref_mut() {
-                    p.show(
-                        &board.figures(|a| standing(tracked, a), false),
-                        &agent_info(tracked),
-                        false,
-                    );
-                }
-            }
-        }
-        if metrics.is_some() || page.is_some() {
-            // Every second not shown yet (a run cut short leaves some), then the final figures.
-            board.rows(&[]);
-            let last = board.figures(|a| standing(tracked, a), true);
-            if let Some(p) = page {
-                p.show(&last, &agent_info(tracked), true);
-            }
-            if let Some(m) = metrics {
-                m.show(last);
-            }
-        }
     }
 
     /// The run's length when it is given as a duration.
