@@ -166,21 +166,29 @@ enum Route {
     Refuse(&'static str),
 }
 
-/// What a request's head asks for. The query string is ignored (some scrapers add one).
-fn route(head: &[u8]) -> Route {
+/// The method and path (without its query string) of an HTTP/1 request's head; none for one
+/// that is not a request line of three parts.
+pub(crate) fn request_line(head: &[u8]) -> Option<(String, String)> {
     let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
     let line = String::from_utf8_lossy(line);
     let mut parts = line.trim_end_matches('\r').split(' ');
     let (Some(method), Some(target), Some(version), None) =
         (parts.next(), parts.next(), parts.next(), parts.next())
     else {
+        return None;
+    };
+    let path = target.split('?').next().unwrap_or_default();
+    version
+        .starts_with("HTTP/1.")
+        .then(|| (method.to_string(), path.to_string()))
+}
+
+/// What a request's head asks for. The query string is ignored (some scrapers add one).
+fn route(head: &[u8]) -> Route {
+    let Some((method, path)) = request_line(head).filter(|_| head.len() <= MAX_HEAD) else {
         return Route::Refuse("400 Bad Request");
     };
-    if !version.starts_with("HTTP/1.") || head.len() > MAX_HEAD {
-        return Route::Refuse("400 Bad Request");
-    }
-    let path = target.split('?').next().unwrap_or_default();
-    match (method, path) {
+    match (method.as_str(), path.as_str()) {
         ("GET", "/metrics") => Route::Metrics { with_body: true },
         ("HEAD", "/metrics") => Route::Metrics { with_body: false },
         (_, "/metrics") => Route::Refuse("405 Method Not Allowed"),

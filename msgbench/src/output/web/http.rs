@@ -13,7 +13,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::{page, Hub, State, POLL};
-use crate::output::metrics::http::{read_head, respond};
+use crate::output::metrics::http::{read_head, request_line, respond};
 
 /// Connections served at once; more are answered 503, so a crowd cannot cost the run threads.
 const MAX_CONNECTIONS: usize = 16;
@@ -80,20 +80,12 @@ enum Route {
 }
 
 fn route(head: &[u8]) -> Route {
-    let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
-    let line = String::from_utf8_lossy(line);
-    let mut parts = line.trim_end_matches('\r').split(' ');
-    let (Some(method), Some(target), Some(version), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
+    let Some((method, path)) = request_line(head) else {
         return Route::Refuse("400 Bad Request");
     };
-    if !version.starts_with("HTTP/1.") {
-        return Route::Refuse("400 Bad Request");
-    }
-    let path = target.split('?').next().unwrap_or_default();
+    let path = path.as_str();
     let known = matches!(path, "/" | "/events" | "/result.json" | "/report.html");
-    match (method, path) {
+    match (method.as_str(), path) {
         ("GET", "/") => Route::Page,
         ("GET", "/events") => Route::Events,
         ("GET", "/result.json") => Route::Json,
