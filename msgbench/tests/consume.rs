@@ -385,6 +385,14 @@ fn consume_and_kv_bad_input_names_the_flag() {
             "--purge",
         ),
         (vec!["js", "consume", "--publish", "later"], "--publish"),
+        (
+            vec!["js", "consume", "--publish", "none", "--create"],
+            "--create",
+        ),
+        (
+            vec!["js", "consume", "--publish", "none", "--storage", "file"],
+            "--storage",
+        ),
         (vec!["js", "consume", "--msgs", "0"], "--msgs"),
         (vec!["kv", "put", "--history", "65"], "--history"),
         (vec!["kv", "get", "--keys", "0"], "--keys"),

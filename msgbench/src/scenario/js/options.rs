@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::args::{JsConsumeArgs, JsPubArgs, KvArgs};
 use super::pubflags::{check_persist, dedup, fast_flow, persist_mode, window, DEFAULT_WINDOW};
-use super::streamflags::{check_captured, check_name, setup, stream_configs};
+use super::streamflags::{check_captured, check_name, given, setup, stream_configs};
 use crate::cli::{JsPubMode, KeyOrder, Persist, Publish, Storage};
 use crate::engine::jsapi::{Setup, StreamConfig};
 use crate::engine::jsframe::{JsFraming, MAX_BATCH};
@@ -300,6 +300,12 @@ impl JsConsumeOptions {
                 None => ("--rate", a.rate.to_string()),
             };
             return Err(Error::flag(flag, &value, "applies to --publish live"));
+        }
+        if let (Source::Stream, Some(flag)) = (source, given(&a.target)) {
+            return Err(Error::Usage(format!(
+                "{flag} asks for a stream msgbench makes; --publish none consumes the stream as \
+                 it is (give --publish before or live to have msgbench make and fill it)"
+            )));
         }
         if source == Source::Stream && a.target.purge {
             return Err(Error::Usage(

@@ -73,18 +73,25 @@ pub(super) fn stream_configs(t: &StreamArgs, spread: Option<u32>) -> Result<Vec<
 /// How the run comes by its streams: as found, unless a stream setting (`more`: one its
 /// command declares besides the common ones, such as `--persist`) or `--create` was given.
 pub(super) fn setup(t: &StreamArgs, more: bool) -> Setup {
-    let given = more
-        || t.create
-        || !t.subjects.is_empty()
-        || t.storage.is_some()
-        || t.replicas.is_some()
-        || t.max_bytes.is_some()
-        || t.discard.is_some();
-    if given {
+    if more || given(t).is_some() {
         Setup::Create
     } else {
         Setup::AsFound
     }
+}
+
+/// The first of the common stream settings (or `--create`) that was given, by its flag.
+pub(super) fn given(t: &StreamArgs) -> Option<&'static str> {
+    [
+        ("--create", t.create),
+        ("--subjects", !t.subjects.is_empty()),
+        ("--storage", t.storage.is_some()),
+        ("--replicas", t.replicas.is_some()),
+        ("--max-bytes", t.max_bytes.is_some()),
+        ("--discard", t.discard.is_some()),
+    ]
+    .into_iter()
+    .find_map(|(flag, on)| on.then_some(flag))
 }
 
 /// The publishers' subjects must be ones their streams capture (`options::capture`): checked here
