@@ -95,3 +95,40 @@ fn cluster_flags_that_cannot_work_are_named() {
         assert_eq!(err.lines().count(), 1, "{err}");
     }
 }
+
+/// `--nats-server` names the server msgbench starts itself; with a server list none is started,
+/// so the flag could not act and is refused. The same path from MSGBENCH_NATS_SERVER, which an
+/// environment may set for every run, is not.
+#[test]
+fn nats_server_with_a_server_list_is_refused() {
+    let out = run(&[
+        "pub",
+        "--server",
+        "nats://127.0.0.1:1",
+        "--nats-server",
+        "/nonexistent/nats-server",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--nats-server") && err.contains("--server"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+
+    let out = bin()
+        .args([
+            "pub",
+            "--server",
+            "nats://127.0.0.1:1",
+            "--msgs",
+            "1",
+            "--no-progress",
+        ])
+        .env("MSGBENCH_NATS_SERVER", "/nonexistent/nats-server")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(4), "not refused, no server: {err}");
+    assert!(!err.contains("--nats-server"), "{err}");
+}

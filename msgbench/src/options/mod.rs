@@ -176,6 +176,18 @@ pub fn server_choice(conn: &ConnArgs) -> Result<ServerChoice> {
         (_, Some(ctx)) => (Some(ctx.as_str()), "--context"),
         _ => (None, "--server"),
     };
+    if let (Some(_), Some(binary)) = (list, &conn.nats_server) {
+        // The binary starts the local server, and a server list means none is started. The
+        // variable may be set for every run in an environment, so only the flag is refused.
+        let from_env = std::env::var_os("MSGBENCH_NATS_SERVER").is_some_and(|v| *binary == v);
+        if !from_env {
+            return Err(Error::flag(
+                "--nats-server",
+                &binary.display().to_string(),
+                format!("names the server msgbench starts itself, and {flag} names servers to use instead"),
+            ));
+        }
+    }
     let mut choice = server_choice_from(list, flag, conn.nats_server.clone())?;
     match (&mut choice, conn.cluster) {
         (ServerChoice::Embedded { nodes, .. }, Some(n)) => *nodes = n,
