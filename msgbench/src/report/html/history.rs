@@ -184,19 +184,20 @@ fn quantile(xs: &[f64], q: f64) -> f64 {
     }
 }
 
-/// The segments between change points, as (first, last) run indices: a drift's own runs,
-/// moving from one level to the next, belong to no segment.
-fn segments(m: &MetricSeries) -> Vec<(usize, usize)> {
+/// The segments of `n` runs between change points given as (first run of the new level, first
+/// run of a drift's last step; equal for a step), as (first, last) run indices: a drift's own
+/// runs, moving from one level to the next, belong to no segment.
+fn segments(n: usize, changes: &[(usize, usize)]) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut start = 0;
-    for c in &m.changes {
-        if c.at.index > start {
-            out.push((start, c.at.index - 1));
+    for &(at, end) in changes {
+        if at > start {
+            out.push((start, at - 1));
         }
-        start = c.drift_until.as_ref().map_or(c.at.index, |d| d.index);
+        start = end;
     }
-    if start < m.runs.len() {
-        out.push((start, m.runs.len() - 1));
+    if start < n {
+        out.push((start, n - 1));
     }
     out
 }
@@ -256,7 +257,17 @@ fn chart(b: &Benchmark, m: &MetricSeries) -> String {
             })
         })
         .collect();
-    let levels: Vec<svg::Level> = segments(m)
+    let changes: Vec<(usize, usize)> = m
+        .changes
+        .iter()
+        .map(|c| {
+            (
+                c.at.index,
+                c.drift_until.as_ref().map_or(c.at.index, |d| d.index),
+            )
+        })
+        .collect();
+    let levels: Vec<svg::Level> = segments(n, &changes)
         .into_iter()
         .map(|(first, last)| {
             let mut vs: Vec<f64> = m.runs[first..=last].iter().map(|r| r.point.value).collect();
@@ -396,7 +407,16 @@ fn chart(b: &Benchmark, m: &MetricSeries) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{quantile, short_time};
+    use super::{quantile, segments, short_time};
+
+    #[test]
+    fn segments_lie_between_change_points_and_leave_a_drift_out() {
+        assert_eq!(segments(10, &[]), vec![(0, 9)]);
+        assert_eq!(segments(10, &[(4, 4)]), vec![(0, 3), (4, 9)]);
+        // A drift over runs 3..6: its runs are neither level.
+        assert_eq!(segments(10, &[(3, 6)]), vec![(0, 2), (6, 9)]);
+        assert_eq!(segments(5, &[(2, 2), (4, 4)]), vec![(0, 1), (2, 3), (4, 4)]);
+    }
 
     #[test]
     fn quartiles_interpolate_between_runs() {
