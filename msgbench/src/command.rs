@@ -53,7 +53,8 @@ pub enum Command {
     /// Run one scenario through several client libraries (the native engine and drivers in
     /// Go, Node.js, Python, Rust, Java) on one server and show them side by side.
     Compare(CompareCommand),
-    /// Turn result files (--json output) into one self-contained HTML report with charts.
+    /// Turn result files (--json output) into one self-contained HTML report with charts, or
+    /// draw the runs a history keeps over time (--history).
     Report(ReportArgs),
     /// Compare two result files metric by metric, with confidence intervals from their
     /// repeated runs (--runs), and optionally fail on a regression.

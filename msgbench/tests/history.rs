@@ -1,13 +1,21 @@
 //! `--record` and `msgbench history`, end to end against a real nats-server: runs recorded by
 //! two processes at once all land; a corrupt store costs the run nothing but one line (and,
 //! with `--record=required`, the exit status); flags that name a recorded run are refused
-//! without one; `history check` finds a regression planted among real runs.
+//! without one; `history check` finds a regression planted among real runs; `report
+//! --history` draws such a history, read back in a real headless Chromium (found, or its
+//! absence handled, as in `report.rs`).
 
+#[path = "report/browser.rs"]
+mod browser;
 mod support;
+#[path = "report/webdriver.rs"]
+mod webdriver;
 
 use std::path::Path;
 
+use serde_json::{json, Value};
 use support::{bin, run, stderr, TestServer};
+use webdriver::{browser_available, Browser};
 
 /// A short pub run against `url`, recorded into `db`, with `extra` flags.
 fn pub_args<'a>(url: &'a str, db: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
@@ -580,4 +588,268 @@ fn an_interrupted_run_is_not_recorded() {
         vec!["history: the run was interrupted, so it was not recorded"]
     );
     assert!(!db.exists() || count_runs(&db) == 0);
+}
+
+/// The history charts of the page as the browser has them: per chart, each run's marker (its
+/// data attributes and hover text), the change points, the levels and the whiskers.
+const COLLECT_HISTORY: &str = r#"
+const num = (s) => (s === null || s === undefined || s === '') ? null : Number(s);
+return [...document.querySelectorAll('svg.chart[data-chart="history"]')].map((svg) => ({
+  input: svg.dataset.input,
+  benchmark: svg.closest('div.benchmark').dataset.benchmark,
+  points: [...svg.querySelectorAll('g.series circle.pt')].map((c) => ({
+    run: c.dataset.run, index: Number(c.dataset.index), value: Number(c.dataset.value),
+    hover: c.querySelector('title').textContent,
+  })),
+  changes: [...svg.querySelectorAll('g.xref')].map((g) => ({
+    label: g.dataset.ref, at: Number(g.dataset.value), lo: num(g.dataset.lo),
+  })),
+  levels: [...svg.querySelectorAll('g.level')].map((g) => ({
+    value: Number(g.dataset.value), from: Number(g.dataset.from), to: Number(g.dataset.to),
+    lo: num(g.dataset.lo), hi: num(g.dataset.hi),
+  })),
+  whiskers: [...svg.querySelectorAll('path.whisker')].map((p) => ({
+    x: Number(p.dataset.x), min: Number(p.dataset.min), max: Number(p.dataset.max),
+  })),
+}));
+"#;
+
+/// Three real paced pub runs (the third repeated, `--runs 3`), then 20 planted runs at their
+/// level and 8 planted 30% slower, drawn by `report --history` and read back in Chromium: a
+/// marker per run, each hover naming its run and commit, the change point at the first slow
+/// run with its p-value, each segment's median as its level, and the repeated run's range.
+#[test]
+fn report_draws_a_history_with_its_change_point_in_a_real_browser() {
+    let s = TestServer::start();
+    let dir = support::scratch_dir("history-report");
+    let db = dir.join("h.db");
+    let db_s = db.to_str().unwrap();
+    // Paced at 1000/s, so the real runs' rates sit at one level on a busy machine too.
+    for (i, extra) in [&[][..], &[][..], &["--runs", "3"][..]].iter().enumerate() {
+        let label = format!("commit=real{i}");
+        let mut args = pub_args(
+            &s.url,
+            db_s,
+            &["--rate", "1000", "--record=required", "--label", &label],
+        );
+        args.extend_from_slice(extra);
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+    drop(s);
+    let c = rusqlite::Connection::open(&db).unwrap();
+    // The template is a single run's document, so planted rows claim no repeats.
+    let t = c
+        .query_row(
+            "SELECT benchmark, testbed, testbed_json, plan_json, result_json FROM runs
+             ORDER BY id LIMIT 1",
+            [],
+            |r| {
+                Ok(Template {
+                    benchmark: r.get(0)?,
+                    testbed: r.get(1)?,
+                    testbed_json: r.get(2)?,
+                    plan_json: r.get(3)?,
+                    result_json: r.get(4)?,
+                })
+            },
+        )
+        .unwrap();
+    let real: Vec<(String, f64, String)> = c
+        .prepare(
+            "SELECT r.run_id, m.value, r.result_json FROM runs r JOIN metrics m ON m.run = r.id
+             WHERE m.metric = 'msgs_per_sec' ORDER BY r.id",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(real.len(), 3);
+    let level = real[0].1;
+    let noise = [
+        0.01, -0.02, 0.015, -0.005, 0.0, 0.02, -0.01, 0.005, -0.015, 0.01,
+    ];
+    let mut slow = Vec::new();
+    for i in 0..28 {
+        let (id, v) = if i < 20 {
+            (format!("old{i}"), level * (1.0 + noise[i % noise.len()]))
+        } else {
+            let v = 0.7 * level * (1.0 + noise[(i + 3) % noise.len()]);
+            slow.push(v);
+            (format!("new{}", i - 20), v)
+        };
+        let at = format!("2099-01-01T00:{:02}:00Z", i);
+        plant(&c, &t, &id, &at, v, &id);
+    }
+    drop(c);
+
+    let html = dir.join("history.html");
+    let out = run(&["report", "--history", db_s, "-o", html.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!(
+            "report: wrote {} (1 benchmark, 31 runs from '{db_s}')\n",
+            html.display()
+        )
+    );
+    let text = std::fs::read_to_string(&html).unwrap();
+    for needle in ["src=\"http", "href=\"http", "src=\"//", "@import", "url("] {
+        assert!(!text.contains(needle), "the page refers out: {needle}");
+    }
+    let artifacts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    std::fs::write(artifacts.join("report-history.html"), &text).unwrap();
+
+    let Some(programs) = browser_available("report --history browser test", "history-browser")
+    else {
+        return;
+    };
+    let browser = Browser::start(&dir, &programs);
+    browser.resize(1280, 900);
+    browser.cmd(
+        "POST",
+        "/url",
+        Some(json!({"url": format!("file://{}", html.display())})),
+    );
+    let charts = browser.execute(COLLECT_HISTORY);
+    let console = browser.console();
+    let severe: Vec<&Value> = console.iter().filter(|l| l["level"] == "SEVERE").collect();
+    assert!(severe.is_empty(), "console errors: {severe:?}");
+    browser.screenshot(&artifacts.join("report-history.png"));
+    drop(browser);
+
+    // One chart of msgs_per_sec (a pub run stores no latency), of the one benchmark.
+    let charts = charts.as_array().unwrap();
+    let chart = charts
+        .iter()
+        .find(|c| c["input"] == format!("{}/msgs_per_sec", t.benchmark))
+        .unwrap_or_else(|| panic!("no msgs_per_sec chart: {charts:?}"));
+    assert_eq!(chart["benchmark"], t.benchmark.as_str());
+
+    // A marker per run, in time order, at its stored figure, its hover naming run and commit.
+    let points = chart["points"].as_array().unwrap();
+    assert_eq!(points.len(), 31);
+    let mut want: Vec<(String, f64, String)> = real
+        .iter()
+        .enumerate()
+        .map(|(i, (id, v, _))| (id.clone(), *v, format!("commit=real{i}")))
+        .collect();
+    for i in 0..28 {
+        let id = if i < 20 {
+            format!("old{i}")
+        } else {
+            format!("new{}", i - 20)
+        };
+        let v = if i < 20 {
+            level * (1.0 + noise[i % noise.len()])
+        } else {
+            slow[i - 20]
+        };
+        want.push((id.clone(), v, format!("commit={id}")));
+    }
+    for (i, (p, (id, v, commit))) in points.iter().zip(&want).enumerate() {
+        assert_eq!(p["index"], i, "{p}");
+        assert_eq!(p["run"], id.as_str(), "{p}");
+        assert_eq!(p["value"].as_f64().unwrap(), *v, "{p}");
+        let hover = p["hover"].as_str().unwrap();
+        assert!(
+            hover.contains(id.as_str()) && hover.lines().any(|l| l == commit),
+            "{hover}"
+        );
+    }
+
+    // The change point at the first slow run, with its size and p-value.
+    let changes = chart["changes"].as_array().unwrap();
+    let at_new0: Vec<&Value> = changes
+        .iter()
+        .filter(|c| points[c["at"].as_f64().unwrap() as usize]["run"] == "new0")
+        .collect();
+    assert_eq!(at_new0.len(), 1, "{changes:?}");
+    let label = at_new0[0]["label"].as_str().unwrap();
+    assert!(label.contains(", p ") && label.contains("new0"), "{label}");
+    let pct: f64 = label.split('%').next().unwrap().trim().parse().unwrap();
+    assert!((pct + 30.0).abs() < 3.0, "{label}");
+
+    // The last segment's level is the median of the slow runs, shaded across their middle half.
+    let levels = chart["levels"].as_array().unwrap();
+    let last = levels.last().unwrap();
+    assert_eq!(last["from"].as_f64().unwrap(), 23.0 - 0.4);
+    assert_eq!(last["to"].as_f64().unwrap(), 30.0 + 0.4);
+    slow.sort_by(f64::total_cmp);
+    let median = (slow[3] + slow[4]) / 2.0;
+    let got = last["value"].as_f64().unwrap();
+    assert!((got - median).abs() <= 1e-9 * median, "{got} vs {median}");
+    let (lo, hi) = (last["lo"].as_f64().unwrap(), last["hi"].as_f64().unwrap());
+    assert!(
+        slow[1] <= lo && lo <= median && median <= hi && hi <= slow[6],
+        "{last}"
+    );
+
+    // The repeated run's whisker spans its repeats' range, as its result records them.
+    let doc: Value = serde_json::from_str(&real[2].2).unwrap();
+    let reps: Vec<f64> = doc["runs"]["metrics"]["msgs_per_sec"]["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert_eq!(reps.len(), 3);
+    let whiskers = chart["whiskers"].as_array().unwrap();
+    assert_eq!(whiskers.len(), 1, "{whiskers:?}");
+    assert_eq!(whiskers[0]["x"], 2.0);
+    assert_eq!(
+        whiskers[0]["min"].as_f64().unwrap(),
+        reps.iter().copied().fold(f64::INFINITY, f64::min)
+    );
+    assert_eq!(
+        whiskers[0]["max"].as_f64().unwrap(),
+        reps.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+    );
+}
+
+/// `report --history` with what cannot be drawn: one line naming the file or flag, non-zero.
+#[test]
+fn report_history_refuses_bad_input_in_one_line() {
+    let dir = support::scratch_dir("history-report-bad");
+    let junk = dir.join("junk.db");
+    std::fs::write(&junk, vec![0x5a_u8; 8192]).unwrap();
+    let missing = dir.join("none.db");
+    let out_html = dir.join("out.html");
+    let (junk_s, missing_s, out_s) = (
+        junk.to_str().unwrap(),
+        missing.to_str().unwrap(),
+        out_html.to_str().unwrap(),
+    );
+    let cases: [(&[&str], i32, &[&str]); 5] = [
+        (&["--history", missing_s], 2, &["--history", "none.db"]),
+        (&["--history", junk_s], 1, &["not a readable database"]),
+        (
+            &["--history", junk_s, "r.json"],
+            2,
+            &["--history", "RESULT.json"],
+        ),
+        (
+            &["--benchmark", "abc", "r.json"],
+            2,
+            &["--benchmark", "--history"],
+        ),
+        (&["--all", "r.json"], 2, &["--all", "--history"]),
+    ];
+    for (args, code, needles) in cases {
+        let mut all = vec!["report"];
+        all.extend_from_slice(args);
+        all.extend(["-o", out_s]);
+        let out = run(&all);
+        let e = stderr(&out);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {e}");
+        assert_eq!(e.lines().count(), 1, "{args:?}: {e}");
+        assert!(e.starts_with("error: "), "{args:?}: {e}");
+        for n in needles {
+            assert!(e.contains(n), "{args:?}: {e}");
+        }
+        assert!(!out_html.exists(), "{args:?} wrote a page");
+        assert!(!missing.exists(), "{args:?} made a history");
+    }
 }

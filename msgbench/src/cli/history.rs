@@ -140,7 +140,7 @@ pub struct CheckArgs {
     pub tolerate: f64,
 }
 
-fn parse_at_least_4(s: &str) -> Result<u64, String> {
+pub(super) fn parse_at_least_4(s: &str) -> Result<u64, String> {
     match parse_count(s)? {
         n if n >= 4 => Ok(n),
         _ => Err("must be at least 4 runs".into()),
@@ -154,11 +154,31 @@ fn parse_window(s: &str) -> Result<u64, String> {
     }
 }
 
-fn parse_alpha(s: &str) -> Result<f64, String> {
+pub(super) fn parse_alpha(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(a) if a > 0.0 && a < 0.5 => Ok(a),
         _ => Err(format!(
             "'{s}' is not a significance level between 0 and 0.5"
         )),
     }
+}
+
+/// Which runs `report --history` draws: the series of `history check`, chosen by the same
+/// flags (all of them need `--history`).
+#[derive(Debug, Clone, Args)]
+pub struct ReportSeriesArgs {
+    /// Only this benchmark (default: every benchmark in the store, each on the testbed of its
+    /// newest run).
+    #[arg(long, value_name = "ID", requires = "history")]
+    pub benchmark: Option<String>,
+    /// Draw only the newest N runs of each series (default 200); --all for the whole history.
+    #[arg(long, value_name = "N", value_parser = parse_at_least_4, conflicts_with = "all",
+          requires = "history")]
+    pub last: Option<u64>,
+    /// Draw every stored run of each series.
+    #[arg(long, requires = "history")]
+    pub all: bool,
+    /// The significance level of the change points marked (default 0.01, as `history check`).
+    #[arg(long, value_name = "P", value_parser = parse_alpha, requires = "history")]
+    pub alpha: Option<f64>,
 }

@@ -24,8 +24,8 @@ mod shell;
 pub use agent::{AgentAction, AgentArgs, KeygenArgs};
 pub use capacity::SearchArgs;
 pub use history::{
-    CheckArgs, ExportArgs, ExportFormat, HistoryAction, HistoryArgs, ListArgs, SeriesArgs,
-    ShowArgs, StoreArgs, TrendArgs,
+    CheckArgs, ExportArgs, ExportFormat, HistoryAction, HistoryArgs, ListArgs, ReportSeriesArgs,
+    SeriesArgs, ShowArgs, StoreArgs, TrendArgs,
 };
 pub use modes::{
     BusyPoll, Discard, JsPubMode, KeyOrder, Persist, Publish, Record, Storage, Subscribe, Switch,
@@ -47,8 +47,19 @@ pub struct RunArgs {
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// Result files written by --json (one or more; several are shown side by side).
-    #[arg(required = true, value_name = "RESULT.json")]
+    #[arg(
+        required_unless_present = "history",
+        conflicts_with = "history",
+        value_name = "RESULT.json"
+    )]
     pub inputs: Vec<PathBuf>,
+    /// Draw the runs kept in a history instead: each benchmark's headline metrics over time,
+    /// with their change points. PATH defaults as `history` does: MSGBENCH_HISTORY, else
+    /// msgbench/history.db under the user's data folder.
+    #[arg(long, visible_alias = "history-file", value_name = "PATH", num_args = 0..=1)]
+    pub history: Option<Option<PathBuf>>,
+    #[command(flatten)]
+    pub series: ReportSeriesArgs,
     /// The HTML file to write.
     #[arg(
         short = 'o',

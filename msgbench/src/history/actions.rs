@@ -127,7 +127,7 @@ fn open(a: &StoreArgs) -> Result<Store> {
 }
 
 /// The history at `--history`, MSGBENCH_HISTORY or the default, which must exist.
-pub(super) fn open_at(history: Option<&PathBuf>) -> Result<Store> {
+pub(crate) fn open_at(history: Option<&PathBuf>) -> Result<Store> {
     let given = history.cloned().or_else(|| {
         std::env::var_os(HISTORY_ENV)
             .filter(|v| !v.is_empty())
@@ -148,7 +148,7 @@ pub(super) fn open_at(history: Option<&PathBuf>) -> Result<Store> {
     Store::open(&path).map_err(store_err)
 }
 
-pub(super) fn store_err(e: super::store::StoreError) -> Error {
+pub(crate) fn store_err(e: super::store::StoreError) -> Error {
     use super::store::StoreError as E;
     match e {
         E::NoSuchRun(_) => Error::Usage(e.to_string()),
@@ -178,7 +178,7 @@ fn emit(a: &StoreArgs, text: &str, doc: &impl Serialize) -> Result<u8> {
 }
 
 /// The series to analyse: one per benchmark, on the testbed of its newest run.
-pub(super) fn series_heads(store: &Store, s: &SeriesArgs) -> Result<Vec<RunRow>> {
+pub(crate) fn series_heads(store: &Store, s: &SeriesArgs) -> Result<Vec<RunRow>> {
     let runs = store.runs(s.benchmark.as_deref()).map_err(store_err)?;
     if runs.is_empty() {
         return Err(match &s.benchmark {
@@ -193,7 +193,7 @@ pub(super) fn series_heads(store: &Store, s: &SeriesArgs) -> Result<Vec<RunRow>>
     Ok(newest.into_values().cloned().collect())
 }
 
-fn settings(s: &SeriesArgs) -> Settings {
+pub(crate) fn settings(s: &SeriesArgs) -> Settings {
     Settings {
         alpha: s.alpha,
         window: s.window as usize,
@@ -201,7 +201,7 @@ fn settings(s: &SeriesArgs) -> Settings {
     }
 }
 
-fn limit(s: &SeriesArgs) -> Option<usize> {
+pub(crate) fn limit(s: &SeriesArgs) -> Option<usize> {
     if s.all {
         None
     } else {
@@ -306,7 +306,7 @@ fn change_text(f: &Found) -> String {
 }
 
 /// The metrics checked without `--metric`, where the series has them.
-const DEFAULT_METRICS: [&str; 7] = [
+pub(crate) const DEFAULT_METRICS: [&str; 7] = [
     "msgs_per_sec",
     "p50",
     "p99",

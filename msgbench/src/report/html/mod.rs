@@ -17,7 +17,9 @@
 //! - `charts`: which charts the page shows and where each is read from in a result;
 //!   `knee_chart`: the latency-against-throughput chart;
 //! - `tables`: the summary and environment tables; `capacity`: a capacity search's section;
-//! - `page`: the skeleton, its CSS and script, and the order the rest is assembled in.
+//! - `page`: the skeleton, its CSS and script, and the order the rest is assembled in;
+//! - `history`: the page of `report --history`, a history's series over time, drawn with the
+//!   same kit, style and script.
 //!
 //! The charts are drawn here, in Rust, as inline SVG rather than by a script in the browser, so
 //! the file prints, works with scripts off and fetches nothing; the page's one small script
@@ -31,6 +33,7 @@
 
 mod capacity;
 mod charts;
+mod history;
 mod knee;
 mod knee_chart;
 #[cfg(test)]
@@ -69,6 +72,10 @@ const PALETTE: [&str; 7] = [
 /// Unreadable or foreign input files, no result among them, or an output file that cannot be
 /// written.
 pub fn run(args: &ReportArgs) -> Result<u8> {
+    if let Some(history) = &args.history {
+        return history::run(history.as_ref(), args);
+    }
+    history::refuse_without_history(&args.series)?;
     let docs = args
         .inputs
         .iter()

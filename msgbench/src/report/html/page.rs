@@ -126,7 +126,7 @@ pub(super) fn page(results: &[Input], cals: &[CalInput], caps: &[CapInput]) -> S
 
 /// A section of figures in a responsive grid; nothing at all when there are none, so a result
 /// without a section leaves no empty heading behind.
-fn section(o: &mut String, id: &str, title: &str, figures: &[String]) {
+pub(super) fn section(o: &mut String, id: &str, title: &str, figures: &[String]) {
     if figures.is_empty() {
         return;
     }

@@ -5,6 +5,7 @@
 
 use std::fmt::Write as _;
 
+use super::marks::{level, whisker, Marks};
 use super::refs::{x_ref, y_ref, RefLine, XRef};
 use super::scale::{Axis, Scale};
 use super::{esc, num};
@@ -350,6 +351,20 @@ pub fn lines(
     refs: &[RefLine],
     xrefs: &[XRef],
 ) -> String {
+    lines_marked(chart, x, y, series, refs, xrefs, &Marks::default())
+}
+
+/// [`lines`] with levels and whiskers drawn under the series (a history's segments and each
+/// run's range over its repeats).
+pub fn lines_marked(
+    chart: &Chart,
+    x: &Axis,
+    y: &Axis,
+    series: &[Line],
+    refs: &[RefLine],
+    xrefs: &[XRef],
+    marks: &Marks,
+) -> String {
     let entries: Vec<LegendEntry> = if series.len() > 1 {
         series
             .iter()
@@ -374,6 +389,12 @@ pub fn lines(
     }
     for rl in refs {
         y_ref(&mut o, &r, y.scale, rl);
+    }
+    for l in &marks.levels {
+        level(&mut o, &r, x.scale, y.scale, l);
+    }
+    for w in &marks.whiskers {
+        whisker(&mut o, &r, x.scale, y.scale, w);
     }
     for s in series {
         let n = s.points.iter().flatten().count();

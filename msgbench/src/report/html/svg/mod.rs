@@ -10,18 +10,22 @@
 //! `<rect class="bar" data-series data-category data-value>` (bars); line points as
 //! `<circle class="pt" data-value …>` while a series has at most [`MAX_MARKERS`] of them;
 //! reference lines as `<g class="ref" data-ref=LABEL data-value=Y>` (horizontal) and
-//! `<g class="xref" data-ref=LABEL data-value=X [data-lo data-hi]>` (vertical, with a band).
+//! `<g class="xref" data-ref=LABEL data-value=X [data-lo data-hi]>` (vertical, with a band);
+//! levels and whiskers (`marks`) as that module says.
 //!
 //! The arithmetic of where values sit (`scale`: scales and 1-2-5 ticks) is kept apart from the
 //! drawing (`draw`: layout, axes, legends, lines and bars; `refs`: reference lines across a
-//! plot), so each can be read and tested on its own. HTML escaping lives here because every label drawn needs it; the page and the
-//! tables use the same function.
+//! plot; `marks`: levels over part of a plot and whiskers on points), so each can be read and
+//! tested on its own. HTML escaping lives here because every label drawn needs it; the page
+//! and the tables use the same function.
 
 mod draw;
+mod marks;
 mod refs;
 mod scale;
 
-pub use draw::{bars, lines, Bar, BarSet, Chart, Line, Point};
+pub use draw::{bars, lines, lines_marked, Bar, BarSet, Chart, Line, Point};
+pub use marks::{Level, Marks, Whisker};
 pub use refs::{RefLine, RefStyle, XRef};
 pub use scale::{Axis, Scale, Tick};
 // What only the tests reach from outside the kit.
