@@ -227,7 +227,10 @@ fn run_tool(command: Command, stop: &AtomicBool) -> Result<u8> {
         Command::Capacity(a) => capacity::run(a.plan, a.search, stop),
         Command::Report(a) => {
             check_files(&[("--output", Some(&a.output))])?;
-            report::html::run(&a)
+            match &a.history {
+                Some(db) => history::chart::run(db.as_ref(), &a),
+                None => report::html::run(&a),
+            }
         }
         Command::Agent(a) => dist::agent::run(&a, stop),
         Command::Diff(a) => {

@@ -33,15 +33,14 @@
 
 mod capacity;
 mod charts;
-mod history;
 mod knee;
 mod knee_chart;
 #[cfg(test)]
 mod knee_tests;
 mod model;
-mod page;
+pub(crate) mod page;
 pub mod svg;
-mod tables;
+pub(crate) mod tables;
 #[cfg(test)]
 mod tests;
 
@@ -55,14 +54,14 @@ use svg::{esc, num};
 use serde::Deserialize;
 
 use super::{Doc, DocKind};
-use crate::cli::ReportArgs;
+use crate::cli::{ReportArgs, ReportSeriesArgs};
 use crate::error::{exit, Error, Result};
 use model::{CalInput, CapInput, Input};
 
 /// The Okabe–Ito palette, which stays distinguishable under the common colour-vision
 /// deficiencies; its yellow is left out because it is too faint on white. Lines also differ by
 /// dash where colour alone would have to carry the meaning (corrected vs uncorrected).
-const PALETTE: [&str; 7] = [
+pub(crate) const PALETTE: [&str; 7] = [
     "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#333333",
 ];
 
@@ -72,10 +71,7 @@ const PALETTE: [&str; 7] = [
 /// Unreadable or foreign input files, no result among them, or an output file that cannot be
 /// written.
 pub fn run(args: &ReportArgs) -> Result<u8> {
-    if let Some(history) = &args.history {
-        return history::run(history.as_ref(), args);
-    }
-    history::refuse_without_history(&args.series)?;
+    refuse_without_history(&args.series)?;
     let docs = args
         .inputs
         .iter()
@@ -119,7 +115,7 @@ fn refuse_to_overwrite_an_input(args: &ReportArgs) -> Result<()> {
     Ok(())
 }
 
-fn plural(n: usize, what: &str) -> String {
+pub(crate) fn plural(n: usize, what: &str) -> String {
     match n {
         1 => format!("1 {what}"),
         // "search" takes -es.
@@ -213,4 +209,26 @@ fn labels(docs: &[Doc]) -> Vec<String> {
         }
     }
     out
+}
+
+/// The flags that choose a history's series act only with `--history`: given with result
+/// files instead, they are refused rather than ignored. (clap's `requires` covers a command
+/// line without result files.)
+///
+/// # Errors
+/// [`Error::Usage`] naming the first such flag.
+pub fn refuse_without_history(s: &ReportSeriesArgs) -> Result<()> {
+    let given = [
+        ("--benchmark", s.benchmark.is_some()),
+        ("--last", s.last.is_some()),
+        ("--all", s.all),
+        ("--alpha", s.alpha.is_some()),
+    ];
+    match given.iter().find(|(_, on)| *on) {
+        Some((flag, _)) => Err(Error::Usage(format!(
+            "{flag} chooses runs of a history and needs --history; result files are drawn as \
+             they are"
+        ))),
+        None => Ok(()),
+    }
 }

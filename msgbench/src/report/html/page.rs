@@ -126,7 +126,7 @@ pub(super) fn page(results: &[Input], cals: &[CalInput], caps: &[CapInput]) -> S
 
 /// A section of figures in a responsive grid; nothing at all when there are none, so a result
 /// without a section leaves no empty heading behind.
-pub(super) fn section(o: &mut String, id: &str, title: &str, figures: &[String]) {
+pub(crate) fn section(o: &mut String, id: &str, title: &str, figures: &[String]) {
     if figures.is_empty() {
         return;
     }
@@ -142,7 +142,7 @@ pub(super) fn section(o: &mut String, id: &str, title: &str, figures: &[String])
     o.push_str("</div>\n</section>\n");
 }
 
-pub(super) fn figure(svg: &str, caption: &str, wide: bool) -> String {
+pub(crate) fn figure(svg: &str, caption: &str, wide: bool) -> String {
     format!(
         "<figure class=\"chart-box{}\">{svg}<figcaption>{caption}</figcaption></figure>",
         if wide { " wide" } else { "" }

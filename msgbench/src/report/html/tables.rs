@@ -22,14 +22,14 @@ use crate::metric::Metric;
 
 /// How a summary row shows its numbers.
 #[derive(Clone, Copy)]
-pub(super) enum Unit {
+pub(crate) enum Unit {
     Ns,
     Rate,
     Count,
 }
 
 impl Unit {
-    pub(super) fn fmt(self, v: f64) -> String {
+    pub(crate) fn fmt(self, v: f64) -> String {
         match self {
             Unit::Ns => format::ns(v, false),
             Unit::Rate => format::si(v, false),

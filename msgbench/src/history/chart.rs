@@ -1,8 +1,9 @@
 //! `msgbench report --history`: the runs kept in a history, drawn as one page with a section
 //! per benchmark and a chart per headline metric over its runs in time order. The series and
-//! their change points are read and judged by `history::over_time` (the analysis `history
-//! check` runs); this file only draws them, with the report's own kit, style and script, so a
-//! history page and a result's report are one design.
+//! their change points are read and judged by `over_time` (the analysis `history check`
+//! runs); this file only draws them, with the report's own kit, style and script, so a history
+//! page and a result's report are one design. It lives here, not in `report`, as the live page
+//! lives in `output`: the report's kit is below both, and the report reads no history.
 //!
 //! What a chart shows, and why:
 //! - one point per run at its stored figure, which for a run of several repeats (`--runs`) is
@@ -22,14 +23,14 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::page::{figure, section, CSS, JS};
-use super::svg::{self, esc};
-use super::tables::Unit;
-use super::PALETTE;
-use crate::cli::{ReportArgs, ReportSeriesArgs};
+use super::over_time::{self, Benchmark, MetricSeries};
+use crate::cli::ReportArgs;
 use crate::error::{exit, Error, Result};
 use crate::format;
-use crate::history::over_time::{self, Benchmark, MetricSeries};
+use crate::report::html::page::{figure, section, CSS, JS};
+use crate::report::html::svg::{self, esc};
+use crate::report::html::tables::Unit;
+use crate::report::html::{plural, PALETTE};
 
 /// Ticks under the x axis at most; more would overlap their time labels.
 const X_TICKS: usize = 6;
@@ -59,33 +60,11 @@ pub fn run(path: Option<&PathBuf>, args: &ReportArgs) -> Result<u8> {
     println!(
         "report: wrote {} ({}, {} from '{}')",
         args.output.display(),
-        super::plural(benchmarks.len(), "benchmark"),
-        super::plural(runs, "run"),
+        plural(benchmarks.len(), "benchmark"),
+        plural(runs, "run"),
         db.display()
     );
     Ok(exit::OK)
-}
-
-/// The flags that choose a history's series act only with `--history`: given with result
-/// files instead, they are refused rather than ignored. (clap's `requires` covers a command
-/// line without result files.)
-///
-/// # Errors
-/// [`Error::Usage`] naming the first such flag.
-pub fn refuse_without_history(s: &ReportSeriesArgs) -> Result<()> {
-    let given = [
-        ("--benchmark", s.benchmark.is_some()),
-        ("--last", s.last.is_some()),
-        ("--all", s.all),
-        ("--alpha", s.alpha.is_some()),
-    ];
-    match given.iter().find(|(_, on)| *on) {
-        Some((flag, _)) => Err(Error::Usage(format!(
-            "{flag} chooses runs of a history and needs --history; result files are drawn as \
-             they are"
-        ))),
-        None => Ok(()),
-    }
 }
 
 /// The whole page.
@@ -106,7 +85,7 @@ fn page(db: &Path, benchmarks: &[Benchmark]) -> String {
          first run of the new level, with the change's size and p-value. Hover over a point for \
          its run, start time and labels.</p>\n",
         esc(&db.display().to_string()),
-        esc(&super::plural(benchmarks.len(), "benchmark")),
+        esc(&plural(benchmarks.len(), "benchmark")),
         esc(&db.display().to_string()),
         v = esc(env!("CARGO_PKG_VERSION"))
     );
@@ -362,7 +341,7 @@ fn chart(b: &Benchmark, m: &MetricSeries) -> String {
     let chart = svg::Chart {
         kind: "history",
         input: Some(format!("{}/{name}", b.benchmark)),
-        title: format!("{name} over {}", super::plural(n, "run")),
+        title: format!("{name} over {}", plural(n, "run")),
         wide: true,
     };
     let mut caption = format!(
@@ -381,7 +360,7 @@ fn chart(b: &Benchmark, m: &MetricSeries) -> String {
             let _ = write!(
                 caption,
                 " {}: {}.",
-                esc(&super::plural(k, "change point")),
+                esc(&plural(k, "change point")),
                 esc(&xrefs
                     .iter()
                     .map(|x| x.label.clone())
