@@ -495,7 +495,11 @@ fn a_wrong_password_is_one_line_and_never_shown() {
     let e = stderr(&out);
     let lines: Vec<&str> = e.lines().filter(|l| l.contains("history")).collect();
     assert_eq!(lines.len(), 1, "{e}");
-    assert!(lines[0].contains("not recorded"), "{e}");
+    // The server's own words, which name the user and not the secret.
+    assert!(
+        lines[0].contains("not recorded") && lines[0].contains("password authentication failed"),
+        "{e}"
+    );
     assert!(!e.contains(wrong), "{e}");
     // The right one, in a URL in MSGBENCH_HISTORY: recorded, and the line shows no password.
     let out = bin()

@@ -129,9 +129,7 @@ impl Pg {
         config.application_name("msgbench");
         // Every failure to connect (refused, no such host, wrong password, no such database)
         // is the store out of reach: one line, and the run keeps its result.
-        let mut client = config
-            .connect(NoTls)
-            .map_err(|e| unreachable(e.to_string()))?;
+        let mut client = config.connect(NoTls).map_err(|e| unreachable(text(&e)))?;
         migrate::run_pg(&mut client, |e| kind(e, &shown))?;
         Ok(Pg {
             client: RefCell::new(client),
@@ -358,11 +356,28 @@ fn run_row(r: &postgres::Row, at: usize, run_id: String) -> RunRow {
     }
 }
 
+/// The error and its causes in one line (the client's own message is only its kind: "error
+/// connecting to server", "db error"; what happened is in the causes). None carries the
+/// password: the server's messages name the user, never the secret.
+fn text(e: &postgres::Error) -> String {
+    let mut line = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !line.ends_with(&more) {
+            line.push_str(": ");
+            line.push_str(&more);
+        }
+        cause = c.source();
+    }
+    line
+}
+
 /// A PostgreSQL failure as the store's kind of error: a lost connection or a refusal is the
 /// store out of reach, a lock or a serialization conflict is `Locked`, anything else is the
 /// server's own message.
 pub(crate) fn kind(e: postgres::Error, shown: &str) -> StoreError {
-    let text = e.to_string();
+    let text = text(&e);
     let Some(db) = e.as_db_error() else {
         return StoreError::Unreachable {
             path: shown.to_string(),
