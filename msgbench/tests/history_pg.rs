@@ -1,7 +1,8 @@
 //! The history on a real PostgreSQL server, started here (initdb and postgres into a scratch
 //! folder, on a free loopback port, with a password): a recorded run round-trips with its
 //! histograms bit for bit, two processes recording at once lose no row, the `history` actions
-//! read it as they read a file, a version-1 database is upgraded in place, and a password is
+//! read it as they read a file, a version-1 database is upgraded in place and a later one is
+//! refused, and a password is
 //! taken from the environment, never from the command line, and never shown. A server out of
 //! reach costs a run nothing but one line.
 //!
@@ -361,11 +362,17 @@ fn two_processes_recording_at_once_lose_no_row_and_history_reads_them() {
         Some(2 * per_process),
         "{trend}"
     );
+    // Judged (0: no regression, 8: one), not refused, and named by its redacted URL.
     let check = msgbench(&["history", "check", "--history", &url]);
     assert!(
-        matches!(check.status.code(), Some(0 | 1)),
+        matches!(check.status.code(), Some(0 | 8)),
         "{}",
         stderr(&check)
+    );
+    assert!(
+        String::from_utf8_lossy(&check.stdout).starts_with(&format!("History check of '{url}'")),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
     );
     let export = msgbench(&[
         "history",
@@ -434,6 +441,33 @@ fn a_version_one_database_is_upgraded_in_place() {
     assert_eq!(counts.get::<_, i64>(0), 2);
     assert_eq!(counts.get::<_, i64>(1), 1);
     assert_eq!(counts.get::<_, i64>(2), 2);
+}
+
+#[test]
+fn a_database_from_a_later_msgbench_is_refused() {
+    let Some(pg) = Postgres::start("the PostgreSQL newer schema") else {
+        return;
+    };
+    pg.client()
+        .batch_execute(
+            "CREATE TABLE msgbench_schema (version INTEGER NOT NULL);
+             INSERT INTO msgbench_schema VALUES (99);",
+        )
+        .unwrap();
+    let out = msgbench(&["history", "list", "--history", &pg.url()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(e.contains("schema version 99"), "{e}");
+    // Refused before anything was written.
+    let tables: i64 = pg
+        .client()
+        .query_one(
+            "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'runs'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(tables, 0);
 }
 
 /// A server that refuses (a wrong password) and one that is not there are the same to a run:
