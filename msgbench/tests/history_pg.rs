@@ -2,9 +2,8 @@
 //! folder, on a free loopback port, with a password): a recorded run round-trips with its
 //! histograms bit for bit, two processes recording at once lose no row, the `history` actions
 //! read it as they read a file, a version-1 database is upgraded in place and a later one is
-//! refused, and a password is
-//! taken from the environment, never from the command line, and never shown. A server out of
-//! reach costs a run nothing but one line.
+//! refused, and a password is taken from the environment, never from the command line, and
+//! never shown. A server out of reach costs a run nothing but one line.
 //!
 //! Without PostgreSQL's programs the tests that need a server print a `SKIPPED:` line, unless
 //! `MSGBENCH_REQUIRE_POSTGRES=1` (CI, which installs Debian's `postgresql`) makes that a
