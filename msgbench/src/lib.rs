@@ -171,6 +171,11 @@ fn check_plan(plan: &Plan) -> Result<()> {
             "{flag} names a recorded run: give --record (or --history-file) too"
         )));
     }
+    // Credentials by reference: the password of a history server comes from PGPASSWORD or
+    // MSGBENCH_HISTORY, never from the command line.
+    if let Some(url) = o.history_file.as_deref().and_then(std::path::Path::to_str) {
+        history::store::refuse_password("--history-file", url).map_err(error::Error::Usage)?;
+    }
     if o.distributed() {
         return dist::fleet::preflight(plan).map(|_| ());
     }

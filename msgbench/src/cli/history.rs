@@ -47,7 +47,7 @@ pub enum ExportFormat {
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// The history file (as for the other actions).
+    /// The history file or postgres:// URL (as for the other actions).
     #[arg(long, visible_alias = "history-file", value_name = "PATH")]
     pub history: Option<PathBuf>,
     /// What to write.
@@ -64,9 +64,9 @@ pub struct ExportArgs {
 /// The store every action reads.
 #[derive(Debug, Clone, Args)]
 pub struct StoreArgs {
-    /// The history file. Default: MSGBENCH_HISTORY, else msgbench/history.db under the user's
-    /// data folder ($XDG_DATA_HOME or ~/.local/share). --history-file, as scenarios spell it,
-    /// works too.
+    /// The history file, or a postgres:// URL (its password in PGPASSWORD, never here).
+    /// Default: MSGBENCH_HISTORY, else msgbench/history.db under the user's data folder
+    /// ($XDG_DATA_HOME or ~/.local/share). --history-file, as scenarios spell it, works too.
     #[arg(long, visible_alias = "history-file", value_name = "PATH")]
     pub history: Option<PathBuf>,
     /// Also write the answer as JSON to FILE ('-' for stdout).

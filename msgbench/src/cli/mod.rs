@@ -310,9 +310,10 @@ pub struct OutputArgs {
     #[arg(long, value_name = "required", num_args = 0..=1, require_equals = true,
           default_missing_value = "on")]
     pub record: Option<Record>,
-    /// The history file (SQLite) to record into; implies --record. Default: MSGBENCH_HISTORY,
-    /// else msgbench/history.db under the user's data folder ($XDG_DATA_HOME or
-    /// ~/.local/share). (Not --history: `kv put` has that flag for its bucket.)
+    /// The history file (SQLite) to record into, or a postgres:// URL (its password in
+    /// PGPASSWORD, never here); implies --record. Default: MSGBENCH_HISTORY, else
+    /// msgbench/history.db under the user's data folder ($XDG_DATA_HOME or ~/.local/share).
+    /// (Not --history: `kv put` has that flag for its bucket.)
     #[arg(long = "history-file", value_name = "PATH")]
     pub history_file: Option<PathBuf>,
     /// With --record: a name that joins the plan in the benchmark's identity (to keep apart

@@ -126,19 +126,26 @@ fn open(a: &StoreArgs) -> Result<Store> {
     open_at(a.history.as_ref())
 }
 
-/// The history at `--history`, MSGBENCH_HISTORY or the default, which must exist.
-pub(crate) fn open_at(history: Option<&PathBuf>) -> Result<Store> {
+/// The history at `--history`, MSGBENCH_HISTORY or the default, which must exist (a file; a
+/// server's database is created by opening it, as a new history holds no run either way).
+pub(super) fn open_at(history: Option<&PathBuf>) -> Result<Store> {
     let given = history.cloned().or_else(|| {
         std::env::var_os(HISTORY_ENV)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     });
+    // A password typed on the command line is refused; one in MSGBENCH_HISTORY is the way to
+    // give it in a URL.
+    if let Some(url) = history.and_then(|h| h.to_str()) {
+        super::store::refuse_password("--history", url).map_err(Error::Usage)?;
+    }
     let path = super::record::path_of(&Recording {
         path: given,
         ..Recording::default()
     })
     .map_err(|why| Error::Usage(format!("--history: {why}")))?;
-    if !path.exists() {
+    let url = path.to_str().is_some_and(super::store::is_url);
+    if !url && !path.exists() {
         return Err(Error::flag(
             "--history",
             &path.display().to_string(),

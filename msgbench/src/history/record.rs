@@ -95,8 +95,9 @@ fn histograms(doc: &Value) -> Vec<(String, Vec<u8>)> {
     out
 }
 
-/// The history file a recording goes to: `--history-file`, MSGBENCH_HISTORY, else
-/// `msgbench/history.db` under `$XDG_DATA_HOME` or `~/.local/share` (its folder is made).
+/// The history a recording goes to: `--history-file`, MSGBENCH_HISTORY (a file, or a
+/// `postgres://` URL), else `msgbench/history.db` under `$XDG_DATA_HOME` or `~/.local/share`
+/// (its folder is made).
 ///
 /// # Errors
 /// No path given and neither `XDG_DATA_HOME` nor `HOME` set.
@@ -158,10 +159,11 @@ fn keep(result: &RunResult, rec: &Recording) -> Result<String, String> {
     let run = new_run(&text, &tags)?;
     let mut store = Store::open(&path).map_err(|e| e.to_string())?;
     store.insert(&run).map_err(|e| e.to_string())?;
+    // The store's own name for itself: a server's URL without its password.
     Ok(format!(
         "history: recorded {} (benchmark {}) in '{}'",
         run.run_id,
         run.benchmark,
-        path.display()
+        store.path().display()
     ))
 }

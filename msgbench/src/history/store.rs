@@ -1,6 +1,10 @@
 //! The results store: one SQLite file (through rusqlite, with SQLite built in, so nothing needs
-//! installing). It keeps each run's result document as written, its plan, its HDR histograms
-//! as blobs, its headline figures as rows, its benchmark, testbed and labels.
+//! installing), or a PostgreSQL server for a team sharing one history (`pg`), named by a
+//! `postgres://` URL wherever a file is given. It keeps each run's result document as written,
+//! its plan, its HDR histograms as blobs, its headline figures as rows, its benchmark, testbed
+//! and labels. Both backends have the same tables, the same numbered migrations and the same
+//! kinds of error; [`Store`] is an enum over the two rather than a trait object, because there
+//! are two and will stay few, and a match shows at each call what each backend does.
 //!
 //! WAL mode lets readers (`history check` in one CI job) run while another job records; a busy
 //! timeout makes a writer wait for another's transaction rather than fail, so two processes
@@ -15,6 +19,9 @@ use std::time::Duration;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
 
 use super::migrate;
+
+mod pg;
+pub use pg::{is_url, refuse_password};
 
 /// How long a writer waits for another's transaction before giving up as locked.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -43,6 +50,9 @@ pub enum StoreError {
     /// Any other SQLite failure.
     #[error("the history: {0}")]
     Sqlite(String),
+    /// Any other PostgreSQL failure.
+    #[error("the history: {0}")]
+    Postgres(String),
 }
 
 impl From<rusqlite::Error> for StoreError {
@@ -107,16 +117,33 @@ pub struct Point {
 
 /// An open store.
 pub struct Store {
-    conn: Connection,
+    backend: Backend,
+    /// The file, or the server's URL with any password redacted.
     path: PathBuf,
+}
+
+enum Backend {
+    Sqlite(Connection),
+    // Boxed: a client with its runtime is three times an SQLite connection, and a store is
+    // opened once per command.
+    Postgres(Box<pg::Pg>),
 }
 
 impl Store {
     /// Opens (creating it if need be) the store at `path` and brings its schema up to date.
+    /// A `path` that is a `postgres://` or `postgresql://` URL opens that server's database.
     ///
     /// # Errors
-    /// A [`StoreError`] saying whether the file is out of reach, locked, corrupt or newer.
+    /// A [`StoreError`] saying whether the file or server is out of reach, locked, corrupt or
+    /// newer.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(url) = path.to_str().filter(|p| is_url(p)) {
+            let pg = pg::Pg::open(url)?;
+            return Ok(Store {
+                path: PathBuf::from(pg.shown()),
+                backend: Backend::Postgres(Box::new(pg)),
+            });
+        }
         let shown = path.display().to_string();
         let unreachable = |reason: String| StoreError::Unreachable {
             path: shown.clone(),
@@ -140,11 +167,13 @@ impl Store {
             }
         }
         Ok(Store {
-            conn,
+            backend: Backend::Sqlite(conn),
             path: path.to_path_buf(),
         })
     }
 
+    /// Where the store is: its file, or its server's URL with any password redacted (so it can
+    /// be shown as it is).
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -152,9 +181,11 @@ impl Store {
     /// The schema version of the open database.
     #[cfg(test)]
     pub fn version(&self) -> Result<i64, StoreError> {
-        Ok(self
-            .conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))?)
+        let conn = match &self.backend {
+            Backend::Sqlite(c) => c,
+            Backend::Postgres(pg) => return pg.version(),
+        };
+        Ok(conn.query_row("PRAGMA user_version", [], |r| r.get(0))?)
     }
 
     /// Stores one run, all of it or nothing.
@@ -162,10 +193,12 @@ impl Store {
     /// # Errors
     /// [`StoreError::Duplicate`] when its id is stored already; others as [`Store::open`].
     pub fn insert(&mut self, run: &NewRun) -> Result<(), StoreError> {
+        let conn = match &mut self.backend {
+            Backend::Sqlite(c) => c,
+            Backend::Postgres(pg) => return pg.insert(run),
+        };
         let recorded_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let inserted = tx.execute(
             "INSERT INTO runs (run_id, benchmark, name, scenario, testbed, testbed_json,
                                started_at, recorded_at, plan_json, result_json)
@@ -210,7 +243,11 @@ impl Store {
 
     /// Stored runs, oldest first, optionally of one benchmark.
     pub fn runs(&self, benchmark: Option<&str>) -> Result<Vec<RunRow>, StoreError> {
-        let mut stmt = self.conn.prepare(
+        let conn = match &self.backend {
+            Backend::Sqlite(c) => c,
+            Backend::Postgres(pg) => return pg.runs(benchmark),
+        };
+        let mut stmt = conn.prepare(
             "SELECT id, run_id, benchmark, name, scenario, testbed, started_at FROM runs
              WHERE ?1 IS NULL OR benchmark = ?1 ORDER BY started_at, id",
         )?;
@@ -239,9 +276,11 @@ impl Store {
     }
 
     fn labels(&self, id: i64) -> Result<BTreeMap<String, String>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT key, value FROM labels WHERE run = ?1")?;
+        let conn = match &self.backend {
+            Backend::Sqlite(c) => c,
+            Backend::Postgres(pg) => return pg.labels(id),
+        };
+        let mut stmt = conn.prepare_cached("SELECT key, value FROM labels WHERE run = ?1")?;
         let labels = stmt
             .query_map(params![id], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<Result<_, _>>()?;
@@ -257,7 +296,11 @@ impl Store {
         metric: &str,
         limit: Option<usize>,
     ) -> Result<Vec<Point>, StoreError> {
-        let mut stmt = self.conn.prepare(
+        let conn = match &self.backend {
+            Backend::Sqlite(c) => c,
+            Backend::Postgres(pg) => return pg.series(benchmark, testbed, metric, limit),
+        };
+        let mut stmt = conn.prepare(
             "SELECT r.id, r.run_id, r.benchmark, r.name, r.scenario, r.testbed, r.started_at,
                     m.value
              FROM runs r JOIN metrics m ON m.run = r.id
@@ -296,7 +339,11 @@ impl Store {
 
     /// The metrics stored for one benchmark on one testbed.
     pub fn metric_names(&self, benchmark: &str, testbed: &str) -> Result<Vec<String>, StoreError> {
-        let mut stmt = self.conn.prepare(
+        let conn = match &self.backend {
+            Backend::Sqlite(c) => c,
+            Backend::Postgres(pg) => return pg.metric_names(benchmark, testbed),
+        };
+        let mut stmt = conn.prepare(
             "SELECT DISTINCT m.metric FROM metrics m JOIN runs r ON m.run = r.id
              WHERE r.benchmark = ?1 AND r.testbed = ?2 ORDER BY m.metric",
         )?;
@@ -308,8 +355,11 @@ impl Store {
 
     /// One stored run: its row, result document, plan, testbed facts, metrics and histograms.
     pub fn get(&self, run_id: &str) -> Result<StoredRun, StoreError> {
-        let found = self
-            .conn
+        let conn = match &self.backend {
+            Backend::Sqlite(c) => c,
+            Backend::Postgres(pg) => return pg.get(run_id),
+        };
+        let found = conn
             .query_row(
                 "SELECT id, benchmark, name, scenario, testbed, started_at, result_json,
                         plan_json, testbed_json
@@ -338,15 +388,13 @@ impl Store {
             return Err(StoreError::NoSuchRun(run_id.to_string()));
         };
         run.labels = self.labels(id)?;
-        let mut m = self
-            .conn
-            .prepare("SELECT metric, value FROM metrics WHERE run = ?1 ORDER BY metric")?;
+        let mut m =
+            conn.prepare("SELECT metric, value FROM metrics WHERE run = ?1 ORDER BY metric")?;
         let metrics = m
             .query_map(params![id], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<Result<_, _>>()?;
-        let mut h = self
-            .conn
-            .prepare("SELECT path, hdr FROM histograms WHERE run = ?1 ORDER BY path")?;
+        let mut h =
+            conn.prepare("SELECT path, hdr FROM histograms WHERE run = ?1 ORDER BY path")?;
         let histograms = h
             .query_map(params![id], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<Result<_, _>>()?;
@@ -363,9 +411,11 @@ impl Store {
     /// How many runs the store holds.
     #[cfg(test)]
     pub fn count(&self) -> Result<u64, StoreError> {
-        Ok(self
-            .conn
-            .query_row("SELECT COUNT(*) FROM runs", [], |r| r.get::<_, i64>(0))? as u64)
+        let conn = match &self.backend {
+            Backend::Sqlite(c) => c,
+            Backend::Postgres(pg) => return pg.count(),
+        };
+        Ok(conn.query_row("SELECT COUNT(*) FROM runs", [], |r| r.get::<_, i64>(0))? as u64)
     }
 }
 

@@ -131,6 +131,8 @@ pub fn bin() -> Command {
         "NATS_CONTEXT",
         // Set, it records every run: a test's runs must not land in a developer's history.
         "MSGBENCH_HISTORY",
+        // A history server's password: a test gives its own.
+        "PGPASSWORD",
     ] {
         c.env_remove(k);
     }
