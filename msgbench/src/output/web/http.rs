@@ -7,10 +7,10 @@
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::RecvTimeoutError;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::{page, Hub, State, POLL};
 use crate::output::metrics::http::{read_head, request_line, respond};
@@ -19,6 +19,10 @@ use crate::output::metrics::http::{read_head, request_line, respond};
 const MAX_CONNECTIONS: usize = 16;
 /// How long a connection may take to send its request or take an event.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long the pages get, once the server stops, to send what they have queued (a browser
+/// that reads takes the final result in well under this); a page that stopped reading is then
+/// cut off, so it never holds up the end of the process.
+const DRAIN: Duration = Duration::from_millis(250);
 
 /// Takes connections until `done`, each on a thread of its own (an event stream lasts as long
 /// as its page).
@@ -51,6 +55,12 @@ pub(super) fn accept(listener: &TcpListener, hub: &Arc<Hub>, done: &Arc<AtomicBo
             Err(_) => std::thread::sleep(POLL),
         }
     }
+    hub.close();
+    let deadline = Instant::now() + DRAIN;
+    while threads.iter().any(|t| !t.is_finished()) && Instant::now() < deadline {
+        std::thread::sleep(POLL);
+    }
+    hub.cut();
     for t in threads {
         let _ = t.join();
     }
@@ -148,12 +158,23 @@ fn events(mut stream: TcpStream, hub: &Hub, done: &AtomicBool) {
     if stream.write_all(head.as_bytes()).is_err() {
         return;
     }
-    let rx = hub.subscribe();
-    while !done.load(Ordering::Relaxed) {
+    let Some(id) = hub.track(&stream) else {
+        return;
+    };
+    stream_events(&mut stream, &hub.subscribe(), done);
+    hub.forget(id);
+}
+
+/// Writes a page's events until the hub closes its channel (once the server stops, after what
+/// was queued), the page goes, or, for a page that opened just as the server stopped, the
+/// next idle second.
+fn stream_events(stream: &mut TcpStream, rx: &Receiver<Arc<str>>, done: &AtomicBool) {
+    loop {
         let sent = match rx.recv_timeout(Duration::from_secs(1)) {
             Ok(e) => write!(stream, "data: {e}\n\n"),
-            Err(RecvTimeoutError::Timeout) => stream.write_all(b": idle\n\n"),
             Err(RecvTimeoutError::Disconnected) => return,
+            Err(RecvTimeoutError::Timeout) if done.load(Ordering::Relaxed) => return,
+            Err(RecvTimeoutError::Timeout) => stream.write_all(b": idle\n\n"),
         };
         if sent.and_then(|()| stream.flush()).is_err() {
             return;

@@ -12,7 +12,9 @@
 //! A browser never slows the run: each page's events go through a channel of [`QUEUE`]
 //! places, filled with `try_send`, so a page that falls behind loses updates (the next one
 //! brings it up to date: every event carries the whole picture), and one that stops reading
-//! is dropped when its socket's write times out. The page is self-contained (its style and
+//! is dropped when its socket's write times out. Nor does a browser hold up the end: when the
+//! server stops, each page has a moment to send what it has queued, and a page that stopped
+//! reading is then cut off. The page is self-contained (its style and
 //! script are inlined, and its Content-Security-Policy lets it fetch nothing but its own
 //! stream), and it carries no credentials: server URLs appear on it only in the final result,
 //! as the text and `--json` outputs show them (without their user part), and the downloads
@@ -25,7 +27,7 @@ mod page;
 pub use agents::{AgentInfo, AgentsFeed};
 
 use std::collections::VecDeque;
-use std::net::{SocketAddr, TcpListener};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
@@ -80,6 +82,11 @@ pub(super) struct State {
     json: Option<Arc<[u8]>>,
     report: Option<Arc<[u8]>>,
     pages: Vec<SyncSender<Arc<str>>>,
+    /// The open event streams (a second handle on each socket, by the number of its page), so
+    /// that stopping can cut off a page that stopped reading rather than wait on its write.
+    streams: Vec<(u64, TcpStream)>,
+    /// The number the next event stream gets.
+    next_stream: u64,
 }
 
 impl Hub {
@@ -107,6 +114,35 @@ impl Hub {
         }
         s.pages.push(tx);
         rx
+    }
+
+    /// Keeps a handle on an event stream's socket for [`Hub::cut`]; the number to
+    /// [`Hub::forget`] it by when its page goes.
+    fn track(&self, stream: &TcpStream) -> Option<u64> {
+        let handle = stream.try_clone().ok()?;
+        let mut s = self.lock();
+        let id = s.next_stream;
+        s.next_stream += 1;
+        s.streams.push((id, handle));
+        Some(id)
+    }
+
+    fn forget(&self, id: u64) {
+        self.lock().streams.retain(|(k, _)| *k != id);
+    }
+
+    /// The server is stopping: every page's channel closes, so its stream ends as soon as it
+    /// has sent what was queued (the final result among it).
+    fn close(&self) {
+        self.lock().pages.clear();
+    }
+
+    /// Shuts the event streams still open: a write to a page that stopped reading fails at
+    /// once instead of holding its thread, and the process, until its timeout.
+    fn cut(&self) {
+        for (_, s) in self.lock().streams.drain(..) {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
     }
 }
 
@@ -478,5 +514,43 @@ mod tests {
         drop(rx);
         hub.publish(&Arc::from("x"));
         assert!(hub.lock().pages.is_empty());
+    }
+
+    /// Stopping closes every page's channel after what it holds, and cuts the event streams
+    /// still open, so a page that stopped reading cannot hold the server's threads.
+    #[test]
+    fn stopping_closes_the_channels_and_cuts_the_streams() {
+        use std::io::Read;
+        let hub = Hub::default();
+        let rx = hub.subscribe();
+        hub.publish(&Arc::from("final"));
+        hub.close();
+        assert_eq!(
+            &*rx.recv().unwrap(),
+            "final",
+            "what was queued is still taken"
+        );
+        assert!(rx.recv().is_err(), "then the channel is closed");
+
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut browser = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (served, _) = listener.accept().unwrap();
+        let gone = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (left, _) = listener.accept().unwrap();
+        let kept = hub.track(&served).unwrap();
+        let forgotten = hub.track(&left).unwrap();
+        hub.forget(forgotten);
+        assert_eq!(hub.lock().streams.len(), 1);
+        assert_eq!(hub.lock().streams[0].0, kept);
+        hub.cut();
+        assert!(hub.lock().streams.is_empty());
+        // The browser sees its stream end, though the server's handle is still open (the
+        // timeout only turns a regression into a failure rather than a hang).
+        browser
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        let mut buf = [0u8; 8];
+        assert_eq!(browser.read(&mut buf).unwrap(), 0);
+        drop((served, gone, left));
     }
 }
