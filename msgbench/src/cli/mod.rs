@@ -185,6 +185,10 @@ pub struct ConnArgs {
     /// use the first node; `latency` puts its subscriber on the second.
     #[arg(long, value_name = "N", value_parser = parse_nodes)]
     pub cluster: Option<u32>,
+    /// A setting for the servers msgbench starts, written into their config file (repeat the
+    /// flag for more): sync_interval=always, max_payload=2000000, jetstream.max_file_store=1G.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub server_config: Vec<String>,
     /// CA certificates (PEM) to verify the server with, instead of the system's.
     #[arg(long, value_name = "FILE")]
     pub tls_ca: Option<PathBuf>,

@@ -26,7 +26,7 @@ pub use conns::{
 };
 pub use sections::{
     ClusterNode, ClusterReport, ConsumeReport, Durability, GrpcReport, JsReport, LinkReport,
-    LinkSpec, Shape, StreamReport, Verdict,
+    LinkSpec, ServerConfig, ServerSetting, Shape, StreamReport, Verdict,
 };
 pub use spread::{ClientSpread, MinMedianMax, Slowest};
 pub use stages::{ScheduleReport, StageStats};
@@ -224,6 +224,7 @@ impl ServerMeta {
             embedded: false,
             max_payload: 0,
             auth: "none",
+            config: None,
         }
     }
 
@@ -240,6 +241,7 @@ impl ServerMeta {
             embedded,
             max_payload: info.max_payload,
             auth: url.auth.method(),
+            config: None,
         }
     }
 }
@@ -256,6 +258,9 @@ pub struct ServerMeta {
     pub embedded: bool,
     pub max_payload: usize,
     pub auth: &'static str,
+    /// The `--server-config` settings msgbench started its servers with; absent without.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<ServerConfig>,
 }
 
 /// One side's aggregate, plus the spread of its clients.
