@@ -76,6 +76,17 @@ impl Target {
         }
     }
 
+    /// Every node's URL for clients that follow a cluster through faults: the first node
+    /// first (where clients connect, as with [`Target::urls`]), then the others, which a
+    /// reconnect tries in turn when the first is down.
+    pub fn every_node(&self) -> &[ServerUrl] {
+        if self.node_urls.is_empty() {
+            &self.urls
+        } else {
+            &self.node_urls
+        }
+    }
+
     /// Node `i` of a local cluster, as a target of its own that owns nothing.
     pub fn node(&self, i: usize) -> Option<Target> {
         self.node_urls.get(i).map(|u| Target {
@@ -90,7 +101,8 @@ impl Target {
     }
 }
 
-fn node_name(i: usize) -> String {
+/// The name of node `i` of a local cluster.
+pub fn node_name(i: usize) -> String {
     format!("msgbench-{i}")
 }
 
@@ -184,7 +196,33 @@ fn start_cluster(binary: &Path, n: u32, settings: &[ServerSetting]) -> Result<Ve
     for s in &servers {
         wait_for_jetstream(&s.url, deadline)?;
     }
+    wait_for_meta_peers(&servers, deadline)?;
     Ok(servers)
+}
+
+/// Waits until the meta leader sees every other node as a current peer (its `/jsz`): until
+/// then a stream with a replica on each node finds "no suitable peers for placement".
+fn wait_for_meta_peers(servers: &[EmbeddedServer], deadline: Instant) -> Result<()> {
+    let want = servers.len() - 1;
+    let formed = |s: &EmbeddedServer| {
+        s.monitor_get("/jsz").is_some_and(|jsz| {
+            let replicas = jsz["meta_cluster"]["replicas"].as_array().cloned();
+            replicas.is_some_and(|r| {
+                r.len() == want && r.iter().all(|p| p["current"].as_bool() == Some(true))
+            })
+        })
+    };
+    while !servers.iter().any(formed) {
+        if Instant::now() > deadline {
+            return Err(Error::EmbeddedServer(
+                "the local cluster did not form: the meta leader did not see every node \
+                 within 20 s"
+                    .into(),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
 }
 
 /// Asks `$JS.API.INFO` until it answers without an error.

@@ -160,8 +160,10 @@ pub struct ConnArgs {
     #[serde(serialize_with = "crate::values::ser::duration")]
     pub ping_interval: Duration,
     /// Inject a fault into the embedded server: kill@5s, restart@5s[:DOWN], pause@3s:200ms
-    /// (time from the start of the load). Reports the recovery time.
-    #[arg(long, value_name = "KIND@TIME[:HOLD]")]
+    /// (time from the start of the load). Reports the recovery time. For `js pub` and `kv put`
+    /// on --cluster 3 or 5: a comma-separated list aimed at roles, KIND-TARGET@TIME[:HOLD] with
+    /// TARGET leader, follower, meta-leader, majority or all (kill-leader@3s,restart-leader@6s).
+    #[arg(long, value_name = "KIND[-TARGET]@TIME[:HOLD]")]
     pub fault: Option<String>,
     /// Put an impaired link between the clients and the server: delay=1ms,jitter=200us,
     /// rate=100mbit (each way; prefix an item with up: or down: for one direction). A proxy

@@ -675,7 +675,10 @@ impl RunResult {
                     .as_ref()
                     .is_some_and(|k| k.missed > k.excused_by_fault)
             })
-            || self.jetstream.as_ref().is_some_and(|js| !js.reconciled)
+            || self
+                .jetstream
+                .as_ref()
+                .is_some_and(|js| !js.reconciled && !self.indeterminate_under_fault(js))
             || self.consumer.as_ref().is_some_and(|c| !c.reconciled)
             || self.own.iter().any(|s| s.failed()))
             && !allow_loss
@@ -686,5 +689,21 @@ impl RunResult {
         } else {
             exit::OK
         }
+    }
+
+    /// Under an injected fault a write can be stored while its acknowledgement is lost with
+    /// the node that held it: indeterminate, and allowed. Such a run fails the reconciliation
+    /// only by what the verdict calls a failure: an acknowledged write lost or duplicated.
+    fn indeterminate_under_fault(&self, js: &JsReport) -> bool {
+        let Some(d) = self.durability.as_ref().filter(|_| self.fault.is_some()) else {
+            return false;
+        };
+        d.lost == Some(0)
+            && d.duplicated.unwrap_or(0) == 0
+            && js.streams.iter().all(|s| {
+                s.duplicate_acks == 0
+                    && s.stored.is_some()
+                    && s.stored == s.unacked_stored.map(|u| u + s.acked)
+            })
     }
 }
