@@ -14,6 +14,8 @@ use serde::Serialize;
 
 mod agents;
 mod conns;
+#[cfg(test)]
+mod exit_tests;
 pub mod merge;
 mod sections;
 mod spread;
