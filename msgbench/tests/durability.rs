@@ -181,3 +181,26 @@ fn faults_aimed_at_roles_are_refused_where_they_cannot_act() {
         assert_eq!(err.trim().lines().count(), 1, "{err}");
     }
 }
+
+#[test]
+fn kv_put_finds_its_buckets_leader_and_a_memory_bucket_restarted_is_reported_lost() {
+    // A bucket has one replica in memory: restarting the node that leads it loses what it had
+    // acknowledged, which the verdict must catch.
+    let (out, v) = run_json(&[
+        "kv",
+        "put",
+        "--cluster",
+        "3",
+        "--reconnect",
+        "--duration",
+        "2s",
+        "--fault",
+        "restart-leader@1s:200ms",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    let e = &v["fault"]["faults"][0];
+    assert!(e["injected_at_ns"].as_u64().is_some(), "{e}");
+    assert_eq!(e["nodes"][0], e["leader_before"], "{e}");
+    assert!(u(&v["durability"]["lost"]) > 0, "{}", v["durability"]);
+}

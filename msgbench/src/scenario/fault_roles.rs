@@ -77,9 +77,14 @@ impl<'a> Cluster<'a> {
             return Some(s.clone());
         }
         let subject = self.subject.as_deref()?;
-        let body = serde_json::json!({ "subject": subject }).to_string();
-        let v = self.ask("$JS.API.STREAM.NAMES", body.as_bytes(), skip)?;
-        let name = v.get("streams")?.as_array()?.first()?.as_str()?.to_string();
+        // A key-value run's subject is the prefix its keys are appended to.
+        let name = [subject.to_string(), format!("{subject}.>")]
+            .iter()
+            .find_map(|filter| {
+                let body = serde_json::json!({ "subject": filter }).to_string();
+                let v = self.ask("$JS.API.STREAM.NAMES", body.as_bytes(), skip)?;
+                Some(v.get("streams")?.as_array()?.first()?.as_str()?.to_string())
+            })?;
         Some(self.stream.get_or_init(|| name).clone())
     }
 
