@@ -184,7 +184,8 @@ pub struct ConnArgs {
     #[arg(long, env = "NATS_CONTEXT", value_name = "NAME")]
     pub context: Option<String>,
     /// With no --server: start N local nats-servers routed into one cluster (2 to 5). Clients
-    /// use the first node; `latency` puts its subscriber on the second.
+    /// use the first node (with --reconnect, those of request, js pub and kv dial the others
+    /// when it fails); `latency` puts its subscriber on the second.
     #[arg(long, value_name = "N", value_parser = parse_nodes)]
     pub cluster: Option<u32>,
     /// A setting for the servers msgbench starts, written into their config file (repeat the
