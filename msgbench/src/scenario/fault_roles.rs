@@ -47,28 +47,19 @@ impl<'a> Cluster<'a> {
         (0..self.nodes.len()).find(|&i| self.name(i) == name)
     }
 
-    /// Asks `subject` of the first node in `order` that is up (not in `skip`) and answers.
+    /// Asks `subject` of the first node that is up (not in `skip`) and takes a connection. A
+    /// node that takes it but gives no answer in time means no one could answer (a stream
+    /// with no leader): the next node would not know better, so `None` at once.
     fn ask(&self, subject: &str, body: &[u8], skip: &[usize]) -> Option<Value> {
-        for (i, node) in self.nodes.iter().enumerate() {
-            if skip.contains(&i) || node.pid().is_none() {
-                continue;
-            }
-            let Ok(mut c) =
-                crate::engine::conn::connect_for_check(&node.url, "msgbench-fault", ASK)
-            else {
-                continue;
-            };
-            let answer = c.request(subject, body, ASK);
-            c.shared.close();
-            if let Ok((_, body)) = answer {
-                if let Ok(v) = serde_json::from_slice::<Value>(&body) {
-                    if v.get("error").is_none() {
-                        return Some(v);
-                    }
-                }
-            }
-        }
-        None
+        let mut c = (self.nodes.iter().enumerate())
+            .filter(|(i, node)| !skip.contains(i) && node.pid().is_some())
+            .find_map(|(_, node)| {
+                crate::engine::conn::connect_for_check(&node.url, "msgbench-fault", ASK).ok()
+            })?;
+        let answer = c.request(subject, body, ASK);
+        c.shared.close();
+        let v: Value = serde_json::from_slice(&answer.ok()?.1).ok()?;
+        v.get("error").is_none().then_some(v)
     }
 
     /// The stream capturing the run's subject, found once.
