@@ -204,3 +204,27 @@ fn kv_put_finds_its_buckets_leader_and_a_memory_bucket_restarted_is_reported_los
     assert_eq!(e["nodes"][0], e["leader_before"], "{e}");
     assert!(u(&v["durability"]["lost"]) > 0, "{}", v["durability"]);
 }
+
+#[test]
+fn a_list_of_faults_on_the_one_server_reports_each_without_a_leader_to_look_for() {
+    let (out, v) = run_json(&[
+        "js",
+        "pub",
+        "--storage",
+        "file",
+        "--reconnect",
+        "--rate",
+        "500",
+        "--duration",
+        "2s",
+        "--fault",
+        "restart@500ms:200ms,pause@1200ms:200ms",
+    ]);
+    check_common(&out, &v, 2);
+    for e in v["fault"]["faults"].as_array().unwrap() {
+        assert_eq!(e["nodes"][0], "server", "{e}");
+        assert!(u(&e["undone_at_ns"]) > u(&e["injected_at_ns"]), "{e}");
+        assert!(positive(&e["no_ack_ns"]), "{e}");
+        assert!(e["leader_answered_ns"].is_null(), "{e}");
+    }
+}

@@ -140,7 +140,8 @@ impl<'a> Injector<'a> {
                             continue;
                         }
                         self.inject(k, zero, &mut steps);
-                        if self.roles && self.cluster.subject.is_some() {
+                        if self.roles && self.cluster.clustered() && self.cluster.subject.is_some()
+                        {
                             s.spawn(move || self.watch(k, zero, stop));
                         }
                     }

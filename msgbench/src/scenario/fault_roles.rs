@@ -38,9 +38,18 @@ impl<'a> Cluster<'a> {
         }
     }
 
-    /// Node `i`'s name.
+    /// Node `i`'s name (`server` for the one server that is no cluster's node).
     pub fn name(&self, i: usize) -> String {
-        crate::server::node_name(i)
+        if self.nodes.len() > 1 {
+            crate::server::node_name(i)
+        } else {
+            "server".into()
+        }
+    }
+
+    /// Whether the servers are a cluster's nodes, whose stream has a leader to look for.
+    pub fn clustered(&self) -> bool {
+        self.nodes.len() > 1
     }
 
     fn index(&self, name: &str) -> Option<usize> {

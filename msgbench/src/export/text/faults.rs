@@ -37,15 +37,24 @@ fn line(e: &FaultEvent) -> String {
     } else {
         e.nodes.join(", ")
     };
-    let leader = e.leader_before.as_deref().unwrap_or("—");
     let mut s = format!(
-        "{what}{role}{hold} at {} on {nodes} (stream leader {leader}); no acknowledgement for {}; \
-         a leader ({}) answered after {}",
-        duration_ns(at as f64),
-        ns(e.no_ack_ns),
-        e.leader_after.as_deref().unwrap_or("none"),
-        ns(e.leader_answered_ns),
+        "{what}{role}{hold} at {} on {nodes}",
+        duration_ns(at as f64)
     );
+    // Only a cluster's stream has a leader to name and to wait for.
+    if e.spec.target.is_some() {
+        let leader = e.leader_before.as_deref().unwrap_or("—");
+        let _ = write!(s, " (stream leader {leader})");
+    }
+    let _ = write!(s, "; no acknowledgement for {}", ns(e.no_ack_ns));
+    if e.spec.target.is_some() {
+        let _ = write!(
+            s,
+            "; a leader ({}) answered after {}",
+            e.leader_after.as_deref().unwrap_or("none"),
+            ns(e.leader_answered_ns)
+        );
+    }
     if let Some(back) = e.undone_at_ns {
         let _ = write!(
             s,
