@@ -135,6 +135,7 @@ fn agent_result(k: u32) -> serde_json::Value {
         embedded: false,
         max_payload: 1 << 20,
         auth: "none",
+        config: None,
     };
     let started = "2026-01-01T00:00:00Z".to_string();
     let mut r = RunResult::new(
@@ -237,6 +238,7 @@ fn merge_agents(c: &mut Criterion) {
         embedded: false,
         max_payload: 0,
         auth: "none",
+        config: None,
     };
     let mut g = c.benchmark_group("merge");
     g.sample_size(20);

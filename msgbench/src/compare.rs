@@ -543,6 +543,7 @@ fn run_driver(plan: &Setup<'_>, name: &str, drivers: &Path, stop: &AtomicBool) -
         embedded: plan.target.local,
         max_payload: 0,
         auth: "none",
+        config: None,
     };
     let mut r = from_driver(plan.scenario, started_at, params, server, &f.result);
     r.jetstream = js;

@@ -5,7 +5,7 @@
 //! The server runs in its own process group so that a Ctrl-C typed at msgbench reaches msgbench
 //! only: msgbench then finishes its run, writes results, and stops the server itself. On Linux
 //! the server also gets a parent-death signal, so even a `kill -9` of msgbench leaves no orphan.
-//! About 610 lines before its tests, past the 600 lines a file aims for: finding, starting, clustering and stopping the server
+//! About 720 lines before its tests, past the 600 lines a file aims for: finding, starting, clustering and stopping the server
 //! share its process handling.
 
 use std::fs;
@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::options::ServerChoice;
-use crate::result::{ClusterNode, ClusterReport, LinkSpec};
+use crate::result::{ClusterNode, ClusterReport, LinkSpec, ServerSetting};
 use crate::wire::url::{self, ServerUrl};
 
 /// The server version the project's install scripts pin; named in the install hint.
@@ -37,12 +37,25 @@ pub struct Target {
     /// msgbench started these servers (also true for a node of its cluster that this target
     /// does not own).
     pub local: bool,
+    /// The `--server-config` settings the servers were started with.
+    pub settings: Vec<ServerSetting>,
 }
 
 impl Target {
     /// Says in a result what a proxy would hide (the server behind it, and the link itself)
     /// and which nodes a local cluster has.
     pub fn annotate(&self, result: &mut crate::result::RunResult) {
+        if let Some(s) = self.embedded.as_ref().filter(|_| !self.settings.is_empty()) {
+            let varz = s.monitor_get("/varz").and_then(|mut v| {
+                v.get_mut("jetstream")
+                    .and_then(|j| j.get_mut("config"))
+                    .map(serde_json::Value::take)
+            });
+            result.server.config = Some(crate::result::ServerConfig {
+                settings: self.settings.clone(),
+                jetstream_reported: varz,
+            });
+        }
         if let Some(link) = &self.link {
             if let Some(first) = link.report.servers.first() {
                 result.server.url.clone_from(first);
@@ -63,6 +76,17 @@ impl Target {
         }
     }
 
+    /// Every node's URL for clients that follow a cluster through faults: the first node
+    /// first (where clients connect, as with [`Target::urls`]), then the others, which a
+    /// reconnect tries in turn when the first is down.
+    pub fn every_node(&self) -> &[ServerUrl] {
+        if self.node_urls.is_empty() {
+            &self.urls
+        } else {
+            &self.node_urls
+        }
+    }
+
     /// Node `i` of a local cluster, as a target of its own that owns nothing.
     pub fn node(&self, i: usize) -> Option<Target> {
         self.node_urls.get(i).map(|u| Target {
@@ -72,11 +96,13 @@ impl Target {
             embedded: None,
             peers: Vec::new(),
             local: self.local,
+            settings: self.settings.clone(),
         })
     }
 }
 
-fn node_name(i: usize) -> String {
+/// The name of node `i` of a local cluster.
+pub fn node_name(i: usize) -> String {
     format!("msgbench-{i}")
 }
 
@@ -89,12 +115,16 @@ fn node_name(i: usize) -> String {
 pub fn resolve(choice: &ServerChoice, link: Option<LinkSpec>) -> Result<Target> {
     let (urls, embedded, peers) = match choice {
         ServerChoice::Urls(urls) => (urls.clone(), None, Vec::new()),
-        ServerChoice::Embedded { binary, nodes } => {
+        ServerChoice::Embedded {
+            binary,
+            nodes,
+            settings,
+        } => {
             let binary = find_binary(binary.as_deref())?;
             let mut servers = if *nodes > 1 {
-                start_cluster(&binary, *nodes)?
+                start_cluster(&binary, *nodes, settings)?
             } else {
-                vec![EmbeddedServer::start(&binary, &[])?]
+                vec![EmbeddedServer::start_configured(&binary, &[], settings)?]
             };
             let urls = servers.iter().map(|s| s.url.clone()).collect();
             let first = servers.remove(0);
@@ -120,12 +150,16 @@ pub fn resolve(choice: &ServerChoice, link: Option<LinkSpec>) -> Result<Target> 
         local: embedded.is_some(),
         embedded,
         peers,
+        settings: match choice {
+            ServerChoice::Embedded { settings, .. } => settings.clone(),
+            ServerChoice::Urls(_) => Vec::new(),
+        },
     })
 }
 
 /// Starts `n` servers routed into one cluster, and waits until JetStream answers on every one
 /// of them (which needs the routes up and a meta leader elected).
-fn start_cluster(binary: &Path, n: u32) -> Result<Vec<EmbeddedServer>> {
+fn start_cluster(binary: &Path, n: u32, settings: &[ServerSetting]) -> Result<Vec<EmbeddedServer>> {
     let ports: Vec<u16> = (0..n)
         .map(|_| {
             std::net::TcpListener::bind("127.0.0.1:0")
@@ -156,13 +190,39 @@ fn start_cluster(binary: &Path, n: u32) -> Result<Vec<EmbeddedServer>> {
             "--routes",
             &routes,
         ];
-        servers.push(EmbeddedServer::start(binary, &args)?);
+        servers.push(EmbeddedServer::start_configured(binary, &args, settings)?);
     }
     let deadline = Instant::now() + Duration::from_secs(20);
     for s in &servers {
         wait_for_jetstream(&s.url, deadline)?;
     }
+    wait_for_meta_peers(&servers, deadline)?;
     Ok(servers)
+}
+
+/// Waits until the meta leader sees every other node as a current peer (its `/jsz`): until
+/// then a stream with a replica on each node finds "no suitable peers for placement".
+fn wait_for_meta_peers(servers: &[EmbeddedServer], deadline: Instant) -> Result<()> {
+    let want = servers.len() - 1;
+    let formed = |s: &EmbeddedServer| {
+        s.monitor_get("/jsz").is_some_and(|jsz| {
+            let replicas = jsz["meta_cluster"]["replicas"].as_array().cloned();
+            replicas.is_some_and(|r| {
+                r.len() == want && r.iter().all(|p| p["current"].as_bool() == Some(true))
+            })
+        })
+    };
+    while !servers.iter().any(formed) {
+        if Instant::now() > deadline {
+            return Err(Error::EmbeddedServer(
+                "the local cluster did not form: the meta leader did not see every node \
+                 within 20 s"
+                    .into(),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
 }
 
 /// Asks `$JS.API.INFO` until it answers without an error.
@@ -291,6 +351,9 @@ pub struct EmbeddedServer {
     extra: Vec<String>,
     dir: PathBuf,
     pub url: ServerUrl,
+    /// The monitoring port of the running process (0 before it listens); a restart gets a new
+    /// one.
+    monitor_port: std::sync::atomic::AtomicU16,
 }
 
 impl EmbeddedServer {
@@ -301,12 +364,33 @@ impl EmbeddedServer {
     /// # Errors
     /// [`Error::EmbeddedServer`] when it cannot be started or does not come up in 10 s.
     pub fn start(binary: &Path, extra: &[&str]) -> Result<Self> {
+        Self::start_configured(binary, extra, &[])
+    }
+
+    /// As [`EmbeddedServer::start`], with `settings` written into a config file the server
+    /// reads (`-c`); the flags msgbench passes still decide the address, ports and storage.
+    ///
+    /// # Errors
+    /// As [`EmbeddedServer::start`]; a setting the server refuses is named by its log line.
+    pub fn start_configured(
+        binary: &Path,
+        extra: &[&str],
+        settings: &[ServerSetting],
+    ) -> Result<Self> {
         let dir = make_temp_dir()?;
+        let mut extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        if !settings.is_empty() {
+            let conf = dir.join("server.conf");
+            fs::write(&conf, crate::options::server_config::render(settings)).map_err(|e| {
+                Error::EmbeddedServer(format!("cannot write the server's config file: {e}"))
+            })?;
+            extra.extend(["-c".to_string(), conf.display().to_string()]);
+        }
         let mut server = EmbeddedServer {
             child: Mutex::new(None),
             keeper: std::sync::OnceLock::new(),
             binary: binary.to_path_buf(),
-            extra: extra.iter().map(|s| s.to_string()).collect(),
+            extra,
             dir,
             url: ServerUrl {
                 host: "127.0.0.1".into(),
@@ -315,6 +399,7 @@ impl EmbeddedServer {
                 tls: false,
                 tls_name: None,
             },
+            monitor_port: std::sync::atomic::AtomicU16::new(0),
         };
         server.url.port = server.spawn(None)?;
         Ok(server)
@@ -328,7 +413,8 @@ impl EmbeddedServer {
             .open(self.dir.join("server.log"))
             .map_err(|e| Error::EmbeddedServer(format!("cannot create the server log: {e}")))?;
         let mut cmd = Command::new(&self.binary);
-        cmd.args(["-a", "127.0.0.1", "-p"])
+        // The monitoring port (any free one) is how msgbench reads a node's roles and settings.
+        cmd.args(["-a", "127.0.0.1", "-m", "-1", "-p"])
             .arg(port.map_or("-1".to_string(), |p| p.to_string()))
             .args(["-js", "-sd"])
             .arg(self.dir.join("jetstream"))
@@ -399,6 +485,14 @@ impl EmbeddedServer {
         }
     }
 
+    /// A monitoring endpoint's JSON (`/varz`, `/jsz`), read from the running process; `None`
+    /// when it is down, paused past the wait, or answers something else.
+    pub fn monitor_get(&self, path: &str) -> Option<serde_json::Value> {
+        let port = self.monitor_port.load(std::sync::atomic::Ordering::Acquire);
+        (port != 0).then_some(())?;
+        crate::engine::monitor::get_json(port, path, Duration::from_secs(1))
+    }
+
     /// The directory holding the server's data, log and ports file.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -416,6 +510,9 @@ impl EmbeddedServer {
         loop {
             if let Ok(text) = fs::read_to_string(&ports_file) {
                 if let Some(port) = parse_ports_file(&text) {
+                    let monitor = parse_monitor_port(&text).unwrap_or(0);
+                    self.monitor_port
+                        .store(monitor, std::sync::atomic::Ordering::Release);
                     return Ok(port);
                 }
             }
@@ -500,6 +597,16 @@ impl Keeper {
         rx.recv()
             .unwrap_or_else(|_| Err(std::io::Error::other("the server's keeper thread is gone")))
     }
+}
+
+/// The monitoring port in a ports file.
+fn parse_monitor_port(text: &str) -> Option<u16> {
+    #[derive(serde::Deserialize)]
+    struct Ports {
+        monitoring: Vec<String>,
+    }
+    let ports: Ports = serde_json::from_str(text).ok()?;
+    ports.monitoring.first()?.rsplit(':').next()?.parse().ok()
 }
 
 fn parse_ports_file(text: &str) -> Option<u16> {

@@ -171,8 +171,10 @@ pub struct ConnArgs {
     #[serde(serialize_with = "crate::values::ser::duration")]
     pub ping_interval: Duration,
     /// Inject a fault into the embedded server: kill@5s, restart@5s[:DOWN], pause@3s:200ms
-    /// (time from the start of the load). Reports the recovery time.
-    #[arg(long, value_name = "KIND@TIME[:HOLD]")]
+    /// (time from the start of the load). Reports the recovery time. For `js pub` and `kv put`
+    /// on --cluster 3 or 5: a comma-separated list aimed at roles, KIND-TARGET@TIME[:HOLD] with
+    /// TARGET leader, follower, meta-leader, majority or all (kill-leader@3s,restart-leader@6s).
+    #[arg(long, value_name = "KIND[-TARGET]@TIME[:HOLD]")]
     pub fault: Option<String>,
     /// Put an impaired link between the clients and the server: delay=1ms,jitter=200us,
     /// rate=100mbit (each way; prefix an item with up: or down: for one direction). A proxy
@@ -193,9 +195,14 @@ pub struct ConnArgs {
     #[arg(long, env = "NATS_CONTEXT", value_name = "NAME")]
     pub context: Option<String>,
     /// With no --server: start N local nats-servers routed into one cluster (2 to 5). Clients
-    /// use the first node; `latency` puts its subscriber on the second.
+    /// use the first node (with --reconnect, those of request, js pub and kv dial the others
+    /// when it fails); `latency` puts its subscriber on the second.
     #[arg(long, value_name = "N", value_parser = parse_nodes)]
     pub cluster: Option<u32>,
+    /// A setting for the servers msgbench starts, written into their config file (repeat the
+    /// flag for more): sync_interval=always, max_payload=2000000, jetstream.max_file_store=1G.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub server_config: Vec<String>,
     /// CA certificates (PEM) to verify the server with, instead of the system's.
     #[arg(long, value_name = "FILE")]
     pub tls_ca: Option<PathBuf>,

@@ -13,6 +13,7 @@ pub mod jsfast;
 pub mod jsframe;
 pub mod load;
 pub(crate) mod memory;
+pub(crate) mod monitor;
 pub(crate) mod pace;
 pub(crate) mod pull;
 pub(crate) mod tls;

@@ -10,6 +10,7 @@ use crate::engine::tls::{Tls, TlsOptions};
 use crate::error::{Error, Result};
 use crate::options::{server_choice, ServerChoice};
 use crate::result::LinkSpec;
+use crate::stats::faults::{FaultTarget, Faults};
 use crate::stats::recovery::{FaultKind, FaultSpec};
 use crate::values::parse_duration;
 
@@ -19,7 +20,11 @@ use crate::values::parse_duration;
 #[derive(Debug, Clone, Copy)]
 pub struct ConnOptions {
     pub dial: Dialing,
+    /// The first fault of `faults`: what a scenario with one fault injects.
     pub fault: Option<FaultSpec>,
+    /// Every fault of `--fault`; more than one, or one aimed at a role, only where
+    /// [`ConnOptions::with_roles`] allowed it.
+    pub faults: Faults,
     /// The impaired link to run over, if any.
     pub link: Option<LinkSpec>,
 }
@@ -28,11 +33,55 @@ impl ConnOptions {
     /// # Errors
     /// [`Error::Usage`] naming the flag whose value cannot work.
     pub fn new(conn: &ConnArgs) -> Result<Self> {
-        let fault = conn
+        let opts = Self::build(conn)?;
+        if opts.faults.len() > 1 || opts.faults.targeted() {
+            return Err(Error::flag(
+                "--fault",
+                conn.fault.as_deref().unwrap_or_default(),
+                "a list of faults, or one aimed at a role, is for `js pub` and `kv put` on \
+                 --cluster 3 or 5",
+            ));
+        }
+        Ok(opts)
+    }
+
+    /// As [`ConnOptions::new`], for the commands that take a list of faults aimed at a
+    /// cluster's roles (`js pub`, `kv put`): a role needs `--cluster 3` or `5` (a quorum that
+    /// outlives one node), and on a cluster every fault must name its role.
+    ///
+    /// # Errors
+    /// As [`ConnOptions::new`].
+    pub fn with_roles(conn: &ConnArgs) -> Result<Self> {
+        let opts = Self::build(conn)?;
+        let (faults, given) = (opts.faults, conn.fault.as_deref().unwrap_or_default());
+        if faults.targeted() && !matches!(conn.cluster, Some(3 | 5)) {
+            return Err(Error::flag(
+                "--fault",
+                given,
+                "a fault aimed at a role needs --cluster 3 or 5",
+            ));
+        }
+        if conn.cluster.is_some() && faults.iter().any(|f| f.target.is_none()) {
+            return Err(Error::flag(
+                "--fault",
+                given,
+                "on --cluster, name the role each fault is aimed at: kill-leader, \
+                 restart-follower, pause-meta-leader, kill-majority, restart-all, …",
+            ));
+        }
+        Ok(opts)
+    }
+
+    fn build(conn: &ConnArgs) -> Result<Self> {
+        let given = conn.fault.as_deref().unwrap_or_default();
+        let list = conn
             .fault
             .as_deref()
-            .map(|f| parse_fault(f).map_err(|why| Error::flag("--fault", f, why)))
-            .transpose()?;
+            .map(|f| parse_faults(f).map_err(|why| Error::flag("--fault", f, why)))
+            .transpose()?
+            .unwrap_or_default();
+        let faults = Faults::of(&list).map_err(|why| Error::flag("--fault", given, why))?;
+        let fault = list.first().copied();
         if fault.is_some() && !matches!(server_choice(conn)?, ServerChoice::Embedded { .. }) {
             return Err(Error::Usage(
                 "--fault acts on the server msgbench starts itself; it cannot be combined with \
@@ -86,6 +135,7 @@ impl ConnOptions {
                 tls,
             },
             fault,
+            faults,
             link,
         })
     }
@@ -95,7 +145,7 @@ impl ConnOptions {
     /// # Errors
     /// [`Error::Usage`] naming the command.
     pub fn no_fault(&self, command: &str) -> Result<()> {
-        match self.fault {
+        match self.faults.iter().next() {
             Some(_) => Err(Error::Usage(format!(
                 "--fault is not available for `{command}`"
             ))),
@@ -139,7 +189,35 @@ pub struct TlsParams {
     pub first: bool,
 }
 
-/// `--fault KIND@AT[:HOLD]`: `kill@5s`, `restart@5s`, `restart@5s:1s`, `pause@3s:200ms`.
+/// `--fault` as a comma-separated list, in time order. `restart-TARGET` after `kill-TARGET`
+/// starts the nodes that kill took down, so it takes no HOLD.
+///
+/// # Errors
+/// Why the text is not a list of faults.
+pub fn parse_faults(s: &str) -> std::result::Result<Vec<FaultSpec>, String> {
+    let list = s
+        .split(',')
+        .map(parse_fault)
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    for (k, f) in list.iter().enumerate().skip(1) {
+        if f.at < list[k - 1].at {
+            return Err("list the faults in time order".into());
+        }
+        let after_kill = list[..k]
+            .iter()
+            .any(|e| e.kind == FaultKind::Kill && e.target.is_some() && e.target == f.target);
+        if f.kind == FaultKind::Restart && after_kill && !f.hold.is_zero() {
+            return Err(format!(
+                "restart-{} after kill-{0} starts the node killed then; it takes no HOLD",
+                f.target.map_or("", FaultTarget::as_str)
+            ));
+        }
+    }
+    Ok(list)
+}
+
+/// One fault, `KIND[-TARGET]@AT[:HOLD]`: `kill@5s`, `restart@5s:1s`, `pause@3s:200ms`,
+/// `kill-leader@3s`, `pause-follower@2s:500ms`.
 ///
 /// # Errors
 /// Why the text is not a fault.
@@ -147,7 +225,18 @@ pub fn parse_fault(s: &str) -> std::result::Result<FaultSpec, String> {
     let (kind, rest) = s
         .split_once('@')
         .ok_or("expected KIND@TIME, such as kill@5s, restart@5s or pause@3s:200ms")?;
-    let kind = match kind.trim() {
+    let (kind, target) = match kind.trim().split_once('-') {
+        Some((kind, target)) => {
+            let t = FaultTarget::parse(target).ok_or_else(|| {
+                format!(
+                    "unknown target '{target}' (leader, follower, meta-leader, majority or all)"
+                )
+            })?;
+            (kind, Some(t))
+        }
+        None => (kind.trim(), None),
+    };
+    let kind = match kind {
         "kill" => FaultKind::Kill,
         "restart" => FaultKind::Restart,
         "pause" => FaultKind::Pause,
@@ -172,7 +261,12 @@ pub fn parse_fault(s: &str) -> std::result::Result<FaultSpec, String> {
         }
         (_, h) => h.unwrap_or(Duration::ZERO),
     };
-    Ok(FaultSpec { kind, at, hold })
+    Ok(FaultSpec {
+        kind,
+        target,
+        at,
+        hold,
+    })
 }
 
 #[cfg(test)]
@@ -180,11 +274,43 @@ mod tests {
     use super::*;
 
     #[test]
+    fn parses_lists_of_faults_aimed_at_roles() {
+        let list =
+            parse_faults("kill-leader@3s,restart-leader@6s,pause-meta-leader@7s:200ms").unwrap();
+        let kinds: Vec<(FaultKind, Option<FaultTarget>)> =
+            list.iter().map(|f| (f.kind, f.target)).collect();
+        assert_eq!(
+            kinds,
+            [
+                (FaultKind::Kill, Some(FaultTarget::Leader)),
+                (FaultKind::Restart, Some(FaultTarget::Leader)),
+                (FaultKind::Pause, Some(FaultTarget::MetaLeader)),
+            ]
+        );
+        assert_eq!(list[2].hold, Duration::from_millis(200));
+        // A restart of another role than the one killed is a kill and a start after HOLD.
+        assert!(parse_faults("kill-leader@1s,restart-follower@2s:1s").is_ok());
+        for bad in [
+            "kill-leader@2s,kill-follower@1s",
+            "kill-leader@1s,restart-leader@2s:1s",
+            "kill-boss@1s",
+            "kill-@1s",
+            "kill@1s,",
+            "kill-all@1s:1s",
+        ] {
+            assert!(parse_faults(bad).is_err(), "{bad}");
+        }
+        let nine = ["kill-all@1s"; 9].join(",");
+        assert!(Faults::of(&parse_faults(&nine).unwrap()).is_err());
+    }
+
+    #[test]
     fn parses_faults() {
         let ms = Duration::from_millis;
         assert_eq!(
             parse_fault("kill@5s").unwrap(),
             FaultSpec {
+                target: None,
                 kind: FaultKind::Kill,
                 at: ms(5000),
                 hold: ms(0)
@@ -193,6 +319,7 @@ mod tests {
         assert_eq!(
             parse_fault("restart@1500ms:250ms").unwrap(),
             FaultSpec {
+                target: None,
                 kind: FaultKind::Restart,
                 at: ms(1500),
                 hold: ms(250)
@@ -201,6 +328,7 @@ mod tests {
         assert_eq!(
             parse_fault("pause@3s:200ms").unwrap(),
             FaultSpec {
+                target: None,
                 kind: FaultKind::Pause,
                 at: ms(3000),
                 hold: ms(200)

@@ -6,6 +6,7 @@ pub mod auth;
 pub mod conn;
 pub mod dest;
 pub mod link;
+pub mod server_config;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -22,7 +23,12 @@ pub enum ServerChoice {
     Urls(Vec<ServerUrl>),
     /// Start a local nats-server (or `nodes` of them, routed into one cluster); `binary`
     /// overrides the PATH lookup.
-    Embedded { binary: Option<PathBuf>, nodes: u32 },
+    /// `settings` go into each server's config file (`--server-config`).
+    Embedded {
+        binary: Option<PathBuf>,
+        nodes: u32,
+        settings: Vec<crate::result::ServerSetting>,
+    },
 }
 
 /// Where output goes.
@@ -200,6 +206,23 @@ pub fn server_choice(conn: &ConnArgs) -> Result<ServerChoice> {
         }
         _ => {}
     }
+    match &mut choice {
+        ServerChoice::Embedded { settings, .. } => {
+            *settings = server_config::parse_all(&conn.server_config)?;
+        }
+        ServerChoice::Urls(_) if !conn.server_config.is_empty() => {
+            return Err(Error::Usage(format!(
+                "--server-config sets up the servers msgbench starts; it cannot be combined \
+                 with {}",
+                if flag == "--server" {
+                    "--server or NATS_URL"
+                } else {
+                    flag
+                }
+            )))
+        }
+        ServerChoice::Urls(_) => {}
+    }
     // Credentials from flags, the environment or the context go to every server whose URL
     // carries none of its own.
     if let ServerChoice::Urls(urls) = &mut choice {
@@ -218,7 +241,11 @@ pub fn server_choice_from(
 ) -> Result<ServerChoice> {
     match list.map(str::trim) {
         // An empty NATS_URL is treated as unset, as the NATS CLI does.
-        None | Some("") => Ok(ServerChoice::Embedded { binary, nodes: 1 }),
+        None | Some("") => Ok(ServerChoice::Embedded {
+            binary,
+            nodes: 1,
+            settings: Vec::new(),
+        }),
         Some(list) => url::parse_servers(list)
             .map(ServerChoice::Urls)
             .map_err(|why| Error::Usage(format!("invalid value for {flag}: {why}"))),

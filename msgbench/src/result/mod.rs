@@ -14,6 +14,8 @@ use serde::Serialize;
 
 mod agents;
 mod conns;
+#[cfg(test)]
+mod exit_tests;
 pub mod merge;
 mod sections;
 mod spread;
@@ -26,7 +28,7 @@ pub use conns::{
 };
 pub use sections::{
     ClusterNode, ClusterReport, ConsumeReport, Durability, GrpcReport, JsReport, LinkReport,
-    LinkSpec, Shape, StreamReport, Verdict,
+    LinkSpec, ServerConfig, ServerSetting, Shape, StreamReport, Verdict,
 };
 pub use spread::{ClientSpread, MinMedianMax, Slowest};
 pub use stages::{ScheduleReport, StageStats};
@@ -224,6 +226,7 @@ impl ServerMeta {
             embedded: false,
             max_payload: 0,
             auth: "none",
+            config: None,
         }
     }
 
@@ -240,6 +243,7 @@ impl ServerMeta {
             embedded,
             max_payload: info.max_payload,
             auth: url.auth.method(),
+            config: None,
         }
     }
 }
@@ -256,6 +260,9 @@ pub struct ServerMeta {
     pub embedded: bool,
     pub max_payload: usize,
     pub auth: &'static str,
+    /// The `--server-config` settings msgbench started its servers with; absent without.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<ServerConfig>,
 }
 
 /// One side's aggregate, plus the spread of its clients.
@@ -670,7 +677,10 @@ impl RunResult {
                     .as_ref()
                     .is_some_and(|k| k.missed > k.excused_by_fault)
             })
-            || self.jetstream.as_ref().is_some_and(|js| !js.reconciled)
+            || self
+                .jetstream
+                .as_ref()
+                .is_some_and(|js| !js.reconciled && !self.indeterminate_under_fault(js))
             || self.consumer.as_ref().is_some_and(|c| !c.reconciled)
             || self.own.iter().any(|s| s.failed()))
             && !allow_loss
@@ -681,5 +691,21 @@ impl RunResult {
         } else {
             exit::OK
         }
+    }
+
+    /// Under an injected fault a write can be stored while its acknowledgement is lost with
+    /// the node that held it: indeterminate, and allowed. Such a run fails the reconciliation
+    /// only by what the verdict calls a failure: an acknowledged write lost or duplicated.
+    fn indeterminate_under_fault(&self, js: &JsReport) -> bool {
+        let Some(d) = self.durability.as_ref().filter(|_| self.fault.is_some()) else {
+            return false;
+        };
+        d.lost == Some(0)
+            && d.duplicated.unwrap_or(0) == 0
+            && js.streams.iter().all(|s| {
+                s.duplicate_acks == 0
+                    && s.stored.is_some()
+                    && s.stored == s.unacked_stored.map(|u| u + s.acked)
+            })
     }
 }

@@ -26,7 +26,10 @@ pub trait Describe {
     fn shape(&self) -> String;
     /// The first line: what ran, against what, in words.
     fn first_line(&self, scenario: &str, server: &crate::result::ServerMeta) -> String {
-        let embedded = if server.embedded { ", embedded" } else { "" };
+        let mut embedded = if server.embedded { ", embedded" } else { "" }.to_string();
+        for s in server.config.iter().flat_map(|c| &c.settings) {
+            embedded.push_str(&format!(", {}={}", s.key, s.value));
+        }
         format!(
             "msgbench {scenario} against {} (nats-server {}{embedded}): {}",
             server.url,

@@ -26,6 +26,23 @@ pub struct Verdict {
     pub latency: bool,
 }
 
+/// One `--server-config` setting of the servers msgbench started: the key as its dotted path
+/// in the config file (`jetstream.sync_interval`), the value as given.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServerSetting {
+    pub key: String,
+    pub value: String,
+}
+
+/// The settings msgbench started its servers with, and what the server says it runs with.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerConfig {
+    pub settings: Vec<ServerSetting>,
+    /// The JetStream settings the first server reports on its monitoring endpoint (`/varz`'s
+    /// `jetstream.config`), to show the settings took effect; null when it could not be read.
+    pub jetstream_reported: Option<serde_json::Value>,
+}
+
 /// What a result says about a local cluster.
 #[derive(Debug, Clone, Serialize)]
 pub struct ClusterReport {

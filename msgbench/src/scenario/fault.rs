@@ -1,30 +1,69 @@
-//! Fault injection: at a set time from the start of the load, kill, restart or pause the
-//! embedded server, and remember exactly when, so recovery can be measured from that instant.
+//! Fault injection: at set times from the start of the load, kill, restart or pause the
+//! embedded server, or nodes of a local cluster picked by their JetStream role when the fault
+//! comes ([`super::fault_roles`]); remember exactly when each was injected and undone, so
+//! recovery can be measured from that instant.
 //!
-//! The injector runs on its own thread inside the scenario's scope and ends by itself: at the
-//! fault's time plus its hold at most, or as soon as the run is over or interrupted.
+//! The injector runs on its own thread inside the scenario's scope, as one timeline of steps
+//! (inject, undo, look for the new leader), so faults whose holds overlap stay on time. It
+//! ends by itself: no fault is injected once the run is over or interrupted, but a fault that
+//! was injected is always undone, and the look for a new leader is bounded.
+//!
+//! `restart-TARGET` listed after `kill-TARGET` starts the nodes that kill took down (if they
+//! are still down) rather than killing whoever holds the role then: "restart the leader" after
+//! "kill the leader" means the node that was killed.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use super::fault_roles::Cluster;
 use crate::engine::pace::Pace;
 use crate::error::{Error, Result};
-use crate::server::{EmbeddedServer, Target};
+use crate::server::Target;
+use crate::stats::faults::{AckGaps, FaultEvent, Faults};
 use crate::stats::recovery::{FaultKind, FaultSpec};
 use crate::stats::recovery::{FaultReport, Owed, RecoveryLog};
 
 /// Not injected (yet): the value subscribers compare due times against.
 pub const NOT_YET: u64 = u64::MAX;
 
+/// How long after a fault a new stream leader is looked for, and how often.
+const LEADER_WAIT: Duration = Duration::from_secs(10);
+const LEADER_POLL: Duration = Duration::from_millis(50);
+
 pub struct Injector<'a> {
-    spec: FaultSpec,
-    server: &'a EmbeddedServer,
-    injected_ns: AtomicU64,
-    /// When a restarted server accepted clients again (or a paused one was thawed).
-    undone_ns: AtomicU64,
-    error: Mutex<Option<String>>,
+    specs: Vec<FaultSpec>,
+    cluster: Cluster<'a>,
+    /// Whether each fault is reported on its own (a list, or a fault aimed at a role).
+    roles: bool,
+    /// When each fault was injected, in ns from time zero; [`NOT_YET`] before.
+    times: Vec<AtomicU64>,
+    state: Mutex<State>,
     done: AtomicBool,
+}
+
+/// What the faults did so far, and which nodes are paused.
+#[derive(Default)]
+struct State {
+    events: Vec<Seen>,
+    frozen: Vec<usize>,
+}
+
+#[derive(Default, Clone)]
+struct Seen {
+    nodes: Vec<usize>,
+    undone_ns: Option<u64>,
+    error: Option<String>,
+    leader_before: Option<usize>,
+    leader_after: Option<usize>,
+    leader_answered_ns: Option<u64>,
+}
+
+/// A step of the injector's timeline.
+#[derive(Clone, Copy)]
+enum Step {
+    Inject(usize),
+    Undo(usize),
 }
 
 impl<'a> Injector<'a> {
@@ -33,92 +72,252 @@ impl<'a> Injector<'a> {
     /// # Errors
     /// [`Error::Usage`] when there is a fault but no embedded server to inject it into.
     pub fn new(spec: Option<FaultSpec>, target: &'a Target) -> Result<Option<Self>> {
-        let Some(spec) = spec else { return Ok(None) };
-        let server = target.embedded.as_ref().ok_or_else(|| {
+        let faults = spec.map_or_else(Faults::default, |s| {
+            Faults::of(&[s]).expect("one fault fits")
+        });
+        Self::of(faults, target, None)
+    }
+
+    /// An injector for every fault of `faults`; those aimed at a role find their nodes among
+    /// the target's cluster, through the stream capturing `subject`. `None` without a fault.
+    ///
+    /// # Errors
+    /// As [`Injector::new`].
+    pub fn of(faults: Faults, target: &'a Target, subject: Option<&str>) -> Result<Option<Self>> {
+        if faults.is_empty() {
+            return Ok(None);
+        }
+        let first = target.embedded.as_ref().ok_or_else(|| {
             Error::Usage("--fault needs the server msgbench starts itself".into())
         })?;
+        let nodes = std::iter::once(first).chain(&target.peers).collect();
+        let specs: Vec<FaultSpec> = faults.iter().copied().collect();
         Ok(Some(Self {
-            spec,
-            server,
-            injected_ns: AtomicU64::new(NOT_YET),
-            undone_ns: AtomicU64::new(NOT_YET),
-            error: Mutex::new(None),
+            roles: faults.targeted() || specs.len() > 1,
+            times: specs.iter().map(|_| AtomicU64::new(NOT_YET)).collect(),
+            state: Mutex::new(State {
+                events: vec![Seen::default(); specs.len()],
+                frozen: Vec::new(),
+            }),
+            cluster: Cluster::new(nodes, subject.map(str::to_string)),
+            specs,
             done: AtomicBool::new(false),
         }))
     }
 
-    /// When the fault was injected, in ns from time zero; [`NOT_YET`] before.
-    pub fn fault_ns(&self) -> &AtomicU64 {
-        &self.injected_ns
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Waits for the fault's time (from `zero`) and injects it. Returns early, doing nothing,
-    /// once [`Injector::finish`] is called or `stop` is raised.
+    /// When the first fault was injected, in ns from time zero; [`NOT_YET`] before.
+    pub fn fault_ns(&self) -> &AtomicU64 {
+        &self.times[0]
+    }
+
+    /// Every fault's injection time, for the readers' acknowledgement gaps.
+    pub fn times(&self) -> &[AtomicU64] {
+        &self.times
+    }
+
+    /// Runs the faults' timeline from `zero`. No fault is injected once [`Injector::finish`]
+    /// is called or `stop` is raised; the ones injected are still undone.
+    ///
+    /// After each fault aimed at a role, a thread of its own asks for the stream's leader
+    /// (bounded by [`LEADER_WAIT`]), so a slow answer never delays the next fault.
     pub fn run(&self, zero: Instant, stop: &AtomicBool) {
         let over = || self.done.load(Ordering::Acquire) || stop.load(Ordering::Relaxed);
-        if !sleep_until(zero + self.spec.at, &over) {
-            return;
-        }
-        // The fault's time is taken once it has happened, not when it was asked for: a thread
-        // preempted in between would otherwise date it early, and messages the server still
-        // delivered would count as sent after it.
-        let injected = || {
-            self.injected_ns
-                .store(zero.elapsed().as_nanos() as u64, Ordering::Release);
-        };
-        match self.spec.kind {
-            FaultKind::Kill => {
-                self.server.kill();
-                injected();
-            }
-            FaultKind::Restart => {
-                self.server.kill();
-                injected();
-                // The restart happens even if the run ends meanwhile: a fault must be undone.
-                sleep_until(Instant::now() + self.spec.hold, &|| {
-                    stop.load(Ordering::Relaxed)
-                });
-                match self.server.restart() {
-                    Ok(()) => self
-                        .undone_ns
-                        .store(zero.elapsed().as_nanos() as u64, Ordering::Release),
-                    Err(e) => {
-                        *self.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+        let stopped = || stop.load(Ordering::Relaxed);
+        let mut steps: Vec<(Instant, Step)> = (self.specs.iter().enumerate())
+            .map(|(k, s)| (zero + s.at, Step::Inject(k)))
+            .collect();
+        std::thread::scope(|s| {
+            while let Some(i) = (0..steps.len()).min_by_key(|&i| steps[i].0) {
+                let (when, step) = steps.remove(i);
+                match step {
+                    Step::Inject(k) => {
+                        if !sleep_until(when, &over) {
+                            steps.retain(|(_, s)| !matches!(s, Step::Inject(_)));
+                            continue;
+                        }
+                        self.inject(k, zero, &mut steps);
+                        if self.roles && self.cluster.clustered() && self.cluster.subject.is_some()
+                        {
+                            s.spawn(move || self.watch(k, zero, stop));
+                        }
+                    }
+                    Step::Undo(k) => {
+                        // A fault must be undone: a run that ends meanwhile only makes it sooner.
+                        sleep_until(when, &stopped);
+                        self.undo(k, zero);
                     }
                 }
             }
+        });
+    }
+
+    /// Nodes that cannot answer: down, or paused by a fault.
+    fn unavailable(&self) -> Vec<usize> {
+        let frozen = self.state().frozen.clone();
+        (0..self.cluster.nodes.len())
+            .filter(|i| frozen.contains(i) || self.cluster.nodes[*i].pid().is_none())
+            .collect()
+    }
+
+    /// The nodes an earlier kill aimed at the same target took down, when some still are.
+    fn killed_earlier(&self, k: usize) -> Option<Vec<usize>> {
+        let target = self.specs[k].target?;
+        let events = self.state().events.clone();
+        (0..k)
+            .rev()
+            .filter(|&j| {
+                self.specs[j].kind == FaultKind::Kill && self.specs[j].target == Some(target)
+            })
+            .map(|j| events[j].nodes.clone())
+            .map(|v| {
+                v.into_iter()
+                    .filter(|&n| self.cluster.nodes[n].pid().is_none())
+                    .collect::<Vec<_>>()
+            })
+            .find(|v| !v.is_empty())
+    }
+
+    fn fail(&self, k: usize, why: String) {
+        self.state().events[k].error.get_or_insert(why);
+    }
+
+    fn stamp(&self, k: usize, zero: Instant) {
+        self.times[k].store(zero.elapsed().as_nanos() as u64, Ordering::Release);
+    }
+
+    /// Finds fault k's nodes and acts on them; schedules its undo and the look for a leader.
+    fn inject(&self, k: usize, zero: Instant, steps: &mut Vec<(Instant, Step)>) {
+        let spec = self.specs[k];
+        let skip = self.unavailable();
+        let earlier = (spec.kind == FaultKind::Restart)
+            .then(|| self.killed_earlier(k))
+            .flatten();
+        let restart_only = earlier.is_some();
+        let (nodes, placement) = match (earlier, spec.target) {
+            (Some(v), _) => (v, None),
+            (None, None) => (vec![0], None),
+            (None, Some(t)) => match self.cluster.victims(t, &skip) {
+                Ok(found) => found,
+                Err(why) => return self.fail(k, why),
+            },
+        };
+        {
+            let mut st = self.state();
+            st.events[k].nodes.clone_from(&nodes);
+            st.events[k].leader_before = placement.and_then(|p| p.leader);
+        }
+        let servers = || nodes.iter().map(|&n| self.cluster.nodes[n]);
+        // The fault's time is taken once it has happened, not when it was asked for: a thread
+        // preempted in between would otherwise date it early, and messages the server still
+        // delivered would count as sent after it.
+        match spec.kind {
+            FaultKind::Restart if restart_only => {
+                self.stamp(k, zero);
+                self.undo(k, zero);
+            }
+            FaultKind::Kill | FaultKind::Restart => {
+                servers().for_each(|s| s.kill());
+                self.stamp(k, zero);
+            }
             FaultKind::Pause => {
-                self.server.freeze(true);
-                injected();
-                sleep_until(Instant::now() + self.spec.hold, &|| {
-                    stop.load(Ordering::Relaxed)
-                });
-                self.server.freeze(false);
+                self.state().frozen.extend(&nodes);
+                servers().for_each(|s| s.freeze(true));
+                self.stamp(k, zero);
+            }
+        }
+        if spec.kind != FaultKind::Kill && !restart_only {
+            steps.push((Instant::now() + spec.hold, Step::Undo(k)));
+        }
+    }
+
+    /// Starts fault k's nodes again, or thaws them.
+    fn undo(&self, k: usize, zero: Instant) {
+        let nodes = self.state().events[k].nodes.clone();
+        let mut failed = None;
+        for &n in &nodes {
+            let server = self.cluster.nodes[n];
+            match self.specs[k].kind {
+                FaultKind::Pause => {
+                    server.freeze(false);
+                    self.state().frozen.retain(|f| *f != n);
+                }
+                _ => {
+                    if let Err(e) = server.restart() {
+                        failed.get_or_insert(e.to_string());
+                    }
+                }
+            }
+        }
+        match failed {
+            Some(why) => self.fail(k, why),
+            None => self.state().events[k].undone_ns = Some(zero.elapsed().as_nanos() as u64),
+        }
+    }
+
+    /// Asks for the stream's leader after fault k until one it did not act on (or any, once
+    /// the fault is undone) answers, for [`LEADER_WAIT`] at most.
+    fn watch(&self, k: usize, zero: Instant, stop: &AtomicBool) {
+        let until = Instant::now() + LEADER_WAIT;
+        while !self.leader_answered(k, zero) && Instant::now() < until {
+            if !sleep_until(Instant::now() + LEADER_POLL, &|| {
+                stop.load(Ordering::Relaxed)
+            }) {
+                return;
             }
         }
     }
 
-    /// The load is over: an injector still waiting for its time gives up.
+    /// Asks for the stream's leader once; true when one that fault k did not act on (or any,
+    /// once the fault is undone) has answered.
+    fn leader_answered(&self, k: usize, zero: Instant) -> bool {
+        let (nodes, undone) = {
+            let st = self.state();
+            (st.events[k].nodes.clone(), st.events[k].undone_ns.is_some())
+        };
+        let Some(leader) = self
+            .cluster
+            .placement(&self.unavailable())
+            .and_then(|p| p.leader)
+        else {
+            return false;
+        };
+        if nodes.contains(&leader) && !undone {
+            return false;
+        }
+        let at = self.times[k].load(Ordering::Acquire);
+        let mut st = self.state();
+        st.events[k].leader_after = Some(leader);
+        st.events[k].leader_answered_ns =
+            Some((zero.elapsed().as_nanos() as u64).saturating_sub(at));
+        true
+    }
+
+    /// The load is over: faults still waiting for their time are not injected.
     pub fn finish(&self) {
         self.done.store(true, Ordering::Release);
     }
 
-    /// Why the fault could not be injected or undone (a restarted server that did not come
-    /// back), if it could not.
+    /// Why the first fault could not be injected or undone (a restarted server that did not
+    /// come back), if it could not.
     pub fn error(&self) -> Option<String> {
-        self.error.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.state().events[0].error.clone()
     }
 
-    /// When the fault was undone (a restarted server listening again), in ns from the load's
-    /// time zero.
+    /// When the first fault, a restart, was undone (the server listening again), in ns from
+    /// the load's time zero.
     pub fn undone_ns(&self) -> Option<u64> {
-        let at = self.undone_ns.load(Ordering::Acquire);
-        (at != NOT_YET).then_some(at)
+        (self.specs[0].kind == FaultKind::Restart)
+            .then(|| self.state().events[0].undone_ns)
+            .flatten()
     }
 
-    /// When the fault was injected, in ns from the load's time zero.
+    /// When the first fault was injected, in ns from the load's time zero.
     pub fn injected_ns(&self) -> Option<u64> {
-        let at = self.injected_ns.load(Ordering::Acquire);
+        let at = self.times[0].load(Ordering::Acquire);
         (at != NOT_YET).then_some(at)
     }
 
@@ -133,7 +332,8 @@ impl<'a> Injector<'a> {
     }
 
     /// The result's fault section, from the subscribers' logs: each of `parts` subscribers is
-    /// owed an equal share of what `pace` has due; `end_ns` is when sending stopped.
+    /// owed an equal share of what `pace` has due; `end_ns` is when sending stopped. The
+    /// section describes the first fault; [`Injector::events`] adds each fault's own.
     pub fn report(
         &self,
         logs: &[&RecoveryLog],
@@ -141,20 +341,46 @@ impl<'a> Injector<'a> {
         parts: u32,
         end_ns: u64,
     ) -> FaultReport {
-        let at = self.injected_ns.load(Ordering::Acquire);
         let share = 1.0 / f64::from(parts.max(1));
         let owed = match pace.schedule() {
             Some(s) => Owed::schedule(s, share),
             None => Owed::rate(pace.target_rate() * share),
         };
         FaultReport::new(
-            self.spec,
-            (at != NOT_YET).then_some(at),
-            self.error.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            self.specs[0],
+            self.injected_ns(),
+            self.error(),
             logs,
             (owed, self.rate(pace, parts)),
             end_ns,
         )
+    }
+
+    /// Every fault's own report, with the publishers' acknowledgement `gaps` around it; none
+    /// for a single fault not aimed at a role (the section above is all of it).
+    pub fn events(&self, gaps: &[&AckGaps<'_>]) -> Vec<FaultEvent> {
+        if !self.roles {
+            return Vec::new();
+        }
+        let st = self.state();
+        let name = |n: Option<usize>| n.map(|n| self.cluster.name(n));
+        (self.specs.iter().zip(&st.events).enumerate())
+            .map(|(k, (spec, seen))| {
+                let at = self.times[k].load(Ordering::Acquire);
+                let injected = (at != NOT_YET).then_some(at);
+                FaultEvent {
+                    spec: *spec,
+                    nodes: seen.nodes.iter().map(|&n| self.cluster.name(n)).collect(),
+                    injected_at_ns: injected,
+                    undone_at_ns: seen.undone_ns,
+                    error: seen.error.clone(),
+                    leader_before: name(seen.leader_before),
+                    leader_after: name(seen.leader_after),
+                    leader_answered_ns: seen.leader_answered_ns,
+                    no_ack_ns: injected.and_then(|_| AckGaps::gap(gaps, k)),
+                }
+            })
+            .collect()
     }
 }
 

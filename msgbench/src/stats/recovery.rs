@@ -141,10 +141,13 @@ pub enum FaultKind {
     Pause,
 }
 
-/// A fault to inject (`--fault KIND@AT[:HOLD]`), and the spec a result records.
+/// A fault to inject (`--fault KIND[-TARGET]@AT[:HOLD]`), and the spec a result records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct FaultSpec {
     pub kind: FaultKind,
+    /// The role in a cluster it is aimed at; none for the one server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<super::faults::FaultTarget>,
     /// When, from the start of the load.
     #[serde(serialize_with = "secs")]
     pub at: Duration,
@@ -177,6 +180,9 @@ pub struct FaultReport {
     /// From the fault until the delivered rate stayed within 10% of what was due for 1 s (the
     /// slowest subscriber); absent when it never did before sending stopped.
     pub rate_recovered_ns: Option<u64>,
+    /// With faults aimed at a cluster's roles: each fault, the first being the one above.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<super::faults::FaultEvent>,
 }
 
 impl FaultReport {
@@ -206,6 +212,7 @@ impl FaultReport {
             target_rate,
             first_delivery_ns: worst(&|l, f| l.first_delivery(f)),
             rate_recovered_ns: worst(&|l, f| l.rate_recovered(f, &owed, end_ns)),
+            faults: Vec::new(),
         }
     }
 }
@@ -254,6 +261,7 @@ mod tests {
     fn the_slowest_subscriber_sets_the_figure_and_a_missing_one_voids_it() {
         let spec = FaultSpec {
             kind: FaultKind::Restart,
+            target: None,
             at: Duration::from_secs(2),
             hold: Duration::ZERO,
         };

@@ -352,6 +352,7 @@ impl Coordinated<'_> {
             embedded: false,
             max_payload: 0,
             auth: "unknown",
+            config: None,
         };
         crate::result::merge::merge(
             scenario,

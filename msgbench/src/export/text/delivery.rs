@@ -33,7 +33,9 @@ pub(super) fn connections(o: &mut String, r: &RunResult) {
             c.lost, c.reconnects, c.gave_up
         );
     }
-    if let Some(f) = &r.fault {
+    if let Some(f) = r.fault.as_ref().filter(|f| !f.faults.is_empty()) {
+        super::faults::events(o, f);
+    } else if let Some(f) = &r.fault {
         let hold = if f.spec.hold.is_zero() {
             String::new()
         } else {

@@ -15,6 +15,7 @@ use crate::stats::throughput::Throughput;
 mod agents;
 mod clients;
 mod delivery;
+mod faults;
 mod latency;
 mod runs;
 mod stages;

@@ -170,6 +170,7 @@ impl<'a> Doc<'a> {
             max_payload: usize::try_from(self.u64("/max_payload")?)
                 .map_err(|_| self.bad("/max_payload", "a size"))?,
             auth: self.known("/auth", AUTH)?,
+            config: None,
         })
     }
 

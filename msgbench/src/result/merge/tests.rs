@@ -24,6 +24,7 @@ pub(super) fn server(url: &str) -> ServerMeta {
         embedded: false,
         max_payload: 1 << 20,
         auth: "none",
+        config: None,
     }
 }
 

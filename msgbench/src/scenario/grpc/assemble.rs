@@ -193,6 +193,7 @@ fn server(service: &Service) -> ServerMeta {
         embedded,
         max_payload: 0,
         auth: "none",
+        config: None,
     }
 }
 

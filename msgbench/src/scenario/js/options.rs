@@ -165,8 +165,7 @@ impl JsPubOptions {
             s.allow_batched = mode == JsPubMode::Fast;
             s.persist_mode = persist_mode(persist);
         }
-        let conn = ConnOptions::new(&a.conn)?;
-        conn.no_fault("js pub")?;
+        let conn = ConnOptions::with_roles(&a.conn)?;
         let mut publish = publishing(
             "js.pub",
             a.clients,
@@ -411,8 +410,13 @@ impl KvOptions {
             JsPubMode::Async,
         )?;
         let stop = stop_of(a.msgs, a.duration)?;
-        let conn = ConnOptions::new(&a.conn)?;
-        conn.no_fault(if get { "kv get" } else { "kv put" })?;
+        let conn = if get {
+            let conn = ConnOptions::new(&a.conn)?;
+            conn.no_fault("kv get")?;
+            conn
+        } else {
+            ConnOptions::with_roles(&a.conn)?
+        };
         let server = server_choice(&a.conn)?;
         let keys = Keys {
             n: a.keys,

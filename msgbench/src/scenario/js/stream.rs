@@ -179,7 +179,12 @@ pub(super) fn api_conn(
     opts: &ConnOptions,
     timeout: std::time::Duration,
 ) -> Result<Api> {
-    Api::connect(&target.urls, "msgbench-js-setup", &opts.dial, timeout)
+    Api::connect(
+        target.every_node(),
+        "msgbench-js-setup",
+        &opts.dial,
+        timeout,
+    )
 }
 
 /// Deletes what the run made when asked to; a failure is told on stderr and does not cost the

@@ -10,6 +10,7 @@ use crate::error::{ErrorCounts, ErrorKind};
 use crate::result::{throughput_sections, LatencyStats, RunResult, ScheduleReport};
 use crate::stats::acks::AckSet;
 use crate::stats::delivery::{Delivery, PublisherDelivery};
+use crate::stats::faults::AckGaps;
 use crate::stats::latency::new_histogram;
 use crate::stats::recovery::{FaultReport, RecoveryLog};
 use crate::stats::throughput::{ClientRun, Role};
@@ -133,7 +134,10 @@ fn fault(run: &Run<'_>, replies: &[Replies<'_>]) -> Option<FaultReport> {
             (Some(Some(sc)), Stop::Count(n)) => sc.due_ns(n).unwrap_or(u64::MAX),
             _ => 0,
         };
-        inj.report(&logs, &opts.pace, opts.clients, end_ns)
+        let gaps: Vec<&AckGaps<'_>> = replies.iter().filter_map(|r| r.gaps.as_ref()).collect();
+        let mut report = inj.report(&logs, &opts.pace, opts.clients, end_ns);
+        report.faults = inj.events(&gaps);
+        report
     })
 }
 

@@ -85,7 +85,8 @@ pub(super) fn connect_to(
 ) -> Result<Conn> {
     conn::connect(
         &ConnectSpec {
-            servers: &target.urls,
+            // A reconnect after a node of a local cluster fails goes to the next node.
+            servers: target.every_node(),
             name,
             opts: &conn_opts.dial,
             stall_limit: stall,

@@ -13,6 +13,7 @@ use crate::engine::load::{self, Frame, PubOutcome, Window};
 use crate::engine::pace::Stop;
 use crate::error::ErrorCounts;
 use crate::stats::acks::AckSet;
+use crate::stats::faults::AckGaps;
 use crate::stats::latency::{LatencyRecorder, SendTimes};
 use crate::stats::recovery::RecoveryLog;
 use crate::stats::schedule::PubSchedule;
@@ -31,6 +32,8 @@ pub(super) struct Replies<'a> {
     /// Arrivals around an injected fault; `fault_ns` is `None` without one.
     pub(super) recovery: RecoveryLog,
     pub(super) fault_ns: Option<&'a AtomicU64>,
+    /// Acknowledgements around each fault, for the windows without one.
+    pub(super) gaps: Option<AckGaps<'a>>,
     /// With JetStream acknowledgements: the stream sequences acknowledged, duplicates among
     /// them, and where failed acknowledgements are counted by kind.
     pub(super) acks: Option<AckSet>,
@@ -74,6 +77,7 @@ impl Shape {
 
 pub(super) fn new_replies<'a>(
     fault_ns: Option<&'a AtomicU64>,
+    fault_times: Option<&'a [AtomicU64]>,
     js_base: Option<u64>,
     size: usize,
     errors: &'a ErrorCounts,
@@ -88,6 +92,7 @@ pub(super) fn new_replies<'a>(
         stands_for: js_base.map(|_| size as u64),
         recovery: RecoveryLog::default(),
         fault_ns,
+        gaps: fault_times.map(AckGaps::new),
         rec: LatencyRecorder::new(0, u64::MAX / 2, None).with_live(meter.latency.as_ref()),
         ok: 0,
         no_responders: 0,
@@ -165,6 +170,9 @@ pub(super) fn on_reply(
         None => sent_ns.unwrap_or(recv_ns),
     };
     r.rec.record(seq, due_ns, sent_ns, recv_ns);
+    if let Some(g) = r.gaps.as_mut() {
+        g.record(due_ns, recv_ns);
+    }
     if let Some(f) = r.fault_ns {
         r.recovery
             .record(Some(due_ns), recv_ns, f.load(Ordering::Relaxed));

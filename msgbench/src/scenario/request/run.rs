@@ -211,7 +211,7 @@ impl<'a> Run<'a> {
             payload: vec![if opts.js_bases.is_some() { b'j' } else { b'r' }; opts.size],
             progress: meters(Role::Pub, false),
             reply_meters: meters(Role::Sub, true),
-            injector: Injector::new(opts.conn.fault, target)?,
+            injector: Injector::of(opts.conn.faults, target, Some(&opts.target_of(0).0))?,
             inbox: format!("_INBOX.msgbench{run_tag:04x}"),
             url: clients.server.1.to_string(),
             run_tag,
@@ -304,6 +304,7 @@ impl<'a> Run<'a> {
     fn new_replies(&self, i: usize) -> Replies<'_> {
         new_replies(
             self.injector.as_ref().map(Injector::fault_ns),
+            self.injector.as_ref().map(Injector::times),
             self.js_base(i),
             self.opts.size,
             self.errors,

@@ -1,0 +1,69 @@
+//! Faults aimed at a cluster's roles, or listed several to a run: one line each, saying which
+//! node it hit, what it did to the service (how long no publish was acknowledged, how long
+//! until a stream leader other than the faulted nodes answered) and when it was undone. A
+//! figure that could not be measured shows as "—".
+
+use std::fmt::Write;
+
+use super::*;
+use crate::stats::faults::FaultEvent;
+use crate::stats::recovery::FaultReport;
+
+/// The faults of `f`, one line each.
+pub(super) fn events(o: &mut String, f: &FaultReport) {
+    for (k, e) in f.faults.iter().enumerate() {
+        let _ = writeln!(o, "Fault {}: {}", k + 1, line(e));
+    }
+}
+
+fn line(e: &FaultEvent) -> String {
+    let ns = |v: Option<u64>| v.map_or("—".to_string(), |n| duration_ns(n as f64));
+    let what = format!("{:?}", e.spec.kind).to_lowercase();
+    let role = e
+        .spec
+        .target
+        .map_or(String::new(), |t| format!("-{}", t.as_str()));
+    let hold = if e.spec.hold.is_zero() {
+        String::new()
+    } else {
+        format!(" for {}", duration_ns(e.spec.hold.as_nanos() as f64))
+    };
+    let Some(at) = e.injected_at_ns else {
+        let why = e.error.as_deref().unwrap_or("the run ended first");
+        return format!("{what}{role}{hold} was not injected: {why}");
+    };
+    let nodes = if e.nodes.is_empty() {
+        "—".to_string()
+    } else {
+        e.nodes.join(", ")
+    };
+    let mut s = format!(
+        "{what}{role}{hold} at {} on {nodes}",
+        duration_ns(at as f64)
+    );
+    // Only a cluster's stream has a leader to name and to wait for.
+    if e.spec.target.is_some() {
+        let leader = e.leader_before.as_deref().unwrap_or("—");
+        let _ = write!(s, " (stream leader {leader})");
+    }
+    let _ = write!(s, "; no acknowledgement for {}", ns(e.no_ack_ns));
+    if e.spec.target.is_some() {
+        let _ = write!(
+            s,
+            "; a leader ({}) answered after {}",
+            e.leader_after.as_deref().unwrap_or("none"),
+            ns(e.leader_answered_ns)
+        );
+    }
+    if let Some(back) = e.undone_at_ns {
+        let _ = write!(
+            s,
+            "; undone after {}",
+            duration_ns(back.saturating_sub(at) as f64)
+        );
+    }
+    if let Some(err) = &e.error {
+        let _ = write!(s, "; error: {err}");
+    }
+    s
+}

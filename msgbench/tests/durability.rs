@@ -1,0 +1,230 @@
+//! Faults aimed at a JetStream cluster's roles (`--fault kill-leader@…` and the like) against
+//! real servers: `js pub` on `--cluster 3` into an R3 file stream written with
+//! `sync_interval=always`, publishing paced with `--reconnect` to every node. Each fault is
+//! found on the node that held the role, nothing acknowledged is lost, the publishes refused
+//! or unanswered meanwhile are counted as such, and the result says what each fault did to the
+//! service. No figure is asserted beyond its being there: timings belong to the machine.
+
+mod support;
+
+use serde_json::Value;
+use support::{run, run_json, schema_errors, stderr, u};
+
+/// `js pub` on a fresh 3-node cluster with `fault`, at 500 msgs/s for `duration`.
+fn js_pub_with(fault: &str, duration: &str) -> (std::process::Output, Value) {
+    run_json(&[
+        "js",
+        "pub",
+        "--cluster",
+        "3",
+        "--replicas",
+        "3",
+        "--storage",
+        "file",
+        "--server-config",
+        "sync_interval=always",
+        "--reconnect",
+        "--rate",
+        "500",
+        "--duration",
+        duration,
+        "--fault",
+        fault,
+    ])
+}
+
+/// The checks every fault run shares: a valid result, nothing acknowledged lost, every publish
+/// either acknowledged, refused or unanswered, and one report per fault, injected.
+fn check_common(out: &std::process::Output, v: &Value, faults: usize) {
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(out));
+    assert_eq!(schema_errors(v), Vec::<String>::new());
+    let d = &v["durability"];
+    assert_eq!(u(&d["lost"]), 0, "{d}");
+    assert_eq!(u(&v["delivery"]["lost"]), 0);
+    let refused: u64 = d["refused"].as_object().unwrap().values().map(u).sum();
+    let acked = u(&v["jetstream"]["acked"]);
+    assert_eq!(acked + refused + u(&d["unanswered"]), u(&d["sent"]), "{d}");
+    let events = v["fault"]["faults"].as_array().unwrap();
+    assert_eq!(events.len(), faults);
+    for e in events {
+        assert!(e["injected_at_ns"].as_u64().is_some(), "{e}");
+        assert_eq!(e["nodes"].as_array().unwrap().len(), 1, "{e}");
+    }
+    // The single-fault fields describe the first fault.
+    assert_eq!(v["fault"]["injected_at_ns"], events[0]["injected_at_ns"]);
+    assert_eq!(v["fault"]["kind"], events[0]["kind"]);
+    assert_eq!(v["fault"]["target"], events[0]["target"]);
+}
+
+fn positive(v: &Value) -> bool {
+    v.as_u64().is_some_and(|n| n > 0)
+}
+
+#[test]
+fn killing_the_stream_leader_loses_nothing_acknowledged_and_says_how_long_acks_stopped() {
+    // A new leader is elected after a raft election timeout (seconds): the fault comes early
+    // so that publishing goes on after it.
+    let (out, v) = js_pub_with("kill-leader@300ms", "10s");
+    check_common(&out, &v, 1);
+    let e = &v["fault"]["faults"][0];
+    assert_eq!(e["target"], "leader");
+    // The node killed is the one STREAM.INFO named leader just before.
+    assert_eq!(e["nodes"][0], e["leader_before"], "{e}");
+    assert!(e["leader_after"].is_string(), "{e}");
+    assert_ne!(e["leader_after"], e["nodes"][0], "{e}");
+    assert!(positive(&e["leader_answered_ns"]), "{e}");
+    assert!(positive(&e["no_ack_ns"]), "{e}");
+    assert!(e["undone_at_ns"].is_null(), "{e}");
+    let text = stderr(&out);
+    assert!(
+        text.contains("Fault 1: kill-leader at ") && text.contains("no acknowledgement for "),
+        "{text}"
+    );
+}
+
+#[test]
+fn restarting_a_follower_leaves_the_leader_in_place() {
+    let (out, v) = js_pub_with("restart-follower@1s:500ms", "3s");
+    check_common(&out, &v, 1);
+    let e = &v["fault"]["faults"][0];
+    assert_ne!(e["nodes"][0], e["leader_before"], "{e}");
+    assert!(e["leader_before"].is_string(), "{e}");
+    // Restarted: listening again after it was killed.
+    assert!(u(&e["undone_at_ns"]) > u(&e["injected_at_ns"]), "{e}");
+    assert!(positive(&e["leader_answered_ns"]), "{e}");
+}
+
+#[test]
+fn pausing_the_leader_and_then_killing_and_restarting_it() {
+    // A pause shorter than an election timeout: the leader keeps its role and acks resume
+    // when it is thawed. Then the leader is killed, and `restart-leader` starts that node.
+    let (out, v) = js_pub_with(
+        "pause-leader@500ms:500ms,kill-leader@2s,restart-leader@2500ms",
+        "4s",
+    );
+    check_common(&out, &v, 3);
+    let f = v["fault"]["faults"].as_array().unwrap();
+    assert_eq!(f[0]["nodes"][0], f[0]["leader_before"], "{}", f[0]);
+    assert!(
+        u(&f[0]["undone_at_ns"]) > u(&f[0]["injected_at_ns"]),
+        "{}",
+        f[0]
+    );
+    assert!(positive(&f[0]["no_ack_ns"]), "{}", f[0]);
+    assert_eq!(f[1]["nodes"][0], f[1]["leader_before"], "{}", f[1]);
+    // The restart is of the node the kill took down, whoever leads by then.
+    assert_eq!(f[2]["nodes"], f[1]["nodes"], "{}", f[2]);
+    assert!(
+        u(&f[2]["undone_at_ns"]) >= u(&f[2]["injected_at_ns"]),
+        "{}",
+        f[2]
+    );
+}
+
+#[test]
+fn faults_aimed_at_roles_are_refused_where_they_cannot_act() {
+    for (args, needle) in [
+        (
+            vec!["js", "pub", "--fault", "kill-leader@1s"],
+            "--cluster 3 or 5",
+        ),
+        (
+            vec!["js", "pub", "--cluster", "2", "--fault", "kill-leader@1s"],
+            "--cluster 3 or 5",
+        ),
+        (
+            vec!["js", "pub", "--cluster", "3", "--fault", "kill@1s"],
+            "name the role",
+        ),
+        (
+            vec!["pubsub", "--cluster", "3", "--fault", "kill-leader@1s"],
+            "`js pub` and `kv put`",
+        ),
+        (
+            vec!["latency", "--fault", "kill@1s,restart@2s"],
+            "`js pub` and `kv put`",
+        ),
+        (
+            vec!["js", "pub", "--cluster", "3", "--fault", "kill-boss@1s"],
+            "unknown target",
+        ),
+        (
+            vec![
+                "js",
+                "pub",
+                "--cluster",
+                "3",
+                "--fault",
+                "kill-leader@2s,pause-follower@1s:1s",
+            ],
+            "time order",
+        ),
+        (
+            vec![
+                "js",
+                "pub",
+                "--cluster",
+                "3",
+                "--fault",
+                "kill-leader@1s,restart-leader@2s:1s",
+            ],
+            "takes no HOLD",
+        ),
+    ] {
+        let out = run(&args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("--fault") && err.contains(needle),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+}
+
+#[test]
+fn kv_put_finds_its_buckets_leader_and_a_memory_bucket_restarted_is_reported_lost() {
+    // A bucket has one replica in memory: restarting the node that leads it loses what it had
+    // acknowledged, which the verdict must catch.
+    let (out, v) = run_json(&[
+        "kv",
+        "put",
+        "--cluster",
+        "3",
+        "--reconnect",
+        "--duration",
+        "2s",
+        "--fault",
+        "restart-leader@1s:200ms",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    let e = &v["fault"]["faults"][0];
+    assert!(e["injected_at_ns"].as_u64().is_some(), "{e}");
+    assert_eq!(e["nodes"][0], e["leader_before"], "{e}");
+    assert!(u(&v["durability"]["lost"]) > 0, "{}", v["durability"]);
+}
+
+#[test]
+fn a_list_of_faults_on_the_one_server_reports_each_without_a_leader_to_look_for() {
+    let (out, v) = run_json(&[
+        "js",
+        "pub",
+        "--storage",
+        "file",
+        "--reconnect",
+        "--rate",
+        "500",
+        "--duration",
+        "2s",
+        "--fault",
+        "restart@500ms:200ms,pause@1200ms:200ms",
+    ]);
+    check_common(&out, &v, 2);
+    for e in v["fault"]["faults"].as_array().unwrap() {
+        assert_eq!(e["nodes"][0], "server", "{e}");
+        assert!(u(&e["undone_at_ns"]) > u(&e["injected_at_ns"]), "{e}");
+        assert!(positive(&e["no_ack_ns"]), "{e}");
+        assert!(e["leader_answered_ns"].is_null(), "{e}");
+    }
+}
