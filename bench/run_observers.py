@@ -11,12 +11,16 @@ Each round runs the four sides back to back on one nats-server, the order rotati
 to round. Reported: the publisher's msgs/s from each run's `--json`, the process's wall time
 and CPU time (user + sys, from wait4), and each side against the old binary and against the
 new one's plain run, as medians of the per-round ratios. `--record` stores the run after its
-files are written, so its cost shows in the wall time, not in msgs/s.
+files are written, so its cost shows in the wall time, not in msgs/s. A run of a few seconds
+sends the stalled browser a few small events, which its socket's buffers hold: what this shows
+is the page's thread waiting for a browser, not a write blocked on a full socket (a unit test in
+`output/web` covers that stop).
 
 A benchmark, not a test: its exit status says whether it could measure, never how fast
 anything was.
 
     python3 bench/run_observers.py --old PATH [--new PATH | --no-build] [--rounds 5]
+                                   [--old-label TEXT] [--new-label TEXT]
                                    [--msgs 10000000] [--size 16]
                                    [--out bench/RESULTS-observers.md] [--timeout 120]
 """
@@ -88,6 +92,8 @@ def main() -> int:
     p.add_argument("--old", required=True, help="an msgbench binary without --web and --record")
     p.add_argument("--new", help="the new binary (default: this checkout's release build)")
     p.add_argument("--no-build", action="store_true")
+    p.add_argument("--old-label", default="", help="what the old binary is (a commit), for the report")
+    p.add_argument("--new-label", default="", help="what the new binary is, for the report (default: this checkout)")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--msgs", type=int, default=10_000_000, help="messages per run (default 10000000: runs of a few seconds, so the page gets several ticks)")
     p.add_argument("--size", type=int, default=16)
@@ -167,7 +173,8 @@ def main() -> int:
         "# What watching and remembering a run costs",
         "",
         f"`{cmdline.strip()}` on {now_utc()}: {cpu_model()}, {nproc()} CPUs, "
-        f"nats-server {nats_server_version(nats)}, msgbench at {commit_label()}.",
+        f"nats-server {nats_server_version(nats)}; old: {a.old_label or 'as given'}, "
+        f"new: {a.new_label or commit_label()}.",
         "",
         md_table(
             ["side", "pub msgs/s: median (min–max, runs)", "wall time", "CPU time"],

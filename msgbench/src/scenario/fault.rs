@@ -27,8 +27,11 @@ use crate::stats::recovery::{FaultReport, Owed, RecoveryLog};
 /// Not injected (yet): the value subscribers compare due times against.
 pub const NOT_YET: u64 = u64::MAX;
 
-/// How long after a fault a new stream leader is looked for, and how often.
-const LEADER_WAIT: Duration = Duration::from_secs(10);
+/// How long after a fault a new stream leader is looked for, and how often. nats-server's
+/// raft groups wait 4 to 9 s (drawn at random) before they elect, and a loaded machine adds to
+/// that: 30 s leaves room for both without letting a cluster that never recovers hold the run
+/// for long.
+const LEADER_WAIT: Duration = Duration::from_secs(30);
 const LEADER_POLL: Duration = Duration::from_millis(50);
 
 pub struct Injector<'a> {
