@@ -1,6 +1,6 @@
 // Command ref is the reference side of the msgbench side-by-side benchmark.
 //
-// It has eight subcommands, each of which prints exactly one JSON line on
+// It has nine subcommands, each of which prints exactly one JSON line on
 // stdout:
 //
 //	ref pub     -url URL -msgs N -size S -subject SUBJ
@@ -11,6 +11,7 @@
 //	ref jspub   -url URL -mode sync|async|batch|fast -max-in-flight W -batch B -max-outstanding-acks A -storage memory|file -persist default|async -msgs N -size S -stream NAME -subject SUBJ
 //	ref jsconsume -url URL -mode fetch|consume|ordered -batch B -ack explicit|none -msgs N -size S -stream NAME -subject SUBJ -timeout D
 //	ref grpc    -addr HOST:PORT -proto FILE -import DIR -call pkg.Service/Method -data JSON -concurrency C -connections K -n N -timeout D
+//	ref greeter -addr HOST:PORT
 //
 // pub and pubsub use the official Go client (nats.go) the way an ordinary
 // application would. raw bypasses any client library and writes prebuilt
@@ -24,7 +25,8 @@
 // fills a stream, then consumes it with a pull or ordered consumer (see
 // jsconsume.go). grpc is a unary gRPC load generator written with grpc-go
 // that behaves like ghz: closed-loop workers sharing connections, a dynamic
-// request built from a .proto parsed at run time (see grpc.go).
+// request built from a .proto parsed at run time (see grpc.go). greeter
+// serves grpc-go's helloworld Greeter until SIGINT or SIGTERM (see greeter.go).
 package main
 
 import (
@@ -70,6 +72,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "       ref latency -url nats://HOST:PORT -rate R -duration D -warmup W -size S -subject SUBJ")
 	fmt.Fprintln(w, "       ref jspub -url nats://HOST:PORT -mode sync|async|batch|fast -max-in-flight W -batch B -max-outstanding-acks A -storage memory|file -persist default|async -msgs N -size S -stream NAME -subject SUBJ")
 	fmt.Fprintln(w, "       ref jsconsume -url nats://HOST:PORT -mode fetch|consume|ordered -batch B -ack explicit|none -msgs N -size S -stream NAME -subject SUBJ -timeout D")
+	fmt.Fprintln(w, "       ref greeter -addr HOST:PORT")
 	fmt.Fprintln(w, "       ref grpc -addr HOST:PORT -proto FILE [-import DIR]... -call pkg.Service/Method -data JSON -concurrency C -connections K -n N -timeout D")
 }
 
@@ -105,6 +108,11 @@ func main() {
 		var gcfg grpcConfig
 		if gcfg, err = parseGRPCFlags(os.Args[2:]); err == nil {
 			res, err = runGRPC(gcfg)
+		}
+	case "greeter":
+		var gcfg greeterConfig
+		if gcfg, err = parseGreeterFlags(os.Args[2:]); err == nil {
+			res, err = runGreeter(gcfg)
 		}
 	default:
 		var cfg config

@@ -32,6 +32,7 @@ use tonic::{Code, Request, Status};
 
 use super::schema::CallKind;
 use super::template::Template;
+use super::wire::{self, CallHead, Wire};
 use super::RawCodec;
 use crate::engine::pace::Stop;
 use crate::stats::latency::{new_histogram, MAX_NS};
@@ -213,10 +214,30 @@ impl Pacer {
     }
 }
 
+/// A client's connection: h2 itself for unary calls ([`wire`]: fewer tasks and wake-ups per
+/// call than tonic's stack), tonic's channel for the streaming kinds.
+#[derive(Clone, Debug)]
+pub enum Conn {
+    Tonic(Channel),
+    /// With the head every call sends, built once for the run.
+    Wire(Wire, std::sync::Arc<CallHead>),
+}
+
+impl Conn {
+    /// The tonic channel of a streaming call. The driver opens one for every kind but unary,
+    /// and only unary calls take the wire path, so a wire here is a bug of this module.
+    fn channel(&self) -> Channel {
+        match self {
+            Conn::Tonic(c) => c.clone(),
+            Conn::Wire(..) => unreachable!("a streaming call on a unary-only connection"),
+        }
+    }
+}
+
 /// Everything a client needs, borrowed for the length of the run.
 pub struct Client<'a> {
     pub id: u32,
-    pub channel: Channel,
+    pub conn: Conn,
     pub plan: &'a Plan,
     pub template: &'a Template,
     pub start: Instant,
@@ -304,6 +325,9 @@ impl Client<'_> {
         let mut inflight = FuturesUnordered::new();
         let mut i = 0u64;
         let mut msg_seq = 0u64;
+        // The last message framed for the wire and its frame: a constant request is framed
+        // once and its bytes reused (the template hands out the same bytes every time).
+        let mut framed: Option<(Bytes, Bytes)> = None;
         loop {
             let due = self.due(i);
             if !self.wanted(i, due) {
@@ -344,6 +368,19 @@ impl Client<'_> {
             if msgs.is_empty() {
                 continue;
             }
+            if let (Conn::Wire(w, head), CallKind::Unary) = (&self.conn, self.plan.kind) {
+                let msg = msgs.pop().expect("one message");
+                let frame = match &framed {
+                    Some((m, f)) if m.as_ptr() == msg.as_ptr() && m.len() == msg.len() => f.clone(),
+                    _ => {
+                        let f = wire::frame(&msg);
+                        framed = Some((msg.clone(), f.clone()));
+                        f
+                    }
+                };
+                inflight.push(self.call_wire(w.clone(), head, frame, msg.len() as u64, due, sent));
+                continue;
+            }
             inflight.push(self.call(msgs, due, sent));
         }
         while let Some(f) = inflight.next().await {
@@ -358,7 +395,7 @@ impl Client<'_> {
         due: Instant,
         sent: Instant,
     ) -> Pin<Box<dyn std::future::Future<Output = CallFacts> + '_>> {
-        let mut grpc = Grpc::new(self.channel.clone());
+        let mut grpc = Grpc::new(self.conn.channel());
         let path = self.plan.path.clone();
         let kind = self.plan.kind;
         let limit = self.plan.limit;
@@ -411,14 +448,7 @@ impl Client<'_> {
                 Err(_) => Code::DeadlineExceeded,
             };
             let done = Instant::now();
-            // Past its deadline a call has failed by DEADLINE_EXCEEDED, whatever the server
-            // said as it gave up (tonic's server answers CANCELLED when grpc-timeout expires).
-            let code = match deadline {
-                Some(d) if code != Code::Ok && done.saturating_duration_since(sent) >= d => {
-                    Code::DeadlineExceeded
-                }
-                _ => code,
-            };
+            let code = past_deadline(deadline, sent, done, code);
             CallFacts {
                 due,
                 sent,
@@ -429,6 +459,42 @@ impl Client<'_> {
                 msgs_in,
                 bytes_out,
                 bytes_in,
+            }
+        })
+    }
+
+    /// A unary call over the wire: the framed request out, the response read to its status.
+    fn call_wire(
+        &self,
+        mut w: Wire,
+        head: &std::sync::Arc<CallHead>,
+        framed: Bytes,
+        bytes_out: u64,
+        due: Instant,
+        sent: Instant,
+    ) -> Pin<Box<dyn std::future::Future<Output = CallFacts> + '_>> {
+        let head = std::sync::Arc::clone(head);
+        let (limit, deadline) = (self.plan.limit, self.plan.deadline);
+        Box::pin(async move {
+            let answer = match tokio::time::timeout(limit, w.unary(&head, framed)).await {
+                Ok(a) => a,
+                Err(_) => wire::Answer {
+                    code: Code::DeadlineExceeded,
+                    msgs: 0,
+                    bytes: 0,
+                },
+            };
+            let done = Instant::now();
+            CallFacts {
+                due,
+                sent,
+                first: None,
+                done,
+                code: past_deadline(deadline, sent, done, answer.code),
+                msgs_out: 1,
+                msgs_in: answer.msgs,
+                bytes_out,
+                bytes_in: answer.bytes,
             }
         })
     }
@@ -491,7 +557,7 @@ impl Client<'_> {
         i: &mut u64,
     ) {
         let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(self.plan.in_flight.min(1024));
-        let mut grpc = Grpc::new(self.channel.clone());
+        let mut grpc = Grpc::new(self.conn.channel());
         let path = self.plan.path.clone();
         let request = self.request(tokio_stream::wrappers::ReceiverStream::new(rx));
         let opening = async move {
@@ -597,6 +663,17 @@ impl Client<'_> {
         // Messages still waiting are not answered: they count in requests but not in
         // requests_ok.
         out.last_done = Some(done);
+    }
+}
+
+/// Past its deadline a call has failed by DEADLINE_EXCEEDED, whatever the server said as it
+/// gave up (tonic's server answers CANCELLED when grpc-timeout expires).
+fn past_deadline(deadline: Option<Duration>, sent: Instant, done: Instant, code: Code) -> Code {
+    match deadline {
+        Some(d) if code != Code::Ok && done.saturating_duration_since(sent) >= d => {
+            Code::DeadlineExceeded
+        }
+        _ => code,
     }
 }
 

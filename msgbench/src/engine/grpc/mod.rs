@@ -10,6 +10,7 @@ pub mod load;
 pub mod log;
 pub mod schema;
 pub mod template;
+pub mod wire;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -12,7 +12,8 @@ use std::time::Instant;
 
 use super::options::GrpcOptions;
 use super::service::cores;
-use crate::engine::grpc::load::{Client, ClientOutcome, Pacer, Plan};
+use crate::engine::grpc::load::{Client, ClientOutcome, Conn, Pacer, Plan};
+use crate::engine::grpc::schema::CallKind;
 use crate::engine::grpc::template::Template;
 use crate::engine::grpc::{self as g};
 use crate::scenario::Share;
@@ -44,6 +45,17 @@ pub(super) fn drive(
         .clone()
         .map(|id| meter.client(Role::Pub, id, true))
         .collect();
+    // Unary calls go straight over h2 (engine::grpc::wire), with one head for every call.
+    let head = match plan.kind {
+        CallKind::Unary => Some(std::sync::Arc::new(g::wire::CallHead::new(
+            &target.uri,
+            &plan.path,
+            &plan.headers,
+            plan.deadline,
+        )?)),
+        _ => None,
+    };
+    let head = &head;
     let (ready_tx, ready_rx) = mpsc::channel::<std::result::Result<(), String>>();
     let mut starts = Vec::new();
     let outcomes = std::thread::scope(|scope| {
@@ -75,7 +87,10 @@ pub(super) fn drive(
                 let connected = rt.block_on(async {
                     let mut channels = Vec::new();
                     for _ in &mine {
-                        channels.push(g::connect(target).await?);
+                        channels.push(match head {
+                            Some(h) => Conn::Wire(g::wire::connect(target).await?, h.clone()),
+                            None => Conn::Tonic(g::connect(target).await?),
+                        });
                     }
                     Ok::<_, String>(channels)
                 });
@@ -97,7 +112,7 @@ pub(super) fn drive(
                     Some(
                         Client {
                             id,
-                            channel: channels[k].clone(),
+                            conn: channels[k].clone(),
                             plan,
                             template,
                             start,
