@@ -89,10 +89,16 @@ fn a_step_schedule_has_one_stage_per_rate_and_a_pause_shows_in_its_stage() {
         max(pause_stage)
     );
     assert!(p999(pause_stage) > 100e6, "P99.9 {}", p999(pause_stage));
-    // The first and last stages are a second or more away from the pause: their tails stay
-    // under half of it, which a message that had waited for the pause would exceed.
-    let half = frozen_for.as_nanos() as f64 / 2.0;
-    assert!(p999(0) < half && p999(4) < half, "{} {}", p999(0), p999(4));
+    // The first stage ended a second before the pause began, and the last began more than a
+    // second after it ended: a message counted there that had waited for the pause would show
+    // a second or more. (Not less: a machine busy with other work can stall the first stage's
+    // messages for as long as the pause itself, which happened once in CI at 298 ms.)
+    assert!(
+        max(0) < 1e9 && max(4) < 1e9,
+        "stage maxima {} {}",
+        max(0),
+        max(4)
+    );
     // Each tick of the timeline names its stage, in order, ending in the last.
     let ticks = v["timeline"]["ticks"].as_array().unwrap();
     let seen: Vec<u64> = ticks.iter().map(|t| u(&t["stage"]["index"])).collect();
