@@ -174,6 +174,32 @@ fn restarting_a_follower_leaves_the_leader_in_place() {
 }
 
 #[test]
+fn a_follower_killed_for_good_is_listed_unread_and_not_called_divergent() {
+    let (out, v) = js_pub_with("kill-follower@500ms", "2s");
+    check_common(&out, &v, 1);
+    let killed = v["fault"]["faults"][0]["nodes"][0].as_str().unwrap();
+    let d = &v["durability"];
+    let replicas = d["replicas"].as_array().unwrap();
+    assert_eq!(replicas.len(), 3, "{d}");
+    let leader = replicas.iter().find(|r| r["leader"] == true).unwrap();
+    for r in replicas {
+        if r["node"] == killed {
+            // Down: it holds no answer, not a wrong one.
+            assert!(r["last_seq"].is_null() && r["messages"].is_null(), "{d}");
+        } else {
+            assert_eq!(r["last_seq"], leader["last_seq"], "{d}");
+            assert_eq!(r["messages"], leader["messages"], "{d}");
+        }
+    }
+    assert_eq!(d["divergent"], serde_json::json!([]), "{d}");
+    let text = stderr(&out);
+    assert!(
+        text.contains("Replicas: 2 read back, 1 could not be read, each as its leader has it"),
+        "{text}"
+    );
+}
+
+#[test]
 fn pausing_the_leader_and_then_killing_and_restarting_it() {
     // A pause shorter than an election timeout: the leader keeps its role and acks resume
     // when it is thawed. Then the leader is killed, and `restart-leader` starts that node.
