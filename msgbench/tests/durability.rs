@@ -3,7 +3,8 @@
 //! `sync_interval=always`, publishing paced with `--reconnect` to every node. Each fault is
 //! found on the node that held the role, nothing acknowledged is lost, the publishes refused
 //! or unanswered meanwhile are counted as such, and the result says what each fault did to the
-//! service. No figure is asserted beyond its being there: timings belong to the machine.
+//! service. No figure is asserted beyond its being there: timings belong to the machine. Each
+//! replica is read back from its node, and agrees with the leader.
 
 mod support;
 
@@ -83,16 +84,119 @@ fn killing_the_stream_leader_loses_nothing_acknowledged_and_says_how_long_acks_s
     );
 }
 
+/// The replicas read back agree: one per node, the leader among them, each with the same
+/// state as the leader's, read from the node itself; nothing divergent.
+fn check_replicas_agree(out: &std::process::Output, v: &Value) {
+    let d = &v["durability"];
+    let replicas = d["replicas"].as_array().unwrap_or_else(|| panic!("{d}"));
+    let nodes: Vec<&str> = replicas
+        .iter()
+        .map(|r| r["node"].as_str().unwrap())
+        .collect();
+    assert_eq!(nodes, ["msgbench-0", "msgbench-1", "msgbench-2"], "{d}");
+    let leaders: Vec<&Value> = replicas.iter().filter(|r| r["leader"] == true).collect();
+    assert_eq!(leaders.len(), 1, "{d}");
+    for r in replicas {
+        for k in ["last_seq", "first_seq", "messages", "num_deleted"] {
+            assert_eq!(r[k], leaders[0][k], "{k}: {d}");
+        }
+    }
+    // Every acknowledged write is at or below the last sequence each replica holds.
+    assert!(
+        u(&leaders[0]["last_seq"]) >= u(&v["jetstream"]["acked"]),
+        "{d}"
+    );
+    assert_eq!(d["divergent"], serde_json::json!([]), "{d}");
+    assert!(d["replicas_not_read"].is_null(), "{d}");
+    let text = stderr(out);
+    assert!(
+        text.contains("Replicas: 3 read back, each as its leader has it"),
+        "{text}"
+    );
+}
+
+#[test]
+fn with_no_fault_every_replica_is_read_back_and_agrees_with_the_leader() {
+    let (out, v) = run_json(&[
+        "js",
+        "pub",
+        "--cluster",
+        "3",
+        "--replicas",
+        "3",
+        "--storage",
+        "file",
+        "--rate",
+        "500",
+        "--duration",
+        "1s",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    assert_eq!(u(&v["durability"]["lost"]), 0);
+    check_replicas_agree(&out, &v);
+}
+
+#[test]
+fn one_replica_or_one_server_reads_no_replica_back_and_says_why() {
+    for (args, why) in [
+        (vec!["--cluster", "3", "--replicas", "1"], "one replica"),
+        (vec![], "one server"),
+    ] {
+        let mut all = vec!["js", "pub", "--rate", "200", "--duration", "500ms"];
+        all.extend(args);
+        let (out, v) = run_json(&all);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(schema_errors(&v), Vec::<String>::new());
+        let d = &v["durability"];
+        assert!(d["replicas"].is_null() && d["divergent"].is_null(), "{d}");
+        assert!(
+            d["replicas_not_read"].as_str().unwrap().contains(why),
+            "{d}"
+        );
+        // One copy: no replica to speak of in the text.
+        assert!(!stderr(&out).contains("Replicas:"), "{}", stderr(&out));
+    }
+}
+
 #[test]
 fn restarting_a_follower_leaves_the_leader_in_place() {
     let (out, v) = js_pub_with("restart-follower@1s:500ms", "3s");
     check_common(&out, &v, 1);
+    // Read back after the restarted follower caught up.
+    check_replicas_agree(&out, &v);
     let e = &v["fault"]["faults"][0];
     assert_ne!(e["nodes"][0], e["leader_before"], "{e}");
     assert!(e["leader_before"].is_string(), "{e}");
     // Restarted: listening again after it was killed.
     assert!(u(&e["undone_at_ns"]) > u(&e["injected_at_ns"]), "{e}");
     assert!(positive(&e["leader_answered_ns"]), "{e}");
+}
+
+#[test]
+fn a_follower_killed_for_good_is_listed_unread_and_not_called_divergent() {
+    let (out, v) = js_pub_with("kill-follower@500ms", "2s");
+    check_common(&out, &v, 1);
+    let killed = v["fault"]["faults"][0]["nodes"][0].as_str().unwrap();
+    let d = &v["durability"];
+    let replicas = d["replicas"].as_array().unwrap();
+    assert_eq!(replicas.len(), 3, "{d}");
+    let leader = replicas.iter().find(|r| r["leader"] == true).unwrap();
+    for r in replicas {
+        if r["node"] == killed {
+            // Down: it holds no answer, not a wrong one.
+            assert!(r["last_seq"].is_null() && r["messages"].is_null(), "{d}");
+        } else {
+            assert_eq!(r["last_seq"], leader["last_seq"], "{d}");
+            assert_eq!(r["messages"], leader["messages"], "{d}");
+        }
+    }
+    assert_eq!(d["divergent"], serde_json::json!([]), "{d}");
+    let text = stderr(&out);
+    assert!(
+        text.contains("Replicas: 2 read back, 1 could not be read, each as its leader has it"),
+        "{text}"
+    );
 }
 
 #[test]

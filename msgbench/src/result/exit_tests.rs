@@ -48,6 +48,9 @@ fn js_run(stored: u64, lost: u64, fault: bool) -> RunResult {
         indeterminate: Some(stored + lost - 100),
         refused: BTreeMap::new(),
         unanswered: 20,
+        replicas: None,
+        divergent: None,
+        replicas_not_read: None,
     });
     let spec = FaultSpec {
         kind: FaultKind::Kill,
@@ -66,4 +69,24 @@ fn writes_stored_without_an_acknowledgement_fail_a_run_only_without_a_fault() {
     assert_eq!(js_run(103, 0, false).exit_code(false), exit::LOSS);
     // An acknowledged write missing is loss, fault or not.
     assert_eq!(js_run(99, 1, true).exit_code(false), exit::LOSS);
+}
+
+#[test]
+fn a_replica_that_disagrees_with_its_leader_is_loss_even_when_every_write_is_stored() {
+    let mut r = js_run(100, 0, true);
+    let d = r.durability.as_mut().unwrap();
+    d.divergent = Some(Vec::new());
+    assert_eq!(r.exit_code(false), exit::OK);
+    let d = r.durability.as_mut().unwrap();
+    d.divergent = Some(vec![Divergence {
+        stream: "s".into(),
+        node: "msgbench-2".into(),
+        leader: "msgbench-0".into(),
+        what: "last_seq",
+        leader_value: 100,
+        node_value: 90,
+    }]);
+    assert_eq!(r.exit_code(false), exit::LOSS);
+    // --allow-loss lets it pass, as it does a lost write.
+    assert_eq!(r.exit_code(true), exit::OK);
 }

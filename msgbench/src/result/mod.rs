@@ -27,8 +27,8 @@ pub use conns::{
     PhaseTimes,
 };
 pub use sections::{
-    ClusterNode, ClusterReport, ConsumeReport, Durability, GrpcReport, JsReport, LinkReport,
-    LinkSpec, ServerConfig, ServerSetting, Shape, StreamReport, Verdict,
+    ClusterNode, ClusterReport, ConsumeReport, Divergence, Durability, GrpcReport, JsReport,
+    LinkReport, LinkSpec, ReplicaState, ServerConfig, ServerSetting, Shape, StreamReport, Verdict,
 };
 pub use spread::{ClientSpread, MinMedianMax, Slowest};
 pub use stages::{ScheduleReport, StageStats};
@@ -682,6 +682,11 @@ impl RunResult {
                 .as_ref()
                 .is_some_and(|js| !js.reconciled && !self.indeterminate_under_fault(js))
             || self.consumer.as_ref().is_some_and(|c| !c.reconciled)
+            // Replicas that disagree with their leader: a write one of them lacks, or holds
+            // alone, is as much a failure of durability as one lost.
+            || (self.durability.as_ref())
+                .and_then(|d| d.divergent.as_ref())
+                .is_some_and(|v| !v.is_empty())
             || self.own.iter().any(|s| s.failed()))
             && !allow_loss
         {

@@ -185,6 +185,42 @@ pub struct Durability {
     pub refused: BTreeMap<String, u64>,
     /// Not acknowledged: no answer came (timed out, or in flight when a connection was lost).
     pub unanswered: u64,
+    /// Each node's own copy of each replicated stream, read back from its monitoring endpoint
+    /// once the replicas were current (or the wait for them ran out). Null when not read:
+    /// [`Durability::replicas_not_read`] says why.
+    pub replicas: Option<Vec<ReplicaState>>,
+    /// Where a replica disagrees with its stream's leader; empty when every replica read agrees,
+    /// null when the replicas were not read or no node led the stream.
+    pub divergent: Option<Vec<Divergence>>,
+    /// Why the replicas were not read back (servers msgbench did not start, one server, one
+    /// replica), or why they could not be compared (no leader); null when they were.
+    pub replicas_not_read: Option<String>,
+}
+
+/// One node's copy of a stream, as the node itself reports it. The counts are null for a node
+/// that holds a replica but could not be read (down, or paused past the wait).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReplicaState {
+    pub stream: String,
+    pub node: String,
+    /// The node led the stream when read.
+    pub leader: bool,
+    pub last_seq: Option<u64>,
+    pub first_seq: Option<u64>,
+    pub messages: Option<u64>,
+    pub num_deleted: Option<u64>,
+}
+
+/// A replica that disagrees with its stream's leader on one figure of its state.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Divergence {
+    pub stream: String,
+    pub node: String,
+    pub leader: String,
+    /// last_seq, first_seq, messages or num_deleted.
+    pub what: &'static str,
+    pub leader_value: u64,
+    pub node_value: u64,
 }
 
 /// The result's `consumer` section: how `js consume` pulled, and whether every message it was

@@ -94,6 +94,7 @@ pub(super) fn across_agents(merged: &RunResult, reconciled: bool, acked: u64) ->
     if reconciled {
         (d.ok, d.lost, d.removed, d.indeterminate) = (Some(acked), Some(0), Some(0), Some(0));
     }
+    d.replicas_not_read = Some("a run on agents: the coordinator reads no node's replica".into());
     d
 }
 
@@ -142,6 +143,9 @@ fn unacknowledged(result: &RunResult, acked: u64) -> Durability {
         indeterminate: None,
         refused,
         unanswered,
+        replicas: None,
+        divergent: None,
+        replicas_not_read: None,
     }
 }
 

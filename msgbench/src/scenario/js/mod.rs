@@ -25,6 +25,7 @@ mod options;
 mod params;
 mod pubflags;
 mod publish;
+mod replicas;
 mod stream;
 mod streamflags;
 mod text;

@@ -73,7 +73,11 @@ fn publish(
     result.jetstream = Some(report);
     // On agents the coordinator judges, once every agent is done.
     if share.is_none() {
-        let verdict = super::durability::verdict(&opened, &acks, &mut api, &result);
+        let mut verdict = super::durability::verdict(&opened, &acks, &mut api, &result);
+        let streams: Vec<(String, u32)> = (opened.streams.iter())
+            .map(|o| (o.config.name.clone(), o.config.num_replicas))
+            .collect();
+        super::replicas::read_back(target, &streams, p.timeout, &mut verdict);
         super::durability::judge(&mut result, verdict);
     }
     clean_up(api, &opts.streams, opts.delete_after && share.is_none());

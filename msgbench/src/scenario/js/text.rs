@@ -56,6 +56,66 @@ pub(super) fn durability(o: &mut String, r: &RunResult, delivery: &dyn Fn(&mut S
             seqs.join(", ")
         );
     }
+    replicas(o, r, d);
+}
+
+/// How many divergences the text names.
+const DIVERGENT_LISTED: usize = 10;
+
+/// The replicas read back: one line saying how many agree with their leader, or why none was
+/// read, then one line per divergence (the first ten). A stream with one copy has no replicas
+/// to speak of, and no line (the result says why none was read).
+fn replicas(o: &mut String, r: &RunResult, d: &crate::result::Durability) {
+    let Some(replicas) = &d.replicas else {
+        let replicated = (r.jetstream.iter().flat_map(|js| &js.streams))
+            .any(|s| s.config.as_ref().is_some_and(|c| c.num_replicas > 1));
+        if let Some(why) = d.replicas_not_read.as_ref().filter(|_| replicated) {
+            let _ = writeln!(o, "Replicas: not read back ({why})");
+        }
+        return;
+    };
+    let read = replicas.iter().filter(|r| r.last_seq.is_some()).count();
+    let unread = replicas.len() - read;
+    let unread = if unread > 0 {
+        format!(", {unread} could not be read")
+    } else {
+        String::new()
+    };
+    let Some(divergent) = &d.divergent else {
+        let why = d.replicas_not_read.as_deref().unwrap_or("no leader");
+        let _ = writeln!(
+            o,
+            "Replicas: {read} read back{unread}; not compared ({why})"
+        );
+        return;
+    };
+    let last = (replicas.iter().find(|r| r.leader))
+        .and_then(|r| r.last_seq)
+        .map_or_else(|| "—".to_string(), group);
+    if divergent.is_empty() {
+        let _ = writeln!(
+            o,
+            "Replicas: {read} read back{unread}, each as its leader has it (last sequence {last})"
+        );
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "!! DIVERGENT: {} differences between replicas and their leader ({read} read back{unread}) !!",
+        group(divergent.len() as u64)
+    );
+    for v in divergent.iter().take(DIVERGENT_LISTED) {
+        let _ = writeln!(
+            o,
+            "  stream {} on {}: {} {} (leader {}: {})",
+            v.stream,
+            v.node,
+            v.what,
+            group(v.node_value),
+            v.leader,
+            group(v.leader_value)
+        );
+    }
 }
 
 /// The reconciliation of acknowledgements with the streams.
