@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -157,6 +158,7 @@ def main() -> int:
     if notes:
         md += ["", "Notes and failures:", ""] + [f"- {n}" for n in notes]
     text = "\n".join(md) + "\n"
+    shutil.rmtree(work, ignore_errors=True)
     print(text)
     Path(a.out).write_text(text)
     return 0 if ratios[1]["rate"] or ratios[3]["rate"] else 1
