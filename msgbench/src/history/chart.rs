@@ -186,124 +186,10 @@ fn chart(b: &Benchmark, m: &MetricSeries) -> String {
     let unit = unit(m);
     let name = m.metric.name();
     let n = m.runs.len();
-    let points: Vec<Option<svg::Point>> = m
-        .runs
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            let run = &r.point.run;
-            let mut tip = format!(
-                "run {}, {}: {} = {}",
-                run.run_id,
-                run.started_at,
-                name,
-                unit.fmt(r.point.value)
-            );
-            if let Some((lo, hi, k)) = r.spread {
-                let _ = write!(
-                    tip,
-                    " (median of {k} repeats, {} – {})",
-                    unit.fmt(lo),
-                    unit.fmt(hi)
-                );
-            }
-            for (k, v) in &run.labels {
-                let _ = write!(tip, "\n{k}={v}");
-            }
-            Some(svg::Point {
-                x: i as f64,
-                x0: None,
-                y: r.point.value,
-                attrs: vec![
-                    ("data-run", run.run_id.clone()),
-                    ("data-index", i.to_string()),
-                    ("data-started", run.started_at.clone()),
-                ],
-                tip,
-                hollow: false,
-            })
-        })
-        .collect();
-    let whiskers: Vec<svg::Whisker> = m
-        .runs
-        .iter()
-        .enumerate()
-        .filter_map(|(i, r)| {
-            r.spread.map(|(lo, hi, _)| svg::Whisker {
-                x: i as f64,
-                lo,
-                hi,
-            })
-        })
-        .collect();
-    let changes: Vec<(usize, usize)> = m
-        .changes
-        .iter()
-        .map(|c| {
-            (
-                c.at.index,
-                c.drift_until.as_ref().map_or(c.at.index, |d| d.index),
-            )
-        })
-        .collect();
-    let levels: Vec<svg::Level> = segments(n, &changes)
-        .into_iter()
-        .map(|(first, last)| {
-            let mut vs: Vec<f64> = m.runs[first..=last].iter().map(|r| r.point.value).collect();
-            vs.sort_by(f64::total_cmp);
-            let (q1, mid, q3) = (quantile(&vs, 0.25), quantile(&vs, 0.5), quantile(&vs, 0.75));
-            let band = (vs.len() > 1).then_some((q1, q3));
-            let mut label = format!(
-                "runs {}–{}: median {}",
-                m.runs[first].point.run.run_id,
-                m.runs[last].point.run.run_id,
-                unit.fmt(mid)
-            );
-            if band.is_some() {
-                let _ = write!(
-                    label,
-                    ", interquartile range {} – {} ({} runs)",
-                    unit.fmt(q1),
-                    unit.fmt(q3),
-                    vs.len()
-                );
-            }
-            svg::Level {
-                x0: first as f64 - 0.4,
-                x1: last as f64 + 0.4,
-                y: mid,
-                band,
-                label,
-                // Grey, apart from the runs' blue: a summary of them, not another series.
-                color: PALETTE[6],
-            }
-        })
-        .collect();
-    let xrefs: Vec<svg::XRef> = m
-        .changes
-        .iter()
-        .map(|c| {
-            let ci = match (c.change.ci_low, c.change.ci_high) {
-                (Some(l), Some(h)) => {
-                    format!(" [{}, {}]", format::change_pct(l), format::change_pct(h))
-                }
-                _ => String::new(),
-            };
-            svg::XRef {
-                x: c.at.index as f64,
-                band: c
-                    .drift_until
-                    .as_ref()
-                    .map(|d| (c.at.index as f64, d.index as f64)),
-                label: format!(
-                    "{}{ci}, p {} at {}",
-                    format::change_pct(c.change.ratio).trim(),
-                    format::sig(c.p_value, 2, true),
-                    c.at.run_id
-                ),
-            }
-        })
-        .collect();
+    let points = run_points(m, unit, &name);
+    let whiskers = whiskers(m);
+    let levels = levels(m, unit);
+    let xrefs = change_marks(m);
     let hi = m
         .runs
         .iter()
@@ -382,6 +268,138 @@ fn chart(b: &Benchmark, m: &MetricSeries) -> String {
         &caption,
         true,
     )
+}
+
+/// One point per run, its hover text naming the run, its time, its repeats and its labels.
+fn run_points(m: &MetricSeries, unit: Unit, name: &str) -> Vec<Option<svg::Point>> {
+    m.runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let run = &r.point.run;
+            let mut tip = format!(
+                "run {}, {}: {} = {}",
+                run.run_id,
+                run.started_at,
+                name,
+                unit.fmt(r.point.value)
+            );
+            if let Some((lo, hi, k)) = r.spread {
+                let _ = write!(
+                    tip,
+                    " (median of {k} repeats, {} – {})",
+                    unit.fmt(lo),
+                    unit.fmt(hi)
+                );
+            }
+            for (k, v) in &run.labels {
+                let _ = write!(tip, "\n{k}={v}");
+            }
+            Some(svg::Point {
+                x: i as f64,
+                x0: None,
+                y: r.point.value,
+                attrs: vec![
+                    ("data-run", run.run_id.clone()),
+                    ("data-index", i.to_string()),
+                    ("data-started", run.started_at.clone()),
+                ],
+                tip,
+                hollow: false,
+            })
+        })
+        .collect()
+}
+
+/// A whisker over each run's repeats, where it has them.
+fn whiskers(m: &MetricSeries) -> Vec<svg::Whisker> {
+    m.runs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
+            r.spread.map(|(lo, hi, _)| svg::Whisker {
+                x: i as f64,
+                lo,
+                hi,
+            })
+        })
+        .collect()
+}
+
+/// Each segment between change points as its median over its interquartile band.
+fn levels(m: &MetricSeries, unit: Unit) -> Vec<svg::Level> {
+    let n = m.runs.len();
+    let changes: Vec<(usize, usize)> = m
+        .changes
+        .iter()
+        .map(|c| {
+            (
+                c.at.index,
+                c.drift_until.as_ref().map_or(c.at.index, |d| d.index),
+            )
+        })
+        .collect();
+    segments(n, &changes)
+        .into_iter()
+        .map(|(first, last)| {
+            let mut vs: Vec<f64> = m.runs[first..=last].iter().map(|r| r.point.value).collect();
+            vs.sort_by(f64::total_cmp);
+            let (q1, mid, q3) = (quantile(&vs, 0.25), quantile(&vs, 0.5), quantile(&vs, 0.75));
+            let band = (vs.len() > 1).then_some((q1, q3));
+            let mut label = format!(
+                "runs {}–{}: median {}",
+                m.runs[first].point.run.run_id,
+                m.runs[last].point.run.run_id,
+                unit.fmt(mid)
+            );
+            if band.is_some() {
+                let _ = write!(
+                    label,
+                    ", interquartile range {} – {} ({} runs)",
+                    unit.fmt(q1),
+                    unit.fmt(q3),
+                    vs.len()
+                );
+            }
+            svg::Level {
+                x0: first as f64 - 0.4,
+                x1: last as f64 + 0.4,
+                y: mid,
+                band,
+                label,
+                // Grey, apart from the runs' blue: a summary of them, not another series.
+                color: PALETTE[6],
+            }
+        })
+        .collect()
+}
+
+/// Each change point as a vertical mark (a band over a drift) with its size and p-value.
+fn change_marks(m: &MetricSeries) -> Vec<svg::XRef> {
+    m.changes
+        .iter()
+        .map(|c| {
+            let ci = match (c.change.ci_low, c.change.ci_high) {
+                (Some(l), Some(h)) => {
+                    format!(" [{}, {}]", format::change_pct(l), format::change_pct(h))
+                }
+                _ => String::new(),
+            };
+            svg::XRef {
+                x: c.at.index as f64,
+                band: c
+                    .drift_until
+                    .as_ref()
+                    .map(|d| (c.at.index as f64, d.index as f64)),
+                label: format!(
+                    "{}{ci}, p {} at {}",
+                    format::change_pct(c.change.ratio).trim(),
+                    format::sig(c.p_value, 2, true),
+                    c.at.run_id
+                ),
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
