@@ -9,7 +9,7 @@ result, because then its figures cannot be trusted.
     python3 bench/run_js.py [--rounds 5] [--sync-msgs 20000] [--async-msgs 200000]
                             [--batch-msgs 200000] [--fast-msgs 500000] [--consume-msgs 200000]
                             [--size 128] [--max-in-flight 256] [--batch 100] [--fast-batch 500]
-                            [--max-outstanding-acks 2] [--pull-batch 500]
+                            [--max-outstanding-acks 2] [--pull-batch 500] [--cases fast,async]
                             [--out bench/RESULTS-js.md] [--timeout 120] [--no-build]
 
 On one nats-server with JetStream, into streams that every run purges first: sync, async,
@@ -41,6 +41,7 @@ FAST_STREAM, FAST_SUBJECT = "benchjsfast", "benchjsfast.x"
 PERSIST_STREAM, PERSIST_SUBJECT = "benchjspersist", "benchjspersist.x"
 
 TOOLS = ("msgbench", "ref")
+CASE_KEYS = ("sync", "async", "batch", "fast", "persist-async", "fetch", "consume", "ordered")
 
 # What a run must report to count, by case kind and tool.
 REQUIRED = {
@@ -81,6 +82,10 @@ def flags(values: dict[str, str], dash: str) -> list[str]:
     return [x for k, v in values.items() for x in (dash + k, v)]
 
 
+def fmt_us(v: float) -> str:
+    return f"{v:.2f} µs"
+
+
 def capitalized(s: str) -> str:
     return s[0].upper() + s[1:]
 
@@ -103,6 +108,7 @@ class JetStream(Suite):
         p.add_argument("--batch", type=int, default=100, help="messages per atomic batch in the batch case (default 100, at most 1000)")
         p.add_argument("--fast-batch", type=int, default=500, help="fast batches: messages between two flow acknowledgements (default 500, at most 500)")
         p.add_argument("--max-outstanding-acks", type=int, default=2, help="fast batches: flow acknowledgements waited for at most (default 2)")
+        p.add_argument("--cases", default=None, help=f"only these cases, comma-separated ({', '.join(CASE_KEYS)}; default all)")
         p.add_argument("--pull-batch", type=int, default=500, help="messages per pull (fetch) or pulled ahead (consume, ordered) (default 500)")
 
     @classmethod
@@ -115,6 +121,10 @@ class JetStream(Suite):
             p.error("--fast-batch must be at most 500 (the server's largest flow)")
         if a.size < 8:
             p.error("--size must be at least 8 (msgbench puts a sequence number in every payload)")
+        if a.cases is not None:
+            unknown = [k for k in a.cases.split(",") if k not in CASE_KEYS]
+            if unknown or not a.cases:
+                p.error(f"--cases: unknown case {', '.join(unknown) or '(none given)'} (cases: {', '.join(CASE_KEYS)})")
 
     def __init__(self, args):
         super().__init__(args)
@@ -126,7 +136,7 @@ class JetStream(Suite):
     def make_cases(self):
         a = self.args
         pull = a.pull_batch
-        return [
+        cases = [
             Case("sync", f"sync publish, {a.sync_msgs:,} msgs", TOOLS, kind="pub", mode="sync", msgs=a.sync_msgs, target=TARGET_SYNC),
             Case("async", f"async publish, {a.max_in_flight} in flight, {a.async_msgs:,} msgs", TOOLS, kind="pub", mode="async", msgs=a.async_msgs, target=TARGET_ASYNC),
             Case("batch", f"batch publish, atomic batches of {a.batch}, {a.batch_msgs:,} msgs", TOOLS, kind="pub", mode="batch", msgs=a.batch_msgs, target=None),
@@ -136,6 +146,8 @@ class JetStream(Suite):
             Case("consume", f"consume, {pull} pulled ahead, explicit acks, {a.consume_msgs:,} msgs", TOOLS, kind="consume", mode="consume", msgs=a.consume_msgs, target=None),
             Case("ordered", f"consume, ordered consumer, {pull} pulled ahead, no acks, {a.consume_msgs:,} msgs", TOOLS, kind="consume", mode="ordered", msgs=a.consume_msgs, target=None),
         ]  # fmt: skip
+        wanted = a.cases.split(",") if a.cases else CASE_KEYS
+        return [c for c in cases if c.key in wanted]
 
     def server_for(self, case):
         return self.server or self.start_server(NatsServer(self.nats_bin, self.workdir, jetstream=True))
@@ -180,8 +192,18 @@ class JetStream(Suite):
             how = ["jspub", "-url", url, "-mode", case.mode, "-max-in-flight", str(a.max_in_flight)]
         return [self.bin("ref"), *how, *flags(common, "-")]
 
+    def execute(self, case, tool, cmd, sample_rss):
+        # The server's CPU over a publishing run, per message: with the tool's own CPU per
+        # message, it bounds what a leaner client can gain on a machine whose cores both share.
+        before = self.server.cpu_seconds()
+        res = super().execute(case, tool, cmd, sample_rss)
+        after = self.server.cpu_seconds()
+        if case.kind == "pub" and before is not None and after is not None:
+            res.metrics["server_us"] = (after - before) * 1e6 / case.msgs
+        return res
+
     def metrics(self, case, tool, run):
-        m = {}
+        m = {"client_us": run.cpu_s * 1e6 / case.msgs} if case.kind == "pub" else {}
         for key, path in FIELDS[(case.kind, tool)].items():
             v = dig(run.data, *path)
             if key == "reconciled":
@@ -347,8 +369,29 @@ class JetStream(Suite):
             ["msgbench / ref, ratio of the medians (context)", fmt_x(of_medians)],
         ]
         out += [md_table(["", f"{what}, median (min–max, n)"], rows), ""]
+        if case.kind == "pub":
+            out += self.cpu_section(case)
         out += ["Each run (fill: the untimed publishing before consuming, acknowledged msgs/s):" if case.kind == "consume" else "Each run:", ""]
         out += [self.runs_table(case), ""]
+        return out
+
+    def cpu_section(self, case: Case) -> list[str]:
+        """CPU per message of each tool and of the server under it, and the ratio those allow."""
+        med = {(t, k): median(self.values(case.key, t, k)) for t in TOOLS for k in ("client_us", "server_us")}
+        rows = [
+            ["the tool (user + system)", self.cell(case.key, "msgbench", "client_us", fmt_us), self.cell(case.key, "ref", "client_us", fmt_us)],
+            ["nats-server under it", self.cell(case.key, "msgbench", "server_us", fmt_us), self.cell(case.key, "ref", "server_us", fmt_us)],
+        ]
+        out = ["CPU per acknowledged message, median (min–max, n):", "", md_table(["", "msgbench", "ref"], rows), ""]
+        if all(v is not None for v in med.values()):
+            mb = med[("msgbench", "client_us")] + med[("msgbench", "server_us")]
+            rf = med[("ref", "client_us")] + med[("ref", "server_us")]
+            out += [
+                f"Server and tool together spend {mb:.2f} µs a message with msgbench and {rf:.2f} µs with the reference "
+                "(each process whole: start-up, and msgbench's read-back of the stream, included). Where the cores are "
+                f"the limit, the rate is the cores over that sum, so the CPU allows msgbench {rf / mb:.2f}x the reference here.",
+                "",
+            ]
         return out
 
     def runs_table(self, case: Case) -> str:
