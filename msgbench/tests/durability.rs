@@ -311,6 +311,65 @@ fn kv_put_finds_its_buckets_leader_and_a_memory_bucket_restarted_is_reported_los
 }
 
 #[test]
+fn kv_put_with_replicas_makes_a_replicated_bucket_whose_leader_can_die_without_loss() {
+    // The "js pub (and kv put) with --replicas": an R3 file bucket keeps every
+    // acknowledged put through a kill of its leader, and its replicas are read back.
+    let (out, v) = run_json(&[
+        "kv",
+        "put",
+        "--cluster",
+        "3",
+        "--replicas",
+        "3",
+        "--storage",
+        "file",
+        "--server-config",
+        "sync_interval=always",
+        "--reconnect",
+        "--duration",
+        "12s",
+        "--fault",
+        "kill-leader@1s",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    assert_eq!(
+        v["params"]["streams"][0]["num_replicas"], 3,
+        "{}",
+        v["params"]
+    );
+    let e = &v["fault"]["faults"][0];
+    assert_eq!(e["nodes"][0], e["leader_before"], "{e}");
+    let d = &v["durability"];
+    assert_eq!(d["lost"], 0, "{d}");
+    assert!(u(&d["ok"]) > 0, "{d}");
+    // The killed node is listed unread; the two that live hold a copy each.
+    let read = d["replicas"].as_array().expect("replicas read back");
+    assert_eq!(read.len(), 3, "{d}");
+    assert_eq!(d["divergent"], serde_json::json!([]), "{d}");
+}
+
+#[test]
+fn kv_replicas_outside_one_to_five_are_refused_naming_the_flag() {
+    for (args, want) in [
+        (&["--replicas", "0"][..], "--replicas"),
+        (&["--replicas", "6"][..], "--replicas"),
+        (
+            &["--replicas", "3", "--storage", "file", "--persist", "async"][..],
+            "--persist",
+        ),
+    ] {
+        let mut all = vec!["kv", "put", "--msgs", "1"];
+        all.extend_from_slice(args);
+        let out = run(&all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+}
+
+#[test]
 fn a_list_of_faults_on_the_one_server_reports_each_without_a_leader_to_look_for() {
     let (out, v) = run_json(&[
         "js",

@@ -213,6 +213,10 @@ pub struct KvArgs {
     /// Bucket storage (default memory).
     #[arg(long, value_enum)]
     pub storage: Option<Storage>,
+    /// The bucket's replicas (needs a cluster of at least that many nodes; default 1). A
+    /// bucket setting, as --history and --storage are.
+    #[arg(long, value_parser = parse_count)]
+    pub replicas: Option<u64>,
     /// The persist mode of the bucket's stream: default, or async (file storage: written in
     /// the background, after the acknowledgement). A bucket setting, as --history and
     /// --storage are.

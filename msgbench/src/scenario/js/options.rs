@@ -402,11 +402,19 @@ impl KvOptions {
             return Err(Error::flag("--max-in-flight", "0", "must be at least 1"));
         }
         check_size(a.size)?;
+        let replicas = a.replicas.unwrap_or(1);
+        if replicas == 0 || replicas > 5 {
+            return Err(Error::flag(
+                "--replicas",
+                &replicas.to_string(),
+                "must be 1 to 5",
+            ));
+        }
         let persist = a.persist.unwrap_or(Persist::Default);
         check_persist(
             persist,
             a.storage.unwrap_or(Storage::Memory),
-            1,
+            replicas,
             JsPubMode::Async,
         )?;
         let stop = stop_of(a.msgs, a.duration)?;
@@ -426,7 +434,7 @@ impl KvOptions {
             name: format!("KV_{}", a.bucket),
             subjects: vec![format!("$KV.{}.>", a.bucket)],
             storage: a.storage.unwrap_or(Storage::Memory).as_str().into(),
-            num_replicas: 1,
+            num_replicas: replicas as u32,
             max_bytes: -1,
             // A bucket's defaults, as the clients create them.
             discard: "new".into(),
@@ -486,7 +494,11 @@ impl KvOptions {
             put: JsPubOptions {
                 streams: vec![stream],
                 // A bucket that exists is used as it is, unless its settings were given.
-                setup: if a.history.is_some() || a.storage.is_some() || a.persist.is_some() {
+                setup: if a.history.is_some()
+                    || a.storage.is_some()
+                    || a.replicas.is_some()
+                    || a.persist.is_some()
+                {
                     Setup::Create
                 } else {
                     Setup::AsFound
