@@ -275,6 +275,23 @@ fn faults_aimed_at_roles_are_refused_where_they_cannot_act() {
             ],
             "takes no HOLD",
         ),
+        (
+            vec![
+                "js",
+                "pub",
+                "--cluster",
+                "3",
+                "--duration",
+                "2s",
+                "--fault",
+                "kill-leader@1s,restart-leader@30s",
+            ],
+            "comes after the run's 2.00 s are over",
+        ),
+        (
+            vec!["kv", "put", "--duration", "2s", "--fault", "restart@2s"],
+            "comes after",
+        ),
     ] {
         let out = run(&args);
         let err = stderr(&out);

@@ -469,3 +469,38 @@ fn reset_connections_are_reconnected_with_exact_accounting() {
         v["delivery"]
     );
 }
+
+#[test]
+fn a_fault_due_after_the_run_has_ended_is_refused_before_the_start() {
+    // It would never be injected, and the run would pass without testing what it was asked.
+    for args in [
+        &[
+            "pubsub",
+            "--rate",
+            "1000",
+            "--duration",
+            "2s",
+            "--fault",
+            "restart@3s",
+        ][..],
+        &["latency", "--duration", "2s", "--fault", "pause@2s:100ms"][..],
+        &[
+            "request",
+            "--rate",
+            "100",
+            "--duration",
+            "2s",
+            "--fault",
+            "kill@5s",
+        ][..],
+    ] {
+        let out = support::run(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("--fault") && err.contains("comes after the run's 2.00 s are over"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+}

@@ -72,6 +72,26 @@ impl ConnOptions {
         Ok(opts)
     }
 
+    /// A fault due when a run of `length` has already ended would never be injected, and the
+    /// run would pass without having tested what it was asked to: refused before the start.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] naming `--fault` and the first fault that comes too late.
+    pub fn faults_within(&self, conn: &ConnArgs, length: Duration) -> Result<()> {
+        match self.faults.iter().find(|f| f.at >= length) {
+            Some(f) => Err(Error::flag(
+                "--fault",
+                conn.fault.as_deref().unwrap_or_default(),
+                format!(
+                    "a fault at {} comes after the run's {} are over",
+                    crate::format::duration_ns(f.at.as_nanos() as f64),
+                    crate::format::duration_ns(length.as_nanos() as f64)
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
     fn build(conn: &ConnArgs) -> Result<Self> {
         let given = conn.fault.as_deref().unwrap_or_default();
         let list = conn

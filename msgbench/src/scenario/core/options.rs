@@ -138,7 +138,11 @@ impl Options {
         if load.multisubject && load.multisubject_max == 0 {
             return Err(Error::flag("--multisubject-max", "0", "must be at least 1"));
         }
-        let conn = conn::ConnOptions::new(conn)?;
+        let conn_args = conn;
+        let conn = conn::ConnOptions::new(conn_args)?;
+        if let Stop::For(length) = stop {
+            conn.faults_within(conn_args, length)?;
+        }
         if conn.fault.is_some() {
             match (scenario, &pace) {
                 (ScenarioKind::Sub, _) => conn.no_fault("sub")?,

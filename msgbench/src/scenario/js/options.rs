@@ -166,6 +166,9 @@ impl JsPubOptions {
             s.persist_mode = persist_mode(persist);
         }
         let conn = ConnOptions::with_roles(&a.conn)?;
+        if let Stop::For(length) = stop {
+            conn.faults_within(&a.conn, length)?;
+        }
         let mut publish = publishing(
             "js.pub",
             a.clients,
@@ -425,6 +428,9 @@ impl KvOptions {
         } else {
             ConnOptions::with_roles(&a.conn)?
         };
+        if let Stop::For(length) = stop {
+            conn.faults_within(&a.conn, length)?;
+        }
         let server = server_choice(&a.conn)?;
         let keys = Keys {
             n: a.keys,

@@ -97,6 +97,10 @@ impl LatencyOptions {
             .as_deref()
             .map(|list| server_choice_from(Some(list), "--server-b", None))
             .transpose()?;
+        let conn = crate::options::conn::ConnOptions::new(&a.conn)?;
+        if let Stop::For(length) = stop {
+            conn.faults_within(&a.conn, length)?;
+        }
         Ok(Self {
             schedule,
             stop,
@@ -105,7 +109,7 @@ impl LatencyOptions {
             subject: a.subject.clone(),
             server_a,
             server_b,
-            conn: crate::options::conn::ConnOptions::new(&a.conn)?,
+            conn,
             late_bound: a.late_bound,
             hist: a.hist.clone(),
             busy_poll: match a.busy_poll {

@@ -88,6 +88,9 @@ impl RequestOptions {
             _ => usize::try_from(a.in_flight).unwrap_or(usize::MAX),
         };
         let conn = crate::options::conn::ConnOptions::new(&a.conn)?;
+        if let Stop::For(length) = stop {
+            conn.faults_within(&a.conn, length)?;
+        }
         if conn.fault.is_some() && pace == Pace::Unlimited {
             return Err(Error::Usage(
                 "--fault in request needs --rate: recovery is measured against a constant target \
