@@ -221,6 +221,7 @@ fn agent_result(k: u32) -> serde_json::Value {
             })
             .collect(),
         truncated: false,
+        load_start_s: None,
     });
     serde_json::to_value(&r).expect("a result serialises")
 }

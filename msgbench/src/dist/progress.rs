@@ -92,6 +92,7 @@ impl Reporter {
                 interval_s: every.as_secs_f64(),
                 clients: sampler.clients(),
                 truncated: ticks.len() >= MAX_TICKS,
+                load_start_s: sampler.load_start_s(),
                 ticks,
             }
         });

@@ -209,6 +209,7 @@ fn watch(meter: &Arc<Meter>, mut view: View, done: &AtomicBool) -> Timeline {
         clients: sampler.clients(),
         ticks,
         truncated,
+        load_start_s: sampler.load_start_s(),
     }
 }
 

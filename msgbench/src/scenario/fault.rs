@@ -20,6 +20,7 @@ use super::fault_roles::Cluster;
 use crate::engine::pace::Pace;
 use crate::error::{Error, Result};
 use crate::server::Target;
+use crate::stats::fault_phases::FaultPhases;
 use crate::stats::faults::{AckGaps, FaultEvent, Faults};
 use crate::stats::recovery::{FaultKind, FaultSpec};
 use crate::stats::recovery::{FaultReport, Owed, RecoveryLog};
@@ -41,6 +42,9 @@ pub struct Injector<'a> {
     roles: bool,
     /// When each fault was injected, in ns from time zero; [`NOT_YET`] before.
     times: Vec<AtomicU64>,
+    /// When each fault was undone, or its injection for one with nothing to undo (a kill);
+    /// [`NOT_YET`] before. The readers end a fault's *during* phase by it.
+    undone: Vec<AtomicU64>,
     state: Mutex<State>,
     done: AtomicBool,
 }
@@ -98,6 +102,7 @@ impl<'a> Injector<'a> {
         Ok(Some(Self {
             roles: faults.targeted() || specs.len() > 1,
             times: specs.iter().map(|_| AtomicU64::new(NOT_YET)).collect(),
+            undone: specs.iter().map(|_| AtomicU64::new(NOT_YET)).collect(),
             state: Mutex::new(State {
                 events: vec![Seen::default(); specs.len()],
                 frozen: Vec::new(),
@@ -120,6 +125,11 @@ impl<'a> Injector<'a> {
     /// Every fault's injection time, for the readers' acknowledgement gaps.
     pub fn times(&self) -> &[AtomicU64] {
         &self.times
+    }
+
+    /// Every fault's undo time (its injection for a kill), for the readers' latency phases.
+    pub fn undone(&self) -> &[AtomicU64] {
+        &self.undone
     }
 
     /// Runs the faults' timeline from `zero`. No fault is injected once [`Injector::finish`]
@@ -225,6 +235,10 @@ impl<'a> Injector<'a> {
             FaultKind::Kill | FaultKind::Restart => {
                 servers().for_each(|s| s.kill());
                 self.stamp(k, zero);
+                if spec.kind == FaultKind::Kill {
+                    let at = self.times[k].load(Ordering::Acquire);
+                    self.undone[k].store(at, Ordering::Release);
+                }
             }
             FaultKind::Pause => {
                 self.state().frozen.extend(&nodes);
@@ -257,7 +271,13 @@ impl<'a> Injector<'a> {
         }
         match failed {
             Some(why) => self.fail(k, why),
-            None => self.state().events[k].undone_ns = Some(zero.elapsed().as_nanos() as u64),
+            None => {
+                let at = zero.elapsed().as_nanos() as u64;
+                // Published to the readers at once: a publish due after `at` is answered a
+                // round trip later at the earliest, by when the store is seen.
+                self.undone[k].store(at, Ordering::Release);
+                self.state().events[k].undone_ns = Some(at);
+            }
         }
     }
 
@@ -359,12 +379,10 @@ impl<'a> Injector<'a> {
         )
     }
 
-    /// Every fault's own report, with the publishers' acknowledgement `gaps` around it; none
-    /// for a single fault not aimed at a role (the section above is all of it).
-    pub fn events(&self, gaps: &[&AckGaps<'_>]) -> Vec<FaultEvent> {
-        if !self.roles {
-            return Vec::new();
-        }
+    /// Every fault's own report, with the publishers' acknowledgement `gaps` around it and
+    /// their latency `phases`; publishers that acknowledge (the request path) report each
+    /// fault, a single one too, so that its phases are there.
+    pub fn events(&self, gaps: &[&AckGaps<'_>], phases: &[&FaultPhases<'_>]) -> Vec<FaultEvent> {
         let st = self.state();
         let name = |n: Option<usize>| n.map(|n| self.cluster.name(n));
         (self.specs.iter().zip(&st.events).enumerate())
@@ -381,6 +399,7 @@ impl<'a> Injector<'a> {
                     leader_after: name(seen.leader_after),
                     leader_answered_ns: seen.leader_answered_ns,
                     no_ack_ns: injected.and_then(|_| AckGaps::gap(gaps, k)),
+                    ack_latency: FaultPhases::merged(phases, k),
                 }
             })
             .collect()

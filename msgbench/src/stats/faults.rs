@@ -117,6 +117,9 @@ pub struct FaultEvent {
     /// for a publish due after the fault (all publishers together); null when there was no
     /// acknowledgement on one side.
     pub no_ack_ns: Option<u64>,
+    /// Acknowledgement latency before, during and after it (see
+    /// [`super::fault_phases`]); null when it was not injected.
+    pub ack_latency: Option<super::fault_phases::AckLatency>,
 }
 
 /// One publisher's acknowledgements around each fault: the last received before it, and the

@@ -4,6 +4,7 @@
 pub mod acks;
 pub mod changepoint;
 pub mod delivery;
+pub mod fault_phases;
 pub mod faults;
 pub mod hdr;
 pub mod latency;

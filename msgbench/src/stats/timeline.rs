@@ -112,6 +112,9 @@ pub struct Meter {
     counted_until: Mutex<Option<Instant>>,
     /// A `conns` run's connections.
     conns: Mutex<Option<Arc<ConnsGauge>>>,
+    /// The load's time zero, once the scenario has one: what its times "from the start of the
+    /// load" (a fault's injection, …) count from.
+    load_zero: Mutex<Option<Instant>>,
 }
 
 impl Default for Meter {
@@ -123,6 +126,7 @@ impl Default for Meter {
             schedule: Mutex::new(None),
             counted_until: Mutex::new(None),
             conns: Mutex::new(None),
+            load_zero: Mutex::new(None),
         }
     }
 }
@@ -148,6 +152,21 @@ impl Meter {
         let g = Arc::new(ConnsGauge::default());
         *self.conns.lock().expect("meter lock") = Some(Arc::clone(&g));
         g
+    }
+
+    /// The load's time zero came at `zero`. The first one stands (a scenario of two phases
+    /// dates its times from the first).
+    pub fn load_started(&self, zero: Instant) {
+        self.load_zero
+            .lock()
+            .expect("meter lock")
+            .get_or_insert(zero);
+    }
+
+    /// [`Meter::load_started`] in seconds since the run started.
+    pub fn load_start_s(&self) -> Option<f64> {
+        let zero = *self.load_zero.lock().expect("meter lock");
+        zero.map(|z| z.saturating_duration_since(self.started).as_secs_f64())
     }
 
     /// Time since the meter was made (the run's start).
@@ -299,6 +318,11 @@ pub struct Timeline {
     /// True when the run outlasted [`MAX_TICKS`] and later ticks were not kept.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
+    /// When the load's time zero came, in seconds on the ticks' clock: a time "from the start
+    /// of the load" (a fault's `injected_at_ns`, …) is this much later on the timeline. Absent
+    /// when the scenario does not say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load_start_s: Option<f64>,
 }
 
 /// Counts from the start of the run to the end of the last tick, read with it: what a
@@ -327,6 +351,11 @@ pub struct Sampler {
 }
 
 impl Sampler {
+    /// The meter's [`Meter::load_start_s`], for the timeline it ends in.
+    pub fn load_start_s(&self) -> Option<f64> {
+        self.meter.load_start_s()
+    }
+
     pub fn new(meter: Arc<Meter>) -> Self {
         Self {
             meter,

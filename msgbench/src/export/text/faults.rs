@@ -1,11 +1,13 @@
 //! Faults aimed at a cluster's roles, or listed several to a run: one line each, saying which
 //! node it hit, what it did to the service (how long no publish was acknowledged, how long
-//! until a stream leader other than the faulted nodes answered) and when it was undone. A
-//! figure that could not be measured shows as "—".
+//! until a stream leader other than the faulted nodes answered) and when it was undone, then
+//! a line of its acknowledgement latency before, during and after it. A figure that could not
+//! be measured shows as "—".
 
 use std::fmt::Write;
 
 use super::*;
+use crate::stats::fault_phases::PhaseLatency;
 use crate::stats::faults::FaultEvent;
 use crate::stats::recovery::FaultReport;
 
@@ -13,7 +15,29 @@ use crate::stats::recovery::FaultReport;
 pub(super) fn events(o: &mut String, f: &FaultReport) {
     for (k, e) in f.faults.iter().enumerate() {
         let _ = writeln!(o, "Fault {}: {}", k + 1, line(e));
+        if let Some(a) = &e.ack_latency {
+            let _ = writeln!(
+                o,
+                "  ack latency P50/P99/max (acks): before {}; during {}; after {}",
+                phase(a.before.as_ref()),
+                phase(a.during.as_ref()),
+                phase(a.after.as_ref())
+            );
+        }
     }
+}
+
+/// `1.03 ms/10.67 ms/30.98 ms (1,000)`, or "—" for a phase with no acknowledged publish.
+fn phase(p: Option<&PhaseLatency>) -> String {
+    p.map_or("—".to_string(), |p| {
+        format!(
+            "{}/{}/{} ({})",
+            duration_ns(p.p50_ns as f64),
+            duration_ns(p.p99_ns as f64),
+            duration_ns(p.max_ns as f64),
+            group(p.count)
+        )
+    })
 }
 
 fn line(e: &FaultEvent) -> String {

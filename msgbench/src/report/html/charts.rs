@@ -327,12 +327,18 @@ const PARTIAL: f64 = 0.98;
 /// the last message was counted: its rate is over its own length (as every tick's is), and
 /// its point is a ring, so that a short tail is not read as a whole interval.
 pub(super) fn throughput_timeline(r: &Input) -> Option<String> {
-    throughput_over_time(r.run.timeline.as_ref()?, &r.label)
+    let t = r.run.timeline.as_ref()?;
+    throughput_over_time(t, &r.label, &super::faults::marks(r, t))
 }
 
 /// [`throughput_timeline`] of a timeline and its label: the report's chart of a result, and
-/// the live page's of a run under way.
-pub(super) fn throughput_over_time(t: &Timeline, label: &str) -> Option<String> {
+/// the live page's of a run under way. `faults` are drawn across it, each a line at its
+/// injection shaded to its undo.
+pub(super) fn throughput_over_time(
+    t: &Timeline,
+    label: &str,
+    faults: &[svg::XRef],
+) -> Option<String> {
     let last = t.ticks.last()?;
     let partial = (last.span_s < PARTIAL * t.interval_s).then_some(last.t_s);
     let n = t.clients.len();
@@ -437,6 +443,12 @@ pub(super) fn throughput_over_time(t: &Timeline, label: &str) -> Option<String> 
             format::secs(last.span_s)
         );
     }
+    if !faults.is_empty() {
+        caption.push_str(
+            " Each fault is marked where it was injected and shaded until it was undone (a \
+             kill is never undone: a line alone).",
+        );
+    }
     let errs: Vec<String> = t
         .ticks
         .iter()
@@ -458,7 +470,7 @@ pub(super) fn throughput_over_time(t: &Timeline, label: &str) -> Option<String> 
         );
     }
     Some(figure(
-        &svg::lines(&chart, &time_axis(&t.ticks), &y, &lines, &[], &[]),
+        &svg::lines(&chart, &time_axis(&t.ticks), &y, &lines, &[], faults),
         &caption,
         false,
     ))

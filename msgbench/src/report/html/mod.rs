@@ -17,6 +17,7 @@
 //! - `charts`: which charts the page shows and where each is read from in a result;
 //!   `knee_chart`: the latency-against-throughput chart;
 //! - `tables`: the summary and environment tables; `capacity`: a capacity search's section;
+//!   `faults`: a run's faults, marked on its throughput over time and in a table;
 //! - `page`: the skeleton, its CSS and script, and the order the rest is assembled in;
 //! - `history`: the page of `report --history`, a history's series over time, drawn with the
 //!   same kit, style and script.
@@ -33,6 +34,7 @@
 
 mod capacity;
 mod charts;
+mod faults;
 mod knee;
 mod knee_chart;
 #[cfg(test)]
@@ -134,7 +136,7 @@ pub fn live_charts(timeline: &serde_json::Value, label: &str, slos: &[String]) -
     };
     [
         charts::latency_over_time(&t, label, slos),
-        charts::throughput_over_time(&t, label),
+        charts::throughput_over_time(&t, label, &[]),
     ]
     .into_iter()
     .flatten()

@@ -50,6 +50,7 @@ pub(super) struct Run {
     pub(super) jetstream: Option<Value>,
     pub(super) consumer: Option<Value>,
     pub(super) schedule: Option<Schedule>,
+    pub(super) fault: Option<super::faults::Fault>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -138,6 +139,8 @@ pub(super) struct Timeline {
     pub(super) clients: Vec<TimelineClient>,
     pub(super) ticks: Vec<Tick>,
     pub(super) truncated: bool,
+    /// When the load's time zero came on the ticks' clock, where faults are placed from.
+    pub(super) load_start_s: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -94,6 +94,7 @@ pub(super) fn page(results: &[Input], cals: &[CalInput], caps: &[CapInput]) -> S
         "Throughput over time",
         &thr_time,
     );
+    super::faults::table(&mut o, results);
     let per_client: Vec<String> = results.iter().filter_map(client_bars).collect();
     section(&mut o, "clients", "Throughput per client", &per_client);
 

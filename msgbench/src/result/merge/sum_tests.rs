@@ -109,6 +109,7 @@ fn timelines_add_up_tick_by_tick() {
             .collect(),
         ticks,
         truncated: false,
+        load_start_s: None,
     };
     let mut a = agent("pubsub", &ErrorCounts::default());
     a.timeline = Some(timeline(

@@ -50,6 +50,8 @@ pub(super) fn merged(docs: &[Doc<'_>]) -> Result<Option<Timeline>, MergeError> {
         clients,
         ticks,
         truncated,
+        // Each agent's load starts at its own instant on its own clock.
+        load_start_s: None,
     }))
 }
 

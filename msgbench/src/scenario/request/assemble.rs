@@ -10,6 +10,7 @@ use crate::error::{ErrorCounts, ErrorKind};
 use crate::result::{throughput_sections, LatencyStats, RunResult, ScheduleReport};
 use crate::stats::acks::AckSet;
 use crate::stats::delivery::{Delivery, PublisherDelivery};
+use crate::stats::fault_phases::FaultPhases;
 use crate::stats::faults::AckGaps;
 use crate::stats::latency::new_histogram;
 use crate::stats::recovery::{FaultReport, RecoveryLog};
@@ -136,7 +137,9 @@ fn fault(run: &Run<'_>, replies: &[Replies<'_>]) -> Option<FaultReport> {
         };
         let gaps: Vec<&AckGaps<'_>> = replies.iter().filter_map(|r| r.gaps.as_ref()).collect();
         let mut report = inj.report(&logs, &opts.pace, opts.clients, end_ns);
-        report.faults = inj.events(&gaps);
+        let phases: Vec<&FaultPhases<'_>> =
+            replies.iter().filter_map(|r| r.phases.as_ref()).collect();
+        report.faults = inj.events(&gaps, &phases);
         report
     })
 }

@@ -13,6 +13,7 @@ use crate::engine::load::{self, Frame, PubOutcome, Window};
 use crate::engine::pace::Stop;
 use crate::error::ErrorCounts;
 use crate::stats::acks::AckSet;
+use crate::stats::fault_phases::FaultPhases;
 use crate::stats::faults::AckGaps;
 use crate::stats::latency::{LatencyRecorder, SendTimes};
 use crate::stats::recovery::RecoveryLog;
@@ -34,6 +35,8 @@ pub(super) struct Replies<'a> {
     pub(super) fault_ns: Option<&'a AtomicU64>,
     /// Acknowledgements around each fault, for the windows without one.
     pub(super) gaps: Option<AckGaps<'a>>,
+    /// Acknowledgement latency before, during and after each fault.
+    pub(super) phases: Option<FaultPhases<'a>>,
     /// With JetStream acknowledgements: the stream sequences acknowledged, duplicates among
     /// them, and where failed acknowledgements are counted by kind.
     pub(super) acks: Option<AckSet>,
@@ -77,7 +80,8 @@ impl Shape {
 
 pub(super) fn new_replies<'a>(
     fault_ns: Option<&'a AtomicU64>,
-    fault_times: Option<&'a [AtomicU64]>,
+    // Each fault's injection and undo times.
+    fault_times: Option<(&'a [AtomicU64], &'a [AtomicU64])>,
     js_base: Option<u64>,
     size: usize,
     errors: &'a ErrorCounts,
@@ -92,7 +96,8 @@ pub(super) fn new_replies<'a>(
         stands_for: js_base.map(|_| size as u64),
         recovery: RecoveryLog::default(),
         fault_ns,
-        gaps: fault_times.map(AckGaps::new),
+        gaps: fault_times.map(|(at, _)| AckGaps::new(at)),
+        phases: fault_times.map(|(at, undone)| FaultPhases::new(at, undone)),
         rec: LatencyRecorder::new(0, u64::MAX / 2, None).with_live(meter.latency.as_ref()),
         ok: 0,
         no_responders: 0,
@@ -172,6 +177,9 @@ pub(super) fn on_reply(
     r.rec.record(seq, due_ns, sent_ns, recv_ns);
     if let Some(g) = r.gaps.as_mut() {
         g.record(due_ns, recv_ns);
+    }
+    if let Some(p) = r.phases.as_mut() {
+        p.record(due_ns, recv_ns);
     }
     if let Some(f) = r.fault_ns {
         r.recovery

@@ -304,7 +304,7 @@ impl<'a> Run<'a> {
     fn new_replies(&self, i: usize) -> Replies<'_> {
         new_replies(
             self.injector.as_ref().map(Injector::fault_ns),
-            self.injector.as_ref().map(Injector::times),
+            self.injector.as_ref().map(|i| (i.times(), i.undone())),
             self.js_base(i),
             self.opts.size,
             self.errors,
@@ -368,6 +368,7 @@ impl<'a> Run<'a> {
     fn start<'s, 'e>(&'e self, s: &'s Scope<'s, 'e>) -> Result<Instant> {
         let at = crate::scenario::segment::start(self.share, self.stop)?;
         let zero = *self.epoch.get_or_init(|| at);
+        self.meter.load_started(zero);
         if let Some(sc) = self.opts.pace.schedule() {
             self.meter.follow_schedule(zero, sc);
         }
