@@ -5,8 +5,12 @@
 //! The server runs in its own process group so that a Ctrl-C typed at msgbench reaches msgbench
 //! only: msgbench then finishes its run, writes results, and stops the server itself. On Linux
 //! the server also gets a parent-death signal, so even a `kill -9` of msgbench leaves no orphan.
-//! About 720 lines before its tests, past the 600 lines a file aims for: finding, starting, clustering and stopping the server
-//! share its process handling.
+//! About 680 lines before its tests, past the 600 lines a file aims for: finding, starting and
+//! stopping the server share its process handling. A local cluster's start-up is in
+//! [`cluster`], the proxies that partition it in [`partition`].
+
+pub mod cluster;
+pub mod partition;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -31,6 +35,9 @@ pub struct Target {
     pub node_urls: Vec<ServerUrl>,
     // The proxies go before the servers they forward to.
     pub link: Option<crate::link::Link>,
+    /// The proxies every route and client connection of a local cluster crosses, when the
+    /// run partitions nodes.
+    pub mesh: Option<partition::Mesh>,
     pub embedded: Option<EmbeddedServer>,
     /// The other nodes of a local cluster.
     pub peers: Vec<EmbeddedServer>,
@@ -93,6 +100,7 @@ impl Target {
             urls: vec![u.clone()],
             node_urls: Vec::new(),
             link: None,
+            mesh: None,
             embedded: None,
             peers: Vec::new(),
             local: self.local,
@@ -113,22 +121,33 @@ pub fn node_name(i: usize) -> String {
 /// [`Error::EmbeddedServer`] when no `nats-server` can be found or it does not start (or a
 /// cluster does not form); [`Error::Io`] when the link proxy cannot start.
 pub fn resolve(choice: &ServerChoice, link: Option<LinkSpec>) -> Result<Target> {
-    let (urls, embedded, peers) = match choice {
-        ServerChoice::Urls(urls) => (urls.clone(), None, Vec::new()),
+    let (urls, embedded, peers, mesh) = match choice {
+        ServerChoice::Urls(urls) => (urls.clone(), None, Vec::new(), None),
         ServerChoice::Embedded {
             binary,
             nodes,
             settings,
+            partitions,
         } => {
             let binary = find_binary(binary.as_deref())?;
-            let mut servers = if *nodes > 1 {
-                start_cluster(&binary, *nodes, settings)?
+            let (mut servers, mesh) = if *nodes > 1 {
+                cluster::start(&binary, *nodes, settings, *partitions)?
             } else {
-                vec![EmbeddedServer::start_configured(&binary, &[], settings)?]
+                let one = EmbeddedServer::start_configured(&binary, &[], settings)?;
+                (vec![one], None)
             };
-            let urls = servers.iter().map(|s| s.url.clone()).collect();
+            let urls = match &mesh {
+                // Clients reach each node through its proxy, so a partition cuts them off too.
+                Some(m) => (m.client_ports.iter())
+                    .map(|&port| ServerUrl {
+                        port,
+                        ..servers[0].url.clone()
+                    })
+                    .collect(),
+                None => servers.iter().map(|s| s.url.clone()).collect(),
+            };
             let first = servers.remove(0);
-            (urls, Some(first), servers)
+            (urls, Some(first), servers, mesh)
         }
     };
     let clustered = !peers.is_empty();
@@ -147,6 +166,7 @@ pub fn resolve(choice: &ServerChoice, link: Option<LinkSpec>) -> Result<Target> 
             urls
         },
         link,
+        mesh,
         local: embedded.is_some(),
         embedded,
         peers,
@@ -155,104 +175,6 @@ pub fn resolve(choice: &ServerChoice, link: Option<LinkSpec>) -> Result<Target> 
             ServerChoice::Urls(_) => Vec::new(),
         },
     })
-}
-
-/// Starts `n` servers routed into one cluster, and waits until JetStream answers on every one
-/// of them (which needs the routes up and a meta leader elected).
-fn start_cluster(binary: &Path, n: u32, settings: &[ServerSetting]) -> Result<Vec<EmbeddedServer>> {
-    let ports: Vec<u16> = (0..n)
-        .map(|_| {
-            std::net::TcpListener::bind("127.0.0.1:0")
-                .and_then(|l| l.local_addr())
-                .map(|a| a.port())
-                .map_err(|e| {
-                    Error::EmbeddedServer(format!("no free port for a cluster route: {e}"))
-                })
-        })
-        .collect::<Result<_>>()?;
-    let route = |p: u16| format!("nats://127.0.0.1:{p}");
-    let mut servers = Vec::new();
-    for (i, &port) in ports.iter().enumerate() {
-        let routes: Vec<String> = ports
-            .iter()
-            .enumerate()
-            .filter(|(j, _)| *j != i)
-            .map(|(_, &p)| route(p))
-            .collect();
-        let (name, cluster, routes) = (node_name(i), route(port), routes.join(","));
-        let args = [
-            "-n",
-            &name,
-            "--cluster_name",
-            "msgbench",
-            "--cluster",
-            &cluster,
-            "--routes",
-            &routes,
-        ];
-        servers.push(EmbeddedServer::start_configured(binary, &args, settings)?);
-    }
-    let deadline = Instant::now() + Duration::from_secs(20);
-    for s in &servers {
-        wait_for_jetstream(&s.url, deadline)?;
-    }
-    wait_for_meta_peers(&servers, deadline)?;
-    Ok(servers)
-}
-
-/// Waits until the meta leader sees every other node as a current peer (its `/jsz`): until
-/// then a stream with a replica on each node finds "no suitable peers for placement".
-fn wait_for_meta_peers(servers: &[EmbeddedServer], deadline: Instant) -> Result<()> {
-    let want = servers.len() - 1;
-    let formed = |s: &EmbeddedServer| {
-        s.monitor_get("/jsz").is_some_and(|jsz| {
-            let replicas = jsz["meta_cluster"]["replicas"].as_array().cloned();
-            replicas.is_some_and(|r| {
-                r.len() == want && r.iter().all(|p| p["current"].as_bool() == Some(true))
-            })
-        })
-    };
-    while !servers.iter().any(formed) {
-        if Instant::now() > deadline {
-            return Err(Error::EmbeddedServer(
-                "the local cluster did not form: the meta leader did not see every node \
-                 within 20 s"
-                    .into(),
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Ok(())
-}
-
-/// Asks `$JS.API.INFO` until it answers without an error.
-fn wait_for_jetstream(url: &ServerUrl, deadline: Instant) -> Result<()> {
-    let mut c = crate::engine::conn::connect_for_check(
-        url,
-        "msgbench-cluster-check",
-        Duration::from_secs(2),
-    )?;
-    loop {
-        let answered = c
-            .request("$JS.API.INFO", b"", Duration::from_millis(500))
-            .ok()
-            .filter(|(h, body)| {
-                h.as_ref().is_none_or(|h| !h.starts_with(b"NATS/1.0 5"))
-                    && !body.is_empty()
-                    && !String::from_utf8_lossy(body).contains("\"error\"")
-            });
-        if answered.is_some() {
-            c.shared.close();
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            c.shared.close();
-            return Err(Error::EmbeddedServer(format!(
-                "the local cluster did not form: JetStream on {url} did not answer within 20 s"
-            )));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// Finds the `nats-server` binary: the explicit path, else the first of [`search_dirs`] that

@@ -173,7 +173,8 @@ pub struct ConnArgs {
     /// Inject a fault into the embedded server: kill@5s, restart@5s[:DOWN], pause@3s:200ms
     /// (time from the start of the load). Reports the recovery time. For `js pub` and `kv put`
     /// on --cluster 3 or 5: a comma-separated list aimed at roles, KIND-TARGET@TIME[:HOLD] with
-    /// TARGET leader, follower, meta-leader, majority or all (kill-leader@3s,restart-leader@6s).
+    /// TARGET leader, follower, meta-leader, majority or all (kill-leader@3s,restart-leader@6s),
+    /// and partition-TARGET@TIME:HOLD, which cuts the nodes off from their peers and clients.
     #[arg(long, value_name = "KIND[-TARGET]@TIME[:HOLD]")]
     pub fault: Option<String>,
     /// Put an impaired link between the clients and the server: delay=1ms,jitter=200us,

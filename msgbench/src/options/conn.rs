@@ -34,12 +34,13 @@ impl ConnOptions {
     /// [`Error::Usage`] naming the flag whose value cannot work.
     pub fn new(conn: &ConnArgs) -> Result<Self> {
         let opts = Self::build(conn)?;
-        if opts.faults.len() > 1 || opts.faults.targeted() {
+        let partition = opts.faults.iter().any(|f| f.kind == FaultKind::Partition);
+        if opts.faults.len() > 1 || opts.faults.targeted() || partition {
             return Err(Error::flag(
                 "--fault",
                 conn.fault.as_deref().unwrap_or_default(),
-                "a list of faults, or one aimed at a role, is for `js pub` and `kv put` on \
-                 --cluster 3 or 5",
+                "a list of faults, one aimed at a role, or a partition, is for `js pub` and \
+                 `kv put` on --cluster 3 or 5",
             ));
         }
         Ok(opts)
@@ -59,6 +60,15 @@ impl ConnOptions {
                 "--fault",
                 given,
                 "a fault aimed at a role needs --cluster 3 or 5",
+            ));
+        }
+        // One server has no peer to be cut off from, and cutting it off from its clients only
+        // is what a pause shows already: a partition is a cluster's.
+        if faults.iter().any(|f| f.kind == FaultKind::Partition) && conn.cluster.is_none() {
+            return Err(Error::flag(
+                "--fault",
+                given,
+                "a partition cuts nodes off from each other: it needs --cluster 3 or 5",
             ));
         }
         if conn.cluster.is_some() && faults.iter().any(|f| f.target.is_none()) {
@@ -122,6 +132,14 @@ impl ConnOptions {
             .as_deref()
             .map(|l| LinkSpec::parse(l).map_err(|why| Error::flag("--link", l, why)))
             .transpose()?;
+        if let (Some(l), true) = (&conn.link, partitions(conn)) {
+            return Err(Error::flag(
+                "--link",
+                l,
+                "cannot be combined with a partition fault: clients reach the nodes through \
+                 the partition's proxies",
+            ));
+        }
         // A context's TLS files count when no flag names them.
         let [ctx_ca, ctx_cert, ctx_key] = crate::options::auth::sources(conn)?.tls_files;
         let wanted = TlsOptions {
@@ -209,6 +227,15 @@ pub struct TlsParams {
     pub first: bool,
 }
 
+/// Whether the run's faults partition nodes, so that the cluster must be started behind
+/// proxies. A list that does not parse is refused elsewhere, with its reason.
+pub fn partitions(conn: &ConnArgs) -> bool {
+    conn.fault
+        .as_deref()
+        .and_then(|f| parse_faults(f).ok())
+        .is_some_and(|l| l.iter().any(|f| f.kind == FaultKind::Partition))
+}
+
 /// `--fault` as a comma-separated list, in time order. `restart-TARGET` after `kill-TARGET`
 /// starts the nodes that kill took down, so it takes no HOLD.
 ///
@@ -237,14 +264,15 @@ pub fn parse_faults(s: &str) -> std::result::Result<Vec<FaultSpec>, String> {
 }
 
 /// One fault, `KIND[-TARGET]@AT[:HOLD]`: `kill@5s`, `restart@5s:1s`, `pause@3s:200ms`,
-/// `kill-leader@3s`, `pause-follower@2s:500ms`.
+/// `kill-leader@3s`, `pause-follower@2s:500ms`, `partition-leader@2s:5s`.
 ///
 /// # Errors
 /// Why the text is not a fault.
 pub fn parse_fault(s: &str) -> std::result::Result<FaultSpec, String> {
-    let (kind, rest) = s
-        .split_once('@')
-        .ok_or("expected KIND@TIME, such as kill@5s, restart@5s or pause@3s:200ms")?;
+    let (kind, rest) = s.split_once('@').ok_or(
+        "expected KIND@TIME, such as kill@5s, restart@5s, pause@3s:200ms or \
+             partition-leader@2s:5s",
+    )?;
     let (kind, target) = match kind.trim().split_once('-') {
         Some((kind, target)) => {
             let t = FaultTarget::parse(target).ok_or_else(|| {
@@ -260,7 +288,12 @@ pub fn parse_fault(s: &str) -> std::result::Result<FaultSpec, String> {
         "kill" => FaultKind::Kill,
         "restart" => FaultKind::Restart,
         "pause" => FaultKind::Pause,
-        other => return Err(format!("unknown fault '{other}' (kill, restart or pause)")),
+        "partition" => FaultKind::Partition,
+        other => {
+            return Err(format!(
+                "unknown fault '{other}' (kill, restart, pause or partition)"
+            ))
+        }
     };
     let (at, hold) = match rest.split_once(':') {
         Some((at, hold)) => (at, Some(hold)),
@@ -278,6 +311,9 @@ pub fn parse_fault(s: &str) -> std::result::Result<FaultSpec, String> {
         }
         (FaultKind::Pause, None) => {
             return Err("pause needs a duration, such as pause@3s:200ms".into())
+        }
+        (FaultKind::Partition, None) => {
+            return Err("partition needs a duration, such as partition-leader@2s:5s".into())
         }
         (_, h) => h.unwrap_or(Duration::ZERO),
     };
@@ -360,6 +396,8 @@ mod tests {
             "kill@1s:1s",
             "pause@1s",
             "pause@x:1s",
+            "partition-leader@1s",
+            "partition@1s",
             "restart@-1s",
             "",
         ] {

@@ -28,6 +28,8 @@ pub enum ServerChoice {
         binary: Option<PathBuf>,
         nodes: u32,
         settings: Vec<crate::result::ServerSetting>,
+        /// The run partitions nodes: routes and clients go through msgbench's proxies.
+        partitions: bool,
     },
 }
 
@@ -207,8 +209,13 @@ pub fn server_choice(conn: &ConnArgs) -> Result<ServerChoice> {
         _ => {}
     }
     match &mut choice {
-        ServerChoice::Embedded { settings, .. } => {
+        ServerChoice::Embedded {
+            settings,
+            partitions,
+            ..
+        } => {
             *settings = server_config::parse_all(&conn.server_config)?;
+            *partitions = conn::partitions(conn);
         }
         ServerChoice::Urls(_) if !conn.server_config.is_empty() => {
             return Err(Error::Usage(format!(
@@ -245,6 +252,7 @@ pub fn server_choice_from(
             binary,
             nodes: 1,
             settings: Vec::new(),
+            partitions: false,
         }),
         Some(list) => url::parse_servers(list)
             .map(ServerChoice::Urls)

@@ -1,5 +1,6 @@
-//! Fault injection: at set times from the start of the load, kill, restart or pause the
-//! embedded server, or nodes of a local cluster picked by their JetStream role when the fault
+//! Fault injection: at set times from the start of the load, kill, restart, pause or
+//! partition (a local cluster's nodes, through [`crate::server::partition`]) the embedded
+//! server, or nodes of a local cluster picked by their JetStream role when the fault
 //! comes ([`super::fault_roles`]); remember exactly when each was injected and undone, so
 //! recovery can be measured from that instant.
 //!
@@ -38,6 +39,8 @@ const LEADER_POLL: Duration = Duration::from_millis(50);
 pub struct Injector<'a> {
     specs: Vec<FaultSpec>,
     cluster: Cluster<'a>,
+    /// The proxies that cut nodes off, when the run has a partition.
+    mesh: Option<&'a crate::server::partition::Mesh>,
     /// Whether each fault is reported on its own (a list, or a fault aimed at a role).
     roles: bool,
     /// When each fault was injected, in ns from time zero; [`NOT_YET`] before.
@@ -108,6 +111,7 @@ impl<'a> Injector<'a> {
                 frozen: Vec::new(),
             }),
             cluster: Cluster::new(nodes, subject.map(str::to_string)),
+            mesh: target.mesh.as_ref(),
             specs,
             done: AtomicBool::new(false),
         }))
@@ -168,11 +172,12 @@ impl<'a> Injector<'a> {
         });
     }
 
-    /// Nodes that cannot answer: down, or paused by a fault.
+    /// Nodes that cannot answer: down, paused or cut off by a fault.
     fn unavailable(&self) -> Vec<usize> {
         let frozen = self.state().frozen.clone();
+        let cut = |i: usize| self.mesh.is_some_and(|m| m.is_cut(i));
         (0..self.cluster.nodes.len())
-            .filter(|i| frozen.contains(i) || self.cluster.nodes[*i].pid().is_none())
+            .filter(|&i| frozen.contains(&i) || cut(i) || self.cluster.nodes[i].pid().is_none())
             .collect()
     }
 
@@ -245,6 +250,16 @@ impl<'a> Injector<'a> {
                 servers().for_each(|s| s.freeze(true));
                 self.stamp(k, zero);
             }
+            FaultKind::Partition => {
+                let Some(mesh) = self.mesh else {
+                    return self.fail(
+                        k,
+                        "the cluster was started without partition proxies".into(),
+                    );
+                };
+                mesh.cut(&nodes, true);
+                self.stamp(k, zero);
+            }
         }
         if spec.kind != FaultKind::Kill && !restart_only {
             steps.push((Instant::now() + spec.hold, Step::Undo(k)));
@@ -261,6 +276,11 @@ impl<'a> Injector<'a> {
                 FaultKind::Pause => {
                     server.freeze(false);
                     self.state().frozen.retain(|f| *f != n);
+                }
+                FaultKind::Partition => {
+                    if let Some(mesh) = self.mesh {
+                        mesh.cut(&[n], false);
+                    }
                 }
                 _ => {
                     if let Err(e) = server.restart() {

@@ -139,6 +139,9 @@ pub enum FaultKind {
     Restart,
     /// SIGSTOP for `hold`, then SIGCONT: a server that stops responding without closing.
     Pause,
+    /// Cut off from the other nodes and from its clients for `hold`, then healed: a server
+    /// that keeps running but hears no one (a local cluster's nodes only).
+    Partition,
 }
 
 /// A fault to inject (`--fault KIND[-TARGET]@AT[:HOLD]`), and the spec a result records.
@@ -151,7 +154,7 @@ pub struct FaultSpec {
     /// When, from the start of the load.
     #[serde(serialize_with = "secs")]
     pub at: Duration,
-    /// How long the server stays paused, or down before a restart.
+    /// How long the server stays paused, partitioned, or down before a restart.
     #[serde(serialize_with = "secs")]
     pub hold: Duration,
 }
