@@ -38,7 +38,8 @@ const LEADER_POLL: Duration = Duration::from_millis(50);
 pub struct Injector<'a> {
     specs: Vec<FaultSpec>,
     cluster: Cluster<'a>,
-    /// Whether each fault is reported on its own (a list, or a fault aimed at a role).
+    /// Whether a new stream leader is looked for after each fault (a list, or a fault aimed
+    /// at a role).
     roles: bool,
     /// When each fault was injected, in ns from time zero; [`NOT_YET`] before.
     times: Vec<AtomicU64>,
