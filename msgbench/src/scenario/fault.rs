@@ -41,7 +41,8 @@ pub struct Injector<'a> {
     cluster: Cluster<'a>,
     /// The proxies that cut nodes off, when the run has a partition.
     mesh: Option<&'a crate::server::partition::Mesh>,
-    /// Whether each fault is reported on its own (a list, or a fault aimed at a role).
+    /// Whether a new stream leader is looked for after each fault (a list, or a fault aimed
+    /// at a role).
     roles: bool,
     /// When each fault was injected, in ns from time zero; [`NOT_YET`] before.
     times: Vec<AtomicU64>,

@@ -1,8 +1,8 @@
-//! Faults aimed at a cluster's roles, or listed several to a run: one line each, saying which
-//! node it hit, what it did to the service (how long no publish was acknowledged, how long
-//! until a stream leader other than the faulted nodes answered) and when it was undone, then
-//! a line of its acknowledgement latency before, during and after it. A figure that could not
-//! be measured shows as "—".
+//! Each fault of a run whose publishes are acknowledged (js pub, kv put, request): a line
+//! saying which node it hit, what it did to the service (how long no publish was acknowledged,
+//! how long until a stream leader other than the faulted nodes answered) and when it was
+//! undone, then a line of its acknowledgement latency before, during and after it. A figure
+//! that could not be measured shows as "—".
 
 use std::fmt::Write;
 
