@@ -25,6 +25,7 @@ fn js_run(stored: u64, lost: u64, fault: bool) -> RunResult {
         name: "s".into(),
         acked: 100,
         duplicate_acks: 0,
+        repeated_acks: 0,
         deduplicated: 0,
         before: StreamState::default(),
         after: None,

@@ -81,6 +81,7 @@ pub struct JsReport {
     pub mode: &'static str,
     pub acked: u64,
     pub duplicate_acks: u64,
+    pub repeated_acks: u64,
     pub deduplicated: u64,
     /// Null when a stream's state could not be read after the run.
     pub stored: Option<u64>,
@@ -103,6 +104,7 @@ impl JsReport {
             mode,
             acked: sum(|s| s.acked),
             duplicate_acks: sum(|s| s.duplicate_acks),
+            repeated_acks: sum(|s| s.repeated_acks),
             deduplicated: sum(|s| s.deduplicated),
             stored: known(|s| s.stored),
             unacked_stored: known(|s| s.unacked_stored),
@@ -119,8 +121,13 @@ pub struct StreamReport {
     pub name: String,
     /// Distinct stream sequences acknowledged to the publishers.
     pub acked: u64,
-    /// Acknowledgements for a sequence already acknowledged.
+    /// Acknowledgements for a sequence already acknowledged, to a publish still waiting for
+    /// its answer: two publishes given one sequence. The stream does not reconcile.
     pub duplicate_acks: u64,
+    /// Acknowledgements repeated to a publish already answered, for the sequence it was
+    /// given: a new stream leader acknowledges again the entries it applies on taking over.
+    /// Counted, not a failure.
+    pub repeated_acks: u64,
     /// Publishes the server recognised by their message id and did not store again.
     pub deduplicated: u64,
     /// The stream before and after the run; `after` is null when it could not be read.

@@ -239,6 +239,7 @@ pub fn around_driver<T>(
         let acks = JsAcks {
             acked: set,
             duplicate_acks: a.duplicate_acks,
+            repeated_acks: 0,
             deduplicated: 0,
         };
         let mut stream = reconcile(cfg, before, api.stream_state(&cfg.name), &acks).opened(o);

@@ -25,6 +25,7 @@ pub(super) fn share_report(cfg: &StreamConfig, before: StreamState, acks: &JsAck
         name: cfg.name.clone(),
         acked: acks.acked.len(),
         duplicate_acks: acks.duplicate_acks,
+        repeated_acks: acks.repeated_acks,
         deduplicated: acks.deduplicated,
         before,
         after: None,
@@ -47,6 +48,8 @@ const AGENT_SHARE: &str = "an agent's share: the coordinator reconciles the stre
 pub(super) struct SharePart {
     acked: u64,
     duplicate_acks: u64,
+    #[serde(default)]
+    repeated_acks: u64,
     deduplicated: u64,
     before: StreamState,
     acked_fingerprint: Option<String>,
@@ -73,6 +76,7 @@ pub(super) fn reconcile_across(
         name: cfg.name.clone(),
         acked: sum(|p| p.acked),
         duplicate_acks: sum(|p| p.duplicate_acks),
+        repeated_acks: sum(|p| p.repeated_acks),
         deduplicated: sum(|p| p.deduplicated),
         before,
         after: None,
@@ -127,6 +131,7 @@ pub(super) fn reconcile(
         name: cfg.name.clone(),
         acked: acked.len(),
         duplicate_acks: dups,
+        repeated_acks: acks.repeated_acks,
         deduplicated: acks.deduplicated,
         before,
         after: None,
@@ -294,6 +299,7 @@ mod tests {
         SharePart {
             acked,
             duplicate_acks: 0,
+            repeated_acks: 0,
             deduplicated: 0,
             before: StreamState {
                 last_seq: 100,

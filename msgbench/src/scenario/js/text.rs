@@ -192,6 +192,15 @@ pub(super) fn jetstream(o: &mut String, r: &RunResult) {
             group(js.deduplicated)
         );
     }
+    if js.repeated_acks > 0 {
+        let _ = writeln!(
+            o,
+            "Repeated: {} acknowledgements came again to a publish already answered, for the \
+             sequence it was given (a new stream leader acknowledges the entries it applies on \
+             taking over); counted, not a failure",
+            group(js.repeated_acks)
+        );
+    }
     if js.reconciled {
         let _ = match r.agents.as_ref() {
             Some(a) => writeln!(

@@ -153,12 +153,14 @@ fn js_acks(run: &Run<'_>, replies: &[Replies<'_>]) -> Option<Vec<JsAcks>> {
             .map(|b| JsAcks {
                 acked: AckSet::new(*b),
                 duplicate_acks: 0,
+                repeated_acks: 0,
                 deduplicated: 0,
             })
             .collect();
         for (i, r) in replies.iter().enumerate() {
             let js = &mut per[opts.target_of(i).1];
             js.duplicate_acks += r.dup_acks;
+            js.repeated_acks += r.repeated_acks;
             js.deduplicated += r.deduplicated;
             if let Some(set) = &r.acks {
                 js.duplicate_acks += js.acked.merge(set);

@@ -41,6 +41,10 @@ pub(super) struct Replies<'a> {
     /// them, and where failed acknowledgements are counted by kind.
     pub(super) acks: Option<AckSet>,
     pub(super) dup_acks: u64,
+    /// Acknowledgements for a sequence already acknowledged that came for a request no longer
+    /// waiting: the same publish answered again (a new stream leader acknowledges the entries
+    /// it applies on taking over), not two publishes given one sequence.
+    pub(super) repeated_acks: u64,
     /// Acknowledgements the server marked duplicate: a message id it had already stored.
     pub(super) deduplicated: u64,
     pub(super) errors: &'a ErrorCounts,
@@ -90,6 +94,7 @@ pub(super) fn new_replies<'a>(
     Replies {
         acks: js_base.map(AckSet::new),
         dup_acks: 0,
+        repeated_acks: 0,
         deduplicated: 0,
         errors,
         meter,
@@ -152,8 +157,17 @@ pub(super) fn on_reply(
             Ack::Stored { seq, batch, .. } => {
                 count = batch.max(1);
                 for s in seq.saturating_sub(count - 1)..=seq {
+                    // A publish still waiting that is given a sequence another publish was
+                    // given is a duplicate; a sequence acknowledged again to a publish whose
+                    // answer already came is the answer repeated. (A late first answer that
+                    // lands on a taken sequence is counted as repeated too; the durability
+                    // read-back, message by message, still finds the publish it displaced.)
                     if !acks.insert(s) {
-                        r.dup_acks += 1;
+                        if on_time {
+                            r.dup_acks += 1;
+                        } else {
+                            r.repeated_acks += 1;
+                        }
                     }
                 }
             }

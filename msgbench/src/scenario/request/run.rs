@@ -68,6 +68,8 @@ pub fn run_request(
 pub struct JsAcks {
     pub acked: AckSet,
     pub duplicate_acks: u64,
+    /// Acknowledgements repeated to a publish already answered: counted, not a failure.
+    pub repeated_acks: u64,
     pub deduplicated: u64,
 }
 
