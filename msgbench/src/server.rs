@@ -5,7 +5,7 @@
 //! The server runs in its own process group so that a Ctrl-C typed at msgbench reaches msgbench
 //! only: msgbench then finishes its run, writes results, and stops the server itself. On Linux
 //! the server also gets a parent-death signal, so even a `kill -9` of msgbench leaves no orphan.
-//! About 680 lines before its tests, past the 600 lines a file aims for: finding, starting and
+//! About 645 lines before its tests, past the 600 lines a file aims for: finding, starting and
 //! stopping the server share its process handling. A local cluster's start-up is in
 //! [`cluster`], the proxies that partition it in [`partition`].
 

@@ -131,6 +131,7 @@ impl Config {
         let c = &args.conn;
         for (flag, given) in [
             ("--fault", c.fault.is_some()),
+            ("--nemesis", c.nemesis.is_some()),
             ("--link", c.link.is_some()),
             ("--cluster", c.cluster.is_some()),
         ] {

@@ -48,6 +48,7 @@ pub fn connect_control(
     let mut c = conn.clone();
     c.server = Some(url.to_string());
     c.fault = None;
+    c.nemesis = None;
     c.link = None;
     c.cluster = None;
     let ServerChoice::Urls(urls) = crate::options::server_choice(&c)
@@ -154,6 +155,7 @@ pub fn preflight(plan: &Plan) -> Result<Prepared> {
 fn nats_target(conn: &ConnArgs, control: Option<&str>) -> Result<String> {
     for (flag, given) in [
         ("--fault", conn.fault.is_some()),
+        ("--nemesis", conn.nemesis.is_some()),
         ("--link", conn.link.is_some()),
         ("--cluster", conn.cluster.is_some()),
     ] {

@@ -1,13 +1,15 @@
 //! Validated connection options shared by every scenario: how long to wait for a server,
-//! whether to reconnect, how often to check that the server is alive, and the fault to inject
-//! into the embedded server.
+//! whether to reconnect, how often to check that the server is alive, and the faults to inject
+//! into the embedded server (listed, or drawn by a nemesis).
 
 use std::time::Duration;
 
 use crate::cli::{ConnArgs, Switch};
 use crate::engine::conn::Dialing;
+use crate::engine::pace::Stop;
 use crate::engine::tls::{Tls, TlsOptions};
 use crate::error::{Error, Result};
+use crate::options::nemesis::{as_fault_list, Nemesis};
 use crate::options::{server_choice, ServerChoice};
 use crate::result::LinkSpec;
 use crate::stats::faults::{FaultTarget, Faults};
@@ -27,6 +29,10 @@ pub struct ConnOptions {
     pub faults: Faults,
     /// The impaired link to run over, if any.
     pub link: Option<LinkSpec>,
+    /// `--nemesis`, which drew `faults`; and whether it drew as many as a run holds while the
+    /// load had room for more.
+    pub nemesis: Option<Nemesis>,
+    pub nemesis_bounded: bool,
 }
 
 impl ConnOptions {
@@ -34,6 +40,13 @@ impl ConnOptions {
     /// [`Error::Usage`] naming the flag whose value cannot work.
     pub fn new(conn: &ConnArgs) -> Result<Self> {
         let opts = Self::build(conn)?;
+        if let Some(n) = &conn.nemesis {
+            return Err(Error::flag(
+                "--nemesis",
+                n,
+                "is for `js pub` and `kv put` on --cluster 3 or 5",
+            ));
+        }
         let partition = opts.faults.iter().any(|f| f.kind == FaultKind::Partition);
         if opts.faults.len() > 1 || opts.faults.targeted() || partition {
             return Err(Error::flag(
@@ -48,12 +61,30 @@ impl ConnOptions {
 
     /// As [`ConnOptions::new`], for the commands that take a list of faults aimed at a
     /// cluster's roles (`js pub`, `kv put`): a role needs `--cluster 3` or `5` (a quorum that
-    /// outlives one node), and on a cluster every fault must name its role.
+    /// outlives one node), and on a cluster every fault must name its role. A `--nemesis`
+    /// draws its faults here, for a load that `stop` bounds.
     ///
     /// # Errors
     /// As [`ConnOptions::new`].
-    pub fn with_roles(conn: &ConnArgs) -> Result<Self> {
-        let opts = Self::build(conn)?;
+    pub fn with_roles(conn: &ConnArgs, stop: Stop) -> Result<Self> {
+        let mut opts = Self::build(conn)?;
+        if let (Some(n), Some(given)) = (opts.nemesis, conn.nemesis.as_deref()) {
+            if !matches!(conn.cluster, Some(3 | 5)) {
+                return Err(Error::flag("--nemesis", given, "needs --cluster 3 or 5"));
+            }
+            let Stop::For(load) = stop else {
+                return Err(Error::flag(
+                    "--nemesis",
+                    given,
+                    "draws faults until the load ends: give --duration",
+                ));
+            };
+            let drawn = n.draw(load);
+            opts.faults =
+                Faults::of(&drawn.faults).map_err(|why| Error::flag("--nemesis", given, why))?;
+            opts.fault = drawn.faults.first().copied();
+            opts.nemesis_bounded = drawn.bounded;
+        }
         let (faults, given) = (opts.faults, conn.fault.as_deref().unwrap_or_default());
         if faults.targeted() && !matches!(conn.cluster, Some(3 | 5)) {
             return Err(Error::flag(
@@ -112,6 +143,18 @@ impl ConnOptions {
             .unwrap_or_default();
         let faults = Faults::of(&list).map_err(|why| Error::flag("--fault", given, why))?;
         let fault = list.first().copied();
+        let nemesis = conn
+            .nemesis
+            .as_deref()
+            .map(|n| Nemesis::parse(n).map_err(|why| Error::flag("--nemesis", n, why)))
+            .transpose()?;
+        if let (Some(_), Some(f)) = (nemesis, &conn.fault) {
+            return Err(Error::flag(
+                "--fault",
+                f,
+                "cannot be combined with --nemesis, which draws the faults itself",
+            ));
+        }
         if fault.is_some() && !matches!(server_choice(conn)?, ServerChoice::Embedded { .. }) {
             return Err(Error::Usage(
                 "--fault acts on the server msgbench starts itself; it cannot be combined with \
@@ -136,8 +179,8 @@ impl ConnOptions {
             return Err(Error::flag(
                 "--link",
                 l,
-                "cannot be combined with a partition fault: clients reach the nodes through \
-                 the partition's proxies",
+                "cannot be combined with a partition fault or --nemesis: clients reach the \
+                 nodes through the partition's proxies",
             ));
         }
         // A context's TLS files count when no flag names them.
@@ -175,6 +218,8 @@ impl ConnOptions {
             fault,
             faults,
             link,
+            nemesis,
+            nemesis_bounded: false,
         })
     }
 
@@ -197,6 +242,15 @@ impl ConnOptions {
             reconnect: self.dial.reconnect,
             ping_interval_secs: self.dial.ping_interval.as_secs_f64(),
             fault: self.fault,
+            nemesis: self.nemesis.map(|n| {
+                let list: Vec<FaultSpec> = self.faults.iter().copied().collect();
+                NemesisParams {
+                    seed: n.seed,
+                    every_secs: n.every.as_secs_f64(),
+                    faults: as_fault_list(&list),
+                    bounded: self.nemesis_bounded,
+                }
+            }),
             link: self.link,
             tls: self.dial.tls.map(|t| TlsParams {
                 ca: t.options.ca.is_some(),
@@ -214,8 +268,22 @@ pub struct ConnParams {
     pub reconnect: bool,
     pub ping_interval_secs: f64,
     pub fault: Option<FaultSpec>,
+    /// `--nemesis` and the faults it drew; absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nemesis: Option<NemesisParams>,
     pub link: Option<crate::result::LinkSpec>,
     pub tls: Option<TlsParams>,
+}
+
+/// A nemesis as a result records it: its seed and period, and what it drew, written as
+/// `--fault` takes it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct NemesisParams {
+    pub seed: u64,
+    pub every_secs: f64,
+    pub faults: String,
+    /// It drew as many faults as a run holds, and the load had room for more.
+    pub bounded: bool,
 }
 
 /// Which TLS settings were given (never their files' contents).
@@ -230,10 +298,13 @@ pub struct TlsParams {
 /// Whether the run's faults partition nodes, so that the cluster must be started behind
 /// proxies. A list that does not parse is refused elsewhere, with its reason.
 pub fn partitions(conn: &ConnArgs) -> bool {
-    conn.fault
-        .as_deref()
-        .and_then(|f| parse_faults(f).ok())
-        .is_some_and(|l| l.iter().any(|f| f.kind == FaultKind::Partition))
+    // A nemesis may draw one.
+    conn.nemesis.is_some()
+        || conn
+            .fault
+            .as_deref()
+            .and_then(|f| parse_faults(f).ok())
+            .is_some_and(|l| l.iter().any(|f| f.kind == FaultKind::Partition))
 }
 
 /// `--fault` as a comma-separated list, in time order. `restart-TARGET` after `kill-TARGET`

@@ -6,6 +6,7 @@ pub mod auth;
 pub mod conn;
 pub mod dest;
 pub mod link;
+pub mod nemesis;
 pub mod server_config;
 
 use std::path::PathBuf;

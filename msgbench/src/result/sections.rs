@@ -125,7 +125,7 @@ pub struct StreamReport {
     /// its answer: two publishes given one sequence. The stream does not reconcile.
     pub duplicate_acks: u64,
     /// Acknowledgements repeated to a publish already answered, for the sequence it was
-    /// given: a new stream leader acknowledges again the entries it applies on taking over.
+    /// given, seen around a change of stream leader.
     /// Counted, not a failure.
     pub repeated_acks: u64,
     /// Publishes the server recognised by their message id and did not store again.

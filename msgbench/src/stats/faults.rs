@@ -101,8 +101,8 @@ pub struct FaultEvent {
     pub nodes: Vec<String>,
     /// When it was injected, from the start of the load; null when it was not.
     pub injected_at_ns: Option<u64>,
-    /// When it was undone (a restarted node listening again, a paused one thawed); null for a
-    /// kill, or when it was not undone.
+    /// When it was undone (a restarted node listening again, a paused one thawed, a
+    /// partitioned one healed); null for a kill, or when it was not undone.
     pub undone_at_ns: Option<u64>,
     /// Why it could not be injected or undone, if it could not.
     #[serde(skip_serializing_if = "Option::is_none")]

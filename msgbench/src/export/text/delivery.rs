@@ -34,6 +34,7 @@ pub(super) fn connections(o: &mut String, r: &RunResult) {
         );
     }
     if let Some(f) = r.fault.as_ref().filter(|f| !f.faults.is_empty()) {
+        super::faults::nemesis(o, &r.params.to_value()["connection"]["nemesis"]);
         super::faults::events(o, f);
     } else if let Some(f) = &r.fault {
         let hold = if f.spec.hold.is_zero() {

@@ -11,6 +11,27 @@ use crate::stats::fault_phases::PhaseLatency;
 use crate::stats::faults::FaultEvent;
 use crate::stats::recovery::FaultReport;
 
+/// What a `--nemesis` drew (the connection parameters' `nemesis`), when there was one.
+pub(super) fn nemesis(o: &mut String, n: &serde_json::Value) {
+    let (Some(seed), Some(every), Some(list)) = (
+        n["seed"].as_u64(),
+        n["every_secs"].as_f64(),
+        n["faults"].as_str(),
+    ) else {
+        return;
+    };
+    let bounded = if n["bounded"] == true {
+        format!(" (bounded at {} faults)", crate::stats::faults::MAX_FAULTS)
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        o,
+        "Nemesis: seed {seed}, a fault every {}{bounded}: {list}",
+        duration_ns(every * 1e9)
+    );
+}
+
 /// The faults of `f`, one line each.
 pub(super) fn events(o: &mut String, f: &FaultReport) {
     for (k, e) in f.faults.iter().enumerate() {

@@ -165,7 +165,7 @@ impl JsPubOptions {
             s.allow_batched = mode == JsPubMode::Fast;
             s.persist_mode = persist_mode(persist);
         }
-        let conn = ConnOptions::with_roles(&a.conn)?;
+        let conn = ConnOptions::with_roles(&a.conn, stop)?;
         if let Stop::For(length) = stop {
             conn.faults_within(&a.conn, length)?;
         }
@@ -426,7 +426,7 @@ impl KvOptions {
             conn.no_fault("kv get")?;
             conn
         } else {
-            ConnOptions::with_roles(&a.conn)?
+            ConnOptions::with_roles(&a.conn, stop)?
         };
         if let Stop::For(length) = stop {
             conn.faults_within(&a.conn, length)?;

@@ -196,8 +196,8 @@ pub(super) fn jetstream(o: &mut String, r: &RunResult) {
         let _ = writeln!(
             o,
             "Repeated: {} acknowledgements came again to a publish already answered, for the \
-             sequence it was given (a new stream leader acknowledges the entries it applies on \
-             taking over); counted, not a failure",
+             sequence it was given (seen around a change of stream leader); counted, not a \
+             failure",
             group(js.repeated_acks)
         );
     }

@@ -42,8 +42,8 @@ pub(super) struct Replies<'a> {
     pub(super) acks: Option<AckSet>,
     pub(super) dup_acks: u64,
     /// Acknowledgements for a sequence already acknowledged that came for a request no longer
-    /// waiting: the same publish answered again (a new stream leader acknowledges the entries
-    /// it applies on taking over), not two publishes given one sequence.
+    /// waiting: the same publish answered again (seen around a change of stream leader), not
+    /// two publishes given one sequence.
     pub(super) repeated_acks: u64,
     /// Acknowledgements the server marked duplicate: a message id it had already stored.
     pub(super) deduplicated: u64,
