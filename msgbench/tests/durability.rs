@@ -108,9 +108,24 @@ fn check_replicas_agree(out: &std::process::Output, v: &Value) {
     );
     assert_eq!(d["divergent"], serde_json::json!([]), "{d}");
     assert!(d["replicas_not_read"].is_null(), "{d}");
+    // Every copy read message by message, each holding as many messages as the stream (as
+    // STREAM.INFO counted them), none differing.
+    let stream_messages = u(&v["jetstream"]["streams"][0]["after"]["messages"]);
+    assert!(stream_messages > 0, "{v}");
+    for r in replicas {
+        assert_eq!(
+            r["messages_compared"].as_u64(),
+            Some(stream_messages),
+            "{d}"
+        );
+        assert!(r["not_read"].is_null(), "{d}");
+    }
+    assert_eq!(u(&d["divergent_count"]), 0, "{d}");
+    assert!(positive(&d["messages_read_ns"]), "{d}");
     let text = stderr(out);
     assert!(
-        text.contains("Replicas: 3 read back, each as its leader has it"),
+        text.contains("Replicas: 3 read back, each as its leader has it")
+            && text.contains("; 3 read message by message ("),
         "{text}"
     );
 }
@@ -184,11 +199,15 @@ fn a_follower_killed_for_good_is_listed_unread_and_not_called_divergent() {
     let leader = replicas.iter().find(|r| r["leader"] == true).unwrap();
     for r in replicas {
         if r["node"] == killed {
-            // Down: it holds no answer, not a wrong one.
+            // Down: it holds no answer, not a wrong one, and says why it was not read.
             assert!(r["last_seq"].is_null() && r["messages"].is_null(), "{d}");
+            assert!(r["messages_compared"].is_null(), "{d}");
+            assert!(r["not_read"].as_str().is_some_and(|w| !w.is_empty()), "{d}");
         } else {
             assert_eq!(r["last_seq"], leader["last_seq"], "{d}");
             assert_eq!(r["messages"], leader["messages"], "{d}");
+            assert_eq!(r["messages_compared"], leader["messages"], "{d}");
+            assert!(r["not_read"].is_null(), "{d}");
         }
     }
     assert_eq!(d["divergent"], serde_json::json!([]), "{d}");

@@ -22,11 +22,13 @@ use crate::wire::url::ServerUrl;
 
 mod dial;
 mod reader;
+mod window;
 mod writer;
 
 pub(crate) use dial::connect_command;
 pub use dial::{connect, connect_for_check};
 pub use reader::{End, Event, Flow, Reader};
+pub use window::Answer;
 pub use writer::{SendError, Shared, INTERRUPTED};
 
 /// How connections are dialled and kept alive.

@@ -92,30 +92,60 @@ fn replicas(o: &mut String, r: &RunResult, d: &crate::result::Durability) {
     let last = (replicas.iter().find(|r| r.leader))
         .and_then(|r| r.last_seq)
         .map_or_else(|| "—".to_string(), group);
+    let by_message = messages_compared(replicas, d.messages_read_ns);
     if divergent.is_empty() {
         let _ = writeln!(
             o,
-            "Replicas: {read} read back{unread}, each as its leader has it (last sequence {last})"
+            "Replicas: {read} read back{unread}, each as its leader has it (last sequence {last}){by_message}"
         );
         return;
     }
     let _ = writeln!(
         o,
-        "!! DIVERGENT: {} differences between replicas and their leader ({read} read back{unread}) !!",
-        group(divergent.len() as u64)
+        "!! DIVERGENT: {} differences between replicas and their leader ({read} read back{unread}){by_message} !!",
+        group(d.divergent_count.unwrap_or(divergent.len() as u64))
     );
     for v in divergent.iter().take(DIVERGENT_LISTED) {
+        let line = match (v.seq, v.node_value, v.leader_value) {
+            (Some(seq), ..) => format!("{} at sequence {}", v.what, group(seq)),
+            (None, node, leader) => {
+                let known = |v: Option<u64>| v.map_or_else(|| "—".to_string(), group);
+                format!("{} {} (leader: {})", v.what, known(node), known(leader))
+            }
+        };
         let _ = writeln!(
             o,
-            "  stream {} on {}: {} {} (leader {}: {})",
-            v.stream,
-            v.node,
-            v.what,
-            group(v.node_value),
-            v.leader,
-            group(v.leader_value)
+            "  stream {} on {} (leader {}): {line}",
+            v.stream, v.node, v.leader
         );
     }
+}
+
+/// How the copies were read message by message: how many and how many messages each held, and
+/// each copy not read with why; empty when none was.
+fn messages_compared(replicas: &[crate::result::ReplicaState], took_ns: Option<u64>) -> String {
+    let held: Vec<u64> = replicas
+        .iter()
+        .filter_map(|r| r.messages_compared)
+        .collect();
+    let mut s = String::new();
+    if let (Some(most), Some(least)) = (held.iter().max(), held.iter().min()) {
+        let each = if most == least { "each" } else { "at most" };
+        let took =
+            took_ns.map_or_else(|| "—".to_string(), |t| crate::format::duration_ns(t as f64));
+        let _ = write!(
+            s,
+            "; {} read message by message ({} messages {each}, in {took})",
+            held.len(),
+            group(*most)
+        );
+    }
+    for r in replicas.iter().filter(|r| r.last_seq.is_some()) {
+        if let Some(why) = &r.not_read {
+            let _ = write!(s, "; {} not read message by message: {why}", r.node);
+        }
+    }
+    s
 }
 
 /// The reconciliation of acknowledgements with the streams.
