@@ -329,3 +329,103 @@ pub(super) fn consumer(o: &mut String, r: &RunResult) {
         group(c.sequence_breaks)
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorCounts;
+    use crate::result::{Divergence, Durability, ReplicaState, ServerMeta};
+
+    fn copy(
+        node: usize,
+        leader: bool,
+        compared: Option<u64>,
+        not_read: Option<&str>,
+    ) -> ReplicaState {
+        ReplicaState {
+            stream: "s".into(),
+            node: crate::server::node_name(node),
+            leader,
+            last_seq: Some(100),
+            first_seq: Some(1),
+            messages: Some(100),
+            num_deleted: Some(0),
+            messages_compared: compared,
+            not_read: not_read.map(str::to_string),
+        }
+    }
+
+    fn differs(what: &'static str, seq: Option<u64>, values: Option<(u64, u64)>) -> Divergence {
+        Divergence {
+            stream: "s".into(),
+            node: "msgbench-1".into(),
+            leader: "msgbench-0".into(),
+            what,
+            seq,
+            leader_value: values.map(|v| v.0),
+            node_value: values.map(|v| v.1),
+        }
+    }
+
+    #[test]
+    fn divergences_are_counted_in_all_the_first_ten_named_and_a_copy_not_read_says_why() {
+        let r = RunResult::new(
+            "js.pub",
+            "2026-11-27T12:00:00Z".into(),
+            serde_json::Value::Null,
+            ServerMeta::for_tests(),
+            &ErrorCounts::default(),
+            false,
+        );
+        let mut divergent = vec![differs("num_deleted", None, Some((0, 2)))];
+        divergent.push(differs("missing", Some(7), None));
+        divergent.extend((20..30).map(|s| differs("payload", Some(s), None)));
+        let d = Durability {
+            sent: 100,
+            ok: Some(100),
+            lost: Some(0),
+            lost_seqs: Vec::new(),
+            removed: Some(0),
+            duplicated: None,
+            indeterminate: Some(0),
+            refused: Default::default(),
+            unanswered: 0,
+            replicas: Some(vec![
+                copy(0, true, Some(100), None),
+                copy(1, false, Some(98), None),
+                copy(
+                    2,
+                    false,
+                    None,
+                    Some("the leadership moved to msgbench-0 during the read"),
+                ),
+            ]),
+            divergent: Some(divergent),
+            divergent_count: Some(40),
+            messages_read_ns: Some(1_500_000_000),
+            replicas_not_read: None,
+        };
+        let mut o = String::new();
+        replicas(&mut o, &r, &d);
+        let lines: Vec<&str> = o.lines().collect();
+        assert_eq!(
+            lines[0],
+            "!! DIVERGENT: 40 differences between replicas and their leader (3 read back); 2 read \
+             message by message (100 messages at most, in 1.50 s); msgbench-2 not read message by \
+             message: the leadership moved to msgbench-0 during the read !!"
+        );
+        assert_eq!(lines.len(), 1 + 10, "{o}");
+        assert_eq!(
+            lines[1],
+            "  stream s on msgbench-1 (leader msgbench-0): num_deleted 2 (leader: 0)"
+        );
+        assert_eq!(
+            lines[2],
+            "  stream s on msgbench-1 (leader msgbench-0): missing at sequence 7"
+        );
+        assert_eq!(
+            lines[10],
+            "  stream s on msgbench-1 (leader msgbench-0): payload at sequence 27"
+        );
+    }
+}
