@@ -6,12 +6,16 @@
 //! outstanding; new ones go out as replies come in. A request may be answered more than once
 //! (in a cluster, a node that does not know the leader may answer as well as the leader): the
 //! caller says which reply answers it, and later ones for the same key are not handed back.
+//! A request may also go unanswered (in a cluster, sent while the leadership is changing hands
+//! and no node takes it as its own): when no reply at all has come for a while, every request
+//! still unanswered is sent again, so the caller's requests must be safe to repeat.
 
 use std::collections::HashSet;
 use std::ops::Range;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::dial::handshake_error;
+use super::reader::ReadError;
 use super::Conn;
 use crate::error::{Error, Result};
 use crate::wire::proto::{self, ServerOp};
@@ -30,6 +34,9 @@ pub enum Answer {
 /// The subscription id of the windowed requests' inbox: apart from the load's small ids and
 /// from the one-off request's (`1 << 40`).
 const WINDOW_SID: u64 = (1 << 40) + 1;
+
+/// How long without any reply before the unanswered requests are sent again.
+const ASK_AGAIN: Duration = Duration::from_secs(1);
 
 impl Conn {
     /// Sends one request to `subject` for each key in `keys`, its body written by `body`, with
@@ -64,7 +71,23 @@ impl Conn {
         let mut payload = Vec::new();
         let mut num = itoa::Buffer::new();
         let mut stopped = false;
+        let mut again: Vec<u64> = Vec::new();
         let result = loop {
+            // The requests no reply came for, sent again.
+            for key in again.drain(..) {
+                payload.clear();
+                body(key, &mut payload);
+                let key = num.format(key);
+                proto::encode_pub_line_parts(
+                    &mut out,
+                    &[subject.as_bytes()],
+                    &[inbox.as_bytes(), b".", key.as_bytes()],
+                    0,
+                    payload.len(),
+                );
+                out.extend_from_slice(&payload);
+                out.extend_from_slice(b"\r\n");
+            }
             // Top the window up; one write for all the requests it takes.
             while next < end && outstanding.len() < window.max(1) {
                 payload.clear();
@@ -95,8 +118,11 @@ impl Conn {
             // batches rather than one write per reply.
             let refill = if next < end { window.max(1) / 2 } else { 0 };
             let shared = &self.shared;
-            let waited = self.reader.until(deadline, |op| match op {
+            let mut replied = false;
+            let wait_until = deadline.min(Instant::now() + ASK_AGAIN);
+            let waited = self.reader.until(wait_until, |op| match op {
                 ServerOp::Msg(m) if m.sid == WINDOW_SID => {
+                    replied = true;
                     let key = (m.subject.rsplit(|&b| b == b'.').next())
                         .and_then(|k| std::str::from_utf8(k).ok()?.parse::<u64>().ok());
                     if let Some(key) = key.filter(|k| outstanding.contains(k)) {
@@ -116,6 +142,16 @@ impl Conn {
                 }
                 _ => false,
             });
+            match waited {
+                Err(ReadError::TimedOut) if wait_until < deadline => {
+                    if !replied {
+                        again.extend(outstanding.iter().copied());
+                        again.sort_unstable();
+                    }
+                    continue;
+                }
+                _ => {}
+            }
             if let Err(e) = waited {
                 break Err(handshake_error(
                     e,

@@ -24,6 +24,10 @@ use crate::error::{Error, ErrorKind, Result};
 /// How many message reads are in flight at once.
 const WINDOW: usize = 256;
 
+/// How recently the leader must have heard from a replica to hand it the leadership safely
+/// (the server's own limit is three heartbeats, three seconds).
+const HEARD_WITHIN: Duration = Duration::from_secs(1);
+
 /// A message as a digest: 32 bits of a hash of its subject, 32 of its payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Digest {
@@ -110,8 +114,11 @@ impl Api {
             .map(str::to_string))
     }
 
-    /// Whether `STREAM.INFO` says `node` is a current replica of `stream` with no lag: only
-    /// then can it win the election a step-down in its favour starts.
+    /// Whether `STREAM.INFO` says `node` is a current replica of `stream` with no lag, heard
+    /// from by the leader within the last second. Only then does the leader hand it the
+    /// leadership: a leader that has not heard from a replica for three heartbeats (as a leader
+    /// just elected may not have) passes it over, and may step down with no one to take over,
+    /// leaving the stream without a leader for a whole election timeout (seconds).
     fn current(&mut self, stream: &str, node: &str) -> bool {
         let Ok(reply) = self.call(&format!("STREAM.INFO.{stream}"), b"") else {
             return false;
@@ -123,6 +130,8 @@ impl Api {
             .is_some_and(|r| {
                 r.get("current").and_then(Value::as_bool) == Some(true)
                     && r.get("lag").and_then(Value::as_u64).unwrap_or(0) == 0
+                    && (r.get("active").and_then(Value::as_u64))
+                        .is_some_and(|ns| ns < HEARD_WITHIN.as_nanos() as u64)
             })
     }
 
