@@ -4,15 +4,29 @@
 //! found on the node that held the role, nothing acknowledged is lost, the publishes refused
 //! or unanswered meanwhile are counted as such, and the result says what each fault did to the
 //! service. No figure is asserted beyond its being there: timings belong to the machine. Each
-//! replica is read back from its node, and agrees with the leader.
+//! replica is read back from its node, and agrees with the leader, message by message.
+//!
+//! One cluster runs at a time ([`one_cluster`]): reading each replica's copy moves the stream's
+//! leadership from node to node, and with several clusters' elections starving each other of
+//! two cores, a hand-over can leave a stream without a leader for longer than the run waits.
 
 mod support;
+
+use std::sync::{Mutex, MutexGuard};
 
 use serde_json::Value;
 use support::{run, run_json, schema_errors, stderr, u};
 
+/// Held while a test's cluster runs, so that the clusters of this file run one at a time.
+fn one_cluster() -> MutexGuard<'static, ()> {
+    static ONE: Mutex<()> = Mutex::new(());
+    // A test that failed while holding it leaves it poisoned; the next one may still run.
+    ONE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// `js pub` on a fresh 3-node cluster with `fault`, at 500 msgs/s for `duration`.
 fn js_pub_with(fault: &str, duration: &str) -> (std::process::Output, Value) {
+    let _one = one_cluster();
     run_json(&[
         "js",
         "pub",
@@ -108,15 +122,31 @@ fn check_replicas_agree(out: &std::process::Output, v: &Value) {
     );
     assert_eq!(d["divergent"], serde_json::json!([]), "{d}");
     assert!(d["replicas_not_read"].is_null(), "{d}");
+    // Every copy read message by message, each holding as many messages as the stream (as
+    // STREAM.INFO counted them), none differing.
+    let stream_messages = u(&v["jetstream"]["streams"][0]["after"]["messages"]);
+    assert!(stream_messages > 0, "{v}");
+    for r in replicas {
+        assert_eq!(
+            r["messages_compared"].as_u64(),
+            Some(stream_messages),
+            "{d}"
+        );
+        assert!(r["not_read"].is_null(), "{d}");
+    }
+    assert_eq!(u(&d["divergent_count"]), 0, "{d}");
+    assert!(positive(&d["messages_read_ns"]), "{d}");
     let text = stderr(out);
     assert!(
-        text.contains("Replicas: 3 read back, each as its leader has it"),
+        text.contains("Replicas: 3 read back, each as its leader has it")
+            && text.contains("; 3 read message by message ("),
         "{text}"
     );
 }
 
 #[test]
 fn with_no_fault_every_replica_is_read_back_and_agrees_with_the_leader() {
+    let _one = one_cluster();
     let (out, v) = run_json(&[
         "js",
         "pub",
@@ -139,6 +169,7 @@ fn with_no_fault_every_replica_is_read_back_and_agrees_with_the_leader() {
 
 #[test]
 fn one_replica_or_one_server_reads_no_replica_back_and_says_why() {
+    let _one = one_cluster();
     for (args, why) in [
         (vec!["--cluster", "3", "--replicas", "1"], "one replica"),
         (vec![], "one server"),
@@ -184,11 +215,15 @@ fn a_follower_killed_for_good_is_listed_unread_and_not_called_divergent() {
     let leader = replicas.iter().find(|r| r["leader"] == true).unwrap();
     for r in replicas {
         if r["node"] == killed {
-            // Down: it holds no answer, not a wrong one.
+            // Down: it holds no answer, not a wrong one, and says why it was not read.
             assert!(r["last_seq"].is_null() && r["messages"].is_null(), "{d}");
+            assert!(r["messages_compared"].is_null(), "{d}");
+            assert!(r["not_read"].as_str().is_some_and(|w| !w.is_empty()), "{d}");
         } else {
             assert_eq!(r["last_seq"], leader["last_seq"], "{d}");
             assert_eq!(r["messages"], leader["messages"], "{d}");
+            assert_eq!(r["messages_compared"], leader["messages"], "{d}");
+            assert!(r["not_read"].is_null(), "{d}");
         }
     }
     assert_eq!(d["divergent"], serde_json::json!([]), "{d}");
@@ -306,6 +341,7 @@ fn faults_aimed_at_roles_are_refused_where_they_cannot_act() {
 
 #[test]
 fn kv_put_finds_its_buckets_leader_and_a_memory_bucket_restarted_is_reported_lost() {
+    let _one = one_cluster();
     // A bucket has one replica in memory: restarting the node that leads it loses what it had
     // acknowledged, which the verdict must catch.
     let (out, v) = run_json(&[

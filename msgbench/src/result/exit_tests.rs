@@ -51,6 +51,8 @@ fn js_run(stored: u64, lost: u64, fault: bool) -> RunResult {
         unanswered: 20,
         replicas: None,
         divergent: None,
+        divergent_count: None,
+        messages_read_ns: None,
         replicas_not_read: None,
     });
     let spec = FaultSpec {
@@ -84,8 +86,9 @@ fn a_replica_that_disagrees_with_its_leader_is_loss_even_when_every_write_is_sto
         node: "msgbench-2".into(),
         leader: "msgbench-0".into(),
         what: "last_seq",
-        leader_value: 100,
-        node_value: 90,
+        seq: None,
+        leader_value: Some(100),
+        node_value: Some(90),
     }]);
     assert_eq!(r.exit_code(false), exit::LOSS);
     // --allow-loss lets it pass, as it does a lost write.

@@ -196,9 +196,16 @@ pub struct Durability {
     /// once the replicas were current (or the wait for them ran out). Null when not read:
     /// [`Durability::replicas_not_read`] says why.
     pub replicas: Option<Vec<ReplicaState>>,
-    /// Where a replica disagrees with its stream's leader; empty when every replica read agrees,
+    /// Where a replica disagrees with its stream's leader: every difference in state, and the
+    /// first ten messages that differ in each stream; empty when every replica read agrees,
     /// null when the replicas were not read or no node led the stream.
     pub divergent: Option<Vec<Divergence>>,
+    /// Every difference found, state and messages: `divergent` lists only the first messages.
+    /// Null when `divergent` is.
+    pub divergent_count: Option<u64>,
+    /// How long reading the copies message by message took (moving the leadership to each
+    /// included); null when none was read message by message.
+    pub messages_read_ns: Option<u64>,
     /// Why the replicas were not read back (servers msgbench did not start, one server, one
     /// replica), or why they could not be compared (no leader); null when they were.
     pub replicas_not_read: Option<String>,
@@ -216,18 +223,30 @@ pub struct ReplicaState {
     pub first_seq: Option<u64>,
     pub messages: Option<u64>,
     pub num_deleted: Option<u64>,
+    /// Messages this copy held in the sequences read message by message (the leader's copy
+    /// included), each compared with the leader's; null when it was not read message by message.
+    pub messages_compared: Option<u64>,
+    /// Why this copy was not read message by message (down, leadership would not move to it,
+    /// a read that failed); null when it was.
+    pub not_read: Option<String>,
 }
 
-/// A replica that disagrees with its stream's leader on one figure of its state.
+/// A replica that disagrees with its stream's leader: on one figure of its state, or on the
+/// message at one sequence.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Divergence {
     pub stream: String,
     pub node: String,
     pub leader: String,
-    /// last_seq, first_seq, messages or num_deleted.
+    /// A figure of the state (last_seq, first_seq, messages or num_deleted), or how the message
+    /// at `seq` differs: missing (the leader has one, the node none), extra (the reverse),
+    /// subject or payload.
     pub what: &'static str,
-    pub leader_value: u64,
-    pub node_value: u64,
+    /// The sequence whose message differs; null for a figure of the state.
+    pub seq: Option<u64>,
+    /// The figure's values; null for a message.
+    pub leader_value: Option<u64>,
+    pub node_value: Option<u64>,
 }
 
 /// The result's `consumer` section: how `js consume` pulled, and whether every message it was

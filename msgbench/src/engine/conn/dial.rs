@@ -416,7 +416,7 @@ impl Conn {
     }
 }
 
-fn handshake_error(e: ReadError, url: &ServerUrl, doing: &str) -> Error {
+pub(super) fn handshake_error(e: ReadError, url: &ServerUrl, doing: &str) -> Error {
     match e {
         ReadError::Protocol(source) => Error::Protocol {
             url: url.to_string(),

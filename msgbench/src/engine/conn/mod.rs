@@ -9,7 +9,8 @@
 //! The files follow that split, so each can be read without the others: `dial` opens a
 //! connection (TCP, TLS, the handshake and auth) and makes the setup calls that come before the
 //! read loop; `writer` is the write half with what keeps a connection alive (keepalive PINGs,
-//! reconnect); `reader` is the read half and its loop. This file holds the two types callers
+//! reconnect); `reader` is the read half and its loop; `window` keeps many setup requests in
+//! flight before the read loop starts. This file holds the two types callers
 //! build and receive, and re-exports the rest, so callers see one `conn` module and the halves'
 //! internals stay private to it.
 
@@ -22,11 +23,13 @@ use crate::wire::url::ServerUrl;
 
 mod dial;
 mod reader;
+mod window;
 mod writer;
 
 pub(crate) use dial::connect_command;
 pub use dial::{connect, connect_for_check};
 pub use reader::{End, Event, Flow, Reader};
+pub use window::Answer;
 pub use writer::{SendError, Shared, INTERRUPTED};
 
 /// How connections are dialled and kept alive.

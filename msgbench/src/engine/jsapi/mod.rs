@@ -19,12 +19,18 @@ use crate::error::{Error, ErrorCounts, ErrorKind, Result};
 use crate::wire::url::ServerUrl;
 
 mod config;
+mod copy;
 pub use config::{Opened, Setup, StreamConfig};
+pub use copy::{Differs, Digest};
 
 /// The JetStream error codes msgbench tells apart (the server's `err_code`).
 pub mod codes {
     pub const STREAM_NOT_FOUND: u64 = 10059;
     pub const WRONG_LAST_SEQUENCE: u64 = 10071;
+    /// A message read found no message at the sequence.
+    pub const NO_MESSAGE: u64 = 10037;
+    /// "JetStream system temporarily unavailable": a node that knows of no leader for the group.
+    pub const CLUSTER_NOT_AVAILABLE: u64 = 10008;
 }
 
 /// What the server reports of a stream's contents.

@@ -145,6 +145,8 @@ fn unacknowledged(result: &RunResult, acked: u64) -> Durability {
         unanswered,
         replicas: None,
         divergent: None,
+        divergent_count: None,
+        messages_read_ns: None,
         replicas_not_read: None,
     }
 }

@@ -77,7 +77,7 @@ fn publish(
         let streams: Vec<(String, u32)> = (opened.streams.iter())
             .map(|o| (o.config.name.clone(), o.config.num_replicas))
             .collect();
-        super::replicas::read_back(target, &streams, p.timeout, &mut verdict);
+        super::replicas::read_back(target, &mut api, &streams, p.timeout, &mut verdict);
         super::durability::judge(&mut result, verdict);
     }
     clean_up(api, &opts.streams, opts.delete_after && share.is_none());

@@ -92,30 +92,60 @@ fn replicas(o: &mut String, r: &RunResult, d: &crate::result::Durability) {
     let last = (replicas.iter().find(|r| r.leader))
         .and_then(|r| r.last_seq)
         .map_or_else(|| "—".to_string(), group);
+    let by_message = messages_compared(replicas, d.messages_read_ns);
     if divergent.is_empty() {
         let _ = writeln!(
             o,
-            "Replicas: {read} read back{unread}, each as its leader has it (last sequence {last})"
+            "Replicas: {read} read back{unread}, each as its leader has it (last sequence {last}){by_message}"
         );
         return;
     }
     let _ = writeln!(
         o,
-        "!! DIVERGENT: {} differences between replicas and their leader ({read} read back{unread}) !!",
-        group(divergent.len() as u64)
+        "!! DIVERGENT: {} differences between replicas and their leader ({read} read back{unread}){by_message} !!",
+        group(d.divergent_count.unwrap_or(divergent.len() as u64))
     );
     for v in divergent.iter().take(DIVERGENT_LISTED) {
+        let line = match (v.seq, v.node_value, v.leader_value) {
+            (Some(seq), ..) => format!("{} at sequence {}", v.what, group(seq)),
+            (None, node, leader) => {
+                let known = |v: Option<u64>| v.map_or_else(|| "—".to_string(), group);
+                format!("{} {} (leader: {})", v.what, known(node), known(leader))
+            }
+        };
         let _ = writeln!(
             o,
-            "  stream {} on {}: {} {} (leader {}: {})",
-            v.stream,
-            v.node,
-            v.what,
-            group(v.node_value),
-            v.leader,
-            group(v.leader_value)
+            "  stream {} on {} (leader {}): {line}",
+            v.stream, v.node, v.leader
         );
     }
+}
+
+/// How the copies were read message by message: how many and how many messages each held, and
+/// each copy not read with why; empty when none was.
+fn messages_compared(replicas: &[crate::result::ReplicaState], took_ns: Option<u64>) -> String {
+    let held: Vec<u64> = replicas
+        .iter()
+        .filter_map(|r| r.messages_compared)
+        .collect();
+    let mut s = String::new();
+    if let (Some(most), Some(least)) = (held.iter().max(), held.iter().min()) {
+        let each = if most == least { "each" } else { "at most" };
+        let took =
+            took_ns.map_or_else(|| "—".to_string(), |t| crate::format::duration_ns(t as f64));
+        let _ = write!(
+            s,
+            "; {} read message by message ({} messages {each}, in {took})",
+            held.len(),
+            group(*most)
+        );
+    }
+    for r in replicas.iter().filter(|r| r.last_seq.is_some()) {
+        if let Some(why) = &r.not_read {
+            let _ = write!(s, "; {} not read message by message: {why}", r.node);
+        }
+    }
+    s
 }
 
 /// The reconciliation of acknowledgements with the streams.
@@ -307,4 +337,104 @@ pub(super) fn consumer(o: &mut String, r: &RunResult) {
         list(&d.duplicate_seqs),
         group(c.sequence_breaks)
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorCounts;
+    use crate::result::{Divergence, Durability, ReplicaState, ServerMeta};
+
+    fn copy(
+        node: usize,
+        leader: bool,
+        compared: Option<u64>,
+        not_read: Option<&str>,
+    ) -> ReplicaState {
+        ReplicaState {
+            stream: "s".into(),
+            node: crate::server::node_name(node),
+            leader,
+            last_seq: Some(100),
+            first_seq: Some(1),
+            messages: Some(100),
+            num_deleted: Some(0),
+            messages_compared: compared,
+            not_read: not_read.map(str::to_string),
+        }
+    }
+
+    fn differs(what: &'static str, seq: Option<u64>, values: Option<(u64, u64)>) -> Divergence {
+        Divergence {
+            stream: "s".into(),
+            node: "msgbench-1".into(),
+            leader: "msgbench-0".into(),
+            what,
+            seq,
+            leader_value: values.map(|v| v.0),
+            node_value: values.map(|v| v.1),
+        }
+    }
+
+    #[test]
+    fn divergences_are_counted_in_all_the_first_ten_named_and_a_copy_not_read_says_why() {
+        let r = RunResult::new(
+            "js.pub",
+            "2026-11-27T12:00:00Z".into(),
+            serde_json::Value::Null,
+            ServerMeta::for_tests(),
+            &ErrorCounts::default(),
+            false,
+        );
+        let mut divergent = vec![differs("num_deleted", None, Some((0, 2)))];
+        divergent.push(differs("missing", Some(7), None));
+        divergent.extend((20..30).map(|s| differs("payload", Some(s), None)));
+        let d = Durability {
+            sent: 100,
+            ok: Some(100),
+            lost: Some(0),
+            lost_seqs: Vec::new(),
+            removed: Some(0),
+            duplicated: None,
+            indeterminate: Some(0),
+            refused: Default::default(),
+            unanswered: 0,
+            replicas: Some(vec![
+                copy(0, true, Some(100), None),
+                copy(1, false, Some(98), None),
+                copy(
+                    2,
+                    false,
+                    None,
+                    Some("the leadership moved to msgbench-0 during the read"),
+                ),
+            ]),
+            divergent: Some(divergent),
+            divergent_count: Some(40),
+            messages_read_ns: Some(1_500_000_000),
+            replicas_not_read: None,
+        };
+        let mut o = String::new();
+        replicas(&mut o, &r, &d);
+        let lines: Vec<&str> = o.lines().collect();
+        assert_eq!(
+            lines[0],
+            "!! DIVERGENT: 40 differences between replicas and their leader (3 read back); 2 read \
+             message by message (100 messages at most, in 1.50 s); msgbench-2 not read message by \
+             message: the leadership moved to msgbench-0 during the read !!"
+        );
+        assert_eq!(lines.len(), 1 + 10, "{o}");
+        assert_eq!(
+            lines[1],
+            "  stream s on msgbench-1 (leader msgbench-0): num_deleted 2 (leader: 0)"
+        );
+        assert_eq!(
+            lines[2],
+            "  stream s on msgbench-1 (leader msgbench-0): missing at sequence 7"
+        );
+        assert_eq!(
+            lines[10],
+            "  stream s on msgbench-1 (leader msgbench-0): payload at sequence 27"
+        );
+    }
 }
