@@ -490,24 +490,33 @@ impl Raw {
             Ok(_) => {}
         }
         let now = Instant::now();
-        while self.inbuf.len() >= 9 {
-            let len = (usize::from(self.inbuf[0]) << 16)
-                | (usize::from(self.inbuf[1]) << 8)
-                | usize::from(self.inbuf[2]);
+        // Frames are read in place (no buffer split or shared per frame); the buffer is out of
+        // `self` meanwhile, so the handlers may use the rest of it.
+        let inbuf = std::mem::take(&mut self.inbuf);
+        let mut at = 0;
+        let mut failed = None;
+        while inbuf.len() - at >= 9 {
+            let f = &inbuf[at..];
+            let len = (usize::from(f[0]) << 16) | (usize::from(f[1]) << 8) | usize::from(f[2]);
             if len > OUR_MAX_FRAME {
-                self.fail_all(Code::Internal, done);
-                return;
-            }
-            if self.inbuf.len() < 9 + len {
+                failed = Some(Code::Internal);
                 break;
             }
-            let head = self.inbuf.split_to(9);
-            let payload = self.inbuf.split_to(len).freeze();
-            let (ty, flags, id) = (head[3], head[4], u32_at(&head[5..]) & LAST_ID);
-            if let Err(ConnError(code)) = self.on_frame(ty, flags, id, payload, now, done) {
-                self.fail_all(code, done);
-                return;
+            if f.len() < 9 + len {
+                break;
             }
+            let (ty, flags, id) = (f[3], f[4], u32_at(&f[5..]) & LAST_ID);
+            if let Err(ConnError(code)) = self.on_frame(ty, flags, id, &f[9..9 + len], now, done) {
+                failed = Some(code);
+                break;
+            }
+            at += 9 + len;
+        }
+        self.inbuf = inbuf;
+        self.inbuf.advance(at);
+        if let Some(code) = failed {
+            self.fail_all(code, done);
+            return;
         }
         self.trim();
     }
@@ -517,7 +526,7 @@ impl Raw {
         ty: u8,
         flags: u8,
         id: u32,
-        mut p: Bytes,
+        p: &[u8],
         now: Instant,
         done: &mut Vec<Answered>,
     ) -> Result<(), ConnError> {
@@ -527,7 +536,7 @@ impl Raw {
             if ty != CONTINUATION || id != b.id {
                 return Err(protocol);
             }
-            b.bytes.extend_from_slice(&p);
+            b.bytes.extend_from_slice(p);
             if flags & END_HEADERS != 0 {
                 let b = self.gathering.take().expect("checked");
                 self.on_block(b.id, &b.bytes, b.end_stream, now, done)?;
@@ -542,10 +551,10 @@ impl Raw {
                     let n = std::mem::take(&mut self.conn_unacked);
                     put_frame(&mut self.out, WINDOW_UPDATE, 0, 0, &n.to_be_bytes());
                 }
-                let body = unpad(&mut p, flags).ok_or(ConnError(Code::Internal))?;
+                let body = unpad(p, flags).ok_or(ConnError(Code::Internal))?;
                 let mut update = None;
                 if let Some(c) = self.slot(id) {
-                    c.frames.feed(&body);
+                    c.frames.feed(body);
                     c.unacked += len;
                     if c.unacked >= STREAM_WINDOW / 2 && flags & END_STREAM == 0 {
                         update = Some(std::mem::take(&mut c.unacked));
@@ -563,16 +572,16 @@ impl Raw {
                 }
             }
             HEADERS => {
-                let mut block = unpad(&mut p, flags).ok_or(ConnError(Code::Internal))?;
+                let mut block = unpad(p, flags).ok_or(ConnError(Code::Internal))?;
                 if flags & PRIORITY != 0 {
                     if block.len() < 5 {
                         return Err(protocol);
                     }
-                    block.advance(5);
+                    block = &block[5..];
                 }
                 let end_stream = flags & END_STREAM != 0;
                 if flags & END_HEADERS != 0 {
-                    self.on_block(id, &block, end_stream, now, done)?;
+                    self.on_block(id, block, end_stream, now, done)?;
                 } else {
                     self.gathering = Some(Block {
                         id,
@@ -585,7 +594,7 @@ impl Raw {
                 if p.len() != 4 {
                     return Err(protocol);
                 }
-                let reason = h2::Reason::from(u32_at(&p));
+                let reason = h2::Reason::from(u32_at(p));
                 if self.slot(id).is_some() {
                     self.finish(id, code_from_reason(reason), now, done);
                 }
@@ -616,13 +625,13 @@ impl Raw {
                 self.unblock();
             }
             PING if flags & ACK == 0 => {
-                put_frame(&mut self.out, PING, ACK, 0, &p);
+                put_frame(&mut self.out, PING, ACK, 0, p);
             }
             GOAWAY => {
                 if p.len() < 8 {
                     return Err(protocol);
                 }
-                let last = u32_at(&p) & LAST_ID;
+                let last = u32_at(p) & LAST_ID;
                 // Calls above its last id were never taken up: UNAVAILABLE, as h2 says.
                 let mut sid = self.base;
                 for k in 0..self.slots.len() {
@@ -639,7 +648,7 @@ impl Raw {
                 if p.len() != 4 {
                     return Err(protocol);
                 }
-                let inc = i64::from(u32_at(&p) & LAST_ID);
+                let inc = i64::from(u32_at(p) & LAST_ID);
                 if id == 0 {
                     self.conn_send_window += inc;
                 } else if let Some(c) = self.slot(id) {
@@ -756,15 +765,15 @@ impl Raw {
 }
 
 /// A DATA or HEADERS payload without its padding; `None` if the padding does not fit.
-fn unpad(p: &mut Bytes, flags: u8) -> Option<Bytes> {
+fn unpad(p: &[u8], flags: u8) -> Option<&[u8]> {
     if flags & PADDED == 0 {
-        return Some(p.clone());
+        return Some(p);
     }
     let pad = usize::from(*p.first()?);
     if 1 + pad > p.len() {
         return None;
     }
-    Some(p.slice(1..p.len() - pad))
+    Some(&p[1..p.len() - pad])
 }
 
 #[cfg(test)]
@@ -812,9 +821,7 @@ mod tests {
 
     #[test]
     fn padding_is_taken_off() {
-        let mut p = Bytes::from_static(&[2, b'a', b'b', 0, 0]);
-        assert_eq!(unpad(&mut p, PADDED).as_deref(), Some(&b"ab"[..]));
-        let mut bad = Bytes::from_static(&[9, b'a']);
-        assert!(unpad(&mut bad, PADDED).is_none());
+        assert_eq!(unpad(&[2, b'a', b'b', 0, 0], PADDED), Some(&b"ab"[..]));
+        assert!(unpad(&[9, b'a'], PADDED).is_none());
     }
 }

@@ -413,6 +413,9 @@ impl Client<'_> {
         let mut i = 0u64;
         let mut framed: Option<(Bytes, Bytes)> = None;
         let mut done: Vec<Answered> = Vec::new();
+        let limit = tokio::time::sleep(Duration::ZERO);
+        tokio::pin!(limit);
+        let mut armed = false;
         loop {
             // Everything due now, as far as the window and the connection allow.
             while raw.in_flight() < self.plan.in_flight && raw.can_open() {
@@ -480,12 +483,21 @@ impl Client<'_> {
                 && raw.in_flight() < self.plan.in_flight
                 && raw.can_open()
                 && self.due(i).is_some();
-            let limit = raw.next_limit(self.plan.limit).map(TokioInstant::from_std);
+            // One timer for the calls' limits, armed for the oldest call and re-armed only when
+            // it fires: calls leave in order with the same limit, so none is due before it, and
+            // a timer per turn would cost more than the rest of the turn at 1 in flight.
+            if !armed {
+                if let Some(at) = raw.next_limit(self.plan.limit) {
+                    limit.as_mut().reset(TokioInstant::from_std(at));
+                    armed = true;
+                }
+            }
             tokio::select! {
                 biased;
                 () = raw.read(&mut done) => {}
                 () = async { self.pacer.expect("paced").until(i).await }, if paced && self.pacer.is_some() => {}
-                () = async { tokio::time::sleep_until(limit.expect("guarded")).await }, if limit.is_some() => {
+                () = &mut limit, if armed => {
+                    armed = false;
                     raw.expire(Instant::now(), self.plan.limit, &mut done);
                 }
             }
