@@ -19,7 +19,8 @@
 //! asks), theirs acknowledged and honoured (concurrent streams, frame size, initial window),
 //! PING answered, WINDOW_UPDATE sent for what was received and respected for what is sent,
 //! GOAWAY (calls above its last stream id fail UNAVAILABLE, the rest finish, then a new
-//! connection), and a stream id space that runs out (a new connection too).
+//! connection), and a stream id space that runs out (a new connection too). The bytes of
+//! frames and header fields are [`super::h2frame`]'s.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -31,23 +32,10 @@ use tonic::Code;
 use super::wire::{code_from_http, code_from_reason, settle, CallHead, Frames};
 use super::{explain, Target};
 
-const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-
-const DATA: u8 = 0;
-const HEADERS: u8 = 1;
-const RST_STREAM: u8 = 3;
-const SETTINGS: u8 = 4;
-const PUSH_PROMISE: u8 = 5;
-const PING: u8 = 6;
-const GOAWAY: u8 = 7;
-const WINDOW_UPDATE: u8 = 8;
-const CONTINUATION: u8 = 9;
-
-const END_STREAM: u8 = 0x1;
-const ACK: u8 = 0x1;
-const END_HEADERS: u8 = 0x4;
-const PADDED: u8 = 0x8;
-const PRIORITY: u8 = 0x20;
+use super::h2frame::{
+    put_frame, request_block, u32_at, unpad, ACK, CONTINUATION, DATA, END_HEADERS, END_STREAM,
+    GOAWAY, HEADERS, PING, PREFACE, PRIORITY, PUSH_PROMISE, RST_STREAM, SETTINGS, WINDOW_UPDATE,
+};
 
 /// Our receive windows: the same as the h2 path's, so that many calls in flight are not
 /// throttled by HTTP/2's 64 KiB defaults.
@@ -203,68 +191,6 @@ async fn open(t: &Target) -> Result<Box<dyn Io>, String> {
         .await
         .map_err(|e| format!("TLS with {authority}: {}", explain(&e)))?;
     Ok(Box::new(tls))
-}
-
-/// The request's header block: every field a literal without indexing (RFC 7541 6.2.2), so
-/// it can be sent any number of times whatever the server's table holds.
-fn request_block(head: &CallHead) -> Vec<u8> {
-    let mut b = Vec::with_capacity(256);
-    let scheme = head.uri.scheme_str().unwrap_or("http");
-    let authority = head.uri.authority().map_or("", |a| a.as_str());
-    let path = head.uri.path_and_query().map_or("/", |p| p.as_str());
-    for (n, v) in [
-        (":method", "POST"),
-        (":scheme", scheme),
-        (":authority", authority),
-        (":path", path),
-    ] {
-        literal(&mut b, n.as_bytes(), v.as_bytes());
-    }
-    for (n, v) in &head.headers {
-        literal(&mut b, n.as_str().as_bytes(), v.as_bytes());
-    }
-    b
-}
-
-fn literal(b: &mut Vec<u8>, name: &[u8], value: &[u8]) {
-    b.push(0);
-    for s in [name, value] {
-        integer(b, 0, 7, s.len());
-        b.extend_from_slice(s);
-    }
-}
-
-/// An HPACK integer with an `n`-bit prefix (RFC 7541 5.1), the prefix's other bits `first`.
-fn integer(b: &mut Vec<u8>, first: u8, n: u32, mut v: usize) {
-    let max = (1usize << n) - 1;
-    if v < max {
-        b.push(first | v as u8);
-        return;
-    }
-    b.push(first | max as u8);
-    v -= max;
-    while v >= 128 {
-        b.push((v % 128) as u8 | 0x80);
-        v /= 128;
-    }
-    b.push(v as u8);
-}
-
-fn put_head(out: &mut Vec<u8>, len: usize, ty: u8, flags: u8, id: u32) {
-    let len = len as u32;
-    out.extend_from_slice(&len.to_be_bytes()[1..]);
-    out.push(ty);
-    out.push(flags);
-    out.extend_from_slice(&id.to_be_bytes());
-}
-
-fn put_frame(out: &mut Vec<u8>, ty: u8, flags: u8, id: u32, payload: &[u8]) {
-    put_head(out, payload.len(), ty, flags, id);
-    out.extend_from_slice(payload);
-}
-
-fn u32_at(b: &[u8]) -> u32 {
-    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
 }
 
 /// A fault of the peer's that ends the connection (the code its calls fail with).
@@ -761,67 +687,5 @@ impl Raw {
         self.slots.clear();
         self.blocked.clear();
         self.closed = Some(Closed::Dead);
-    }
-}
-
-/// A DATA or HEADERS payload without its padding; `None` if the padding does not fit.
-fn unpad(p: &[u8], flags: u8) -> Option<&[u8]> {
-    if flags & PADDED == 0 {
-        return Some(p);
-    }
-    let pad = usize::from(*p.first()?);
-    if 1 + pad > p.len() {
-        return None;
-    }
-    Some(&p[1..p.len() - pad])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn integers_follow_rfc_7541_examples() {
-        // C.1.1: 10 with a 5-bit prefix; C.1.2: 1337 with a 5-bit prefix.
-        let mut b = Vec::new();
-        integer(&mut b, 0, 5, 10);
-        assert_eq!(b, [0x0a]);
-        b.clear();
-        integer(&mut b, 0, 5, 1337);
-        assert_eq!(b, [0x1f, 0x9a, 0x0a]);
-    }
-
-    #[test]
-    fn a_literal_without_indexing_is_rfc_7541_c_2_2() {
-        // C.2.2: ":path: /sample/path", here with a literal name rather than an indexed one.
-        let mut b = Vec::new();
-        literal(&mut b, b":path", b"/sample/path");
-        let mut want = vec![0x00, 0x05];
-        want.extend_from_slice(b":path");
-        want.push(0x0c);
-        want.extend_from_slice(b"/sample/path");
-        assert_eq!(b, want);
-        // And a real decoder reads it back, leaving its dynamic table empty.
-        let mut d = fluke_hpack::Decoder::new();
-        let got = d.decode(&b).expect("decodes");
-        assert_eq!(got, vec![(b":path".to_vec(), b"/sample/path".to_vec())]);
-    }
-
-    #[test]
-    fn a_frame_header_is_rfc_9113_4_1() {
-        // A SETTINGS acknowledgement: length 0, type 4, flags 1, stream 0.
-        let mut b = Vec::new();
-        put_frame(&mut b, SETTINGS, ACK, 0, &[]);
-        assert_eq!(b, [0, 0, 0, 4, 1, 0, 0, 0, 0]);
-        // A DATA frame ending stream 3 with 2 bytes.
-        b.clear();
-        put_frame(&mut b, DATA, END_STREAM, 3, b"hi");
-        assert_eq!(b, [0, 0, 2, 0, 1, 0, 0, 0, 3, b'h', b'i']);
-    }
-
-    #[test]
-    fn padding_is_taken_off() {
-        assert_eq!(unpad(&[2, b'a', b'b', 0, 0], PADDED), Some(&b"ab"[..]));
-        assert!(unpad(&[9, b'a'], PADDED).is_none());
     }
 }
