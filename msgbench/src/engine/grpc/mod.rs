@@ -6,6 +6,8 @@
 //! Messages are encoded before they reach the codec, so the codec copies bytes and nothing
 //! else; responses are counted, never decoded, since only their arrival and status matter.
 
+pub mod h2frame;
+pub mod h2raw;
 pub mod load;
 pub mod log;
 pub mod schema;

@@ -96,8 +96,8 @@ where
 /// What every call of a client sends: the URI and the headers, built once.
 #[derive(Debug, Clone)]
 pub struct CallHead {
-    uri: Uri,
-    headers: HeaderMap,
+    pub(super) uri: Uri,
+    pub(super) headers: HeaderMap,
 }
 
 impl CallHead {
@@ -208,19 +208,12 @@ impl Wire {
                 }
                 match body.trailers().await?.as_ref().and_then(status_of) {
                     Some(c) => c,
-                    None => code_from_http(parts.status),
+                    None => code_from_http(parts.status.as_u16()),
                 }
             }
         };
-        let code = match code {
-            // A message flagged compressed: none was asked for (tonic fails it the same way).
-            Code::Ok if frames.compressed => Code::Internal,
-            // A unary answer must hold its message (tonic: "Missing response message.").
-            Code::Ok if frames.msgs == 0 => Code::Internal,
-            c => c,
-        };
         Ok(Answer {
-            code,
+            code: settle(code, &frames),
             msgs: frames.msgs,
             bytes: frames.bytes,
         })
@@ -229,19 +222,19 @@ impl Wire {
 
 /// Counts the gRPC messages of a response body as its chunks arrive, wherever they split.
 #[derive(Debug, Default)]
-struct Frames {
+pub(super) struct Frames {
     /// Bytes of the current frame header seen so far (0 to 5) and the header itself.
     head: [u8; 5],
     head_len: usize,
     /// Bytes of the current message still to come.
     left: u64,
-    msgs: u64,
-    bytes: u64,
+    pub(super) msgs: u64,
+    pub(super) bytes: u64,
     compressed: bool,
 }
 
 impl Frames {
-    fn feed(&mut self, mut chunk: &[u8]) {
+    pub(super) fn feed(&mut self, mut chunk: &[u8]) {
         while !chunk.is_empty() {
             if self.left > 0 {
                 let n = (self.left as usize).min(chunk.len());
@@ -270,21 +263,29 @@ impl Frames {
     }
 }
 
+/// The code of a unary answer, given the messages that came with it.
+pub(super) fn settle(code: Code, frames: &Frames) -> Code {
+    match code {
+        // A message flagged compressed: none was asked for (tonic fails it the same way).
+        Code::Ok if frames.compressed => Code::Internal,
+        // A unary answer must hold its message (tonic: "Missing response message.").
+        Code::Ok if frames.msgs == 0 => Code::Internal,
+        c => c,
+    }
+}
+
 fn status_of(h: &HeaderMap) -> Option<Code> {
     h.get("grpc-status").map(|v| Code::from_bytes(v.as_bytes()))
 }
 
 /// No grpc-status: the code the HTTP status stands for (gRPC's mapping, as tonic applies it).
-fn code_from_http(s: http::StatusCode) -> Code {
-    use http::StatusCode as S;
+pub(super) fn code_from_http(s: u16) -> Code {
     match s {
-        S::BAD_REQUEST => Code::Internal,
-        S::UNAUTHORIZED => Code::Unauthenticated,
-        S::FORBIDDEN => Code::PermissionDenied,
-        S::NOT_FOUND => Code::Unimplemented,
-        S::TOO_MANY_REQUESTS | S::BAD_GATEWAY | S::SERVICE_UNAVAILABLE | S::GATEWAY_TIMEOUT => {
-            Code::Unavailable
-        }
+        400 => Code::Internal,
+        401 => Code::Unauthenticated,
+        403 => Code::PermissionDenied,
+        404 => Code::Unimplemented,
+        429 | 502 | 503 | 504 => Code::Unavailable,
         _ => Code::Unknown,
     }
 }
@@ -292,23 +293,29 @@ fn code_from_http(s: http::StatusCode) -> Code {
 /// A stream or connection error as a gRPC code: a reset's reason as gRPC's HTTP/2 mapping
 /// says (as tonic maps it); a broken or closed connection as UNAVAILABLE.
 fn code_from_h2(e: &h2::Error) -> Code {
-    use h2::Reason as R;
     match e.reason() {
         _ if e.is_io() || e.is_go_away() => Code::Unavailable,
-        Some(
-            R::NO_ERROR
-            | R::PROTOCOL_ERROR
-            | R::INTERNAL_ERROR
-            | R::FLOW_CONTROL_ERROR
-            | R::SETTINGS_TIMEOUT
-            | R::FRAME_SIZE_ERROR
-            | R::COMPRESSION_ERROR
-            | R::CONNECT_ERROR,
-        ) => Code::Internal,
-        Some(R::REFUSED_STREAM) => Code::Unavailable,
-        Some(R::CANCEL) => Code::Cancelled,
-        Some(R::ENHANCE_YOUR_CALM) => Code::ResourceExhausted,
-        Some(R::INADEQUATE_SECURITY) => Code::PermissionDenied,
+        Some(r) => code_from_reason(r),
+        None => Code::Unavailable,
+    }
+}
+
+/// A stream reset's reason as a gRPC code (gRPC's HTTP/2 mapping).
+pub(super) fn code_from_reason(r: h2::Reason) -> Code {
+    use h2::Reason as R;
+    match r {
+        R::NO_ERROR
+        | R::PROTOCOL_ERROR
+        | R::INTERNAL_ERROR
+        | R::FLOW_CONTROL_ERROR
+        | R::SETTINGS_TIMEOUT
+        | R::FRAME_SIZE_ERROR
+        | R::COMPRESSION_ERROR
+        | R::CONNECT_ERROR => Code::Internal,
+        R::REFUSED_STREAM => Code::Unavailable,
+        R::CANCEL => Code::Cancelled,
+        R::ENHANCE_YOUR_CALM => Code::ResourceExhausted,
+        R::INADEQUATE_SECURITY => Code::PermissionDenied,
         _ => Code::Unavailable,
     }
 }

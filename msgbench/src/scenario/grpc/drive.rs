@@ -86,8 +86,14 @@ pub(super) fn drive(
                     .collect();
                 let connected = rt.block_on(async {
                     let mut channels = Vec::new();
-                    for _ in &mine {
+                    for c in &mine {
+                        // A connection of one client's own is driven by that client's loop
+                        // (engine::grpc::h2raw); a shared one by h2's connection task.
+                        let sole = ids.clone().filter(|id| id % o.connections == *c).count() == 1;
                         channels.push(match head {
+                            Some(h) if sole => Conn::Raw(std::sync::Arc::new(
+                                std::sync::Mutex::new(Some(g::h2raw::connect(target, h).await?)),
+                            )),
                             Some(h) => Conn::Wire(g::wire::connect(target).await?, h.clone()),
                             None => Conn::Tonic(g::connect(target).await?),
                         });
