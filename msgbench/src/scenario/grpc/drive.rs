@@ -21,6 +21,30 @@ use crate::stats::stages::StageTotals;
 use crate::stats::throughput::Role;
 use crate::stats::timeline::Meter;
 
+/// Opens this thread's connections `mine`. A connection of one client's own is driven by that
+/// client's loop (engine::grpc::h2raw); one that clients share, by h2's connection task
+/// (engine::grpc::wire); streaming calls go through tonic.
+async fn open(
+    o: &GrpcOptions,
+    mine: &[u32],
+    ids: std::ops::Range<u32>,
+    target: &g::Target,
+    head: Option<&std::sync::Arc<g::wire::CallHead>>,
+) -> std::result::Result<Vec<Conn>, String> {
+    let mut channels = Vec::new();
+    for c in mine {
+        let sole = ids.clone().filter(|id| id % o.connections == *c).count() == 1;
+        channels.push(match head {
+            Some(h) if sole => Conn::Raw(std::sync::Arc::new(std::sync::Mutex::new(Some(
+                g::h2raw::connect(target, h).await?,
+            )))),
+            Some(h) => Conn::Wire(g::wire::connect(target).await?, h.clone()),
+            None => Conn::Tonic(g::connect(target).await?),
+        });
+    }
+    Ok(channels)
+}
+
 /// Opens the connections (each on one thread, with the clients using it), starts every
 /// client at once, and gathers what they measured.
 #[allow(clippy::too_many_arguments)] // each is a distinct part of the run; a struct would only rename them
@@ -45,7 +69,7 @@ pub(super) fn drive(
         .clone()
         .map(|id| meter.client(Role::Pub, id, true))
         .collect();
-    // Unary calls go straight over h2 (engine::grpc::wire), with one head for every call.
+    // Unary calls: one head for every call, whichever path carries them (see `open`).
     let head = match plan.kind {
         CallKind::Unary => Some(std::sync::Arc::new(g::wire::CallHead::new(
             &target.uri,
@@ -84,22 +108,7 @@ pub(super) fn drive(
                     .filter(|(k, _)| k % threads == t)
                     .map(|(_, c)| *c)
                     .collect();
-                let connected = rt.block_on(async {
-                    let mut channels = Vec::new();
-                    for c in &mine {
-                        // A connection of one client's own is driven by that client's loop
-                        // (engine::grpc::h2raw); a shared one by h2's connection task.
-                        let sole = ids.clone().filter(|id| id % o.connections == *c).count() == 1;
-                        channels.push(match head {
-                            Some(h) if sole => Conn::Raw(std::sync::Arc::new(
-                                std::sync::Mutex::new(Some(g::h2raw::connect(target, h).await?)),
-                            )),
-                            Some(h) => Conn::Wire(g::wire::connect(target).await?, h.clone()),
-                            None => Conn::Tonic(g::connect(target).await?),
-                        });
-                    }
-                    Ok::<_, String>(channels)
-                });
+                let connected = rt.block_on(open(o, &mine, ids.clone(), target, head.as_ref()));
                 let channels = match connected {
                     Ok(c) => c,
                     Err(e) => {
