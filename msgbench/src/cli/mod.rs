@@ -177,7 +177,7 @@ pub struct ConnArgs {
     /// and partition-TARGET@TIME:HOLD, which cuts the nodes off from their peers and clients.
     #[arg(long, value_name = "KIND[-TARGET]@TIME[:HOLD]")]
     pub fault: Option<String>,
-    /// For `js pub` and `kv put` on --cluster 3 or 5 with --duration: draw the faults at
+    /// For `js pub` and `kv put` on --cluster 3 or 5, in a run of a set length: draw the faults at
     /// random rather than list them. random:SEED:EVERY draws, every EVERY from EVERY until the
     /// load ends, a restart, pause or partition aimed at a role, held for a tenth to a half of
     /// EVERY; at most 8. The same seed draws the same list.
