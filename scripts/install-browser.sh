@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure Debian's Chromium and its chromedriver are installed (/usr/bin/chromium and
-# /usr/bin/chromedriver), for the HTML report's browser test (msgbench/tests/report.rs; CI runs
+# /usr/bin/chromedriver), for the HTML report's browser test (msgbench/tests/it/report.rs; CI runs
 # it with MSGBENCH_REQUIRE_BROWSER=1). Debian ships the driver apart from the browser, in
 # chromium-driver. Idempotent: with both present it does nothing. Otherwise it installs the
 # packages chromium and chromium-driver with apt-get (the driver must match the browser's

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure Debian's PostgreSQL server programs are installed (initdb and postgres, under
 # /usr/lib/postgresql/N/bin), for the tests of the history on a PostgreSQL server
-# (msgbench/tests/history_pg.rs; CI runs them with MSGBENCH_REQUIRE_POSTGRES=1). The tests start
+# (msgbench/tests/it/history_pg.rs; CI runs them with MSGBENCH_REQUIRE_POSTGRES=1). The tests start
 # their own server in a scratch folder on a free port; the package's own cluster is not used.
 # Run as root, the tests run the server as the `postgres` user the package creates (PostgreSQL
 # refuses to run as root). Idempotent: with initdb present it does nothing. Otherwise it
