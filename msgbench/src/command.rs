@@ -9,7 +9,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use clap::error::ErrorKind;
-use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand};
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::cli::{
     AgentArgs, CalibrateArgs, CompletionsArgs, DemoArgs, DiffArgs, HistoryArgs, ManArgs,
@@ -145,7 +145,7 @@ impl FromArgMatches for ScenarioCommand {
                     matches: hm.clone(),
                 });
             }
-            return Ok(ScenarioCommand::Plan(Plan::new(entry.parse(sub)?)));
+            return Ok(ScenarioCommand::Plan(Plan::from_matches(entry, sub)?));
         }
         let (second, args) = sub.subcommand().ok_or_else(|| missing(first))?;
         let entry = registry::by_words(&[first, second]).ok_or_else(|| {
@@ -154,7 +154,7 @@ impl FromArgMatches for ScenarioCommand {
                 format!("`{first} {second}` is not a command"),
             )
         })?;
-        Ok(ScenarioCommand::Plan(Plan::new(entry.parse(args)?)))
+        Ok(ScenarioCommand::Plan(Plan::from_matches(entry, args)?))
     }
 
     fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
@@ -214,7 +214,7 @@ fn offered_plan(
                 format!("`{name}` is not offered here"),
             )
         })?;
-    Ok((Plan::new(entry.parse(sub)?), sub))
+    Ok((Plan::from_matches(*entry, sub)?, sub))
 }
 
 /// `msgbench compare`: the clients, and the scenario with its own flags.
@@ -356,5 +356,60 @@ mod tests {
     #[test]
     fn the_command_tree_is_sound() {
         <Cli as clap::CommandFactory>::command().debug_assert();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// `msgbench completions SHELL` and `msgbench man`: the shell completion scripts and the man
+// pages, generated from the command tree the parser uses (which takes the scenarios from the
+// registry), so neither can drift from the flags that exist. `make install` and `make dist`
+// write them with these commands.
+
+/// The completion script for `shell`, as bytes ready to print.
+pub fn completions(shell: clap_complete::Shell) -> Vec<u8> {
+    let mut cmd = Cli::command();
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "msgbench", &mut out);
+    out
+}
+
+/// The man page (roff), section 1.
+///
+/// # Errors
+/// Writing into memory cannot fail; the error is roff's, passed on rather than unwrapped.
+pub fn man_page() -> std::io::Result<Vec<u8>> {
+    // Without the `help` subcommand, as `man_pages` writes it (it has no page of its own), so
+    // the printed page and msgbench.1 are one page.
+    let cmd = Cli::command().disable_help_subcommand(true);
+    let mut out = Vec::new();
+    clap_mangen::Man::new(cmd).render(&mut out)?;
+    Ok(out)
+}
+
+/// Every page, the command's and each subcommand's, into `dir` (which must exist).
+///
+/// # Errors
+/// A page that cannot be written.
+pub fn man_pages(dir: &std::path::Path) -> std::io::Result<()> {
+    clap_mangen::generate_to(Cli::command(), dir)
+}
+
+#[cfg(test)]
+mod shell_tests {
+    use super::*;
+
+    #[test]
+    fn the_man_page_lists_the_scenarios_and_the_tools() {
+        let page = String::from_utf8(man_page().unwrap()).unwrap();
+        assert!(page.starts_with(".ie \\n(.g .ds Aq"), "{}", &page[..80]);
+        assert!(page.contains(".TH msgbench 1"), "no title line");
+        // A scenario (from the registry) and a tool (declared in command.rs).
+        for sub in [
+            "msgbench\\-pub(1)",
+            "msgbench\\-diff(1)",
+            "msgbench\\-completions(1)",
+        ] {
+            assert!(page.contains(sub), "the page lacks {sub}");
+        }
     }
 }

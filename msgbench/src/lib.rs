@@ -31,6 +31,7 @@ mod report;
 pub mod result;
 mod scenario;
 pub mod server;
+mod session;
 pub mod stats;
 #[cfg(test)]
 mod testdir;
@@ -39,7 +40,6 @@ pub mod wire;
 
 use std::ffi::OsString;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 
 use clap::Parser;
 
@@ -47,9 +47,8 @@ use cli::DemoArgs;
 use command::ScenarioCommand;
 pub use command::{Cli, Command};
 use error::{exit, Result};
-use options::Output;
-use plan::Plan;
-use stats::timeline::Meter;
+use plan::{Plan, Validated};
+use session::refusals::{self, Mode};
 
 /// Raised by SIGINT/SIGTERM; every load loop polls it and ends, and results are still written.
 pub static STOP: AtomicBool = AtomicBool::new(false);
@@ -118,11 +117,14 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
     // Before any server is started or connected to: a result that cannot be written is
     // refused now, not found out after the run.
     output::dest::check_plan(&plan)?;
-    check_plan(&plan)?;
+    let validated = check_plan(&plan)?;
+    let sinks = session::Sinks::open(plan.out(), &plan.out().threshold)?;
     if plan.out().distributed() {
-        return dist::fleet::run(&plan, stop);
+        let fleet = dist::fleet::Fleet::find(&plan)?;
+        return session::run(&plan, &validated, sinks, &fleet, stop);
     }
-    run_plan(&plan, stop)
+    let here = session::Local::resolve(&validated)?;
+    session::run(&plan, &validated, sinks, &here, stop)
 }
 
 /// Every check a command makes before it starts, connects to or writes anything: what a run
@@ -135,13 +137,13 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
 pub fn preflight(command: &Command) -> Result<()> {
     match command {
         Command::Scenario(ScenarioCommand::Plan(plan)) if plan.out().print_plan => {
-            print_plan_refusals(plan)?;
+            refusals::check(plan.out(), Mode::PrintPlan)?;
             plan.to_json().map(|_| ())
         }
-        Command::Scenario(ScenarioCommand::Plan(plan)) => check_plan(plan),
+        Command::Scenario(ScenarioCommand::Plan(plan)) => check_plan(plan).map(|_| ()),
         Command::Capacity(c) => capacity::preflight(&c.plan, &c.search).map(|_| ()),
         Command::Compare(c) if c.plan.out().print_plan => {
-            print_plan_refusals(&c.plan)?;
+            refusals::check(c.plan.out(), Mode::PrintPlan)?;
             c.plan.to_json().map(|_| ())
         }
         Command::Compare(c) => compare::preflight(&c.flags.clients, &c.plan),
@@ -152,46 +154,25 @@ pub fn preflight(command: &Command) -> Result<()> {
     }
 }
 
-/// A plan's checks before its run: its flags against each other, and the mode it runs in
-/// (agents, or this process).
-fn check_plan(plan: &Plan) -> Result<()> {
+/// A plan's checks before its run: its output flags against the mode it runs in (agents, or
+/// this process), and its scenario's flags against each other.
+fn check_plan(plan: &Plan) -> Result<Validated> {
     let o = plan.out();
-    // They name a recorded run; with nothing recorded they would act on nothing.
-    let recording = o.record.is_some()
-        || o.history_file.is_some()
-        || std::env::var_os(options::HISTORY_ENV).is_some_and(|v| !v.is_empty());
-    if let Some(flag) = [
-        ("--name", o.name.is_some()),
-        ("--label", !o.labels.is_empty()),
-    ]
-    .iter()
-    .find_map(|(f, on)| (*on && !recording).then_some(*f))
-    {
-        return Err(error::Error::Usage(format!(
-            "{flag} names a recorded run: give --record (or --history-file) too"
-        )));
-    }
+    let mode = if o.distributed() {
+        Mode::Agents
+    } else {
+        Mode::Here
+    };
+    refusals::check(o, mode)?;
     // Credentials by reference: the password of a history server comes from PGPASSWORD or
     // MSGBENCH_HISTORY, never from the command line.
     if let Some(url) = o.history_file.as_deref().and_then(std::path::Path::to_str) {
         history::store::refuse_password("--history-file", url).map_err(error::Error::Usage)?;
     }
     if o.distributed() {
-        return dist::fleet::preflight(plan).map(|_| ());
+        return dist::fleet::preflight(plan).map(|p| p.validated);
     }
-    // Without agents they would act on nothing.
-    if let Some(flag) = [
-        ("--control", o.control.is_some()),
-        ("--sign", o.sign.is_some()),
-    ]
-    .iter()
-    .find_map(|(f, on)| on.then_some(*f))
-    {
-        return Err(error::Error::Usage(format!(
-            "{flag} is for runs on agents: give --agents N (or --agent-label) too"
-        )));
-    }
-    plan.validate().map(|_| ())
+    plan.validate()
 }
 
 /// The commands that are not one plan: the suite, compare, calibration and the file tools.
@@ -243,16 +224,16 @@ fn run_tool(command: Command, stop: &AtomicBool) -> Result<u8> {
             report::diff::run(&a)
         }
         Command::History(a) => history::actions::run(&a),
-        Command::Completions(a) => Ok(print(&cli::completions(a.shell))),
+        Command::Completions(a) => Ok(print(&command::completions(a.shell))),
         Command::Man(a) => {
             if let Some(dir) = &a.dir {
-                cli::man_pages(dir).map_err(|source| error::Error::Io {
+                command::man_pages(dir).map_err(|source| error::Error::Io {
                     context: format!("writing the man pages into '{}'", dir.display()),
                     source,
                 })?;
                 return Ok(exit::OK);
             }
-            let page = cli::man_page().map_err(|source| error::Error::Io {
+            let page = command::man_page().map_err(|source| error::Error::Io {
                 context: "rendering the man page".into(),
                 source,
             })?;
@@ -272,177 +253,11 @@ fn print(text: &[u8]) -> u8 {
 /// `--print-plan`: the plan on stdout, and nothing run. Output flags would have nothing to
 /// act on, so they are refused rather than ignored.
 fn print_plan(plan: &Plan) -> Result<u8> {
-    print_plan_refusals(plan)?;
+    refusals::check(plan.out(), Mode::PrintPlan)?;
     let doc = plan.to_json()?;
     let mut text = serde_json::to_string_pretty(&doc).expect("a plan serialises");
     text.push('\n');
-    // A reader that closed the pipe early (`| head`) took what it wanted: not an error.
-    let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
-    Ok(exit::OK)
-}
-
-/// The flags `--print-plan` refuses: output flags, with nothing run, would act on nothing.
-fn print_plan_refusals(plan: &Plan) -> Result<()> {
-    let o = plan.out();
-    let given = [
-        ("--json", o.json.is_some()),
-        ("--csv", o.csv.is_some()),
-        ("--markdown", o.markdown.is_some()),
-        ("--stream-stats", o.stream_stats.is_some()),
-        ("--metrics-listen", o.metrics_listen.is_some()),
-        ("--web", o.web.is_some()),
-        ("--live", o.live),
-        ("--runs", o.runs > 1),
-        ("--threshold", !o.threshold.is_empty()),
-        ("--agents", o.agents.is_some()),
-        ("--agent-label", !o.agent_labels.is_empty()),
-        ("--control", o.control.is_some()),
-        ("--sign", o.sign.is_some()),
-        ("--record", o.record.is_some()),
-        ("--history-file", o.history_file.is_some()),
-        ("--name", o.name.is_some()),
-        ("--label", !o.labels.is_empty()),
-    ];
-    match given.iter().find(|(_, on)| *on) {
-        Some((flag, _)) => Err(error::Error::Usage(format!(
-            "{flag}: --print-plan prints the plan and runs nothing; give {flag} to `msgbench run`"
-        ))),
-        None => Ok(()),
-    }
-}
-
-/// Runs a plan once, or `--runs` times, each with its live view and timeline, then judges the
-/// thresholds, writes the result and returns the exit status. A run that fails after others
-/// succeeded ends the series: what was measured is still written, then the failure is
-/// reported.
-fn run_plan(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
-    use output::live::{Live, StreamStats, View};
-    use output::metrics::{Metrics, RunLabels};
-    use output::web::Web;
-    let validated = plan.validate()?;
-    let out = validated.output();
-    // Bound before any server is started or connected to: a port in use refuses the run.
-    let metrics = out
-        .metrics_listen
-        .as_deref()
-        .map(Metrics::bind)
-        .transpose()?;
-    if let Some(m) = metrics
-        .as_ref()
-        .filter(|_| out.metrics_listen_port_chosen())
-    {
-        eprintln!("--metrics-listen: http://{}/metrics", m.local_addr());
-    }
-    let slos: Vec<String> = out.thresholds.iter().map(ToString::to_string).collect();
-    let web = out
-        .web
-        .as_deref()
-        .map(|a| Web::bind(a).map(|w| w.with_slos(slos)))
-        .transpose()?;
-    if let Some(w) = &web {
-        eprintln!("--web: the live page is on http://{}/", w.local_addr());
-    }
-    let targets = plan::Targets::resolve(&validated)?;
-    let allow_loss = validated.allow_loss();
-    let stream = out
-        .stream_stats
-        .as_deref()
-        .map(StreamStats::create)
-        .transpose()?
-        .map(|s| Arc::new(Mutex::new(s)));
-    let n = out.runs.max(1);
-    let mut results = Vec::new();
-    let mut failure = None;
-    let mut cut_short = false;
-    for k in 1..=n {
-        // The id is made before the run, so that the live figures carry the one the result will.
-        let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
-        let run_id = result::new_run_id(plan.name(), &started_at.to_string());
-        let meter = Arc::new(stats::timeline::Meter::default());
-        let view = View {
-            line: View::line_wanted(out.live, out.progress),
-            stream: stream.clone(),
-            scenario: plan.name(),
-            run: (n > 1).then_some((k, n)),
-            metrics: metrics.as_ref().map(|m| {
-                m.feed(RunLabels {
-                    run: run_id.clone(),
-                    scenario: plan.name(),
-                })
-            }),
-            web: web
-                .as_ref()
-                .map(|w| w.feed(plan.name(), &run_id, (n > 1).then_some((k, n)))),
-        };
-        let live = Live::start(Arc::clone(&meter), view);
-        let r = plan::execute(
-            &validated,
-            targets.main.as_ref(),
-            targets.second.as_ref(),
-            &meter,
-            stop,
-            None,
-        );
-        let timeline = live.finish();
-        match r {
-            Ok(mut r) => {
-                r.timeline = timeline;
-                r.run_id = run_id;
-                if let Some(t) = &targets.main {
-                    t.annotate(&mut r);
-                }
-                if n > 1 {
-                    eprintln!("{}", export::text::run_line(k, n, &r));
-                }
-                results.push(r);
-            }
-            // Interrupted while a later run was still connecting: that run failed because it was
-            // stopped, not because the server would not have it. The series ends interrupted
-            // with the runs it finished, as it does when the signal comes during a run.
-            Err(_) if !results.is_empty() && stop.load(Ordering::Relaxed) => {
-                cut_short = true;
-                break;
-            }
-            Err(e) if results.is_empty() => {
-                if let Some(s) = &stream {
-                    s.lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .remove_if_empty();
-                }
-                return Err(e);
-            }
-            Err(e) => {
-                failure = Some(e);
-                break;
-            }
-        }
-        // Stopped between runs: the series is cut short even though its last run was not.
-        if stop.load(Ordering::Relaxed) {
-            cut_short = k < n;
-            break;
-        }
-    }
-    let mut result = result::RunResult::combine(results, allow_loss);
-    result.interrupted |= cut_short;
-    result.plan = Some(plan.recorded());
-    result.thresholds = gate::judge(&out.thresholds, &result);
-    if let Some(w) = &web {
-        w.finish(&result);
-    }
-    output::write::emit(&result, out)?;
-    if let Some(rec) = &out.record {
-        history::record::after_run(&result, rec)?;
-    }
-    if let Some(m) = metrics {
-        m.linger(out.metrics_linger, stop);
-    }
-    if let Some(w) = web {
-        w.linger(out.web_linger, stop);
-    }
-    match failure {
-        Some(e) => Err(e),
-        None => Ok(result.exit_code(allow_loss)),
-    }
+    Ok(print(text.as_bytes()))
 }
 
 /// The default suite: short pub, pubsub, latency, request and JetStream publish runs on one
@@ -482,6 +297,10 @@ fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
             "storage": "memory", "purge": true, "delete_after": true}}),
         ),
     ];
+    let here = session::Local::on(plan::Targets {
+        main: Some(target),
+        second: None,
+    });
     let mut worst = exit::OK;
     for (k, (name, mut doc)) in suite.into_iter().enumerate() {
         doc["schema"] = plan::SCHEMA.into();
@@ -491,22 +310,12 @@ fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
         }
         plan.out_mut().no_progress = args.no_progress;
         let validated = plan.validate()?;
-        let mut result = plan::execute(
-            &validated,
-            Some(&target),
-            None,
-            &Meter::default(),
-            stop,
-            None,
-        )?;
-        result.plan = Some(plan.recorded());
-        target.annotate(&mut result);
         if k > 0 {
             println!();
         }
         println!("== {name}");
-        output::write::emit(&result, &Output::default())?;
-        worst = worst.max(result.exit_code(false));
+        let sinks = session::Sinks::open(plan.out(), &[])?;
+        worst = worst.max(session::run(&plan, &validated, sinks, &here, stop)?);
         if stop.load(Ordering::Relaxed) {
             break;
         }

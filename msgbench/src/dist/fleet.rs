@@ -4,7 +4,7 @@
 //! `capacity --agents` runs each probe through the same [`Fleet`].
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use super::coordinator::Coordinated;
@@ -114,7 +114,7 @@ impl Wanted {
 pub struct Prepared {
     target: String,
     wanted: Wanted,
-    validated: Validated,
+    pub validated: Validated,
 }
 
 /// Every check a run on agents makes before it connects to anything.
@@ -123,7 +123,7 @@ pub struct Prepared {
 /// The first flag that cannot work, named in one line.
 pub fn preflight(plan: &Plan) -> Result<Prepared> {
     let out = plan.out();
-    let target = match plan.conn() {
+    let nats = match plan.conn() {
         Some(conn) => Some(nats_target(conn, out.control.as_deref())?),
         // A scenario with a service of its own (gRPC): agents still meet over NATS.
         None if out.control.is_none() => {
@@ -137,9 +137,21 @@ pub fn preflight(plan: &Plan) -> Result<Prepared> {
     };
     let wanted = Wanted::parse(out.agents.as_deref(), &out.agent_labels)?;
     let validated = plan.validate()?;
-    let target = match validated.agents_target()? {
-        Some(own) => own,
-        None => target.expect("a scenario without NATS flags names its own target"),
+    let target = match (&validated.common().load, nats) {
+        (crate::scenario::Load::Service(Some(url)), _) => url.clone(),
+        (crate::scenario::Load::Service(None), _) => {
+            return Err(Error::Usage(format!(
+                "--agents needs --server URL: agents cannot share a service `{}` starts itself",
+                plan.name()
+            )))
+        }
+        (crate::scenario::Load::Nats { .. }, Some(url)) => url,
+        (crate::scenario::Load::Nats { .. }, None) => {
+            return Err(Error::Usage(format!(
+                "--agents: `{}` loads NATS but has no connection flags",
+                plan.name()
+            )))
+        }
     };
     // How it splits, or why it cannot run on agents.
     validated.split()?;
@@ -192,18 +204,6 @@ pub struct Fleet {
     nats: bool,
 }
 
-/// How one distributed run is watched while it goes.
-#[derive(Default)]
-pub struct Watch<'a> {
-    pub live: bool,
-    pub stream: Option<&'a std::sync::Mutex<crate::output::live::StreamStats>>,
-    pub metrics: Option<&'a crate::output::metrics::Metrics>,
-    /// `--web`: the live page, with a row per agent.
-    pub web: Option<&'a crate::output::web::Web>,
-    /// Which of `--runs` this is, when there are several.
-    pub run_k: Option<u32>,
-}
-
 impl Fleet {
     /// Checks `plan`'s flags for a run on agents, connects to the control server and finds the
     /// agents it wants.
@@ -239,14 +239,20 @@ impl Fleet {
             nats: plan.conn().is_some(),
         })
     }
+}
 
-    /// Runs `plan` once on the fleet: each agent its share, the results merged and concluded.
-    ///
-    /// # Errors
-    /// A refused plan, a plan that does not split over these agents, a result that cannot be
-    /// merged.
-    pub fn run(&self, plan: &Plan, watch: &Watch<'_>, stop: &AtomicBool) -> Result<RunResult> {
-        let validated = plan.validate()?;
+impl crate::session::Runner for Fleet {
+    /// Runs `plan` once on the fleet: each agent its share, the results merged and concluded,
+    /// shown live (the merged figures and a row per agent) through the session's sinks.
+    fn once(
+        &self,
+        plan: &Plan,
+        validated: &Validated,
+        sinks: &crate::session::Sinks,
+        showing: crate::session::Showing,
+        stop: &AtomicBool,
+    ) -> Result<RunResult> {
+        use crate::session::Showing;
         let crate::scenario::Split { pubs, subs } = validated.split()?;
         let mut doc = plan.to_json()?;
         // The NATS server the agents load, when they load one (they are told it, and the
@@ -255,12 +261,14 @@ impl Fleet {
         if nats.is_some() {
             doc["conn"]["server"] = self.target.clone().into();
         }
+        // A search's probe shows on the page only; a session's run everywhere it is asked to.
+        let run = matches!(showing, Showing::Run { .. });
         let c = Coordinated {
             bus: &self.bus,
             signer: self.signer.as_ref(),
             agents: &self.agents,
             doc: &doc,
-            validated: &validated,
+            validated,
             servers: nats,
             target: match nats {
                 Some(t) => crate::wire::url::parse_servers(t)
@@ -270,107 +278,15 @@ impl Fleet {
                 None => self.target.clone(),
             },
             heartbeats: &self.heartbeats,
-            silent_limit: validated.timeout().max(SILENT_AT_LEAST),
-            live: watch.live,
-            stream: watch.stream,
-            metrics: watch.metrics,
-            web: watch.web,
+            silent_limit: validated.common().timeout.max(SILENT_AT_LEAST),
+            live: run && sinks.line,
+            stream: sinks.stream.as_deref().filter(|_| run),
+            metrics: sinks.metrics.as_ref().filter(|_| run),
+            web: sinks.web.as_ref(),
             scenario: plan.name(),
-            run_k: watch.run_k,
+            run_k: showing.of_several().map(|(k, _)| k),
         };
-        let mut r = c.once(pubs, subs, stop)?;
-        r.plan = Some(plan.recorded());
-        Ok(r)
-    }
-}
-
-/// Runs `plan` on agents: `--runs` times, then thresholds and output as for any run.
-///
-/// # Errors
-/// Bad flags, too few agents, a refused plan; a lost agent after the result was written.
-pub fn run(plan: &Plan, stop: &AtomicBool) -> Result<u8> {
-    let out = plan.out();
-    let validated = preflight(plan)?.validated;
-    // Bound before anything is connected to: a port in use refuses the run.
-    let metrics = validated
-        .output()
-        .metrics_listen
-        .as_deref()
-        .map(crate::output::metrics::Metrics::bind)
-        .transpose()?;
-    if let Some(m) = metrics
-        .as_ref()
-        .filter(|_| validated.output().metrics_listen_port_chosen())
-    {
-        eprintln!("--metrics-listen: http://{}/metrics", m.local_addr());
-    }
-    let web = out
-        .web
-        .as_deref()
-        .map(crate::output::web::Web::bind)
-        .transpose()?;
-    if let Some(w) = &web {
-        eprintln!("--web: the live page is on http://{}/", w.local_addr());
-    }
-    let fleet = Fleet::find(plan)?;
-    let stream = out
-        .stream_stats
-        .as_deref()
-        .map(crate::output::live::StreamStats::create)
-        .transpose()?
-        .map(std::sync::Mutex::new);
-    let n = out.runs.max(1);
-    let mut results = Vec::new();
-    let mut lost = None;
-    for k in 1..=n {
-        let watch = Watch {
-            live: crate::output::live::View::line_wanted(out.live, !out.no_progress),
-            stream: stream.as_ref(),
-            metrics: metrics.as_ref(),
-            web: web.as_ref(),
-            run_k: (n > 1).then_some(k),
-        };
-        let r = fleet.run(plan, &watch, stop)?;
-        // Agents that went silent, and agents that answered with a failure instead of a result.
-        let missing = r
-            .agents
-            .as_ref()
-            .map(|a| a.missing.clone())
-            .unwrap_or_default();
-        if n > 1 {
-            eprintln!("{}", crate::export::text::run_line(k, n, &r));
-        }
-        results.push(r);
-        if !missing.is_empty() {
-            lost = Some(missing);
-            break;
-        }
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-    }
-    let allow_loss = validated.allow_loss();
-    let mut result = RunResult::combine(results, allow_loss);
-    result.thresholds = crate::gate::judge(&validated.output().thresholds, &result);
-    if let Some(w) = &web {
-        w.finish(&result);
-    }
-    crate::output::write::emit(&result, validated.output())?;
-    if let Some(rec) = &validated.output().record {
-        crate::history::record::after_run(&result, rec)?;
-    }
-    if let Some(m) = metrics {
-        m.linger(validated.output().metrics_linger, stop);
-    }
-    if let Some(w) = web {
-        w.linger(validated.output().web_linger, stop);
-    }
-    match lost {
-        Some(names) => Err(Error::Agent(format!(
-            "agent {} sent no result (see above); the partial result was written",
-            names.join(", ")
-        ))),
-        None => Ok(result.exit_code(allow_loss)),
+        c.once(pubs, subs, stop)
     }
 }
 

@@ -26,6 +26,14 @@ impl Stop {
             Stop::For(d) => (None, Some(d.as_secs_f64())),
         }
     }
+
+    /// The run's length, when it is given as one.
+    pub fn duration(self) -> Option<Duration> {
+        match self {
+            Stop::For(d) => Some(d),
+            Stop::Count(_) => None,
+        }
+    }
 }
 
 /// How the publishers space their messages.

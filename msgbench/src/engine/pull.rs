@@ -118,80 +118,23 @@ pub fn pull(
     all_done: &AtomicBool,
     mut on_msg: impl FnMut(&Delivered, &[u8]) -> bool,
 ) -> (PullEnd, PullCounts) {
-    let mut counts = PullCounts::default();
-    // Room for a full batch of acks plus the pull request that follows them.
-    let mut out: Vec<u8> = Vec::with_capacity(FLUSH_AT + 1024);
-    // Messages asked for and not yet delivered or released by a status.
-    let mut outstanding = 0u64;
-    let mut last_msg = Instant::now();
-    let mut last_pending: Option<u64> = None;
-    // For ack all: the reply subject of the newest message not yet covered by an ack.
-    let mut ack_due: Vec<u8> = Vec::new();
-    let mut next_cseq: Option<u64> = None;
-    let mut end: Option<PullEnd> = None;
-    let mut drained_seen = false;
-    let mut over_seen_at: Option<Instant> = None;
-    let refill_at = match spec.mode {
-        PullMode::Fetch => 0,
-        PullMode::Consume | PullMode::Ordered => spec.batch / 2,
-    };
-    let mut body = Vec::with_capacity(64);
+    let mut st = Client::new(spec);
     let mut link = shared.link_generation();
     let run_end = reader.run(shared, crate::engine::load::TICK, |event| {
         match event {
             Event::Msg(m) => {
                 if let Some(d) = m.reply.and_then(jsapi::read_delivered) {
-                    outstanding = outstanding.saturating_sub(1);
-                    last_msg = Instant::now();
-                    last_pending = Some(d.pending);
-                    if d.delivered > 1 {
-                        counts.redelivered += 1;
-                    }
-                    if spec.mode == PullMode::Ordered {
-                        if next_cseq.is_some_and(|c| c != d.consumer_seq) {
-                            counts.sequence_breaks += 1;
-                        }
-                        next_cseq = Some(d.consumer_seq + 1);
-                    }
-                    let reply = m.reply.expect("read from the reply");
-                    match spec.ack {
-                        AckMode::Explicit => {
-                            proto::encode_pub(&mut out, reply, None, b"", b"+ACK");
-                            counts.acks_sent += 1;
-                        }
-                        AckMode::All => {
-                            ack_due.clear();
-                            ack_due.extend_from_slice(reply);
-                        }
-                        AckMode::None => {}
-                    }
+                    st.delivered(&d, m.reply.expect("read from the reply"));
                     if !on_msg(&d, m.payload) {
-                        end = Some(PullEnd::Done);
+                        st.end = Some(PullEnd::Done);
                     }
                 } else if let Some(code) = m.headers.and_then(jsapi::status) {
-                    // A status ends (part of) a pull request: how much of it went unfilled is
-                    // in its pending header when there is one.
-                    let unfilled = m.headers.and_then(pending_messages);
-                    match code {
-                        100 => {}
-                        // A no-wait request found nothing: every message was already on its
-                        // way to us (or to another client), ahead of this answer.
-                        404 => drained_seen = true,
-                        408 => {
-                            outstanding =
-                                outstanding.saturating_sub(unfilled.unwrap_or(outstanding));
-                        }
-                        _ => {
-                            shared.errors.add(ErrorKind::JsPullRejected);
-                            outstanding =
-                                outstanding.saturating_sub(unfilled.unwrap_or(outstanding));
-                        }
-                    }
+                    st.status(code, m.headers.and_then(pending_messages), shared);
                 }
                 // Acks collect in `out` while the read is dispatched; they go out with the next
                 // pull request after it (the reader's tick), so a read of a thousand messages
                 // costs one write, not a thousand. Only a full buffer or the end goes out now.
-                if end.is_none() && out.len() < FLUSH_AT {
+                if st.end.is_none() && st.out.len() < FLUSH_AT {
                     return Flow::Continue;
                 }
             }
@@ -201,76 +144,28 @@ pub fn pull(
                 let now = shared.link_generation();
                 if now != link {
                     link = now;
-                    outstanding = 0;
+                    st.outstanding = 0;
                 }
             }
         }
         // After every read and every tick (and a full buffer): decide whether to go on, then
         // write what is due.
-        let now = Instant::now();
         let over = publishing_over.load(Ordering::Acquire);
-        if over && over_seen_at.is_none() {
-            over_seen_at = Some(now);
+        st.judge_end(over, stop, all_done);
+        if st.end.is_none() && st.outstanding <= st.refill_at {
+            st.ask(over);
         }
-        if end.is_none() {
-            if stop.load(Ordering::Relaxed) {
-                end = Some(PullEnd::Stopped);
-            } else if all_done.load(Ordering::Acquire) {
-                end = Some(PullEnd::Done);
-            } else if drained_seen
-                // The newest delivery, after publishing ended, left nothing pending.
-                || (last_pending == Some(0)
-                    && over_seen_at.is_some_and(|t| last_msg > t)
-                    && outstanding > 0)
-            {
-                end = Some(PullEnd::Drained);
-            } else if now.duration_since(last_msg) > spec.idle {
-                end = Some(PullEnd::Idle);
-            }
+        if st.end.is_some() {
+            st.ack_all();
         }
-        if end.is_none() && outstanding <= refill_at {
-            let want = spec.batch - outstanding;
-            if spec.ack == AckMode::All && !ack_due.is_empty() {
-                proto::encode_pub(&mut out, &ack_due, None, b"", b"+ACK");
-                ack_due.clear();
-                counts.acks_sent += 1;
-            }
-            body.clear();
-            if over {
-                // Publishing is over: ask without waiting, so an empty answer says "drained".
-                body.extend_from_slice(format!(r#"{{"batch":{want},"no_wait":true}}"#).as_bytes());
-            } else {
-                body.extend_from_slice(
-                    format!(
-                        r#"{{"batch":{want},"expires":{}}}"#,
-                        spec.expires.as_nanos()
-                    )
-                    .as_bytes(),
-                );
-            }
-            proto::encode_pub(
-                &mut out,
-                spec.next.as_bytes(),
-                Some(spec.inbox.as_bytes()),
-                b"",
-                &body,
-            );
-            outstanding += want;
-            counts.requests += 1;
-        }
-        if end.is_some() && !ack_due.is_empty() {
-            proto::encode_pub(&mut out, &ack_due, None, b"", b"+ACK");
-            ack_due.clear();
-            counts.acks_sent += 1;
-        }
-        if !out.is_empty() {
-            let sent = shared.write_all(&out);
-            out.clear();
+        if !st.out.is_empty() {
+            let sent = shared.write_all(&st.out);
+            st.out.clear();
             if let Err(SendError::Failed(k)) = sent {
-                end = Some(PullEnd::Failed(k));
+                st.end = Some(PullEnd::Failed(k));
             }
         }
-        if end.is_some() {
+        if st.end.is_some() {
             Flow::Stop
         } else {
             Flow::Continue
@@ -278,14 +173,169 @@ pub fn pull(
     });
     // The last acks went out with the last write; the consumer is deleted after the run, so
     // nothing waits for the server to have processed them.
-    if let Some(e) = end {
-        return (e, counts);
+    if let Some(e) = st.end {
+        return (e, st.counts);
     }
     let end = match run_end {
         crate::engine::conn::End::Failed(k) => PullEnd::Failed(k),
         _ => PullEnd::Stopped,
     };
-    (end, counts)
+    (end, st.counts)
+}
+
+/// One pulling client's state between reads.
+struct Client<'a> {
+    spec: &'a PullSpec,
+    counts: PullCounts,
+    /// Acks and pull requests collected for the next write: room for a full batch of acks
+    /// plus the pull request that follows them.
+    out: Vec<u8>,
+    /// Messages asked for and not yet delivered or released by a status.
+    outstanding: u64,
+    /// Ask again once no more than this many are outstanding.
+    refill_at: u64,
+    last_msg: Instant,
+    last_pending: Option<u64>,
+    /// For ack all: the reply subject of the newest message not yet covered by an ack.
+    ack_due: Vec<u8>,
+    next_cseq: Option<u64>,
+    end: Option<PullEnd>,
+    drained_seen: bool,
+    over_seen_at: Option<Instant>,
+    /// A pull request's body, reused.
+    body: Vec<u8>,
+}
+
+impl<'a> Client<'a> {
+    fn new(spec: &'a PullSpec) -> Self {
+        Self {
+            spec,
+            counts: PullCounts::default(),
+            out: Vec::with_capacity(FLUSH_AT + 1024),
+            outstanding: 0,
+            refill_at: match spec.mode {
+                PullMode::Fetch => 0,
+                PullMode::Consume | PullMode::Ordered => spec.batch / 2,
+            },
+            last_msg: Instant::now(),
+            last_pending: None,
+            ack_due: Vec::new(),
+            next_cseq: None,
+            end: None,
+            drained_seen: false,
+            over_seen_at: None,
+            body: Vec::with_capacity(64),
+        }
+    }
+
+    /// A message delivered: counted, checked for order, and acked as the consumer asks.
+    fn delivered(&mut self, d: &Delivered, reply: &[u8]) {
+        self.outstanding = self.outstanding.saturating_sub(1);
+        self.last_msg = Instant::now();
+        self.last_pending = Some(d.pending);
+        if d.delivered > 1 {
+            self.counts.redelivered += 1;
+        }
+        if self.spec.mode == PullMode::Ordered {
+            if self.next_cseq.is_some_and(|c| c != d.consumer_seq) {
+                self.counts.sequence_breaks += 1;
+            }
+            self.next_cseq = Some(d.consumer_seq + 1);
+        }
+        match self.spec.ack {
+            AckMode::Explicit => {
+                proto::encode_pub(&mut self.out, reply, None, b"", b"+ACK");
+                self.counts.acks_sent += 1;
+            }
+            AckMode::All => {
+                self.ack_due.clear();
+                self.ack_due.extend_from_slice(reply);
+            }
+            AckMode::None => {}
+        }
+    }
+
+    /// A status ends (part of) a pull request: how much of it went unfilled is in its pending
+    /// header when there is one.
+    fn status(&mut self, code: u16, unfilled: Option<u64>, shared: &Shared) {
+        match code {
+            100 => {}
+            // A no-wait request found nothing: every message was already on its way to us (or
+            // to another client), ahead of this answer.
+            404 => self.drained_seen = true,
+            408 => {
+                self.outstanding = self
+                    .outstanding
+                    .saturating_sub(unfilled.unwrap_or(self.outstanding));
+            }
+            _ => {
+                shared.errors.add(ErrorKind::JsPullRejected);
+                self.outstanding = self
+                    .outstanding
+                    .saturating_sub(unfilled.unwrap_or(self.outstanding));
+            }
+        }
+    }
+
+    /// Whether the client is done: stopped, done elsewhere, drained, or idle too long.
+    fn judge_end(&mut self, over: bool, stop: &AtomicBool, all_done: &AtomicBool) {
+        let now = Instant::now();
+        if over && self.over_seen_at.is_none() {
+            self.over_seen_at = Some(now);
+        }
+        if self.end.is_some() {
+            return;
+        }
+        if stop.load(Ordering::Relaxed) {
+            self.end = Some(PullEnd::Stopped);
+        } else if all_done.load(Ordering::Acquire) {
+            self.end = Some(PullEnd::Done);
+        } else if self.drained_seen
+            // The newest delivery, after publishing ended, left nothing pending.
+            || (self.last_pending == Some(0)
+                && self.over_seen_at.is_some_and(|t| self.last_msg > t)
+                && self.outstanding > 0)
+        {
+            self.end = Some(PullEnd::Drained);
+        } else if now.duration_since(self.last_msg) > self.spec.idle {
+            self.end = Some(PullEnd::Idle);
+        }
+    }
+
+    /// Asks for a batch's worth again (after the ack that covers what came, for ack all).
+    /// Once publishing is over, without waiting, so an empty answer says "drained".
+    fn ask(&mut self, over: bool) {
+        let want = self.spec.batch - self.outstanding;
+        self.ack_all();
+        self.body.clear();
+        let request = if over {
+            format!(r#"{{"batch":{want},"no_wait":true}}"#)
+        } else {
+            format!(
+                r#"{{"batch":{want},"expires":{}}}"#,
+                self.spec.expires.as_nanos()
+            )
+        };
+        self.body.extend_from_slice(request.as_bytes());
+        proto::encode_pub(
+            &mut self.out,
+            self.spec.next.as_bytes(),
+            Some(self.spec.inbox.as_bytes()),
+            b"",
+            &self.body,
+        );
+        self.outstanding += want;
+        self.counts.requests += 1;
+    }
+
+    /// For ack all: one ack covering every message delivered so far.
+    fn ack_all(&mut self) {
+        if self.spec.ack == AckMode::All && !self.ack_due.is_empty() {
+            proto::encode_pub(&mut self.out, &self.ack_due, None, b"", b"+ACK");
+            self.ack_due.clear();
+            self.counts.acks_sent += 1;
+        }
+    }
 }
 
 /// The `Nats-Pending-Messages` header of a pull status: how many messages of the request went

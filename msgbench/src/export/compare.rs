@@ -5,9 +5,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::compare::Comparison;
 use crate::error::{Error, Result};
 use crate::options::Output;
+use crate::result::compare::Comparison;
 
 /// The side-by-side table.
 fn table(c: &Comparison) -> String {

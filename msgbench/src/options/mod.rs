@@ -10,7 +10,6 @@ pub mod nemesis;
 pub mod server_config;
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use crate::cli::{ConnArgs, OutputArgs, PaceArgs};
 use crate::engine::pace::{Pace, Stop};
@@ -34,25 +33,14 @@ pub enum ServerChoice {
     },
 }
 
-/// Where output goes.
+/// Where a finished result goes: its files, how it is judged and whether it is recorded. (What
+/// shows a run while it goes is the session's: `session::Sinks`.)
 #[derive(Debug, Clone, Default)]
 pub struct Output {
     /// `-` means stdout.
     pub json: Option<PathBuf>,
     pub csv: Option<PathBuf>,
     pub markdown: Option<PathBuf>,
-    pub progress: bool,
-    /// Print the live line even off a terminal.
-    pub live: bool,
-    pub stream_stats: Option<PathBuf>,
-    /// `--metrics-listen`: where to serve the live figures (`HOST:PORT`).
-    pub metrics_listen: Option<String>,
-    /// `--metrics-linger`: how long the final figures wait for a scrape after the run.
-    pub metrics_linger: Duration,
-    /// `--web`: where to serve the live page (`HOST:PORT`).
-    pub web: Option<String>,
-    /// `--web-linger`: how long the page stays up after the run.
-    pub web_linger: Duration,
     /// How many times to run the scenario.
     pub runs: u32,
     /// `--threshold`s to judge the result by.
@@ -101,13 +89,6 @@ impl From<&OutputArgs> for Output {
             json: out.json.clone(),
             csv: out.csv.clone(),
             markdown: out.markdown.clone(),
-            progress: !out.no_progress,
-            live: out.live,
-            stream_stats: out.stream_stats.clone(),
-            metrics_listen: out.metrics_listen.clone(),
-            metrics_linger: out.metrics_linger,
-            web: out.web.clone(),
-            web_linger: out.web_linger,
             runs: out.runs,
             thresholds: out.threshold.clone(),
             record: Recording::of(out),
@@ -118,13 +99,6 @@ impl From<&OutputArgs> for Output {
 impl Output {
     pub fn json_to_stdout(&self) -> bool {
         self.json.as_deref() == Some(std::path::Path::new("-"))
-    }
-
-    /// `--metrics-listen HOST:0`: the system picks the port, so the user must be told it.
-    pub fn metrics_listen_port_chosen(&self) -> bool {
-        self.metrics_listen
-            .as_deref()
-            .is_some_and(|a| a.rsplit_once(':').is_some_and(|(_, p)| p == "0"))
     }
 }
 

@@ -4,16 +4,12 @@
 //! compare's native client, an agent's share), so what one of them gets, every one of them
 //! gets.
 
-use std::sync::atomic::AtomicBool;
-
 use crate::error::{Error, Result};
 use crate::gate::Threshold;
 use crate::metric::Metric;
 use crate::result::RunResult;
-use crate::scenario::segment::Share;
-use crate::scenario::{Ctx, Runnable, Second};
+use crate::scenario::{Common, Ctx, Load, Runnable, Second};
 use crate::server::{self, Target};
-use crate::stats::timeline::Meter;
 
 /// A plan after every check: its scenario's options, ready to run. Built by
 /// [`Plan::validate`](super::Plan::validate) alone, whether the plan came from typed flags or
@@ -22,16 +18,24 @@ use crate::stats::timeline::Meter;
 pub struct Validated {
     name: &'static str,
     run: Box<dyn Runnable>,
+    /// What every mode asks of the run, asked of the scenario once.
+    common: Common,
 }
 
 impl Validated {
     pub(super) fn new(name: &'static str, run: Box<dyn Runnable>) -> Self {
-        Self { name, run }
+        let common = run.common();
+        Self { name, run, common }
     }
 
     /// The scenario's name.
     pub fn name(&self) -> &'static str {
         self.name
+    }
+
+    /// What every mode needs to know of the run: its servers, schedule, timeout and so on.
+    pub fn common(&self) -> &Common {
+        &self.common
     }
 
     /// Refuses a gate (`--threshold`, `--slo`: `flag`) on a figure this scenario cannot
@@ -40,13 +44,13 @@ impl Validated {
     /// # Errors
     /// [`Error::Usage`] naming the flag, the figure and what the scenario can gate on.
     pub fn gates(&self, flag: &str, gates: &[Threshold]) -> Result<()> {
-        let measures = self.run.measures();
+        let measures = &self.common.measures;
         match gates.iter().find(|t| !measures.contains(&t.metric())) {
             Some(t) => Err(Error::Usage(format!(
                 "{flag} '{t}': `{}` does not produce {}; it can gate on {}",
                 self.name,
                 t.metric().name(),
-                Metric::list(&measures)
+                Metric::list(measures)
             ))),
             None => Ok(()),
         }
@@ -73,16 +77,21 @@ impl Targets {
     /// # Errors
     /// No server binary, a server that does not start, a link that cannot be set up.
     pub fn resolve(v: &Validated) -> Result<Self> {
-        let Some((choice, link)) = v.server() else {
+        let Load::Nats {
+            server: choice,
+            link,
+            second,
+        } = &v.common.load
+        else {
             return Ok(Self {
                 main: None,
                 second: None,
             });
         };
-        let main = server::resolve(choice, link)?;
-        let second = match v.second() {
+        let main = server::resolve(choice, *link)?;
+        let second = match second {
             Second::None => None,
-            Second::Server(b) => Some(server::resolve(b, link)?),
+            Second::Server(b) => Some(server::resolve(b, *link)?),
             Second::NextNode => main.node(1),
         };
         Ok(Self {
@@ -92,29 +101,16 @@ impl Targets {
     }
 }
 
-/// Runs a validated plan once against `main` (and `second`, when the scenario has one); on an
-/// agent, only its `share`.
+/// Runs a validated plan once against the context's servers (`main`, and `second` when the
+/// scenario has one); on an agent, only its `share`.
 ///
 /// # Errors
 /// Failures that prevent a result: refused connections, a server that went away for good.
-pub fn execute(
-    v: &Validated,
-    main: Option<&Target>,
-    second: Option<&Target>,
-    meter: &Meter,
-    stop: &AtomicBool,
-    share: Option<Share<'_>>,
-) -> Result<RunResult> {
-    if share.is_some() {
+pub fn execute(v: &Validated, ctx: &Ctx<'_>) -> Result<RunResult> {
+    if ctx.share.is_some() {
         v.split()?;
     }
-    let mut r = v.run(&Ctx {
-        main,
-        second,
-        meter,
-        stop,
-        share,
-    })?;
+    let mut r = v.run(ctx)?;
     // A latency of no samples measured nothing: it is null, not a table of zeros that
     // `--threshold 'p99<1ms'` would pass.
     for l in [&mut r.latency, &mut r.latency_uncorrected] {

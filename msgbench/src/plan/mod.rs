@@ -27,24 +27,44 @@ pub use execute::{execute, Targets, Validated};
 /// The schema name a plan document carries.
 pub const SCHEMA: &str = "msgbench.plan/v1";
 
-/// One run of one scenario: its flags as typed (or read from a file), output flags included.
+/// One run of one scenario as it was asked for: the scenario's flags as typed (or read from a
+/// file), and beside them, never inside, where its results go. A plan document holds only
+/// `args`; `out` comes with each command that runs it.
 #[derive(Debug)]
 pub struct Plan {
     args: Box<dyn AnyArgs>,
+    out: Box<OutputArgs>,
 }
 
 impl Clone for Plan {
     fn clone(&self) -> Self {
         Self {
             args: self.args.clone_box(),
+            out: self.out.clone(),
         }
     }
 }
 
 impl Plan {
-    /// The plan of parsed flags.
-    pub fn new(args: Box<dyn AnyArgs>) -> Self {
-        Self { args }
+    /// The plan of parsed flags, with where its results go.
+    pub fn new(args: Box<dyn AnyArgs>, out: OutputArgs) -> Self {
+        Self {
+            args,
+            out: Box::new(out),
+        }
+    }
+
+    /// The plan a scenario's command line was parsed into: its flags and its output flags,
+    /// from the same matches.
+    ///
+    /// # Errors
+    /// What clap says of matches that do not fit (only a programming error can cause it).
+    pub fn from_matches(
+        entry: &'static dyn Entry,
+        m: &clap::ArgMatches,
+    ) -> std::result::Result<Self, clap::Error> {
+        use clap::FromArgMatches as _;
+        Ok(Self::new(entry.parse(m)?, OutputArgs::from_arg_matches(m)?))
     }
 
     /// The scenario's registry entry.
@@ -57,13 +77,13 @@ impl Plan {
         self.entry().name()
     }
 
-    /// Where results go: given with the command, never part of the plan itself.
+    /// Where results go: given with the command, never part of the plan document.
     pub fn out(&self) -> &OutputArgs {
-        self.args.out()
+        &self.out
     }
 
     pub fn out_mut(&mut self) -> &mut OutputArgs {
-        self.args.out_mut()
+        &mut self.out
     }
 
     /// The NATS connection flags (none for gRPC, whose target is a URL of its own).
@@ -192,10 +212,8 @@ impl Plan {
         let matches = cmd
             .try_get_matches_from(argv)
             .map_err(|e| Error::Usage(format!("plan: {}", crate::cli::one_line(&e))))?;
-        let args = entry
-            .parse(&matches)
-            .map_err(|e| Error::Usage(format!("plan: {}", crate::cli::one_line(&e))))?;
-        Ok(Plan::new(args))
+        Plan::from_matches(entry, &matches)
+            .map_err(|e| Error::Usage(format!("plan: {}", crate::cli::one_line(&e))))
     }
 
     /// Reads a plan file.

@@ -51,7 +51,7 @@ pub fn load_for_report(path: &Path) -> Result<Vec<Doc>> {
         .as_ref()
         .and_then(|v| v.get("schema"))
         .and_then(Value::as_str)
-        == Some(crate::compare::SCHEMA);
+        == Some(crate::result::compare::SCHEMA);
     if !is_compare {
         return load(path).map(|d| vec![d]);
     }
@@ -98,7 +98,7 @@ pub fn load(path: &Path) -> Result<Doc> {
     })?;
     let kind = match value.get("schema").and_then(Value::as_str) {
         Some(crate::result::SCHEMA) => DocKind::Result,
-        Some(crate::compare::SCHEMA) => {
+        Some(crate::result::compare::SCHEMA) => {
             return Err(Error::Usage(format!(
                 "'{}' is a comparison of clients; report reads it, diff compares single results",
                 path.display()

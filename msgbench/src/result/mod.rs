@@ -4,34 +4,40 @@
 //! Later scenarios add sections (latency, JetStream acks) as optional fields; existing fields
 //! keep their names and meanings within a schema version.
 //!
-//! Past 600 lines: the top-level result and the small types its common fields hold (server,
-//! host, connections, latency, pacing), which every exporter reads; a section only some runs
-//! have lives in a file of its own (sections.rs, stages.rs, conns.rs, agents.rs, params.rs).
+//! This file holds the top-level result and the latency and pacing types its common fields
+//! hold, which every exporter reads; where it was measured is `meta.rs`, the throughput
+//! sections `throughput.rs`, and a section only some runs have lives in a file of its own
+//! (sections.rs, stages.rs, conns.rs, agents.rs, params.rs).
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 mod agents;
+pub mod compare;
 mod conns;
 #[cfg(test)]
 mod exit_tests;
 pub mod merge;
+mod meta;
 mod sections;
 mod spread;
 mod stages;
+mod throughput;
 
 pub use agents::{AgentEntry, AgentStatus, AgentsReport};
 pub use conns::{
     Checks, ConnectLatency, ConnsReport, ConnsShare, Herd, Keepalives, Memory, PhaseHdrs,
     PhaseTimes,
 };
+pub use meta::{Connections, Host, Rtt, ServerMeta, ToolInfo};
 pub use sections::{
     ClusterNode, ClusterReport, ConsumeReport, Divergence, Durability, GrpcReport, JsReport,
     LinkReport, LinkSpec, ReplicaState, ServerConfig, ServerSetting, Shape, StreamReport, Verdict,
 };
 pub use spread::{ClientSpread, MinMedianMax, Slowest};
 pub use stages::{ScheduleReport, StageStats};
+pub use throughput::{throughput_sections, ClientStats, RoleStats};
 
 mod params;
 pub use params::{Describe, Own, Params, ScenarioParams, Section, Untyped};
@@ -39,7 +45,7 @@ pub use params::{Describe, Own, Params, ScenarioParams, Section, Untyped};
 use crate::error::exit;
 use crate::metric::PERCENTILES;
 use crate::stats::delivery::Delivery;
-use crate::stats::throughput::{ClientRun, Role, Spread, Throughput};
+use crate::stats::throughput::Throughput;
 
 pub const SCHEMA: &str = "msgbench.result/v1";
 
@@ -137,175 +143,6 @@ pub struct RunResult {
     pub own: Own,
     #[serde(skip)]
     pub(crate) fatal: Option<crate::error::ErrorKind>,
-}
-
-/// Connection events of a run.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Connections {
-    /// Handshakes completed, first connections and reconnections together.
-    pub opened: u64,
-    /// Connections lost without msgbench closing them.
-    pub lost: u64,
-    /// Lost connections replaced by a new one (`--reconnect`).
-    pub reconnects: u64,
-    /// Reconnects that gave up after `--timeout`.
-    pub gave_up: u64,
-    /// Time from losing a connection to its replacement being ready, for each reconnect.
-    pub reconnect_ns: Vec<u64>,
-    /// Write syscalls on the connections' sockets after their handshakes: far fewer than
-    /// messages when writes are batched.
-    pub writes: u64,
-}
-
-impl Connections {
-    /// Adds another set of connections' counts (a second group of clients in the same run).
-    pub fn absorb(&mut self, other: &Connections) {
-        self.opened += other.opened;
-        self.lost += other.lost;
-        self.reconnects += other.reconnects;
-        self.gave_up += other.gave_up;
-        self.reconnect_ns.extend_from_slice(&other.reconnect_ns);
-        self.writes += other.writes;
-    }
-}
-
-/// What the figures were measured on.
-#[derive(Debug, Clone, Serialize)]
-pub struct Host {
-    /// The CPU model, as the OS names it; empty when it does not say.
-    pub cpu: String,
-    /// Logical CPUs this process may use.
-    pub cores: usize,
-    pub os: &'static str,
-    pub arch: &'static str,
-}
-
-impl Host {
-    pub fn this() -> Self {
-        let cpu = std::fs::read_to_string("/proc/cpuinfo")
-            .ok()
-            .and_then(|t| {
-                t.lines()
-                    .find(|l| l.starts_with("model name"))
-                    .and_then(|l| l.split_once(':'))
-                    .map(|(_, v)| v.trim().to_string())
-            })
-            .unwrap_or_default();
-        Self {
-            cpu,
-            cores: std::thread::available_parallelism().map_or(1, usize::from),
-            os: std::env::consts::OS,
-            arch: std::env::consts::ARCH,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct ToolInfo {
-    pub name: &'static str,
-    pub version: &'static str,
-}
-
-impl Default for ToolInfo {
-    fn default() -> Self {
-        Self {
-            name: "msgbench",
-            version: env!("CARGO_PKG_VERSION"),
-        }
-    }
-}
-
-impl ServerMeta {
-    /// A local server that said nothing about itself, for results built in unit tests.
-    #[cfg(test)]
-    pub(crate) fn for_tests() -> Self {
-        Self {
-            url: "nats://127.0.0.1:4222".into(),
-            name: String::new(),
-            version: String::new(),
-            embedded: false,
-            max_payload: 0,
-            auth: "none",
-            config: None,
-        }
-    }
-
-    /// What the server said about itself, and how it was reached.
-    pub fn new(
-        info: &crate::wire::proto::ServerInfo,
-        url: &crate::wire::url::ServerUrl,
-        embedded: bool,
-    ) -> Self {
-        Self {
-            url: url.to_string(),
-            name: info.server_name.clone(),
-            version: info.version.clone(),
-            embedded,
-            max_payload: info.max_payload,
-            auth: url.auth.method(),
-            config: None,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct ServerMeta {
-    /// The URL used, with credentials removed.
-    pub url: String,
-    /// The server's name from INFO (a node's name in a cluster).
-    pub name: String,
-    /// The version the server announced in INFO.
-    pub version: String,
-    /// Whether msgbench started this server itself.
-    pub embedded: bool,
-    pub max_payload: usize,
-    pub auth: &'static str,
-    /// The `--server-config` settings msgbench started its servers with; absent without.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub config: Option<ServerConfig>,
-}
-
-/// One side's aggregate, plus the spread of its clients.
-#[derive(Debug, Clone, Serialize)]
-pub struct RoleStats {
-    #[serde(flatten)]
-    pub throughput: Throughput,
-    pub clients: usize,
-    /// Min/avg/max/stddev of the per-client msgs/s.
-    pub client_rates: Spread,
-    /// Min/median/max of the per-client msgs and msgs/s, and the slowest clients by id.
-    pub spread: ClientSpread,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct ClientStats {
-    pub role: Role,
-    pub id: u32,
-    pub msgs: u64,
-    pub bytes: u64,
-    pub seconds: f64,
-    pub msgs_per_sec: f64,
-    pub bytes_per_sec: f64,
-    /// A subscriber's messages that never arrived, by the run's delivery accounting; absent
-    /// for publishers and where delivery was not accounted per subscriber.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub missed: Option<u64>,
-}
-
-impl From<&ClientRun> for ClientStats {
-    fn from(c: &ClientRun) -> Self {
-        let t = Throughput::new(c.msgs, c.bytes, c.seconds());
-        Self {
-            role: c.role,
-            id: c.id,
-            msgs: c.msgs,
-            bytes: c.bytes,
-            seconds: t.seconds,
-            msgs_per_sec: t.msgs_per_sec,
-            bytes_per_sec: t.bytes_per_sec,
-            missed: None,
-        }
-    }
 }
 
 /// A latency histogram's summary, plus the histogram itself for anyone who wants more.
@@ -468,44 +305,6 @@ impl Pacing {
         let late = self.write_blocked_pct.is_some() && self.send_lag_p99_ns > lag_bound_ns;
         !(self.below_target || late) || self.held_back()
     }
-}
-
-/// Round trips to the publishing (a) and subscribing (b) servers: the median of several.
-#[derive(Debug, Clone, Serialize)]
-pub struct Rtt {
-    pub a: u64,
-    pub b: u64,
-}
-
-/// Builds the throughput sections from the clients' raw facts.
-pub fn throughput_sections(
-    runs: &[ClientRun],
-) -> (
-    Throughput,
-    BTreeMap<&'static str, RoleStats>,
-    Vec<ClientStats>,
-) {
-    let overall = Throughput::aggregate(runs);
-    let clients: Vec<ClientStats> = runs.iter().map(ClientStats::from).collect();
-    let mut by_role = BTreeMap::new();
-    for role in [Role::Pub, Role::Sub] {
-        let mine: Vec<&ClientRun> = runs.iter().filter(|c| c.role == role).collect();
-        if mine.is_empty() {
-            continue;
-        }
-        let stats: Vec<&ClientStats> = clients.iter().filter(|c| c.role == role).collect();
-        let rates: Vec<f64> = stats.iter().map(|c| c.msgs_per_sec).collect();
-        by_role.insert(
-            role.as_str(),
-            RoleStats {
-                throughput: Throughput::aggregate(mine.iter().copied()),
-                clients: mine.len(),
-                client_rates: Spread::of(&rates),
-                spread: ClientSpread::of(stats),
-            },
-        );
-    }
-    (overall, by_role, clients)
 }
 
 /// A run's id from its start (RFC 3339) and scenario, with a random tag so that runs started in

@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::cli::{ConnArgs, OutputArgs, PaceArgs};
+use crate::cli::{ConnArgs, PaceArgs};
 use crate::error::{Error, Result};
-use crate::options::{Output, ServerChoice};
+use crate::options::ServerChoice;
 use crate::result::{LinkSpec, RunResult};
 use crate::server::Target;
 use crate::stats::schedule::RateSchedule;
@@ -85,13 +85,12 @@ pub trait Scenario: Send + Sync + 'static {
     }
 }
 
-/// The flag groups every mode reaches into, whatever the scenario: where results go, and
-/// (for NATS scenarios) the connection.
+/// The flag groups every mode reaches into, whatever the scenario: for NATS scenarios the
+/// connection, and for paced ones the pace. Where results go is not among them: output flags
+/// sit beside a scenario's flags in a [`Plan`](crate::plan::Plan), never inside them.
 pub trait Flags:
     clap::Args + clap::FromArgMatches + Serialize + Clone + Debug + Send + Sync + 'static
 {
-    fn out(&self) -> &OutputArgs;
-    fn out_mut(&mut self) -> &mut OutputArgs;
     /// The NATS connection flags; none for a scenario with a target of its own (gRPC).
     fn conn(&self) -> Option<&ConnArgs> {
         None
@@ -118,12 +117,84 @@ pub trait Flags:
 }
 
 /// Where a scenario's second server is, when it has one (`latency`'s subscriber).
-pub enum Second<'a> {
+#[derive(Debug, Clone, Default)]
+pub enum Second {
+    #[default]
     None,
     /// A server of its own.
-    Server(&'a ServerChoice),
+    Server(ServerChoice),
     /// The next node of a local cluster, when the main target is one.
     NextNode,
+}
+
+/// What a scenario loads: a NATS server (with the link to it, and a second server for
+/// `latency`'s subscriber), or a service of its own (gRPC's `--server`, or the one it serves
+/// itself).
+#[derive(Debug, Clone)]
+pub enum Load {
+    Nats {
+        server: ServerChoice,
+        link: Option<LinkSpec>,
+        second: Second,
+    },
+    /// A service of the scenario's own: its URL, or none when msgbench serves it in process
+    /// (which agents on other hosts cannot share).
+    Service(Option<String>),
+}
+
+/// What every mode asks of a scenario before, while and after it runs, decided once when its
+/// flags are checked: one struct a scenario fills in, instead of a getter per question.
+#[derive(Debug, Clone)]
+pub struct Common {
+    pub load: Load,
+    /// `--allow-loss`: whether lost messages leave the exit status alone.
+    pub allow_loss: bool,
+    /// The `--rate-schedule` the run follows, when it has one with stages.
+    pub schedule: Option<RateSchedule>,
+    /// How long a peer may be silent before it counts as gone: the run's own `--timeout`.
+    pub timeout: Duration,
+    /// The run's length when it is given as a duration.
+    pub duration: Option<Duration>,
+    /// The figures its result can produce, which `--threshold` and `--slo` may name.
+    pub measures: Vec<crate::metric::Metric>,
+    /// How many times each message sent is expected to arrive over the whole run: the
+    /// subscribers of a `pubsub`, else 1. A run on agents makes its `schedule` section with it.
+    pub fanout: u64,
+}
+
+impl Common {
+    /// A scenario that loads the NATS `server` over `link`: the defaults every scenario starts
+    /// from (a load of messages, a 5 s timeout, one delivery per message sent).
+    pub fn nats(server: &ServerChoice, link: Option<LinkSpec>) -> Self {
+        Self::new(Load::Nats {
+            server: server.clone(),
+            link,
+            second: Second::None,
+        })
+    }
+
+    /// A scenario with a service of its own: its URL, or none when msgbench serves it.
+    pub fn service(url: Option<String>) -> Self {
+        Self::new(Load::Service(url))
+    }
+
+    /// The defaults for a scenario that loads `load`.
+    pub fn new(load: Load) -> Self {
+        Self {
+            load,
+            allow_loss: false,
+            schedule: None,
+            timeout: Duration::from_secs(5),
+            duration: None,
+            measures: crate::metric::Metric::of(crate::metric::Family::Messages),
+            fanout: 1,
+        }
+    }
+
+    /// The schedule a pace follows, kept only when it has stages.
+    pub fn staged(schedule: Option<&RateSchedule>) -> Option<RateSchedule> {
+        schedule.filter(|s| !s.is_fixed()).cloned()
+    }
 }
 
 /// How a scenario's clients split across agents: publishers (or requesters) fill agents from
@@ -142,59 +213,40 @@ pub struct Ctx<'a> {
     pub meter: &'a Meter,
     pub stop: &'a AtomicBool,
     pub share: Option<Share<'a>>,
+    /// Whether the scenario may print lines of progress on stderr as it goes (`conns`'s
+    /// phases); `--no-progress` turns them off.
+    pub progress: bool,
 }
 
 impl Ctx<'_> {
     /// The main target of a NATS scenario.
     ///
     /// # Errors
-    /// None was resolved (a caller that skipped [`Runnable::server`]).
+    /// None was resolved (a scenario whose [`Load`] is a service of its own).
     pub fn target(&self) -> Result<&Target> {
         self.main
             .ok_or_else(|| Error::Usage("this scenario needs a NATS server".into()))
     }
 }
 
-/// A scenario's checked options: what every mode asks of a run before, while and after it
-/// runs.
+/// A scenario's checked options: what every mode needs of it ([`Common`]), and the few things
+/// only the scenario decides: how it splits across agents, what its result records, its run,
+/// what the whole run concludes on agents, and how drivers run it.
 pub trait Runnable: Debug + Send + Sync {
-    /// Where results go and how often the scenario runs.
-    fn output(&self) -> &Output;
-    /// `--allow-loss`: whether lost messages leave the exit status alone.
-    fn allow_loss(&self) -> bool {
-        false
-    }
-    /// The `--rate-schedule` the run follows, when it has one with stages.
-    fn schedule(&self) -> Option<&RateSchedule> {
-        None
-    }
-    /// The NATS server the clients use and the link to it; none for a target of its own.
-    fn server(&self) -> Option<(&ServerChoice, Option<LinkSpec>)> {
-        None
-    }
-    fn second(&self) -> Second<'_> {
-        Second::None
-    }
+    /// What every mode asks of the run, filled in by the scenario.
+    fn common(&self) -> Common;
     /// How the run splits across agents, or why it cannot run on them.
     ///
     /// # Errors
     /// [`Error::Usage`] saying why, in one line.
     fn split(&self) -> Result<Split>;
-    /// How long a peer may be silent before it counts as gone: the run's own `--timeout`.
-    fn timeout(&self) -> Duration {
-        Duration::from_secs(5)
-    }
-    /// The run's length when it is given as a duration.
-    fn duration(&self) -> Option<Duration> {
-        None
-    }
-    /// The figures its result can produce, which `--threshold` and `--slo` may name: those of
-    /// a load of messages, unless the scenario says otherwise.
-    fn measures(&self) -> Vec<crate::metric::Metric> {
-        crate::metric::Metric::of(crate::metric::Family::Messages)
-    }
     /// The parameters a result records.
     fn params(&self) -> crate::result::Params;
+    /// Runs once against the context's servers (on an agent, its share only).
+    ///
+    /// # Errors
+    /// Failures that prevent a result: refused connections, a server gone for good.
+    fn run(&self, ctx: &Ctx<'_>) -> Result<RunResult>;
     /// Once every agent of a run on agents is done: what only the whole run can say, from the
     /// merged result (which keeps each agent's own document) and the run's NATS server (none
     /// for a service of the scenario's own). A JetStream stream is reconciled here with every
@@ -206,25 +258,6 @@ pub trait Runnable: Debug + Send + Sync {
         let _ = (merged, target);
         Ok(())
     }
-    /// How many times each message sent is expected to arrive over the whole run: the
-    /// subscribers of a `pubsub`, else 1. A run on agents makes its `schedule` section with it.
-    fn fanout(&self) -> u64 {
-        1
-    }
-    /// On agents, the service under test when the scenario names its own (gRPC's `--server`);
-    /// none for one that loads the NATS `--server`.
-    ///
-    /// # Errors
-    /// [`Error::Usage`] when the scenario would start its service itself, which agents on
-    /// other hosts cannot share.
-    fn agents_target(&self) -> Result<Option<String>> {
-        Ok(None)
-    }
-    /// Runs once against the context's servers (on an agent, its share only).
-    ///
-    /// # Errors
-    /// Failures that prevent a result: refused connections, a server gone for good.
-    fn run(&self, ctx: &Ctx<'_>) -> Result<RunResult>;
     /// What `compare` needs to run the scenario through the client libraries' drivers, or why
     /// it cannot.
     ///

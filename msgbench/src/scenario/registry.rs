@@ -92,10 +92,8 @@ pub trait Entry: Sync {
 /// A plan's body, whatever its scenario: the flags as typed, behind what every mode needs.
 pub trait AnyArgs: fmt::Debug + Send + Sync {
     fn entry(&self) -> &'static dyn Entry;
-    /// The flags as a plan writes them (output flags left out).
+    /// The flags as a plan writes them.
     fn to_value(&self) -> Value;
-    fn out(&self) -> &OutputArgs;
-    fn out_mut(&mut self) -> &mut OutputArgs;
     fn conn(&self) -> Option<&ConnArgs>;
     fn conn_mut(&mut self) -> Option<&mut ConnArgs>;
     /// Files the run writes besides the result, with their flags.
@@ -150,7 +148,10 @@ impl<S: Scenario> Entry for Of<S> {
 
     fn load_command(&self) -> clap::Command {
         let word = S::WORDS.last().copied().unwrap_or(S::NAME);
+        // The output flags come after the scenario's own, on every scenario's command, and are
+        // read apart from them: where results go is never part of a scenario's flags.
         let cmd = <S::Args as clap::Args>::augment_args(clap::Command::new(word));
+        let cmd = <OutputArgs as clap::Args>::augment_args(cmd);
         // After the flags: a flattened group's doc comment would otherwise become the about.
         S::command(
             cmd.about(S::ABOUT.trim_end_matches('.'))
@@ -185,14 +186,6 @@ impl<S: Scenario> AnyArgs for Typed<S> {
         serde_json::to_value(&self.0).expect("a scenario's flags serialise")
     }
 
-    fn out(&self) -> &OutputArgs {
-        self.0.out()
-    }
-
-    fn out_mut(&mut self) -> &mut OutputArgs {
-        self.0.out_mut()
-    }
-
     fn conn(&self) -> Option<&ConnArgs> {
         self.0.conn()
     }
@@ -222,52 +215,34 @@ impl<S: Scenario> AnyArgs for Typed<S> {
     }
 }
 
-/// Implements [`Flags`] for a scenario's flags struct with an `out` field, and where named a
-/// `conn` field and the field path of its pace flags (`pace = load.pace`).
+/// Implements [`Flags`] for a scenario's flags struct: where named, its `conn` field and the
+/// field path of its pace flags (`pace = load.pace`).
 macro_rules! flags {
-    ($args:ty, out) => {
+    ($args:ty, conn) => {
         $crate::scenario::registry::flags!(@impl $args, {}, {});
     };
-    ($args:ty, out, conn) => {
-        $crate::scenario::registry::flags!(@impl $args, {
-            fn conn(&self) -> Option<&$crate::cli::ConnArgs> {
-                Some(&self.conn)
+    ($args:ty, pace = $($pace:ident).+) => {
+        impl $crate::scenario::Flags for $args {
+            fn pace_mut(&mut self) -> Option<&mut $crate::cli::PaceArgs> {
+                Some(&mut self.$($pace).+)
             }
-            fn conn_mut(&mut self) -> Option<&mut $crate::cli::ConnArgs> {
-                Some(&mut self.conn)
-            }
-        }, {});
+        }
     };
-    ($args:ty, out, pace = $($pace:ident).+) => {
+    ($args:ty, conn, pace = $($pace:ident).+) => {
         $crate::scenario::registry::flags!(@impl $args, {}, {
             fn pace_mut(&mut self) -> Option<&mut $crate::cli::PaceArgs> {
                 Some(&mut self.$($pace).+)
             }
         });
     };
-    ($args:ty, out, conn, pace = $($pace:ident).+) => {
-        $crate::scenario::registry::flags!(@impl $args, {
+    (@impl $args:ty, {}, {$($pace:tt)*}) => {
+        impl $crate::scenario::Flags for $args {
             fn conn(&self) -> Option<&$crate::cli::ConnArgs> {
                 Some(&self.conn)
             }
             fn conn_mut(&mut self) -> Option<&mut $crate::cli::ConnArgs> {
                 Some(&mut self.conn)
             }
-        }, {
-            fn pace_mut(&mut self) -> Option<&mut $crate::cli::PaceArgs> {
-                Some(&mut self.$($pace).+)
-            }
-        });
-    };
-    (@impl $args:ty, {$($conn:tt)*}, {$($pace:tt)*}) => {
-        impl $crate::scenario::Flags for $args {
-            fn out(&self) -> &$crate::cli::OutputArgs {
-                &self.out
-            }
-            fn out_mut(&mut self) -> &mut $crate::cli::OutputArgs {
-                &mut self.out
-            }
-            $($conn)*
             $($pace)*
         }
     };

@@ -319,7 +319,7 @@ fn unusable_addresses_are_refused_in_one_line_before_anything_connects() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.starts_with("error: compare: --metrics-listen "),
+        err.starts_with("error: --metrics-listen does not apply to `msgbench compare`"),
         "{err}"
     );
     assert_eq!(err.lines().count(), 1, "{err}");

@@ -257,9 +257,10 @@ impl Coordinated<'_> {
         let mut result = self.merge(&started_at, tracked)?;
         result.run_id = run_id;
         // A schedule's stages, added across agents (they all followed it from the start).
-        if let Some(sc) = self.validated.schedule() {
+        let common = self.validated.common();
+        if let Some(sc) = &common.schedule {
             let agents = result.agent_entries();
-            result.schedule = crate::result::merge::schedule(agents, sc, self.validated.fanout())
+            result.schedule = crate::result::merge::schedule(agents, sc, common.fanout)
                 .map_err(|e| Error::Agent(e.to_string()))?;
         }
         // What only the whole run can say (a stream reconciled with every agent's
@@ -278,7 +279,7 @@ impl Coordinated<'_> {
 
     /// The run's length when it is given as a duration.
     fn duration(&self) -> Option<Duration> {
-        self.validated.duration()
+        self.validated.common().duration
     }
 
     fn take(&self, r: Report, tracked: &mut [Tracked], board: &mut super::progress::Board) {

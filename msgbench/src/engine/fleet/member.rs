@@ -7,10 +7,6 @@
 //! pass, so a connection reports its TCP connect, TLS handshake and INFO/CONNECT/PONG exchange
 //! separately. A member owns its socket, its small read buffer ([`Buf`]) and its counts; it
 //! shares nothing with other members, so accounting per connection is exact without locks.
-//!
-//! Past 600 lines on purpose: it is one state machine, and every step reads and changes the
-//! one `Member` (its socket, buffer, phase and counts); cut into files by step, that state
-//! would be passed across them.
 
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;

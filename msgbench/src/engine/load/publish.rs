@@ -83,34 +83,16 @@ pub fn publish(
     };
     let paced = spec.pace.as_ref();
     let mut seq: u64 = 0;
-    // Messages known to be in the socket (the buffer's contents are not, until written).
-    let mut written: u64 = 0;
     // When the oldest message in the buffer was due (paced runs).
     let mut buf_due = start;
     let mut failed = None;
-    let mut send_lag = paced.map(|_| latency::new_histogram());
-    if paced.is_some() {
-        precise_timers();
-    }
-    let mut late_sends = 0u64;
-    let late_ns = spec.late_bound.as_nanos() as u64;
-    // A write lost with a connection that `--reconnect` replaced is not a failure of the loop:
-    // those messages count as sent, and the subscribers' accounting shows which arrived.
-    // Time spent inside writes of a paced loop: a send that is late because the socket would
-    // not take more (the server or the path is slow) tells apart from one late because this
-    // thread did not run (the tool is slow).
-    let blocked = std::cell::Cell::new(Duration::ZERO);
-    let write = |buf: &mut Vec<u8>| -> Result<(), ErrorKind> {
-        let began = paced.map(|_| Instant::now());
-        let r = shared.write_all(buf);
-        if let Some(t) = began {
-            blocked.set(blocked.get() + t.elapsed());
-        }
-        buf.clear();
-        match r {
-            Ok(()) | Err(SendError::Reconnected) => Ok(()),
-            Err(SendError::Failed(k)) => Err(k),
-        }
+    let mut late = Lateness::new(paced.is_some(), spec.late_bound);
+    let mut out = Out {
+        shared,
+        progress,
+        paced: paced.is_some(),
+        written: 0,
+        blocked: Duration::ZERO,
     };
 
     while seq < limit {
@@ -127,12 +109,10 @@ pub fn publish(
             let now = Instant::now();
             if now < due {
                 if !buf.is_empty() && due.saturating_duration_since(buf_due) > COALESCE {
-                    if let Err(k) = write(&mut buf) {
+                    if let Err(k) = out.write(&mut buf, seq) {
                         failed = Some(k);
                         break;
                     }
-                    written = seq;
-                    progress.store(written, Ordering::Relaxed);
                 }
                 if !wait_until(due, stop) {
                     break;
@@ -144,43 +124,30 @@ pub fn publish(
             // The send time is when the message joins the outgoing buffer; the buffer goes out
             // at once unless the next message is already due too.
             let now = Instant::now();
-            let lag = now.saturating_duration_since(due).as_nanos() as u64;
-            if let Some(h) = send_lag.as_mut() {
-                h.saturating_record(lag.max(1));
-            }
-            late_sends += u64::from(lag > late_ns);
+            late.note(now.saturating_duration_since(due));
             if let Some(t) = send_times {
                 t.put(seq, now.saturating_duration_since(start).as_nanos() as u64);
             }
-        } else if seq.is_multiple_of(CHECK_EVERY) {
-            if stop.load(Ordering::Relaxed)
+        } else if seq.is_multiple_of(CHECK_EVERY)
+            && (stop.load(Ordering::Relaxed)
                 || shared.is_ended()
-                || deadline.is_some_and(|d| Instant::now() >= d)
-            {
-                break;
-            }
-            progress.store(written, Ordering::Relaxed);
+                || deadline.is_some_and(|d| Instant::now() >= d))
+        {
+            break;
         }
         if let Some(w) = window {
             // No free slot means nothing more is ready: what is buffered must go out before
             // waiting, or the replies that free a slot could never come.
             if !w.try_acquire(seq) {
                 if !buf.is_empty() {
-                    if let Err(k) = write(&mut buf) {
+                    if let Err(k) = out.write(&mut buf, seq) {
                         failed = Some(k);
                         break;
                     }
-                    written = seq;
-                    progress.store(written, Ordering::Relaxed);
                 }
                 // Waiting for a reply to free a slot is the far side holding the sends back,
                 // like a write the socket would not take.
-                let began = paced.map(|_| Instant::now());
-                let got = w.acquire(seq, stop);
-                if let Some(t) = began {
-                    blocked.set(blocked.get() + t.elapsed());
-                }
-                if !got {
+                if !out.held(|| w.acquire(seq, stop)) {
                     break;
                 }
             }
@@ -193,51 +160,25 @@ pub fn publish(
         frame.append(&mut buf, seq);
         seq += 1;
         if buf.len() >= FLUSH_AT {
-            if let Err(k) = write(&mut buf) {
+            if let Err(k) = out.write(&mut buf, seq) {
                 failed = Some(k);
                 break;
             }
-            written = seq;
-            // The live view reads this; a paced loop has no other place that stores it.
-            progress.store(written, Ordering::Relaxed);
         }
     }
 
     if failed.is_none() {
-        // The end of a publisher's run is when the server confirms it has everything, not when
-        // the last bytes left our buffer.
-        // A connection replaced during the flush is flushed again on the new one, a few times
-        // at most (a server flapping faster than that is a failure worth reporting).
-        let mut relinks = 0;
-        loop {
-            match shared.flush(&mut buf, spec.flush_timeout) {
-                Ok(()) => written = seq,
-                Err(SendError::Reconnected) if relinks < 3 => {
-                    relinks += 1;
-                    continue;
-                }
-                Err(SendError::Reconnected) => {
-                    written = seq;
-                    failed = Some(ErrorKind::Disconnected);
-                }
-                Err(SendError::Failed(ErrorKind::FlushTimeout)) => {
-                    // The bytes were written; the server just did not confirm in time.
-                    written = seq;
-                    failed = Some(ErrorKind::FlushTimeout);
-                }
-                Err(SendError::Failed(k)) => failed = Some(k),
-            }
-            break;
+        let (all_out, error) = final_flush(shared, &mut buf, spec.flush_timeout);
+        if all_out {
+            out.written = seq;
         }
+        failed = error;
     }
     // A write or flush cut short by Ctrl-C is the interruption, not a failure of the server.
     if let Some(k) = failed.filter(|_| !stop.load(Ordering::Relaxed)) {
-        // Counted once here; a disconnect the reader saw too is the same event.
-        if k != ErrorKind::Disconnected || !shared.is_ended() {
-            shared.errors.add(k);
-        }
-        shared.errors.failed(k, false);
+        count_failure(shared, k);
     }
+    let written = out.written;
     progress.store(written, Ordering::Relaxed);
     PubOutcome {
         run: ClientRun {
@@ -249,10 +190,113 @@ pub fn publish(
             end: Some(Instant::now()),
         },
         error: failed,
-        late_sends,
-        send_lag,
-        write_blocked: paced.map(|_| blocked.get()),
+        late_sends: late.sends,
+        send_lag: late.lag,
+        write_blocked: paced.map(|_| out.blocked),
     }
+}
+
+/// Where a publish loop's buffer goes: the connection, and what is known to be in its socket.
+struct Out<'a> {
+    shared: &'a Shared,
+    /// What the live view reads: a paced loop has no other place that stores its progress.
+    progress: &'a AtomicU64,
+    paced: bool,
+    /// Messages known to be in the socket (the buffer's contents are not, until written).
+    written: u64,
+    /// Time a paced loop spent inside writes, or waiting for a free slot: a send that is late
+    /// because the socket would not take more (the server or the path is slow) tells apart
+    /// from one late because this thread did not run (the tool is slow).
+    blocked: Duration,
+}
+
+impl Out<'_> {
+    /// Runs `f`, a wait on the far side, counting its time as blocked when the loop is paced.
+    #[inline]
+    fn held<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        let began = self.paced.then(Instant::now);
+        let r = f();
+        if let Some(t) = began {
+            self.blocked += t.elapsed();
+        }
+        r
+    }
+
+    /// Writes the buffer out; the first `seq` messages are then in the socket. A write lost
+    /// with a connection that `--reconnect` replaced is not a failure of the loop: those
+    /// messages count as sent, and the subscribers' accounting shows which arrived.
+    fn write(&mut self, buf: &mut Vec<u8>, seq: u64) -> Result<(), ErrorKind> {
+        let shared = self.shared;
+        let r = self.held(|| shared.write_all(buf));
+        buf.clear();
+        match r {
+            Ok(()) | Err(SendError::Reconnected) => {
+                self.written = seq;
+                self.progress.store(seq, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(SendError::Failed(k)) => Err(k),
+        }
+    }
+}
+
+/// How late a paced loop's sends went out: each one's lag behind its due time, and how many
+/// were later than the run's bound.
+struct Lateness {
+    lag: Option<Histogram<u64>>,
+    sends: u64,
+    bound_ns: u64,
+}
+
+impl Lateness {
+    /// For a paced loop (`paced`), whose waits also want the finest timers the system gives.
+    fn new(paced: bool, bound: Duration) -> Self {
+        if paced {
+            precise_timers();
+        }
+        Self {
+            lag: paced.then(latency::new_histogram),
+            sends: 0,
+            bound_ns: bound.as_nanos() as u64,
+        }
+    }
+
+    #[inline]
+    fn note(&mut self, lag: Duration) {
+        let lag = lag.as_nanos() as u64;
+        if let Some(h) = self.lag.as_mut() {
+            h.saturating_record(lag.max(1));
+        }
+        self.sends += u64::from(lag > self.bound_ns);
+    }
+}
+
+/// The end of a publisher's run is when the server confirms it has everything, not when the
+/// last bytes left the buffer. A connection replaced during the flush is flushed again on the
+/// new one, a few times at most (a server flapping faster than that is a failure worth
+/// reporting). Returns whether every message made it into a socket, and the error, if any.
+fn final_flush(shared: &Shared, buf: &mut Vec<u8>, timeout: Duration) -> (bool, Option<ErrorKind>) {
+    for _ in 0..=3 {
+        match shared.flush(buf, timeout) {
+            Ok(()) => return (true, None),
+            Err(SendError::Reconnected) => continue,
+            // The bytes were written; the server just did not confirm in time.
+            Err(SendError::Failed(ErrorKind::FlushTimeout)) => {
+                return (true, Some(ErrorKind::FlushTimeout))
+            }
+            Err(SendError::Failed(k)) => return (false, Some(k)),
+        }
+    }
+    (true, Some(ErrorKind::Disconnected))
+}
+
+/// Counts the error that ended a publish loop; a disconnect the reader saw too is the same
+/// event, counted once.
+fn count_failure(shared: &Shared, k: ErrorKind) {
+    if k != ErrorKind::Disconnected || !shared.is_ended() {
+        shared.errors.add(k);
+    }
+    shared.errors.failed(k, false);
 }
 
 /// Waits until `due`: sleeps while it is far, yields while it is near, spins for the last few

@@ -34,6 +34,7 @@
 
 mod capacity;
 mod charts;
+mod environment;
 mod faults;
 mod knee;
 mod knee_chart;

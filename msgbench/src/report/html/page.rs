@@ -12,11 +12,12 @@ use super::charts::{
     client_bars, compare_latency, compare_throughput, latency_timeline, percentile_chart,
     throughput_timeline,
 };
+use super::environment::environment;
 use super::knee_chart::{capacity_knee, result_knee};
 use super::model::{CalInput, CapInput, Input};
 use super::plural;
 use super::svg::esc;
-use super::tables::{environment, summary};
+use super::tables::summary;
 use crate::format;
 
 /// The report's style and script, which the live page (`--web`) uses too: one design.

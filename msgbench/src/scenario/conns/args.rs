@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::Args;
 use serde::Serialize;
 
-use crate::cli::{parse_duration_or_zero, ConnArgs, OutputArgs, Subscribe};
+use crate::cli::{parse_duration_or_zero, ConnArgs, Subscribe};
 use crate::values::{parse_count, parse_duration, parse_rate};
 
 #[derive(Debug, Clone, Args, Serialize)]
@@ -48,9 +48,6 @@ pub struct ConnsArgs {
     pub timeout: Duration,
     #[command(flatten)]
     pub conn: ConnArgs,
-    #[command(flatten)]
-    #[serde(skip)]
-    pub out: OutputArgs,
 }
 
 /// Connections in a fleet: the fleet's cost grows with traffic, not with the count, so the bound

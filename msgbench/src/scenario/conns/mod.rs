@@ -35,7 +35,7 @@ use options::ConnsOptions;
 /// `msgbench conns`.
 pub struct Conns;
 
-super::registry::flags!(ConnsArgs, out, conn);
+super::registry::flags!(ConnsArgs, conn);
 
 impl super::Scenario for Conns {
     type Args = ConnsArgs;
@@ -52,16 +52,16 @@ impl super::Scenario for Conns {
 }
 
 impl super::Runnable for ConnsOptions {
-    fn output(&self) -> &crate::options::Output {
-        &self.output
-    }
-    fn server(
-        &self,
-    ) -> Option<(
-        &crate::options::ServerChoice,
-        Option<crate::result::LinkSpec>,
-    )> {
-        Some((&self.server, self.conn.link))
+    /// Its load is connections: connect times, connections opened and failed, the checks
+    /// missed, the herd's way back, and errors. Its length is not the hold alone: the
+    /// connections open before it, at --connect-rate.
+    fn common(&self) -> super::Common {
+        super::Common {
+            timeout: self.timeout,
+            duration: Some(run::longest(self)),
+            measures: crate::metric::Metric::of(crate::metric::Family::Connections),
+            ..super::Common::nats(&self.server, self.conn.link)
+        }
     }
     /// The connections spread over the agents as subscribers do (from the last agent): they
     /// are the receiving end of the checks. Each agent opens its block with global ids, at its
@@ -94,23 +94,18 @@ impl super::Runnable for ConnsOptions {
     ) -> Result<()> {
         merged::conclude(self, merged)
     }
-    fn timeout(&self) -> std::time::Duration {
-        self.timeout
-    }
-    /// Not the hold alone: the connections open before it, at --connect-rate.
-    fn duration(&self) -> Option<std::time::Duration> {
-        Some(run::longest(self))
-    }
-    /// Its load is connections: connect times, connections opened and failed, the checks
-    /// missed, the herd's way back, and errors.
-    fn measures(&self) -> Vec<crate::metric::Metric> {
-        crate::metric::Metric::of(crate::metric::Family::Connections)
-    }
     fn params(&self) -> crate::result::Params {
         crate::result::Params::of(ConnsOptions::params(self))
     }
     fn run(&self, ctx: &super::Ctx<'_>) -> Result<RunResult> {
-        run::run(self, ctx.target()?, ctx.meter, ctx.stop, ctx.share)
+        run::run(
+            self,
+            ctx.target()?,
+            ctx.meter,
+            ctx.stop,
+            ctx.share,
+            ctx.progress,
+        )
     }
 }
 

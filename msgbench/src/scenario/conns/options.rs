@@ -9,7 +9,7 @@ use crate::cli::Subscribe;
 use crate::engine::BACKOFF_MAX;
 use crate::error::{Error, Result};
 use crate::options::conn::ConnOptions;
-use crate::options::{check_subject, server_choice, Output, ServerChoice};
+use crate::options::{check_subject, server_choice, ServerChoice};
 use crate::stats::recovery::FaultKind;
 
 /// File descriptors a run needs beyond one per connection: the checker's and the probe's
@@ -32,7 +32,6 @@ pub struct ConnsOptions {
     pub timeout: Duration,
     pub server: ServerChoice,
     pub conn: ConnOptions,
-    pub output: Output,
     /// What was done about the open-file limit, said once before the run.
     pub fd_note: Option<String>,
 }
@@ -42,7 +41,6 @@ impl ConnsOptions {
     /// [`Error::Usage`] naming the flag whose value cannot work, or the open-file limit that
     /// cannot fit the connections.
     pub fn new(a: &ConnsArgs) -> Result<Self> {
-        let out = &a.out;
         // A link proxy would hold two more sockets and a share of the memory per connection,
         // and a cluster's connections would all land on its first node: both would falsify
         // what conns measures.
@@ -139,7 +137,6 @@ impl ConnsOptions {
             timeout: a.timeout,
             server: server_choice(&a.conn)?,
             conn,
-            output: out.into(),
             fd_note,
         })
     }

@@ -84,11 +84,12 @@ pub fn run(
     meter: &Meter,
     stop: &AtomicBool,
     share: Option<Share<'_>>,
+    progress: bool,
 ) -> Result<RunResult> {
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let meta = probe(opts, target)?;
     if let Some(note) = &opts.fd_note {
-        say(opts, note);
+        say(progress, note);
     }
     // On agents the tag is the run's, so every agent's subjects are named alike.
     let run_tag = share.map_or_else(stamp::new_run_tag, |sh| sh.seg.run_tag);
@@ -104,6 +105,7 @@ pub fn run(
         run_tag,
         errors: Arc::new(ErrorCounts::default()),
         gauge: meter.conns(),
+        progress,
     };
     meter.watch_errors(&su.errors);
     let spec = fleet_spec(&su)?;
@@ -150,11 +152,13 @@ pub(super) struct Setup<'a> {
     pub errors: Arc<ErrorCounts>,
     /// The connections up, opened and lost, for the live figures.
     pub gauge: Arc<ConnsGauge>,
+    /// Lines of progress on stderr, unless --no-progress.
+    pub progress: bool,
 }
 
 /// A line of progress on stderr, unless --no-progress.
-fn say(opts: &ConnsOptions, s: &str) {
-    if opts.output.progress {
+fn say(progress: bool, s: &str) {
+    if progress {
         eprintln!("{s}");
     }
 }
@@ -255,7 +259,7 @@ fn hold(
         let server_connected = server_mem.read();
         let buffers_connected = fleet.board().buffer_bytes();
         say(
-            opts,
+            su.progress,
             &format!(
                 "{} of {} up; holding for {}",
                 fleet.board().ready_now(),
@@ -346,7 +350,7 @@ fn open(su: &Setup<'_>, fleet: &Fleet<'_>, stop: &AtomicBool) {
     let (opts, block) = (su.opts, su.block);
     let n = u64::from(block.count);
     say(
-        opts,
+        su.progress,
         &format!(
             "opening {n} connections ({})",
             match block.connect_rate {
@@ -362,7 +366,7 @@ fn open(su: &Setup<'_>, fleet: &Fleet<'_>, stop: &AtomicBool) {
         if last_said.elapsed() >= Duration::from_secs(1) {
             last_said = Instant::now();
             say(
-                opts,
+                su.progress,
                 &format!("  {} up, {} ended", b.ready_now(), b.finished_count()),
             );
         }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::Args;
 use serde::Serialize;
 
-use crate::cli::{parse_clients, ConnArgs, OutputArgs, PaceArgs, PaceShape};
+use crate::cli::{parse_clients, ConnArgs, PaceArgs, PaceShape};
 use crate::values::{parse_count, parse_duration, parse_size};
 
 #[derive(Debug, Clone, Args, Serialize)]
@@ -19,9 +19,6 @@ pub struct PubArgs {
     pub load: LoadArgs,
     #[command(flatten)]
     pub conn: ConnArgs,
-    #[command(flatten)]
-    #[serde(skip)]
-    pub out: OutputArgs,
 }
 
 #[derive(Debug, Clone, Args, Serialize)]
@@ -39,9 +36,6 @@ pub struct SubArgs {
     pub load: LoadArgs,
     #[command(flatten)]
     pub conn: ConnArgs,
-    #[command(flatten)]
-    #[serde(skip)]
-    pub out: OutputArgs,
 }
 
 #[derive(Debug, Clone, Args, Serialize)]
@@ -58,9 +52,6 @@ pub struct PubSubArgs {
     pub load: LoadArgs,
     #[command(flatten)]
     pub conn: ConnArgs,
-    #[command(flatten)]
-    #[serde(skip)]
-    pub out: OutputArgs,
 }
 
 /// What to send and for how long.

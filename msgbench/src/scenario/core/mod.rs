@@ -3,12 +3,9 @@
 //! the three: they share their flags, their options and their run, and differ only in who
 //! takes part ([`options::Sides`]).
 
-use std::time::Duration;
-
 use serde::Serialize;
 
-use super::{Compared, Ctx, Runnable, Scenario, Split};
-use crate::engine::pace::Stop;
+use super::{Common, Compared, Ctx, Runnable, Scenario, Split};
 use crate::error::{Error, Result};
 use crate::options::conn::ConnParams;
 use crate::result::{Describe, RunResult};
@@ -29,9 +26,9 @@ pub struct Sub;
 /// `msgbench pubsub`.
 pub struct Pubsub;
 
-super::registry::flags!(PubArgs, out, conn, pace = load.pace);
-super::registry::flags!(SubArgs, out, conn, pace = load.pace);
-super::registry::flags!(PubSubArgs, out, conn, pace = load.pace);
+super::registry::flags!(PubArgs, conn, pace = load.pace);
+super::registry::flags!(SubArgs, conn, pace = load.pace);
+super::registry::flags!(PubSubArgs, conn, pace = load.pace);
 
 impl Scenario for Pub {
     type Args = PubArgs;
@@ -108,45 +105,25 @@ fn shared<'a>(load: &'a LoadArgs, a: &'a impl super::Flags) -> Result<options::S
         conn: a
             .conn()
             .ok_or_else(|| Error::Usage("pub, sub and pubsub connect to NATS".into()))?,
-        out: a.out(),
     })
 }
 
 impl Runnable for Options {
-    fn output(&self) -> &crate::options::Output {
-        &self.output
-    }
-    fn allow_loss(&self) -> bool {
-        self.allow_loss
-    }
-    fn schedule(&self) -> Option<&crate::stats::schedule::RateSchedule> {
-        self.pace.schedule().filter(|s| !s.is_fixed())
-    }
-    fn server(
-        &self,
-    ) -> Option<(
-        &crate::options::ServerChoice,
-        Option<crate::result::LinkSpec>,
-    )> {
-        Some((&self.server, self.conn.link))
+    fn common(&self) -> Common {
+        Common {
+            allow_loss: self.allow_loss,
+            schedule: Common::staged(self.pace.schedule()),
+            timeout: self.timeout,
+            duration: self.stop.duration(),
+            fanout: u64::from(self.subs.max(1)),
+            ..Common::nats(&self.server, self.conn.link)
+        }
     }
     fn split(&self) -> Result<Split> {
         Ok(Split {
             pubs: self.pubs,
             subs: self.subs,
         })
-    }
-    fn fanout(&self) -> u64 {
-        u64::from(self.subs.max(1))
-    }
-    fn timeout(&self) -> Duration {
-        self.timeout
-    }
-    fn duration(&self) -> Option<Duration> {
-        match self.stop {
-            Stop::For(d) => Some(d),
-            Stop::Count(_) => None,
-        }
     }
     fn params(&self) -> crate::result::Params {
         crate::result::Params::of(Options::params(self))

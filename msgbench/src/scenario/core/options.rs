@@ -6,11 +6,11 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::args::{LoadArgs, StallArgs};
-use crate::cli::{ConnArgs, OutputArgs};
+use crate::cli::ConnArgs;
 use crate::engine::pace::{Pace, Stop};
 use crate::error::{Error, Result};
 use crate::options::conn;
-use crate::options::{check_subject, pace, server_choice, Output, ServerChoice};
+use crate::options::{check_subject, pace, server_choice, ServerChoice};
 
 /// Which of the three runs. The scenario code is one; this only names it and fixes its shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -72,7 +72,6 @@ pub struct Options {
     pub start_timeout: Duration,
     pub allow_loss: bool,
     pub sub_stall: Option<(u64, Duration)>,
-    pub output: Output,
 }
 
 /// Who takes part in a run of one of the three scenarios, as its flags say: the one thing
@@ -91,7 +90,6 @@ pub struct Sides<'a> {
 pub struct Shared<'a> {
     pub load: &'a LoadArgs,
     pub conn: &'a ConnArgs,
-    pub out: &'a OutputArgs,
 }
 
 impl Options {
@@ -107,7 +105,7 @@ impl Options {
             stall,
             start_timeout,
         } = *sides;
-        let Shared { load, conn, out } = *flags;
+        let Shared { load, conn } = *flags;
         if scenario == ScenarioKind::Sub {
             refuse_publishing_flags(load)?;
         }
@@ -178,7 +176,6 @@ impl Options {
             start_timeout: start_timeout.unwrap_or(load.timeout),
             allow_loss: load.allow_loss,
             sub_stall: stall.and_then(|s| s.sub_stall),
-            output: out.into(),
         })
     }
 

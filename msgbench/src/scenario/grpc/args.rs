@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::Args;
 use serde::Serialize;
 
-use crate::cli::{parse_clients, OutputArgs, PaceArgs, PaceShape};
+use crate::cli::{parse_clients, PaceArgs, PaceShape};
 use crate::values::{parse_count, parse_duration};
 
 /// Which service definition to use, and which method or message of it.
@@ -110,9 +110,6 @@ pub struct GrpcArgs {
     /// Exit 0 even if calls failed.
     #[arg(long)]
     pub allow_loss: bool,
-    #[command(flatten)]
-    #[serde(skip)]
-    pub out: OutputArgs,
 }
 
 /// What `--rate` means for `grpc`: requests, open loop, or closed loop at 0; `--rps` as in ghz.

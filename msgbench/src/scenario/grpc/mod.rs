@@ -33,7 +33,7 @@ use serve::serve;
 /// `msgbench grpc`, with its two helpers `grpc serve` and `grpc encode`.
 pub struct Grpc;
 
-super::registry::flags!(GrpcArgs, out, pace = pace);
+super::registry::flags!(GrpcArgs, pace = pace);
 
 impl super::Scenario for Grpc {
     type Args = GrpcArgs;
@@ -92,14 +92,17 @@ impl super::Scenario for Grpc {
 }
 
 impl super::Runnable for GrpcOptions {
-    fn output(&self) -> &crate::options::Output {
-        &self.output
-    }
-    fn allow_loss(&self) -> bool {
-        self.allow_loss
-    }
-    fn schedule(&self) -> Option<&crate::stats::schedule::RateSchedule> {
-        self.pace.schedule().filter(|s| !s.is_fixed())
+    fn common(&self) -> super::Common {
+        let url = match &self.target {
+            GrpcTarget::Url { uri, .. } => Some(options::url_of(uri)),
+            GrpcTarget::Embedded => None,
+        };
+        super::Common {
+            allow_loss: self.allow_loss,
+            schedule: super::Common::staged(self.pace.schedule()),
+            timeout: self.timeout,
+            ..super::Common::service(url)
+        }
     }
     fn split(&self) -> Result<super::Split> {
         // The clients spread over the agents, each on connection `id mod --connections` of its
@@ -109,25 +112,12 @@ impl super::Runnable for GrpcOptions {
             subs: 0,
         })
     }
-    fn agents_target(&self) -> Result<Option<String>> {
-        match &self.target {
-            GrpcTarget::Url { uri, .. } => Ok(Some(options::url_of(uri))),
-            GrpcTarget::Embedded => Err(Error::Usage(
-                "--agents needs --server URL: agents cannot share a gRPC service msgbench \
-                 starts itself"
-                    .into(),
-            )),
-        }
-    }
     fn conclude(
         &self,
         merged: &mut RunResult,
         _target: Option<&crate::server::Target>,
     ) -> Result<()> {
         assemble::conclude(self, merged)
-    }
-    fn timeout(&self) -> std::time::Duration {
-        self.timeout
     }
     fn params(&self) -> crate::result::Params {
         crate::result::Params::of(GrpcOptions::params(self))

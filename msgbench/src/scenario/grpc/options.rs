@@ -9,7 +9,7 @@ use super::args::{GrpcArgs, GrpcSchemaArgs};
 use crate::engine::pace::{Pace, Stop};
 use crate::engine::tls::{Tls, TlsOptions};
 use crate::error::{Error, Result};
-use crate::options::{check_rate, Output};
+use crate::options::check_rate;
 
 /// Where the service is.
 #[derive(Debug, Clone)]
@@ -69,7 +69,6 @@ pub struct GrpcOptions {
     pub tls: Option<&'static Tls>,
     pub tls_server_name: Option<String>,
     pub allow_loss: bool,
-    pub output: Output,
 }
 
 impl GrpcOptions {
@@ -210,7 +209,6 @@ impl GrpcOptions {
             tls,
             tls_server_name: a.tls_server_name.clone(),
             allow_loss: a.allow_loss,
-            output: Output::from(&a.out),
         })
     }
 

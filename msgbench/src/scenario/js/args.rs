@@ -9,8 +9,8 @@ use clap::Args;
 use serde::Serialize;
 
 use crate::cli::{
-    parse_clients, ConnArgs, Discard, JsPubMode, KeyOrder, OutputArgs, PaceArgs, PaceShape,
-    Persist, Publish, Storage,
+    parse_clients, ConnArgs, Discard, JsPubMode, KeyOrder, PaceArgs, PaceShape, Persist, Publish,
+    Storage,
 };
 use crate::engine::pull::{AckMode, PullMode};
 use crate::values::{parse_count, parse_duration, parse_rate, parse_size};
@@ -114,9 +114,6 @@ pub struct JsPubArgs {
     pub allow_loss: bool,
     #[command(flatten)]
     pub conn: ConnArgs,
-    #[command(flatten)]
-    #[serde(skip)]
-    pub out: OutputArgs,
 }
 
 /// What `--rate` means for `js pub`: publishes, open loop in --mode async.
@@ -173,9 +170,6 @@ pub struct JsConsumeArgs {
     pub allow_loss: bool,
     #[command(flatten)]
     pub conn: ConnArgs,
-    #[command(flatten)]
-    #[serde(skip)]
-    pub out: OutputArgs,
 }
 
 #[derive(Debug, Clone, Args, Serialize)]
@@ -234,7 +228,4 @@ pub struct KvArgs {
     pub allow_loss: bool,
     #[command(flatten)]
     pub conn: ConnArgs,
-    #[command(flatten)]
-    #[serde(skip)]
-    pub out: OutputArgs,
 }

@@ -30,7 +30,7 @@ use crate::result::{JsReport, RunResult, ServerMeta};
 use crate::scenario::request::RequestOptions;
 use crate::scenario::request::{self, JsAcks};
 use crate::scenario::segment::{Peers, Segment, Started};
-use crate::scenario::{Runnable, Share};
+use crate::scenario::Share;
 use crate::server::Target;
 use crate::stats::acks::{AckSet, GAPS_LISTED};
 use crate::stats::latency::new_histogram;
@@ -225,7 +225,7 @@ fn messages(
         }
         Source::Stream => (state.first_seq, opts.msgs.min(state.messages)),
         // A schedule's count is known only once it has run: the consumers drain instead.
-        Source::Live if Runnable::schedule(opts).is_some() => (state.last_seq + 1, u64::MAX),
+        Source::Live if opts.schedule().is_some() => (state.last_seq + 1, u64::MAX),
         Source::Before | Source::Live => (state.last_seq + 1, opts.msgs),
     };
     // Filling the stream first: the consumers then time consuming alone. On agents each fills

@@ -11,7 +11,7 @@
 //! around another client's driver for `compare`), `consume` and `consumed` (connect and pull,
 //! then the result), and `text` (the text output's JetStream and consumer sections).
 
-use super::{Compared, Ctx, Runnable, Scenario, Split};
+use super::{Common, Compared, Ctx, Runnable, Scenario, Split};
 use crate::cli::JsPubMode;
 use crate::error::{Error, Result};
 use crate::result::RunResult;
@@ -44,9 +44,9 @@ pub struct KvPut;
 /// `msgbench kv get`.
 pub struct KvGet;
 
-super::registry::flags!(JsPubArgs, out, conn, pace = pace);
-super::registry::flags!(JsConsumeArgs, out, conn);
-super::registry::flags!(KvArgs, out, conn);
+super::registry::flags!(JsPubArgs, conn, pace = pace);
+super::registry::flags!(JsConsumeArgs, conn);
+super::registry::flags!(KvArgs, conn);
 
 impl Scenario for JsPub {
     type Args = JsPubArgs;
@@ -102,22 +102,14 @@ impl Scenario for KvGet {
 }
 
 impl Runnable for JsPubOptions {
-    fn output(&self) -> &crate::options::Output {
-        &self.publish.output
-    }
-    fn allow_loss(&self) -> bool {
-        self.publish.allow_loss
-    }
-    fn schedule(&self) -> Option<&crate::stats::schedule::RateSchedule> {
-        self.publish.pace.schedule().filter(|s| !s.is_fixed())
-    }
-    fn server(
-        &self,
-    ) -> Option<(
-        &crate::options::ServerChoice,
-        Option<crate::result::LinkSpec>,
-    )> {
-        Some((&self.publish.server, self.publish.conn.link))
+    fn common(&self) -> Common {
+        let p = &self.publish;
+        Common {
+            allow_loss: p.allow_loss,
+            schedule: Common::staged(p.pace.schedule()),
+            timeout: p.timeout,
+            ..Common::nats(&p.server, p.conn.link)
+        }
     }
     fn split(&self) -> Result<Split> {
         if self.mode == JsPubMode::Fast {
@@ -143,9 +135,6 @@ impl Runnable for JsPubOptions {
             return Ok(());
         };
         publish::conclude(self, merged, target)
-    }
-    fn timeout(&self) -> std::time::Duration {
-        self.publish.timeout
     }
     fn params(&self) -> crate::result::Params {
         crate::result::Params::of(JsPubParams::of(self))
@@ -178,23 +167,21 @@ impl Runnable for JsPubOptions {
     }
 }
 
-impl Runnable for JsConsumeOptions {
-    fn output(&self) -> &crate::options::Output {
-        &self.output
-    }
-    fn schedule(&self) -> Option<&crate::stats::schedule::RateSchedule> {
+impl JsConsumeOptions {
+    /// The live publisher's `--rate-schedule`, when it has stages.
+    pub fn schedule(&self) -> Option<&crate::stats::schedule::RateSchedule> {
         (self.publish.as_ref()?.pace.schedule()).filter(|s| !s.is_fixed())
     }
-    fn allow_loss(&self) -> bool {
-        self.allow_loss
-    }
-    fn server(
-        &self,
-    ) -> Option<(
-        &crate::options::ServerChoice,
-        Option<crate::result::LinkSpec>,
-    )> {
-        Some((&self.server, self.conn.link))
+}
+
+impl Runnable for JsConsumeOptions {
+    fn common(&self) -> Common {
+        Common {
+            allow_loss: self.allow_loss,
+            schedule: self.schedule().cloned(),
+            timeout: self.timeout,
+            ..Common::nats(&self.server, self.conn.link)
+        }
     }
     fn split(&self) -> Result<Split> {
         // The consumers spread over the agents and share one durable consumer, as the clients
@@ -214,9 +201,6 @@ impl Runnable for JsConsumeOptions {
         };
         consumed::conclude(self, merged, target)
     }
-    fn timeout(&self) -> std::time::Duration {
-        self.timeout
-    }
     fn params(&self) -> crate::result::Params {
         crate::result::Params::of(ConsumeParams::of(self))
     }
@@ -226,21 +210,13 @@ impl Runnable for JsConsumeOptions {
 }
 
 impl Runnable for KvOptions {
-    fn output(&self) -> &crate::options::Output {
-        self.gets
-            .as_ref()
-            .map_or(&self.put.publish.output, |g| &g.output)
-    }
-    fn allow_loss(&self) -> bool {
-        self.put.publish.allow_loss
-    }
-    fn server(
-        &self,
-    ) -> Option<(
-        &crate::options::ServerChoice,
-        Option<crate::result::LinkSpec>,
-    )> {
-        Some((&self.put.publish.server, self.put.publish.conn.link))
+    fn common(&self) -> Common {
+        let p = &self.put.publish;
+        Common {
+            allow_loss: p.allow_loss,
+            timeout: p.timeout,
+            ..Common::nats(&p.server, p.conn.link)
+        }
     }
     fn split(&self) -> Result<Split> {
         // As js pub: the putters (or getters) spread over the agents; puts are reconciled with
@@ -263,13 +239,11 @@ impl Runnable for KvOptions {
             return publish::conclude(&self.put, merged, target);
         }
         // The gets leave nothing to reconcile; the bucket, when asked, goes once all are done.
-        if let Ok(api) = stream::api_conn(target, &self.put.publish.conn, self.timeout()) {
+        if let Ok(api) = stream::api_conn(target, &self.put.publish.conn, self.put.publish.timeout)
+        {
             stream::clean_up(api, &self.put.streams, self.put.delete_after);
         }
         Ok(())
-    }
-    fn timeout(&self) -> std::time::Duration {
-        self.put.publish.timeout
     }
     fn params(&self) -> crate::result::Params {
         crate::result::Params::of(KvParams::of(self))

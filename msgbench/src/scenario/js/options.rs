@@ -19,7 +19,7 @@ use crate::engine::pace::{Pace, Stop};
 use crate::engine::pull::{AckMode, PullMode};
 use crate::error::{Error, Result};
 use crate::options::conn::ConnOptions;
-use crate::options::{server_choice, Output, ServerChoice};
+use crate::options::{server_choice, ServerChoice};
 use crate::scenario::request::RequestOptions;
 use crate::wire::stamp::SEQ_LEN;
 
@@ -70,7 +70,6 @@ fn publishing(
     allow_loss: bool,
     server: ServerChoice,
     conn: ConnOptions,
-    output: Output,
 ) -> RequestOptions {
     RequestOptions {
         clients,
@@ -85,7 +84,6 @@ fn publishing(
         allow_loss,
         server,
         conn,
-        output,
         scenario,
         spread: None,
         js_bases: None,
@@ -181,7 +179,6 @@ impl JsPubOptions {
             a.allow_loss,
             server_choice(&a.conn)?,
             conn,
-            (&a.out).into(),
         );
         publish.spread = spread;
         check_captured(&streams, &publish)?;
@@ -246,7 +243,6 @@ pub struct JsConsumeOptions {
     pub allow_loss: bool,
     pub server: ServerChoice,
     pub conn: ConnOptions,
-    pub output: Output,
     /// The publisher of [`Source::Before`] and [`Source::Live`].
     pub publish: Option<RequestOptions>,
 }
@@ -318,7 +314,6 @@ impl JsConsumeOptions {
         let conn = ConnOptions::new(&a.conn)?;
         conn.no_fault("js consume")?;
         let server = server_choice(&a.conn)?;
-        let output: Output = (&a.out).into();
         // A schedule sets how many are published: about its mean rate over its length.
         let msgs = match (&pace, &schedule_stop) {
             (Pace::Open(sc), Some(_)) => sc.total().round() as u64,
@@ -343,7 +338,6 @@ impl JsConsumeOptions {
                 a.allow_loss,
                 server.clone(),
                 conn,
-                Output::default(),
             )
         });
         if let Some(p) = &publish {
@@ -364,7 +358,6 @@ impl JsConsumeOptions {
             allow_loss: a.allow_loss,
             server,
             conn,
-            output,
             publish,
         })
     }
@@ -464,7 +457,6 @@ impl KvOptions {
             a.allow_loss,
             server.clone(),
             conn,
-            (&a.out).into(),
         );
         put.keys = Some(keys);
         let gets = get.then(|| {
@@ -481,7 +473,6 @@ impl KvOptions {
                 a.allow_loss,
                 server,
                 conn,
-                (&a.out).into(),
             );
             g.keys = Some(keys);
             // Fill: every key once, in order, as fast as acknowledgements allow.
@@ -490,7 +481,6 @@ impl KvOptions {
             put.in_flight = DEFAULT_WINDOW as usize;
             put.stop = Stop::Count(a.keys);
             put.keys = Some(Keys::cycle(a.keys));
-            put.output = Output::default();
             g
         });
         Ok(Self {

@@ -11,7 +11,6 @@ use crate::format::{counted, group};
 use crate::options::conn::ConnParams;
 use crate::result::{Describe, RunResult};
 use crate::scenario::request::RequestOptions;
-use crate::scenario::Runnable;
 
 /// What every publishing run records (`js pub`, `kv put`, and `kv get`, whose gets are
 /// requests too): the run's clients, its pace and length, and what each message is.
@@ -303,7 +302,7 @@ impl ConsumeParams {
             ack: o.ack,
             publish: o.source,
             rate: o.publish.as_ref().map_or(0.0, |p| p.pace.target_rate()),
-            rate_schedule: Runnable::schedule(o).map(ToString::to_string),
+            rate_schedule: o.schedule().map(ToString::to_string),
             msgs: o.msgs,
             size: o.publish.as_ref().map(|p| p.size),
             subject: o.stream.subjects.join(","),

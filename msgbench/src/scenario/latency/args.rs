@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::Args;
 use serde::Serialize;
 
-use crate::cli::{parse_duration_or_zero, BusyPoll, ConnArgs, OutputArgs, PaceArgs, PaceShape};
+use crate::cli::{parse_duration_or_zero, BusyPoll, ConnArgs, PaceArgs, PaceShape};
 use crate::values::{parse_count, parse_duration, parse_size};
 
 #[derive(Debug, Clone, Args, Serialize)]
@@ -54,9 +54,6 @@ pub struct LatencyArgs {
     pub allow_loss: bool,
     #[command(flatten)]
     pub conn: ConnArgs,
-    #[command(flatten)]
-    #[serde(skip)]
-    pub out: OutputArgs,
 }
 
 /// What the pace flags mean for `latency`: one publisher always paced, by default at 1000/s for

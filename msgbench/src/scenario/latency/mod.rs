@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::engine::pace::Stop;
 use crate::error::{Error, Result};
 use crate::options::conn::ConnParams;
 use crate::result::{Describe, RunResult};
@@ -25,12 +24,6 @@ pub use options::LatencyOptions;
 pub struct Latency;
 
 impl crate::scenario::Flags for LatencyArgs {
-    fn out(&self) -> &crate::cli::OutputArgs {
-        &self.out
-    }
-    fn out_mut(&mut self) -> &mut crate::cli::OutputArgs {
-        &mut self.out
-    }
     fn conn(&self) -> Option<&crate::cli::ConnArgs> {
         Some(&self.conn)
     }
@@ -80,28 +73,23 @@ impl crate::scenario::Scenario for Latency {
 }
 
 impl crate::scenario::Runnable for LatencyOptions {
-    fn output(&self) -> &crate::options::Output {
-        &self.output
-    }
-    fn allow_loss(&self) -> bool {
-        self.allow_loss
-    }
-    fn schedule(&self) -> Option<&crate::stats::schedule::RateSchedule> {
-        Some(&self.schedule).filter(|s| !s.is_fixed())
-    }
-    fn server(
-        &self,
-    ) -> Option<(
-        &crate::options::ServerChoice,
-        Option<crate::result::LinkSpec>,
-    )> {
-        Some((&self.server_a, self.conn.link))
-    }
-    fn second(&self) -> crate::scenario::Second<'_> {
-        match &self.server_b {
-            Some(b) => crate::scenario::Second::Server(b),
+    fn common(&self) -> crate::scenario::Common {
+        use crate::scenario::{Common, Load, Second};
+        let second = match &self.server_b {
+            Some(b) => Second::Server(b.clone()),
             // In a local cluster the subscriber sits on the second node: latency across a route.
-            None => crate::scenario::Second::NextNode,
+            None => Second::NextNode,
+        };
+        Common {
+            allow_loss: self.allow_loss,
+            schedule: Common::staged(Some(&self.schedule)),
+            timeout: self.timeout,
+            duration: self.stop.duration(),
+            ..Common::new(Load::Nats {
+                server: self.server_a.clone(),
+                link: self.conn.link,
+                second,
+            })
         }
     }
     fn split(&self) -> Result<crate::scenario::Split> {
@@ -111,15 +99,6 @@ impl crate::scenario::Runnable for LatencyOptions {
             ));
         }
         Ok(crate::scenario::Split { pubs: 1, subs: 1 })
-    }
-    fn timeout(&self) -> Duration {
-        self.timeout
-    }
-    fn duration(&self) -> Option<Duration> {
-        match self.stop {
-            Stop::For(d) => Some(d),
-            Stop::Count(_) => None,
-        }
     }
     fn params(&self) -> crate::result::Params {
         crate::result::Params::of(LatencyOptions::params(self))

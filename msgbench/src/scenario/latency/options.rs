@@ -8,7 +8,7 @@ use super::args::LatencyArgs;
 use crate::cli::BusyPoll;
 use crate::engine::pace::Stop;
 use crate::error::{Error, Result};
-use crate::options::{check_subject, server_choice, server_choice_from, Output, ServerChoice};
+use crate::options::{check_subject, server_choice, server_choice_from, ServerChoice};
 use crate::stats::schedule::RateSchedule;
 use crate::wire::stamp::SEQ_LEN;
 
@@ -36,7 +36,6 @@ pub struct LatencyOptions {
     pub busy_poll: bool,
     pub timeout: Duration,
     pub allow_loss: bool,
-    pub output: Output,
 }
 
 impl LatencyOptions {
@@ -119,7 +118,6 @@ impl LatencyOptions {
             },
             timeout: a.timeout,
             allow_loss: a.allow_loss,
-            output: (&a.out).into(),
         })
     }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::Args;
 use serde::Serialize;
 
-use crate::cli::{parse_clients, ConnArgs, OutputArgs, Storage};
+use crate::cli::{parse_clients, ConnArgs, Storage};
 use crate::values::{parse_count, parse_duration, parse_size};
 
 /// What `obj put` and `obj get` both take.
@@ -54,9 +54,6 @@ pub struct ObjPutArgs {
     pub max_bytes: Option<usize>,
     #[command(flatten)]
     pub conn: ConnArgs,
-    #[command(flatten)]
-    #[serde(skip)]
-    pub out: OutputArgs,
 }
 
 #[derive(Debug, Clone, Args, Serialize)]
@@ -65,7 +62,4 @@ pub struct ObjGetArgs {
     pub common: ObjCommon,
     #[command(flatten)]
     pub conn: ConnArgs,
-    #[command(flatten)]
-    #[serde(skip)]
-    pub out: OutputArgs,
 }

@@ -37,8 +37,8 @@ pub struct ObjPut;
 /// `msgbench obj get`.
 pub struct ObjGet;
 
-super::registry::flags!(ObjPutArgs, out, conn);
-super::registry::flags!(ObjGetArgs, out, conn);
+super::registry::flags!(ObjPutArgs, conn);
+super::registry::flags!(ObjGetArgs, conn);
 
 impl Scenario for ObjPut {
     type Args = ObjPutArgs;
@@ -63,16 +63,11 @@ impl Scenario for ObjGet {
 }
 
 impl Runnable for ObjOptions {
-    fn output(&self) -> &crate::options::Output {
-        &self.output
-    }
-    fn server(
-        &self,
-    ) -> Option<(
-        &crate::options::ServerChoice,
-        Option<crate::result::LinkSpec>,
-    )> {
-        Some((&self.server, self.conn.link))
+    fn common(&self) -> super::Common {
+        super::Common {
+            timeout: self.timeout,
+            ..super::Common::nats(&self.server, self.conn.link)
+        }
     }
     fn split(&self) -> Result<Split> {
         // The clients spread over the agents; object i stays with client i mod clients.
@@ -90,9 +85,6 @@ impl Runnable for ObjOptions {
             return Ok(());
         };
         report::conclude(self, merged, target)
-    }
-    fn timeout(&self) -> std::time::Duration {
-        self.timeout
     }
     fn params(&self) -> crate::result::Params {
         crate::result::Params::of(ObjParams::of(self))

@@ -8,7 +8,7 @@ use super::args::{ObjCommon, ObjGetArgs, ObjPutArgs};
 use crate::cli::Storage;
 use crate::error::{Error, Result};
 use crate::options::conn::ConnOptions;
-use crate::options::{server_choice, Output, ServerChoice};
+use crate::options::{server_choice, ServerChoice};
 
 /// The smallest and largest object a put makes.
 pub const MIN_SIZE: usize = 1 << 10;
@@ -39,7 +39,6 @@ pub struct ObjOptions {
     pub put: Option<PutOptions>,
     pub server: ServerChoice,
     pub conn: ConnOptions,
-    pub output: Output,
 }
 
 impl ObjOptions {
@@ -84,7 +83,7 @@ impl ObjOptions {
                 )));
             }
         }
-        let mut o = Self::common(&a.common, &a.conn, &a.out, "obj put")?;
+        let mut o = Self::common(&a.common, &a.conn, "obj put")?;
         o.put = Some(PutOptions {
             size: a.size,
             chunk_size: a.chunk_size,
@@ -97,15 +96,10 @@ impl ObjOptions {
     /// # Errors
     /// [`Error::Usage`] naming the flag whose value cannot work.
     pub fn get(a: &ObjGetArgs) -> Result<Self> {
-        Self::common(&a.common, &a.conn, &a.out, "obj get")
+        Self::common(&a.common, &a.conn, "obj get")
     }
 
-    fn common(
-        c: &ObjCommon,
-        conn: &crate::cli::ConnArgs,
-        out: &crate::cli::OutputArgs,
-        command: &str,
-    ) -> Result<Self> {
+    fn common(c: &ObjCommon, conn: &crate::cli::ConnArgs, command: &str) -> Result<Self> {
         check_bucket(&c.bucket)?;
         if c.objects == 0 {
             return Err(Error::flag("--objects", "0", "must be at least 1"));
@@ -130,7 +124,6 @@ impl ObjOptions {
             put: None,
             server: server_choice(conn)?,
             conn: conn_opts,
-            output: out.into(),
         })
     }
 }

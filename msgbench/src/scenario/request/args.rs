@@ -6,9 +6,7 @@ use std::time::Duration;
 use clap::Args;
 use serde::Serialize;
 
-use crate::cli::{
-    parse_clients, parse_duration_or_zero, ConnArgs, OutputArgs, PaceArgs, PaceShape,
-};
+use crate::cli::{parse_clients, parse_duration_or_zero, ConnArgs, PaceArgs, PaceShape};
 use crate::values::{parse_count, parse_duration, parse_size};
 
 #[derive(Debug, Clone, Args, Serialize)]
@@ -49,9 +47,6 @@ pub struct RequestArgs {
     pub allow_loss: bool,
     #[command(flatten)]
     pub conn: ConnArgs,
-    #[command(flatten)]
-    #[serde(skip)]
-    pub out: OutputArgs,
 }
 
 /// What `--rate` means for `request`: requests, open loop, or closed loop at 0.
@@ -80,7 +75,4 @@ pub struct ReplyArgs {
     pub duration: Option<Duration>,
     #[command(flatten)]
     pub conn: ConnArgs,
-    #[command(flatten)]
-    #[serde(skip)]
-    pub out: OutputArgs,
 }

@@ -8,11 +8,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::engine::pace::Stop;
 use crate::error::Result;
 use crate::options::conn::ConnParams;
 use crate::result::{Describe, RunResult};
-use crate::scenario::{Compared, Ctx, Runnable, Scenario, Split};
+use crate::scenario::{Common, Compared, Ctx, Runnable, Scenario, Split};
 
 mod args;
 mod assemble;
@@ -31,7 +30,7 @@ pub use run::{run_request, run_requests, JsAcks};
 /// `msgbench request`.
 pub struct Request;
 
-crate::scenario::registry::flags!(RequestArgs, out, conn, pace = pace);
+crate::scenario::registry::flags!(RequestArgs, conn, pace = pace);
 
 impl Scenario for Request {
     type Args = RequestArgs;
@@ -55,22 +54,14 @@ impl Scenario for Request {
 }
 
 impl Runnable for RequestOptions {
-    fn output(&self) -> &crate::options::Output {
-        &self.output
-    }
-    fn allow_loss(&self) -> bool {
-        self.allow_loss
-    }
-    fn schedule(&self) -> Option<&crate::stats::schedule::RateSchedule> {
-        self.pace.schedule().filter(|s| !s.is_fixed())
-    }
-    fn server(
-        &self,
-    ) -> Option<(
-        &crate::options::ServerChoice,
-        Option<crate::result::LinkSpec>,
-    )> {
-        Some((&self.server, self.conn.link))
+    fn common(&self) -> Common {
+        Common {
+            allow_loss: self.allow_loss,
+            schedule: Common::staged(self.pace.schedule()),
+            timeout: self.timeout,
+            duration: self.stop.duration(),
+            ..Common::nats(&self.server, self.conn.link)
+        }
     }
     fn split(&self) -> Result<Split> {
         // Requesters split like publishers, responders like subscribers (from the last agent):
@@ -79,15 +70,6 @@ impl Runnable for RequestOptions {
             pubs: self.clients,
             subs: self.responders,
         })
-    }
-    fn timeout(&self) -> Duration {
-        self.timeout
-    }
-    fn duration(&self) -> Option<Duration> {
-        match self.stop {
-            Stop::For(d) => Some(d),
-            Stop::Count(_) => None,
-        }
     }
     fn params(&self) -> crate::result::Params {
         crate::result::Params::of(RequestOptions::params(self))
@@ -105,7 +87,6 @@ impl Runnable for RequestOptions {
             duration: Duration::from_secs(24 * 3600),
             server: self.server.clone(),
             conn: self.conn,
-            output: crate::options::Output::default(),
             // Its lifetime is the driver's run, not the day it is bounded by.
             announce: false,
         };
@@ -122,7 +103,7 @@ impl Runnable for RequestOptions {
 /// `msgbench reply`.
 pub struct Reply;
 
-crate::scenario::registry::flags!(ReplyArgs, out, conn);
+crate::scenario::registry::flags!(ReplyArgs, conn);
 
 impl Scenario for Reply {
     type Args = ReplyArgs;
@@ -136,16 +117,11 @@ impl Scenario for Reply {
 }
 
 impl Runnable for ReplyOptions {
-    fn output(&self) -> &crate::options::Output {
-        &self.output
-    }
-    fn server(
-        &self,
-    ) -> Option<(
-        &crate::options::ServerChoice,
-        Option<crate::result::LinkSpec>,
-    )> {
-        Some((&self.server, self.conn.link))
+    fn common(&self) -> Common {
+        Common {
+            duration: Some(self.duration),
+            ..Common::nats(&self.server, self.conn.link)
+        }
     }
     fn split(&self) -> Result<Split> {
         // Responders fill agents from the last, as they do in a request run on agents.
@@ -153,9 +129,6 @@ impl Runnable for ReplyOptions {
             pubs: 0,
             subs: self.clients,
         })
-    }
-    fn duration(&self) -> Option<std::time::Duration> {
-        Some(self.duration)
     }
     fn params(&self) -> crate::result::Params {
         crate::result::Params::of(ReplyOptions::params(self))

@@ -8,7 +8,7 @@ use crate::engine::jsframe::JsFraming;
 use crate::engine::load::Keys;
 use crate::engine::pace::{Pace, Stop};
 use crate::error::{Error, Result};
-use crate::options::{check_subject, server_choice, Output, ServerChoice};
+use crate::options::{check_subject, server_choice, ServerChoice};
 use crate::wire::stamp::SEQ_LEN;
 
 #[derive(Debug, Clone)]
@@ -26,7 +26,6 @@ pub struct RequestOptions {
     pub allow_loss: bool,
     pub server: ServerChoice,
     pub conn: crate::options::conn::ConnOptions,
-    pub output: Output,
     /// The scenario's name in results (`request`, or `js.pub` for JetStream publishes).
     pub scenario: &'static str,
     /// `Some(n)`: client i sends to `<subject>.<i mod n>` (a write flood over n streams, each
@@ -111,7 +110,6 @@ impl RequestOptions {
             allow_loss: a.allow_loss,
             server: server_choice(&a.conn)?,
             conn,
-            output: (&a.out).into(),
             scenario: "request",
             spread: None,
             js_bases: None,
@@ -170,7 +168,6 @@ pub struct ReplyOptions {
     pub duration: Duration,
     pub server: ServerChoice,
     pub conn: crate::options::conn::ConnOptions,
-    pub output: Output,
     /// Say on stderr what is being served: the `reply` command does; a service started for
     /// someone else's run (compare's drivers) does not.
     pub announce: bool,
@@ -202,7 +199,6 @@ impl ReplyOptions {
                 c.no_fault("reply")?;
                 c
             },
-            output: (&a.out).into(),
         })
     }
 

@@ -12,11 +12,10 @@
 //! a silent server cannot hold a slot, and every loop ends by itself: after its count, after its
 //! duration, or when asked to stop.
 //!
-//! About 820 lines, past the 600 lines a file aims for: the one loop for all four call shapes
-//! stays whole, and the unary loop over msgbench's own HTTP/2 (`run_raw`) sits beside it because
-//! it times, paces, ends and records through the same `Client` steps (`due`, `wanted`,
-//! `leaving`, `record_call`), so that the two cannot drift apart. Moving `run_raw` out would
-//! mean opening those steps to another module.
+//! The loops share one `Client`, whose steps (`due`, `wanted`, `leaving`, `record_call`) time,
+//! pace, end and record every request alike, so that they cannot drift apart: whole calls
+//! here, the unary loop over msgbench's own HTTP/2 in [`raw`], bidi streams in [`bidi`] (child
+//! modules, which see the steps without their being opened to the rest of the engine).
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -33,7 +32,7 @@ use tonic::metadata::MetadataMap;
 use tonic::transport::Channel;
 use tonic::{Code, Request, Status};
 
-use super::h2raw::{Answered, Raw};
+use super::h2raw::Raw;
 use super::schema::CallKind;
 use super::template::Template;
 use super::wire::{self, CallHead, Wire};
@@ -43,6 +42,9 @@ use crate::stats::latency::{new_histogram, MAX_NS};
 use crate::stats::schedule::PubSchedule;
 use crate::stats::stages::StageTotals;
 use crate::stats::timeline::ClientMeter;
+
+mod bidi;
+mod raw;
 
 /// What every client of a run does, decided before the start.
 #[derive(Debug, Clone)]
@@ -408,127 +410,6 @@ impl Client<'_> {
         out
     }
 
-    /// Unary calls on a connection of this client's own: each turn sends every call that is
-    /// due in one write, then reads and finishes what is answered. No task, no future per call.
-    async fn run_raw(self, mut raw: Raw) -> ClientOutcome {
-        let mut out = ClientOutcome::new(self.id);
-        let mut src = self.template.source(self.id);
-        let mut i = 0u64;
-        let mut framed: Option<(Bytes, Bytes)> = None;
-        let mut done: Vec<Answered> = Vec::new();
-        let limit = tokio::time::sleep(Duration::ZERO);
-        tokio::pin!(limit);
-        let mut armed = false;
-        loop {
-            // Everything due now, as far as the window and the connection allow.
-            while raw.in_flight() < self.plan.in_flight && raw.can_open() {
-                let due = self.due(i);
-                if !self.wanted(i, due)
-                    || (due.is_some() && !self.pacer.is_some_and(|p| p.released(i)))
-                {
-                    break;
-                }
-                let msg = src.next(i);
-                let (due, sent) = self.leaving(&mut out, due);
-                i += 1;
-                let Ok(msg) = msg else {
-                    out.template_errors += 1;
-                    continue;
-                };
-                let frame = match &framed {
-                    Some((m, f)) if m.as_ptr() == msg.as_ptr() && m.len() == msg.len() => f.clone(),
-                    _ => {
-                        let f = wire::frame(&msg);
-                        framed = Some((msg.clone(), f.clone()));
-                        f
-                    }
-                };
-                raw.start(frame, msg.len() as u64, due, sent);
-            }
-            raw.flush(&mut done).await;
-            self.record_answers(&mut out, &mut done);
-            let more = self.wanted(i, self.due(i));
-            if !more && raw.in_flight() == 0 {
-                break;
-            }
-            if more && raw.spent() && raw.in_flight() == 0 {
-                // After a GOAWAY, a broken connection or the last stream id: a new connection.
-                // If it cannot be made, the call that was due fails UNAVAILABLE, as the h2
-                // path's would.
-                if raw.reconnect().await.is_err() {
-                    let due = self.due(i);
-                    if due.is_some() {
-                        if let Some(p) = self.pacer {
-                            p.until(i).await;
-                        }
-                    }
-                    let (due, sent) = self.leaving(&mut out, due);
-                    i += 1;
-                    let now = Instant::now();
-                    self.record_call(
-                        &mut out,
-                        CallFacts {
-                            due,
-                            sent,
-                            first: None,
-                            done: now,
-                            code: Code::Unavailable,
-                            msgs_out: 1,
-                            msgs_in: 0,
-                            bytes_out: 0,
-                            bytes_in: 0,
-                        },
-                    );
-                }
-                continue;
-            }
-            let paced = more
-                && raw.in_flight() < self.plan.in_flight
-                && raw.can_open()
-                && self.due(i).is_some();
-            // One timer for the calls' limits, armed for the oldest call and re-armed only when
-            // it fires: calls leave in order with the same limit, so none is due before it, and
-            // a timer per turn would cost more than the rest of the turn at 1 in flight.
-            if !armed {
-                if let Some(at) = raw.next_limit(self.plan.limit) {
-                    limit.as_mut().reset(TokioInstant::from_std(at));
-                    armed = true;
-                }
-            }
-            tokio::select! {
-                biased;
-                () = raw.read(&mut done) => {}
-                () = async { self.pacer.expect("paced").until(i).await }, if paced && self.pacer.is_some() => {}
-                () = &mut limit, if armed => {
-                    armed = false;
-                    raw.expire(Instant::now(), self.plan.limit, &mut done);
-                }
-            }
-            self.record_answers(&mut out, &mut done);
-        }
-        out
-    }
-
-    fn record_answers(&self, out: &mut ClientOutcome, done: &mut Vec<Answered>) {
-        for a in done.drain(..) {
-            let code = past_deadline(self.plan.deadline, a.sent, a.done, a.code);
-            self.record_call(
-                out,
-                CallFacts {
-                    due: a.due,
-                    sent: a.sent,
-                    first: None,
-                    done: a.done,
-                    code,
-                    msgs_out: 1,
-                    msgs_in: a.msgs_in,
-                    bytes_out: a.bytes_out,
-                    bytes_in: a.bytes_in,
-                },
-            );
-        }
-    }
-
     fn call(
         &self,
         msgs: Vec<Bytes>,
@@ -671,138 +552,6 @@ impl Client<'_> {
             h.record(corrected);
         }
         self.meter.msgs.store(out.requests_ok, Ordering::Relaxed);
-    }
-
-    /// Bidi methods: each message is a request, answered by the reply in the same place in the
-    /// response stream; calls of `per_call` messages follow one another.
-    async fn run_bidi(self) -> ClientOutcome {
-        let mut out = ClientOutcome::new(self.id);
-        let mut src = self.template.source(self.id);
-        let mut i = 0u64;
-        while self.wanted(i, self.due(i)) {
-            let before = i;
-            self.bidi_call(&mut out, &mut src, &mut i).await;
-            if i == before {
-                // Nothing could be sent (template errors only): do not spin.
-                break;
-            }
-        }
-        out
-    }
-
-    async fn bidi_call(
-        &self,
-        out: &mut ClientOutcome,
-        src: &mut super::template::Source<'_>,
-        i: &mut u64,
-    ) {
-        let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(self.plan.in_flight.min(1024));
-        let mut grpc = Grpc::new(self.conn.channel());
-        let path = self.plan.path.clone();
-        let request = self.request(tokio_stream::wrappers::ReceiverStream::new(rx));
-        let opening = async move {
-            grpc.ready()
-                .await
-                .map_err(|e| Status::unavailable(e.to_string()))?;
-            grpc.streaming(request, path, RawCodec)
-                .await
-                .map(tonic::Response::into_inner)
-        };
-        tokio::pin!(opening);
-        let mut responses: Option<tonic::Streaming<usize>> = None;
-        let mut tx = Some(tx);
-        // (due, sent, bytes) of each message awaiting its reply, oldest first.
-        let mut waiting: VecDeque<(Instant, Instant, u64)> = VecDeque::new();
-        let mut sent_here = 0u64;
-        let call_start = self.due(*i).unwrap_or_else(Instant::now);
-        let code = loop {
-            // Whether another message may go now, and if paced, when.
-            let may_send = tx.is_some()
-                && waiting.len() < self.plan.in_flight
-                && sent_here < self.plan.per_call
-                && self.wanted(*i, self.due(*i));
-            if tx.is_some()
-                && !may_send
-                && (sent_here >= self.plan.per_call || !self.wanted(*i, self.due(*i)))
-            {
-                // Done sending on this call: half-close, then wait for the replies.
-                tx = None;
-            }
-            if tx.is_none() && waiting.is_empty() && responses.is_none() {
-                // Nothing was ever sent on this call.
-                break Code::Ok;
-            }
-            let due = if may_send { self.due(*i) } else { None };
-            let next = *i;
-            let oldest_limit = waiting
-                .front()
-                .map(|(_, sent, _)| TokioInstant::from_std(*sent + self.plan.limit));
-            tokio::select! {
-                biased;
-                opened = &mut opening, if responses.is_none() => {
-                    match opened {
-                        Ok(s) => responses = Some(s),
-                        Err(s) => break s.code(),
-                    }
-                }
-                msg = async { responses.as_mut().expect("guarded").message().await }, if responses.is_some() => {
-                    match msg {
-                        Ok(Some(n)) => {
-                            let done = Instant::now();
-                            out.msgs_in += 1;
-                            out.bytes_in += n as u64;
-                            out.last_done = Some(done);
-                            if let Some((due, sent, bytes)) = waiting.pop_front() {
-                                out.requests_ok += 1;
-                                out.bytes_ok += bytes;
-                                let c = ns(due, done);
-                                out.corrected.saturating_record(c);
-                                out.uncorrected.saturating_record(ns(sent, done));
-                                self.staged(due, done, (c, ns(sent, done)), 1);
-                                if let Some(h) = &self.meter.latency {
-                                    h.record(c);
-                                }
-                                self.meter.msgs.store(out.requests_ok, Ordering::Relaxed);
-                            }
-                        }
-                        Ok(None) => break Code::Ok,
-                        Err(s) => break s.code(),
-                    }
-                }
-                () = async { tokio::time::sleep_until(oldest_limit.expect("guarded")).await }, if oldest_limit.is_some() => {
-                    break Code::DeadlineExceeded;
-                }
-                () = async {
-                    if let (Some(_), Some(p)) = (due, self.pacer) { p.until(next).await }
-                }, if may_send => {
-                    if !self.wanted(*i, due) {
-                        continue;
-                    }
-                    let seq = *i;
-                    *i += 1;
-                    let msg = match src.next(seq) {
-                        Ok(m) => m,
-                        Err(_) => { out.template_errors += 1; continue; }
-                    };
-                    let (due, sent) = self.leaving(out, due);
-                    out.msgs_out += 1;
-                    let msg_len = msg.len() as u64;
-                    out.bytes_out += msg_len;
-                    sent_here += 1;
-                    if tx.as_ref().expect("guarded").send(msg).await.is_err() {
-                        // The call ended under us; its status comes from the response side.
-                        tx = None;
-                    }
-                    waiting.push_back((due, sent, msg_len));
-                }
-            }
-        };
-        let done = Instant::now();
-        out.status[code as usize] += 1;
-        out.call.saturating_record(ns(call_start, done));
-        // Messages still waiting are not answered: they count in requests but not in
-        // requests_ok.
-        out.last_done = Some(done);
     }
 }
 

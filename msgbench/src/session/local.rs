@@ -1,0 +1,109 @@
+//! A plan run in this process, against servers found or started once for the whole session
+//! (every `--runs` repetition, every probe of a search, every plan of the default suite), each
+//! run shown live by a reader of its meter that also keeps its timeline.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use super::{Runner, Showing, Sinks};
+use crate::error::Result;
+use crate::output::live::{Live, View};
+use crate::output::metrics::RunLabels;
+use crate::plan::{Plan, Targets, Validated};
+use crate::result::RunResult;
+use crate::scenario::Ctx;
+use crate::stats::timeline::Meter;
+
+/// The servers of a session run here.
+pub struct Local {
+    targets: Targets,
+}
+
+impl Local {
+    /// Finds or starts the servers `validated` names.
+    ///
+    /// # Errors
+    /// No server binary, a server that does not start, a link that cannot be set up.
+    pub fn resolve(validated: &Validated) -> Result<Self> {
+        Ok(Self {
+            targets: Targets::resolve(validated)?,
+        })
+    }
+
+    /// Runs on servers already found or started (the default suite's one server).
+    pub fn on(targets: Targets) -> Self {
+        Self { targets }
+    }
+}
+
+impl Runner for Local {
+    fn once(
+        &self,
+        plan: &Plan,
+        validated: &Validated,
+        sinks: &Sinks,
+        showing: Showing,
+        stop: &AtomicBool,
+    ) -> Result<RunResult> {
+        // The id is made before the run, so that the live figures carry the one the result
+        // will.
+        let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
+        let run_id = crate::result::new_run_id(plan.name(), &started_at.to_string());
+        let meter = Arc::new(Meter::default());
+        let live = Live::start(Arc::clone(&meter), view(plan, sinks, showing, &run_id));
+        let r = crate::plan::execute(
+            validated,
+            &Ctx {
+                main: self.targets.main.as_ref(),
+                second: self.targets.second.as_ref(),
+                meter: &meter,
+                stop,
+                share: None,
+                progress: !plan.out().no_progress,
+            },
+        );
+        let timeline = live.finish();
+        let mut r = r?;
+        r.timeline = timeline;
+        r.run_id = run_id;
+        if let Some(t) = &self.targets.main {
+            t.annotate(&mut r);
+        }
+        Ok(r)
+    }
+}
+
+/// What the live reader of one run feeds: the line, the stream file, the metrics and the page
+/// of a session's run; only the page of a search's probe (its runs are printed as they end).
+fn view(plan: &Plan, sinks: &Sinks, showing: Showing, run_id: &str) -> View {
+    let scenario = plan.name();
+    match showing {
+        Showing::Run { .. } => View {
+            line: sinks.line,
+            stream: sinks.stream.clone(),
+            scenario,
+            run: showing.of_several(),
+            metrics: sinks.metrics.as_ref().map(|m| {
+                m.feed(RunLabels {
+                    run: run_id.to_string(),
+                    scenario,
+                })
+            }),
+            web: sinks
+                .web
+                .as_ref()
+                .map(|w| w.feed(scenario, run_id, showing.of_several())),
+        },
+        Showing::Probe { rate, k, n } => View {
+            line: false,
+            stream: None,
+            scenario,
+            run: None,
+            metrics: None,
+            web: sinks
+                .web
+                .as_ref()
+                .map(|w| w.probe_feed(scenario, rate, k, n)),
+        },
+    }
+}
