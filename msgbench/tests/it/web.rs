@@ -430,6 +430,86 @@ fn a_coordinators_page_has_a_row_per_agent_and_marks_a_missing_one_in_red() {
     assert_eq!(status.code(), Some(9), "{err}");
 }
 
+/// The agents' latency chart as the page shows it: the agents it has a P99 line for, and its
+/// SLO lines.
+const READ_AGENT_LATENCY: &str = r#"
+const chart = document.querySelector('#charts svg.chart[data-chart="latency-timeline"]');
+if (!chart) { return {lines: [], refs: []}; }
+return {
+  lines: [...chart.querySelectorAll('path.line[data-series]')].map((p) => p.dataset.series),
+  refs: [...chart.querySelectorAll('g.ref')]
+    .map((g) => ({label: g.dataset.ref, value: Number(g.dataset.value)})),
+};
+"#;
+
+/// A run on agents shows its `--threshold` on the live page as a run here does: the latency
+/// chart (each agent's P99, since a merged one cannot be made while it goes) carries the SLO
+/// line.
+#[test]
+fn a_run_on_agents_draws_its_slo_on_the_live_page() {
+    let dir = scratch_dir("web-agents-slo");
+    let Some(programs) = browser_available("live page browser test", "web-browser") else {
+        return;
+    };
+    let server = TestServer::start();
+    let _a = support::agent::Agent::start(&server.url, "s1", &[], &[]);
+    let _b = support::agent::Agent::start(&server.url, "s2", &[], &[]);
+    let browser = Browser::start(&dir, &programs);
+    let mut child = spawn_piped(&[
+        "latency",
+        "--rate",
+        "500",
+        "--duration",
+        "60s",
+        "--warmup",
+        "0s",
+        "--server",
+        &server.url,
+        "--agents",
+        "s1,s2",
+        "--threshold",
+        "p99<7s",
+        "--web",
+        "127.0.0.1:0",
+        "--no-progress",
+    ]);
+    let (seen, rest) = stderr_until(&mut child, "--web: the live page is on http://");
+    let url = seen
+        .lines()
+        .find_map(|l| l.strip_prefix("--web: the live page is on "))
+        .unwrap()
+        .trim()
+        .to_string();
+    browser.cmd("POST", "/url", Some(json!({"url": url})));
+    // The deadline only guards against a hang: the chart comes with the first P99 an agent
+    // reports.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let page = loop {
+        let page = browser.execute(READ_AGENT_LATENCY);
+        if !page["refs"].as_array().unwrap().is_empty() {
+            break page;
+        }
+        assert!(Instant::now() < deadline, "no SLO line in 120 s: {page}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    let err = support::rest_of_stderr(seen, rest);
+    let refs = page["refs"].as_array().unwrap();
+    assert_eq!(refs.len(), 1, "{page}");
+    assert_eq!(refs[0]["label"], "SLO p99<7s", "{page}");
+    assert_eq!(f(&refs[0]["value"]), 7e9, "{page}");
+    // The subscriber's agent (the last) times every message.
+    let lines: Vec<&str> = page["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(lines.contains(&"s2"), "{page}");
+    assert_eq!(status.code(), Some(130), "{err}");
+}
+
 /// The knee chart as the page shows it: how many probes it is of, and the target rate and
 /// value of each P50 point; the title of the run shown live, and its latency chart's SLO lines.
 const READ_KNEE: &str = r#"

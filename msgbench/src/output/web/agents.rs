@@ -33,6 +33,11 @@ pub struct AgentsFeed {
     pub(super) scenario: &'static str,
     pub(super) run_id: String,
     pub(super) run_k: Option<u32>,
+    /// The SLOs the latency chart draws (`--threshold`).
+    pub(super) slos: Vec<String>,
+    /// Each agent's P99 second by second, as reported, for the latency chart (the last
+    /// [`super::WINDOW`] of each).
+    pub(super) p99: Vec<crate::report::html::AgentSeries>,
     /// The last event sent: the coordinator looks every 50 ms, and the same picture is not
     /// sent again.
     pub(super) last: Option<Arc<str>>,
@@ -43,6 +48,7 @@ impl AgentsFeed {
     /// known of each (`info`, every agent of the run, reporting or not); `last` when the run
     /// is over.
     pub fn show(&mut self, figures: &AgentsFigures, info: &[AgentInfo], last: bool) {
+        self.keep_p99(figures);
         let event: Arc<str> = Arc::from(self.event(figures, info, last).to_string());
         if self.last.as_ref() == Some(&event) {
             return;
@@ -50,6 +56,31 @@ impl AgentsFeed {
         self.hub.lock().tick = Some(Arc::clone(&event));
         self.hub.publish(&event);
         self.last = Some(event);
+    }
+
+    /// Adds each agent's newest P99 to its series, once per second it reports.
+    fn keep_p99(&mut self, f: &AgentsFigures) {
+        for a in &f.agents {
+            let Some(p99) = a.p99_ns else {
+                continue;
+            };
+            let series = match self.p99.iter_mut().position(|s| s.agent == a.agent) {
+                Some(i) => &mut self.p99[i],
+                None => {
+                    self.p99.push(crate::report::html::AgentSeries {
+                        agent: a.agent.clone(),
+                        points: Vec::new(),
+                    });
+                    self.p99.last_mut().expect("just pushed")
+                }
+            };
+            if series.points.last().is_none_or(|&(t, _)| a.t_s > t) {
+                if series.points.len() == super::WINDOW {
+                    series.points.remove(0);
+                }
+                series.points.push((a.t_s, p99 as f64));
+            }
+        }
     }
 
     fn event(&self, f: &AgentsFigures, info: &[AgentInfo], last: bool) -> Value {
@@ -148,7 +179,9 @@ impl AgentsFeed {
             "t_s": t,
             "finished": last,
             "figures": figs,
-            "charts": [],
+            "charts": crate::report::html::agents_p99(&self.p99, self.scenario, &self.slos)
+                .into_iter()
+                .collect::<Vec<_>>(),
             "agents": agents,
         })
     }

@@ -254,6 +254,8 @@ impl Web {
             scenario,
             run_id: run_id.to_string(),
             run_k,
+            slos: self.slos.clone(),
+            p99: Vec::new(),
             last: None,
         }
     }

@@ -32,6 +32,7 @@
 //! embedded copies of the inputs through [`json_in_script`], and nothing from an input ever
 //! becomes script source.
 
+mod agents_chart;
 mod capacity;
 mod charts;
 mod environment;
@@ -46,6 +47,8 @@ pub mod svg;
 pub(crate) mod tables;
 #[cfg(test)]
 mod tests;
+
+pub use agents_chart::{agents_p99, AgentSeries};
 
 pub(crate) use page::{CSS, JS};
 
