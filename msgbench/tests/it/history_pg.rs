@@ -652,6 +652,17 @@ fn over_tls_verify_full_with_the_tests_ca_records_and_reads_back_and_an_untruste
     let run_id = doc["run_id"].as_str().unwrap();
     let shown = history_json(&["history", "show", run_id, "--history", &url, "--json", "-"]);
     assert_eq!(shown["run"]["run_id"], run_id);
+    // The run's file imported into the same history: it is there already, and says so.
+    let out = msgbench(&[
+        "history",
+        "import",
+        "--history",
+        &url,
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(said.contains("0 imported, 1 already there"), "{said}");
     // The server takes no connection in clear (its pg_hba.conf has only `hostssl`), so the
     // record above went over TLS; in clear it is one line, the server's own refusal.
     let clear = msgbench(&[
