@@ -246,9 +246,19 @@ pub(super) fn certificate_refused(e: &postgres::Error) -> Option<String> {
                 .and_then(|inner| inner.downcast_ref::<rustls::Error>())
         });
         if let Some(rustls::Error::InvalidCertificate(why)) = found {
+            let fix = match why {
+                CertificateError::NotValidForName
+                | CertificateError::NotValidForNameContext { .. } => {
+                    "connect by a name it carries, or use sslmode=verify-ca to check only \
+                     who signed it"
+                }
+                _ => {
+                    "give the CA that signed it as sslrootcert=FILE, or use sslmode=disable \
+                     on a trusted network"
+                }
+            };
             return Some(format!(
-                "the server's TLS certificate is not trusted ({why:?}): give the CA that \
-                 signed it as sslrootcert=FILE, or use sslmode=disable on a trusted network"
+                "the server's TLS certificate is not trusted ({why}): {fix}"
             ));
         }
         cause = c.source();
