@@ -5,16 +5,16 @@
 //! the counts they add up to: each tick is rendered once into a page ([`exposition`]) that a
 //! server thread hands to every scrape ([`http`], on the HTTP server `--web` shares, which
 //! bounds and times out its clients). A scrape so never sees half a tick, and scraping costs the
-//! run nothing but a copy of the page. The address is bound before any
-//! server is started or connected to, so a port in use refuses the run instead of surfacing
-//! after it. After the last run, the final page is kept up until a scraper has taken it (at most
-//! `--metrics-linger`; Ctrl-C ends the wait): a scraper that comes every 15 s would otherwise
-//! miss the end of the run. The coordinator of a run on agents serves the merged figures and
+//! run nothing but a copy of the page. The address is bound before any server is started or
+//! connected to, so a port in use refuses the run instead of surfacing after it. After the last
+//! run, the final page is kept up until a scraper has taken it (at most `--metrics-linger`;
+//! Ctrl-C ends the wait): a scraper that comes every 15 s would otherwise miss the end of the
+//! run. The coordinator of a run on agents serves the merged figures and
 //! each agent's through the same server ([`agents`]).
 
 mod agents;
 mod exposition;
-pub(crate) mod http;
+mod http;
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, Ordering};

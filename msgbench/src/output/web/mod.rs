@@ -16,9 +16,9 @@
 //! server stops, each page has a moment to send what it has queued, and a page that stopped
 //! reading is then cut off. The server is the one `--metrics-listen` uses
 //! ([`crate::output::serve`]): its own thread, bounded connections, timeouts for clients that
-//! say nothing. The page is self-contained (its style and
-//! script are inlined, and its Content-Security-Policy lets it fetch nothing but its own
-//! stream), and it carries no credentials: server URLs appear on it only in the final result,
+//! say nothing. The page is self-contained (its style and script are inlined, and its
+//! Content-Security-Policy lets it fetch nothing but its own stream), and it carries no
+//! credentials: server URLs appear on it only in the final result,
 //! as the text and `--json` outputs show them (without their user part), and the downloads
 //! are the result as `--json` writes it.
 
