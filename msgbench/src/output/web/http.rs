@@ -25,7 +25,20 @@ use crate::output::serve::{Answer, Site};
 const IDLE: Duration = Duration::from_secs(1);
 
 /// The page's site over the hub.
-pub(super) struct Pages(pub Arc<Hub>);
+pub(super) struct Pages {
+    hub: Arc<Hub>,
+    /// The page itself, the same for the whole run: made once, not per request.
+    page: Bytes,
+}
+
+impl Pages {
+    pub(super) fn new(hub: Arc<Hub>) -> Self {
+        Self {
+            hub,
+            page: Bytes::from(page::page()),
+        }
+    }
+}
 
 /// What a request asks for.
 #[derive(Debug, PartialEq)]
@@ -51,15 +64,15 @@ fn route(method: &Method, path: &str) -> Route {
 
 impl Site for Pages {
     fn answer(&self, method: &Method, path: &str) -> Answer {
-        let file = |pick: fn(&State) -> Option<Bytes>, ctype| match pick(&self.0.lock()) {
+        let file = |pick: fn(&State) -> Option<Bytes>, ctype| match pick(&self.hub.lock()) {
             Some(b) => Answer::ok(ctype, b),
             None => Answer::refuse(StatusCode::NOT_FOUND, ""),
         };
         match route(method, path) {
-            Route::Page => Answer::ok("text/html; charset=utf-8", page::page()),
+            Route::Page => Answer::ok("text/html; charset=utf-8", self.page.clone()),
             Route::Events => Answer::stream(
                 "text/event-stream",
-                Events::new(self.0.subscribe()).boxed_unsync(),
+                Events::new(self.hub.subscribe()).boxed_unsync(),
             ),
             Route::Json => file(|s| s.json.clone(), "application/json"),
             Route::Report => file(|s| s.report.clone(), "text/html; charset=utf-8"),

@@ -144,7 +144,7 @@ impl Web {
             );
         }
         let hub = Arc::new(Hub::default());
-        let site = Arc::new(http::Pages(Arc::clone(&hub)));
+        let site = Arc::new(http::Pages::new(Arc::clone(&hub)));
         let server = Server::start(listener, "msgbench-web", site, Limits::default())
             .map_err(|e| refuse(why(&e)))?;
         Ok(Self {
