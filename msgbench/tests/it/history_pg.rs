@@ -170,10 +170,16 @@ impl Postgres {
                 .dbname("postgres")
                 .connect(postgres::NoTls);
             match attempt {
-                // Up: it let the test in, or refused it in words of its own (a server that
-                // takes only TLS refuses the test's client in clear).
+                // Up: it let the test in, or refused it in words of its own other than "still
+                // starting" (a server that takes only TLS refuses the test's client in clear).
                 Ok(_) => break,
-                Err(e) if e.as_db_error().is_some() => break,
+                Err(e)
+                    if e.as_db_error().is_some_and(|d| {
+                        *d.code() != postgres::error::SqlState::CANNOT_CONNECT_NOW
+                    }) =>
+                {
+                    break
+                }
                 Err(e) if Instant::now() < deadline => {
                     let _ = e;
                     std::thread::sleep(Duration::from_millis(100));
