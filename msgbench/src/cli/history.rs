@@ -1,4 +1,5 @@
-//! `msgbench history`'s flags: list, show, trend and check over a store that `--record` fills.
+//! `msgbench history`'s flags: list, show, trend, check and export over a store that `--record`
+//! fills, and import, which fills it from result files.
 
 use std::path::PathBuf;
 
@@ -29,6 +30,29 @@ pub enum HistoryAction {
     /// github-action-benchmark's customBiggerIsBetter / customSmallerIsBetter JSON (the newest
     /// run of each benchmark), or one CSV row per run in Apache Otava's layout.
     Export(ExportArgs),
+    /// Keep results written with --json in the history, as if they had been recorded (each
+    /// with its own run id and start time): for runs made before a team began to record. A
+    /// run already in the history is skipped with a line; a file that is not a whole result
+    /// refuses the import before anything is kept.
+    Import(ImportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// Result files, as --json wrote them.
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    /// The history file, or a postgres:// URL (as --history-file takes it when recording;
+    /// made when it is not there).
+    #[arg(long, visible_alias = "history-file", value_name = "PATH")]
+    pub history: Option<PathBuf>,
+    /// A name that joins the plan in the benchmark's identity, as --record's --name (give the
+    /// one the recorded runs of the same benchmark carry).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// A label kept with every imported run, as --record's --label (commit=abc123).
+    #[arg(long = "label", value_name = "K=V", value_parser = super::parse_label)]
+    pub labels: Vec<(String, String)>,
 }
 
 /// The formats `history export` writes.

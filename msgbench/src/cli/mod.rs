@@ -24,8 +24,8 @@ mod shell;
 pub use agent::{AgentAction, AgentArgs, KeygenArgs};
 pub use capacity::SearchArgs;
 pub use history::{
-    CheckArgs, ExportArgs, ExportFormat, HistoryAction, HistoryArgs, ListArgs, ReportSeriesArgs,
-    SeriesArgs, ShowArgs, StoreArgs, TrendArgs,
+    CheckArgs, ExportArgs, ExportFormat, HistoryAction, HistoryArgs, ImportArgs, ListArgs,
+    ReportSeriesArgs, SeriesArgs, ShowArgs, StoreArgs, TrendArgs,
 };
 pub use modes::{
     BusyPoll, Discard, JsPubMode, KeyOrder, Persist, Publish, Record, Storage, Subscribe, Switch,

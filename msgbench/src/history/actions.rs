@@ -73,6 +73,7 @@ pub fn run(args: &HistoryArgs) -> Result<u8> {
         HistoryAction::Trend(a) => trend(a),
         HistoryAction::Check(a) => check(a),
         HistoryAction::Export(a) => super::export::run(a),
+        HistoryAction::Import(a) => super::import::run(a),
     }
 }
 

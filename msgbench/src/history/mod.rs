@@ -1,7 +1,8 @@
 //! History: every run remembered, every regression found. A run given `--record` is kept in a
 //! store (`store`, one SQLite file) with its benchmark and testbed (`identity`), and
 //! `msgbench history` reads it back (`actions`: list, show, trend, check; `export`: the
-//! formats of Bencher, github-action-benchmark and Otava); `report --history` draws it
+//! formats of Bencher, github-action-benchmark and Otava) or fills it from result files
+//! (`import`); `report --history` draws it
 //! (`over_time` reads the series, `chart` draws them with the report's kit). The statistics
 //! that find change are `stats::changepoint`'s; this module owns only the storing, the reading,
 //! the words and the pictures.
@@ -14,6 +15,7 @@ pub(crate) mod chart;
 mod check;
 mod export;
 pub mod identity;
+mod import;
 mod migrate;
 mod over_time;
 pub mod record;

@@ -21,6 +21,7 @@ use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
 use super::migrate;
 
 mod pg;
+mod pg_tls;
 pub use pg::{is_url, refuse_password};
 
 /// How long a writer waits for another's transaction before giving up as locked.

@@ -1137,3 +1137,300 @@ fn a_refusal_shown_under_its_command_must_be_the_line_msgbench_prints() {
         .collect();
     assert_eq!(found, vec![(2, true), (4, false)], "{problems:?}");
 }
+
+// "Not yet" claims. A page that says a feature is missing "yet" goes stale the day the feature
+// lands, and nothing tells its author. So every sentence of prose that says something is not
+// there yet (a negation, `not`, `no`, `cannot`, `…n't`, within five words before `yet`, or
+// `yet to`) must name what is missing in code, in one of the forms the program can be asked
+// about, and at least one thing it names must still be missing:
+// - a flag (`--frobnicate`): on no command of the tree;
+// - a command (`msgbench js get`): a word that is not a subcommand where one is expected, or a
+//   flag its (sub)command does not have;
+// - a refusal (`error: …`, as msgbench prints it): its words are still in the source, so the
+//   combination is still refused.
+// When everything a sentence names exists, the feature was built and the sentence is stale. A
+// sentence about data rather than features (a write `not yet synced`) is not a claim: the
+// states that follow `not yet` in such sentences are listed in DATA_STATES.
+
+/// What a message or a write may not be yet: said of data, not of msgbench.
+const DATA_STATES: &[&str] = &[
+    "synced",
+    "acknowledged",
+    "written",
+    "stored",
+    "flushed",
+    "delivered",
+    "received",
+    "sent",
+    "read",
+    "applied",
+    "replicated",
+    "committed",
+];
+
+/// One sentence of prose: where it starts, its words outside code, and its code spans.
+#[derive(Debug)]
+struct Sentence {
+    line: usize,
+    words: Vec<String>,
+    spans: Vec<String>,
+}
+
+/// The sentences of a page's prose. A blank line, a list item, a table row or a heading
+/// starts a new block; a `.`, `!` or `?` outside code and before a space ends a sentence. A
+/// code span opens with a run of backticks and closes with a run as long (CommonMark), so
+/// ``error: `x` …`` quotes a message that has backticks in it.
+fn sentences(prose: &[Found]) -> Vec<Sentence> {
+    let mut out = Vec::new();
+    let mut text: Vec<(usize, char)> = Vec::new();
+    let flush = |text: &mut Vec<(usize, char)>, out: &mut Vec<Sentence>| {
+        out.extend(split_sentences(text));
+        text.clear();
+    };
+    for found in prose {
+        let t = found.text.trim_start();
+        let starts_block = t.is_empty()
+            || t.starts_with("- ")
+            || t.starts_with("* ")
+            || t.starts_with('|')
+            || t.starts_with('#')
+            || t.split_once(". ")
+                .is_some_and(|(n, _)| n.parse::<u32>().is_ok());
+        if starts_block {
+            flush(&mut text, &mut out);
+        }
+        if t.is_empty() {
+            continue;
+        }
+        text.extend(t.chars().map(|c| (found.line, c)));
+        text.push((found.line, ' '));
+    }
+    flush(&mut text, &mut out);
+    out
+}
+
+fn split_sentences(text: &[(usize, char)]) -> Vec<Sentence> {
+    let mut out = Vec::new();
+    let mut cur = Sentence {
+        line: text.first().map_or(0, |(l, _)| *l),
+        words: Vec::new(),
+        spans: Vec::new(),
+    };
+    let mut outside = String::new();
+    let mut i = 0;
+    while i < text.len() {
+        let (line, c) = text[i];
+        if c == '`' {
+            let run = text[i..].iter().take_while(|(_, c)| *c == '`').count();
+            let body_start = i + run;
+            let close = (body_start..text.len()).find(|&j| {
+                text[j..].iter().take_while(|(_, c)| *c == '`').count() == run
+                    && (j == 0 || text[j - 1].1 != '`')
+            });
+            if let Some(end) = close {
+                let span: String = text[body_start..end].iter().map(|(_, c)| c).collect();
+                cur.spans.push(span.trim().to_string());
+                outside.push(' ');
+                i = end + run;
+                continue;
+            }
+        }
+        outside.push(c);
+        let ends =
+            matches!(c, '.' | '!' | '?') && text.get(i + 1).is_none_or(|(_, n)| n.is_whitespace());
+        if ends {
+            cur.words = words_of(&outside);
+            out.push(std::mem::replace(
+                &mut cur,
+                Sentence {
+                    line,
+                    words: Vec::new(),
+                    spans: Vec::new(),
+                },
+            ));
+            outside.clear();
+        }
+        i += 1;
+    }
+    cur.words = words_of(&outside);
+    if !cur.words.is_empty() || !cur.spans.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+fn words_of(text: &str) -> Vec<String> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '\u{2019}'))
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// Whether a sentence says that something is not there yet (see the rules above).
+fn is_not_yet_claim(words: &[String]) -> bool {
+    let negation = |w: &str| {
+        matches!(w, "not" | "no" | "never" | "none" | "nothing" | "cannot")
+            || w.ends_with("n't")
+            || w.ends_with("n\u{2019}t")
+    };
+    words.iter().enumerate().any(|(i, w)| {
+        if w != "yet" {
+            return false;
+        }
+        if words.get(i + 1).is_some_and(|n| n == "to") {
+            return true;
+        }
+        let data = words
+            .get(i + 1)
+            .is_some_and(|n| DATA_STATES.contains(&n.as_str()));
+        !data && words[i.saturating_sub(5)..i].iter().any(|w| negation(w))
+    })
+}
+
+/// Whether `span` names something that does not exist (or a refusal still in `source`);
+/// `None` when it names nothing the program can be asked about.
+fn names_missing(tree: &clap::Command, source: &str, span: &str) -> Option<bool> {
+    if let Some(refusal) = span.strip_prefix("error: ") {
+        return Some(source.contains(&normalise(refusal)));
+    }
+    if span.starts_with("--") && is_flag_name(&span[2..]) {
+        let (mut longs, mut shorts) = (BTreeSet::new(), BTreeSet::new());
+        all_flags(tree, &mut longs, &mut shorts);
+        return Some(!longs.contains(&span[2..]));
+    }
+    let words = command_words(span);
+    if words.first().map(String::as_str) != Some("msgbench") {
+        return None;
+    }
+    let mut cmd = tree;
+    for w in &words[1..] {
+        if let Some(flag) = w.strip_prefix("--") {
+            let name = flag.split('=').next().unwrap_or_default();
+            if find_long(cmd, name).is_none() {
+                return Some(true);
+            }
+        } else if cmd.has_subcommands() {
+            match cmd.find_subcommand(w) {
+                Some(sub) => cmd = sub,
+                None => return Some(true),
+            }
+        }
+    }
+    Some(false)
+}
+
+/// Source text as a printed message reads: a string literal's `\` line continuations joined
+/// and runs of white space made one space.
+fn normalise(text: &str) -> String {
+    let joined = text.replace("\\\n", "");
+    joined.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Every `.rs` file under msgbench/src, normalised and concatenated.
+fn source_text(root: &Path) -> String {
+    fn walk(dir: &Path, out: &mut String) {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+            .map(|e| e.expect("a readable entry").path())
+            .collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push_str(&std::fs::read_to_string(&p).unwrap());
+                out.push('\n');
+            }
+        }
+    }
+    let mut all = String::new();
+    walk(&root.join("msgbench").join("src"), &mut all);
+    normalise(&all)
+}
+
+/// The stale or unchecked "not yet" sentences of one page.
+fn check_not_yet(tree: &clap::Command, source: &str, file: &str, page: &Page) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    for s in sentences(&page.prose) {
+        if !is_not_yet_claim(&s.words) {
+            continue;
+        }
+        let named: Vec<(&String, bool)> = s
+            .spans
+            .iter()
+            .filter_map(|span| names_missing(tree, source, span).map(|m| (span, m)))
+            .collect();
+        let what = if named.is_empty() {
+            "says something is not there yet but names nothing the program can be asked about: \
+             name the missing flag or command, or quote its refusal (`error: …`)"
+                .to_string()
+        } else if named.iter().all(|(_, missing)| !missing) {
+            let names: Vec<String> = named.iter().map(|(n, _)| format!("`{n}`")).collect();
+            format!(
+                "says something is not there yet, but everything it names exists ({}): the \
+                 sentence is stale",
+                names.join(", ")
+            )
+        } else {
+            continue;
+        };
+        problems.push(Problem {
+            file: file.to_string(),
+            line: s.line,
+            what,
+        });
+    }
+    problems
+}
+
+#[test]
+fn no_page_says_not_yet_of_what_exists() {
+    let root = repo_root();
+    let tree = command_tree();
+    let source = source_text(&root);
+    let mut problems = Vec::new();
+    for (file, page) in read_pages(&root) {
+        problems.extend(check_not_yet(
+            &tree,
+            &source,
+            &display_name(&root, &file),
+            &page,
+        ));
+    }
+    assert!(
+        problems.is_empty(),
+        "{} \"not yet\" sentence(s) are stale or unchecked:\n{}",
+        problems.len(),
+        report(&problems)
+    );
+}
+
+#[test]
+fn the_not_yet_checker_finds_stale_and_unchecked_claims_and_passes_the_rest() {
+    let tree = command_tree();
+    let source = normalise("Error::Usage(\"--agents: `js pub --mode fast` does not run on \\\n                 agents yet (one process)\".into())");
+    let page = read_page(
+        "Intro. The `--frobnicate` flag is not built yet. Rates (`--rate`) are not supported \
+         yet.\n\nReplays are not built yet.\n\
+         Data written but not yet synced is lost on power loss.\n\n\
+         - `msgbench js get`: no equivalent yet (`msgbench kv get` times direct gets).\n\
+         - `msgbench kv get --frobnicate` is not there yet.\n\
+         - Fast mode does not run on agents yet: \
+         ``error: --agents: `js pub --mode fast` does not run on agents yet``.\n\
+         - The other mode does not run there yet: `error: --agents: a refusal now gone`.\n\
+         - A pipeline with no baseline yet to compare against says so.\n",
+    );
+    let problems = check_not_yet(&tree, &source, "made-up.md", &page);
+    let lines: Vec<(usize, bool)> = problems
+        .iter()
+        .map(|p| (p.line, p.what.contains("stale")))
+        .collect();
+    // Line 1: `--rate` exists (stale); line 3: names nothing; line 9: the refusal is gone
+    // (stale); line 10: names nothing ("yet to" is a claim too).
+    assert_eq!(
+        lines,
+        vec![(1, true), (3, false), (9, true), (10, false)],
+        "{}",
+        report(&problems)
+    );
+}

@@ -847,3 +847,138 @@ fn report_history_refuses_bad_input_in_one_line() {
         assert!(!missing.exists(), "{args:?} made a history");
     }
 }
+
+/// The runs of a history as `history list --json` gives them.
+fn listed(db: &Path) -> Vec<Value> {
+    let out = run(&[
+        "history",
+        "list",
+        "--history",
+        db.to_str().unwrap(),
+        "--json",
+        "-",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["runs"].as_array().unwrap().clone()
+}
+
+#[test]
+fn import_keeps_json_results_as_if_recorded_skips_a_run_already_there_and_refuses_a_non_result() {
+    let s = TestServer::start();
+    let dir = support::scratch_dir("history-import");
+    let db = dir.join("h.db");
+    let db_s = db.to_str().unwrap();
+    // Results written before anyone recorded, and one run recorded as usual.
+    let files: Vec<_> = (0..3).map(|i| dir.join(format!("r{i}.json"))).collect();
+    for f in &files {
+        let out = run(&[
+            "pub",
+            "--server",
+            &s.url,
+            "--msgs",
+            "2000",
+            "--no-progress",
+            "--json",
+            f.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+    let doc = |f: &Path| -> Value { serde_json::from_slice(&std::fs::read(f).unwrap()).unwrap() };
+    let import = |args: &[&Path]| {
+        let mut a = vec!["history".to_string(), "import".into(), "--history".into()];
+        a.push(db_s.into());
+        a.extend(args.iter().map(|p| p.to_str().unwrap().to_string()));
+        bin().args(&a).output().unwrap()
+    };
+
+    let out = import(&[&files[0], &files[1]]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(text.contains("2 imported, 0 already there"), "{text}");
+    let runs = listed(&db);
+    assert_eq!(runs.len(), 2);
+    for (f, r) in files[..2].iter().zip(&runs) {
+        let d = doc(f);
+        assert_eq!(r["run_id"], d["run_id"], "its own id");
+        assert_eq!(r["started_at"], d["started_at"], "its own time");
+    }
+    // The stored figures are the file's, as --record would have kept them.
+    let id = runs[0]["run_id"].as_str().unwrap();
+    let shown = run(&["history", "show", id, "--history", db_s, "--json", "-"]);
+    let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(shown["result"], doc(&files[0]));
+    assert_eq!(
+        shown["metrics"]["msgs_per_sec"],
+        doc(&files[0])["throughput"]["msgs_per_sec"]
+    );
+    // A run recorded now joins the same series: same benchmark, same testbed.
+    let out = run(&pub_args(&s.url, db_s, &["--record=required"]));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let runs = listed(&db);
+    assert_eq!(runs.len(), 3);
+    assert_eq!(runs[2]["benchmark"], runs[0]["benchmark"]);
+    assert_eq!(runs[2]["testbed"], runs[0]["testbed"]);
+
+    // Again, with one already there: it is skipped with its line, the new one kept, status 0.
+    let out = import(&[&files[0], &files[2]]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let skipped = format!(
+        "history: {}: run {} is already in the history; skipped",
+        files[0].display(),
+        doc(&files[0])["run_id"].as_str().unwrap()
+    );
+    assert!(text.lines().any(|l| l == skipped), "{text}");
+    assert!(text.contains("1 imported, 1 already there"), "{text}");
+    assert_eq!(listed(&db).len(), 4);
+
+    // A file that is not a run's result refuses the whole import in one line naming it, before
+    // anything is kept: the good file beside it is not imported either.
+    let fresh = dir.join("fresh.json");
+    let out = run(&[
+        "pub",
+        "--server",
+        &s.url,
+        "--msgs",
+        "100",
+        "--no-progress",
+        "--json",
+        fresh.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let list_doc = dir.join("list.json");
+    std::fs::write(
+        &list_doc,
+        serde_json::to_vec(&json!({"schema": "msgbench.history-list/v1", "runs": []})).unwrap(),
+    )
+    .unwrap();
+    let text_file = dir.join("notes.txt");
+    std::fs::write(&text_file, "not json").unwrap();
+    let mut cut = doc(&fresh);
+    cut["interrupted"] = json!(true);
+    let cut_file = dir.join("cut.json");
+    std::fs::write(&cut_file, serde_json::to_vec(&cut).unwrap()).unwrap();
+    for (bad, says) in [
+        (&list_doc, "not a run's result"),
+        (&text_file, "not JSON"),
+        (&cut_file, "interrupted"),
+        (&dir.join("missing.json"), "cannot read it"),
+    ] {
+        let out = import(&[&fresh, bad]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with("error: ") && err.contains(&bad.display().to_string()),
+            "{err}"
+        );
+        assert!(err.contains(says), "{says}: {err}");
+        assert!(
+            out.stdout.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    assert_eq!(listed(&db).len(), 4, "nothing was kept");
+}

@@ -3,7 +3,9 @@
 //! histograms bit for bit, two processes recording at once lose no row, the `history` actions
 //! read it as they read a file, a version-1 database is upgraded in place and a later one is
 //! refused, and a password is taken from the environment, never from the command line, and
-//! never shown. A server out of reach costs a run nothing but one line.
+//! never shown. A server out of reach costs a run nothing but one line. Over TLS (the server's
+//! certificate made here by a CA of the test's): `verify-full` with that CA records and reads
+//! back, and a certificate msgbench cannot trust is refused in one line.
 //!
 //! Without PostgreSQL's programs the tests that need a server print a `SKIPPED:` line, unless
 //! `MSGBENCH_REQUIRE_POSTGRES=1` (CI, which installs Debian's `postgresql`) makes that a
@@ -48,6 +50,45 @@ impl Postgres {
 
     /// Starts one, or says why it cannot (see the module's header for what follows).
     fn start(test: &str) -> Option<Postgres> {
+        Self::start_with(test, |_| Vec::new())
+    }
+
+    /// As [`Postgres::start`], with TLS on and required: a CA made here (its PEM file is
+    /// `ca.pem` in `pki`, outside the server's folder, as a client's would be) signed the
+    /// server's certificate, for 127.0.0.1 only, and the server takes no connection in clear.
+    fn start_tls(test: &str, pki: &Scratch) -> Option<Postgres> {
+        use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
+        std::fs::write(pki.join("ca.pem"), ca.pem()).unwrap();
+        let key = KeyPair::generate().unwrap();
+        let leaf = CertificateParams::new(vec!["127.0.0.1".to_string()])
+            .unwrap()
+            .signed_by(&key, &ca)
+            .unwrap();
+        Self::start_with(test, |dir| {
+            let (cert, private) = (dir.join("server.crt"), dir.join("server.key"));
+            std::fs::write(&cert, leaf.pem()).unwrap();
+            std::fs::write(&private, key.serialize_pem()).unwrap();
+            // PostgreSQL refuses a key others can read.
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o600)).unwrap();
+            let hba = dir.join("hba.conf");
+            std::fs::write(&hba, "hostssl all all 127.0.0.1/32 scram-sha-256\n").unwrap();
+            let c = |k: &str, v: &Path| format!("{k}={}", v.to_str().unwrap());
+            vec![
+                "ssl=on".into(),
+                c("ssl_cert_file", &cert),
+                c("ssl_key_file", &private),
+                c("hba_file", &hba),
+            ]
+        })
+    }
+
+    /// Starts one with the settings `config` returns (`name=value`, after writing what they
+    /// need into the server's folder, which it is given).
+    fn start_with(test: &str, config: impl FnOnce(&Path) -> Vec<String>) -> Option<Postgres> {
         let bin = match programs() {
             Ok(b) => b,
             Err(why) => {
@@ -67,11 +108,12 @@ impl Postgres {
             }
         };
         let dir = scratch_dir("pg");
+        let settings = config(&dir);
         // SAFETY: geteuid has no preconditions and cannot fail.
         let root = unsafe { libc::geteuid() } == 0;
         if root {
             let owner = Command::new("chown")
-                .args(["postgres:postgres", dir.to_str().unwrap()])
+                .args(["-R", "postgres:postgres", dir.to_str().unwrap()])
                 .status()
                 .unwrap();
             assert!(owner.success(), "chown to the postgres user");
@@ -106,6 +148,7 @@ impl Postgres {
                 "unix_socket_directories=",
             ])
             .args(["-c", "fsync=off"])
+            .args(settings.iter().flat_map(|s| ["-c", s.as_str()]))
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -127,7 +170,16 @@ impl Postgres {
                 .dbname("postgres")
                 .connect(postgres::NoTls);
             match attempt {
+                // Up: it let the test in, or refused it in words of its own other than "still
+                // starting" (a server that takes only TLS refuses the test's client in clear).
                 Ok(_) => break,
+                Err(e)
+                    if e.as_db_error().is_some_and(|d| {
+                        *d.code() != postgres::error::SqlState::CANNOT_CONNECT_NOW
+                    }) =>
+                {
+                    break
+                }
                 Err(e) if Instant::now() < deadline => {
                     let _ = e;
                     std::thread::sleep(Duration::from_millis(100));
@@ -580,4 +632,99 @@ fn a_password_in_a_command_line_url_is_refused_naming_the_flag() {
         assert!(e.contains(&format!("{flag}:")), "{e}");
         assert!(!e.contains(PASSWORD), "{e}");
     }
+}
+
+#[test]
+fn over_tls_verify_full_with_the_tests_ca_records_and_reads_back_and_an_untrusted_one_is_refused() {
+    let pki = scratch_dir("pg-tls-ca");
+    let Some(pg) = Postgres::start_tls("the PostgreSQL store over TLS", &pki) else {
+        return;
+    };
+    let nats = TestServer::start();
+    let ca = pki.join("ca.pem");
+    let ca = ca.to_str().unwrap();
+    let base = format!("postgres://{USER}@127.0.0.1:{}/postgres", pg.port);
+    let url = format!("{base}?sslmode=verify-full&sslrootcert={ca}");
+    let dir = scratch_dir("pg-tls");
+    let json = dir.join("result.json");
+    let out = pub_run(
+        &nats.url,
+        &url,
+        &["--record=required", "--json", json.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let run_id = doc["run_id"].as_str().unwrap();
+    let shown = history_json(&["history", "show", run_id, "--history", &url, "--json", "-"]);
+    assert_eq!(shown["run"]["run_id"], run_id);
+    // The run's file imported into the same history: it is there already, and says so.
+    let out = msgbench(&[
+        "history",
+        "import",
+        "--history",
+        &url,
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(said.contains("0 imported, 1 already there"), "{said}");
+    // The server takes no connection in clear (its pg_hba.conf has only `hostssl`), so the
+    // record above went over TLS; in clear it is one line, the server's own refusal.
+    let clear = msgbench(&[
+        "history",
+        "list",
+        "--history",
+        &format!("{base}?sslmode=disable"),
+    ]);
+    let e = stderr(&clear);
+    assert_eq!(clear.status.code(), Some(1), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(e.contains("no encryption"), "{e}");
+
+    // No CA given: the system's roots do not know the test's CA, and verify-ca, require and
+    // prefer (the default) check the chain too. Each is one line.
+    for mode in ["verify-full", "verify-ca", "require", "prefer"] {
+        let out = msgbench(&[
+            "history",
+            "list",
+            "--history",
+            &format!("{base}?sslmode={mode}"),
+        ]);
+        let e = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{mode}: {e}");
+        assert_eq!(e.lines().count(), 1, "{mode}: {e}");
+        assert!(
+            e.starts_with("error: ") && e.contains("certificate is not trusted"),
+            "{mode}: {e}"
+        );
+        assert!(e.contains("sslrootcert"), "{mode}: {e}");
+    }
+    // The test's CA, but a host name the certificate (for 127.0.0.1) does not carry, at the
+    // same address (libpq's hostaddr): verify-full refuses it, verify-ca takes it.
+    let by_name = format!(
+        "postgres://{USER}@localhost:{}/postgres?hostaddr=127.0.0.1&sslrootcert={ca}",
+        pg.port
+    );
+    let out = msgbench(&[
+        "history",
+        "list",
+        "--history",
+        &format!("{by_name}&sslmode=verify-full"),
+    ]);
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(e.contains("certificate is not trusted"), "{e}");
+    let out = msgbench(&[
+        "history",
+        "list",
+        "--history",
+        &format!("{by_name}&sslmode=verify-ca"),
+        "--json",
+        "-",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed["runs"].as_array().unwrap().len(), 1);
 }

@@ -38,6 +38,7 @@ mod grpc_service_smoke;
 mod history;
 mod history_pg;
 mod hostile;
+mod http_hostile;
 mod jetstream;
 mod js_fast;
 mod js_persist;

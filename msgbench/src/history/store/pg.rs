@@ -5,19 +5,18 @@
 //!
 //! Credentials by reference: a URL typed on the command line may not carry a password
 //! ([`refuse_password`]); the password comes from `PGPASSWORD` (libpq's convention) or from a
-//! URL in `MSGBENCH_HISTORY`. Every URL shown goes through [`redact`]. There is no TLS: the
-//! store speaks to servers on a trusted network, and an `sslmode` that asks for TLS is refused
-//! in one line rather than silently spoken in clear.
+//! URL in `MSGBENCH_HISTORY`. Every URL shown goes through [`redact`]. TLS follows the URL's
+//! `sslmode` and `sslrootcert` ([`pg_tls`]), and is always verified.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::str::FromStr;
 use std::time::Duration;
 
-use postgres::config::SslMode;
 use postgres::error::SqlState;
 use postgres::{Client, Config, NoTls};
 
+use super::pg_tls::{self, Mode};
 use super::{NewRun, Point, RunRow, StoreError, StoredRun};
 use crate::history::migrate;
 
@@ -98,17 +97,9 @@ impl Pg {
             path: shown.clone(),
             reason,
         };
-        let mut config = Config::from_str(url).map_err(|e| unreachable(e.to_string()))?;
-        match config.get_ssl_mode() {
-            SslMode::Disable | SslMode::Prefer => {}
-            _ => {
-                return Err(unreachable(
-                    "sslmode asks for TLS, which msgbench's PostgreSQL store does not speak: \
-                     use sslmode=disable (or prefer) on a trusted network"
-                        .into(),
-                ))
-            }
-        }
+        let tls = pg_tls::asked(url).map_err(unreachable)?;
+        let mut config = Config::from_str(&tls.url).map_err(|e| unreachable(e.to_string()))?;
+        config.ssl_mode(tls.mode.negotiation());
         if config.get_password().is_none() {
             if let Some(p) = std::env::var_os(PASSWORD_ENV).filter(|p| !p.is_empty()) {
                 config.password(p.as_encoded_bytes());
@@ -129,7 +120,17 @@ impl Pg {
         config.application_name("msgbench");
         // Every failure to connect (refused, no such host, wrong password, no such database)
         // is the store out of reach: one line, and the run keeps its result.
-        let mut client = config.connect(NoTls).map_err(|e| unreachable(text(&e)))?;
+        let refused = |e: postgres::Error| {
+            unreachable(pg_tls::certificate_refused(&e).unwrap_or_else(|| text(&e)))
+        };
+        let mut client = match tls.mode {
+            Mode::Disable => config.connect(NoTls).map_err(refused)?,
+            mode => {
+                let connector =
+                    pg_tls::connector(mode, tls.roots.as_deref()).map_err(unreachable)?;
+                config.connect(connector).map_err(refused)?
+            }
+        };
         migrate::run_pg(&mut client, |e| kind(e, &shown))?;
         Ok(Pg {
             client: RefCell::new(client),
@@ -430,10 +431,14 @@ mod tests {
     }
 
     #[test]
-    fn tls_asked_for_is_refused_in_one_line() {
-        match Pg::open("postgres://u@127.0.0.1:1/h?sslmode=require") {
+    fn an_unsupported_sslmode_is_refused_in_one_line_before_connecting() {
+        // Nothing listens on port 1: had it connected, the reason would be the refusal.
+        match Pg::open("postgres://u@127.0.0.1:1/h?sslmode=allow") {
             Err(StoreError::Unreachable { reason, .. }) => {
-                assert!(reason.contains("sslmode"), "{reason}")
+                assert!(
+                    reason.starts_with("sslmode=allow is not supported"),
+                    "{reason}"
+                )
             }
             Err(other) => panic!("{other}"),
             Ok(_) => panic!("opened"),

@@ -3,30 +3,31 @@
 //!
 //! The figures are the live view's ticks, the very ones the result's `timeline` records, with
 //! the counts they add up to: each tick is rendered once into a page ([`exposition`]) that a
-//! small server thread hands to every scrape ([`http`]). A scrape so never sees half a tick, and
-//! scraping costs the run nothing but a copy of the page. The address is bound before any
-//! server is started or connected to, so a port in use refuses the run instead of surfacing
-//! after it. After the last run, the final page is kept up until a scraper has taken it (at most
-//! `--metrics-linger`; Ctrl-C ends the wait): a scraper that comes every 15 s would otherwise
-//! miss the end of the run. The coordinator of a run on agents serves the merged figures and
+//! server thread hands to every scrape ([`http`], on the HTTP server `--web` shares, which
+//! bounds and times out its clients). A scrape so never sees half a tick, and scraping costs the
+//! run nothing but a copy of the page. The address is bound before any server is started or
+//! connected to, so a port in use refuses the run instead of surfacing after it. After the last
+//! run, the final page is kept up until a scraper has taken it (at most `--metrics-linger`;
+//! Ctrl-C ends the wait): a scraper that comes every 15 s would otherwise miss the end of the
+//! run. The coordinator of a run on agents serves the merged figures and
 //! each agent's through the same server ([`agents`]).
 
 mod agents;
 mod exposition;
-pub(crate) mod http;
+mod http;
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub use agents::{AgentFigures, AgentsFeed, Figures as AgentsFigures};
 pub use exposition::RunLabels;
 
 use crate::error::{Error, Result};
+use crate::output::serve::{Limits, Server};
 use crate::stats::timeline::{Tick, Totals};
-use http::Board;
+use http::{Board, Scrapes};
 
 const FLAG: &str = "--metrics-listen";
 
@@ -34,8 +35,7 @@ const FLAG: &str = "--metrics-listen";
 pub struct Metrics {
     board: Arc<Board>,
     addr: SocketAddr,
-    done: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    server: Server,
 }
 
 impl Metrics {
@@ -52,13 +52,13 @@ impl Metrics {
         let listener = TcpListener::bind(addr).map_err(|e| refuse(why(&e)))?;
         let local = listener.local_addr().map_err(|e| refuse(why(&e)))?;
         let board = Arc::new(Board::default());
-        let done = Arc::new(AtomicBool::new(false));
-        let thread = http::serve(listener, Arc::clone(&board), Arc::clone(&done));
+        let site = Arc::new(Scrapes(Arc::clone(&board)));
+        let server = Server::start(listener, "msgbench-metrics", site, Limits::default())
+            .map_err(|e| refuse(why(&e)))?;
         Ok(Self {
             board,
             addr: local,
-            done,
-            thread: Some(thread),
+            server,
         })
     }
 
@@ -105,20 +105,7 @@ impl Metrics {
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
-        self.stop();
-    }
-
-    fn stop(&mut self) {
-        self.done.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-impl Drop for Metrics {
-    fn drop(&mut self) {
-        self.stop();
+        self.server.stop();
     }
 }
 

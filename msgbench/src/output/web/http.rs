@@ -1,82 +1,43 @@
-//! The page's HTTP: one thread takes connections (each then on a thread of its own, since an
-//! event stream lasts as long as its page; at most [`MAX_CONNECTIONS`] at once) and answers
-//! `GET /` (the page), `/events` (its Server-Sent Events), `/result.json` and `/report.html`
-//! (once the run has ended), and nothing else. The reading of a request and the writing of an
-//! answer are `--metrics-listen`'s.
+//! What the page's server answers: `GET /` (the page), `/events` (its Server-Sent Events),
+//! `/result.json` and `/report.html` (once the run has ended), and nothing else. The connections
+//! themselves (timeouts, the bound on how many, stopping) are the HTTP server `--metrics-listen`
+//! shares ([`crate::output::serve`]).
 
-use std::io::Write;
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::task::{Context, Poll};
+use std::time::Duration;
 
-use super::{page, Hub, State, POLL};
-use crate::output::metrics::http::{read_head, request_line, respond};
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper::body::Frame;
+use hyper::{Method, StatusCode};
+use tokio::sync::mpsc::Receiver;
+use tokio::time::Sleep;
 
-/// Connections served at once; more are answered 503, so a crowd cannot cost the run threads.
-const MAX_CONNECTIONS: usize = 16;
-/// How long a connection may take to send its request or take an event.
-const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
-/// How long the pages get, once the server stops, to send what they have queued (a browser
-/// that reads takes the final result in well under this); a page that stopped reading is then
-/// cut off, so it never holds up the end of the process.
-const DRAIN: Duration = Duration::from_millis(250);
+use super::{page, Hub, State};
+use crate::output::serve::{Answer, Site};
 
-/// Takes connections until `done`, each on a thread of its own (an event stream lasts as long
-/// as its page).
-pub(super) fn accept(listener: &TcpListener, hub: &Arc<Hub>, done: &Arc<AtomicBool>) {
-    let mut threads: Vec<JoinHandle<()>> = Vec::new();
-    while !done.load(Ordering::Relaxed) {
-        match listener.accept() {
-            Ok((stream, _)) => {
-                threads.retain(|t| !t.is_finished());
-                if hub.open.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
-                    busy(stream);
-                    continue;
-                }
-                hub.open.fetch_add(1, Ordering::Relaxed);
-                let (page_hub, page_done) = (Arc::clone(hub), Arc::clone(done));
-                let t = std::thread::Builder::new()
-                    .name("msgbench-web-page".into())
-                    .spawn(move || {
-                        answer(stream, &page_hub, &page_done);
-                        page_hub.open.fetch_sub(1, Ordering::Relaxed);
-                    });
-                match t {
-                    Ok(t) => threads.push(t),
-                    Err(_) => {
-                        hub.open.fetch_sub(1, Ordering::Relaxed);
-                    }
-                }
-            }
-            // Nothing waiting, or a connection that failed before it was accepted.
-            Err(_) => std::thread::sleep(POLL),
-        }
-    }
-    hub.close();
-    let deadline = Instant::now() + DRAIN;
-    while threads.iter().any(|t| !t.is_finished()) && Instant::now() < deadline {
-        std::thread::sleep(POLL);
-    }
-    hub.cut();
-    for t in threads {
-        let _ = t.join();
-    }
+/// How long a page's stream may go without an event before it is sent a comment line: what
+/// finds a page that is gone, and keeps the stream open through proxies.
+const IDLE: Duration = Duration::from_secs(1);
+
+/// The page's site over the hub.
+pub(super) struct Pages {
+    hub: Arc<Hub>,
+    /// The page itself, the same for the whole run: made once, not per request.
+    page: Bytes,
 }
 
-fn busy(mut stream: TcpStream) {
-    let _ = stream.set_nonblocking(false);
-    let _ = stream.set_write_timeout(Some(CLIENT_TIMEOUT));
-    let text = "503 Service Unavailable: too many pages open\n";
-    respond(
-        &mut stream,
-        "503 Service Unavailable",
-        "text/plain; charset=utf-8",
-        text.len(),
-        text.as_bytes(),
-    );
+impl Pages {
+    pub(super) fn new(hub: Arc<Hub>) -> Self {
+        Self {
+            hub,
+            page: Bytes::from(page::page()),
+        }
+    }
 }
 
 /// What a request asks for.
@@ -86,98 +47,87 @@ enum Route {
     Events,
     Json,
     Report,
-    Refuse(&'static str),
+    Refuse(StatusCode),
 }
 
-fn route(head: &[u8]) -> Route {
-    let Some((method, path)) = request_line(head) else {
-        return Route::Refuse("400 Bad Request");
-    };
-    let path = path.as_str();
+fn route(method: &Method, path: &str) -> Route {
     let known = matches!(path, "/" | "/events" | "/result.json" | "/report.html");
-    match (method.as_str(), path) {
-        ("GET", "/") => Route::Page,
-        ("GET", "/events") => Route::Events,
-        ("GET", "/result.json") => Route::Json,
-        ("GET", "/report.html") => Route::Report,
-        _ if known => Route::Refuse("405 Method Not Allowed"),
-        _ => Route::Refuse("404 Not Found"),
+    match (*method == Method::GET, path) {
+        (true, "/") => Route::Page,
+        (true, "/events") => Route::Events,
+        (true, "/result.json") => Route::Json,
+        (true, "/report.html") => Route::Report,
+        _ if known => Route::Refuse(StatusCode::METHOD_NOT_ALLOWED),
+        _ => Route::Refuse(StatusCode::NOT_FOUND),
     }
 }
 
-/// Answers one connection. A client that goes away midway is its own problem.
-fn answer(mut stream: TcpStream, hub: &Hub, done: &AtomicBool) {
-    let ready = stream.set_nonblocking(false).is_ok()
-        && stream.set_read_timeout(Some(CLIENT_TIMEOUT)).is_ok()
-        && stream.set_write_timeout(Some(CLIENT_TIMEOUT)).is_ok();
-    let Some(head) = ready.then(|| read_head(&mut stream)).flatten() else {
-        return;
-    };
-    let file = |pick: fn(&State) -> Option<Arc<[u8]>>| pick(&hub.lock());
-    match route(&head) {
-        Route::Page => send(
-            &mut stream,
-            "text/html; charset=utf-8",
-            page::page().as_bytes(),
-        ),
-        Route::Events => events(stream, hub, done),
-        Route::Json => match file(|s| s.json.clone()) {
-            Some(b) => send(&mut stream, "application/json", &b),
-            None => refuse(&mut stream, "404 Not Found"),
-        },
-        Route::Report => match file(|s| s.report.clone()) {
-            Some(b) => send(&mut stream, "text/html; charset=utf-8", &b),
-            None => refuse(&mut stream, "404 Not Found"),
-        },
-        Route::Refuse(status) => refuse(&mut stream, status),
-    }
-}
-
-fn send(stream: &mut TcpStream, ctype: &str, body: &[u8]) {
-    respond(stream, "200 OK", ctype, body.len(), body);
-    let _ = stream.shutdown(std::net::Shutdown::Write);
-}
-
-fn refuse(stream: &mut TcpStream, status: &str) {
-    let text = format!("{status}\n");
-    respond(
-        stream,
-        status,
-        "text/plain; charset=utf-8",
-        text.len(),
-        text.as_bytes(),
-    );
-    let _ = stream.shutdown(std::net::Shutdown::Write);
-}
-
-/// The event stream of one page, until it goes away or the server stops. A comment line every
-/// second without an event finds a page that is gone.
-fn events(mut stream: TcpStream, hub: &Hub, done: &AtomicBool) {
-    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n\
-                Connection: close\r\n\r\nretry: 1000\n\n";
-    if stream.write_all(head.as_bytes()).is_err() {
-        return;
-    }
-    let Some(id) = hub.track(&stream) else {
-        return;
-    };
-    stream_events(&mut stream, &hub.subscribe(), done);
-    hub.forget(id);
-}
-
-/// Writes a page's events until the hub closes its channel (once the server stops, after what
-/// was queued), the page goes, or, for a page that opened just as the server stopped, the
-/// next idle second.
-fn stream_events(stream: &mut TcpStream, rx: &Receiver<Arc<str>>, done: &AtomicBool) {
-    loop {
-        let sent = match rx.recv_timeout(Duration::from_secs(1)) {
-            Ok(e) => write!(stream, "data: {e}\n\n"),
-            Err(RecvTimeoutError::Disconnected) => return,
-            Err(RecvTimeoutError::Timeout) if done.load(Ordering::Relaxed) => return,
-            Err(RecvTimeoutError::Timeout) => stream.write_all(b": idle\n\n"),
+impl Site for Pages {
+    fn answer(&self, method: &Method, path: &str) -> Answer {
+        let file = |pick: fn(&State) -> Option<Bytes>, ctype| match pick(&self.hub.lock()) {
+            Some(b) => Answer::ok(ctype, b),
+            None => Answer::refuse(StatusCode::NOT_FOUND, ""),
         };
-        if sent.and_then(|()| stream.flush()).is_err() {
-            return;
+        match route(method, path) {
+            Route::Page => Answer::ok("text/html; charset=utf-8", self.page.clone()),
+            Route::Events => Answer::stream(
+                "text/event-stream",
+                Events::new(self.hub.subscribe()).boxed_unsync(),
+            ),
+            Route::Json => file(|s| s.json.clone(), "application/json"),
+            Route::Report => file(|s| s.report.clone(), "text/html; charset=utf-8"),
+            Route::Refuse(status) => Answer::refuse(status, "GET"),
+        }
+    }
+}
+
+/// One page's event stream: the events of its channel as they come, a comment line after
+/// every idle second, and its end once the hub closes the channel (when the server stops,
+/// after what was queued).
+struct Events {
+    rx: Receiver<Arc<str>>,
+    /// The reconnection delay still to be sent first.
+    opening: bool,
+    idle: Pin<Box<Sleep>>,
+}
+
+impl Events {
+    fn new(rx: Receiver<Arc<str>>) -> Self {
+        Self {
+            rx,
+            opening: true,
+            idle: Box::pin(tokio::time::sleep(IDLE)),
+        }
+    }
+}
+
+impl hyper::body::Body for Events {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let data = |b: Bytes| Poll::Ready(Some(Ok(Frame::data(b))));
+        if std::mem::take(&mut self.opening) {
+            return data(Bytes::from_static(b"retry: 1000\n\n"));
+        }
+        let next = tokio::time::Instant::now() + IDLE;
+        match self.rx.poll_recv(cx) {
+            Poll::Ready(Some(e)) => {
+                self.idle.as_mut().reset(next);
+                return data(Bytes::from(format!("data: {e}\n\n")));
+            }
+            Poll::Ready(None) => return Poll::Ready(None),
+            Poll::Pending => {}
+        }
+        match self.idle.as_mut().poll(cx) {
+            Poll::Ready(()) => {
+                self.idle.as_mut().reset(next);
+                data(Bytes::from_static(b": idle\n\n"))
+            }
+            Poll::Pending => Poll::Pending,
         }
     }
 }
@@ -188,15 +138,17 @@ mod tests {
 
     #[test]
     fn routes_the_page_its_stream_and_the_downloads() {
-        assert_eq!(route(b"GET / HTTP/1.1"), Route::Page);
-        assert_eq!(route(b"GET /events?x HTTP/1.1"), Route::Events);
-        assert_eq!(route(b"GET /result.json HTTP/1.0"), Route::Json);
-        assert_eq!(route(b"GET /report.html HTTP/1.1"), Route::Report);
+        assert_eq!(route(&Method::GET, "/"), Route::Page);
+        assert_eq!(route(&Method::GET, "/events"), Route::Events);
+        assert_eq!(route(&Method::GET, "/result.json"), Route::Json);
+        assert_eq!(route(&Method::GET, "/report.html"), Route::Report);
         assert_eq!(
-            route(b"POST / HTTP/1.1"),
-            Route::Refuse("405 Method Not Allowed")
+            route(&Method::POST, "/"),
+            Route::Refuse(StatusCode::METHOD_NOT_ALLOWED)
         );
-        assert_eq!(route(b"GET /x HTTP/1.1"), Route::Refuse("404 Not Found"));
-        assert_eq!(route(b"hello"), Route::Refuse("400 Bad Request"));
+        assert_eq!(
+            route(&Method::GET, "/x"),
+            Route::Refuse(StatusCode::NOT_FOUND)
+        );
     }
 }

@@ -12,11 +12,13 @@
 //! A browser never slows the run: each page's events go through a channel of [`QUEUE`]
 //! places, filled with `try_send`, so a page that falls behind loses updates (the next one
 //! brings it up to date: every event carries the whole picture), and one that stops reading
-//! is dropped when its socket's write times out. Nor does a browser hold up the end: when the
+//! is dropped when its socket's writes stall. Nor does a browser hold up the end: when the
 //! server stops, each page has a moment to send what it has queued, and a page that stopped
-//! reading is then cut off. The page is self-contained (its style and
-//! script are inlined, and its Content-Security-Policy lets it fetch nothing but its own
-//! stream), and it carries no credentials: server URLs appear on it only in the final result,
+//! reading is then cut off. The server is the one `--metrics-listen` uses
+//! ([`crate::output::serve`]): its own thread, bounded connections, timeouts for clients that
+//! say nothing. The page is self-contained (its style and script are inlined, and its
+//! Content-Security-Policy lets it fetch nothing but its own stream), and it carries no
+//! credentials: server URLs appear on it only in the final result,
 //! as the text and `--json` outputs show them (without their user part), and the downloads
 //! are the result as `--json` writes it.
 
@@ -27,18 +29,20 @@ mod page;
 pub use agents::{AgentInfo, AgentsFeed};
 
 use std::collections::VecDeque;
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use serde_json::{json, Value};
+use tokio::sync::mpsc::error::TrySendError;
+use tokio::sync::mpsc::{channel, Receiver, Sender};
 
 use crate::error::{Error, Result};
 use crate::format;
 use crate::output::metrics::why;
+use crate::output::serve::{Limits, Server};
 use crate::result::RunResult;
 use crate::stats::throughput::Role;
 use crate::stats::timeline::{Tick, TimelineClient, Totals};
@@ -46,8 +50,8 @@ use crate::stats::timeline::{Tick, TimelineClient, Totals};
 const FLAG: &str = "--web";
 /// Events a page may be behind before its updates are dropped.
 pub const QUEUE: usize = 4;
-/// How often the idle accept loop looks for a connection or the order to stop.
-pub(super) const POLL: Duration = Duration::from_millis(20);
+/// How often `--web-linger`'s wait looks at the clock and Ctrl-C.
+const POLL: Duration = Duration::from_millis(20);
 /// The last seconds drawn on the page's charts: a day-long soak redrawn whole every second
 /// would cost the live thread more than a page is worth. The figures are every tick's.
 const WINDOW: usize = 600;
@@ -58,16 +62,13 @@ pub struct Web {
     /// The SLOs the latency chart draws (`--threshold`, a search's `--slo`).
     slos: Vec<String>,
     addr: SocketAddr,
-    done: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    server: Server,
 }
 
 /// What every page is sent, and the pages' channels.
 #[derive(Default)]
 pub(super) struct Hub {
     state: Mutex<State>,
-    /// Connections being answered.
-    open: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -79,14 +80,11 @@ pub(super) struct State {
     /// The final result's event, once the run has ended.
     result: Option<Arc<str>>,
     /// The result as `--json` writes it, and its HTML report.
-    json: Option<Arc<[u8]>>,
-    report: Option<Arc<[u8]>>,
-    pages: Vec<SyncSender<Arc<str>>>,
-    /// The open event streams (a second handle on each socket, by the number of its page), so
-    /// that stopping can cut off a page that stopped reading rather than wait on its write.
-    streams: Vec<(u64, TcpStream)>,
-    /// The number the next event stream gets.
-    next_stream: u64,
+    json: Option<Bytes>,
+    report: Option<Bytes>,
+    pages: Vec<Sender<Arc<str>>>,
+    /// The server is stopping: a page that opens now gets what there is, and its stream ends.
+    closed: bool,
 }
 
 impl Hub {
@@ -97,52 +95,31 @@ impl Hub {
     /// Offers `event` to every page; a page whose channel is full misses it, a page gone is
     /// forgotten. Never waits for a page.
     fn publish(&self, event: &Arc<str>) {
-        self.lock().pages.retain(|p| {
-            !matches!(
-                p.try_send(Arc::clone(event)),
-                Err(TrySendError::Disconnected(_))
-            )
-        });
+        self.lock()
+            .pages
+            .retain(|p| !matches!(p.try_send(Arc::clone(event)), Err(TrySendError::Closed(_))));
     }
 
-    /// A new page's channel, primed with what it would have seen last.
+    /// A new page's channel, primed with what it would have seen last (at most [`QUEUE`]
+    /// events: a knee chart, a tick and a result).
     fn subscribe(&self) -> Receiver<Arc<str>> {
-        let (tx, rx) = sync_channel(QUEUE);
+        let (tx, rx) = channel(QUEUE);
         let mut s = self.lock();
         for e in s.knee.iter().chain(s.tick.iter()).chain(s.result.iter()) {
             let _ = tx.try_send(Arc::clone(e));
         }
-        s.pages.push(tx);
+        if !s.closed {
+            s.pages.push(tx);
+        }
         rx
-    }
-
-    /// Keeps a handle on an event stream's socket for [`Hub::cut`]; the number to
-    /// [`Hub::forget`] it by when its page goes.
-    fn track(&self, stream: &TcpStream) -> Option<u64> {
-        let handle = stream.try_clone().ok()?;
-        let mut s = self.lock();
-        let id = s.next_stream;
-        s.next_stream += 1;
-        s.streams.push((id, handle));
-        Some(id)
-    }
-
-    fn forget(&self, id: u64) {
-        self.lock().streams.retain(|(k, _)| *k != id);
     }
 
     /// The server is stopping: every page's channel closes, so its stream ends as soon as it
     /// has sent what was queued (the final result among it).
     fn close(&self) {
-        self.lock().pages.clear();
-    }
-
-    /// Shuts the event streams still open: a write to a page that stopped reading fails at
-    /// once instead of holding its thread, and the process, until its timeout.
-    fn cut(&self) {
-        for (_, s) in self.lock().streams.drain(..) {
-            let _ = s.shutdown(std::net::Shutdown::Both);
-        }
+        let mut s = self.lock();
+        s.closed = true;
+        s.pages.clear();
     }
 }
 
@@ -160,9 +137,6 @@ impl Web {
         };
         let listener = TcpListener::bind(addr).map_err(|e| refuse(why(&e)))?;
         let local = listener.local_addr().map_err(|e| refuse(why(&e)))?;
-        listener
-            .set_nonblocking(true)
-            .map_err(|e| refuse(why(&e)))?;
         if !local.ip().is_loopback() {
             eprintln!(
                 "warning: {FLAG} {addr} is not a loopback address: anyone who can reach it can \
@@ -170,20 +144,14 @@ impl Web {
             );
         }
         let hub = Arc::new(Hub::default());
-        let done = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let (hub, done) = (Arc::clone(&hub), Arc::clone(&done));
-            std::thread::Builder::new()
-                .name("msgbench-web".into())
-                .spawn(move || http::accept(&listener, &hub, &done))
-                .expect("spawn the web thread")
-        };
+        let site = Arc::new(http::Pages::new(Arc::clone(&hub)));
+        let server = Server::start(listener, "msgbench-web", site, Limits::default())
+            .map_err(|e| refuse(why(&e)))?;
         Ok(Self {
             hub,
             slos: Vec::new(),
             addr: local,
-            done,
-            thread: Some(thread),
+            server,
         })
     }
 
@@ -292,7 +260,7 @@ impl Web {
                 crate::report::html::render(&[doc]).map_err(|e| e.to_string())
             });
         let (report, report_error) = match report {
-            Ok(html) => (Some(Arc::<[u8]>::from(html.into_bytes())), None),
+            Ok(html) => (Some(Bytes::from(html)), None),
             Err(e) => (None, Some(e)),
         };
         let event: Arc<str> = Arc::from(
@@ -308,7 +276,7 @@ impl Web {
         );
         {
             let mut s = self.hub.lock();
-            s.json = Some(Arc::from(json));
+            s.json = Some(Bytes::from(json));
             s.report = report;
             s.result = Some(Arc::clone(&event));
         }
@@ -333,11 +301,11 @@ impl Web {
         self.stop();
     }
 
+    /// Ends every page's stream after what it has queued, then stops the server (which gives
+    /// them a moment to send it, and cuts off a page that stopped reading).
     fn stop(&mut self) {
-        self.done.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        self.hub.close();
+        self.server.stop();
     }
 }
 
@@ -499,17 +467,18 @@ fn figures(tick: &Tick, totals: &Totals) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::sync::mpsc::error::TryRecvError;
 
     #[test]
     fn a_page_that_falls_behind_loses_updates_and_the_run_never_waits() {
         let hub = Hub::default();
-        let rx = hub.subscribe();
+        let mut rx = hub.subscribe();
         // Nobody reads: the channel holds QUEUE events, the rest are dropped, and publishing
         // returns every time.
         for n in 0..QUEUE * 10 {
             hub.publish(&Arc::from(n.to_string()));
         }
-        let got: Vec<Arc<str>> = rx.try_iter().collect();
+        let got: Vec<Arc<str>> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
         assert_eq!(got.len(), QUEUE);
         assert_eq!(&*got[0], "0");
         // A page gone is forgotten at the next event.
@@ -518,41 +487,26 @@ mod tests {
         assert!(hub.lock().pages.is_empty());
     }
 
-    /// Stopping closes every page's channel after what it holds, and cuts the event streams
-    /// still open, so a page that stopped reading cannot hold the server's threads.
+    /// Stopping closes every page's channel after what it holds; a page that opens after
+    /// that gets what there is and its stream ends.
     #[test]
-    fn stopping_closes_the_channels_and_cuts_the_streams() {
-        use std::io::Read;
+    fn stopping_closes_the_channels_after_what_they_hold() {
         let hub = Hub::default();
-        let rx = hub.subscribe();
+        let mut rx = hub.subscribe();
         hub.publish(&Arc::from("final"));
+        hub.lock().result = Some(Arc::from("result"));
         hub.close();
         assert_eq!(
-            &*rx.recv().unwrap(),
+            &*rx.try_recv().unwrap(),
             "final",
             "what was queued is still taken"
         );
-        assert!(rx.recv().is_err(), "then the channel is closed");
-
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let mut browser = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        let (served, _) = listener.accept().unwrap();
-        let gone = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        let (left, _) = listener.accept().unwrap();
-        let kept = hub.track(&served).unwrap();
-        let forgotten = hub.track(&left).unwrap();
-        hub.forget(forgotten);
-        assert_eq!(hub.lock().streams.len(), 1);
-        assert_eq!(hub.lock().streams[0].0, kept);
-        hub.cut();
-        assert!(hub.lock().streams.is_empty());
-        // The browser sees its stream end, though the server's handle is still open (the
-        // timeout only turns a regression into a failure rather than a hang).
-        browser
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .unwrap();
-        let mut buf = [0u8; 8];
-        assert_eq!(browser.read(&mut buf).unwrap(), 0);
-        drop((served, gone, left));
+        assert!(
+            matches!(rx.try_recv(), Err(TryRecvError::Disconnected)),
+            "then the channel is closed"
+        );
+        let mut late = hub.subscribe();
+        assert_eq!(&*late.try_recv().unwrap(), "result");
+        assert!(matches!(late.try_recv(), Err(TryRecvError::Disconnected)));
     }
 }
