@@ -29,6 +29,7 @@ mod durability;
 mod e2e;
 mod fanout;
 mod fault_phases;
+mod fates;
 mod faults;
 mod figures;
 mod gate;
