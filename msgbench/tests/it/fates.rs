@@ -52,7 +52,11 @@ impl Relay {
                 let server = TcpStream::connect(("127.0.0.1", upstream)).unwrap();
                 let mine = g.load(Ordering::Acquire);
                 let pumps = [
-                    (client.try_clone().unwrap(), server.try_clone().unwrap(), None),
+                    (
+                        client.try_clone().unwrap(),
+                        server.try_clone().unwrap(),
+                        None,
+                    ),
                     (server, client, Some(sw.clone())),
                 ];
                 for (from, to, swallow) in pumps {
@@ -148,7 +152,10 @@ fn wait_for_messages(url: &str, stream: &str, n: u64, child: &mut Child) {
             child.try_wait().unwrap().is_none(),
             "msgbench ended before the stream held {n} messages"
         );
-        assert!(Instant::now() < deadline, "the stream never held {n} messages");
+        assert!(
+            Instant::now() < deadline,
+            "the stream never held {n} messages"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
 }
@@ -185,7 +192,9 @@ fn acks_lost_with_the_connection(s: &TestServer, stream: &str, plant: bool) -> (
         json.to_str().unwrap(),
     ]);
     // Once acknowledgements come, they stop coming; the publishes go on being stored.
-    wait_for_tick(&ticks, &mut child, |t| support::tick_f(t, "received_per_sec") > 0.0);
+    wait_for_tick(&ticks, &mut child, |t| {
+        support::tick_f(t, "received_per_sec") > 0.0
+    });
     let held = support::stream_messages(&s.url, stream).expect("the stream is there");
     relay.swallow();
     if plant {
@@ -208,15 +217,21 @@ fn writes_stored_without_an_acknowledgement_lost_with_the_connection_are_explain
     // the run itself saw, publishes lost in flight with a connection.
     let s = TestServer::start();
     let (out, v) = acks_lost_with_the_connection(&s, "lostacks", false);
-    let text = stderr(&out);
+    let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{text}");
     let d = &v["durability"];
     let indeterminate = u(&d["indeterminate"]);
-    assert!(indeterminate > 0, "the relay swallowed acknowledgements: {d}");
+    assert!(
+        indeterminate > 0,
+        "the relay swallowed acknowledgements: {d}"
+    );
     assert_eq!(u(&d["lost"]), 0, "{d}");
     let why = &d["explained"];
     assert_eq!(u(&why["unexplained"]), 0, "{why}");
-    assert_eq!(why["by"], "message", "each stored write was read and matched: {why}");
+    assert_eq!(
+        why["by"], "message",
+        "each stored write was read and matched: {why}"
+    );
     let by_cause: u64 = why["causes"]
         .as_array()
         .unwrap()
@@ -240,11 +255,15 @@ fn a_write_another_client_stored_during_the_run_is_unexplained_and_fails_it() {
     // writes msgbench's own lost acknowledgements explain do not cover it, however many.
     let s = TestServer::start();
     let (out, v) = acks_lost_with_the_connection(&s, "planted", true);
-    let text = stderr(&out);
+    let text = stdout(&out);
     assert_eq!(out.status.code(), Some(3), "{text}");
     let why = &v["durability"]["explained"];
     assert_eq!(u(&why["unexplained"]), 1, "{why}");
-    assert_eq!(why["unexplained_seqs"].as_array().unwrap().len(), 1, "{why}");
+    assert_eq!(
+        why["unexplained_seqs"].as_array().unwrap().len(),
+        1,
+        "{why}"
+    );
     assert!(
         u(&v["durability"]["indeterminate"]) > 1,
         "msgbench's own lost acknowledgements are there too: {}",
@@ -284,12 +303,14 @@ fn an_acknowledgement_after_the_timeout_is_timed_and_counted_once_everywhere() {
         "--json",
         json.to_str().unwrap(),
     ]);
-    wait_for_tick(&ticks, &mut child, |t| support::tick_f(t, "received_per_sec") > 0.0);
+    wait_for_tick(&ticks, &mut child, |t| {
+        support::tick_f(t, "received_per_sec") > 0.0
+    });
     s.freeze(true);
     std::thread::sleep(Duration::from_millis(1500));
     s.freeze(false);
     let out = finish(child);
-    let text = stderr(&out);
+    let text = stdout(&out);
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(schema_errors(&v), Vec::<String>::new());
     assert_eq!(out.status.code(), Some(0), "{text}");
@@ -311,8 +332,11 @@ fn an_acknowledgement_after_the_timeout_is_timed_and_counted_once_everywhere() {
         .map(|k| errors[*k].as_u64().unwrap_or(0))
         .sum();
     assert_eq!(acked + given_up, u(&v["delivery"]["sent"]), "{errors}");
+    // The latency heading counts what the Acks line counts.
+    let heading = text.lines().find(|l| l.starts_with("Latency")).unwrap();
+    assert!(heading.contains(&format!(" {} ", group(acked))), "{text}");
     assert!(
-        text.contains(&format!("Latency from publish to PubAck, {} publishes", group(acked))),
+        text.contains(" Acks: ") && text.contains(&format!("~ {} msgs in", group(acked))),
         "{text}"
     );
 }
@@ -386,6 +410,11 @@ fn the_headline_rate_covers_the_span_the_run_published_over() {
         "the headline's {head_s} s must cover the publishing's {pub_s} s"
     );
     assert!(head["msgs_per_sec"].as_f64().unwrap() <= acked as f64 / pub_s);
+}
+
+/// The text output, which goes to stdout when the result goes to a file.
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned() + &stderr(out)
 }
 
 fn group(n: u64) -> String {

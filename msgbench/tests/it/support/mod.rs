@@ -402,7 +402,11 @@ pub fn publish_raw(url: &str, subject: &str, payload: &[u8]) {
     let mut chunk = [0u8; 1024];
     while !String::from_utf8_lossy(&seen).contains("PONG") {
         let n = sock.read(&mut chunk).unwrap();
-        assert!(n > 0, "the server closed the connection: {}", String::from_utf8_lossy(&seen));
+        assert!(
+            n > 0,
+            "the server closed the connection: {}",
+            String::from_utf8_lossy(&seen)
+        );
         seen.extend_from_slice(&chunk[..n]);
     }
 }
