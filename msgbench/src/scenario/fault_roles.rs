@@ -153,11 +153,14 @@ impl<'a> Cluster<'a> {
                 .and_then(|p| p.leader)
                 .ok_or_else(no_stream)?],
             FaultTarget::Follower => {
+                // A follower is a replica that is not the leader: while no leader is named
+                // (an election), none is known to be one, and the fault waits for a leader.
                 let p = placement.as_ref().ok_or_else(no_stream)?;
+                let leader = p.leader.ok_or_else(no_stream)?;
                 vec![*p
                     .replicas
                     .iter()
-                    .find(|&&r| Some(r) != p.leader)
+                    .find(|&&r| r != leader)
                     .ok_or("the stream has no follower (one replica)")?]
             }
             FaultTarget::Majority => {

@@ -325,6 +325,13 @@ pub(super) fn jetstream(o: &mut String, r: &RunResult, consuming: bool) {
             group(js.repeated_acks)
         );
     }
+    reconciliation(o, r, js, consuming);
+}
+
+/// The publishes' reconciliation as one verdict: reconciled, allowed (writes stored without an
+/// acknowledgement that the run explains), or, when it fails the run, a banner per stream
+/// naming the check that failed.
+fn reconciliation(o: &mut String, r: &RunResult, js: &crate::result::JsReport, consuming: bool) {
     let name = if consuming { "Published" } else { "Reconciled" };
     if js.reconciled {
         let _ = match r.agents.as_ref() {
@@ -353,6 +360,11 @@ pub(super) fn jetstream(o: &mut String, r: &RunResult, consuming: bool) {
         );
         return;
     }
+    not_reconciled(o, r, js);
+}
+
+/// A banner per stream that did not reconcile: the check that failed first, then its figures.
+fn not_reconciled(o: &mut String, r: &RunResult, js: &crate::result::JsReport) {
     let unexplained = (r.durability.as_ref())
         .and_then(|d| d.explained.as_ref())
         .filter(|e| e.unexplained > 0)
