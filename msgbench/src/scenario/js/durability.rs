@@ -57,7 +57,8 @@ pub(super) fn verdict(
     let mut total: Option<Classes> = Some(Classes::default());
     let mut explained = Vec::new();
     for ((o, before), acks) in opened.streams.iter().zip(&opened.before).zip(acks) {
-        let after = match api.stream_state_detailed(&o.config.name) {
+        let after = match super::stream::after_run(api, |a| a.stream_state_detailed(&o.config.name))
+        {
             Ok(a) => Some(a),
             // A stream gone since (a memory stream through a restart) holds nothing.
             Err(crate::error::Error::JetStream {
