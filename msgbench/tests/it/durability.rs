@@ -113,6 +113,8 @@ fn a_fault_whose_target_is_not_there_yet_waits_for_it_and_says_how_long() {
         v["fault"]["faults"][0]["waited_ns"].is_null(),
         "the kill found its leader"
     );
+    // The follower cut off is a node that is up: not the one the kill took down.
+    assert_ne!(e["nodes"][0], v["fault"]["faults"][0]["nodes"][0], "{e}");
     let text = stderr(&out);
     assert!(
         text.contains("Fault 2: partition-follower for 1.00 s at ")
