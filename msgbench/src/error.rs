@@ -36,6 +36,10 @@ pub mod exit {
     /// A run on agents (`--agents`) could not have or keep its agents: too few answered, one
     /// refused the plan, or one went silent mid-run (the partial result is written, naming it).
     pub const AGENT: u8 = 9;
+    /// The run completed, but a fault it was asked to inject (`--fault`, `--nemesis`) never
+    /// was: the run ended first, or its target was not found within the wait; unless
+    /// `--allow-missed-faults`. A run asked to test a fault has not tested it.
+    pub const FAULT_MISSED: u8 = 10;
     /// Interrupted by SIGINT or SIGTERM; partial results were written.
     pub const INTERRUPTED: u8 = 130;
 }

@@ -183,6 +183,10 @@ pub struct ConnArgs {
     /// EVERY; at most 8. The same seed draws the same list.
     #[arg(long, value_name = "random:SEED:EVERY")]
     pub nemesis: Option<String>,
+    /// A fault of --fault or --nemesis that was never injected (the run ended first, or its
+    /// target was not found within 30 s) does not fail the run; without this it exits 10.
+    #[arg(long)]
+    pub allow_missed_faults: bool,
     /// Put an impaired link between the clients and the server: delay=1ms,jitter=200us,
     /// rate=100mbit (each way; prefix an item with up: or down: for one direction). A proxy
     /// inside msgbench does it; its own cost is measured and reported.

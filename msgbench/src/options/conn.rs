@@ -33,6 +33,8 @@ pub struct ConnOptions {
     /// load had room for more.
     pub nemesis: Option<Nemesis>,
     pub nemesis_bounded: bool,
+    /// `--allow-missed-faults`: a fault never injected does not fail the run.
+    pub allow_missed_faults: bool,
 }
 
 impl ConnOptions {
@@ -162,6 +164,13 @@ impl ConnOptions {
                     .into(),
             ));
         }
+        if conn.allow_missed_faults && conn.fault.is_none() && conn.nemesis.is_none() {
+            return Err(Error::Usage(
+                "--allow-missed-faults allows faults that were not injected; give --fault or \
+                 --nemesis too"
+                    .into(),
+            ));
+        }
         if conn.reconnect_jitter.is_some() && !conn.reconnect {
             return Err(Error::Usage(
                 "--reconnect-jitter shapes the pauses of --reconnect; give --reconnect too".into(),
@@ -220,6 +229,7 @@ impl ConnOptions {
             link,
             nemesis,
             nemesis_bounded: false,
+            allow_missed_faults: conn.allow_missed_faults,
         })
     }
 

@@ -1,6 +1,7 @@
-//! The exit status of a JetStream run under a fault: a write stored without its
-//! acknowledgement (lost with the node that held it) is indeterminate and allowed; an
-//! acknowledged write lost, or a run without a fault that does not reconcile, is loss.
+//! The exit status of a JetStream run: a write stored without its acknowledgement is
+//! indeterminate, and allowed when the run saw why (each one of its publishes given up on), or,
+//! where that was not told, under a fault msgbench injected; an acknowledged write lost, or a
+//! stored write nothing explains, is loss.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -47,6 +48,8 @@ fn js_run(stored: u64, lost: u64, fault: bool) -> RunResult {
         removed: Some(0),
         duplicated: None,
         indeterminate: Some(stored + lost - 100),
+        explained: None,
+        deduplicated: 0,
         refused: BTreeMap::new(),
         unanswered: 20,
         replicas: None,
@@ -75,6 +78,35 @@ fn writes_stored_without_an_acknowledgement_fail_a_run_only_without_a_fault() {
 }
 
 #[test]
+fn a_write_stored_without_an_acknowledgement_passes_when_explained_fault_or_not() {
+    let explained = |unexplained| {
+        Some(Explained {
+            by: "message",
+            not_read: None,
+            causes: vec![Cause {
+                kind: "lost_in_flight",
+                publishes: 16,
+                stored: Some(3 - unexplained),
+                at_ns: vec![3_020_000_000],
+            }],
+            unexplained,
+            unexplained_seqs: Vec::new(),
+        })
+    };
+    for fault in [false, true] {
+        let mut r = js_run(103, 0, fault);
+        r.durability.as_mut().unwrap().explained = explained(0);
+        assert_eq!(r.exit_code(false), exit::OK, "fault {fault}");
+        assert!(!r.js_unreconciled());
+        // One that nothing the run saw explains fails it, under a fault too.
+        r.durability.as_mut().unwrap().explained = explained(1);
+        assert_eq!(r.exit_code(false), exit::LOSS, "fault {fault}");
+        assert!(r.js_unreconciled());
+        assert_eq!(r.exit_code(true), exit::OK, "--allow-loss");
+    }
+}
+
+#[test]
 fn a_replica_that_disagrees_with_its_leader_is_loss_even_when_every_write_is_stored() {
     let mut r = js_run(100, 0, true);
     let d = r.durability.as_mut().unwrap();
@@ -93,4 +125,18 @@ fn a_replica_that_disagrees_with_its_leader_is_loss_even_when_every_write_is_sto
     assert_eq!(r.exit_code(false), exit::LOSS);
     // --allow-loss lets it pass, as it does a lost write.
     assert_eq!(r.exit_code(true), exit::OK);
+}
+
+#[test]
+fn a_fault_asked_for_and_never_injected_has_a_status_of_its_own_unless_allowed() {
+    let mut r = js_run(100, 0, true);
+    assert_eq!(r.exit_code(false), exit::OK);
+    r.fault.as_mut().unwrap().injected_at_ns = None;
+    assert_eq!(r.exit_code(false), exit::FAULT_MISSED);
+    // Loss found is the finding that matters more.
+    let mut lossy = js_run(99, 1, true);
+    lossy.fault.as_mut().unwrap().injected_at_ns = None;
+    assert_eq!(lossy.exit_code(false), exit::LOSS);
+    r.fault.as_mut().unwrap().missed_allowed = true;
+    assert_eq!(r.exit_code(false), exit::OK);
 }

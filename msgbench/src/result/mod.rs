@@ -32,8 +32,9 @@ pub use conns::{
 };
 pub use meta::{Connections, Host, Rtt, ServerMeta, ToolInfo};
 pub use sections::{
-    ClusterNode, ClusterReport, ConsumeReport, Divergence, Durability, GrpcReport, JsReport,
-    LinkReport, LinkSpec, ReplicaState, ServerConfig, ServerSetting, Shape, StreamReport, Verdict,
+    Cause, ClusterNode, ClusterReport, ConsumeReport, Divergence, Durability, Explained,
+    GrpcReport, JsReport, LinkReport, LinkSpec, ReplicaState, ServerConfig, ServerSetting, Shape,
+    StreamReport, Verdict,
 };
 pub use spread::{ClientSpread, MinMedianMax, Slowest};
 pub use stages::{ScheduleReport, StageStats};
@@ -433,20 +434,28 @@ impl RunResult {
     }
 
     /// The exit status this result calls for: an interruption first, then a connection the
-    /// run lost for good (which explains any loss that follows from it), then loss.
+    /// run lost for good (which explains any loss that follows from it), then loss, then a
+    /// fault asked for and never injected, then a failed threshold.
     pub fn exit_code(&self, allow_loss: bool) -> u8 {
         // With several runs, the worst of them by the same precedence.
         if let Some(runs) = &self.runs {
             let codes: Vec<u8> = runs.runs.iter().map(|r| r.exit_status).collect();
-            let fatal = codes
-                .iter()
-                .find(|c| ![exit::OK, exit::LOSS, exit::THRESHOLD, exit::INTERRUPTED].contains(c));
+            let judged = [
+                exit::OK,
+                exit::LOSS,
+                exit::FAULT_MISSED,
+                exit::THRESHOLD,
+                exit::INTERRUPTED,
+            ];
+            let fatal = codes.iter().find(|c| !judged.contains(c));
             return if self.interrupted || codes.contains(&exit::INTERRUPTED) {
                 exit::INTERRUPTED
             } else if let Some(code) = fatal {
                 *code
             } else if codes.contains(&exit::LOSS) {
                 exit::LOSS
+            } else if codes.contains(&exit::FAULT_MISSED) {
+                exit::FAULT_MISSED
             } else if self.thresholds.iter().any(|t| !t.pass) {
                 exit::THRESHOLD
             } else {
@@ -476,10 +485,7 @@ impl RunResult {
                     .as_ref()
                     .is_some_and(|k| k.missed > k.excused_by_fault)
             })
-            || self
-                .jetstream
-                .as_ref()
-                .is_some_and(|js| !js.reconciled && !self.indeterminate_under_fault(js))
+            || self.js_unreconciled()
             || self.consumer.as_ref().is_some_and(|c| !c.reconciled)
             // Replicas that disagree with their leader: a write one of them lacks, or holds
             // alone, is as much a failure of durability as one lost.
@@ -490,6 +496,9 @@ impl RunResult {
             && !allow_loss
         {
             exit::LOSS
+        } else if (self.fault.as_ref()).is_some_and(|f| f.missed() > 0 && !f.missed_allowed) {
+            // A fault asked for and never injected: the run did not test what it was asked to.
+            exit::FAULT_MISSED
         } else if self.thresholds.iter().any(|t| !t.pass) {
             exit::THRESHOLD
         } else {
@@ -497,14 +506,28 @@ impl RunResult {
         }
     }
 
-    /// Under an injected fault a write can be stored while its acknowledgement is lost with
-    /// the node that held it: indeterminate, and allowed. Such a run fails the reconciliation
-    /// only by what the verdict calls a failure: an acknowledged write lost or duplicated.
-    fn indeterminate_under_fault(&self, js: &JsReport) -> bool {
-        let Some(d) = self.durability.as_ref().filter(|_| self.fault.is_some()) else {
+    /// Whether the publishes' reconciliation with the streams fails the run: a stream that did
+    /// not reconcile for more than writes stored without an acknowledgement that are allowed.
+    pub fn js_unreconciled(&self) -> bool {
+        (self.jetstream.as_ref())
+            .is_some_and(|js| !js.reconciled && !self.indeterminate_allowed(js))
+    }
+
+    /// A write can be stored while its acknowledgement is lost (with a connection, a node, a
+    /// timeout): indeterminate, and allowed when the run saw why, each such write one of its
+    /// own publishes given up on ([`Durability::explained`]); where they were not told apart,
+    /// allowed under a fault msgbench injected. Such a run fails the reconciliation only by
+    /// what the verdict calls a failure: an acknowledged write lost or duplicated.
+    fn indeterminate_allowed(&self, js: &JsReport) -> bool {
+        let Some(d) = self.durability.as_ref() else {
             return false;
         };
-        d.lost == Some(0)
+        let explained = match &d.explained {
+            Some(e) => e.unexplained == 0,
+            None => self.fault.is_some(),
+        };
+        explained
+            && d.lost == Some(0)
             && d.duplicated.unwrap_or(0) == 0
             && js.streams.iter().all(|s| {
                 s.duplicate_acks == 0

@@ -186,8 +186,15 @@ pub struct Durability {
     /// Acknowledged and stored twice: null, since telling it needs the stream's messages read
     /// back, which no run does yet.
     pub duplicated: Option<u64>,
-    /// Not acknowledged, yet stored: allowed (the acknowledgement was lost, not the message).
+    /// Not acknowledged, yet stored: allowed when the run saw why (the acknowledgement was
+    /// lost, not the message), which [`Durability::explained`] tells.
     pub indeterminate: Option<u64>,
+    /// How the writes stored without an acknowledgement were explained, each by one of this
+    /// run's publishes given up on, or not; null when there were none, or they were not told.
+    pub explained: Option<Explained>,
+    /// Answered, as a duplicate: the server already held a message with the publish's message
+    /// id (`--dedup`), and did not store it again.
+    pub deduplicated: u64,
     /// Not acknowledged: the server refused them, by error kind.
     pub refused: BTreeMap<String, u64>,
     /// Not acknowledged: no answer came (timed out, or in flight when a connection was lost).
@@ -209,6 +216,42 @@ pub struct Durability {
     /// Why the replicas were not read back (servers msgbench did not start, one server, one
     /// replica), or why they could not be compared (no leader); null when they were.
     pub replicas_not_read: Option<String>,
+}
+
+/// The writes a JetStream run found stored without an acknowledgement, each matched with one of
+/// the run's own publishes whose answer never came (or was an error), by the message number
+/// and send time its payload carries: what explains it. One that matches none (a message
+/// another client stored, or one whose acknowledgement msgbench missed) is unexplained, and
+/// fails the run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Explained {
+    /// `message`: each was read from the stream and matched; `count`: they could not be read
+    /// one by one ([`Explained::not_read`] says why), and are explained while they are no more
+    /// than the publishes given up on.
+    pub by: &'static str,
+    /// Why the messages were not read one by one; null when they were.
+    pub not_read: Option<String>,
+    /// What the run saw that can explain such a write, by kind, with how many of them it was.
+    pub causes: Vec<Cause>,
+    /// Stored without an acknowledgement, and none of this run's publishes given up on.
+    pub unexplained: u64,
+    /// The first unexplained sequences (up to ten).
+    pub unexplained_seqs: Vec<u64>,
+}
+
+/// One kind of publish the run gave up on: lost in flight with a connection, timed out, or
+/// answered with an error.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cause {
+    /// `lost_in_flight`, `request_timeout`, or the error kind the server answered with.
+    pub kind: &'static str,
+    /// This run's publishes given up on for it.
+    pub publishes: u64,
+    /// Writes stored without an acknowledgement that were among them; null when told by count.
+    pub stored: Option<u64>,
+    /// For publishes lost in flight: when their connections were replaced, ns from the start
+    /// of the load (the first ten).
+    pub at_ns: Vec<u64>,
 }
 
 /// One node's copy of a stream, as the node itself reports it. The counts are null for a node

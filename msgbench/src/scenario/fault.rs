@@ -9,6 +9,12 @@
 //! ends by itself: no fault is injected once the run is over or interrupted, but a fault that
 //! was injected is always undone, and the look for a new leader is bounded.
 //!
+//! A fault aimed at a role whose holder cannot be found when its time comes (no stream leader
+//! answers during an election) waits for it, asking again every [`LEADER_POLL`] for
+//! [`TARGET_WAIT`] at most, as a step of the timeline that does not hold up the others; the
+//! result says how long it waited. One never injected fails the run with an exit status of its
+//! own unless the user allows it ([`crate::result::RunResult::exit_code`]).
+//!
 //! `restart-TARGET` listed after `kill-TARGET` starts the nodes that kill took down (if they
 //! are still down) rather than killing whoever holds the role then: "restart the leader" after
 //! "kill the leader" means the node that was killed.
@@ -35,6 +41,9 @@ pub const NOT_YET: u64 = u64::MAX;
 /// for long.
 const LEADER_WAIT: Duration = Duration::from_secs(30);
 const LEADER_POLL: Duration = Duration::from_millis(50);
+
+/// How long past its time a fault waits for its target to be found, for the same reason.
+const TARGET_WAIT: Duration = Duration::from_secs(30);
 
 pub struct Injector<'a> {
     specs: Vec<FaultSpec>,
@@ -68,6 +77,9 @@ struct Seen {
     leader_before: Option<usize>,
     leader_after: Option<usize>,
     leader_answered_ns: Option<u64>,
+    /// Past its time, how long it has waited for its target, and why it is not found yet.
+    waited_ns: Option<u64>,
+    pending: Option<String>,
 }
 
 /// A step of the injector's timeline.
@@ -157,7 +169,10 @@ impl<'a> Injector<'a> {
                             steps.retain(|(_, s)| !matches!(s, Step::Inject(_)));
                             continue;
                         }
-                        self.inject(k, zero, &mut steps);
+                        if !self.inject(k, zero, &mut steps) {
+                            steps.push((Instant::now() + LEADER_POLL, Step::Inject(k)));
+                            continue;
+                        }
                         if self.roles && self.cluster.clustered() && self.cluster.subject.is_some()
                         {
                             s.spawn(move || self.watch(k, zero, stop));
@@ -209,7 +224,8 @@ impl<'a> Injector<'a> {
     }
 
     /// Finds fault k's nodes and acts on them; schedules its undo and the look for a leader.
-    fn inject(&self, k: usize, zero: Instant, steps: &mut Vec<(Instant, Step)>) {
+    /// False when its target is not found yet and it may wait longer: ask again later.
+    fn inject(&self, k: usize, zero: Instant, steps: &mut Vec<(Instant, Step)>) -> bool {
         let spec = self.specs[k];
         let skip = self.unavailable();
         let earlier = (spec.kind == FaultKind::Restart)
@@ -220,8 +236,32 @@ impl<'a> Injector<'a> {
             (Some(v), _) => (v, None),
             (None, None) => (vec![0], None),
             (None, Some(t)) => match self.cluster.victims(t, &skip) {
-                Ok(found) => found,
-                Err(why) => return self.fail(k, why),
+                Ok(found) => {
+                    let mut st = self.state();
+                    if st.events[k].pending.take().is_some() {
+                        let waited = zero.elapsed().saturating_sub(spec.at);
+                        st.events[k].waited_ns = Some(waited.as_nanos() as u64);
+                    }
+                    found
+                }
+                Err(why) => {
+                    let waited = zero.elapsed().saturating_sub(spec.at);
+                    let mut st = self.state();
+                    st.events[k].waited_ns = Some(waited.as_nanos() as u64);
+                    if waited < TARGET_WAIT {
+                        st.events[k].pending = Some(why);
+                        return false;
+                    }
+                    drop(st);
+                    self.fail(
+                        k,
+                        format!(
+                            "{why} (after waiting {} for it)",
+                            crate::format::duration_ns(waited.as_nanos() as f64)
+                        ),
+                    );
+                    return true;
+                }
             },
         };
         {
@@ -253,10 +293,11 @@ impl<'a> Injector<'a> {
             }
             FaultKind::Partition => {
                 let Some(mesh) = self.mesh else {
-                    return self.fail(
+                    self.fail(
                         k,
                         "the cluster was started without partition proxies".into(),
                     );
+                    return true;
                 };
                 mesh.cut(&nodes, true);
                 self.stamp(k, zero);
@@ -265,6 +306,7 @@ impl<'a> Injector<'a> {
         if spec.kind != FaultKind::Kill && !restart_only {
             steps.push((Instant::now() + spec.hold, Step::Undo(k)));
         }
+        true
     }
 
     /// Starts fault k's nodes again, or thaws them.
@@ -410,12 +452,21 @@ impl<'a> Injector<'a> {
             .map(|(k, (spec, seen))| {
                 let at = self.times[k].load(Ordering::Acquire);
                 let injected = (at != NOT_YET).then_some(at);
+                // A fault still waiting for its target when the run ended says so.
+                let waited = |ns: u64| crate::format::duration_ns(ns as f64);
+                let ended = (seen.pending.as_ref().zip(seen.waited_ns)).map(|(why, ns)| {
+                    format!(
+                        "the run ended while it waited for its target ({} past its time): {why}",
+                        waited(ns)
+                    )
+                });
                 FaultEvent {
                     spec: *spec,
                     nodes: seen.nodes.iter().map(|&n| self.cluster.name(n)).collect(),
                     injected_at_ns: injected,
+                    waited_ns: seen.waited_ns,
                     undone_at_ns: seen.undone_ns,
-                    error: seen.error.clone(),
+                    error: seen.error.clone().or(ended),
                     leader_before: name(seen.leader_before),
                     leader_after: name(seen.leader_after),
                     leader_answered_ns: seen.leader_answered_ns,

@@ -153,12 +153,18 @@ impl<'a> Cluster<'a> {
                 .and_then(|p| p.leader)
                 .ok_or_else(no_stream)?],
             FaultTarget::Follower => {
+                // A follower is a replica that is not the leader: while no leader is named
+                // (an election), none is known to be one, and the fault waits for a leader. A
+                // replica on a node that is down (killed earlier) is no target either.
                 let p = placement.as_ref().ok_or_else(no_stream)?;
-                vec![*p
-                    .replicas
-                    .iter()
-                    .find(|&&r| Some(r) != p.leader)
-                    .ok_or("the stream has no follower (one replica)")?]
+                let leader = p.leader.ok_or_else(no_stream)?;
+                let mut others = p.replicas.iter().filter(|&&r| r != leader).peekable();
+                if others.peek().is_none() {
+                    return Err("the stream has no follower (one replica)".into());
+                }
+                vec![*others
+                    .find(|r| !skip.contains(r))
+                    .ok_or("every follower of the stream is down, paused or cut off")?]
             }
             FaultTarget::Majority => {
                 // The leader first, so that losing the majority also loses the leader.

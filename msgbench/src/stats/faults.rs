@@ -101,6 +101,9 @@ pub struct FaultEvent {
     pub nodes: Vec<String>,
     /// When it was injected, from the start of the load; null when it was not.
     pub injected_at_ns: Option<u64>,
+    /// How long it waited past its time for its target to be found (a stream leader that
+    /// answers, after an election); null when it did not wait.
+    pub waited_ns: Option<u64>,
     /// When it was undone (a restarted node listening again, a paused one thawed, a
     /// partitioned one healed); null for a kill, or when it was not undone.
     pub undone_at_ns: Option<u64>,

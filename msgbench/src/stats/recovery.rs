@@ -186,6 +186,8 @@ pub struct FaultReport {
     /// With faults aimed at a cluster's roles: each fault, the first being the one above.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<super::faults::FaultEvent>,
+    /// `--allow-missed-faults`: a fault that was not injected does not fail the run.
+    pub missed_allowed: bool,
 }
 
 impl FaultReport {
@@ -216,6 +218,19 @@ impl FaultReport {
             first_delivery_ns: worst(&|l, f| l.first_delivery(f)),
             rate_recovered_ns: worst(&|l, f| l.rate_recovered(f, &owed, end_ns)),
             faults: Vec::new(),
+            missed_allowed: false,
+        }
+    }
+
+    /// How many of the faults asked for were never injected (the run ended first, or their
+    /// target was not found within the wait).
+    pub fn missed(&self) -> usize {
+        if self.faults.is_empty() {
+            usize::from(self.injected_at_ns.is_none())
+        } else {
+            (self.faults.iter())
+                .filter(|f| f.injected_at_ns.is_none())
+                .count()
         }
     }
 }

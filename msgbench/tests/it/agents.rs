@@ -721,7 +721,7 @@ fn js_pub_and_kv_put_on_two_agents_reconcile_one_stream_across_both_and_js_consu
         (10_000, 10_000, 0)
     );
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains("Reconciled across 2 agents: all 10,000"),
+        String::from_utf8_lossy(&out.stdout).contains("Consumed across 2 agents: all 10,000"),
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );

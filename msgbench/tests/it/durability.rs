@@ -96,6 +96,33 @@ fn killing_the_stream_leader_loses_nothing_acknowledged_and_says_how_long_acks_s
     );
 }
 
+#[test]
+fn a_fault_whose_target_is_not_there_yet_waits_for_it_and_says_how_long() {
+    // Killing the leader leaves the stream without one until an election (4 to 9 s, drawn at
+    // random by the server): the partition due half a second later finds no leader to name
+    // a follower of, waits for one, and comes once one answers, inside the run.
+    let (out, v) = js_pub_with("kill-leader@1s,partition-follower@1500ms:1s", "20s");
+    check_common(&out, &v, 2);
+    let e = &v["fault"]["faults"][1];
+    assert!(positive(&e["waited_ns"]), "{e}");
+    assert!(
+        u(&e["injected_at_ns"]) >= 1_500_000_000 + u(&e["waited_ns"]),
+        "injected once the wait was over: {e}"
+    );
+    assert!(
+        v["fault"]["faults"][0]["waited_ns"].is_null(),
+        "the kill found its leader"
+    );
+    // The follower cut off is a node that is up: not the one the kill took down.
+    assert_ne!(e["nodes"][0], v["fault"]["faults"][0]["nodes"][0], "{e}");
+    let text = stderr(&out);
+    assert!(
+        text.contains("Fault 2: partition-follower for 1.00 s at ")
+            && text.contains(" (after waiting "),
+        "{text}"
+    );
+}
+
 /// The replicas read back agree: one per node, the leader among them, each with the same
 /// state as the leader's, read from the node itself; nothing divergent.
 fn check_replicas_agree(out: &std::process::Output, v: &Value) {

@@ -502,3 +502,44 @@ fn a_fault_due_after_the_run_has_ended_is_refused_before_the_start() {
         assert_eq!(err.trim().lines().count(), 1, "{err}");
     }
 }
+
+#[test]
+fn a_fault_the_run_never_reached_fails_it_with_a_status_of_its_own_unless_allowed() {
+    // 2,000 publishes take well under a second: the restart due at 60 s never comes, and a
+    // run asked to test a restart has not tested one.
+    let args = [
+        "js",
+        "pub",
+        "--msgs",
+        "2000",
+        "--reconnect",
+        "--fault",
+        "restart@60s",
+    ];
+    let (out, v) = support::run_json(&args);
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(10), "{text}");
+    assert_eq!(support::schema_errors(&v), Vec::<String>::new());
+    assert!(v["fault"]["injected_at_ns"].is_null(), "{}", v["fault"]);
+    assert_eq!(v["fault"]["missed_allowed"], false);
+    assert!(text.contains("!! NOT INJECTED: 1 of 1 faults"), "{text}");
+    // Allowed, it passes, and says so without a banner.
+    let mut allowed = args.to_vec();
+    allowed.push("--allow-missed-faults");
+    let (out, v) = support::run_json(&allowed);
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert_eq!(v["fault"]["missed_allowed"], true);
+    assert!(
+        text.contains("Not injected: 1 of 1 faults; allowed") && !text.contains("!!"),
+        "{text}"
+    );
+    // The flag with no fault to allow is refused, naming it.
+    let out = support::run(&["js", "pub", "--msgs", "10", "--allow-missed-faults"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--allow-missed-faults") && err.trim().lines().count() == 1,
+        "{err}"
+    );
+}

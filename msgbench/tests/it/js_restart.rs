@@ -8,48 +8,17 @@
 //! The restart comes once the stream holds some messages (read through the API, not after a
 //! fixed sleep), so the tests do not depend on how fast this machine is.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::process::{Child, Output};
 use std::time::{Duration, Instant};
 
 use crate::support::{self, schema_errors, scratch_dir, spawn_piped, stderr, TestServer};
-use msgbench::wire::proto::{self, Parsed, ServerOp};
 use serde_json::Value;
-
-/// Messages the stream holds now, or `None` while it cannot say (no stream yet, no server).
-/// A bare client on the wire: connect, ask `$JS.API.STREAM.INFO`, read the reply.
-fn stream_messages(url: &str, stream: &str) -> Option<u64> {
-    let addr = url.trim_start_matches("nats://");
-    let mut sock = TcpStream::connect(addr).ok()?;
-    sock.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    let ask = format!(
-        "CONNECT {{\"verbose\":false,\"headers\":true,\"no_responders\":true}}\r\n\
-         SUB _INBOX.jsrestart 1\r\nPUB $JS.API.STREAM.INFO.{stream} _INBOX.jsrestart 0\r\n\r\n"
-    );
-    sock.write_all(ask.as_bytes()).ok()?;
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        let n = sock.read(&mut chunk).ok().filter(|n| *n > 0)?;
-        buf.extend_from_slice(&chunk[..n]);
-        let mut at = 0;
-        while let Ok(Parsed::Op(op, used)) = proto::parse(&buf[at..]) {
-            at += used;
-            if let ServerOp::Msg(m) = op {
-                let v: Value = serde_json::from_slice(m.payload).ok()?;
-                return v.pointer("/state/messages").and_then(Value::as_u64);
-            }
-        }
-        buf.drain(..at);
-    }
-}
 
 /// Waits until `stream` holds at least `n` messages; returns how many it held then.
 fn wait_for_messages(url: &str, stream: &str, n: u64, child: &mut Child) -> u64 {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        if let Some(m) = stream_messages(url, stream).filter(|m| *m >= n) {
+        if let Some(m) = support::stream_messages(url, stream).filter(|m| *m >= n) {
             return m;
         }
         assert!(

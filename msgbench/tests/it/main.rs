@@ -28,6 +28,7 @@ mod docs;
 mod durability;
 mod e2e;
 mod fanout;
+mod fates;
 mod fault_phases;
 mod faults;
 mod figures;

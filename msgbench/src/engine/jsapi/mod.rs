@@ -20,6 +20,7 @@ use crate::wire::url::ServerUrl;
 
 mod config;
 mod copy;
+mod msg;
 pub use config::{Opened, Setup, StreamConfig};
 pub use copy::{Differs, Digest};
 

@@ -26,7 +26,7 @@ pub use respond::{respond, RespondSpec};
 pub use subscribe::{
     subscribe, Recorder, Recovering, Staged, SubControl, SubOutcome, SubSpec, UNKNOWN,
 };
-pub use window::Window;
+pub use window::{Completion, GaveUp, GivenUp, Window};
 
 /// Hand the buffer to the socket once it holds this much. Large enough that syscalls are rare
 /// (one per ~2,000 small messages), small enough to stay in cache and keep the server's reads

@@ -5,6 +5,12 @@
 //! A freed slot wakes a waiting publisher only when one is waiting: the closed loop takes its
 //! slots on the reader's own thread and never waits, and a notification per reply with no one
 //! to hear it was a futex system call per acknowledgement.
+//!
+//! A request given up on (timed out, or in flight on a connection that was lost) is remembered
+//! with its send time: a reply that comes for it after all is an answer, late, and is timed like
+//! any other ([`Completion::Late`]), so a request has one fate however slow its answer; the ones
+//! never answered are what a JetStream run's verdict matches unacknowledged stored writes with
+//! ([`Window::given_up`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -24,20 +30,51 @@ pub struct Window {
 struct WindowState {
     /// Sequence and send time of each request in flight, oldest first.
     outstanding: std::collections::VecDeque<(u64, Instant)>,
+    /// Requests timed out and not answered since.
     timeouts: u64,
     /// Requests in flight when their connection was lost, and not answered since.
     abandoned: u64,
-    /// The abandoned requests whose reply may still come within the timeout (over a cluster,
-    /// a reply can reach the new connection), oldest first; one that does is not lost.
-    maybe_late: std::collections::VecDeque<(u64, Instant)>,
+    /// The requests given up on and not answered since, by sequence (which is their order):
+    /// a reply may still come for one (late, or over a cluster on the new connection).
+    given_up: std::collections::BTreeMap<u64, GivenUp>,
     /// Threads waiting in `acquire` or `drain` for a slot to be freed.
     waiting: usize,
     /// Wake-ups sent so far (what the waiter count saves is visible in tests).
     notified: u64,
 }
 
-/// Abandoned requests remembered at most, for a reply that comes after all.
-const MAYBE_LATE_KEPT: usize = 1 << 16;
+/// Requests given up on remembered at most (the oldest are forgotten first, and stay counted):
+/// 16 MiB at worst, for a run whose server stopped answering for a long while.
+const GIVEN_UP_KEPT: usize = 1 << 20;
+
+/// Why a request was given up on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GaveUp {
+    /// No reply within the timeout.
+    TimedOut,
+    /// In flight when its connection was lost; `at` is when the requester saw the new link.
+    Abandoned { at: Instant },
+}
+
+/// A request given up on and never answered since.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GivenUp {
+    pub sent: Instant,
+    pub why: GaveUp,
+}
+
+/// What a reply was to its request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Completion {
+    /// Awaited, within the timeout (an abandoned request answered within it, too).
+    OnTime,
+    /// Its request was given up on, and the reply came after all, past the timeout: an
+    /// answer all the same, sent at `sent`.
+    Late { sent: Instant },
+    /// No request of this window awaits it: a second reply to one already answered, or one
+    /// given up on so long ago that it was forgotten.
+    Unknown,
+}
 
 impl Window {
     pub fn new(limit: usize, timeout: Duration) -> Self {
@@ -59,8 +96,9 @@ impl Window {
             if now.saturating_duration_since(sent) < self.timeout {
                 break;
             }
-            st.outstanding.pop_front();
+            let (seq, sent) = st.outstanding.pop_front().expect("a front");
             st.timeouts += 1;
+            give_up(st, seq, sent, GaveUp::TimedOut);
         }
     }
 
@@ -130,32 +168,27 @@ impl Window {
         }
     }
 
-    /// A reply for `seq` arrived. True when it was still awaited, also when its request was
-    /// abandoned with a lost connection but the reply came within the timeout all the same;
-    /// false when it came after its request had timed out (or was never sent).
-    pub fn complete(&self, seq: u64) -> bool {
+    /// A reply for `seq` arrived: on time, late (its request was given up on, and is counted
+    /// as answered now), or for no request awaited.
+    pub fn complete(&self, seq: u64) -> Completion {
         let mut st = self.lock();
         // Replies mostly come in order: the match is almost always at the front.
         if let Some(i) = st.outstanding.iter().position(|&(s, _)| s == seq) {
             st.outstanding.remove(i);
             self.wake(st, false);
-            return true;
+            return Completion::OnTime;
         }
-        let now = Instant::now();
-        while st
-            .maybe_late
-            .front()
-            .is_some_and(|&(_, sent)| now.saturating_duration_since(sent) >= self.timeout)
-        {
-            st.maybe_late.pop_front();
+        let Some(g) = st.given_up.remove(&seq) else {
+            return Completion::Unknown;
+        };
+        match g.why {
+            GaveUp::TimedOut => st.timeouts -= 1,
+            GaveUp::Abandoned { .. } => st.abandoned -= 1,
         }
-        match st.maybe_late.iter().position(|&(s, _)| s == seq) {
-            Some(i) => {
-                st.maybe_late.remove(i);
-                st.abandoned -= 1;
-                true
-            }
-            None => false,
+        if g.sent.elapsed() < self.timeout {
+            Completion::OnTime
+        } else {
+            Completion::Late { sent: g.sent }
         }
     }
 
@@ -192,9 +225,9 @@ impl Window {
         let mut st = self.lock();
         let gone: Vec<(u64, Instant)> = st.outstanding.drain(..).collect();
         st.abandoned += gone.len() as u64;
-        st.maybe_late.extend(gone);
-        while st.maybe_late.len() > MAYBE_LATE_KEPT {
-            st.maybe_late.pop_front();
+        let at = Instant::now();
+        for (seq, sent) in gone {
+            give_up(&mut st, seq, sent, GaveUp::Abandoned { at });
         }
         self.wake(st, true);
     }
@@ -202,6 +235,20 @@ impl Window {
     /// Requests abandoned with a lost connection so far.
     pub fn abandoned(&self) -> u64 {
         self.lock().abandoned
+    }
+
+    /// The requests given up on and never answered, by sequence (at most the last
+    /// [`GIVEN_UP_KEPT`]; [`Window::timeouts`] and [`Window::abandoned`] count them all).
+    pub fn given_up(&self) -> Vec<(u64, GivenUp)> {
+        self.lock().given_up.iter().map(|(s, g)| (*s, *g)).collect()
+    }
+}
+
+/// Remembers request `seq`, sent at `sent`, as given up on for `why`.
+fn give_up(st: &mut WindowState, seq: u64, sent: Instant, why: GaveUp) {
+    st.given_up.insert(seq, GivenUp { sent, why });
+    while st.given_up.len() > GIVEN_UP_KEPT {
+        st.given_up.pop_first();
     }
 }
 
@@ -219,16 +266,42 @@ mod tests {
         // The requester goes on at once; a reply to an abandoned request within the timeout
         // still counts, once, and its request is no longer counted as abandoned.
         assert!(w.try_acquire(2));
-        assert!(w.complete(0));
-        assert!(!w.complete(0));
+        assert_eq!(w.complete(0), Completion::OnTime);
+        assert_eq!(w.complete(0), Completion::Unknown);
         assert_eq!(w.abandoned(), 1);
-        assert!(w.complete(2));
-        // Past the timeout, an abandoned request's reply is late.
+        assert_eq!(w.complete(2), Completion::OnTime);
+        // The one never answered is remembered, with why.
+        let left = w.given_up();
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].0, 1);
+        assert!(matches!(left[0].1.why, GaveUp::Abandoned { .. }));
+        // Past the timeout, an abandoned request's reply is late: answered all the same, and
+        // no longer counted as abandoned.
         let w = Window::new(1, Duration::ZERO);
         assert!(w.try_acquire(7));
         w.abandon_all();
-        assert!(!w.complete(7));
-        assert_eq!(w.abandoned(), 1);
+        assert!(matches!(w.complete(7), Completion::Late { .. }));
+        assert_eq!(w.abandoned(), 0);
+        assert!(w.given_up().is_empty());
+    }
+
+    #[test]
+    fn a_reply_after_the_timeout_is_late_and_takes_its_request_out_of_the_timeouts() {
+        let w = Window::new(4, Duration::ZERO);
+        let stop = AtomicBool::new(false);
+        assert!(w.try_acquire(0) && w.try_acquire(1));
+        w.drain(&stop);
+        assert_eq!(w.timeouts(), 2);
+        let sent = match w.complete(1) {
+            Completion::Late { sent } => sent,
+            other => panic!("{other:?}"),
+        };
+        assert!(sent <= Instant::now());
+        assert_eq!(w.timeouts(), 1, "request 1 was answered after all");
+        assert_eq!(w.complete(1), Completion::Unknown, "answered once");
+        let left = w.given_up();
+        assert_eq!((left.len(), left[0].0), (1, 0));
+        assert_eq!(left[0].1.why, GaveUp::TimedOut);
     }
 
     #[test]
@@ -237,7 +310,7 @@ mod tests {
         let w = Window::new(4, Duration::from_secs(3600));
         for seq in 0..1000 {
             assert!(w.try_acquire(seq));
-            assert!(w.complete(seq));
+            assert_eq!(w.complete(seq), Completion::OnTime);
         }
         assert_eq!(w.lock().notified, 0);
         // The open loop: a publisher waits for a slot in a full window, and the reply that
@@ -250,7 +323,7 @@ mod tests {
             while w.lock().waiting == 0 {
                 std::thread::yield_now();
             }
-            assert!(w.complete(0));
+            assert_eq!(w.complete(0), Completion::OnTime);
             assert!(
                 waiter.join().unwrap(),
                 "the waiting publisher got the freed slot"

@@ -82,6 +82,23 @@ pub(super) fn connections(o: &mut String, r: &RunResult) {
             let _ = writeln!(o, "Fault error: {e}");
         }
     }
+    if let Some(f) = r.fault.as_ref().filter(|f| f.missed() > 0) {
+        let asked = f.faults.len().max(1);
+        if f.missed_allowed {
+            let _ = writeln!(
+                o,
+                "Not injected: {} of {asked} faults; allowed by --allow-missed-faults",
+                f.missed()
+            );
+        } else {
+            let _ = writeln!(
+                o,
+                "!! NOT INJECTED: {} of {asked} faults asked for never happened, so the run did not \
+                 test them (--allow-missed-faults lets such a run pass) !!",
+                f.missed()
+            );
+        }
+    }
     if let Some(kind) = r.failure {
         let _ = writeln!(
             o,

@@ -86,6 +86,13 @@ fn line(e: &FaultEvent) -> String {
         "{what}{role}{hold} at {} on {nodes}",
         duration_ns(at as f64)
     );
+    if let Some(w) = e.waited_ns {
+        let _ = write!(
+            s,
+            " (after waiting {} for its target)",
+            duration_ns(w as f64)
+        );
+    }
     // Only a cluster's stream has a leader to name and to wait for.
     if e.spec.target.is_some() {
         let leader = e.leader_before.as_deref().unwrap_or("—");

@@ -58,6 +58,13 @@ impl ConnsOptions {
             return Err(Error::flag("--in-flight", "0", "must be at least 1"));
         }
         let conn = ConnOptions::new(&a.conn)?;
+        if a.conn.allow_missed_faults {
+            return Err(Error::Usage(
+                "--allow-missed-faults is not for `conns`: its restart comes within --hold, \
+                 which is checked before the start"
+                    .into(),
+            ));
+        }
         if let Some(f) = &conn.fault {
             let text = a.conn.fault.as_deref().unwrap_or_default();
             if f.kind != FaultKind::Restart {

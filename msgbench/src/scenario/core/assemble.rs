@@ -149,7 +149,9 @@ fn fault(run: &Run<'_>, m: &Measured) -> Option<FaultReport> {
                 .unwrap_or(u64::MAX),
         };
         // Every subscriber receives every publisher's messages.
-        inj.report(&logs, &opts.pace, 1, end_ns)
+        let mut report = inj.report(&logs, &opts.pace, 1, end_ns);
+        report.missed_allowed = opts.conn.allow_missed_faults;
+        report
     })
 }
 

@@ -1,7 +1,9 @@
 //! The verdict on a JetStream run's writes: every publish in one class. Acknowledged and in the
-//! stream is ok; acknowledged and missing is lost, the one failure; a publish the server refused
-//! or never answered may be missing, and is counted by why, never as loss; one stored without
-//! its acknowledgement arriving is indeterminate, and allowed.
+//! stream is ok; acknowledged and missing is lost, the one failure; acknowledged as a duplicate
+//! of a message id the stream holds is a class of its own; a publish the server refused or
+//! never answered may be missing, and is counted by why, never as loss; one stored without its
+//! acknowledgement arriving is indeterminate, and allowed when the run saw why
+//! ([`super::explain`]).
 //!
 //! Which acknowledged sequences are still in a stream is read from its state with the deleted
 //! sequences listed. A stream whose limits or retention remove messages (a bucket's history)
@@ -10,6 +12,7 @@
 
 use std::collections::BTreeMap;
 
+use super::explain::{self, Shape, READ_MAX};
 use super::stream::Opened;
 use crate::engine::jsapi::{Api, StreamState};
 use crate::error::ErrorKind;
@@ -36,19 +39,26 @@ struct Classes {
     lost_seqs: Vec<u64>,
     removed: u64,
     indeterminate: u64,
+    /// The first sequences stored without an acknowledgement ([`READ_MAX`] and one more).
+    indeterminate_seqs: Vec<u64>,
 }
 
 /// The verdict on a run in one process: each stream of `opened` read again, its state with
-/// the sequences deleted from it, and `result`'s publishes and errors.
+/// the sequences deleted from it, and `result`'s publishes and errors; the writes stored
+/// without an acknowledgement each explained, or not, by what the publishes looked like
+/// (`shape`).
 pub(super) fn verdict(
     opened: &Opened,
     acks: &[JsAcks],
     api: &mut Api,
     result: &RunResult,
+    shape: Shape,
 ) -> Durability {
     let mut total: Option<Classes> = Some(Classes::default());
+    let mut explained = Vec::new();
     for ((o, before), acks) in opened.streams.iter().zip(&opened.before).zip(acks) {
-        let after = match api.stream_state_detailed(&o.config.name) {
+        let after = match super::stream::after_run(api, |a| a.stream_state_detailed(&o.config.name))
+        {
             Ok(a) => Some(a),
             // A stream gone since (a memory stream through a restart) holds nothing.
             Err(crate::error::Error::JetStream {
@@ -60,6 +70,16 @@ pub(super) fn verdict(
         let one = after.map(|(state, deleted)| {
             classify(&acks.acked, *before, &state, &deleted, o.config.limited())
         });
+        if let Some(c) = one.as_ref().filter(|c| c.indeterminate > 0) {
+            explained.push(explain::explain(
+                api,
+                &o.config.name,
+                (&c.indeterminate_seqs, c.indeterminate),
+                &acks.given_up,
+                shape,
+                &result.errors,
+            ));
+        }
         total = match (total, one) {
             (Some(mut t), Some(c)) => {
                 t.ok += c.ok;
@@ -74,13 +94,15 @@ pub(super) fn verdict(
         };
     }
     let acked = acks.iter().map(|a| a.acked.len()).sum();
-    let mut d = unacknowledged(result, acked);
+    let deduplicated = acks.iter().map(|a| a.deduplicated).sum();
+    let mut d = unacknowledged(result, acked, deduplicated);
     if let Some(t) = total {
         d.ok = Some(t.ok);
         d.lost = Some(t.lost);
         d.lost_seqs = t.lost_seqs;
         d.removed = Some(t.removed);
         d.indeterminate = Some(t.indeterminate);
+        d.explained = explain::merge(explained);
     }
     d
 }
@@ -89,8 +111,12 @@ pub(super) fn verdict(
 /// their acknowledgements as a count and a fingerprint, not the sequences, so an exact
 /// reconciliation says nothing acknowledged is lost, and anything else that it cannot be told
 /// (null).
-pub(super) fn across_agents(merged: &RunResult, reconciled: bool, acked: u64) -> Durability {
-    let mut d = unacknowledged(merged, acked);
+pub(super) fn across_agents(
+    merged: &RunResult,
+    reconciled: bool,
+    (acked, deduplicated): (u64, u64),
+) -> Durability {
+    let mut d = unacknowledged(merged, acked, deduplicated);
     if reconciled {
         (d.ok, d.lost, d.removed, d.indeterminate) = (Some(acked), Some(0), Some(0), Some(0));
     }
@@ -120,8 +146,9 @@ pub(super) fn judge(result: &mut RunResult, d: Durability) {
 }
 
 /// The publishes not acknowledged, by why: refusals by the error kind the server answered
-/// with, and the rest unanswered. The classes of acknowledged ones are left unknown.
-fn unacknowledged(result: &RunResult, acked: u64) -> Durability {
+/// with, those answered as duplicates, and the rest unanswered. The classes of acknowledged
+/// ones are left unknown.
+fn unacknowledged(result: &RunResult, acked: u64, deduplicated: u64) -> Durability {
     let refused: BTreeMap<String, u64> = REFUSALS
         .iter()
         .filter_map(|k| {
@@ -132,6 +159,7 @@ fn unacknowledged(result: &RunResult, acked: u64) -> Durability {
     let sent = result.delivery.sent;
     let unanswered = sent
         .saturating_sub(acked)
+        .saturating_sub(deduplicated)
         .saturating_sub(refused.values().sum());
     Durability {
         sent,
@@ -141,6 +169,8 @@ fn unacknowledged(result: &RunResult, acked: u64) -> Durability {
         removed: None,
         duplicated: None,
         indeterminate: None,
+        explained: None,
+        deduplicated,
         refused,
         unanswered,
         replicas: None,
@@ -169,15 +199,21 @@ fn classify(
     let removed_by_stream = |seq: u64| limited && seq <= after.last_seq;
     let (missing, _) = acked.select(0, |s| !present(s));
     let (lost, lost_seqs) = acked.select(LOST_LISTED, |s| !present(s) && !removed_by_stream(s));
-    let indeterminate = (before.last_seq + 1..=after.last_seq)
-        .filter(|&s| present(s) && !acked.contains(s))
-        .count() as u64;
+    let mut indeterminate = 0;
+    let mut indeterminate_seqs = Vec::new();
+    for s in (before.last_seq + 1..=after.last_seq).filter(|&s| present(s) && !acked.contains(s)) {
+        indeterminate += 1;
+        if indeterminate_seqs.len() <= READ_MAX {
+            indeterminate_seqs.push(s);
+        }
+    }
     Classes {
         ok: acked.len() - missing,
         lost,
         lost_seqs,
         removed: missing - lost,
         indeterminate,
+        indeterminate_seqs,
     }
 }
 
@@ -243,5 +279,6 @@ mod tests {
     fn stored_without_an_acknowledgement_is_indeterminate_not_lost() {
         let c = classify(&acked([11, 12, 14]), BEFORE, &state(1, 14, 14), &[], false);
         assert_eq!((c.ok, c.lost, c.indeterminate), (3, 0, 1));
+        assert_eq!(c.indeterminate_seqs, vec![13]);
     }
 }

@@ -21,6 +21,7 @@ mod capture;
 mod consume;
 mod consumed;
 mod durability;
+mod explain;
 mod options;
 mod params;
 mod pubflags;

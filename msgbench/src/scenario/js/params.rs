@@ -151,7 +151,7 @@ impl Describe for JsPubParams {
     }
     fn account(&self, o: &mut String, r: &RunResult, delivery: &dyn Fn(&mut String)) {
         super::text::durability(o, r, delivery);
-        super::text::jetstream(o, r);
+        super::text::jetstream(o, r, false);
     }
 }
 
@@ -257,7 +257,7 @@ impl Describe for KvParams {
     }
     fn account(&self, o: &mut String, r: &RunResult, delivery: &dyn Fn(&mut String)) {
         super::text::durability(o, r, delivery);
-        super::text::jetstream(o, r);
+        super::text::jetstream(o, r, false);
     }
 }
 
@@ -381,7 +381,7 @@ impl Describe for ConsumeParams {
     }
     fn account(&self, o: &mut String, r: &RunResult, delivery: &dyn Fn(&mut String)) {
         delivery(o);
-        super::text::jetstream(o, r);
+        super::text::jetstream(o, r, true);
         super::text::consumer(o, r);
     }
 }

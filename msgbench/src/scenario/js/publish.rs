@@ -73,7 +73,12 @@ fn publish(
     result.jetstream = Some(report);
     // On agents the coordinator judges, once every agent is done.
     if share.is_none() {
-        let mut verdict = super::durability::verdict(&opened, &acks, &mut api, &result);
+        let shape = super::explain::Shape {
+            size: p.size,
+            batch: (p.js_framing.as_ref()).map_or(1, |f| f.batch),
+            by_message: opts.mode != JsPubMode::Fast,
+        };
+        let mut verdict = super::durability::verdict(&opened, &acks, &mut api, &result, shape);
         let streams: Vec<(String, u32)> = (opened.streams.iter())
             .map(|o| (o.config.name.clone(), o.config.num_replicas))
             .collect();
@@ -145,7 +150,8 @@ pub(super) fn conclude(opts: &JsPubOptions, merged: &mut RunResult, target: &Tar
     if let Ok(api) = api.as_mut() {
         js.persist = api.persist_mode(&opts.streams[0].name).ok();
     }
-    let verdict = super::durability::across_agents(merged, js.reconciled, js.acked);
+    let verdict =
+        super::durability::across_agents(merged, js.reconciled, (js.acked, js.deduplicated));
     merged.jetstream = Some(js);
     super::durability::judge(merged, verdict);
     if let Ok(api) = api {
@@ -241,6 +247,7 @@ pub fn around_driver<T>(
             duplicate_acks: a.duplicate_acks,
             repeated_acks: 0,
             deduplicated: 0,
+            given_up: Vec::new(),
         };
         let mut stream = reconcile(cfg, before, api.stream_state(&cfg.name), &acks).opened(o);
         // The range says which sequences; the count says how many acks really came.

@@ -4,9 +4,10 @@
 //! deleting what the run made when asked to. `js pub`, `kv` and `js consume` all stand on it.
 
 use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
 
 use crate::engine::jsapi::{self, Api, StreamConfig, StreamState};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::options::conn::ConnOptions;
 use crate::result::{JsReport, RunResult, StreamReport};
 use crate::scenario::request::RequestOptions;
@@ -178,6 +179,36 @@ pub(super) fn reconcile(
     report
 }
 
+/// How long a stream's state is waited for after the run, while no one answers for it: a
+/// stream whose leader went down with a node (a user's own cluster losing one under the run)
+/// answers again once a leader is elected, which nats-server's raft groups take 4 to 9 s to
+/// do, and a loaded machine longer. A run that gave up sooner would call the stream unread.
+const STATE_WAIT: Duration = Duration::from_secs(30);
+
+/// `read` (a state of the stream, after the run) asked again while nobody answers for the
+/// stream (the request times out, or has no responders), for [`STATE_WAIT`] at most; any
+/// other answer, an error too, at once.
+pub(super) fn after_run<T>(
+    api: &mut Api,
+    mut read: impl FnMut(&mut Api) -> Result<T>,
+) -> Result<T> {
+    let until = Instant::now() + STATE_WAIT;
+    loop {
+        match read(api) {
+            Err(
+                Error::Connect { .. }
+                | Error::JetStream {
+                    kind: ErrorKind::NoResponders,
+                    ..
+                },
+            ) if Instant::now() < until => {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// The API client of a run, on a connection of its own.
 pub(super) fn api_conn(
     target: &Target,
@@ -281,7 +312,12 @@ pub(super) fn publish_and_reconcile(
             let cfg = &o.config;
             let report = match share {
                 Some(_) => share_report(cfg, *before, acks),
-                None => reconcile(cfg, *before, api.stream_state(&cfg.name), acks),
+                None => reconcile(
+                    cfg,
+                    *before,
+                    after_run(api, |a| a.stream_state(&cfg.name)),
+                    acks,
+                ),
             };
             report.opened(o)
         })

@@ -18,7 +18,7 @@ pub(super) fn durability(o: &mut String, r: &RunResult, delivery: &dyn Fn(&mut S
     };
     let known = |v: Option<u64>| v.map_or_else(|| "—".to_string(), group);
     let acked = r.delivery.expected;
-    let not_acked = d.sent.saturating_sub(acked);
+    let not_acked = d.sent.saturating_sub(acked).saturating_sub(d.deduplicated);
     let mut why: Vec<String> = d
         .refused
         .iter()
@@ -36,16 +36,24 @@ pub(super) fn durability(o: &mut String, r: &RunResult, delivery: &dyn Fn(&mut S
         Some(n) if n > 0 => format!(", {} removed since by the stream's own limits", group(n)),
         _ => String::new(),
     };
+    let duplicates = if d.deduplicated > 0 {
+        format!(
+            "{} acknowledged as duplicates (the stream already held their message ids); ",
+            group(d.deduplicated)
+        )
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         o,
-        "Durability: {} sent; {} acknowledged: {} in the stream, {} lost{removed}; {} not acknowledged{why}; \
-         {} stored without an acknowledgement",
+        "Durability: {} sent; {} acknowledged: {} in the stream, {} lost{removed}; {duplicates}{} not \
+         acknowledged{why}; {}",
         group(d.sent),
         group(acked),
         known(d.ok),
         known(d.lost),
         group(not_acked),
-        known(d.indeterminate),
+        indeterminate(d),
     );
     if d.lost.is_some_and(|n| n > 0) {
         let seqs: Vec<String> = d.lost_seqs.iter().map(u64::to_string).collect();
@@ -57,6 +65,90 @@ pub(super) fn durability(o: &mut String, r: &RunResult, delivery: &dyn Fn(&mut S
         );
     }
     replicas(o, r, d);
+}
+
+/// The writes stored without an acknowledgement, and what explains them: "4 stored without an
+/// acknowledgement, all among the 16 publishes lost in flight when their connection was
+/// replaced at 3.02 s".
+fn indeterminate(d: &crate::result::Durability) -> String {
+    let Some(n) = d.indeterminate else {
+        return "— stored without an acknowledgement".into();
+    };
+    let head = format!("{} stored without an acknowledgement", group(n));
+    let Some(e) = d.explained.as_ref().filter(|_| n > 0) else {
+        return head;
+    };
+    let given_up: u64 = e.causes.iter().map(|c| c.publishes).sum();
+    let seqs: Vec<String> = e.unexplained_seqs.iter().map(|s| group(*s)).collect();
+    let none = |u: u64| {
+        let first = if seqs.is_empty() {
+            String::new()
+        } else {
+            format!(" (first: {})", seqs.join(", "))
+        };
+        format!("{} that no publish of this run explains{first}", group(u))
+    };
+    if e.by == "count" {
+        let list: Vec<String> = e.causes.iter().map(cause).collect();
+        let told = format!(
+            "told by count: {}",
+            e.not_read.as_deref().unwrap_or("not read")
+        );
+        return match (e.unexplained, list.is_empty()) {
+            (0, _) => format!(
+                "{head}, no more than the {} publishes given up on ({}; {told})",
+                group(given_up),
+                list.join(", ")
+            ),
+            (u, true) => format!("{head}: {}, and nothing given up on ({told})", none(u)),
+            (u, false) => format!(
+                "{head}: {} more than the {} publishes given up on ({}; {told})",
+                group(u),
+                group(given_up),
+                list.join(", ")
+            ),
+        };
+    }
+    let among = match e.causes.as_slice() {
+        [] => String::new(),
+        [one] => format!("the {}", cause(one)),
+        many => {
+            let each: Vec<String> = many
+                .iter()
+                .map(|c| format!("{} of the {}", known_or_dash(c.stored), cause(c)))
+                .collect();
+            format!("the publishes given up on: {}", each.join(", "))
+        }
+    };
+    match e.unexplained {
+        0 => format!("{head}, all among {among}"),
+        u if u == n => format!("{head}: {}", none(u)),
+        u => format!("{head}: {} among {among}; {}", group(n - u), none(u)),
+    }
+}
+
+fn known_or_dash(v: Option<u64>) -> String {
+    v.map_or_else(|| "—".to_string(), group)
+}
+
+/// "16 publishes lost in flight when their connection was replaced at 3.02 s".
+fn cause(c: &crate::result::Cause) -> String {
+    let n = group(c.publishes);
+    match c.kind {
+        "lost_in_flight" => {
+            let at: Vec<String> = (c.at_ns.iter())
+                .map(|t| crate::format::duration_ns(*t as f64))
+                .collect();
+            let when = if at.is_empty() {
+                String::new()
+            } else {
+                format!(" when their connection was replaced at {}", at.join(", "))
+            };
+            format!("{n} publishes lost in flight{when}")
+        }
+        "request_timeout" => format!("{n} publishes that timed out"),
+        kind => format!("{n} publishes answered with a server error ({kind})"),
+    }
 }
 
 /// How many divergences the text names.
@@ -148,8 +240,10 @@ fn messages_compared(replicas: &[crate::result::ReplicaState], took_ns: Option<u
     s
 }
 
-/// The reconciliation of acknowledgements with the streams.
-pub(super) fn jetstream(o: &mut String, r: &RunResult) {
+/// The reconciliation of acknowledgements with the streams; loudly only when it fails the run.
+/// In a `js consume` report (`consuming`) its line names the publishes, so that it never reads
+/// as the consumer's verdict.
+pub(super) fn jetstream(o: &mut String, r: &RunResult, consuming: bool) {
     let Some(js) = &r.jetstream else { return };
     let line = |st: &crate::result::StreamReport| {
         let (Some(after), Some(stored)) = (st.after, st.stored) else {
@@ -231,22 +325,50 @@ pub(super) fn jetstream(o: &mut String, r: &RunResult) {
             group(js.repeated_acks)
         );
     }
+    reconciliation(o, r, js, consuming);
+}
+
+/// The publishes' reconciliation as one verdict: reconciled, allowed (writes stored without an
+/// acknowledgement that the run explains), or, when it fails the run, a banner per stream
+/// naming the check that failed.
+fn reconciliation(o: &mut String, r: &RunResult, js: &crate::result::JsReport, consuming: bool) {
+    let name = if consuming { "Published" } else { "Reconciled" };
     if js.reconciled {
         let _ = match r.agents.as_ref() {
             Some(a) => writeln!(
                 o,
-                "Reconciled across {} agents: every stored message was acknowledged exactly once \
+                "{name} across {} agents: every stored message was acknowledged exactly once \
                  (their acknowledged sequences, added up by count and fingerprint, are the stored \
                  ones)",
                 a.agents.len()
             ),
             None => writeln!(
                 o,
-                "Reconciled: every stored message was acknowledged exactly once"
+                "{name}: every stored message was acknowledged exactly once"
             ),
         };
         return;
     }
+    if !r.js_unreconciled() {
+        // What kept the streams from reconciling exactly is allowed: writes stored without an
+        // acknowledgement, each explained on the Durability line.
+        let _ = writeln!(
+            o,
+            "{name}: every acknowledged message is stored once; {} more stored without an \
+             acknowledgement, allowed (see Durability)",
+            js.unacked_stored.map_or_else(|| "—".to_string(), group)
+        );
+        return;
+    }
+    not_reconciled(o, r, js);
+}
+
+/// A banner per stream that did not reconcile: the check that failed first, then its figures.
+fn not_reconciled(o: &mut String, r: &RunResult, js: &crate::result::JsReport) {
+    let unexplained = (r.durability.as_ref())
+        .and_then(|d| d.explained.as_ref())
+        .filter(|e| e.unexplained > 0)
+        .map(|e| e.unexplained);
     for st in js.streams.iter().filter(|s| !s.reconciled) {
         let (Some(stored), Some(unacked)) = (st.stored, st.unacked_stored) else {
             let why = st.unread.as_deref().unwrap_or("its state was not read");
@@ -270,9 +392,25 @@ pub(super) fn jetstream(o: &mut String, r: &RunResult) {
             let seqs: Vec<String> = st.unacked_seqs.iter().map(u64::to_string).collect();
             format!(" (first: {})", seqs.join(", "))
         };
+        // The check that failed first, then the figures.
+        let failed = if st.duplicate_acks > 0 {
+            format!(
+                "{} acknowledgements gave a publish a sequence already given to another",
+                group(st.duplicate_acks)
+            )
+        } else if let Some(u) = unexplained.filter(|_| unacked > 0) {
+            format!(
+                "{} stored without an acknowledgement that no publish of this run explains",
+                group(u)
+            )
+        } else if unacked > 0 {
+            format!("{} stored without an acknowledgement", group(unacked))
+        } else {
+            "the stream did not grow by exactly the messages acknowledged".into()
+        };
         let _ = writeln!(
             o,
-            "!! NOT RECONCILED: stream {}: {} stored, {} acknowledged, {} duplicate \
+            "!! NOT RECONCILED: stream {}: {failed}; {} stored, {} acknowledged, {} duplicate \
              acknowledgements, {} stored without an acknowledgement{first} !!",
             st.name,
             group(stored),
@@ -283,7 +421,8 @@ pub(super) fn jetstream(o: &mut String, r: &RunResult) {
     }
 }
 
-/// How the consumers pulled, and whether every message owed to them arrived exactly once.
+/// How the consumers pulled, and whether every message owed to them arrived exactly once: a
+/// check of its own, named apart from the publishes' reconciliation.
 pub(super) fn consumer(o: &mut String, r: &RunResult) {
     let Some(c) = &r.consumer else { return };
     let _ = writeln!(
@@ -311,7 +450,7 @@ pub(super) fn consumer(o: &mut String, r: &RunResult) {
         });
         let _ = writeln!(
             o,
-            "Reconciled{across}: all {} expected stream messages were consumed exactly once",
+            "Consumed{across}: all {} expected stream messages were consumed exactly once",
             group(c.expected)
         );
         return;
@@ -319,8 +458,8 @@ pub(super) fn consumer(o: &mut String, r: &RunResult) {
     if c.consumed_fingerprint.is_some() && c.consumed == c.expected && r.delivery.lost == 0 {
         let _ = writeln!(
             o,
-            "!! NOT RECONCILED: the agents consumed {} messages, as many as expected, but not \
-             the expected ones: their fingerprints differ from the owed range's !!",
+            "!! NOT CONSUMED EXACTLY ONCE: the agents consumed {} messages, as many as expected, \
+             but not the expected ones: their fingerprints differ from the owed range's !!",
             group(c.consumed)
         );
         return;
@@ -328,8 +467,8 @@ pub(super) fn consumer(o: &mut String, r: &RunResult) {
     let d = &r.delivery;
     let _ = writeln!(
         o,
-        "!! NOT RECONCILED: {} of {} expected messages never consumed{}, {} consumed twice{}, \
-         {} breaks in the ordered sequence !!",
+        "!! NOT CONSUMED EXACTLY ONCE: {} of {} expected messages never consumed{}, {} consumed \
+         twice{}, {} breaks in the ordered sequence !!",
         group(d.lost),
         group(c.expected),
         list(&d.missing_seqs),
@@ -397,6 +536,8 @@ mod tests {
             removed: Some(0),
             duplicated: None,
             indeterminate: Some(0),
+            explained: None,
+            deduplicated: 0,
             refused: Default::default(),
             unanswered: 0,
             replicas: Some(vec![

@@ -166,6 +166,8 @@ fn fault(run: &Run<'_>, m: &Measured<'_>) -> Option<FaultReport> {
             Stop::Count(n) => run.schedule.due_ns(n).unwrap_or(u64::MAX),
         };
         let pace = crate::engine::pace::Pace::Open(opts.schedule.clone());
-        inj.report(&[recovery], &pace, 1, end_ns)
+        let mut report = inj.report(&[recovery], &pace, 1, end_ns);
+        report.missed_allowed = opts.conn.allow_missed_faults;
+        report
     })
 }

@@ -2,6 +2,7 @@
 //! here touches a connection; every figure comes from the requesters' own counts, windows and
 //! reply logs, and the run's settings ([`Run`]).
 
+use super::given_up;
 use super::requester::Replies;
 use super::run::{JsAcks, Run};
 use crate::engine::load::{PubOutcome, Window};
@@ -47,17 +48,25 @@ pub(super) fn assemble(
         corrected.add(&r.rec.corrected).expect("same bounds");
         uncorrected.add(&r.rec.uncorrected).expect("same bounds");
     }
-    // The requesters' side of the traffic: replies received, from the first request on.
+    // The requesters' side of the traffic: replies received, from the first request on, until
+    // the last answer of any kind or the last request sent, whichever is later: a run whose
+    // last good replies came early (a stream full, refusing the rest) must not read as having
+    // stored at their rate over the whole run.
     let reply_runs: Vec<ClientRun> = replies
         .iter()
+        .zip(pub_outs)
         .enumerate()
-        .map(|(i, r)| ClientRun {
+        .map(|(i, (r, o))| ClientRun {
             role: Role::Sub,
             id: run.g(i),
             msgs: r.ok,
             bytes: r.bytes,
             start: zero,
-            end: r.last.or(zero),
+            end: [r.last, r.answered, o.run.end]
+                .into_iter()
+                .flatten()
+                .max()
+                .or(zero),
         })
         .collect();
     let pub_runs: Vec<ClientRun> = pub_outs.iter().map(|o| o.run).collect();
@@ -140,6 +149,7 @@ fn fault(run: &Run<'_>, replies: &[Replies<'_>]) -> Option<FaultReport> {
         let phases: Vec<&FaultPhases<'_>> =
             replies.iter().filter_map(|r| r.phases.as_ref()).collect();
         report.faults = inj.events(&gaps, &phases);
+        report.missed_allowed = opts.conn.allow_missed_faults;
         report
     })
 }
@@ -155,6 +165,7 @@ fn js_acks(run: &Run<'_>, replies: &[Replies<'_>]) -> Option<Vec<JsAcks>> {
                 duplicate_acks: 0,
                 repeated_acks: 0,
                 deduplicated: 0,
+                given_up: Vec::new(),
             })
             .collect();
         for (i, r) in replies.iter().enumerate() {
@@ -162,6 +173,10 @@ fn js_acks(run: &Run<'_>, replies: &[Replies<'_>]) -> Option<Vec<JsAcks>> {
             js.duplicate_acks += r.dup_acks;
             js.repeated_acks += r.repeated_acks;
             js.deduplicated += r.deduplicated;
+            if let Some(zero) = run.epoch.get() {
+                let mine = given_up::of(&run.windows[i], r, &run.send_times[i], *zero);
+                js.given_up.extend(mine.into_iter().map(|g| (run.g(i), g)));
+            }
             if let Some(set) = &r.acks {
                 js.duplicate_acks += js.acked.merge(set);
             }

@@ -9,9 +9,9 @@ use std::time::Instant;
 use crate::engine::conn::{self, Event, Flow};
 use crate::engine::jsapi::{self, Ack};
 use crate::engine::jsframe::JsFrame;
-use crate::engine::load::{self, Frame, PubOutcome, Window};
+use crate::engine::load::{self, Completion, Frame, PubOutcome, Window};
 use crate::engine::pace::Stop;
-use crate::error::ErrorCounts;
+use crate::error::{ErrorCounts, ErrorKind};
 use crate::stats::acks::AckSet;
 use crate::stats::fault_phases::FaultPhases;
 use crate::stats::faults::AckGaps;
@@ -27,9 +27,13 @@ pub(super) struct Replies<'a> {
     pub(super) rec: LatencyRecorder<'a>,
     pub(super) ok: u64,
     pub(super) no_responders: u64,
-    pub(super) late: u64,
+    /// Replies for no request awaited: a second answer to one already answered.
+    pub(super) unawaited: u64,
     pub(super) bytes: u64,
+    /// The last good reply.
     pub(super) last: Option<Instant>,
+    /// The last answer of any kind (a refusal, an error): the server was still answering.
+    pub(super) answered: Option<Instant>,
     /// Arrivals around an injected fault; `fault_ns` is `None` without one.
     pub(super) recovery: RecoveryLog,
     pub(super) fault_ns: Option<&'a AtomicU64>,
@@ -47,6 +51,9 @@ pub(super) struct Replies<'a> {
     pub(super) repeated_acks: u64,
     /// Acknowledgements the server marked duplicate: a message id it had already stored.
     pub(super) deduplicated: u64,
+    /// With JetStream acknowledgements: the requests the server answered with an error, and
+    /// which (the first [`REFUSED_KEPT`]); a verdict may find one stored all the same.
+    pub(super) refused: Vec<(u64, ErrorKind)>,
     pub(super) errors: &'a ErrorCounts,
     /// The live view's count of good replies and their latencies.
     pub(super) meter: &'a ClientMeter,
@@ -54,6 +61,9 @@ pub(super) struct Replies<'a> {
     /// bytes say nothing about what was stored); otherwise the reply's payload.
     pub(super) stands_for: Option<u64>,
 }
+
+/// Refused requests a requester remembers by sequence, at most.
+const REFUSED_KEPT: usize = 1 << 16;
 
 /// How a client's requests go on the wire: one message each, or a JetStream publish with a
 /// message id or a whole atomic batch.
@@ -106,9 +116,11 @@ pub(super) fn new_replies<'a>(
         rec: LatencyRecorder::new(0, u64::MAX / 2, None).with_live(meter.latency.as_ref()),
         ok: 0,
         no_responders: 0,
-        late: 0,
+        unawaited: 0,
+        refused: Vec::new(),
         bytes: 0,
         last: None,
+        answered: None,
     }
 }
 
@@ -132,28 +144,34 @@ pub(super) fn on_reply(
     else {
         return;
     };
-    let on_time = window.complete(seq);
+    // A reply for a request given up on is an answer all the same, late: it is timed and
+    // counted as any other, so the request has one fate in every section of the result.
+    let completion = window.complete(seq);
+    let awaited = completion != Completion::Unknown;
+    if awaited {
+        r.answered = Some(now);
+    }
     // A server with no one listening answers at once with a 503 status and no payload.
     if m.headers.is_some_and(|h| h.starts_with(b"NATS/1.0 503")) {
-        r.no_responders += u64::from(on_time);
+        r.no_responders += u64::from(awaited);
         return;
     }
     // Any other status (a direct get's 404 for a key with no value, …) is a failed request.
     if let Some(kind) = m.headers.and_then(jsapi::status_kind) {
-        r.errors.add(kind);
+        if awaited {
+            r.errors.add(kind);
+        }
         return;
     }
     // Messages this reply acknowledges: a whole batch at its commit.
     let mut count = 1;
     if let Some(acks) = r.acks.as_mut() {
-        // A late acknowledgement still says the message was stored: it counts for the
-        // reconciliation with the stream, only not for latency.
         match jsapi::read_ack(m.payload) {
             // The sequence of a recognised message id is where the first copy went: not this
             // run's to account for.
             Ack::Stored {
                 duplicate: true, ..
-            } => r.deduplicated += 1,
+            } => r.deduplicated += u64::from(awaited),
             Ack::Stored { seq, batch, .. } => {
                 count = batch.max(1);
                 for s in seq.saturating_sub(count - 1)..=seq {
@@ -163,7 +181,7 @@ pub(super) fn on_reply(
                     // lands on a taken sequence is counted as repeated too; the durability
                     // read-back, message by message, still finds the publish it displaced.)
                     if !acks.insert(s) {
-                        if on_time {
+                        if completion == Completion::OnTime {
                             r.dup_acks += 1;
                         } else {
                             r.repeated_acks += 1;
@@ -172,17 +190,27 @@ pub(super) fn on_reply(
                 }
             }
             Ack::Failed(kind) => {
-                r.errors.add(kind);
+                if awaited {
+                    r.errors.add(kind);
+                    if r.refused.len() < REFUSED_KEPT {
+                        r.refused.push((seq, kind));
+                    }
+                }
                 return;
             }
         }
     }
-    if !on_time {
-        r.late += 1;
-        return;
-    }
+    let late_sent = match completion {
+        Completion::Unknown => {
+            r.unawaited += 1;
+            return;
+        }
+        Completion::Late { sent } => Some(sent.saturating_duration_since(zero).as_nanos() as u64),
+        Completion::OnTime => None,
+    };
     let recv_ns = now.saturating_duration_since(zero).as_nanos() as u64;
-    let sent_ns = times.get(seq);
+    // A late reply's send time may have left the ring: the window kept it.
+    let sent_ns = times.get(seq).or(late_sent);
     // Closed loop has no schedule: a request is due when it is sent.
     let due_ns = match schedule {
         Some(s) => s.due_ns(seq).unwrap_or(recv_ns),

@@ -71,6 +71,8 @@ pub struct JsAcks {
     /// Acknowledgements repeated to a publish already answered: counted, not a failure.
     pub repeated_acks: u64,
     pub deduplicated: u64,
+    /// Its publishers' publishes given up on, and the publishers' global ids.
+    pub given_up: Vec<(u32, super::GivenUp)>,
 }
 
 /// [`run_request`], also returning the acknowledged stream sequences when requests are
@@ -139,7 +141,7 @@ pub(super) struct Run<'a> {
     pub open: bool,
     pub stage_totals: Option<StageTotals>,
     pub windows: Vec<Window>,
-    send_times: Vec<SendTimes>,
+    pub send_times: Vec<SendTimes>,
     pub epoch: OnceLock<Instant>,
     /// Tells the responders every request is in.
     done: AtomicBool,

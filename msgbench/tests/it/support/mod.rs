@@ -348,3 +348,65 @@ pub fn rest_of_stderr(
     std::io::Read::read_to_string(&mut lines, &mut seen).unwrap();
     seen
 }
+
+/// Messages the stream holds now, or `None` while it cannot say (no stream yet, no server).
+/// A bare client on the wire: connect, ask `$JS.API.STREAM.INFO`, read the reply.
+pub fn stream_messages(url: &str, stream: &str) -> Option<u64> {
+    use msgbench::wire::proto::{self, Parsed, ServerOp};
+    use std::io::{Read, Write};
+    let addr = url.trim_start_matches("nats://");
+    let mut sock = std::net::TcpStream::connect(addr).ok()?;
+    sock.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+        .ok()?;
+    let ask = format!(
+        "CONNECT {{\"verbose\":false,\"headers\":true,\"no_responders\":true}}\r\n\
+         SUB _INBOX.support 1\r\nPUB $JS.API.STREAM.INFO.{stream} _INBOX.support 0\r\n\r\n"
+    );
+    sock.write_all(ask.as_bytes()).ok()?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = sock.read(&mut chunk).ok().filter(|n| *n > 0)?;
+        buf.extend_from_slice(&chunk[..n]);
+        let mut at = 0;
+        while let Ok(Parsed::Op(op, used)) = proto::parse(&buf[at..]) {
+            at += used;
+            if let ServerOp::Msg(m) = op {
+                let v: serde_json::Value = serde_json::from_slice(m.payload).ok()?;
+                return v
+                    .pointer("/state/messages")
+                    .and_then(serde_json::Value::as_u64);
+            }
+        }
+        buf.drain(..at);
+    }
+}
+
+/// Publishes `payload` on `subject` as a bare client (no reply subject): a stream capturing the
+/// subject stores it, and nobody is told its sequence. Returns once the server has read it (the
+/// PONG after it).
+pub fn publish_raw(url: &str, subject: &str, payload: &[u8]) {
+    use std::io::{Read, Write};
+    let addr = url.trim_start_matches("nats://");
+    let mut sock = std::net::TcpStream::connect(addr).unwrap();
+    sock.set_read_timeout(Some(HANG)).unwrap();
+    let mut out = format!(
+        "CONNECT {{\"verbose\":false}}\r\nPUB {subject} {}\r\n",
+        payload.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(payload);
+    out.extend_from_slice(b"\r\nPING\r\n");
+    sock.write_all(&out).unwrap();
+    let mut seen = Vec::new();
+    let mut chunk = [0u8; 1024];
+    while !String::from_utf8_lossy(&seen).contains("PONG") {
+        let n = sock.read(&mut chunk).unwrap();
+        assert!(
+            n > 0,
+            "the server closed the connection: {}",
+            String::from_utf8_lossy(&seen)
+        );
+        seen.extend_from_slice(&chunk[..n]);
+    }
+}
