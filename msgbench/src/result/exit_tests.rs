@@ -60,6 +60,7 @@ fn js_run(stored: u64, lost: u64, fault: bool) -> RunResult {
         target: None,
         at: Duration::from_secs(1),
         hold: Duration::ZERO,
+        corrupt: None,
     };
     r.fault = fault.then(|| FaultReport::new(spec, Some(1), None, &[], (Owed::rate(1.0), 1.0), 0));
     r

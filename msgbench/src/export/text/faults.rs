@@ -63,7 +63,7 @@ fn phase(p: Option<&PhaseLatency>) -> String {
 
 fn line(e: &FaultEvent) -> String {
     let ns = |v: Option<u64>| v.map_or("—".to_string(), |n| duration_ns(n as f64));
-    let what = format!("{:?}", e.spec.kind).to_lowercase();
+    let what = e.spec.kind.as_str().to_string();
     let role = e
         .spec
         .target
