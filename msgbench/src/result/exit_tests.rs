@@ -54,6 +54,10 @@ fn js_run(stored: u64, lost: u64, fault: bool) -> RunResult {
         divergent_count: None,
         messages_read_ns: None,
         replicas_not_read: None,
+        lost_by_position: None,
+        recovered: None,
+        recovered_seqs: Vec::new(),
+        disk: None,
     });
     let spec = FaultSpec {
         kind: FaultKind::Kill,

@@ -4,7 +4,10 @@
 //! its acknowledgement arriving is indeterminate, and allowed.
 //!
 //! Which acknowledged sequences are still in a stream is read from its state with the deleted
-//! sequences listed. A stream whose limits or retention remove messages (a bucket's history)
+//! sequences listed, twice: right after the load, and again at the end (after the replicas were
+//! read back). Missing at the last read is lost, and each loss is put in one of Jepsen's
+//! classes by its place among the acknowledged writes (prefix, middle, postfix); missing at
+//! the first and there at the last is recovered. A stream whose limits or retention remove messages (a bucket's history)
 //! may have removed an acknowledged one itself: inside its range that counts as removed, not
 //! lost; beyond its last sequence nothing but loss explains it.
 
@@ -13,7 +16,7 @@ use std::collections::BTreeMap;
 use super::stream::Opened;
 use crate::engine::jsapi::{Api, StreamState};
 use crate::error::ErrorKind;
-use crate::result::{Durability, RunResult};
+use crate::result::{Durability, LostByPosition, RunResult};
 use crate::scenario::request::JsAcks;
 
 /// How many lost sequences the result names.
@@ -36,6 +39,25 @@ struct Classes {
     lost_seqs: Vec<u64>,
     removed: u64,
     indeterminate: u64,
+    by_place: LostByPosition,
+}
+
+/// A stream as one read found it: its state and the sequences deleted from it.
+pub(super) type Read = Option<(StreamState, Vec<u64>)>;
+
+/// Each stream of `opened` read once.
+fn read_all(opened: &Opened, api: &mut Api) -> Vec<Read> {
+    (opened.streams.iter())
+        .map(|o| match api.stream_state_detailed(&o.config.name) {
+            Ok(a) => Some(a),
+            // A stream gone since (a memory stream through a restart) holds nothing.
+            Err(crate::error::Error::JetStream {
+                kind: ErrorKind::JsStreamNotFound,
+                ..
+            }) => Some((StreamState::default(), Vec::new())),
+            Err(_) => None,
+        })
+        .collect()
 }
 
 /// The verdict on a run in one process: each stream of `opened` read again, its state with
@@ -45,20 +67,95 @@ pub(super) fn verdict(
     acks: &[JsAcks],
     api: &mut Api,
     result: &RunResult,
-) -> Durability {
-    let mut total: Option<Classes> = Some(Classes::default());
-    for ((o, before), acks) in opened.streams.iter().zip(&opened.before).zip(acks) {
-        let after = match api.stream_state_detailed(&o.config.name) {
-            Ok(a) => Some(a),
-            // A stream gone since (a memory stream through a restart) holds nothing.
-            Err(crate::error::Error::JetStream {
-                kind: ErrorKind::JsStreamNotFound,
-                ..
-            }) => Some((StreamState::default(), Vec::new())),
-            Err(_) => None,
+) -> (Durability, Vec<Read>) {
+    let first = read_all(opened, api);
+    let acked = acks.iter().map(|a| a.acked.len()).sum();
+    let mut d = unacknowledged(result, acked);
+    judge_reads(opened, acks, &first, &mut d);
+    (d, first)
+}
+
+/// Reads each stream again at the end, and judges by that read: what is missing now is lost;
+/// what was missing at the `first` read and is there now is recovered.
+pub(super) fn settle(
+    opened: &Opened,
+    acks: &[JsAcks],
+    api: &mut Api,
+    first: &[Read],
+    d: &mut Durability,
+) {
+    let last = read_all(opened, api);
+    judge_reads(opened, acks, &last, d);
+    let mut recovered = Some(0u64);
+    let mut seqs = Vec::new();
+    for (((o, acks), f), l) in opened.streams.iter().zip(acks).zip(first).zip(&last) {
+        let (Some((fs, fd)), Some((ls, ld))) = (f, l) else {
+            recovered = None;
+            continue;
         };
-        let one = after.map(|(state, deleted)| {
-            classify(&acks.acked, *before, &state, &deleted, o.config.limited())
+        let limited = o.config.limited();
+        let (n, listed) = acks.acked.select(LOST_LISTED.saturating_sub(seqs.len()), |q| {
+            !present(fs, fd, q) && present(ls, ld, q) && !(limited && q <= fs.last_seq)
+        });
+        recovered = recovered.map(|r| r + n);
+        seqs.extend(listed);
+    }
+    d.recovered = recovered;
+    d.recovered_seqs = seqs;
+}
+
+/// What the lazy filesystem under each node of `target` saw; `None` when no store sat on one.
+pub(super) fn disk_of(target: &crate::server::Target) -> Option<Vec<crate::result::NodeDisk>> {
+    let nodes: Vec<&crate::server::EmbeddedServer> =
+        target.embedded.iter().chain(&target.peers).collect();
+    let clustered = nodes.len() > 1;
+    let seen: Vec<crate::result::NodeDisk> = (nodes.iter().enumerate())
+        .filter_map(|(i, n)| {
+            let s = n.disk_stats()?;
+            let node = if clustered {
+                crate::server::node_name(i)
+            } else {
+                "server".to_string()
+            };
+            Some(crate::result::NodeDisk {
+                node,
+                counts: counts(s),
+            })
+        })
+        .collect();
+    (!seen.is_empty()).then_some(seen)
+}
+
+#[cfg(target_os = "linux")]
+fn counts(s: crate::server::disk::DiskStats) -> crate::result::NodeDiskCounts {
+    crate::result::NodeDiskCounts {
+        fsyncs: s.fsyncs,
+        dir_fsyncs: s.dir_fsyncs,
+        writes: s.writes,
+        bytes_written: s.bytes_written,
+        bytes_synced: s.bytes_synced,
+        written_back: s.written_back,
+        power_losses: s.power_losses,
+        bytes_dropped: s.bytes_dropped,
+        files_dropped: s.files_dropped,
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn counts(_: crate::server::disk::DiskStats) -> crate::result::NodeDiskCounts {
+    crate::result::NodeDiskCounts::default()
+}
+
+/// Puts every acknowledged write of `acks` in its class by the streams as `reads` found them.
+fn judge_reads(opened: &Opened, acks: &[JsAcks], reads: &[Read], d: &mut Durability) {
+    let mut total: Option<Classes> = Some(Classes::default());
+    for (((o, before), acks), read) in (opened.streams.iter())
+        .zip(&opened.before)
+        .zip(acks)
+        .zip(reads)
+    {
+        let one = read.as_ref().map(|(state, deleted)| {
+            classify(&acks.acked, *before, state, deleted, o.config.limited())
         });
         total = match (total, one) {
             (Some(mut t), Some(c)) => {
@@ -66,6 +163,9 @@ pub(super) fn verdict(
                 t.lost += c.lost;
                 t.removed += c.removed;
                 t.indeterminate += c.indeterminate;
+                t.by_place.prefix += c.by_place.prefix;
+                t.by_place.middle += c.by_place.middle;
+                t.by_place.postfix += c.by_place.postfix;
                 let room = LOST_LISTED.saturating_sub(t.lost_seqs.len());
                 t.lost_seqs.extend(c.lost_seqs.into_iter().take(room));
                 Some(t)
@@ -73,16 +173,26 @@ pub(super) fn verdict(
             _ => None,
         };
     }
-    let acked = acks.iter().map(|a| a.acked.len()).sum();
-    let mut d = unacknowledged(result, acked);
     if let Some(t) = total {
         d.ok = Some(t.ok);
         d.lost = Some(t.lost);
         d.lost_seqs = t.lost_seqs;
         d.removed = Some(t.removed);
         d.indeterminate = Some(t.indeterminate);
+        d.lost_by_position = Some(t.by_place);
+    } else {
+        (d.ok, d.lost, d.removed, d.indeterminate) = (None, None, None, None);
+        d.lost_seqs.clear();
+        d.lost_by_position = None;
     }
-    d
+}
+
+/// Whether `seq` is in a stream read as `state` with `deleted` removed.
+fn present(state: &StreamState, deleted: &[u64], seq: u64) -> bool {
+    state.messages > 0
+        && seq >= state.first_seq
+        && seq <= state.last_seq
+        && deleted.binary_search(&seq).is_err()
 }
 
 /// The verdict on a run on agents, from the coordinator's reconciliation: the agents send
@@ -148,6 +258,10 @@ fn unacknowledged(result: &RunResult, acked: u64) -> Durability {
         divergent_count: None,
         messages_read_ns: None,
         replicas_not_read: None,
+        lost_by_position: None,
+        recovered: None,
+        recovered_seqs: Vec::new(),
+        disk: None,
     }
 }
 
@@ -160,17 +274,36 @@ fn classify(
     deleted: &[u64],
     limited: bool,
 ) -> Classes {
-    let gone = |seq: u64| deleted.binary_search(&seq).is_ok();
-    let present = |seq: u64| {
-        after.messages > 0 && seq >= after.first_seq && seq <= after.last_seq && !gone(seq)
-    };
+    let here = |seq: u64| present(after, deleted, seq);
     // Removed by the stream itself: at or below its last sequence, under limits or retention
     // that remove messages. Beyond it, or in a stream without them, a missing one is lost.
     let removed_by_stream = |seq: u64| limited && seq <= after.last_seq;
-    let (missing, _) = acked.select(0, |s| !present(s));
-    let (lost, lost_seqs) = acked.select(LOST_LISTED, |s| !present(s) && !removed_by_stream(s));
+    let is_lost = |s: u64| !here(s) && !removed_by_stream(s);
+    let (missing, _) = acked.select(0, |s| !here(s));
+    let (lost, lost_seqs) = acked.select(LOST_LISTED, is_lost);
+    // Jepsen's places: before the first acknowledged write still there, after the last one,
+    // or between; with none there, the stream lost its tail back to the start.
+    let (mut first_kept, mut last_kept) = (None, None);
+    acked.select(0, |s| {
+        if here(s) {
+            first_kept.get_or_insert(s);
+            last_kept = Some(s);
+        }
+        false
+    });
+    let mut by_place = LostByPosition::default();
+    acked.select(0, |s| {
+        if is_lost(s) {
+            match (first_kept, last_kept) {
+                (Some(f), _) if s < f => by_place.prefix += 1,
+                (_, Some(l)) if s < l => by_place.middle += 1,
+                _ => by_place.postfix += 1,
+            }
+        }
+        false
+    });
     let indeterminate = (before.last_seq + 1..=after.last_seq)
-        .filter(|&s| present(s) && !acked.contains(s))
+        .filter(|&s| here(s) && !acked.contains(s))
         .count() as u64;
     Classes {
         ok: acked.len() - missing,
@@ -178,6 +311,7 @@ fn classify(
         lost_seqs,
         removed: missing - lost,
         indeterminate,
+        by_place,
     }
 }
 
@@ -237,6 +371,18 @@ mod tests {
         let c = classify(&acked(11..=21), BEFORE, &state(1, 20, 18), &[11, 12], true);
         assert_eq!((c.ok, c.removed, c.lost), (8, 2, 1));
         assert_eq!(c.lost_seqs, vec![21]);
+    }
+
+    #[test]
+    fn losses_are_placed_before_between_or_after_what_the_stream_kept() {
+        // 11, 12 lost before the first kept (13); 15 between; 19, 20 after the last (18).
+        let c = classify(&acked(11..=20), BEFORE, &state(13, 18, 5), &[15], false);
+        assert_eq!(c.lost_seqs, vec![11, 12, 15, 19, 20]);
+        let p = c.by_place;
+        assert_eq!((p.prefix, p.middle, p.postfix), (2, 1, 2));
+        // Nothing kept: the tail was lost back to the start.
+        let c = classify(&acked(11..=14), BEFORE, &StreamState::default(), &[], false);
+        assert_eq!((c.by_place.prefix, c.by_place.middle, c.by_place.postfix), (0, 0, 4));
     }
 
     #[test]

@@ -73,11 +73,14 @@ fn publish(
     result.jetstream = Some(report);
     // On agents the coordinator judges, once every agent is done.
     if share.is_none() {
-        let mut verdict = super::durability::verdict(&opened, &acks, &mut api, &result);
+        let (mut verdict, first) =
+            super::durability::verdict(&opened, &acks, &mut api, &result);
         let streams: Vec<(String, u32)> = (opened.streams.iter())
             .map(|o| (o.config.name.clone(), o.config.num_replicas))
             .collect();
         super::replicas::read_back(target, &mut api, &streams, p.timeout, &mut verdict);
+        super::durability::settle(&opened, &acks, &mut api, &first, &mut verdict);
+        verdict.disk = super::durability::disk_of(target);
         super::durability::judge(&mut result, verdict);
     }
     clean_up(api, &opts.streams, opts.delete_after && share.is_none());
