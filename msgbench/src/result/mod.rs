@@ -28,7 +28,8 @@ pub use conns::{
 };
 pub use sections::{
     ClusterNode, ClusterReport, ConsumeReport, Divergence, Durability, GrpcReport, JsReport,
-    LinkReport, LinkSpec, LostByPosition, NodeDisk, NodeDiskCounts, ReplicaState, ServerConfig, ServerSetting, Shape, StreamReport, Verdict,
+    LinkReport, LinkSpec, LostByPosition, NodeDisk, NodeDiskCounts, ReplicaState, ServerConfig,
+    ServerSetting, Shape, StreamReport, Verdict,
 };
 pub use spread::{ClientSpread, MinMedianMax, Slowest};
 pub use stages::{ScheduleReport, StageStats};

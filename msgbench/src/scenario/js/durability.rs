@@ -94,9 +94,11 @@ pub(super) fn settle(
             continue;
         };
         let limited = o.config.limited();
-        let (n, listed) = acks.acked.select(LOST_LISTED.saturating_sub(seqs.len()), |q| {
-            !present(fs, fd, q) && present(ls, ld, q) && !(limited && q <= fs.last_seq)
-        });
+        let (n, listed) = acks
+            .acked
+            .select(LOST_LISTED.saturating_sub(seqs.len()), |q| {
+                !present(fs, fd, q) && present(ls, ld, q) && !(limited && q <= fs.last_seq)
+            });
         recovered = recovered.map(|r| r + n);
         seqs.extend(listed);
     }
@@ -382,7 +384,10 @@ mod tests {
         assert_eq!((p.prefix, p.middle, p.postfix), (2, 1, 2));
         // Nothing kept: the tail was lost back to the start.
         let c = classify(&acked(11..=14), BEFORE, &StreamState::default(), &[], false);
-        assert_eq!((c.by_place.prefix, c.by_place.middle, c.by_place.postfix), (0, 0, 4));
+        assert_eq!(
+            (c.by_place.prefix, c.by_place.middle, c.by_place.postfix),
+            (0, 0, 4)
+        );
     }
 
     #[test]

@@ -23,6 +23,8 @@ mod consumed;
 mod durability;
 mod options;
 mod params;
+#[cfg(test)]
+mod planted_loss;
 mod pubflags;
 mod publish;
 mod replicas;

@@ -73,8 +73,7 @@ fn publish(
     result.jetstream = Some(report);
     // On agents the coordinator judges, once every agent is done.
     if share.is_none() {
-        let (mut verdict, first) =
-            super::durability::verdict(&opened, &acks, &mut api, &result);
+        let (mut verdict, first) = super::durability::verdict(&opened, &acks, &mut api, &result);
         let streams: Vec<(String, u32)> = (opened.streams.iter())
             .map(|o| (o.config.name.clone(), o.config.num_replicas))
             .collect();
