@@ -4,8 +4,10 @@
 //! What it costs per write: the kernel hands each `write(2)` (up to 128 KiB, or 1 MiB where
 //! the kernel allows larger requests) to this process and waits for the answer, so a write is
 //! a round trip between the kernel and msgbench's FUSE thread, one copy of its bytes into
-//! memory and a mutex: measured at about 25 µs for a 4 KiB write on the project's 2-core
-//! machine, against under 2 µs on tmpfs (docs/durability.md shows the command). Reads are
+//! memory and a mutex. Measured with `dd bs=4k count=5000` into a mounted store, a debug build
+//! on the 2-core machine under a load average of 18 from other builds: a median of 243 µs per
+//! write, against 45 µs on tmpfs in the same five alternating rounds (about five times; the
+//! absolute figures are the load's). Reads are
 //! served from the kernel's page cache once read. Runs with this filesystem are for
 //! durability, not performance, and their text says so.
 
