@@ -160,9 +160,17 @@ fn replicas(o: &mut String, r: &RunResult, d: &crate::result::Durability) {
         );
         return;
     }
+    // After a power loss, copies that disagree once the cluster healed are a split brain.
+    let power_lost = (r.fault.iter().flat_map(|f| &f.faults))
+        .any(|e| e.spec.kind == crate::stats::recovery::FaultKind::PowerLoss);
+    let split = if power_lost {
+        " (a split brain after a power loss)"
+    } else {
+        ""
+    };
     let _ = writeln!(
         o,
-        "!! DIVERGENT: {} differences between replicas and their leader ({read} read back{unread}){by_message} !!",
+        "!! DIVERGENT{split}: {} differences between replicas and their leader ({read} read back{unread}){by_message} !!",
         group(d.divergent_count.unwrap_or(divergent.len() as u64))
     );
     for v in divergent.iter().take(DIVERGENT_LISTED) {
