@@ -28,6 +28,15 @@ impl EmbeddedServer {
     pub(super) fn mount_lazy(&mut self) -> Result<()> {
         #[cfg(target_os = "linux")]
         {
+            // The log marks the folder as a server's before anything is mounted in it, so the
+            // next run removes it even when msgbench is killed before the server starts.
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(self.dir().join("server.log"))
+                .map_err(|e| {
+                    Error::EmbeddedServer(format!("cannot create the server log: {e}"))
+                })?;
             let fs = super::lazyfs::LazyMount::mount(
                 &self.dir().join("jetstream"),
                 &self.dir().join("disk"),

@@ -48,8 +48,9 @@ impl LazyMount {
             session: Mutex::new(None),
             watchdog: Mutex::new(None),
         };
-        me.attach()?;
+        // The watchdog first: from the moment the mount exists, a SIGKILL finds it watching.
         *lock(&me.watchdog) = Some(watchdog(mountpoint)?);
+        me.attach()?;
         Ok(me)
     }
 
