@@ -34,9 +34,7 @@ impl EmbeddedServer {
                 .create(true)
                 .append(true)
                 .open(self.dir().join("server.log"))
-                .map_err(|e| {
-                    Error::EmbeddedServer(format!("cannot create the server log: {e}"))
-                })?;
+                .map_err(|e| Error::EmbeddedServer(format!("cannot create the server log: {e}")))?;
             let fs = super::lazyfs::LazyMount::mount(
                 &self.dir().join("jetstream"),
                 &self.dir().join("disk"),

@@ -97,7 +97,7 @@ impl Faults {
 pub struct SplitMix(pub u64);
 
 impl SplitMix {
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -107,7 +107,7 @@ impl SplitMix {
 
     /// A number below `n` (`n` > 0); the slight bias of a modulo does not matter here.
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+        self.next_u64() % n
     }
 }
 

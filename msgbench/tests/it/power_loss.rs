@@ -160,6 +160,14 @@ fn a_corruption_is_recorded_with_its_file_offset_and_bit() {
 }
 
 #[test]
+fn without_a_fault_of_the_disk_nothing_is_mounted() {
+    let (out, v) = run_json(&["js", "pub", "--storage", "file", "--msgs", "200"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(v["durability"]["disk"].is_null(), "{}", v["durability"]);
+    assert!(!stderr(&out).contains("lazy filesystem"));
+}
+
+#[test]
 fn power_losses_and_corruptions_are_refused_where_they_cannot_act() {
     let cases: [(&[&str], &str); 4] = [
         (

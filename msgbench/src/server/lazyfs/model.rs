@@ -437,7 +437,11 @@ impl Model {
             d.dirty = 0;
             return Ok(());
         }
-        let f = OpenOptions::new().write(true).create(true).open(&path)?;
+        let f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)?;
         if d.floor < d.durable {
             f.set_len(d.floor)?;
         }
