@@ -5,12 +5,17 @@
 //! The server runs in its own process group so that a Ctrl-C typed at msgbench reaches msgbench
 //! only: msgbench then finishes its run, writes results, and stops the server itself. On Linux
 //! the server also gets a parent-death signal, so even a `kill -9` of msgbench leaves no orphan.
-//! About 645 lines before its tests, past the 600 lines a file aims for: finding, starting and
-//! stopping the server share its process handling. A local cluster's start-up is in
-//! [`cluster`], the proxies that partition it in [`partition`].
+//! Starting and stopping a server share its process handling; where the binary is found is
+//! [`find`]. A local cluster's start-up is in
+//! [`cluster`], the proxies that partition it in [`partition`], the lazy filesystem a power
+//! loss or a damaged disk needs under each store in [`lazyfs`], and those two faults in
+//! [`disk`].
 
 pub mod cluster;
+pub mod disk;
 mod find;
+#[cfg(target_os = "linux")]
+pub mod lazyfs;
 pub mod partition;
 
 pub use find::{find_binary, search_dirs};
@@ -131,12 +136,17 @@ pub fn resolve(choice: &ServerChoice, link: Option<LinkSpec>) -> Result<Target> 
             nodes,
             settings,
             partitions,
+            lazy,
         } => {
             let binary = find_binary(binary.as_deref())?;
+            let how = Start {
+                settings,
+                lazy: *lazy,
+            };
             let (mut servers, mesh) = if *nodes > 1 {
-                cluster::start(&binary, *nodes, settings, *partitions)?
+                cluster::start(&binary, *nodes, &how, *partitions)?
             } else {
-                let one = EmbeddedServer::start_configured(&binary, &[], settings)?;
+                let one = EmbeddedServer::start_with(&binary, &[], &how)?;
                 (vec![one], None)
             };
             let urls = match &mesh {
@@ -180,6 +190,13 @@ pub fn resolve(choice: &ServerChoice, link: Option<LinkSpec>) -> Result<Target> 
     })
 }
 
+/// How servers are started: their `--server-config` settings, and whether their stores sit on
+/// the lazy filesystem.
+pub struct Start<'a> {
+    pub settings: &'a [ServerSetting],
+    pub lazy: bool,
+}
+
 /// A running local `nats-server`. Dropping it stops the server and removes its directory.
 ///
 /// The process sits behind a mutex so that a fault can be injected (kill, pause, restart)
@@ -195,6 +212,9 @@ pub struct EmbeddedServer {
     /// The monitoring port of the running process (0 before it listens); a restart gets a new
     /// one.
     monitor_port: std::sync::atomic::AtomicU16,
+    /// The lazy filesystem its store sits on, when the run's faults act on the disk.
+    #[cfg(target_os = "linux")]
+    lazy: Option<lazyfs::LazyMount>,
 }
 
 impl EmbeddedServer {
@@ -218,6 +238,20 @@ impl EmbeddedServer {
         extra: &[&str],
         settings: &[ServerSetting],
     ) -> Result<Self> {
+        let how = Start {
+            settings,
+            lazy: false,
+        };
+        Self::start_with(binary, extra, &how)
+    }
+
+    /// As [`EmbeddedServer::start_configured`]; with `how.lazy`, its store sits on a lazy
+    /// filesystem of its own ([`lazyfs`]), mounted before the server starts.
+    ///
+    /// # Errors
+    /// As [`EmbeddedServer::start`], and a filesystem that cannot be mounted.
+    pub fn start_with(binary: &Path, extra: &[&str], how: &Start<'_>) -> Result<Self> {
+        let settings = how.settings;
         let dir = make_temp_dir()?;
         let mut extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         if !settings.is_empty() {
@@ -241,7 +275,12 @@ impl EmbeddedServer {
                 tls_name: None,
             },
             monitor_port: std::sync::atomic::AtomicU16::new(0),
+            #[cfg(target_os = "linux")]
+            lazy: None,
         };
+        if how.lazy {
+            server.mount_lazy()?;
+        }
         server.url.port = server.spawn(None)?;
         Ok(server)
     }
@@ -383,12 +422,15 @@ impl EmbeddedServer {
         last.into_iter().rev().collect::<Vec<_>>().join(" | ")
     }
 
-    /// Stops the server (SIGTERM, then SIGKILL after 3 s) and removes its directory.
+    /// Stops the server (SIGTERM, then SIGKILL after 3 s), undoes its lazy filesystem and
+    /// removes its directory.
     pub fn stop(&mut self) {
         self.freeze(false);
         if let Some(mut child) = self.lock().take() {
             terminate(&mut child);
         }
+        #[cfg(target_os = "linux")]
+        drop(self.lazy.take());
         let _ = fs::remove_dir_all(&self.dir);
     }
 }

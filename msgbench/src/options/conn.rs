@@ -13,7 +13,7 @@ use crate::options::nemesis::{as_fault_list, Nemesis};
 use crate::options::{server_choice, ServerChoice};
 use crate::result::LinkSpec;
 use crate::stats::faults::{FaultTarget, Faults};
-use crate::stats::recovery::{FaultKind, FaultSpec};
+use crate::stats::recovery::{Corrupt, CorruptKind, FaultKind, FaultSpec};
 use crate::values::parse_duration;
 
 /// The connection settings of a run: how the engine dials and keeps connections, plus the
@@ -47,6 +47,16 @@ impl ConnOptions {
                 "--nemesis",
                 n,
                 "is for `js pub` and `kv put` on --cluster 3 or 5",
+            ));
+        }
+        if let Some(f) = opts.faults.iter().find(|f| f.kind.on_disk()) {
+            return Err(Error::flag(
+                "--fault",
+                conn.fault.as_deref().unwrap_or_default(),
+                format!(
+                    "{} acts on a JetStream store: it is for `js pub` and `kv put`",
+                    f.kind.as_str()
+                ),
             ));
         }
         let partition = opts.faults.iter().any(|f| f.kind == FaultKind::Partition);
@@ -103,6 +113,21 @@ impl ConnOptions {
                 given,
                 "a partition cuts nodes off from each other: it needs --cluster 3 or 5",
             ));
+        }
+        if on_disk(conn) {
+            if let Some(why) = fuse_unavailable() {
+                let (flag, given) = match &conn.nemesis {
+                    Some(n) => ("--nemesis", n.as_str()),
+                    None => ("--fault", given),
+                };
+                return Err(Error::flag(
+                    flag,
+                    given,
+                    format!(
+                        "a power loss or a damaged disk needs msgbench's lazy filesystem: {why}"
+                    ),
+                ));
+            }
         }
         if conn.cluster.is_some() && faults.iter().any(|f| f.target.is_none()) {
             return Err(Error::flag(
@@ -317,6 +342,55 @@ pub fn partitions(conn: &ConnArgs) -> bool {
             .is_some_and(|l| l.iter().any(|f| f.kind == FaultKind::Partition))
 }
 
+/// Whether the run's faults act on the servers' disks (a power loss, a corruption), so that
+/// each store must sit on the lazy filesystem. A list that does not parse is refused elsewhere.
+pub fn on_disk(conn: &ConnArgs) -> bool {
+    let nemesis = (conn.nemesis.as_deref())
+        .and_then(|n| Nemesis::parse(n).ok())
+        .is_some_and(|n| n.disk);
+    nemesis
+        || (conn.fault.as_deref())
+            .and_then(|f| parse_faults(f).ok())
+            .is_some_and(|l| l.iter().any(|f| f.kind.on_disk()))
+}
+
+/// Why a lazy filesystem cannot be mounted here, before anything starts: no FUSE device, or
+/// no right to mount one (msgbench mounts with mount(2) itself, which needs CAP_SYS_ADMIN).
+pub fn fuse_unavailable() -> Option<String> {
+    fuse_unavailable_at(
+        std::path::Path::new("/dev/fuse"),
+        std::path::Path::new("/proc/self/status"),
+    )
+}
+
+fn fuse_unavailable_at(device: &std::path::Path, status: &std::path::Path) -> Option<String> {
+    if !device.exists() {
+        return Some(format!(
+            "{} is missing (load the fuse module: modprobe fuse)",
+            device.display()
+        ));
+    }
+    if let Err(e) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(device)
+    {
+        return Some(format!("{} cannot be opened: {e}", device.display()));
+    }
+    // CAP_SYS_ADMIN is bit 21 of the effective capabilities.
+    let caps = std::fs::read_to_string(status).ok().and_then(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("CapEff:"))
+            .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+    });
+    match caps {
+        Some(c) if c & (1 << 21) != 0 => None,
+        _ => {
+            Some("no permission to mount a filesystem (mount(2) needs root: CAP_SYS_ADMIN)".into())
+        }
+    }
+}
+
 /// `--fault` as a comma-separated list, in time order. `restart-TARGET` after `kill-TARGET`
 /// starts the nodes that kill took down, so it takes no HOLD.
 ///
@@ -345,46 +419,56 @@ pub fn parse_faults(s: &str) -> std::result::Result<Vec<FaultSpec>, String> {
 }
 
 /// One fault, `KIND[-TARGET]@AT[:HOLD]`: `kill@5s`, `restart@5s:1s`, `pause@3s:200ms`,
-/// `kill-leader@3s`, `pause-follower@2s:500ms`, `partition-leader@2s:5s`.
+/// `kill-leader@3s`, `pause-follower@2s:500ms`, `partition-leader@2s:5s`,
+/// `power-loss-all@5s:2s`; or `corrupt[-TARGET]@AT:KIND[:SEED]` (`corrupt-follower@3s:bitflip`),
+/// whose place a seed draws (from the clock when none is given, and recorded).
 ///
 /// # Errors
 /// Why the text is not a fault.
 pub fn parse_fault(s: &str) -> std::result::Result<FaultSpec, String> {
     let (kind, rest) = s.split_once('@').ok_or(
-        "expected KIND@TIME, such as kill@5s, restart@5s, pause@3s:200ms or \
-             partition-leader@2s:5s",
+        "expected KIND@TIME, such as kill@5s, restart@5s, pause@3s:200ms, \
+             partition-leader@2s:5s, power-loss-all@5s:2s or corrupt-follower@3s:bitflip",
     )?;
-    let (kind, target) = match kind.trim().split_once('-') {
-        Some((kind, target)) => {
-            let t = FaultTarget::parse(target).ok_or_else(|| {
-                format!(
-                    "unknown target '{target}' (leader, follower, meta-leader, majority or all)"
-                )
-            })?;
-            (kind, Some(t))
-        }
-        None => (kind.trim(), None),
+    // `power-loss` is the one kind whose own name holds a dash.
+    let (kind, target) = match kind.trim() {
+        "power-loss" => ("power-loss", None),
+        k => match k.strip_prefix("power-loss-") {
+            Some(t) => ("power-loss", Some(t)),
+            None => match k.split_once('-') {
+                Some((k, t)) => (k, Some(t)),
+                None => (k, None),
+            },
+        },
     };
+    let target = target
+        .map(|t| {
+            FaultTarget::parse(t).ok_or_else(|| {
+                format!("unknown target '{t}' (leader, follower, meta-leader, majority or all)")
+            })
+        })
+        .transpose()?;
     let kind = match kind {
         "kill" => FaultKind::Kill,
         "restart" => FaultKind::Restart,
         "pause" => FaultKind::Pause,
         "partition" => FaultKind::Partition,
+        "power-loss" => FaultKind::PowerLoss,
+        "corrupt" => FaultKind::Corrupt,
         other => {
             return Err(format!(
-                "unknown fault '{other}' (kill, restart, pause or partition)"
+                "unknown fault '{other}' (kill, restart, pause, partition, power-loss or corrupt)"
             ))
         }
     };
+    if kind == FaultKind::Corrupt {
+        return parse_corrupt(target, rest);
+    }
     let (at, hold) = match rest.split_once(':') {
         Some((at, hold)) => (at, Some(hold)),
         None => (rest, None),
     };
-    let at = if matches!(at.trim(), "0" | "0s") {
-        Duration::ZERO
-    } else {
-        parse_duration(at)?
-    };
+    let at = parse_at(at)?;
     let hold = hold.map(parse_duration).transpose()?;
     let hold = match (kind, hold) {
         (FaultKind::Kill, Some(_)) => {
@@ -403,12 +487,120 @@ pub fn parse_fault(s: &str) -> std::result::Result<FaultSpec, String> {
         target,
         at,
         hold,
+        corrupt: None,
+    })
+}
+
+fn parse_at(at: &str) -> std::result::Result<Duration, String> {
+    if matches!(at.trim(), "0" | "0s") {
+        Ok(Duration::ZERO)
+    } else {
+        parse_duration(at)
+    }
+}
+
+/// `AT:KIND[:SEED]` of a corrupt fault.
+fn parse_corrupt(
+    target: Option<FaultTarget>,
+    rest: &str,
+) -> std::result::Result<FaultSpec, String> {
+    let mut parts = rest.splitn(3, ':');
+    let at = parse_at(parts.next().unwrap_or_default())?;
+    let how = parts
+        .next()
+        .ok_or("corrupt needs a kind, bitflip or truncate, such as corrupt-follower@3s:bitflip")?;
+    let how = CorruptKind::parse(how.trim())
+        .ok_or_else(|| format!("unknown corruption '{how}' (bitflip or truncate)"))?;
+    let seed = match parts.next() {
+        Some(seed) => seed
+            .trim()
+            .parse()
+            .map_err(|_| format!("the seed '{seed}' is not a whole number"))?,
+        // Drawn once, and recorded with the fault, so the run can be asked for again.
+        None => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64 % 1_000_000),
+    };
+    Ok(FaultSpec {
+        kind: FaultKind::Corrupt,
+        target,
+        at,
+        hold: Duration::ZERO,
+        corrupt: Some(Corrupt { kind: how, seed }),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_fuse_device_and_a_missing_right_to_mount_are_named() {
+        use std::path::Path;
+        let why = fuse_unavailable_at(
+            Path::new("/nonexistent/fuse"),
+            Path::new("/proc/self/status"),
+        );
+        assert!(why.unwrap().contains("/nonexistent/fuse is missing"));
+        let dir = std::env::temp_dir().join(format!("msgbench-caps-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (dev, status) = (dir.join("dev"), dir.join("status"));
+        std::fs::write(&dev, "").unwrap();
+        std::fs::write(&status, "Name:\tx\nCapEff:\t0000000000000000\n").unwrap();
+        let why = fuse_unavailable_at(&dev, &status).unwrap();
+        assert!(why.contains("no permission to mount"), "{why}");
+        std::fs::write(&status, "CapEff:\t000001ffffffffff\n").unwrap();
+        assert_eq!(fuse_unavailable_at(&dev, &status), None);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn parses_power_losses_and_corruptions() {
+        let p = parse_fault("power-loss-all@5s:2s").unwrap();
+        assert_eq!(
+            (p.kind, p.target, p.hold),
+            (
+                FaultKind::PowerLoss,
+                Some(FaultTarget::All),
+                Duration::from_secs(2)
+            )
+        );
+        let one = parse_fault("power-loss@1s").unwrap();
+        assert_eq!(
+            (one.kind, one.target, one.hold),
+            (FaultKind::PowerLoss, None, Duration::ZERO)
+        );
+        let c = parse_fault("corrupt-follower@3s:bitflip:42").unwrap();
+        assert_eq!(
+            (c.kind, c.target),
+            (FaultKind::Corrupt, Some(FaultTarget::Follower))
+        );
+        assert_eq!(
+            c.corrupt,
+            Some(Corrupt {
+                kind: CorruptKind::Bitflip,
+                seed: 42
+            })
+        );
+        assert_eq!(
+            parse_fault("corrupt@1s:truncate")
+                .unwrap()
+                .corrupt
+                .unwrap()
+                .kind,
+            CorruptKind::Truncate
+        );
+        for bad in [
+            "power-loss-@1s",
+            "power-lossy@1s",
+            "corrupt@1s",
+            "corrupt@1s:melt",
+            "corrupt@1s:bitflip:x",
+            "power-loss-boss@1s",
+        ] {
+            assert!(parse_fault(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn parses_lists_of_faults_aimed_at_roles() {
@@ -450,7 +642,8 @@ mod tests {
                 target: None,
                 kind: FaultKind::Kill,
                 at: ms(5000),
-                hold: ms(0)
+                hold: ms(0),
+                corrupt: None,
             }
         );
         assert_eq!(
@@ -459,7 +652,8 @@ mod tests {
                 target: None,
                 kind: FaultKind::Restart,
                 at: ms(1500),
-                hold: ms(250)
+                hold: ms(250),
+                corrupt: None,
             }
         );
         assert_eq!(
@@ -468,7 +662,8 @@ mod tests {
                 target: None,
                 kind: FaultKind::Pause,
                 at: ms(3000),
-                hold: ms(200)
+                hold: ms(200),
+                corrupt: None,
             }
         );
         for bad in [

@@ -30,6 +30,8 @@ pub enum ServerChoice {
         settings: Vec<crate::result::ServerSetting>,
         /// The run partitions nodes: routes and clients go through msgbench's proxies.
         partitions: bool,
+        /// The run's faults act on the disks: each store sits on msgbench's lazy filesystem.
+        lazy: bool,
     },
 }
 
@@ -187,10 +189,12 @@ pub fn server_choice(conn: &ConnArgs) -> Result<ServerChoice> {
         ServerChoice::Embedded {
             settings,
             partitions,
+            lazy,
             ..
         } => {
             *settings = server_config::parse_all(&conn.server_config)?;
             *partitions = conn::partitions(conn);
+            *lazy = conn::on_disk(conn);
         }
         ServerChoice::Urls(_) if !conn.server_config.is_empty() => {
             return Err(Error::Usage(format!(
@@ -228,6 +232,7 @@ pub fn server_choice_from(
             nodes: 1,
             settings: Vec::new(),
             partitions: false,
+            lazy: false,
         }),
         Some(list) => url::parse_servers(list)
             .map(ServerChoice::Urls)

@@ -57,12 +57,17 @@ fn js_run(stored: u64, lost: u64, fault: bool) -> RunResult {
         divergent_count: None,
         messages_read_ns: None,
         replicas_not_read: None,
+        lost_by_position: None,
+        recovered: None,
+        recovered_seqs: Vec::new(),
+        disk: None,
     });
     let spec = FaultSpec {
         kind: FaultKind::Kill,
         target: None,
         at: Duration::from_secs(1),
         hold: Duration::ZERO,
+        corrupt: None,
     };
     r.fault = fault.then(|| FaultReport::new(spec, Some(1), None, &[], (Owed::rate(1.0), 1.0), 0));
     r

@@ -33,8 +33,8 @@ pub use conns::{
 pub use meta::{Connections, Host, Rtt, ServerMeta, ToolInfo};
 pub use sections::{
     Cause, ClusterNode, ClusterReport, ConsumeReport, Divergence, Durability, Explained,
-    GrpcReport, JsReport, LinkReport, LinkSpec, ReplicaState, ServerConfig, ServerSetting, Shape,
-    StreamReport, Verdict,
+    GrpcReport, JsReport, LinkReport, LinkSpec, LostByPosition, NodeDisk, NodeDiskCounts,
+    ReplicaState, ServerConfig, ServerSetting, Shape, StreamReport, Verdict,
 };
 pub use spread::{ClientSpread, MinMedianMax, Slowest};
 pub use stages::{ScheduleReport, StageStats};

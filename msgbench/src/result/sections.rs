@@ -216,6 +216,54 @@ pub struct Durability {
     /// Why the replicas were not read back (servers msgbench did not start, one server, one
     /// replica), or why they could not be compared (no leader); null when they were.
     pub replicas_not_read: Option<String>,
+    /// The lost acknowledged writes by their place in the acknowledged sequence (Jepsen's
+    /// classes); null when `lost` is.
+    pub lost_by_position: Option<LostByPosition>,
+    /// Acknowledged writes missing at the first read after the load and present at the last
+    /// (after the replicas were read back): counted ok, not lost. Null when the stream was
+    /// not read twice.
+    pub recovered: Option<u64>,
+    /// The first recovered sequences (up to ten).
+    pub recovered_seqs: Vec<u64>,
+    /// What the lazy filesystem under each node's store saw, its syncs first; null when the
+    /// stores were on none (no power loss or corruption in the run).
+    pub disk: Option<Vec<NodeDisk>>,
+}
+
+/// Lost acknowledged writes by place: before the first acknowledged write the stream still
+/// holds (prefix), after the last one (postfix), or between (middle). When it holds none,
+/// every loss is postfix: the stream lost its tail back to the start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct LostByPosition {
+    pub prefix: u64,
+    pub middle: u64,
+    pub postfix: u64,
+}
+
+/// What one node's lazy filesystem saw over the run: its syncs, writes and power losses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct NodeDiskCounts {
+    /// fsync and fdatasync calls on files, and fsync calls on directories.
+    pub fsyncs: u64,
+    pub dir_fsyncs: u64,
+    /// write calls and their bytes; the bytes made durable by a sync.
+    pub writes: u64,
+    pub bytes_written: u64,
+    pub bytes_synced: u64,
+    /// Unsynced bytes written back because the filesystem's memory bound was reached.
+    pub written_back: u64,
+    /// Power losses, and the unsynced bytes and files they dropped.
+    pub power_losses: u64,
+    pub bytes_dropped: u64,
+    pub files_dropped: u64,
+}
+
+/// One node's [`NodeDiskCounts`], by name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeDisk {
+    pub node: String,
+    #[serde(flatten)]
+    pub counts: NodeDiskCounts,
 }
 
 /// The writes a JetStream run found stored without an acknowledgement, each matched with one of

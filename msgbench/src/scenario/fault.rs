@@ -1,5 +1,6 @@
-//! Fault injection: at set times from the start of the load, kill, restart, pause or
-//! partition (a local cluster's nodes, through [`crate::server::partition`]) the embedded
+//! Fault injection: at set times from the start of the load, kill, restart, pause, partition
+//! (a local cluster's nodes, through [`crate::server::partition`]), power off or damage the
+//! disk of (through [`super::fault_disk`]) the embedded
 //! server, or nodes of a local cluster picked by their JetStream role when the fault
 //! comes ([`super::fault_roles`]); remember exactly when each was injected and undone, so
 //! recovery can be measured from that instant.
@@ -46,8 +47,8 @@ const LEADER_POLL: Duration = Duration::from_millis(50);
 const TARGET_WAIT: Duration = Duration::from_secs(30);
 
 pub struct Injector<'a> {
-    specs: Vec<FaultSpec>,
-    cluster: Cluster<'a>,
+    pub(super) specs: Vec<FaultSpec>,
+    pub(super) cluster: Cluster<'a>,
     /// The proxies that cut nodes off, when the run has a partition.
     mesh: Option<&'a crate::server::partition::Mesh>,
     /// Whether a new stream leader is looked for after each fault (a list, or a fault aimed
@@ -57,21 +58,23 @@ pub struct Injector<'a> {
     times: Vec<AtomicU64>,
     /// When each fault was undone, or its injection for one with nothing to undo (a kill);
     /// [`NOT_YET`] before. The readers end a fault's *during* phase by it.
-    undone: Vec<AtomicU64>,
+    pub(super) undone: Vec<AtomicU64>,
     state: Mutex<State>,
     done: AtomicBool,
 }
 
 /// What the faults did so far, and which nodes are paused.
 #[derive(Default)]
-struct State {
-    events: Vec<Seen>,
+pub(super) struct State {
+    pub(super) events: Vec<Seen>,
     frozen: Vec<usize>,
 }
 
 #[derive(Default, Clone)]
-struct Seen {
-    nodes: Vec<usize>,
+pub(super) struct Seen {
+    pub(super) nodes: Vec<usize>,
+    /// A fault of the disk: what it did and what each node had before and after.
+    pub(super) disk: super::fault_disk::DiskSeen,
     undone_ns: Option<u64>,
     error: Option<String>,
     leader_before: Option<usize>,
@@ -130,7 +133,7 @@ impl<'a> Injector<'a> {
         }))
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+    pub(super) fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -182,6 +185,9 @@ impl<'a> Injector<'a> {
                         // A fault must be undone: a run that ends meanwhile only makes it sooner.
                         sleep_until(when, &stopped);
                         self.undo(k, zero);
+                        if self.specs[k].kind.on_disk() {
+                            s.spawn(move || self.read_after_restart(k, stop));
+                        }
                     }
                 }
             }
@@ -290,6 +296,15 @@ impl<'a> Injector<'a> {
                 self.state().frozen.extend(&nodes);
                 servers().for_each(|s| s.freeze(true));
                 self.stamp(k, zero);
+            }
+            FaultKind::PowerLoss | FaultKind::Corrupt => {
+                let seen = self.strike(spec, &nodes);
+                self.stamp(k, zero);
+                let mut st = self.state();
+                st.events[k].disk = seen;
+                if let Some(why) = st.events[k].disk.error.clone() {
+                    st.events[k].error.get_or_insert(why);
+                }
             }
             FaultKind::Partition => {
                 let Some(mesh) = self.mesh else {
@@ -472,6 +487,8 @@ impl<'a> Injector<'a> {
                     leader_answered_ns: seen.leader_answered_ns,
                     no_ack_ns: injected.and_then(|_| AckGaps::gap(gaps, k)),
                     ack_latency: FaultPhases::merged(phases, k),
+                    corruption: seen.disk.corruption.clone(),
+                    restarts: self.restarts(seen),
                 }
             })
             .collect()

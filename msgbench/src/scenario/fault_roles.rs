@@ -88,6 +88,11 @@ impl<'a> Cluster<'a> {
         Some(self.stream.get_or_init(|| name).clone())
     }
 
+    /// The stream capturing the run's subject, asked of a node not in `skip` the first time.
+    pub fn stream_name(&self, skip: &[usize]) -> Option<String> {
+        self.stream(skip)
+    }
+
     /// The stream's leader and replicas, asked of a node not in `skip`.
     pub fn placement(&self, skip: &[usize]) -> Option<Placement> {
         let stream = self.stream(skip)?;

@@ -26,6 +26,7 @@ pub mod calibrate;
 mod conns;
 mod core;
 pub mod fault;
+mod fault_disk;
 mod fault_roles;
 pub mod grpc;
 pub mod js;

@@ -7,9 +7,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::partition::Mesh;
-use super::{node_name, EmbeddedServer};
+use super::{node_name, EmbeddedServer, Start};
 use crate::error::{Error, Result};
-use crate::result::ServerSetting;
 use crate::wire::url::ServerUrl;
 
 /// What nodes advertise as their cluster address when routes go through proxies. nats-server
@@ -28,7 +27,7 @@ const NOWHERE: &str = "127.0.0.1:1";
 pub fn start(
     binary: &Path,
     n: u32,
-    settings: &[ServerSetting],
+    how: &Start<'_>,
     partitions: bool,
 ) -> Result<(Vec<EmbeddedServer>, Option<Mesh>)> {
     let ports: Vec<u16> = (0..n)
@@ -72,7 +71,7 @@ pub fn start(
         if mesh.is_some() {
             args.extend(["--cluster_advertise", NOWHERE]);
         }
-        servers.push(EmbeddedServer::start_configured(binary, &args, settings)?);
+        servers.push(EmbeddedServer::start_with(binary, &args, how)?);
     }
     if let Some(mesh) = &mut mesh {
         let client_ports: Vec<u16> = servers.iter().map(|s| s.url.port).collect();

@@ -92,6 +92,25 @@ impl Faults {
     }
 }
 
+/// SplitMix64: a small generator whose stream is fixed by its seed, on every platform (the
+/// nemesis's draws, a corruption's place).
+pub struct SplitMix(pub u64);
+
+impl SplitMix {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number below `n` (`n` > 0); the slight bias of a modulo does not matter here.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+}
+
 /// What one fault did, as a result records it.
 #[derive(Debug, Clone, Serialize)]
 pub struct FaultEvent {
@@ -123,6 +142,45 @@ pub struct FaultEvent {
     /// Acknowledgement latency before, during and after it (see
     /// [`super::fault_phases`]); null when it was not injected.
     pub ack_latency: Option<super::fault_phases::AckLatency>,
+    /// A corrupt fault's damage: where it landed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub corruption: Option<Corruption>,
+    /// A fault of the disk (power loss, corruption): each node's stream as the node reported
+    /// it just before the fault and right after its restart.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub restarts: Vec<NodeRestart>,
+}
+
+/// Where a corrupt fault damaged a message block.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Corruption {
+    /// The block file, from the server's store folder.
+    pub file: String,
+    /// The byte whose bit was flipped, or the length the file was cut to.
+    pub offset: u64,
+    /// The bit flipped (0 the lowest); null for a cut.
+    pub bit: Option<u8>,
+}
+
+/// One node's stream around a fault of its disk, from its monitoring endpoint (`/jsz`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeRestart {
+    pub node: String,
+    /// The stream's last sequence in the node's store just before the fault (a lower bound of
+    /// what it had: a write may land between the read and the kill); null when not read.
+    pub last_seq_before: Option<u64>,
+    /// Unsynced bytes its filesystem dropped (a power loss); null for a corruption.
+    pub bytes_dropped: Option<u64>,
+    /// The first state the node reported after its restart (a catch-up from the leader may
+    /// already have grown it); null when none came within the wait.
+    pub last_seq: Option<u64>,
+    pub messages: Option<u64>,
+    /// From the restart to that report.
+    pub read_after_ns: Option<u64>,
+    /// The node answered for the whole wait without the stream: it came back without it.
+    pub absent: bool,
+    /// It came back with less than it had: `last_seq` below `last_seq_before`, or absent.
+    pub came_back_short: bool,
 }
 
 /// One publisher's acknowledgements around each fault: the last received before it, and the

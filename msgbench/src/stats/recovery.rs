@@ -131,7 +131,7 @@ impl RecoveryLog {
 
 /// What happens to the embedded server during a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum FaultKind {
     /// SIGKILL, and the server stays down.
     Kill,
@@ -142,6 +142,64 @@ pub enum FaultKind {
     /// Cut off from the other nodes and from its clients for `hold`, then healed: a server
     /// that keeps running but hears no one (a local cluster's nodes only).
     Partition,
+    /// SIGKILL and the loss of every write its filesystem had not synced, then a start on
+    /// what survived after `hold` (a lazy filesystem under the store).
+    PowerLoss,
+    /// SIGKILL, one message block damaged on its disk (see [`Corrupt`]), and a start again.
+    Corrupt,
+}
+
+impl FaultKind {
+    /// The name `--fault` takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Kill => "kill",
+            Self::Restart => "restart",
+            Self::Pause => "pause",
+            Self::Partition => "partition",
+            Self::PowerLoss => "power-loss",
+            Self::Corrupt => "corrupt",
+        }
+    }
+
+    /// Whether the fault needs the lazy filesystem under the store.
+    pub fn on_disk(self) -> bool {
+        matches!(self, Self::PowerLoss | Self::Corrupt)
+    }
+}
+
+/// How a corrupt fault damages a message block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CorruptKind {
+    /// One bit flipped in one of the stream's block files, the place drawn over all their bytes.
+    Bitflip,
+    /// The stream's last block file cut at a length drawn below its size.
+    Truncate,
+}
+
+impl CorruptKind {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "bitflip" => Some(Self::Bitflip),
+            "truncate" => Some(Self::Truncate),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Bitflip => "bitflip",
+            Self::Truncate => "truncate",
+        }
+    }
+}
+
+/// A corrupt fault's damage and the seed that draws its place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Corrupt {
+    pub kind: CorruptKind,
+    pub seed: u64,
 }
 
 /// A fault to inject (`--fault KIND[-TARGET]@AT[:HOLD]`), and the spec a result records.
@@ -157,6 +215,9 @@ pub struct FaultSpec {
     /// How long the server stays paused, partitioned, or down before a restart.
     #[serde(serialize_with = "secs")]
     pub hold: Duration,
+    /// A corrupt fault's damage; absent for every other kind.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub corrupt: Option<Corrupt>,
 }
 
 fn secs<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -282,6 +343,7 @@ mod tests {
             target: None,
             at: Duration::from_secs(2),
             hold: Duration::ZERO,
+            corrupt: None,
         };
         let fault = 2000 * MS;
         let (a, b) = (outage_log(fault), outage_log(fault - 300 * MS));

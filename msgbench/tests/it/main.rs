@@ -52,6 +52,7 @@ mod metrics;
 mod obj;
 mod partition;
 mod plan;
+mod power_loss;
 mod promql;
 mod report;
 mod request;

@@ -14,7 +14,16 @@ use serde_json::Value;
 #[test]
 fn every_route_between_nodes_crosses_a_proxy() {
     let binary = find_binary(None).expect("these tests need nats-server on PATH");
-    let (servers, mesh) = cluster::start(&binary, 3, &[], true).expect("the cluster starts");
+    let (servers, mesh) = cluster::start(
+        &binary,
+        3,
+        &msgbench::server::Start {
+            settings: &[],
+            lazy: false,
+        },
+        true,
+    )
+    .expect("the cluster starts");
     let mesh = mesh.expect("a cluster started for partitions has its proxies");
     let names: Vec<String> = (0..3).map(msgbench::server::node_name).collect();
     // Routes form in the background (a pool of them per peer): wait until each node has one

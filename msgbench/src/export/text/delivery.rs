@@ -42,7 +42,7 @@ pub(super) fn connections(o: &mut String, r: &RunResult) {
         } else {
             format!(" for {}", duration_ns(f.spec.hold.as_nanos() as f64))
         };
-        let what = format!("{:?}", f.spec.kind).to_lowercase();
+        let what = f.spec.kind.as_str().to_string();
         match f.injected_at_ns {
             None => {
                 let _ = writeln!(o, "Fault: {what} was not injected (the run ended first)");

@@ -36,6 +36,7 @@ pub(super) fn nemesis(o: &mut String, n: &serde_json::Value) {
 pub(super) fn events(o: &mut String, f: &FaultReport) {
     for (k, e) in f.faults.iter().enumerate() {
         let _ = writeln!(o, "Fault {}: {}", k + 1, line(e));
+        disk(o, e);
         if let Some(a) = &e.ack_latency {
             let _ = writeln!(
                 o,
@@ -45,6 +46,46 @@ pub(super) fn events(o: &mut String, f: &FaultReport) {
                 phase(a.after.as_ref())
             );
         }
+    }
+}
+
+/// A fault of the disk: where a corruption landed, and each node's stream before the fault
+/// and right after its restart.
+fn disk(o: &mut String, e: &FaultEvent) {
+    if let Some(c) = &e.corruption {
+        let what = match c.bit {
+            Some(bit) => format!("bit {bit} of byte {} flipped", group(c.offset)),
+            None => format!("cut to {} bytes", group(c.offset)),
+        };
+        let _ = writeln!(o, "  damaged {}: {what}", c.file);
+    }
+    let seq = |v: Option<u64>| v.map_or("—".to_string(), group);
+    for n in &e.restarts {
+        let after = if n.absent {
+            "without the stream".to_string()
+        } else {
+            format!(
+                "at sequence {} ({} messages) {} after the restart",
+                seq(n.last_seq),
+                seq(n.messages),
+                n.read_after_ns
+                    .map_or("—".to_string(), |t| duration_ns(t as f64))
+            )
+        };
+        let dropped = n.bytes_dropped.map_or(String::new(), |b| {
+            format!("; {} unsynced dropped", crate::format::ibytes(b as f64))
+        });
+        let short = if n.came_back_short {
+            ": came back with less than it had"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            o,
+            "  {}: stream at sequence {} before, {after}{dropped}{short}",
+            n.node,
+            seq(n.last_seq_before)
+        );
     }
 }
 
@@ -63,7 +104,7 @@ fn phase(p: Option<&PhaseLatency>) -> String {
 
 fn line(e: &FaultEvent) -> String {
     let ns = |v: Option<u64>| v.map_or("—".to_string(), |n| duration_ns(n as f64));
-    let what = format!("{:?}", e.spec.kind).to_lowercase();
+    let what = e.spec.kind.as_str().to_string();
     let role = e
         .spec
         .target

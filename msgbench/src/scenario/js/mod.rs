@@ -24,6 +24,8 @@ mod durability;
 mod explain;
 mod options;
 mod params;
+#[cfg(test)]
+mod planted_loss;
 mod pubflags;
 mod publish;
 mod replicas;

@@ -167,6 +167,7 @@ impl JsPubOptions {
         if let Stop::For(length) = stop {
             conn.faults_within(&a.conn, length)?;
         }
+        disk_needs_files(&a.conn, storage)?;
         let mut publish = publishing(
             "js.pub",
             a.clients,
@@ -424,6 +425,7 @@ impl KvOptions {
         if let Stop::For(length) = stop {
             conn.faults_within(&a.conn, length)?;
         }
+        disk_needs_files(&a.conn, a.storage.unwrap_or(Storage::Memory))?;
         let server = server_choice(&a.conn)?;
         let keys = Keys {
             n: a.keys,
@@ -511,4 +513,26 @@ impl KvOptions {
             gets,
         })
     }
+}
+
+/// A power loss or a corruption acts on the store's files, and a memory stream has none: it
+/// would have nothing to lose, and the run would pass without having tested anything.
+///
+/// # Errors
+/// [`Error::Usage`] naming `--fault` (or `--nemesis`) and `--storage`.
+fn disk_needs_files(conn: &crate::cli::ConnArgs, storage: Storage) -> Result<()> {
+    if storage != Storage::Memory || !crate::options::conn::on_disk(conn) {
+        return Ok(());
+    }
+    let (flag, given) = match (&conn.fault, &conn.nemesis) {
+        (Some(f), _) => ("--fault", f.as_str()),
+        (None, Some(n)) => ("--nemesis", n.as_str()),
+        (None, None) => ("--fault", ""),
+    };
+    Err(Error::flag(
+        flag,
+        given,
+        "a power loss or a damaged disk acts on the store's files, and a memory stream \
+         (--storage memory, the default) has none: give --storage file",
+    ))
 }

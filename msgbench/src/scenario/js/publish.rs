@@ -78,11 +78,18 @@ fn publish(
             batch: (p.js_framing.as_ref()).map_or(1, |f| f.batch),
             by_message: opts.mode != JsPubMode::Fast,
         };
-        let mut verdict = super::durability::verdict(&opened, &acks, &mut api, &result, shape);
+        let (mut verdict, first) =
+            super::durability::verdict(&opened, &acks, &mut api, &result, shape);
         let streams: Vec<(String, u32)> = (opened.streams.iter())
             .map(|o| (o.config.name.clone(), o.config.num_replicas))
             .collect();
         super::replicas::read_back(target, &mut api, &streams, p.timeout, &mut verdict);
+        let why = super::durability::Why {
+            shape,
+            errors: &result.errors,
+        };
+        super::durability::settle(&opened, &acks, &mut api, &first, &mut verdict, &why);
+        verdict.disk = super::durability::disk_of(target);
         super::durability::judge(&mut result, verdict);
     }
     clean_up(api, &opts.streams, opts.delete_after && share.is_none());

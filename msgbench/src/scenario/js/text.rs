@@ -57,13 +57,31 @@ pub(super) fn durability(o: &mut String, r: &RunResult, delivery: &dyn Fn(&mut S
     );
     if d.lost.is_some_and(|n| n > 0) {
         let seqs: Vec<String> = d.lost_seqs.iter().map(u64::to_string).collect();
+        let by = d.lost_by_position.map_or(String::new(), |p| {
+            format!(
+                "; by place: lost-prefix {}, lost-middle {}, lost-postfix {}",
+                group(p.prefix),
+                group(p.middle),
+                group(p.postfix)
+            )
+        });
         let _ = writeln!(
             o,
-            "!! LOST: {} acknowledged messages are not in the stream (first: {}) !!",
+            "!! LOST: {} acknowledged messages are not in the stream (first: {}){by} !!",
             known(d.lost),
             seqs.join(", ")
         );
     }
+    if let Some(n) = d.recovered.filter(|&n| n > 0) {
+        let seqs: Vec<String> = d.recovered_seqs.iter().map(u64::to_string).collect();
+        let _ = writeln!(
+            o,
+            "Recovered: {} acknowledged messages were missing at the first read and there at the last (first: {})",
+            group(n),
+            seqs.join(", ")
+        );
+    }
+    disk(o, r, d);
     replicas(o, r, d);
 }
 
@@ -151,6 +169,50 @@ fn cause(c: &crate::result::Cause) -> String {
     }
 }
 
+/// The lazy filesystem under each node's store, when the run had one: the syncs it saw, what
+/// a power loss dropped, and which node came back with less than it had.
+fn disk(o: &mut String, r: &RunResult, d: &crate::result::Durability) {
+    let Some(nodes) = &d.disk else {
+        return;
+    };
+    let each: Vec<String> = (nodes.iter())
+        .map(|n| {
+            let c = &n.counts;
+            format!(
+                "{} {} fsyncs ({} of directories), {} written, {} dropped",
+                n.node,
+                group(c.fsyncs + c.dir_fsyncs),
+                group(c.dir_fsyncs),
+                crate::format::ibytes(c.bytes_written as f64),
+                crate::format::ibytes(c.bytes_dropped as f64)
+            )
+        })
+        .collect();
+    let _ = writeln!(
+        o,
+        "Disk (msgbench's lazy filesystem, for durability, not speed): {}",
+        each.join("; ")
+    );
+    let short: Vec<String> = (r.fault.iter().flat_map(|f| &f.faults))
+        .flat_map(|e| &e.restarts)
+        .filter(|n| n.came_back_short)
+        .map(|n| {
+            let now = match (n.absent, n.last_seq) {
+                (true, _) => "without the stream".to_string(),
+                (false, Some(l)) => format!("at sequence {}", group(l)),
+                (false, None) => "—".to_string(),
+            };
+            let had = n.last_seq_before.map_or_else(|| "—".to_string(), group);
+            format!("{} came back {now}, had {had}", n.node)
+        })
+        .collect();
+    if !short.is_empty() {
+        // Not a failure in itself (a node may come back short and catch up from its peers):
+        // what was lost is the verdict's.
+        let _ = writeln!(o, "Came back short: {}", short.join("; "));
+    }
+}
+
 /// How many divergences the text names.
 const DIVERGENT_LISTED: usize = 10;
 
@@ -192,9 +254,17 @@ fn replicas(o: &mut String, r: &RunResult, d: &crate::result::Durability) {
         );
         return;
     }
+    // After a power loss, copies that disagree once the cluster healed are a split brain.
+    let power_lost = (r.fault.iter().flat_map(|f| &f.faults))
+        .any(|e| e.spec.kind == crate::stats::recovery::FaultKind::PowerLoss);
+    let split = if power_lost {
+        " (a split brain after a power loss)"
+    } else {
+        ""
+    };
     let _ = writeln!(
         o,
-        "!! DIVERGENT: {} differences between replicas and their leader ({read} read back{unread}){by_message} !!",
+        "!! DIVERGENT{split}: {} differences between replicas and their leader ({read} read back{unread}){by_message} !!",
         group(d.divergent_count.unwrap_or(divergent.len() as u64))
     );
     for v in divergent.iter().take(DIVERGENT_LISTED) {
@@ -554,6 +624,10 @@ mod tests {
             divergent_count: Some(40),
             messages_read_ns: Some(1_500_000_000),
             replicas_not_read: None,
+            lost_by_position: None,
+            recovered: None,
+            recovered_seqs: Vec::new(),
+            disk: None,
         };
         let mut o = String::new();
         replicas(&mut o, &r, &d);
