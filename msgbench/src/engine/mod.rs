@@ -16,6 +16,7 @@ pub(crate) mod memory;
 pub(crate) mod monitor;
 pub(crate) mod pace;
 pub(crate) mod pull;
+pub(crate) mod request;
 pub(crate) mod tls;
 
 /// The first pause before dialling a lost connection again; it doubles up to [`BACKOFF_MAX`].

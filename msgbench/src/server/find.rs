@@ -146,8 +146,7 @@ mod tests {
 
     #[test]
     fn an_unpacked_archive_is_told_by_its_checksums_beside_bin() {
-        let base =
-            std::env::temp_dir().join(format!("msgbench-archive-{}", std::process::id()));
+        let base = std::env::temp_dir().join(format!("msgbench-archive-{}", std::process::id()));
         let bin = base.join("bin");
         fs::create_dir_all(&bin).unwrap();
         let before = in_release_archive(&bin);

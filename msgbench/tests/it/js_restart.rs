@@ -228,7 +228,8 @@ fn acknowledged_messages_deleted_behind_the_runs_back_are_each_reported_lost() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains(
-            "!! LOST: 3 acknowledged messages are not in the stream (first: 5, 17, 400) !!"
+            "!! LOST: 3 acknowledged messages are not in the stream (first: 5, 17, 400); by place: \
+             lost-prefix 0, lost-middle 3, lost-postfix 0 !!"
         ),
         "{text}"
     );

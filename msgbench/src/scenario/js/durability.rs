@@ -18,9 +18,9 @@ use std::collections::BTreeMap;
 use super::explain::{self, Shape, READ_MAX};
 use super::stream::Opened;
 use crate::engine::jsapi::{Api, StreamState};
+use crate::engine::request::JsAcks;
 use crate::error::ErrorKind;
 use crate::result::{Durability, LostByPosition, RunResult};
-use crate::scenario::request::JsAcks;
 
 /// How many lost sequences the result names.
 const LOST_LISTED: usize = 10;

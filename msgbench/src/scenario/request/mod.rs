@@ -16,18 +16,14 @@ use crate::scenario::{Common, Compared, Ctx, Runnable, Scenario, Split};
 mod args;
 mod assemble;
 mod connect;
-mod fast;
-mod given_up;
 mod options;
 mod reply;
-mod requester;
 mod run;
 
 pub use args::{ReplyArgs, RequestArgs};
-pub use given_up::GivenUp;
 pub use options::{ReplyOptions, RequestOptions};
 pub use reply::run_reply;
-pub use run::{run_request, run_requests, JsAcks};
+pub use run::{run_request, run_requests};
 
 /// `msgbench request`.
 pub struct Request;
