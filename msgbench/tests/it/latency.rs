@@ -240,3 +240,60 @@ fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+#[test]
+fn busy_poll_auto_keeps_off_when_every_core_is_busy_and_says_why() {
+    let s = TestServer::start();
+    // One spinning thread per core this process may use, for the run's start only: the
+    // window `auto` watches sees no idle CPU.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let spinners: Vec<_> = (0..cores)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        })
+        .collect();
+    let (out, v) = run_json(&[
+        "latency", "--server", &s.url, "--rate", "1000", "--msgs", "300", "--warmup", "0s",
+    ]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    spinners.into_iter().for_each(|t| t.join().unwrap());
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    let p = &v["params"];
+    let idle = p["cpu_free"]["idle_cores"].as_f64().unwrap();
+    assert!(idle < 1.0, "{p}");
+    assert_eq!(p["busy_poll"], false, "{p}");
+    let why = p["busy_poll_why"].as_str().unwrap();
+    assert!(
+        why.starts_with("auto: off, ") && why.contains("CPUs idle"),
+        "{why}"
+    );
+    assert!(stderr(&out).contains(&format!("Subscriber: slept between messages ({why})")));
+
+    // A flag decides without looking, and says so.
+    let (out, v) = run_json(&[
+        "latency",
+        "--server",
+        &s.url,
+        "--rate",
+        "1000",
+        "--msgs",
+        "100",
+        "--warmup",
+        "0s",
+        "--busy-poll",
+        "on",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let p = &v["params"];
+    assert_eq!(
+        (&p["busy_poll"], &p["busy_poll_why"], &p["cpu_free"]),
+        (&true.into(), &"--busy-poll on".into(), &Value::Null)
+    );
+}
