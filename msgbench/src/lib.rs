@@ -183,6 +183,7 @@ fn check_plan(plan: &Plan) -> Result<()> {
     if let Some(flag) = [
         ("--control", o.control.is_some()),
         ("--sign", o.sign.is_some()),
+        ("--agent-silence", o.agent_silence.is_some()),
     ]
     .iter()
     .find_map(|(f, on)| on.then_some(*f))
@@ -298,6 +299,7 @@ fn print_plan_refusals(plan: &Plan) -> Result<()> {
         ("--agent-label", !o.agent_labels.is_empty()),
         ("--control", o.control.is_some()),
         ("--sign", o.sign.is_some()),
+        ("--agent-silence", o.agent_silence.is_some()),
         ("--record", o.record.is_some()),
         ("--history-file", o.history_file.is_some()),
         ("--name", o.name.is_some()),

@@ -419,6 +419,11 @@ fn refuse_outputs(o: &crate::cli::OutputArgs) -> Result<Option<std::path::PathBu
             o.sign.is_some() && !o.distributed(),
             "it signs the plans sent to agents (with --agents)",
         ),
+        (
+            "--agent-silence",
+            o.agent_silence.is_some() && !o.distributed(),
+            "it is how long an agent may go unheard (with --agents)",
+        ),
     ];
     if let Some((flag, _, hint)) = why.iter().find(|(_, on, _)| *on) {
         return Err(Error::Usage(format!(

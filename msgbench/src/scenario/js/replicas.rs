@@ -25,9 +25,15 @@ const MESSAGES_LISTED: usize = 10;
 /// How often the replicas are read again while one is behind.
 const POLL: Duration = Duration::from_millis(200);
 
+/// The least each wait here is given (the replicas' states to settle, each copy's read with
+/// its leadership's move), whatever `--timeout` says: a leadership that does not move at once
+/// waits out a raft election, 4 to 9 s on nats-server, and a saturated host can need a second
+/// one. With the 5 s default, a busy 2-core machine left copies unread (issue 42).
+const WAIT_AT_LEAST: Duration = Duration::from_secs(20);
+
 /// Reads every replica of `streams` (name and replica count) on the target's nodes back, waiting
-/// up to `bound` for their states to agree with their leader's, then reads each copy message by
-/// message through `api` (within `bound` again), and records what was read and where they
+/// up to `bound` (at least [`WAIT_AT_LEAST`]) for their states to agree with their leader's, then
+/// reads each copy message by message through `api` (within that again), and records what was read and where they
 /// disagree in `d`.
 pub(super) fn read_back(
     target: &Target,
@@ -56,6 +62,7 @@ pub(super) fn read_back(
         return;
     }
     let nodes: Vec<&EmbeddedServer> = std::iter::once(first).chain(&target.peers).collect();
+    let bound = bound.max(WAIT_AT_LEAST);
     let deadline = Instant::now() + bound;
     loop {
         let jsz: Vec<Option<Value>> = (nodes.iter())
@@ -264,8 +271,9 @@ fn compare_messages(
     let why_not = |why: String, deadline: Instant| {
         if Instant::now() >= deadline {
             format!(
-                "not read within --timeout ({}): {why}",
-                crate::format::duration_ns(bound.as_nanos() as f64)
+                "not read within {} (--timeout, and at least {}): {why}",
+                crate::format::duration_ns(bound.as_nanos() as f64),
+                humantime::format_duration(WAIT_AT_LEAST)
             )
         } else {
             why
