@@ -45,6 +45,11 @@ const PROBE: u64 = u64::MAX;
 /// Round trips measured per server before the run.
 const RTT_SAMPLES: usize = 5;
 
+/// The publisher's read side hands nothing over (PONGs, and PINGs to answer): it wakes once a
+/// second for its keepalives rather than every `load::TICK`, so that on a busy machine it
+/// takes no turn from the threads the latency goes through.
+const PUB_READER_TICK: Duration = Duration::from_secs(1);
+
 /// Runs the latency scenario.
 ///
 /// # Errors
@@ -325,7 +330,7 @@ impl<'a> Run<'a> {
             });
         };
         let reader_shared = shared.clone();
-        s.spawn(move || reader.run(&reader_shared, load::TICK, |_| Flow::Continue));
+        s.spawn(move || reader.run(&reader_shared, PUB_READER_TICK, |_| Flow::Continue));
         if self.across && sub.is_some() {
             if let Err(why) = self.probe_until_interest(&shared) {
                 shared.close();
