@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 pub(crate) mod conn;
+pub(crate) mod cpu;
 pub(crate) mod driver;
 pub mod fleet;
 pub mod grpc;

@@ -130,7 +130,10 @@ impl Live {
     /// Takes the last (partial) tick and returns everything seen.
     pub fn finish(mut self) -> Option<Timeline> {
         self.done.store(true, Ordering::Relaxed);
-        self.thread.take().and_then(|t| t.join().ok())
+        self.thread.take().and_then(|t| {
+            t.thread().unpark();
+            t.join().ok()
+        })
     }
 }
 
@@ -138,6 +141,7 @@ impl Drop for Live {
     fn drop(&mut self) {
         self.done.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
+            t.thread().unpark();
             let _ = t.join();
         }
     }
@@ -150,11 +154,13 @@ fn watch(meter: &Arc<Meter>, mut view: View, done: &AtomicBool) -> Timeline {
     let mut stream_ok = true;
     let mut next = 1u64;
     loop {
-        // Short sleeps so the end of a run is noticed within 20 ms, not at the next second.
+        // Asleep until the next second is due, or woken by `finish`: one wake-up a second, not
+        // fifty, so on a busy machine this thread takes no turn from the run's own.
         let finished = done.load(Ordering::Relaxed);
-        let due = meter.elapsed() >= Duration::from_secs(next);
+        let elapsed = meter.elapsed();
+        let due = elapsed >= Duration::from_secs(next);
         if !(finished || due) {
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::park_timeout(Duration::from_secs(next) - elapsed);
             continue;
         }
         let tick = sampler.tick();
@@ -170,7 +176,11 @@ fn watch(meter: &Arc<Meter>, mut view: View, done: &AtomicBool) -> Timeline {
                 .is_none_or(|c| c.opened_per_sec == 0.0 && c.lost == 0);
         let after_load = meter.ended_by(tick.t_s - tick.span_s + 1e-9);
         if !(finished && empty && (tick.span_s < 0.5 || after_load)) {
-            if view.line && !finished {
+            // A tick cut short at the load's end is the last, partial one: the live lines leave
+            // it out when it comes with the end of the run, and also when a busy machine takes
+            // it before then.
+            let whole = tick.t_s + 1e-9 >= next as f64;
+            if view.line && !finished && whole {
                 eprintln!("{}", line(&tick, view.run));
             }
             if let (Some(s), true) = (&view.stream, stream_ok) {

@@ -344,7 +344,10 @@ impl<'a> Run<'a> {
     /// Waits for the PONG after each SUB in `serving` and `more`; on a missing one, closes
     /// them all.
     fn confirmed(&self, serving: &Serving<'_>, more: &[(Arc<conn::Shared>, u64)]) -> Result<()> {
-        let timeout = self.opts.timeout;
+        // Confirming a subscription is setting up, like the handshake: it gets
+        // --connect-timeout at least. --timeout is how long a request waits for its reply, and
+        // may be set to milliseconds that a busy host takes to answer a PING (issue 42).
+        let timeout = self.opts.timeout.max(self.opts.conn.dial.connect_timeout);
         if (serving.tickets.iter().chain(more)).any(|(sh, t)| !sh.wait_pong(*t, timeout)) {
             serving.abort(more);
             return Err(Error::Connect {
