@@ -12,7 +12,7 @@ use super::check::{judge, Found, Judged};
 use super::store::{RunRow, Store};
 use crate::cli::{CheckArgs, HistoryAction, HistoryArgs, SeriesArgs, StoreArgs, TrendArgs};
 use crate::error::{exit, Error, Result};
-use crate::format::{change_pct, sig};
+use crate::format::{change_pct, counted, sig};
 use crate::metric::Metric;
 use crate::options::{Recording, HISTORY_ENV};
 use crate::stats::changepoint::Settings;
@@ -237,11 +237,21 @@ fn trend(a: &TrendArgs) -> Result<u8> {
         let judged = judge(metric, &points, &settings(&a.series), 0.0);
         let _ = writeln!(text, "{}", series_title(&head, points.len()));
         for (i, p) in points.iter().enumerate() {
+            // The change points, and the newest runs' move when it is none of them, at the
+            // first run of its new level: where `history check` names it.
             let mark = judged
                 .changes
                 .iter()
                 .find(|f| f.at.index == i)
-                .map_or(String::new(), |f| format!("  ← change {}", change_text(f)));
+                .map(|f| format!("  ← change {}", change_text(f)))
+                .or_else(|| {
+                    judged
+                        .change
+                        .as_ref()
+                        .filter(|f| f.at.index == i)
+                        .map(|f| format!("  ← newest runs moved {}", change_text(f)))
+                })
+                .unwrap_or_default();
             let labels: Vec<String> = p
                 .run
                 .labels
@@ -265,6 +275,8 @@ fn trend(a: &TrendArgs) -> Result<u8> {
                 "run_id": p.run.run_id, "started_at": p.run.started_at,
                 "labels": p.run.labels, "value": p.value})).collect::<Vec<_>>(),
             "changes": judged.changes,
+            "newest_move": judged.change.as_ref()
+                .filter(|f| !judged.changes.iter().any(|c| c.at.index == f.at.index)),
         }));
     }
     emit(
@@ -393,8 +405,8 @@ fn check(a: &CheckArgs) -> Result<u8> {
             let detail = j.change.as_ref().map_or_else(
                 || match &j.window {
                     Some(w) => format!(
-                        "newest {} runs {} (p {})",
-                        settings.window,
+                        "newest {} {} (p {})",
+                        counted((j.runs - w.from.index) as u64, "run"),
                         change_pct(w.change.ratio),
                         w.change.p_value.map_or("—".into(), |p| sig(p, 2, true))
                     ),
