@@ -3,9 +3,6 @@
 //! that name their kind, and the reconciliation of acknowledgements with the stream, including a
 //! run made to fail it on purpose.
 
-use std::process::Stdio;
-use std::time::{Duration, Instant};
-
 use crate::support::{self, run, run_json, schema_errors, stderr, u, TestServer};
 
 #[test]
@@ -227,24 +224,8 @@ fn a_full_stream_refusing_publishes_is_counted_by_kind() {
 #[test]
 fn without_jetstream_the_error_says_so() {
     // A server without -js: the API has no responders.
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let binary = msgbench::server::find_binary(None).unwrap();
-    let mut server = std::process::Command::new(binary)
-        .args(["-a", "127.0.0.1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    // A wait for the server to listen: its bound only guards against a hang.
-    let deadline = Instant::now() + support::HANG;
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "nats-server did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let url = format!("nats://127.0.0.1:{port}");
+    let server = support::CoreServer::start();
+    let url = server.url.clone();
     let outs: Vec<_> = [
         ["js", "pub"],
         ["js", "consume"],
@@ -258,8 +239,7 @@ fn without_jetstream_the_error_says_so() {
         (cmd.join(" "), run(&args))
     })
     .collect();
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     for (cmd, out) in outs {
         assert_eq!(out.status.code(), Some(2), "{cmd}: {}", stderr(&out));
         let err = stderr(&out);
