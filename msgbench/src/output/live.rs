@@ -143,7 +143,17 @@ impl Drop for Live {
     }
 }
 
-fn watch(meter: &Arc<Meter>, mut view: View, done: &AtomicBool) -> Timeline {
+fn watch(meter: &Arc<Meter>, view: View, done: &AtomicBool) -> Timeline {
+    watch_into(meter, view, done, &mut |l| eprintln!("{l}"))
+}
+
+/// [`watch`], with the live line handed to `print`.
+fn watch_into(
+    meter: &Arc<Meter>,
+    mut view: View,
+    done: &AtomicBool,
+    print: &mut dyn FnMut(&str),
+) -> Timeline {
     let mut sampler = Sampler::new(Arc::clone(meter));
     let mut ticks = Vec::new();
     let mut truncated = false;
@@ -170,8 +180,10 @@ fn watch(meter: &Arc<Meter>, mut view: View, done: &AtomicBool) -> Timeline {
                 .is_none_or(|c| c.opened_per_sec == 0.0 && c.lost == 0);
         let after_load = meter.ended_by(tick.t_s - tick.span_s + 1e-9);
         if !(finished && empty && (tick.span_s < 0.5 || after_load)) {
-            if view.line && !finished {
-                eprintln!("{}", line(&tick, view.run));
+            // The last tick too: a run that ends just before a whole second would otherwise
+            // leave its last second out of the live lines (2 lines for a 3 s run).
+            if view.line {
+                print(&line(&tick, view.run));
             }
             if let (Some(s), true) = (&view.stream, stream_ok) {
                 let l = StreamLine {
@@ -219,7 +231,17 @@ fn line(t: &Tick, run: Option<(u32, u32)>) -> String {
     if let Some((k, n)) = run {
         s.push_str(&format!("run {k}/{n} "));
     }
-    s.push_str(&format!("{:>4.0}s", t.t_s));
+    // A tick shorter than its second (the run's last) says how long it was: its rates are
+    // over that span.
+    if t.span_s < 0.95 {
+        s.push_str(&format!(
+            "{:>4.1}s (last {} s)",
+            t.t_s,
+            crate::format::sig(t.span_s, 2, true)
+        ));
+    } else {
+        s.push_str(&format!("{:>4.0}s", t.t_s));
+    }
     if let Some(st) = &t.stage {
         s.push_str(&format!(
             "  stage {}/{} at {}/s",
@@ -336,6 +358,40 @@ mod tests {
         let tl = live.finish().unwrap();
         let counted: u64 = tl.ticks.iter().map(|t| t.errors).sum();
         assert_eq!(counted, 10, "{:?}", tl.ticks);
+    }
+
+    #[test]
+    fn a_run_that_ends_before_its_next_second_still_shows_its_last_line() {
+        // The run ends 0.3 s in: its one tick is the last, taken when the run is over, and
+        // the live line must show it (it once showed only the whole seconds before the end).
+        let meter = Arc::new(Meter::default());
+        let view = View {
+            line: true,
+            stream: None,
+            scenario: "pub",
+            run: None,
+            metrics: None,
+            web: None,
+        };
+        let c = meter.client(Role::Pub, 0, false);
+        c.msgs.store(300, Ordering::Relaxed);
+        let done = AtomicBool::new(false);
+        let mut lines = Vec::new();
+        let tl = std::thread::scope(|s| {
+            let h = s.spawn(|| {
+                watch_into(&meter, view, &done, &mut |l: &str| lines.push(l.to_string()))
+            });
+            std::thread::sleep(Duration::from_millis(300));
+            done.store(true, Ordering::Relaxed);
+            h.join().unwrap()
+        });
+        // Every tick of the timeline has its line, the last one included. (Unless a busy
+        // machine held this thread past the first second, the one tick is the partial last.)
+        assert_eq!(lines.len(), tl.ticks.len(), "{lines:?} {:?}", tl.ticks);
+        let last = tl.ticks.last().expect("the messages' tick");
+        if last.span_s < 0.95 {
+            assert!(lines[lines.len() - 1].contains("(last 0."), "{lines:?}");
+        }
     }
 
     #[test]
