@@ -387,6 +387,9 @@ pub struct Pacing {
     pub send_lag_p50_ns: u64,
     pub send_lag_p99_ns: u64,
     pub send_lag_max_ns: u64,
+    /// The paced sends these figures cover: every one, less those due in a latency run's
+    /// warm-up (whose messages latency does not time either). Null where it is not counted.
+    pub sends: Option<u64>,
     /// Of the publishers' time, the share spent inside writes the socket would not take at once
     /// or waiting for a free slot of the in-flight window, in percent: high when the server or
     /// the path held the sends back, low when the sends were late because the tool itself did
@@ -409,13 +412,16 @@ impl Pacing {
             lag.value_at_quantile(0.99),
             lag.max(),
         ];
-        Self::from_figures(
-            target_rate,
-            actual_rate,
-            late_bound_ns,
-            late_sends,
-            send_lag_ns,
-        )
+        Self {
+            sends: Some(lag.len()),
+            ..Self::from_figures(
+                target_rate,
+                actual_rate,
+                late_bound_ns,
+                late_sends,
+                send_lag_ns,
+            )
+        }
     }
 
     /// As [`Pacing::new`], from the send lag's P50, P99 and max when its histogram is not at
@@ -441,6 +447,7 @@ impl Pacing {
             send_lag_p50_ns: p50,
             send_lag_p99_ns: p99,
             send_lag_max_ns: max,
+            sends: None,
             write_blocked_pct: None,
         }
     }

@@ -44,6 +44,10 @@ pub struct PubSpec {
     pub start_at: Option<Instant>,
     /// A paced send later than this behind its schedule counts as late.
     pub late_bound: Duration,
+    /// Paced sends due before this are left out of the send lag and the late sends: a latency
+    /// run's warm-up, whose messages latency does not time either, so both cover the same
+    /// messages.
+    pub lag_from: Duration,
 }
 
 /// What a publish loop did.
@@ -94,6 +98,7 @@ pub fn publish(
     }
     let mut late_sends = 0u64;
     let late_ns = spec.late_bound.as_nanos() as u64;
+    let lag_from_ns = spec.lag_from.as_nanos() as u64;
     // A write lost with a connection that `--reconnect` replaced is not a failure of the loop:
     // those messages count as sent, and the subscribers' accounting shows which arrived.
     // Time spent inside writes of a paced loop: a send that is late because the socket would
@@ -145,10 +150,12 @@ pub fn publish(
             // at once unless the next message is already due too.
             let now = Instant::now();
             let lag = now.saturating_duration_since(due).as_nanos() as u64;
-            if let Some(h) = send_lag.as_mut() {
-                h.saturating_record(lag.max(1));
+            if due_ns >= lag_from_ns {
+                if let Some(h) = send_lag.as_mut() {
+                    h.saturating_record(lag.max(1));
+                }
+                late_sends += u64::from(lag > late_ns);
             }
-            late_sends += u64::from(lag > late_ns);
             if let Some(t) = send_times {
                 t.put(seq, now.saturating_duration_since(start).as_nanos() as u64);
             }

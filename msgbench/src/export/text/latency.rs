@@ -126,13 +126,25 @@ pub(super) fn pacing(o: &mut String, r: &RunResult) {
             group(p.target_rate.round() as u64)
         ),
     };
+    // After a warm-up, the send lag covers the messages latency times: those due after it.
+    let warmup = r.params.describe().warmup_secs().filter(|w| *w > 0.0);
+    let (which, late) = match (warmup, p.sends) {
+        (Some(w), Some(n)) => (
+            format!(
+                "of the {} due after the {} s warm-up, ",
+                crate::format::counted(n, "send"),
+                crate::format::sig(w, 3, true)
+            ),
+            group(p.late_sends),
+        ),
+        _ => (String::new(), crate::format::counted(p.late_sends, "send")),
+    };
     let _ = writeln!(
         o,
-        "Pacing: {achieved}; send lag P50 {}, P99 {}, max {}; {} later than {}",
+        "Pacing: {achieved}; {which}send lag P50 {}, P99 {}, max {}; {late} later than {}",
         duration_ns(p.send_lag_p50_ns as f64),
         duration_ns(p.send_lag_p99_ns as f64),
         duration_ns(p.send_lag_max_ns as f64),
-        crate::format::counted(p.late_sends, "send"),
         duration_ns(p.late_bound_ns as f64)
     );
     if let (true, Some(short)) = (p.below_target, p.shortfall_pct) {

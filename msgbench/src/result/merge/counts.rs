@@ -164,8 +164,11 @@ pub(super) fn pacing(
     pub_stats: Option<&RoleStats>,
 ) -> Result<Option<Pacing>, MergeError> {
     let (mut target, mut bound, mut late, mut lag, mut any) = (0.0, 0u64, 0u64, [0u64; 3], false);
+    // Null when any agent did not count its sends.
+    let mut sends = Some(0u64);
     for p in docs.iter().filter_map(|d| d.part("/pacing")) {
         any = true;
+        sends = sends.zip(p.opt_u64("/sends")?).map(|(a, b)| a + b);
         target += p.f64("/target_rate")?;
         bound = bound.max(p.u64("/late_bound_ns")?);
         late += p.u64("/late_sends")?;
@@ -175,6 +178,9 @@ pub(super) fn pacing(
     }
     Ok(any.then(|| {
         let actual = pub_stats.map(|s| s.throughput.msgs_per_sec);
-        Pacing::from_figures(target, actual, bound, late, lag)
+        Pacing {
+            sends,
+            ..Pacing::from_figures(target, actual, bound, late, lag)
+        }
     }))
 }
