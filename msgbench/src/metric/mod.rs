@@ -293,6 +293,15 @@ impl Metric {
             num(&format!("/latency/{field}")).ok_or("this run measured no latency")
         };
         let counted = |ptr: &str| num(ptr).ok_or("not counted in this run");
+        // A delivery count the run could not take is null: a publisher alone cannot count
+        // arrivals, so neither what arrived nor what was lost.
+        let arrivals = |ptr: &str| {
+            num(ptr).ok_or(if doc.pointer("/by_role/sub").is_none() {
+                "this run has no subscriber of its own to count arrivals"
+            } else {
+                "not counted in this run"
+            })
+        };
         match self.0 {
             Kind::Percentile(k) => lat(&format!("percentiles_ns/{k}")),
             Kind::LatencyMin => lat("min_ns"),
@@ -302,10 +311,10 @@ impl Metric {
             Kind::BytesPerSec => counted("/throughput/bytes_per_sec"),
             Kind::Msgs => counted("/throughput/msgs"),
             Kind::Sent => counted("/delivery/sent"),
-            Kind::Received => counted("/delivery/received"),
-            Kind::Lost => counted("/delivery/lost"),
-            Kind::Duplicated => counted("/delivery/duplicated"),
-            Kind::Reordered => counted("/delivery/reordered"),
+            Kind::Received => arrivals("/delivery/received"),
+            Kind::Lost => arrivals("/delivery/lost"),
+            Kind::Duplicated => arrivals("/delivery/duplicated"),
+            Kind::Reordered => arrivals("/delivery/reordered"),
             Kind::ShortfallPct => num("/pacing/shortfall_pct").ok_or("this run had no target rate"),
             Kind::Errors => doc
                 .get("errors")
@@ -397,7 +406,10 @@ mod tests {
         assert_eq!(read("mean"), Ok(30.5));
         assert_eq!(read("lost"), Ok(1.0));
         assert_eq!(read("errors"), Ok(3.0));
-        assert_eq!(read("duplicated"), Err("not counted in this run"));
+        assert_eq!(
+            read("duplicated"),
+            Err("this run has no subscriber of its own to count arrivals")
+        );
         // With runs, the median of the runs' values; the top-level figure is one run's.
         let mut runs = doc.clone();
         runs["runs"] = json!({"metrics": {"msgs_per_sec": {"values": [4.0, 9.0, 6.0]}}});

@@ -379,7 +379,9 @@ mod tests {
         let mut lines = Vec::new();
         let tl = std::thread::scope(|s| {
             let h = s.spawn(|| {
-                watch_into(&meter, view, &done, &mut |l: &str| lines.push(l.to_string()))
+                watch_into(&meter, view, &done, &mut |l: &str| {
+                    lines.push(l.to_string())
+                })
             });
             std::thread::sleep(Duration::from_millis(300));
             done.store(true, Ordering::Relaxed);

@@ -294,8 +294,7 @@ fn unsigned_untrusted_replayed_and_expired_plans_are_refused_and_logged() {
     let fields = bare.as_object_mut().unwrap();
     fields.remove("signer");
     fields.remove("sig");
-    let answer =
-        support::raw_request(&server.url, "msgbench.ctl.agent.t1.cmd", &bare.to_string());
+    let answer = support::raw_request(&server.url, "msgbench.ctl.agent.t1.cmd", &bare.to_string());
     assert!(
         answer.contains("\"accepted\":false") && answer.contains("not signed"),
         "{answer}"
@@ -1220,7 +1219,10 @@ fn a_capacity_search_without_sign_on_trusting_agents_is_refused_before_it_starts
         err.contains("runs only signed plans") && err.contains("give --sign"),
         "{err}"
     );
-    assert!(!err.contains("Limited by") && !err.contains("probe"), "{err}");
+    assert!(
+        !err.contains("Limited by") && !err.contains("probe"),
+        "{err}"
+    );
     assert!(doc.is_null(), "no capacity document: {doc}");
     assert!(!a.log().contains("refused plan"), "{}", a.log());
     // A plain run says the same, with the same status.

@@ -452,7 +452,10 @@ fn check_and_trend_name_the_same_first_slow_run() {
             .lines()
             .find(|l| l.contains("msgs_per_sec"))
             .unwrap_or_default();
-        assert!(line.contains("regression") && line.contains("commit=slow8)"), "{text}");
+        assert!(
+            line.contains("regression") && line.contains("commit=slow8)"),
+            "{text}"
+        );
         let doc: Value = serde_json::from_slice(&std::fs::read(&check_json).unwrap()).unwrap();
         let m = &doc["series"][0]["metrics"][0];
         assert_eq!(m["change"]["at"]["labels"]["commit"], "slow8", "{m}");

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::read::{Doc, ACCOUNTING};
 use super::MergeError;
 use crate::result::{ClientSpread, Pacing, RoleStats, RunResult};
-use crate::stats::delivery::{Delivery, PublisherDelivery};
+use crate::stats::delivery::{Delivery, PublisherDelivery, Unmeasured};
 use crate::stats::throughput::{Role, Spread, Throughput};
 
 /// Sums and the longest span of a set of throughput figures.
@@ -94,12 +94,33 @@ pub(super) fn delivery(docs: &[Doc<'_>]) -> Result<Delivery, MergeError> {
     let mut publishers: BTreeMap<u32, PublisherDelivery> = BTreeMap::new();
     let (mut listed, mut agents_sent) = (false, 0u64);
     let mut each = Vec::with_capacity(docs.len());
+    // A count no agent took stays null (an agent writes null for what it could not count: a
+    // publisher alone, arrivals and loss).
+    let mut counted = Unmeasured::ALL;
+    let add = |total: &mut u64, n: Option<u64>, not_counted: &mut bool| {
+        if let Some(n) = n {
+            *total += n;
+            *not_counted = false;
+        }
+    };
     for doc in docs {
         let dl = doc.need("/delivery")?;
-        agents_sent += dl.u64("/sent")?;
-        d.expected += dl.u64("/expected")?;
-        d.received += dl.u64("/received")?;
-        d.lost += dl.u64("/lost")?;
+        add(
+            &mut agents_sent,
+            dl.nullable_u64("/sent")?,
+            &mut counted.sent,
+        );
+        add(
+            &mut d.expected,
+            dl.nullable_u64("/expected")?,
+            &mut counted.expected,
+        );
+        add(
+            &mut d.received,
+            dl.nullable_u64("/received")?,
+            &mut counted.received,
+        );
+        add(&mut d.lost, dl.nullable_u64("/lost")?, &mut counted.lost);
         d.unstamped += dl.u64("/unstamped")?;
         each.push(Accounted {
             subscribers: doc.get("/by_role/sub").is_some(),
@@ -132,6 +153,8 @@ pub(super) fn delivery(docs: &[Doc<'_>]) -> Result<Delivery, MergeError> {
     } else {
         agents_sent
     };
+    counted.sent &= !listed;
+    d.unmeasured = counted;
     d.publishers = publishers.into_values().collect();
     // Only agents with subscribers account for delivery; a publisher-only agent's "exact"
     // says nothing about arrivals.

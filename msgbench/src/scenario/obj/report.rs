@@ -263,6 +263,7 @@ pub(super) fn assemble(o: &ObjOptions, outs: Vec<ClientOut>, done: Done<'_>) -> 
         )
     };
     result.delivery.accounting = "none";
+    result.delivery.unmeasured = crate::stats::delivery::Unmeasured::ALL;
     result.own.put(r);
     result
 }

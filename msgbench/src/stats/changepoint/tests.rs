@@ -224,7 +224,9 @@ fn the_shuffle_is_a_permutation() {
 
 #[test]
 fn the_new_level_starts_where_the_window_splits_best_from_its_baseline() {
-    let v = [100.0, 101.0, 99.0, 100.0, 100.5, 99.5, 100.0, 38.0, 38.5, 37.5];
+    let v = [
+        100.0, 101.0, 99.0, 100.0, 100.5, 99.5, 100.0, 38.0, 38.5, 37.5,
+    ];
     // A window from run 6 holds one run of the old level: the new one starts at run 7.
     assert_eq!(level_start(&v, 0, 6), 7);
     assert_eq!(level_start(&v, 0, 7), 7);

@@ -97,7 +97,10 @@ impl CoreServer {
         // A wait for the server to listen: its bound only guards against a hang.
         let deadline = std::time::Instant::now() + HANG;
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(std::time::Instant::now() < deadline, "nats-server did not start");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "nats-server did not start"
+            );
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         CoreServer {
