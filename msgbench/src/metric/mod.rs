@@ -290,6 +290,15 @@ impl Metric {
             if doc.get("latency").is_none_or(Value::is_null) {
                 return Err("this run measured no latency");
             }
+            // Between agents, a figure below the clock offsets' uncertainty is not measured.
+            let figure = field.trim_start_matches("percentiles_ns/");
+            let below = doc
+                .pointer("/latency/below_clock_uncertainty/figures")
+                .and_then(Value::as_array)
+                .is_some_and(|f| f.iter().any(|v| v.as_str() == Some(figure)));
+            if below {
+                return Err("below the clock offset's uncertainty between agents");
+            }
             num(&format!("/latency/{field}")).ok_or("this run measured no latency")
         };
         let counted = |ptr: &str| num(ptr).ok_or("not counted in this run");
@@ -426,6 +435,20 @@ mod tests {
             Metric::parse("lost").unwrap().read(&runs),
             Err("not measured in every run")
         );
+        // Between agents, a figure the clocks cannot resolve is not measured.
+        let agents = json!({"latency": {"min_ns": 1, "max_ns": 900_000, "mean_ns": 300_000.0,
+            "percentiles_ns": {"50": 1, "99": 800_000},
+            "below_clock_uncertainty": {"uncertainty_ns": 250_000, "figures": ["min_ns", "50"]}}});
+        let read = |n: &str| Metric::parse(n).unwrap().read(&agents);
+        assert_eq!(
+            read("p50"),
+            Err("below the clock offset's uncertainty between agents")
+        );
+        assert_eq!(
+            read("min"),
+            Err("below the clock offset's uncertainty between agents")
+        );
+        assert_eq!(read("p99"), Ok(800_000.0));
         let no_latency = json!({"throughput": {"msgs_per_sec": 1.0}, "latency": null});
         assert_eq!(
             Metric::parse("p50").unwrap().read(&no_latency),

@@ -49,23 +49,38 @@ pub(super) fn latency(o: &mut String, r: &RunResult) {
             let _ = writeln!(o, "  {:>10} {:>12}", "percentile", column);
         }
     }
-    let row = |o: &mut String, name: String, ours: u64, theirs: Option<u64>| {
-        let _ = match theirs {
-            Some(t) => writeln!(
+    // Between agents, a figure below the clock offsets' uncertainty is not a latency the
+    // clocks can resolve: it is said so, not printed as the 1 ns it was clamped to.
+    let cell = |l: &crate::result::LatencyStats, figure: &str, v: u64| match l.unresolved(figure) {
+        Some(u) => format!("below ±{}", duration_ns(u as f64)),
+        None => duration_ns(v as f64),
+    };
+    let row = |o: &mut String, name: String, figure: &str, ours: u64, theirs: Option<u64>| {
+        // A row whose every column is below it says so once.
+        let whole = c
+            .unresolved(figure)
+            .filter(|_| u.is_none_or(|u| u.unresolved(figure).is_some()));
+        let _ = match (whole, theirs.zip(u)) {
+            (Some(n), _) => writeln!(
+                o,
+                "  {name:>10} below the clock offset's uncertainty (±{})",
+                duration_ns(n as f64)
+            ),
+            (None, Some((t, u))) => writeln!(
                 o,
                 "  {name:>10} {:>12} {:>12}",
-                duration_ns(ours as f64),
-                duration_ns(t as f64)
+                cell(c, figure, ours),
+                cell(u, figure, t)
             ),
-            None => writeln!(o, "  {name:>10} {:>12}", duration_ns(ours as f64)),
+            (None, None) => writeln!(o, "  {name:>10} {:>12}", cell(c, figure, ours)),
         };
     };
     for (key, value) in &c.percentiles_ns.0 {
-        row(o, format!("P{key}"), *value, u.map(|u| u.at(key)));
+        row(o, format!("P{key}"), key, *value, u.map(|u| u.at(key)));
     }
-    row(o, "min".into(), c.min_ns, u.map(|u| u.min_ns));
-    row(o, "median".into(), c.at("50"), u.map(|u| u.at("50")));
-    row(o, "max".into(), c.max_ns, u.map(|u| u.max_ns));
+    row(o, "min".into(), "min_ns", c.min_ns, u.map(|u| u.min_ns));
+    row(o, "median".into(), "50", c.at("50"), u.map(|u| u.at("50")));
+    row(o, "max".into(), "max_ns", c.max_ns, u.map(|u| u.max_ns));
 }
 
 /// What the latency scenario received but did not time, in words: every received message is
@@ -266,6 +281,30 @@ mod tests {
         let mut o = String::new();
         latency(&mut o, r);
         o.lines().next().unwrap().to_string()
+    }
+
+    #[test]
+    fn latency_the_clocks_cannot_resolve_is_said_to_be_below_their_uncertainty() {
+        // Between agents, half the samples were clamped to 1 ns: the clocks' limit, not a
+        // latency. With a clock uncertainty of ±250 µs, the low rows say so; P99 is measured.
+        let mut r = run(0, 0, 0, 0, 0.0);
+        let mut h = crate::stats::latency::new_histogram();
+        h.record_n(1, 600).unwrap();
+        h.record_n(400_000, 400).unwrap();
+        r.latency = Some(crate::result::LatencyStats::of(&h).with_clock_limit(250_000));
+        r.latency_uncorrected = None;
+        let mut o = String::new();
+        latency(&mut o, &r);
+        assert!(
+            o.contains("         P50 below the clock offset's uncertainty (±250.0 µs)\n"),
+            "{o}"
+        );
+        assert!(
+            o.contains("         min below the clock offset's uncertainty"),
+            "{o}"
+        );
+        assert!(o.contains("         P99     400.1 µs\n"), "{o}");
+        assert!(!o.contains(" 1 ns"), "{o}");
     }
 
     #[test]

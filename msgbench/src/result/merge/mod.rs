@@ -118,6 +118,12 @@ pub fn merge(
     r.delivery = counts::delivery(&docs)?;
     r.latency = latency::merged(&docs, "latency")?;
     r.latency_uncorrected = latency::merged(&docs, "latency_uncorrected")?;
+    // Latency from one agent to another: what the clocks cannot resolve is named as such.
+    if let Some(u) = cross_agent_latency_uncertainty_ns {
+        for l in [&mut r.latency, &mut r.latency_uncorrected] {
+            *l = l.take().map(|l| l.with_clock_limit(u));
+        }
+    }
     errors(&docs, &mut r)?;
     r.pacing = counts::pacing(&docs, r.by_role.get("pub"))?;
     r.timeline = timeline::merged(&docs)?;
