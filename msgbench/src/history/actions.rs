@@ -39,7 +39,12 @@ pub fn run(args: &HistoryArgs) -> Result<u8> {
             for r in &runs {
                 let _ = writeln!(text, "{}", run_line(r));
             }
-            let _ = writeln!(text, "{} runs in '{}'", runs.len(), store.path().display());
+            let _ = writeln!(
+                text,
+                "{} in '{}'",
+                counted(runs.len() as u64, "run"),
+                store.path().display()
+            );
             #[derive(Serialize)]
             struct Doc<'a> {
                 schema: &'static str,
@@ -288,13 +293,14 @@ fn trend(a: &TrendArgs) -> Result<u8> {
 
 fn series_title(head: &RunRow, runs: usize) -> String {
     format!(
-        "benchmark {}{} ({}), testbed {}: {runs} runs, newest {}",
+        "benchmark {}{} ({}), testbed {}: {}, newest {}",
         head.benchmark,
         head.name
             .as_deref()
             .map_or(String::new(), |n| format!(" '{n}'")),
         head.scenario,
         head.testbed,
+        counted(runs as u64, "run"),
         head.run_id
     )
 }
@@ -364,11 +370,11 @@ fn check(a: &CheckArgs) -> Result<u8> {
     let store = open(&a.store)?;
     let settings = settings(&a.series);
     let mut text = format!(
-        "History check of '{}': tolerance {}, α {}, window {} runs\n",
+        "History check of '{}': tolerance {}, α {}, window {}\n",
         store.path().display(),
         change_pct(1.0 + a.tolerate).trim_start_matches('+'),
         a.series.alpha,
-        settings.window
+        counted(settings.window as u64, "run")
     );
     let mut doc = CheckDoc {
         schema: CHECK_SCHEMA,

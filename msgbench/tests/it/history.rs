@@ -402,6 +402,10 @@ fn check_and_trend_name_the_same_first_slow_run() {
     let db_s = db.to_str().unwrap();
     let out = run(&pub_args(&s.url, db_s, &["--record=required"]));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // One run is "1 run", where it was "1 runs".
+    let listed = run(&["history", "list", "--history", db_s]);
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.contains(&format!("\n1 run in '{db_s}'")), "{listed}");
     let c = rusqlite::Connection::open(&db).unwrap();
     let t = c
         .query_row(

@@ -27,8 +27,8 @@ pub(super) fn latency(o: &mut String, r: &RunResult) {
         Some(_) => {
             let _ = writeln!(
                 o,
-                "Latency of {} messages{}, from intended send (corrected) and from actual send (uncorrected):",
-                group(c.count),
+                "Latency of {}{}, from intended send (corrected) and from actual send (uncorrected):",
+                crate::format::counted(c.count, "message"),
                 untimed(r, c.count)
             );
             let _ = writeln!(
@@ -41,7 +41,10 @@ pub(super) fn latency(o: &mut String, r: &RunResult) {
             let untimed = untimed(r, c.count);
             let (heading, column) = words.latency_heading(c.count, &untimed).unwrap_or_else(|| {
                 (
-                    format!("Round-trip latency of {} requests:", group(c.count)),
+                    format!(
+                        "Round-trip latency of {}:",
+                        crate::format::counted(c.count, "request")
+                    ),
                     "round trip",
                 )
             });
@@ -322,5 +325,7 @@ mod tests {
         ));
         // Nothing left out, nothing said.
         assert!(heading(&run(3000, 3000, 0, 0, 0.0)).starts_with("Latency of 3,000 messages, "));
+        // One is one message, not "1 messages".
+        assert!(heading(&run(1, 1, 0, 0, 0.0)).starts_with("Latency of 1 message, "));
     }
 }

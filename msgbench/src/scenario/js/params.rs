@@ -132,9 +132,13 @@ impl Describe for JsPubParams {
         }
     }
     fn latency_heading(&self, count: u64, _untimed: &str) -> Option<(String, &'static str)> {
+        let one = count == 1;
         let what = match self.mode {
+            JsPubMode::Batch if one => "batch (first message to the commit's PubAck)",
             JsPubMode::Batch => "batches (first message to the commit's PubAck)",
+            JsPubMode::Sync | JsPubMode::Async if one => "publish",
             JsPubMode::Sync | JsPubMode::Async => "publishes",
+            JsPubMode::Fast if one => "message (to the flow ack that covers it)",
             JsPubMode::Fast => "messages (each to the flow ack that covers it)",
         };
         let ack = if self.mode == JsPubMode::Fast {
@@ -244,11 +248,17 @@ impl Describe for KvParams {
     fn latency_heading(&self, count: u64, _untimed: &str) -> Option<(String, &'static str)> {
         Some(match self.put {
             Some(_) => (
-                format!("Latency from publish to PubAck, {} puts:", group(count)),
+                format!(
+                    "Latency from publish to PubAck, {}:",
+                    crate::format::counted(count, "put")
+                ),
                 "ack",
             ),
             None => (
-                format!("Latency of each get, {} gets:", group(count)),
+                format!(
+                    "Latency of each get, {}:",
+                    crate::format::counted(count, "get")
+                ),
                 "get",
             ),
         })
@@ -364,9 +374,8 @@ impl Describe for ConsumeParams {
     fn latency_heading(&self, count: u64, _untimed: &str) -> Option<(String, &'static str)> {
         Some((
             format!(
-                "Latency from publish to consume (send time carried in the payload), {} \
-                 messages:",
-                group(count)
+                "Latency from publish to consume (send time carried in the payload), {}:",
+                crate::format::counted(count, "message")
             ),
             "end to end",
         ))
