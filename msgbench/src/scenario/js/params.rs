@@ -290,6 +290,9 @@ pub struct ConsumeParams {
     pub rate_schedule: Option<String>,
     /// Messages to consume (at most, with `--publish none`).
     pub msgs: u64,
+    /// `--duration`: how long the live publisher published at its rate (it set `msgs`);
+    /// null without one.
+    pub duration_secs: Option<f64>,
     /// The size of the messages msgbench publishes; null when it publishes none.
     pub size: Option<usize>,
     /// The stream's subjects, comma separated.
@@ -315,6 +318,7 @@ impl ConsumeParams {
             rate: o.publish.as_ref().map_or(0.0, |p| p.pace.target_rate()),
             rate_schedule: Runnable::schedule(o).map(ToString::to_string),
             msgs: o.msgs,
+            duration_secs: o.duration.map(|d| d.as_secs_f64()),
             size: o.publish.as_ref().map(|p| p.size),
             subject: o.stream.subjects.join(","),
             stream: o.stream.clone(),
@@ -336,8 +340,12 @@ impl Describe for ConsumeParams {
                 self.rate_schedule.as_deref().unwrap_or_default()
             ),
             Source::Live if self.rate > 0.0 => format!(
-                "{size} B messages published live at {} msgs/s",
-                group(self.rate.round() as u64)
+                "{size} B messages published live at {} msgs/s{}",
+                group(self.rate.round() as u64),
+                self.duration_secs.map_or(String::new(), |d| format!(
+                    " for {} s",
+                    crate::format::sig(d, 3, true)
+                ))
             ),
             Source::Live => format!("{size} B messages published live"),
             Source::Stream => "the stream's messages".into(),
@@ -347,11 +355,11 @@ impl Describe for ConsumeParams {
             a => format!("{} acks", a.as_str()),
         };
         format!(
-            "{} mode, {acks}, batch {}; {}; {source}; {} messages",
+            "{} mode, {acks}, batch {}; {}; {source}; {}",
             self.mode.as_str(),
             group(self.batch),
             counted(u64::from(self.subs), "consumer"),
-            group(self.msgs)
+            counted(self.msgs, "message")
         )
     }
     fn title(&self) -> &'static str {
