@@ -182,8 +182,9 @@ fn watch_into(
         if !(finished && empty && (tick.span_s < 0.5 || after_load)) {
             // The last tick too: a run that ends just before a whole second would otherwise
             // leave its last second out of the live lines (2 lines for a 3 s run).
+            let names = meter.series_names();
             if view.line {
-                print(&line(&tick, view.run));
+                print(&line(&tick, view.run, names));
             }
             if let (Some(s), true) = (&view.stream, stream_ok) {
                 let l = StreamLine {
@@ -197,6 +198,7 @@ fn watch_into(
                 m.show(&tick, sampler.totals(), finished);
             }
             if let Some(w) = &mut view.web {
+                w.name_series(names);
                 w.show(&tick, sampler.totals(), &sampler.clients(), finished);
             }
             if ticks.len() < MAX_TICKS {
@@ -225,8 +227,9 @@ fn watch_into(
     }
 }
 
-/// `  3s  sent 1,203,113/s  received 1,201,000/s  p99 1.23 ms  errors 0`
-fn line(t: &Tick, run: Option<(u32, u32)>) -> String {
+/// `  3s  sent 1,203,113/s  received 1,201,000/s  p99 1.23 ms  errors 0`, each side named
+/// by what it counts (`names`: "publishes", "acknowledgements", …).
+fn line(t: &Tick, run: Option<(u32, u32)>, [pubs, subs]: [&str; 2]) -> String {
     let mut s = String::new();
     if let Some((k, n)) = run {
         s.push_str(&format!("run {k}/{n} "));
@@ -261,13 +264,13 @@ fn line(t: &Tick, run: Option<(u32, u32)>) -> String {
     // A conns run's load is its connections: its checks are not metered as messages.
     if t.conns.is_none() && (t.sent_per_sec > 0.0 || t.received_per_sec == 0.0) {
         s.push_str(&format!(
-            "  sent {}/s",
+            "  {pubs} {}/s",
             group(t.sent_per_sec.round() as u64)
         ));
     }
     if t.received_per_sec > 0.0 {
         s.push_str(&format!(
-            "  received {}/s",
+            "  {subs} {}/s",
             group(t.received_per_sec.round() as u64)
         ));
     }
@@ -396,6 +399,27 @@ mod tests {
         }
     }
 
+    const NAMES: [&str; 2] = ["sent", "received"];
+
+    #[test]
+    fn each_side_is_named_by_what_it_counts() {
+        let t = Tick {
+            t_s: 2.0,
+            span_s: 1.0,
+            msgs: vec![],
+            sent_per_sec: 1000.0,
+            received_per_sec: 998.0,
+            latency: None,
+            errors: 0,
+            stage: None,
+            conns: None,
+        };
+        assert_eq!(
+            line(&t, None, ["publishes", "acknowledgements"]),
+            "   2s  publishes 1,000/s  acknowledgements 998/s  errors 0"
+        );
+    }
+
     #[test]
     fn the_line_shows_rates_p99_and_errors() {
         let t = Tick {
@@ -415,7 +439,7 @@ mod tests {
             conns: None,
         };
         assert_eq!(
-            line(&t, Some((2, 5))),
+            line(&t, Some((2, 5)), NAMES),
             "run 2/5    3s  sent 1,203,113/s  received 1,201,000/s  p99 1.23 ms  errors 2"
         );
         let staged = Tick {
@@ -427,7 +451,7 @@ mod tests {
             ..t
         };
         assert_eq!(
-            line(&staged, None),
+            line(&staged, None, NAMES),
             "   3s  stage 3/5 at 3,000/s  sent 1,203,113/s  received 1,201,000/s  p99 1.23 ms  \
              errors 2"
         );
@@ -445,7 +469,7 @@ mod tests {
             ..staged
         };
         assert_eq!(
-            line(&conns, None),
+            line(&conns, None, NAMES),
             "   3s  up 1,500  opened 500/s  lost 3  errors 2"
         );
     }

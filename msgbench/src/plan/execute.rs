@@ -108,6 +108,10 @@ pub fn execute(
     if share.is_some() {
         v.split()?;
     }
+    // The live line and page name each side by what it counts, as the result will.
+    let params = v.params();
+    let words = params.describe();
+    meter.name_series(words.role_counts("pub"), words.role_counts("sub"));
     let mut r = v.run(&Ctx {
         main,
         second,
@@ -122,5 +126,6 @@ pub fn execute(
             *l = None;
         }
     }
+    r.name_roles();
     Ok(r)
 }

@@ -33,7 +33,9 @@ pub use sections::{
 pub use spread::{ClientSpread, MinMedianMax, Slowest};
 pub use stages::{ScheduleReport, StageStats};
 
+mod clock_limit;
 mod params;
+pub use clock_limit::ClockLimit;
 pub use params::{Describe, Own, Params, ScenarioParams, Section, Untyped};
 
 use crate::error::exit;
@@ -275,6 +277,10 @@ pub struct RoleStats {
     pub client_rates: Spread,
     /// Min/median/max of the per-client msgs and msgs/s, and the slowest clients by id.
     pub spread: ClientSpread,
+    /// What this side's messages are, in the scenario's words ("publishes",
+    /// "acknowledgements", "deliveries", …): what the text, the report and the live page call
+    /// the series. Set by [`RunResult::name_roles`].
+    pub counts: &'static str,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -324,18 +330,6 @@ pub struct LatencyStats {
     pub below_clock_uncertainty: Option<ClockLimit>,
 }
 
-/// Latency from one agent to another is corrected by their clock offsets, to within
-/// ±`uncertainty_ns`. A figure below that cannot be told from zero (a corrected value that
-/// came out negative is clamped to 1 ns, which is the clocks' limit, not a latency): such
-/// figures are named here, the text shows them as below the uncertainty, and a gate on one
-/// fails as not measured.
-#[derive(Debug, Clone, Serialize)]
-pub struct ClockLimit {
-    pub uncertainty_ns: u64,
-    /// The figures below it: `min_ns`, `mean_ns`, `max_ns`, or a percentile's key (`"50"`).
-    pub figures: Vec<&'static str>,
-}
-
 /// Percentile → value, serialised as a JSON object in ascending order.
 #[derive(Debug, Clone)]
 pub struct Percentiles(pub Vec<(&'static str, u64)>);
@@ -368,44 +362,6 @@ impl LatencyStats {
             hdr: crate::stats::hdr::encode_base64(h),
             below_clock_uncertainty: None,
         }
-    }
-
-    /// Marks the figures below the clock offsets' uncertainty `uncertainty_ns` (latency
-    /// between agents), when there are any.
-    #[must_use]
-    pub fn with_clock_limit(mut self, uncertainty_ns: u64) -> Self {
-        let below = |v: f64| v < uncertainty_ns as f64;
-        let mut figures: Vec<&'static str> = Vec::new();
-        if below(self.min_ns as f64) {
-            figures.push("min_ns");
-        }
-        if below(self.mean_ns) {
-            figures.push("mean_ns");
-        }
-        figures.extend(
-            self.percentiles_ns
-                .0
-                .iter()
-                .filter(|(_, v)| below(*v as f64))
-                .map(|(k, _)| *k),
-        );
-        if below(self.max_ns as f64) {
-            figures.push("max_ns");
-        }
-        self.below_clock_uncertainty = (!figures.is_empty()).then_some(ClockLimit {
-            uncertainty_ns,
-            figures,
-        });
-        self
-    }
-
-    /// The clock offsets' uncertainty when `figure` (as [`ClockLimit::figures`] names it) is
-    /// below it.
-    pub fn unresolved(&self, figure: &str) -> Option<u64> {
-        self.below_clock_uncertainty
-            .as_ref()
-            .filter(|c| c.figures.contains(&figure))
-            .map(|c| c.uncertainty_ns)
     }
 
     /// The value at a reported percentile ("50", "99.9", …).
@@ -563,6 +519,7 @@ pub fn throughput_sections(
                 clients: mine.len(),
                 client_rates: Spread::of(&rates),
                 spread: ClientSpread::of(stats),
+                counts: crate::result::params::default_counts(role.as_str()),
             },
         );
     }

@@ -496,3 +496,59 @@ fn a_bucket_that_exists_is_used_as_it_is_unless_its_settings_are_given() {
         stderr(&out)
     );
 }
+
+/// A `js pub` run has no subscriber: its second series is the publishes' acknowledgements, and
+/// the result, the live line and the HTML report call it that, not "sub" (the report once
+/// drew `pub 0` and `sub 0` and summed up a "sub side").
+#[test]
+fn a_js_pub_run_names_its_series_publishes_and_acknowledgements_everywhere() {
+    let s = TestServer::start();
+    let dir = support::scratch_dir("js-series");
+    let (json, html) = (dir.join("r.json"), dir.join("r.html"));
+    let out = run(&[
+        "js",
+        "pub",
+        "--server",
+        &s.url,
+        "--rate",
+        "1000",
+        "--duration",
+        "1500ms",
+        "--live",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    assert_eq!(v["by_role"]["pub"]["counts"], "publishes");
+    assert_eq!(v["by_role"]["sub"]["counts"], "acknowledgements");
+    let err = stderr(&out);
+    let live: Vec<&str> = err.lines().filter(|l| l.contains("  errors ")).collect();
+    assert!(!live.is_empty(), "{err}");
+    assert!(
+        live.iter()
+            .all(|l| l.contains("  publishes ") && l.contains("  acknowledgements ")),
+        "{err}"
+    );
+    let out = run(&[
+        "report",
+        json.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains(">acknowledgements/s</th>"),
+        "no acknowledgements row"
+    );
+    assert!(page.contains(">publishes/s</th>"), "no publishes row");
+    for wrong in ["sub side", "pub side", "\"sub 0\"", "\"pub 0\""] {
+        assert!(!page.contains(wrong), "the report says {wrong}");
+    }
+    assert!(
+        page.contains("acknowledgements 0"),
+        "no client named by its acks"
+    );
+}

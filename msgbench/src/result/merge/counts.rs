@@ -71,6 +71,7 @@ pub(super) fn throughput(docs: &[Doc<'_>], r: &mut RunResult) -> Result<(), Merg
                 // Over every agent's clients: the slowest of the whole run, with the losses
                 // each agent counted for its own subscribers.
                 spread: ClientSpread::of(mine()),
+                counts: crate::result::params::default_counts(role.as_str()),
             },
         );
     }

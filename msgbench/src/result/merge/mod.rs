@@ -115,6 +115,7 @@ pub fn merge(
         from_first(first, &mut r)?;
     }
     counts::throughput(&docs, &mut r)?;
+    r.name_roles();
     r.delivery = counts::delivery(&docs)?;
     r.latency = latency::merged(&docs, "latency")?;
     r.latency_uncorrected = latency::merged(&docs, "latency_uncorrected")?;

@@ -131,6 +131,13 @@ impl Describe for JsPubParams {
             "Acks"
         }
     }
+    fn role_counts(&self, role: &str) -> &'static str {
+        if role == "pub" {
+            "publishes"
+        } else {
+            "acknowledgements"
+        }
+    }
     fn latency_heading(&self, count: u64, _untimed: &str) -> Option<(String, &'static str)> {
         let one = count == 1;
         let what = match self.mode {
@@ -240,6 +247,14 @@ impl Describe for KvParams {
             (Some(_), _) => "Acks",
             (None, "pub") => "Gets",
             (None, _) => "Values",
+        }
+    }
+    fn role_counts(&self, role: &str) -> &'static str {
+        match (&self.put, role) {
+            (Some(_), "pub") => "puts",
+            (Some(_), _) => "acknowledgements",
+            (None, "pub") => "gets",
+            (None, _) => "values",
         }
     }
     fn client_names(&self, _role: &str) -> (&'static str, &'static str) {

@@ -141,6 +141,11 @@ impl ObjParams {
 }
 
 impl Describe for ObjParams {
+    /// Objects move as chunks: a put's publishes, a get's deliveries.
+    fn role_counts(&self, _role: &str) -> &'static str {
+        "chunks"
+    }
+
     fn shape(&self) -> String {
         let objects = match (self.size, self.chunk_size) {
             (Some(size), Some(chunk)) => format!(
