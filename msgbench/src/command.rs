@@ -45,7 +45,8 @@ pub enum Command {
     Calibrate(CalibrateArgs),
     /// Run a plan written by --print-plan (or by hand), with output flags of this run.
     Run(RunArgs),
-    /// Run the short default suite (pub, pubsub, latency, request) and print the results.
+    /// Run the short default suite (pub, pubsub, latency, request, js pub) and print the
+    /// results; js pub is left out, with a line saying so, on a server without JetStream.
     Demo(DemoArgs),
     /// Find the highest rate a scenario sustains within its SLO (--slo 'p99<5ms'): an
     /// exponential search, then a bisection, each rate probed --probe-runs times.

@@ -246,9 +246,11 @@ fn run_tool(command: Command, stop: &AtomicBool) -> Result<u8> {
         Command::Completions(a) => Ok(print(&cli::completions(a.shell))),
         Command::Man(a) => {
             if let Some(dir) = &a.dir {
-                cli::man_pages(dir).map_err(|source| error::Error::Io {
-                    context: format!("writing the man pages into '{}'", dir.display()),
-                    source,
+                // An output folder that cannot be written is a refusal (2), as any destination.
+                cli::man_pages(dir).map_err(|e| error::Error::Destination {
+                    flag: "--dir",
+                    path: dir.display().to_string(),
+                    reason: e.to_string(),
                 })?;
                 return Ok(exit::OK);
             }

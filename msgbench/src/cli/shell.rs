@@ -43,11 +43,13 @@ pub fn man_page() -> std::io::Result<Vec<u8>> {
     Ok(out)
 }
 
-/// Every page, the command's and each subcommand's, into `dir` (which must exist).
+/// Every page, the command's and each subcommand's, into `dir`, made first when it is not
+/// there (as `mkdir -p` would: a new folder is the usual place to put them).
 ///
 /// # Errors
-/// A page that cannot be written.
+/// A folder that cannot be made, or a page that cannot be written.
 pub fn man_pages(dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
     clap_mangen::generate_to(crate::Cli::command(), dir)
 }
 

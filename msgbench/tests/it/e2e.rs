@@ -911,6 +911,13 @@ fn the_default_suite_skips_js_pub_on_a_server_without_jetstream() {
         "{err}"
     );
     assert!(!err.contains("error:"), "{err}");
+    // Its help names all five runs, js pub too.
+    let help = run(&["demo", "--help"]);
+    assert!(
+        String::from_utf8_lossy(&help.stdout).contains("request, js pub)"),
+        "{}",
+        String::from_utf8_lossy(&help.stdout)
+    );
 }
 
 #[test]
