@@ -236,14 +236,24 @@ impl Fleet {
             }
         };
         let signer = out.sign.as_deref().map(Signer::from_file).transpose()?;
+        let bus = connect_control(conn, out.control.as_deref(), "msgbench-coordinator", false)?;
+        let (agents, heartbeats) = discover(&bus, &wanted)?;
         if signer.is_none() {
+            // An agent started with --trust says so in its heartbeat: an unsigned plan is a
+            // refusal here, before any load (and before a capacity search's first probe),
+            // not an agent's answer to the first plan sent.
+            if let Some(hb) = agents.iter().find(|hb| hb.signed_only) {
+                return Err(Error::Agent(format!(
+                    "agent {} runs only signed plans (it was started with --trust), and this \
+                     plan is not signed: give --sign FILE, the seed of a key it trusts",
+                    hb.name
+                )));
+            }
             eprintln!(
                 "warning: no --sign: plans go unsigned, and only agents run with \
                  --insecure-control accept them"
             );
         }
-        let bus = connect_control(conn, out.control.as_deref(), "msgbench-coordinator", false)?;
-        let (agents, heartbeats) = discover(&bus, &wanted)?;
         Ok(Self {
             bus,
             signer,

@@ -270,11 +270,17 @@ fn unsigned_untrusted_replayed_and_expired_plans_are_refused_and_logged() {
 
     // The agent's log is read on a thread of the test's own: each line is waited for, as a
     // busy machine may run that thread only after the coordinator has its answer.
+    // The agent's heartbeat says it runs only signed plans: an unsigned run is refused by
+    // the coordinator itself, before a plan goes out.
     let out = run(args(None));
     assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
-    assert!(stderr(&out).contains("not signed"), "{}", stderr(&out));
-    assert!(a.wait_for("not signed", support::HANG), "{}", a.log());
-    assert!(a.log().contains("refused plan"), "{}", a.log());
+    assert!(
+        stderr(&out).contains("agent t1 runs only signed plans")
+            && stderr(&out).contains("not signed: give --sign"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!a.log().contains("refused plan"), "{}", a.log());
 
     let out = run(args(Some(&other_seed)));
     assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
@@ -291,6 +297,19 @@ fn unsigned_untrusted_replayed_and_expired_plans_are_refused_and_logged() {
         "{answer}"
     );
     assert!(a.wait_for("a replay", support::HANG), "{}", a.log());
+    // The same plan with its signature taken off, as a coordinator that skipped the check
+    // would send it: the agent refuses it itself.
+    let mut bare: serde_json::Value = serde_json::from_str(&plan).unwrap();
+    let fields = bare.as_object_mut().unwrap();
+    fields.remove("signer");
+    fields.remove("sig");
+    let answer = support::raw_request(&server.url, "msgbench.ctl.agent.t1.cmd", &bare.to_string());
+    assert!(
+        answer.contains("\"accepted\":false") && answer.contains("not signed"),
+        "{answer}"
+    );
+    assert!(a.wait_for("not signed", support::HANG), "{}", a.log());
+    assert!(a.log().contains("refused plan"), "{}", a.log());
 
     // An agent whose clock is a minute ahead sees every plan as expired.
     let late = Agent::start(&server.url, "t2", &[&public], &[(CLOCK_ENV, "60000000000")]);
@@ -1199,6 +1218,58 @@ fn a_capacity_search_on_two_agents_probes_each_rate_as_a_run_on_both() {
     }
     let errs = support::schema_errors_in("capacity-v1.schema.json", &doc);
     assert!(errs.is_empty(), "{errs:?}");
+}
+
+/// Two agents that run only signed plans, and a search without --sign: refused before its
+/// first probe, in one line and with the status of a plain run's refusal (9), not a verdict
+/// that the server limited the rate.
+#[test]
+fn a_capacity_search_without_sign_on_trusting_agents_is_refused_before_it_starts() {
+    let server = TestServer::start();
+    let keydir = scratch_dir("keys");
+    let (_seed, public) = keys(&keydir, "coord.nk");
+    let a = Agent::start(&server.url, "k1", &[&public], &[]);
+    let _b = Agent::start(&server.url, "k2", &[&public], &[]);
+    let (out, doc, _d) = coordinate(&[
+        "capacity",
+        "latency",
+        "--slo",
+        "p99<100ms",
+        "--server",
+        &server.url,
+        "--agents",
+        "2",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(9), "{err}");
+    assert!(
+        err.contains("runs only signed plans") && err.contains("give --sign"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("Limited by") && !err.contains("probe"),
+        "{err}"
+    );
+    assert!(doc.is_null(), "no capacity document: {doc}");
+    assert!(!a.log().contains("refused plan"), "{}", a.log());
+    // A plain run says the same, with the same status.
+    let (out, _, _d) = coordinate(&[
+        "latency",
+        "--rate",
+        "100",
+        "--duration",
+        "3s",
+        "--server",
+        &server.url,
+        "--agents",
+        "2",
+    ]);
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("runs only signed plans"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]

@@ -77,6 +77,19 @@ fn a_latency_run_records_every_message_after_warmup_and_exports_agree() {
     // The text shows the same median.
     let text = stderr(&out);
     assert!(text.contains("P50") && text.contains("corrected"), "{text}");
+    // The send lag covers the messages latency times, the 2,000 due after the warm-up (it once
+    // counted the warm-up's sends too, and showed a send lag above every corrected latency).
+    assert_eq!(u(&pacing["sends"]), 2000, "{pacing}");
+    assert!(
+        text.contains("of the 2,000 sends due after the 0.5 s warm-up, send lag P50"),
+        "{text}"
+    );
+    // A message's corrected latency is at least its send lag, and nothing was lost: no send
+    // lag can exceed the largest corrected latency.
+    assert!(
+        u(&pacing["send_lag_max_ns"]) <= u(&lat["max_ns"]),
+        "{pacing} {lat}"
+    );
 
     // .hgrm: the last row is the 100th percentile with the total count.
     let hgrm = std::fs::read_to_string(dir.join("run.hgrm")).unwrap();

@@ -158,6 +158,7 @@ pub(super) fn assemble(run: Run<'_>, owed: Owed, pulled: Pulled, meter: &Meter) 
             publishers: Vec::new(),
             missing_seqs,
             duplicate_seqs: Some(seen.duplicate_seqs),
+            unmeasured: Default::default(),
         },
         latency: (!latency.is_empty()).then(|| LatencyStats::of(&latency)),
         // An agent given publishers alone consumed nothing to speak of.

@@ -179,9 +179,9 @@ impl Describe for Params {
         // Publisher and subscriber on different agents: no send time crosses hosts.
         Some((
             format!(
-                "Latency of {} messages{untimed}, from intended send (corrected; uncorrected \
+                "Latency of {}{untimed}, from intended send (corrected; uncorrected \
                  needs the send time, which stays on the publisher's agent):",
-                crate::format::group(count)
+                crate::format::counted(count, "message")
             ),
             "corrected",
         ))

@@ -495,6 +495,8 @@ impl<'a> Run<'a> {
             flush_timeout: self.opts.timeout,
             start_at: Some(zero),
             late_bound: self.opts.late_bound,
+            // The send lag covers the messages latency times: those due after the warm-up.
+            lag_from: self.opts.warmup,
         };
         let pub_out = load::publish(
             &shared,

@@ -130,6 +130,7 @@ fn delivery(pub_outs: &[PubOutcome], replies: &[Replies<'_>]) -> Delivery {
             .collect(),
         missing_seqs: None,
         duplicate_seqs: None,
+        unmeasured: Default::default(),
     }
 }
 

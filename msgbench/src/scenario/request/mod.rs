@@ -185,6 +185,14 @@ impl Describe for Params {
         }
     }
 
+    fn role_counts(&self, role: &str) -> &'static str {
+        if role == "pub" {
+            "requests"
+        } else {
+            "replies"
+        }
+    }
+
     fn client_names(&self, _role: &str) -> (&'static str, &'static str) {
         ("requesters", "requester")
     }
@@ -222,6 +230,14 @@ impl Describe for ReplyParams {
 
     fn title(&self) -> &'static str {
         "NATS reply service stats"
+    }
+
+    fn role_counts(&self, role: &str) -> &'static str {
+        if role == "pub" {
+            "replies"
+        } else {
+            "requests"
+        }
     }
 
     fn ping_interval_secs(&self) -> Option<f64> {

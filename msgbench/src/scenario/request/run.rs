@@ -478,6 +478,7 @@ impl<'a> Run<'a> {
                 flush_timeout: self.opts.timeout,
                 start_at: Some(zero),
                 late_bound: crate::scenario::pacing::PACING_LATE_BOUND,
+                lag_from: std::time::Duration::ZERO,
             };
             let (window, times, progress) = (
                 &self.windows[i],
