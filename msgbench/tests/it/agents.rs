@@ -85,7 +85,9 @@ fn a_stalled_subscriber_on_another_agent_shows_the_loss_per_publisher() {
     // A small pending limit and write deadline: the server cuts off a subscriber that stops
     // reading within a second, however slowly a busy machine lets the publishers fill it
     // (with the defaults, 64 MB, the 3 s stall was not always enough: issue 42).
-    let server = TestServer::with_config("max_pending: 256KB\nwrite_deadline: \"500ms\"\n");
+    let server = TestServer::with_config(
+        "max_pending: 256KB\nmax_payload: 64KB\nwrite_deadline: \"500ms\"\n",
+    );
     let _a = Agent::start(&server.url, "p1", &[], &[]);
     let _b = Agent::start(&server.url, "s1", &[], &[]);
     // One publisher on each agent, the subscriber on the second: it stops reading long enough
