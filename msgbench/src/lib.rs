@@ -22,6 +22,7 @@ mod export;
 mod format;
 mod gate;
 mod history;
+mod interrupt;
 mod link;
 mod metric;
 mod options;
@@ -50,9 +51,6 @@ use error::{exit, Result};
 use plan::{Plan, Validated};
 use session::refusals::{self, Mode};
 
-/// Raised by SIGINT/SIGTERM; every load loop polls it and ends, and results are still written.
-pub static STOP: AtomicBool = AtomicBool::new(false);
-
 /// Parses `args`, runs the command and returns the process's exit status. Every failure is
 /// printed as one `error: …` line on stderr.
 pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> u8 {
@@ -61,11 +59,8 @@ pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> u8 {
         Err(e) => return clap_exit(&e),
     };
     // A second handler cannot be installed (only matters for in-process callers).
-    let _ = ctrlc::set_handler(|| {
-        STOP.store(true, Ordering::SeqCst);
-        engine::conn::INTERRUPTED.store(true, Ordering::SeqCst);
-    });
-    match run(cli, &STOP) {
+    let _ = ctrlc::set_handler(|| interrupt::STOP.store(true, Ordering::SeqCst));
+    match run(cli, &interrupt::STOP) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e}");

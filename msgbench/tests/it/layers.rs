@@ -25,6 +25,7 @@ use std::path::Path;
 const LAYERS: &[(u8, &str)] = &[
     (1, "error"),
     (1, "format"),
+    (1, "interrupt"),
     (1, "values"),
     (2, "wire"),
     (3, "stats"),

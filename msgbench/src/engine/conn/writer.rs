@@ -23,13 +23,9 @@ use crate::error::{Error, ErrorCounts, ErrorKind, Result};
 use crate::wire::proto;
 use crate::wire::url::ServerUrl;
 
-/// Raised on SIGINT or SIGTERM (by the binary's signal handler): a write blocked on a server
-/// that stopped reading, or a wait for a PONG or a reconnect, gives up at its next wake-up
-/// instead of at its time limit, so an interrupted run writes its results at once.
-pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
+/// A blocked write or wait gives up at its next wake-up once the process is told to stop.
 fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::Relaxed)
+    crate::interrupt::raised()
 }
 
 /// What a connection needs to be dialled again after it is lost.
