@@ -25,6 +25,7 @@ mod dashboard;
 mod deploy;
 mod diff;
 mod docs;
+mod docs_run;
 mod durability;
 mod e2e;
 mod fanout;
