@@ -355,6 +355,8 @@ mod tests {
             errors: 2,
             stage: None,
             conns: None,
+            server: None,
+            tool: None,
         };
         assert_eq!(
             line(&t, Some((2, 5))),
