@@ -1,225 +1,188 @@
-//! msgbench's own CPU, read once a tick by the timeline's reader: how much of the cores it may
-//! use the process used, how close its busiest thread came to a whole core, and how busy the
-//! machine was. These say whether the tool itself was a run's limit (`stats::server::limit`).
+//! How much of the machine's CPU is free, measured over a short window rather than assumed from
+//! the core count: the idle time of the CPUs this process may run on (`/proc/stat`), plus what this process itself used
+//! meanwhile (its own work is not a neighbour's), and the time runnable tasks spent waiting for
+//! a CPU in that window (`/proc/pressure/cpu`). A latency run asks this before its subscriber
+//! spins on a core (`--busy-poll auto`): a poller only pays where a core is really free for it,
+//! and on a shared machine it takes the core the server and the publisher need.
 //!
-//! Everything comes from the kernel's own accounts: `getrusage` for the process (threads that
-//! ended included), `/proc/self/task/*/schedstat` for each thread (nanoseconds run, and waited
-//! on a run queue: a thread that was always running or runnable wanted a whole core),
-//! `/proc/stat` for the machine, and the process's CPU affinity and cgroup quota for the cores
-//! it may use. On a system without them a figure is left out, never guessed.
+//! Linux only; elsewhere, or where `/proc` cannot be read, the figures are `None` and the caller
+//! decides without them.
 
-use std::collections::HashMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use crate::stats::server::ToolTick;
+use serde::Serialize;
 
-/// Threads past this many are not read one by one: the busiest thread is then not known.
-const MAX_THREADS: usize = 512;
+/// What a window saw.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Free {
+    /// CPUs this process may run on (its affinity), as `/proc/stat` accounts for them.
+    pub cores: u32,
+    /// CPUs' worth of time nobody else used over the window (idle, waiting for I/O, or this
+    /// process's own); `None` where `/proc/stat` could not be read.
+    pub idle_cores: Option<f64>,
+    /// Of the window, the share during which some runnable task waited for a CPU, in percent
+    /// (the kernel's CPU pressure, "some"); `None` without `/proc/pressure/cpu`.
+    pub pressure_pct: Option<f64>,
+    /// Tasks running or ready to run at the end of the window, this one included.
+    pub runnable: Option<u32>,
+    /// How long the window was.
+    pub window_secs: f64,
+}
 
-/// One reading of the process and the machine.
-struct Snapshot {
+/// A window being measured: the counters at its start.
+pub struct Window {
     at: Instant,
-    process_ns: u64,
-    /// Each thread's (ran, waited) nanoseconds.
-    threads: HashMap<u32, (u64, u64)>,
-    /// The machine's (busy, all) jiffies.
-    host: Option<(u64, u64)>,
+    ticks: Option<Ticks>,
+    own: Option<Duration>,
+    stall_us: Option<u64>,
 }
 
-/// Turns successive readings into one [`ToolTick`] per interval.
-pub struct ToolCpu {
-    last: Snapshot,
-}
+impl Window {
+    /// Starts a window now.
+    pub fn open() -> Self {
+        Self {
+            at: Instant::now(),
+            ticks: Ticks::read(),
+            own: own_cpu(),
+            stall_us: stall_us(),
+        }
+    }
 
-impl Default for ToolCpu {
-    fn default() -> Self {
-        Self { last: snapshot() }
+    /// Ends the window once it has lasted `at_least` (sleeping the rest), and says what it saw.
+    pub fn close(self, at_least: Duration) -> Free {
+        std::thread::sleep(at_least.saturating_sub(self.at.elapsed()));
+        let wall = self.at.elapsed();
+        let ticks = Ticks::read();
+        let own = own_cpu();
+        let stall = stall_us();
+        let cores = ticks
+            .as_ref()
+            .or(self.ticks.as_ref())
+            .map_or(0, |t| t.cores);
+        let idle_cores = match (self.ticks, ticks) {
+            (Some(a), Some(b)) if b.total > a.total => {
+                let idle_share = (b.idle - a.idle) as f64 / (b.total - a.total) as f64;
+                // This process's own CPU over the window, in cores: its connecting and waiting
+                // is no neighbour's load.
+                let ours = match (self.own, own) {
+                    (Some(x), Some(y)) if !wall.is_zero() => {
+                        y.saturating_sub(x).as_secs_f64() / wall.as_secs_f64()
+                    }
+                    _ => 0.0,
+                };
+                Some((idle_share * f64::from(b.cores) + ours).min(f64::from(b.cores)))
+            }
+            _ => None,
+        };
+        let pressure_pct = match (self.stall_us, stall) {
+            (Some(a), Some(b)) if !wall.is_zero() => {
+                Some((b.saturating_sub(a) as f64 / wall.as_micros() as f64 * 100.0).min(100.0))
+            }
+            _ => None,
+        };
+        Free {
+            cores,
+            idle_cores,
+            pressure_pct,
+            runnable: ticks.and_then(|t| t.runnable),
+            window_secs: wall.as_secs_f64(),
+        }
     }
 }
 
-impl ToolCpu {
-    /// The interval since the last call (or since this was made).
-    pub fn tick(&mut self) -> Option<ToolTick> {
-        let now = snapshot();
-        let wall = now.at.saturating_duration_since(self.last.at).as_nanos() as f64;
-        if wall <= 0.0 {
-            return None;
-        }
-        let cpu_cores = now.process_ns.saturating_sub(self.last.process_ns) as f64 / wall;
-        let (mut busiest, mut runnable) = (0.0f64, None::<f64>);
-        for (tid, (ran, waited)) in &now.threads {
-            let (r0, w0) = self.last.threads.get(tid).copied().unwrap_or((0, 0));
-            let ran = ran.saturating_sub(r0) as f64 / wall;
-            busiest = busiest.max(ran);
-            let both = ran + waited.saturating_sub(w0) as f64 / wall;
-            runnable = Some(runnable.map_or(both, |r| r.max(both)));
-        }
-        let (host_busy, host_cores) = match (now.host, self.last.host) {
-            (Some((b1, a1)), Some((b0, a0))) if a1 > a0 => {
-                let cores = online_cpus();
-                (
-                    Some(b1.saturating_sub(b0) as f64 / (a1 - a0) as f64 * cores),
-                    Some(cores),
-                )
-            }
-            _ => (None, None),
-        };
-        self.last = now;
-        Some(ToolTick {
-            cpu_cores,
-            cores: allowed_cores(),
-            busiest_thread: busiest.min(1.0),
-            busiest_runnable: runnable.map(|r| r.min(1.0)),
-            host_cores_busy: host_busy,
-            host_cores,
+/// The counters of `/proc/stat` summed over the CPUs this process may run on, in clock ticks.
+#[derive(Debug, Clone, Copy)]
+struct Ticks {
+    idle: u64,
+    total: u64,
+    cores: u32,
+    runnable: Option<u32>,
+}
+
+impl Ticks {
+    fn read() -> Option<Self> {
+        let allowed = allowed_cpus();
+        parse_stat(&std::fs::read_to_string("/proc/stat").ok()?, |cpu| {
+            allowed.as_ref().is_none_or(|a| a.contains(&cpu))
         })
     }
 }
 
-fn snapshot() -> Snapshot {
-    Snapshot {
-        at: Instant::now(),
-        process_ns: process_ns(),
-        threads: threads(),
-        host: host(),
-    }
-}
-
-/// CPU time of the whole process (user and system), in nanoseconds.
-fn process_ns() -> u64 {
-    // SAFETY: rusage is plain data the kernel fills in.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
-        return 0;
-    }
-    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
-    ns(u.ru_utime) + ns(u.ru_stime)
-}
-
-/// Each thread's nanoseconds run and waited on a run queue.
-fn threads() -> HashMap<u32, (u64, u64)> {
-    let mut out = HashMap::new();
-    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
-        return out;
-    };
-    for entry in dir.flatten().take(MAX_THREADS) {
-        let Some(tid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
+/// The `cpuN` lines' counters (user nice system idle iowait irq softirq steal; guest time is
+/// already inside user and nice) summed over the CPUs `mine` accepts, how many those are, and
+/// `procs_running`. The machine's other CPUs are no use to this process, however idle.
+fn parse_stat(text: &str, mine: impl Fn(usize) -> bool) -> Option<Ticks> {
+    let (mut idle, mut total, mut cores, mut runnable) = (0u64, 0u64, 0u32, None);
+    for l in text.lines() {
+        if let Some(n) = l.strip_prefix("procs_running ") {
+            runnable = n.trim().parse().ok();
             continue;
-        };
-        let Ok(text) = std::fs::read_to_string(entry.path().join("schedstat")) else {
-            continue;
-        };
-        let mut f = text.split_whitespace().map(|v| v.parse::<u64>().ok());
-        if let (Some(Some(ran)), Some(Some(waited))) = (f.next(), f.next()) {
-            out.insert(tid, (ran, waited));
         }
+        let Some((id, rest)) = l.strip_prefix("cpu").and_then(|r| r.split_once(' ')) else {
+            continue;
+        };
+        let Ok(cpu) = id.parse::<usize>() else {
+            continue; // the all-CPU line
+        };
+        if !mine(cpu) {
+            continue;
+        }
+        let f: Vec<u64> = (rest.split_whitespace().take(8))
+            .map(str::parse)
+            .collect::<Result<_, _>>()
+            .ok()?;
+        if f.len() < 5 {
+            return None;
+        }
+        // Waiting for I/O is idle time a poller could have.
+        idle += f[3] + f[4];
+        total += f.iter().sum::<u64>();
+        cores += 1;
     }
-    out
+    (cores > 0).then_some(Ticks {
+        idle,
+        total,
+        cores,
+        runnable,
+    })
 }
 
-/// The machine's busy and total jiffies from the first line of `/proc/stat`.
-fn host() -> Option<(u64, u64)> {
-    let text = std::fs::read_to_string("/proc/stat").ok()?;
-    let line = text.lines().next()?.strip_prefix("cpu ")?;
-    let v: Vec<u64> = line
-        .split_whitespace()
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    let all: u64 = v.iter().sum();
-    // idle and iowait are the 4th and 5th.
-    let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
-    Some((all.saturating_sub(idle), all))
-}
-
-fn online_cpus() -> f64 {
-    // SAFETY: sysconf only reads.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    n.max(1) as f64
-}
-
-/// The cores this process may use: its CPU affinity, or its cgroup's CPU quota when that is
-/// less (`cpu.max` of cgroup v2, `cpu.cfs_quota_us` of v1, on its own group or any above).
-pub fn allowed_cores() -> f64 {
-    let affinity = affinity().unwrap_or_else(online_cpus);
-    match quota() {
-        Some(q) => affinity.min(q),
-        None => affinity,
-    }
-}
-
-fn affinity() -> Option<f64> {
-    // SAFETY: the set is plain data the kernel fills in; CPU_COUNT only reads it.
+/// The CPUs this process may run on (its affinity mask); `None` where it cannot be read.
+fn allowed_cpus() -> Option<Vec<usize>> {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it for this process, and
+    // CPU_ISSET only reads it.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
             return None;
         }
-        Some(f64::from(libc::CPU_COUNT(&set)))
+        let n = 8 * std::mem::size_of::<libc::cpu_set_t>();
+        Some((0..n).filter(|&c| libc::CPU_ISSET(c, &set)).collect())
     }
 }
 
-/// The tightest CPU quota of the process's cgroup and its ancestors, in cores.
-fn quota() -> Option<f64> {
-    let groups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let mut best: Option<f64> = None;
-    let mut keep = |q: Option<f64>| {
-        if let Some(q) = q.filter(|q| *q > 0.0) {
-            best = Some(best.map_or(q, |b: f64| b.min(q)));
-        }
+/// The microseconds some task has waited for a CPU since boot (`some ... total=`).
+fn stall_us() -> Option<u64> {
+    parse_pressure(&std::fs::read_to_string("/proc/pressure/cpu").ok()?)
+}
+
+fn parse_pressure(text: &str) -> Option<u64> {
+    let some = text.lines().find(|l| l.starts_with("some "))?;
+    some.split_whitespace()
+        .find_map(|kv| kv.strip_prefix("total="))?
+        .parse()
+        .ok()
+}
+
+/// The CPU time this process has used.
+fn own_cpu() -> Option<Duration> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
     };
-    for line in groups.lines() {
-        let mut parts = line.splitn(3, ':');
-        let (Some(_), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
-        else {
-            continue;
-        };
-        for dir in ancestors(path) {
-            if controllers.is_empty() {
-                keep(v2_quota(&format!("/sys/fs/cgroup{dir}/cpu.max")));
-                keep(v2_quota(&format!("/sys/fs/cgroup/unified{dir}/cpu.max")));
-            } else if controllers.split(',').any(|c| c == "cpu") {
-                let base = format!("/sys/fs/cgroup/{controllers}{dir}");
-                keep(v1_quota(&base));
-                keep(v1_quota(&format!("/sys/fs/cgroup/cpu{dir}")));
-            }
-        }
-    }
-    best
-}
-
-/// `/a/b` and every group above it: `/a/b`, `/a`, ``.
-fn ancestors(path: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut p = path.trim_end_matches('/').to_string();
-    loop {
-        out.push(p.clone());
-        match p.rfind('/') {
-            Some(i) if !p.is_empty() => p.truncate(i),
-            _ => break,
-        }
-    }
-    out
-}
-
-fn v2_quota(file: &str) -> Option<f64> {
-    let text = std::fs::read_to_string(file).ok()?;
-    let mut f = text.split_whitespace();
-    let quota: f64 = f.next()?.parse().ok()?;
-    let period: f64 = f.next()?.parse().ok()?;
-    (period > 0.0).then(|| quota / period)
-}
-
-fn v1_quota(dir: &str) -> Option<f64> {
-    let read = |name: &str| -> Option<f64> {
-        std::fs::read_to_string(format!("{dir}/{name}"))
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
-    };
-    let quota = read("cpu.cfs_quota_us")?;
-    let period = read("cpu.cfs_period_us")?;
-    (quota > 0.0 && period > 0.0).then(|| quota / period)
+    // SAFETY: clock_gettime writes one timespec to our local.
+    let ok = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) } == 0;
+    ok.then(|| Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
 }
 
 #[cfg(test)]
@@ -227,27 +190,40 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_busy_thread_shows_as_a_core_of_cpu() {
-        let mut cpu = ToolCpu::default();
-        let until = Instant::now() + std::time::Duration::from_millis(300);
-        let mut x = 0u64;
-        while Instant::now() < until {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
-        }
-        std::hint::black_box(x);
-        let t = cpu.tick().expect("an interval");
-        // The spinning thread ran or was runnable the whole time; on a busy machine it may
-        // have run less, but never more than the interval.
-        assert!(t.busiest_thread <= 1.0, "{t:?}");
-        if let Some(r) = t.busiest_runnable {
-            assert!(r > 0.8, "it never blocked: {t:?}");
-        }
-        assert!(t.cpu_cores > 0.0 && t.cores >= 1.0, "{t:?}");
+    fn the_stat_lines_give_idle_with_iowait_the_total_the_cores_and_the_run_queue() {
+        let text = "cpu  100 5 50 800 20 1 2 3 0 0\ncpu0 50 2 25 400 10 0 1 1 0 0\n\
+                    cpu1 50 3 25 400 10 1 1 2 0 0\nintr 1 2 3\nprocs_running 3\nprocs_blocked 0\n";
+        let t = parse_stat(text, |_| true).unwrap();
+        assert_eq!(
+            (t.idle, t.total, t.cores, t.runnable),
+            (820, 981, 2, Some(3))
+        );
+        // Only the CPUs this process may use count.
+        let t = parse_stat(text, |c| c == 1).unwrap();
+        assert_eq!((t.idle, t.total, t.cores), (410, 492, 1));
+        assert!(parse_stat("intr 1\n", |_| true).is_none());
+        assert!(parse_stat("cpu0 x y z\n", |_| true).is_none());
     }
 
     #[test]
-    fn a_groups_ancestors_go_up_to_the_root() {
-        assert_eq!(ancestors("/a/b"), ["/a/b", "/a", ""]);
-        assert_eq!(ancestors("/"), [""]);
+    fn the_pressure_file_gives_the_some_total() {
+        let text = "some avg10=1.50 avg60=0.20 avg300=0.00 total=123456\n\
+                    full avg10=0.00 avg60=0.00 avg300=0.00 total=7\n";
+        assert_eq!(parse_pressure(text), Some(123_456));
+        assert_eq!(parse_pressure("full total=3\n"), None);
+    }
+
+    #[test]
+    fn a_window_on_this_machine_lasts_as_asked_and_stays_within_its_cores() {
+        let free = Window::open().close(Duration::from_millis(30));
+        assert!(free.window_secs >= 0.03, "{free:?}");
+        if std::path::Path::new("/proc/stat").exists() {
+            assert!(free.cores >= 1, "{free:?}");
+            let idle = free.idle_cores.expect("readable on Linux");
+            assert!((0.0..=f64::from(free.cores)).contains(&idle), "{free:?}");
+        }
+        if let Some(p) = free.pressure_pct {
+            assert!((0.0..=100.0).contains(&p), "{free:?}");
+        }
     }
 }

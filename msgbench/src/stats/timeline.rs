@@ -122,6 +122,10 @@ pub struct Meter {
     load_zero: Mutex<Option<Instant>>,
     /// Where the servers' sampler leaves its readings, when the run samples servers.
     servers: Mutex<Option<Arc<Slot>>>,
+    /// What the publishers' and the subscribers' messages are, in the scenario's words, once
+    /// the run knows (`["publishes", "acknowledgements"]`): the live line and page name the
+    /// series so.
+    names: std::sync::OnceLock<[&'static str; 2]>,
 }
 
 impl Default for Meter {
@@ -135,11 +139,22 @@ impl Default for Meter {
             conns: Mutex::new(None),
             load_zero: Mutex::new(None),
             servers: Mutex::new(None),
+            names: std::sync::OnceLock::new(),
         }
     }
 }
 
 impl Meter {
+    /// Names the two sides' series (publishers', subscribers'); the first naming holds.
+    pub fn name_series(&self, publishers: &'static str, subscribers: &'static str) {
+        let _ = self.names.set([publishers, subscribers]);
+    }
+
+    /// The two sides' series names: "sent" and "received" until the run names them.
+    pub fn series_names(&self) -> [&'static str; 2] {
+        self.names.get().copied().unwrap_or(["sent", "received"])
+    }
+
     /// Registers a client; `timed` when it records latencies.
     pub fn client(&self, role: Role, id: u32, timed: bool) -> Arc<ClientMeter> {
         let c = Arc::new(ClientMeter {
