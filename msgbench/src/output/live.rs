@@ -418,6 +418,8 @@ mod tests {
             latency: None,
             errors: 0,
             stage: None,
+            server: None,
+            tool: None,
             conns: None,
         };
         assert_eq!(
