@@ -19,6 +19,7 @@ use crate::result::RunResult;
 
 mod local;
 pub mod refusals;
+pub mod servers;
 mod sinks;
 
 pub use local::Local;

@@ -187,7 +187,20 @@ pub fn carries_credentials(text: &str) -> bool {
 /// result records shows it.
 pub fn without_credentials(text: &str) -> String {
     text.split(',')
-        .map(|u| Endpoint::parse(u).map_or_else(|_| u.trim().to_string(), |e| e.shown()))
+        .map(|u| match (Endpoint::parse(u), url::Url::parse(u.trim())) {
+            (Ok(e), _) => e.shown(),
+            // Not an endpoint, but a URL: shown without its user part.
+            (Err(_), Ok(mut url)) => {
+                let _ = url.set_username("");
+                let _ = url.set_password(None);
+                url.to_string()
+            }
+            // Not a URL: its user part, if it seems to have one, is left out.
+            (Err(_), Err(_)) => match u.trim().rsplit_once('@') {
+                Some((_, host)) => format!("…@{host}"),
+                None => u.trim().to_string(),
+            },
+        })
         .collect::<Vec<_>>()
         .join(",")
 }

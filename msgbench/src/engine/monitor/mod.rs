@@ -16,7 +16,6 @@ pub mod endpoint;
 pub mod read;
 pub mod watch;
 
-pub use client::MonitorError;
 pub use endpoint::Endpoint;
 pub use watch::{ServerInfo, Source, Summary, Watch};
 
@@ -26,11 +25,21 @@ use std::time::Duration;
 /// `GET path` of the server msgbench started with its monitoring port on 127.0.0.1:`port`,
 /// its body parsed as JSON; `None` on any failure within `limit`.
 pub fn get_json(port: u16, path: &str, limit: Duration) -> Option<serde_json::Value> {
-    let client = client::Client::new(None).ok()?;
-    let endpoint = Endpoint::loopback(port);
+    get_json_at(&Endpoint::loopback(port), None, path, limit)
+}
+
+/// `GET path` of `endpoint` (verified with `tls` where it is `https://`), its body parsed as
+/// JSON; `None` on any failure within `limit`.
+pub fn get_json_at(
+    endpoint: &Endpoint,
+    tls: Option<Arc<rustls::ClientConfig>>,
+    path: &str,
+    limit: Duration,
+) -> Option<serde_json::Value> {
+    let client = client::Client::new(tls).ok()?;
     let mut conn = client::Conn::default();
     let answer = client
-        .block_on(client.get(&mut conn, &endpoint, path, limit))
+        .block_on(client.get(&mut conn, endpoint, path, limit))
         .ok()?;
     (answer.status == 200).then_some(())?;
     answer.json().ok()
