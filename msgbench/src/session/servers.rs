@@ -7,15 +7,13 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
-
-use crate::engine::monitor::{self, ServerInfo, Source, Summary, Watch};
+use crate::engine::monitor::{self, Source, Summary, Watch};
 use crate::error::{Error, Result};
 use crate::options::monitor::Monitors;
 use crate::plan::{Plan, Targets};
 use crate::result::{RunResult, Section};
-use crate::stats::server::ServerEvent;
-use crate::stats::timeline::Meter;
+use crate::stats::server::{Around, ServerSide};
+use crate::stats::timeline::{Meter, Tick};
 
 /// How long the check of a `--server-monitor` endpoint at the start may take.
 const CHECK_LIMIT: Duration = Duration::from_secs(5);
@@ -75,16 +73,6 @@ impl Servers {
     }
 }
 
-/// What the result says of the servers' side, under `server_side`.
-#[derive(Debug, Clone, Serialize)]
-pub struct ServerSide {
-    /// Each server sampled: its name, where it was read, its version and cores, and how many
-    /// of its readings answered.
-    pub servers: Vec<ServerInfo>,
-    /// What the samples showed happening, in time order.
-    pub events: Vec<ServerEvent>,
-}
-
 impl Section for ServerSide {
     fn key(&self) -> &'static str {
         "server_side"
@@ -103,8 +91,38 @@ impl Section for ServerSide {
     }
 }
 
-/// Stops the sampler and puts what it found in `r`.
+/// Stops the sampler and puts what it found in `r`, each event with the run's figures just
+/// before and after it.
 pub fn finish(watch: Watch, r: &mut RunResult) {
-    let Summary { servers, events } = watch.finish();
+    let Summary { servers, mut events } = watch.finish();
+    if let Some(t) = &r.timeline {
+        for e in &mut events {
+            e.before = t
+                .ticks
+                .iter()
+                .rev()
+                .find(|k| k.t_s <= e.since_s)
+                .map(around);
+            e.after = t
+                .ticks
+                .iter()
+                .find(|k| k.t_s - k.span_s >= e.t_s)
+                .map(around);
+        }
+    }
+    events.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
     r.own.put(ServerSide { servers, events });
+}
+
+/// A tick's figures as an event shows them: received where the run received, else sent.
+fn around(k: &Tick) -> Around {
+    Around {
+        t_s: k.t_s,
+        msgs_per_sec: if k.received_per_sec > 0.0 {
+            k.received_per_sec
+        } else {
+            k.sent_per_sec
+        },
+        p99_ns: k.latency.as_ref().map(|l| l.p99_ns),
+    }
 }

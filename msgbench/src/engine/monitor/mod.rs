@@ -17,7 +17,7 @@ pub mod read;
 pub mod watch;
 
 pub use endpoint::Endpoint;
-pub use watch::{ServerInfo, Source, Summary, Watch};
+pub use watch::{Source, Summary, Watch};
 
 use std::sync::Arc;
 use std::time::Duration;

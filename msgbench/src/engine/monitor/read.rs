@@ -177,8 +177,10 @@ pub async fn read(
             t.duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as i128)
         }),
-        name: if v.server_name.is_empty() {
-            v.server_id
+        // A server not given a name is named by its id, a long random string: left empty, so
+        // the sampler names it by where it is read instead.
+        name: if v.server_name == v.server_id {
+            String::new()
         } else {
             v.server_name
         },

@@ -14,10 +14,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rustls::ClientConfig;
-use serde::Serialize;
 
 use super::client::{Client, Conn};
 use super::Endpoint;
+pub use crate::stats::server::ServerInfo;
 use crate::stats::server::{merge, Detector, Reading, ServerEvent, Slot, Source as Side};
 
 /// How long one round of readings may take, every server at once: a round ends before the
@@ -56,23 +56,6 @@ impl Source {
                 .ok_or_else(|| "not running".to_string()),
         }
     }
-}
-
-/// What a result says of each server sampled.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ServerInfo {
-    /// Its name once it answered, else where it is read.
-    pub name: String,
-    /// Where it was read: the endpoint (without credentials), or `started` for a server
-    /// msgbench started.
-    pub monitor: String,
-    pub version: Option<String>,
-    /// Its logical CPUs and GOMAXPROCS, as it last said.
-    pub cores: Option<u32>,
-    pub gomaxprocs: Option<u32>,
-    /// Readings made, and of them answered.
-    pub readings: u64,
-    pub answered: u64,
 }
 
 /// What the sampler found over the run.
@@ -192,7 +175,10 @@ fn sample(
                 let info = &mut summary.servers[i];
                 info.readings += 1;
                 match r {
-                    Ok(r) => {
+                    Ok(mut r) => {
+                        if r.name.is_empty() {
+                            r.name = sources[i].label();
+                        }
                         info.answered += 1;
                         info.name.clone_from(&r.name);
                         info.version = Some(r.version.clone());
@@ -235,8 +221,9 @@ fn sample(
                 *l = n;
             }
         }
-        // The next whole second not yet begun: a slow round skips seconds, never crowds them.
-        next = Duration::from_secs(started.elapsed().as_secs() + 1);
+        // The next whole second whose round has not yet begun: a slow round skips seconds,
+        // never crowds them.
+        next = Duration::from_secs((started.elapsed() + LEAD).as_secs() + 1);
     }
     summary
 }

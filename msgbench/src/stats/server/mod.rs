@@ -13,7 +13,7 @@ pub mod events;
 pub mod limit;
 mod merge;
 
-pub use events::{Detector, EventKind, ServerEvent};
+pub use events::{Around, Detector, EventKind, ServerEvent};
 pub use merge::{merge, Source};
 
 use std::sync::Mutex;
@@ -158,6 +158,33 @@ pub struct ServerTick {
     pub truncated: bool,
     /// Events found at this reading.
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<ServerEvent>,
+}
+
+/// What a result says of each server sampled.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerInfo {
+    /// Its name once it answered, else where it is read.
+    pub name: String,
+    /// Where it was read: the endpoint (without credentials), or `started` for a server
+    /// msgbench started.
+    pub monitor: String,
+    pub version: Option<String>,
+    /// Its logical CPUs and GOMAXPROCS, as it last said.
+    pub cores: Option<u32>,
+    pub gomaxprocs: Option<u32>,
+    /// Readings made, and of them answered.
+    pub readings: u64,
+    pub answered: u64,
+}
+
+/// What a result says of the servers' side of a run, under `server_side`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerSide {
+    /// Each server sampled: its name, where it was read, its version and cores, and how many
+    /// of its readings answered.
+    pub servers: Vec<ServerInfo>,
+    /// What the samples showed happening, in time order.
     pub events: Vec<ServerEvent>,
 }
 
