@@ -376,6 +376,12 @@ impl EmbeddedServer {
         crate::engine::monitor::get_json(port, path, Duration::from_secs(1))
     }
 
+    /// Its monitoring port now, while it runs.
+    pub fn monitor_port(&self) -> Option<u16> {
+        let p = self.monitor_port.load(std::sync::atomic::Ordering::Acquire);
+        (p != 0).then_some(p)
+    }
+
     /// Its monitoring port while it runs, read afresh at each call (for a sampler that outlives
     /// a restart, which moves it).
     pub fn monitor_port_fn(&self) -> crate::engine::monitor::watch::PortFn {

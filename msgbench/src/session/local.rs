@@ -78,6 +78,10 @@ impl Runner for Local {
         if let Some(w) = watch {
             super::servers::finish(w, &mut r);
         }
+        super::limit::judge(
+            &mut r,
+            self.targets.main.as_ref().is_some_and(|t| t.local),
+        );
         r.timeline = timeline;
         r.run_id = run_id;
         if let Some(t) = &self.targets.main {

@@ -17,6 +17,7 @@ use crate::options::Output;
 use crate::plan::{Plan, Validated};
 use crate::result::RunResult;
 
+mod limit;
 mod local;
 pub mod refusals;
 pub mod servers;

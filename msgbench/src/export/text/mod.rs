@@ -43,6 +43,7 @@ impl Exporter for Text {
             words.account(&mut o, r, &|_| {});
             runs(&mut o, r);
             server::servers(&mut o, r);
+            server::limit(&mut o, r);
             if !r.errors.is_empty() {
                 let list: Vec<String> = r.errors.iter().map(|(k, n)| format!("{k} {n}")).collect();
                 let _ = writeln!(o, "Errors: {}", list.join(", "));
@@ -96,6 +97,7 @@ impl Exporter for Text {
         }
         connections(&mut o, r);
         server::servers(&mut o, r);
+        server::limit(&mut o, r);
         thresholds(&mut o, r);
         if r.interrupted {
             let _ = writeln!(o, "Interrupted: these are partial results.");

@@ -6,7 +6,15 @@ use std::fmt::Write;
 
 use crate::format::{duration_ns, grouped, ibytes, pct};
 use crate::result::RunResult;
+use crate::stats::server::limit::Limit;
 use crate::stats::server::{Around, ServerSide};
+
+/// What limited the run, in one line, when it was judged.
+pub(super) fn limit(o: &mut String, r: &RunResult) {
+    if let Some(l) = r.own.get::<Limit>() {
+        let _ = writeln!(o, "Limit: {}", l.text);
+    }
+}
 
 /// The servers' lines, when the run sampled any.
 pub(super) fn servers(o: &mut String, r: &RunResult) {

@@ -1,0 +1,213 @@
+//! The server's side of a run against real nats-servers: a server msgbench starts is sampled
+//! on the timeline without being asked; a user's server through `--server-monitor`, on any
+//! NATS scenario; an endpoint that is not a NATS monitor is refused in one line before the
+//! load; one that does not answer is one warning and null figures, never a failed run; the
+//! credentials in a monitor URL reach no output.
+
+use crate::support::{bin, run, run_json, schema_errors, stderr, u, TestServer};
+
+/// Every server point of a result's ticks.
+fn points(v: &serde_json::Value) -> Vec<&serde_json::Value> {
+    v["timeline"]["ticks"]
+        .as_array()
+        .expect("a timeline")
+        .iter()
+        .filter_map(|t| t["server"]["servers"].as_array())
+        .flatten()
+        .collect()
+}
+
+/// A loopback port nothing listens on.
+fn dead_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+#[test]
+fn a_server_msgbench_starts_is_sampled_on_the_timeline() {
+    let (out, v) = run_json(&["pub", "--duration", "3s", "--size", "64"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    let side = &v["server_side"]["servers"][0];
+    assert_eq!(side["name"], "msgbench-0", "{side}");
+    assert_eq!(side["monitor"], "started");
+    assert!(u(&side["answered"]) >= 3, "one reading a second at least: {side}");
+    assert!(
+        u(&side["readings"]) <= 6,
+        "about one reading a second over 3 s: {side}"
+    );
+    let pts = points(&v);
+    assert!(pts.len() >= 3, "a server point in each tick: {}", pts.len());
+    assert!(pts.iter().all(|p| p["up"] == true && p["mem_bytes"].as_u64() > Some(0)));
+    // The server counted the publisher's messages coming in.
+    let most_in = pts
+        .iter()
+        .filter_map(|p| p["in_msgs_per_sec"].as_f64())
+        .fold(0.0, f64::max);
+    assert!(most_in > 0.0, "the server saw messages come in");
+    let text = stderr(&out);
+    assert!(
+        text.contains("Server msgbench-0 (nats-server "),
+        "the text report names the server: {text}"
+    );
+    assert!(text.contains("Server events: none seen"), "{text}");
+}
+
+#[test]
+fn a_users_server_is_sampled_on_every_nats_scenario() {
+    let s = TestServer::start();
+    let mon = s.monitor_url();
+    for scenario in [&["pub"][..], &["pubsub"][..], &["js", "pub"][..]] {
+        let mut args = scenario.to_vec();
+        args.extend([
+            "--server",
+            &s.url,
+            "--server-monitor",
+            &mon,
+            "--duration",
+            "2s",
+            "--size",
+            "64",
+        ]);
+        let (out, v) = run_json(&args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert_eq!(schema_errors(&v), Vec::<String>::new(), "{args:?}");
+        let side = &v["server_side"]["servers"];
+        assert_eq!(side.as_array().unwrap().len(), 1, "{args:?}: {side}");
+        assert_eq!(side[0]["monitor"], mon.as_str());
+        assert!(u(&side[0]["answered"]) >= 2, "{args:?}: {side}");
+        let pts = points(&v);
+        assert!(
+            pts.iter()
+                .filter_map(|p| p["in_msgs_per_sec"].as_f64())
+                .any(|r| r > 0.0),
+            "{args:?}: the server's traffic in the ticks"
+        );
+        if scenario[0] == "js" {
+            let streams: Vec<&serde_json::Value> = v["timeline"]["ticks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|t| t["server"]["streams"].as_array())
+                .flatten()
+                .collect();
+            assert!(
+                streams.iter().any(|st| u(&st["msgs"]) > 0),
+                "the stream's messages in the ticks"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_endpoint_that_is_not_a_nats_monitor_is_refused_before_the_load() {
+    let s = TestServer::start();
+    let not_found = format!("{}/nothing-here", s.monitor_url());
+    for (url, why) in [
+        (not_found.as_str(), "404"),
+        ("ftp://127.0.0.1:21", "http"),
+        ("127.0.0.1:8222", "http"),
+    ] {
+        let out = run(&[
+            "pub",
+            "--server",
+            &s.url,
+            "--server-monitor",
+            url,
+            "--duration",
+            "1s",
+        ]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{url}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{url}: {err}");
+        assert!(
+            err.starts_with("error: ") && err.contains("--server-monitor") && err.contains(why),
+            "{url}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_monitor_that_does_not_answer_is_one_warning_and_null_figures() {
+    let s = TestServer::start();
+    let url = format!("http://127.0.0.1:{}", dead_port());
+    let (out, v) = run_json(&[
+        "pub",
+        "--server",
+        &s.url,
+        "--server-monitor",
+        &url,
+        "--duration",
+        "2s",
+    ]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("warning:")).collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(warnings[0].contains(&url), "{err}");
+    let pts = points(&v);
+    assert!(!pts.is_empty());
+    assert!(
+        pts.iter()
+            .all(|p| p["up"] == false && p["cpu_pct"].is_null() && p["mem_bytes"].is_null()),
+        "null, never 0: {pts:?}"
+    );
+    assert_eq!(u(&v["server_side"]["servers"][0]["answered"]), 0);
+    assert!(u(&v["throughput"]["msgs"]) > 0, "the load went on");
+}
+
+#[test]
+fn credentials_in_a_monitor_url_reach_no_output() {
+    let s = TestServer::start();
+    let port = s.monitor_url().rsplit(':').next().unwrap().to_string();
+    let dir = crate::support::scratch_dir("srv-secret");
+    let csv = dir.join("t.csv");
+    for url in [
+        format!("http://alice:s3cr3t-pw@127.0.0.1:{port}"),
+        format!("http://s3cr3t-pw@127.0.0.1:{port}"),
+        format!("http://alice:s3cr3t-pw@127.0.0.1:{}", dead_port()),
+        format!("http://alice:s3cr3t-pw@127.0.0.1:{port}/nothing-here"),
+    ] {
+        let out = bin()
+            .args([
+                "pub",
+                "--server",
+                &s.url,
+                "--server-monitor",
+                &url,
+                "--duration",
+                "1s",
+                "--json",
+                "-",
+                "--csv",
+                csv.to_str().unwrap(),
+                "--no-progress",
+            ])
+            .output()
+            .unwrap();
+        let all = format!(
+            "{}{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            std::fs::read_to_string(&csv).unwrap_or_default()
+        );
+        assert!(!all.contains("s3cr3t"), "{url}: {all}");
+        assert!(all.contains("127.0.0.1"), "the endpoint is still named: {all}");
+    }
+}
+
+#[test]
+fn grpc_refuses_a_server_monitor_in_one_line() {
+    let out = run(&[
+        "grpc",
+        "--server-monitor",
+        "http://127.0.0.1:8222",
+        "--duration",
+        "1s",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("--server-monitor"), "{err}");
+}
