@@ -5,6 +5,7 @@
 
 use crate::result::{RunResult, Section};
 use crate::stats::server::limit::{self, Facts, HostUse, Limit, LinkUse, PaceUse, ServerUse, ToolUse};
+use crate::stats::server::ServerPoint;
 use crate::stats::timeline::Tick;
 
 /// Publishers held back in writes this share of their time were held back by the far side.
@@ -84,7 +85,7 @@ fn facts(r: &RunResult, servers_local: bool) -> Option<Facts> {
         tool,
         servers,
         unread,
-        link: link(r),
+        link: link(r, &ticks),
         pace: pace(r),
         host,
         slo_failed: None,
@@ -129,16 +130,35 @@ fn servers(ticks: &[&Tick]) -> (Vec<ServerUse>, Vec<String>) {
     (used, unread)
 }
 
-/// The `--link`'s bandwidth against the payload bytes a second that crossed it (the more
-/// loaded direction's cap; protocol overhead is not counted, so small messages understate it).
-fn link(r: &RunResult) -> Option<LinkUse> {
+/// The `--link`'s bandwidth (the tighter direction's cap) against the payload bytes a second
+/// that crossed it: as the servers behind it counted them coming in or going out (medians
+/// over the load), else as msgbench's clients did. Protocol overhead is not counted, so small
+/// messages understate the link's use.
+fn link(r: &RunResult, ticks: &[&Tick]) -> Option<LinkUse> {
     let l = r.link.as_ref()?;
     let bps = [l.up.rate_bps, l.down.rate_bps].into_iter().flatten().min()?;
-    let crossed = r
-        .by_role
-        .values()
-        .map(|s| s.throughput.bytes_per_sec)
-        .fold(0.0, f64::max);
+    let side = |f: fn(&ServerPoint) -> Option<f64>| {
+        median(
+            ticks
+                .iter()
+                .filter_map(|k| k.server.as_ref())
+                .map(|s| s.servers.iter().filter_map(f).sum::<f64>())
+                .collect(),
+        )
+    };
+    let servers = [
+        side(|p| p.in_bytes_per_sec),
+        side(|p| p.out_bytes_per_sec),
+    ]
+    .into_iter()
+    .flatten()
+    .reduce(f64::max);
+    let crossed = servers.unwrap_or_else(|| {
+        r.by_role
+            .values()
+            .map(|s| s.throughput.bytes_per_sec)
+            .fold(0.0, f64::max)
+    });
     Some(LinkUse {
         spec: l.spec.clone(),
         bytes_per_sec: crossed,

@@ -75,6 +75,12 @@ impl Runner for Local {
         );
         let timeline = live.finish();
         let mut r = r?;
+        r.timeline = timeline;
+        r.run_id = run_id;
+        if let Some(t) = &self.targets.main {
+            t.annotate(&mut r);
+        }
+        // Both read the timeline (and the verdict the link, which `annotate` adds).
         if let Some(w) = watch {
             super::servers::finish(w, &mut r);
         }
@@ -82,11 +88,6 @@ impl Runner for Local {
             &mut r,
             self.targets.main.as_ref().is_some_and(|t| t.local),
         );
-        r.timeline = timeline;
-        r.run_id = run_id;
-        if let Some(t) = &self.targets.main {
-            t.annotate(&mut r);
-        }
         Ok(r)
     }
 }

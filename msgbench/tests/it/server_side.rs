@@ -211,3 +211,38 @@ fn grpc_refuses_a_server_monitor_in_one_line() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("--server-monitor"), "{err}");
 }
+
+#[test]
+fn a_paced_run_well_below_capacity_names_nothing_with_its_headroom() {
+    let (out, v) = run_json(&["pub", "--rate", "2000", "--duration", "3s"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    let l = &v["limit"];
+    assert_eq!(l["kind"], "none", "{l}");
+    let headroom = l["headroom_pct"].as_f64().expect("a headroom");
+    assert!(headroom > 0.0 && headroom <= 100.0, "{l}");
+    let text = stderr(&out);
+    assert!(
+        text.lines()
+            .any(|x| x.starts_with("Limit: nothing: 2,000/s asked and met")),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_run_behind_a_narrow_link_names_the_link() {
+    let (out, v) = run_json(&[
+        "pub",
+        "--link",
+        "rate=80mbit",
+        "--size",
+        "16384",
+        "--duration",
+        "4s",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    let l = &v["limit"];
+    assert_eq!(l["kind"], "link", "{l}");
+    assert!(l["text"].as_str().unwrap().contains("80 Mbit/s"), "{l}");
+}

@@ -1,6 +1,8 @@
 //! Who was the limit: the one line every run ends with, naming what bounded it and the figures
 //! that show it. The rule, in order (docs/server-side.md states it too):
 //!
+//! 0. **A paced run that met its rate** was bounded by nothing, however busy a resource was:
+//!    the line is rule 4's, with what the busiest resource had left.
 //! 1. **A resource at its limit.** Each resource's use is a share of what it may have:
 //!    - a server's CPU, over the cores it may use (the fewer of its CPUs and GOMAXPROCS);
 //!    - msgbench's CPU, over the cores it may use (its CPU affinity, or its cgroup quota);
@@ -200,7 +202,10 @@ pub fn judge(f: &Facts) -> Limit {
     } else {
         format!(" (not read: {})", f.unread.join(", "))
     };
-    if let Some(c) = busiest.filter(|c| c.used >= SATURATED) {
+    // A paced run that met its rate was bounded by nothing, however busy something was: that
+    // is its headroom (rule 4 comes first).
+    let met = f.slo_failed.is_none() && f.pace.is_some_and(|p| p.kept_schedule && !p.held_back);
+    if let Some(c) = busiest.filter(|c| c.used >= SATURATED && !met) {
         return Limit {
             kind: c.kind,
             text: c.words.clone(),
@@ -209,7 +214,10 @@ pub fn judge(f: &Facts) -> Limit {
             headroom_pct: None,
         };
     }
-    if let Some(h) = f.host.filter(|h| h.cores > 0.0 && h.busy_cores / h.cores >= SATURATED) {
+    if let Some(h) = f
+        .host
+        .filter(|h| h.cores > 0.0 && h.busy_cores / h.cores >= SATURATED && !met)
+    {
         let used = h.busy_cores / h.cores;
         return Limit {
             kind: LimitKind::Host,
@@ -428,6 +436,22 @@ mod tests {
         assert_eq!(l.headroom_pct, Some(96.0));
         assert!(l.text.starts_with("nothing: 1,000/s asked and met"), "{}", l.text);
         assert!(l.text.ends_with("96.00 % headroom"), "{}", l.text);
+    }
+
+    #[test]
+    fn a_paced_run_that_met_its_rate_names_nothing_even_on_a_busy_machine() {
+        let l = judge(&Facts {
+            tool: tool(0.2, 2.0, 0.3),
+            servers: vec![server(0.95, 1.0)],
+            host: Some(HostUse {
+                busy_cores: 2.0,
+                cores: 2.0,
+            }),
+            pace: paced(true, false),
+            ..Facts::default()
+        });
+        assert_eq!(l.kind, LimitKind::None);
+        assert_eq!(l.headroom_pct.map(|h| h.round()), Some(5.0));
     }
 
     #[test]
