@@ -246,3 +246,37 @@ fn a_run_behind_a_narrow_link_names_the_link() {
     assert_eq!(l["kind"], "link", "{l}");
     assert!(l["text"].as_str().unwrap().contains("80 Mbit/s"), "{l}");
 }
+
+#[test]
+fn a_restart_of_the_server_is_an_event_with_the_figures_around_it() {
+    let (out, v) = run_json(&[
+        "pubsub",
+        "--fault",
+        "restart@2s",
+        "--reconnect",
+        "--rate",
+        "2000",
+        "--duration",
+        "5s",
+    ]);
+    let err = stderr(&out);
+    assert!(out.status.code().is_some(), "{err}");
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    let events = v["server_side"]["events"].as_array().unwrap();
+    let restarts: Vec<_> = events
+        .iter()
+        .filter(|e| e["kind"] == "server_restart")
+        .collect();
+    assert_eq!(restarts.len(), 1, "{events:?}");
+    let e = restarts[0];
+    // Injected at 2 s of the load: seen at the first reading after it, placed after the last
+    // reading before it.
+    let injected = v["fault"]["injected_at_ns"].as_f64().unwrap() / 1e9
+        + v["timeline"]["load_start_s"].as_f64().unwrap_or(0.0);
+    assert!(
+        e["since_s"].as_f64().unwrap() <= injected + 1.5 && e["t_s"].as_f64().unwrap() >= injected - 0.5,
+        "{e} against {injected}"
+    );
+    assert!(e["before"]["msgs_per_sec"].as_f64().unwrap() > 0.0, "{e}");
+    assert!(err.contains("Server events (") && err.contains("server restart: msgbench-0"), "{err}");
+}

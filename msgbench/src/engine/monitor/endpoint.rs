@@ -240,9 +240,9 @@ mod tests {
         for (bad, why) in [
             ("ftp://x", "scheme"),
             ("nats://127.0.0.1:4222", "scheme"),
-            ("127.0.0.1:8222", "scheme"),
+            ("127.0.0.1:8222", "http://"),
             ("http://127.0.0.1:8222/varz?x=1", "query"),
-            ("not a url", "not a URL"),
+            ("http://", "not a URL"),
         ] {
             let e = Endpoint::parse(bad).unwrap_err();
             assert!(e.contains(why), "{bad}: {e}");

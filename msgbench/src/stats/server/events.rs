@@ -571,8 +571,9 @@ mod tests {
             vec![slow.clone()],
             vec![stream("n0", &[("n1", true, false)])],
         ));
-        // The replica was behind at the baseline, so only its catching up is an event.
-        assert_eq!(kinds(&e), [EventKind::SlowConsumer]);
+        // The replica was behind at the baseline, so only its catching up is an event (not its
+        // falling behind).
+        assert_eq!(kinds(&e), [EventKind::SlowConsumer, EventKind::ReplicaCaughtUp]);
         assert!(d.feed(&tick(3.0, vec![slow.clone()], vec![])).is_empty());
         assert_eq!(
             kinds(&d.feed(&tick(4.0, vec![down("n0")], vec![]))),

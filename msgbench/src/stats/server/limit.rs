@@ -8,7 +8,8 @@
 //!    - msgbench's CPU, over the cores it may use (its CPU affinity, or its cgroup quota);
 //!    - msgbench's busiest thread, the share of the run it ran or waited to run: a thread
 //!      can use one core, so a load loop that never blocks is the tool's ceiling however many
-//!      cores are idle;
+//!      cores are idle (not in a paced run, whose publisher spins out the last stretch before
+//!      each send: a paced run is judged by its schedule);
 //!    - the `--link`'s rate, over the bytes a second that crossed it.
 //!
 //!    Each is the median over the load's ticks, so a spike is not a limit. When one is at
@@ -164,6 +165,11 @@ fn candidates(f: &Facts) -> Vec<Candidate> {
                 cores(t.cores)
             ),
         });
+        // A paced publisher spins out the last stretch before each send, so at high rates its
+        // thread is busy waiting, not working: a paced run is judged by its schedule (rule 3).
+        if f.pace.is_some() {
+            return add_link(f, out);
+        }
         out.push(Candidate {
             kind: LimitKind::Tool,
             resource: "msgbench's busiest thread".into(),
@@ -175,6 +181,10 @@ fn candidates(f: &Facts) -> Vec<Candidate> {
             ),
         });
     }
+    add_link(f, out)
+}
+
+fn add_link(f: &Facts, mut out: Vec<Candidate>) -> Vec<Candidate> {
     if let Some(l) = f.link.as_ref().filter(|l| l.rate_bytes_per_sec > 0.0) {
         let used = l.bytes_per_sec / l.rate_bytes_per_sec;
         out.push(Candidate {
@@ -436,6 +446,19 @@ mod tests {
         assert_eq!(l.headroom_pct, Some(96.0));
         assert!(l.text.starts_with("nothing: 1,000/s asked and met"), "{}", l.text);
         assert!(l.text.ends_with("96.00 % headroom"), "{}", l.text);
+    }
+
+    #[test]
+    fn a_paced_publishers_spinning_thread_is_not_its_headroom() {
+        let l = judge(&Facts {
+            tool: tool(0.7, 2.0, 1.0),
+            servers: vec![server(0.3, 2.0)],
+            pace: paced(true, false),
+            ..Facts::default()
+        });
+        assert_eq!(l.kind, LimitKind::None);
+        assert_eq!(l.resource.as_deref(), Some("msgbench CPU"));
+        assert_eq!(l.headroom_pct.map(f64::round), Some(65.0));
     }
 
     #[test]
