@@ -237,8 +237,8 @@ impl Fleet {
         };
         if conn.server_monitor.is_some() {
             return Err(Error::Usage(
-                "--server-monitor cannot be combined with --agents yet: a fleet's servers are \
-                 not sampled"
+                "--server-monitor cannot be combined with --agents: the coordinator does not \
+                 sample a fleet's servers"
                     .into(),
             ));
         }
