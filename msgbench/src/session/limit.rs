@@ -4,7 +4,9 @@
 //! schedule. The verdict goes in the result under `limit`, and the text report prints it.
 
 use crate::result::{RunResult, Section};
-use crate::stats::server::limit::{self, Facts, HostUse, Limit, LinkUse, PaceUse, ServerUse, ToolUse};
+use crate::stats::server::limit::{
+    self, Facts, HostUse, Limit, LinkUse, PaceUse, ServerUse, ToolUse,
+};
 use crate::stats::server::ServerPoint;
 use crate::stats::timeline::Tick;
 
@@ -136,7 +138,10 @@ fn servers(ticks: &[&Tick]) -> (Vec<ServerUse>, Vec<String>) {
 /// messages understate the link's use.
 fn link(r: &RunResult, ticks: &[&Tick]) -> Option<LinkUse> {
     let l = r.link.as_ref()?;
-    let bps = [l.up.rate_bps, l.down.rate_bps].into_iter().flatten().min()?;
+    let bps = [l.up.rate_bps, l.down.rate_bps]
+        .into_iter()
+        .flatten()
+        .min()?;
     let side = |f: fn(&ServerPoint) -> Option<f64>| {
         median(
             ticks
@@ -146,13 +151,10 @@ fn link(r: &RunResult, ticks: &[&Tick]) -> Option<LinkUse> {
                 .collect(),
         )
     };
-    let servers = [
-        side(|p| p.in_bytes_per_sec),
-        side(|p| p.out_bytes_per_sec),
-    ]
-    .into_iter()
-    .flatten()
-    .reduce(f64::max);
+    let servers = [side(|p| p.in_bytes_per_sec), side(|p| p.out_bytes_per_sec)]
+        .into_iter()
+        .flatten()
+        .reduce(f64::max);
     let crossed = servers.unwrap_or_else(|| {
         r.by_role
             .values()

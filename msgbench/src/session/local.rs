@@ -84,10 +84,7 @@ impl Runner for Local {
         if let Some(w) = watch {
             super::servers::finish(w, &mut r);
         }
-        super::limit::judge(
-            &mut r,
-            self.targets.main.as_ref().is_some_and(|t| t.local),
-        );
+        super::limit::judge(&mut r, self.targets.main.as_ref().is_some_and(|t| t.local));
         Ok(r)
     }
 }

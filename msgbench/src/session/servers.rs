@@ -59,7 +59,13 @@ impl Servers {
                 port: s.monitor_port_fn(),
             });
         let sources: Vec<Source> = started
-            .chain(self.monitors.endpoints.iter().cloned().map(Source::Endpoint))
+            .chain(
+                self.monitors
+                    .endpoints
+                    .iter()
+                    .cloned()
+                    .map(Source::Endpoint),
+            )
             .collect();
         if sources.is_empty() {
             return None;
@@ -94,7 +100,10 @@ impl Section for ServerSide {
 /// Stops the sampler and puts what it found in `r`, each event with the run's figures just
 /// before and after it.
 pub fn finish(watch: Watch, r: &mut RunResult) {
-    let Summary { servers, mut events } = watch.finish();
+    let Summary {
+        servers,
+        mut events,
+    } = watch.finish();
     if let Some(t) = &r.timeline {
         for e in &mut events {
             e.before = t

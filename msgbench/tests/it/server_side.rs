@@ -31,14 +31,19 @@ fn a_server_msgbench_starts_is_sampled_on_the_timeline() {
     let side = &v["server_side"]["servers"][0];
     assert_eq!(side["name"], "msgbench-0", "{side}");
     assert_eq!(side["monitor"], "started");
-    assert!(u(&side["answered"]) >= 3, "one reading a second at least: {side}");
+    assert!(
+        u(&side["answered"]) >= 3,
+        "one reading a second at least: {side}"
+    );
     assert!(
         u(&side["readings"]) <= 6,
         "about one reading a second over 3 s: {side}"
     );
     let pts = points(&v);
     assert!(pts.len() >= 3, "a server point in each tick: {}", pts.len());
-    assert!(pts.iter().all(|p| p["up"] == true && p["mem_bytes"].as_u64() > Some(0)));
+    assert!(pts
+        .iter()
+        .all(|p| p["up"] == true && p["mem_bytes"].as_u64() > Some(0)));
     // The server counted the publisher's messages coming in.
     let most_in = pts
         .iter()
@@ -193,7 +198,10 @@ fn credentials_in_a_monitor_url_reach_no_output() {
             std::fs::read_to_string(&csv).unwrap_or_default()
         );
         assert!(!all.contains("s3cr3t"), "{url}: {all}");
-        assert!(all.contains("127.0.0.1"), "the endpoint is still named: {all}");
+        assert!(
+            all.contains("127.0.0.1"),
+            "the endpoint is still named: {all}"
+        );
     }
 }
 
@@ -274,9 +282,88 @@ fn a_restart_of_the_server_is_an_event_with_the_figures_around_it() {
     let injected = v["fault"]["injected_at_ns"].as_f64().unwrap() / 1e9
         + v["timeline"]["load_start_s"].as_f64().unwrap_or(0.0);
     assert!(
-        e["since_s"].as_f64().unwrap() <= injected + 1.5 && e["t_s"].as_f64().unwrap() >= injected - 0.5,
+        e["since_s"].as_f64().unwrap() <= injected + 1.5
+            && e["t_s"].as_f64().unwrap() >= injected - 0.5,
         "{e} against {injected}"
     );
     assert!(e["before"]["msgs_per_sec"].as_f64().unwrap() > 0.0, "{e}");
-    assert!(err.contains("Server events (") && err.contains("server restart: msgbench-0"), "{err}");
+    assert!(
+        err.contains("Server events (") && err.contains("server restart: msgbench-0"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_users_server_over_https_is_sampled_and_the_password_is_in_no_output() {
+    use crate::tls::{tls_block, Pki};
+    let pki = Pki::new("srv-https");
+    let ca = pki.ca("ca");
+    pki.leaf("server", &["127.0.0.1", "localhost"], &ca);
+    // The test server's plain monitoring port cannot sit beside an HTTPS one: this server is
+    // started here, on ports of its own, and killed when the test ends.
+    let (nats, https) = (dead_port(), dead_port());
+    let conf = pki.path("server.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "listen: 127.0.0.1:{nats}\nhttps: 127.0.0.1:{https}\n{}\n",
+            tls_block(&pki, "server", "")
+        ),
+    )
+    .unwrap();
+    let binary = msgbench::server::find_binary(None).expect("nats-server");
+    let child = std::process::Command::new(binary)
+        .args(["-c", &conf])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _server = Killed(child);
+    // It listens on both ports once it has started: wait for them, within a bound.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    for port in [nats, https] {
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "port {port} never listened"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+    let mon = format!("https://alice:s3cr3t-pw@127.0.0.1:{https}");
+    let out = bin()
+        .args([
+            "pub",
+            "--server",
+            &format!("tls://127.0.0.1:{nats}"),
+            "--tls-ca",
+            &pki.path("ca.pem"),
+            "--server-monitor",
+            &mon,
+            "--duration",
+            "2s",
+            "--json",
+            "-",
+            "--no-progress",
+        ])
+        .output()
+        .unwrap();
+    let (so, se) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{se}");
+    assert!(!so.contains("s3cr3t") && !se.contains("s3cr3t"), "{so}{se}");
+    let v: serde_json::Value = serde_json::from_str(&so).unwrap();
+    let side = &v["server_side"]["servers"][0];
+    assert_eq!(side["monitor"], format!("https://127.0.0.1:{https}"));
+    assert!(u(&side["answered"]) >= 2, "read over verified TLS: {side}");
+    assert!(points(&v).iter().any(|p| p["cpu_pct"].is_number()));
 }

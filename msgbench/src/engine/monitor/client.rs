@@ -158,7 +158,10 @@ impl Client {
         unreachable!("the second attempt returns")
     }
 
-    async fn connect(&self, endpoint: &Endpoint) -> Result<SendRequest<Empty<Bytes>>, MonitorError> {
+    async fn connect(
+        &self,
+        endpoint: &Endpoint,
+    ) -> Result<SendRequest<Empty<Bytes>>, MonitorError> {
         let tcp = TcpStream::connect((endpoint.host(), endpoint.port()))
             .await
             .map_err(|e| MonitorError::Connect(e.to_string()))?;
@@ -220,7 +223,9 @@ async fn send(
         .collect()
         .await
         .map_err(|e| {
-            if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
                 MonitorError::TooLarge
             } else {
                 MonitorError::Http(e.to_string())

@@ -311,9 +311,6 @@ mod tests {
         assert_eq!(r.streams[0].replicas[0].lag, 7);
         assert!(r.streams[0].replicas[0].offline);
         assert_eq!(r.streams[1].leader, None);
-        assert_eq!(
-            (r.consumers[0].pending, r.consumers[0].ack_pending),
-            (4, 3)
-        );
+        assert_eq!((r.consumers[0].pending, r.consumers[0].ack_pending), (4, 3));
     }
 }

@@ -177,7 +177,8 @@ impl Detector {
     pub fn feed(&mut self, tick: &ServerTick) -> Vec<ServerEvent> {
         let mut out = Vec::new();
         let since = self.last_t.unwrap_or(tick.t_s);
-        self.servers.resize(tick.servers.len().max(self.servers.len()), None);
+        self.servers
+            .resize(tick.servers.len().max(self.servers.len()), None);
         for (i, p) in tick.servers.iter().enumerate() {
             self.server(i, p, tick.t_s, since, &mut out);
         }
@@ -563,7 +564,11 @@ mod tests {
     #[test]
     fn a_restart_slow_consumers_and_a_replica_catching_up_are_each_one_event() {
         let mut d = Detector::default();
-        d.feed(&tick(1.0, vec![up("n0")], vec![stream("n0", &[("n1", false, true)])]));
+        d.feed(&tick(
+            1.0,
+            vec![up("n0")],
+            vec![stream("n0", &[("n1", false, true)])],
+        ));
         let mut slow = up("n0");
         slow.slow_consumers = Some(2);
         let e = d.feed(&tick(
@@ -573,7 +578,10 @@ mod tests {
         ));
         // The replica was behind at the baseline, so only its catching up is an event (not its
         // falling behind).
-        assert_eq!(kinds(&e), [EventKind::SlowConsumer, EventKind::ReplicaCaughtUp]);
+        assert_eq!(
+            kinds(&e),
+            [EventKind::SlowConsumer, EventKind::ReplicaCaughtUp]
+        );
         assert!(d.feed(&tick(3.0, vec![slow.clone()], vec![])).is_empty());
         assert_eq!(
             kinds(&d.feed(&tick(4.0, vec![down("n0")], vec![]))),
@@ -586,10 +594,22 @@ mod tests {
         assert_eq!(e[1].since_s, 3.0, "last seen up at 3 s");
 
         let mut d = Detector::default();
-        d.feed(&tick(1.0, vec![], vec![stream("n0", &[("n1", true, false)])]));
-        let e = d.feed(&tick(2.0, vec![], vec![stream("n0", &[("n1", false, false)])]));
+        d.feed(&tick(
+            1.0,
+            vec![],
+            vec![stream("n0", &[("n1", true, false)])],
+        ));
+        let e = d.feed(&tick(
+            2.0,
+            vec![],
+            vec![stream("n0", &[("n1", false, false)])],
+        ));
         assert_eq!(kinds(&e), [EventKind::ReplicaBehind]);
-        let e = d.feed(&tick(3.0, vec![], vec![stream("n0", &[("n1", true, false)])]));
+        let e = d.feed(&tick(
+            3.0,
+            vec![],
+            vec![stream("n0", &[("n1", true, false)])],
+        ));
         assert_eq!(kinds(&e), [EventKind::ReplicaCaughtUp]);
     }
 
@@ -607,13 +627,24 @@ mod tests {
             ..ServerTick::default()
         };
         let mut found = Vec::new();
-        for (s, p) in [(1.0, 5), (2.0, 5), (3.0, 50), (4.0, 80), (5.0, 120), (6.0, 200)] {
+        for (s, p) in [
+            (1.0, 5),
+            (2.0, 5),
+            (3.0, 50),
+            (4.0, 80),
+            (5.0, 120),
+            (6.0, 200),
+        ] {
             found.extend(d.feed(&t(s, p)));
         }
         assert_eq!(kinds(&found), [EventKind::ConsumerPendingGrowing]);
         // It began after the reading at 2 s, where pending was still 5; 3 s later it was told.
         assert_eq!(found[0].t_s, 2.0);
-        assert!(found[0].detail.contains("from 5 to 120"), "{}", found[0].detail);
+        assert!(
+            found[0].detail.contains("from 5 to 120"),
+            "{}",
+            found[0].detail
+        );
         // A dip ends the streak; a burst shorter than the limit is not an event.
         assert!(d.feed(&t(7.0, 10)).is_empty());
         assert!(d.feed(&t(8.0, 20)).is_empty());

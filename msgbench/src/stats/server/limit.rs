@@ -444,7 +444,11 @@ mod tests {
         assert_eq!(l.kind, LimitKind::None);
         assert_eq!(l.resource.as_deref(), Some("server msgbench-0 CPU"));
         assert_eq!(l.headroom_pct, Some(96.0));
-        assert!(l.text.starts_with("nothing: 1,000/s asked and met"), "{}", l.text);
+        assert!(
+            l.text.starts_with("nothing: 1,000/s asked and met"),
+            "{}",
+            l.text
+        );
         assert!(l.text.ends_with("96.00 % headroom"), "{}", l.text);
     }
 
@@ -489,7 +493,11 @@ mod tests {
             ..base.clone()
         });
         assert_eq!(late.kind, LimitKind::Tool);
-        assert!(late.text.contains("fell behind its schedule"), "{}", late.text);
+        assert!(
+            late.text.contains("fell behind its schedule"),
+            "{}",
+            late.text
+        );
         let held = judge(&Facts {
             pace: paced(false, true),
             ..base.clone()
@@ -504,7 +512,11 @@ mod tests {
         assert_eq!(slo.kind, LimitKind::Slo);
         let flat_out = judge(&base);
         assert_eq!(flat_out.kind, LimitKind::None);
-        assert!(flat_out.text.contains("bound by its waits"), "{}", flat_out.text);
+        assert!(
+            flat_out.text.contains("bound by its waits"),
+            "{}",
+            flat_out.text
+        );
         assert_eq!(flat_out.headroom_pct, None);
     }
 

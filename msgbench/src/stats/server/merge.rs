@@ -166,7 +166,11 @@ mod tests {
             }],
         );
         let p = &t.servers[0];
-        assert_eq!(p.in_msgs_per_sec, Some(2000.0), "4,000 over the server's 2 s");
+        assert_eq!(
+            p.in_msgs_per_sec,
+            Some(2000.0),
+            "4,000 over the server's 2 s"
+        );
         assert_eq!(p.cores, Some(1), "GOMAXPROCS 1 of 2 CPUs");
         let mut restarted = b.clone();
         restarted.start = "2026-11-29T00:00:11Z".into();

@@ -204,7 +204,9 @@ struct SlotState {
 
 impl Slot {
     fn lock(&self) -> std::sync::MutexGuard<'_, SlotState> {
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Leaves `tick` (with the events found at it) as the newest.
@@ -267,7 +269,11 @@ mod tests {
         });
         let t = slot.take().unwrap();
         assert_eq!(t.t_s, 2.0);
-        assert_eq!(t.events.len(), 2, "both, though the first tick was never taken");
+        assert_eq!(
+            t.events.len(),
+            2,
+            "both, though the first tick was never taken"
+        );
         let again = slot.take().unwrap();
         assert_eq!(again.t_s, 2.0, "the newest stays until a newer one");
         assert!(again.events.is_empty(), "each event once");

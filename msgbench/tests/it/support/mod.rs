@@ -52,7 +52,10 @@ impl TestServer {
 impl TestServer {
     /// Its monitoring endpoint (`http://127.0.0.1:PORT`).
     pub fn monitor_url(&self) -> String {
-        let port = self.server.monitor_port().expect("the test server has a monitoring port");
+        let port = self
+            .server
+            .monitor_port()
+            .expect("the test server has a monitoring port");
         format!("http://127.0.0.1:{port}")
     }
 
