@@ -13,7 +13,8 @@
 //!    - the `--link`'s rate, over the bytes a second that crossed it.
 //!
 //!    Each is the median over the load's ticks, so a spike is not a limit. When one is at
-//!    [`SATURATED`] or more, the most used is the limit. When none is, but the machine's CPU
+//!    [`SATURATED`] or more, the most used is the limit; but a link used up comes first, as
+//!    msgbench's own threads shape it (the tool's CPU then counts the shaping). When none is, but the machine's CPU
 //!    is (servers msgbench started share it with msgbench), the machine is.
 //! 2. **The SLO**, in a capacity search: the probe's SLO failed with nothing saturated.
 //! 3. **The schedule**, in a paced run: sends late with the socket taking them (the tool fell
@@ -215,7 +216,15 @@ pub fn judge(f: &Facts) -> Limit {
     // A paced run that met its rate was bounded by nothing, however busy something was: that
     // is its headroom (rule 4 comes first).
     let met = f.slo_failed.is_none() && f.pace.is_some_and(|p| p.kept_schedule && !p.held_back);
-    if let Some(c) = busiest.filter(|c| c.used >= SATURATED && !met) {
+    // A link used up is named before any other resource at its limit: the link is shaped by
+    // msgbench's own proxy threads, so the tool's CPU then counts the shaping too.
+    let link_full = all
+        .iter()
+        .find(|c| c.kind == LimitKind::Link && c.used >= SATURATED);
+    if let Some(c) = link_full
+        .or(busiest)
+        .filter(|c| c.used >= SATURATED && !met)
+    {
         return Limit {
             kind: c.kind,
             text: c.words.clone(),
@@ -412,6 +421,18 @@ mod tests {
         });
         assert_eq!(l.kind, LimitKind::Link);
         assert!(l.text.starts_with("the link (rate=10mbit)"), "{}", l.text);
+        // The proxy shaping it is msgbench's own thread, busy too: the link still comes first.
+        let l = judge(&Facts {
+            tool: tool(1.0, 2.0, 1.0),
+            servers: vec![server(0.1, 2.0)],
+            link: Some(LinkUse {
+                spec: "rate=10mbit".into(),
+                bytes_per_sec: 1_200_000.0,
+                rate_bytes_per_sec: 1_250_000.0,
+            }),
+            ..Facts::default()
+        });
+        assert_eq!(l.kind, LimitKind::Link);
     }
 
     #[test]
