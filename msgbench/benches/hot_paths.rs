@@ -217,6 +217,8 @@ fn agent_result(k: u32) -> serde_json::Value {
                 }),
                 errors: 0,
                 stage: None,
+                server: None,
+                tool: None,
                 conns: None,
             })
             .collect(),

@@ -118,7 +118,7 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
         let fleet = dist::fleet::Fleet::find(&plan)?;
         return session::run(&plan, &validated, sinks, &fleet, stop);
     }
-    let here = session::Local::resolve(&validated)?;
+    let here = session::Local::resolve(&plan, &validated)?;
     session::run(&plan, &validated, sinks, &here, stop)
 }
 

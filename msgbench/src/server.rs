@@ -210,9 +210,9 @@ pub struct EmbeddedServer {
     extra: Vec<String>,
     dir: PathBuf,
     pub url: ServerUrl,
-    /// The monitoring port of the running process (0 before it listens); a restart gets a new
-    /// one.
-    monitor_port: std::sync::atomic::AtomicU16,
+    /// The monitoring port of the running process (0 before it listens and once it is
+    /// killed); a restart gets a new one. Shared with the sampler of the run's servers.
+    monitor_port: std::sync::Arc<std::sync::atomic::AtomicU16>,
     /// The lazy filesystem its store sits on, when the run's faults act on the disk.
     #[cfg(target_os = "linux")]
     lazy: Option<lazyfs::LazyMount>,
@@ -275,7 +275,7 @@ impl EmbeddedServer {
                 tls: false,
                 tls_name: None,
             },
-            monitor_port: std::sync::atomic::AtomicU16::new(0),
+            monitor_port: std::sync::Arc::new(std::sync::atomic::AtomicU16::new(0)),
             #[cfg(target_os = "linux")]
             lazy: None,
         };
@@ -325,6 +325,8 @@ impl EmbeddedServer {
 
     /// Kills the server at once (SIGKILL): a crash, with no goodbye to its clients.
     pub fn kill(&self) {
+        self.monitor_port
+            .store(0, std::sync::atomic::Ordering::Release);
         if let Some(mut child) = self.lock().take() {
             let _ = child.kill();
             let _ = child.wait();
@@ -372,6 +374,22 @@ impl EmbeddedServer {
         let port = self.monitor_port.load(std::sync::atomic::Ordering::Acquire);
         (port != 0).then_some(())?;
         crate::engine::monitor::get_json(port, path, Duration::from_secs(1))
+    }
+
+    /// Its monitoring port now, while it runs.
+    pub fn monitor_port(&self) -> Option<u16> {
+        let p = self.monitor_port.load(std::sync::atomic::Ordering::Acquire);
+        (p != 0).then_some(p)
+    }
+
+    /// Its monitoring port while it runs, read afresh at each call (for a sampler that outlives
+    /// a restart, which moves it).
+    pub fn monitor_port_fn(&self) -> crate::engine::monitor::watch::PortFn {
+        let port = std::sync::Arc::clone(&self.monitor_port);
+        std::sync::Arc::new(move || {
+            let p = port.load(std::sync::atomic::Ordering::Acquire);
+            (p != 0).then_some(p)
+        })
     }
 
     /// The directory holding the server's data, log and ports file.

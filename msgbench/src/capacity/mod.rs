@@ -73,7 +73,7 @@ pub fn run(plan: Plan, search: SearchArgs, stop: &AtomicBool) -> Result<u8> {
         let probe = probe_plan(&plan, search.start_rate, &search)?;
         Box::new(crate::dist::fleet::Fleet::find(&probe)?)
     } else {
-        Box::new(Local::resolve(&first)?)
+        Box::new(Local::resolve(&plan, &first)?)
     };
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let doc = Capacity::new(

@@ -229,6 +229,17 @@ pub struct ConnArgs {
     /// Start TLS at once, before the server's INFO (servers with handshake_first).
     #[arg(long)]
     pub tls_first: bool,
+    /// The servers' monitoring endpoints, comma separated: http[s]://[user:pass@|token@]host:port.
+    /// Each is sampled once a second for the run's server side (CPU, memory, connections,
+    /// streams, consumers, events), as the servers msgbench starts always are; https is
+    /// verified with --tls-ca (else the system's roots) and shows --tls-cert when asked.
+    #[arg(
+        long,
+        env = "MSGBENCH_SERVER_MONITOR",
+        value_name = "URLS",
+        hide_env_values = true
+    )]
+    pub server_monitor: Option<String>,
 }
 
 /// A clap error as one line without its `error: ` prefix; "…were not provided:" gets the

@@ -235,6 +235,13 @@ impl Fleet {
                 &plain
             }
         };
+        if conn.server_monitor.is_some() {
+            return Err(Error::Usage(
+                "--server-monitor cannot be combined with --agents: the coordinator does not \
+                 sample a fleet's servers"
+                    .into(),
+            ));
+        }
         let signer = out.sign.as_deref().map(Signer::from_file).transpose()?;
         let bus = connect_control(conn, out.control.as_deref(), "msgbench-coordinator", false)?;
         let (agents, heartbeats) = discover(&bus, &wanted)?;

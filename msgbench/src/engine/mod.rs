@@ -19,6 +19,7 @@ pub(crate) mod pace;
 pub(crate) mod pull;
 pub(crate) mod request;
 pub(crate) mod tls;
+pub(crate) mod tool_cpu;
 
 /// The first pause before dialling a lost connection again; it doubles up to [`BACKOFF_MAX`].
 /// A restarted local server listens again within tens of milliseconds, so starting at seconds

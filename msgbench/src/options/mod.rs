@@ -6,6 +6,7 @@ pub mod auth;
 pub mod conn;
 pub mod dest;
 pub mod link;
+pub mod monitor;
 pub mod nemesis;
 pub mod server_config;
 

@@ -159,6 +159,8 @@ fn watch_into(
     print: &mut dyn FnMut(&str),
 ) -> Timeline {
     let mut sampler = Sampler::new(Arc::clone(meter));
+    // msgbench's own CPU, read with each tick: what says whether the tool was the limit.
+    let mut tool = crate::engine::tool_cpu::ToolCpu::default();
     let mut ticks = Vec::new();
     let mut truncated = false;
     let mut stream_ok = true;
@@ -173,7 +175,8 @@ fn watch_into(
             std::thread::park_timeout(Duration::from_secs(next) - elapsed);
             continue;
         }
-        let tick = sampler.tick();
+        let mut tick = sampler.tick();
+        tick.tool = tool.tick();
         // The last tick of a run is usually partial; one with nothing in it is noise, and so is
         // any empty one that began after the load was over (it spans only the clean-up). Errors
         // counted at the end (requests that found no responder) are something: such a tick
@@ -418,6 +421,8 @@ mod tests {
             latency: None,
             errors: 0,
             stage: None,
+            server: None,
+            tool: None,
             conns: None,
         };
         assert_eq!(
@@ -443,6 +448,8 @@ mod tests {
             errors: 2,
             stage: None,
             conns: None,
+            server: None,
+            tool: None,
         };
         assert_eq!(
             line(&t, Some((2, 5)), NAMES),

@@ -132,7 +132,8 @@ impl Plan {
         visit_urls(&v, &mut |urls| {
             carried |= parse_servers(urls)
                 .map(|list| list.iter().any(|u| !matches!(u.auth, Auth::None)))
-                .unwrap_or(false);
+                .unwrap_or(false)
+                || crate::engine::monitor::endpoint::carries_credentials(urls);
         });
         if carried {
             return Err(Error::Usage(
@@ -230,7 +231,7 @@ impl Plan {
 }
 
 /// The keys that hold server URL lists.
-const URL_KEYS: [&str; 3] = ["server", "server_a", "server_b"];
+const URL_KEYS: [&str; 4] = ["server", "server_a", "server_b", "server_monitor"];
 
 /// Calls `f` with every server URL list in a plan document.
 fn visit_urls(v: &Value, f: &mut impl FnMut(&str)) {

@@ -5,6 +5,7 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use super::servers::Servers;
 use super::{Runner, Showing, Sinks};
 use crate::error::Result;
 use crate::output::live::{Live, View};
@@ -17,22 +18,30 @@ use crate::stats::timeline::Meter;
 /// The servers of a session run here.
 pub struct Local {
     targets: Targets,
+    servers: Servers,
 }
 
 impl Local {
-    /// Finds or starts the servers `validated` names.
+    /// Checks the `--server-monitor` endpoints of `plan`, then finds or starts the servers
+    /// `validated` names.
     ///
     /// # Errors
-    /// No server binary, a server that does not start, a link that cannot be set up.
-    pub fn resolve(validated: &Validated) -> Result<Self> {
+    /// A monitoring endpoint that is not one; no server binary, a server that does not start,
+    /// a link that cannot be set up.
+    pub fn resolve(plan: &Plan, validated: &Validated) -> Result<Self> {
+        let servers = Servers::check(plan)?;
         Ok(Self {
             targets: Targets::resolve(validated)?,
+            servers,
         })
     }
 
     /// Runs on servers already found or started (the default suite's one server).
     pub fn on(targets: Targets) -> Self {
-        Self { targets }
+        Self {
+            targets,
+            servers: Servers::default(),
+        }
     }
 }
 
@@ -50,6 +59,8 @@ impl Runner for Local {
         let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
         let run_id = crate::result::new_run_id(plan.name(), &started_at.to_string());
         let meter = Arc::new(Meter::default());
+        // The servers are sampled from before the live reader's first tick.
+        let watch = self.servers.start(&self.targets, &meter);
         let live = Live::start(Arc::clone(&meter), view(plan, sinks, showing, &run_id));
         let r = crate::plan::execute(
             validated,
@@ -69,6 +80,11 @@ impl Runner for Local {
         if let Some(t) = &self.targets.main {
             t.annotate(&mut r);
         }
+        // Both read the timeline (and the verdict the link, which `annotate` adds).
+        if let Some(w) = watch {
+            super::servers::finish(w, &mut r);
+        }
+        super::limit::judge(&mut r, self.targets.main.as_ref().is_some_and(|t| t.local));
         Ok(r)
     }
 }

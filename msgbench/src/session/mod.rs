@@ -17,8 +17,10 @@ use crate::options::Output;
 use crate::plan::{Plan, Validated};
 use crate::result::RunResult;
 
+mod limit;
 mod local;
 pub mod refusals;
+pub mod servers;
 mod sinks;
 
 pub use local::Local;

@@ -1,5 +1,6 @@
 //! Recorders and the arithmetic on them: delivery accounting from stamps, and throughput from
-//! per-client counts and clocks. Nothing here does I/O.
+//! per-client counts and clocks; the server's side of a run as figures, and the rules that find
+//! its events and name its limit. Nothing here does I/O.
 
 pub mod acks;
 pub mod changepoint;
@@ -10,6 +11,7 @@ pub mod hdr;
 pub mod latency;
 pub mod recovery;
 pub mod schedule;
+pub mod server;
 pub mod significance;
 pub mod stages;
 pub mod throughput;

@@ -8,6 +8,10 @@
 //! writes. The reader (one thread, once a second) keeps the previous snapshot and works on the
 //! differences, so nothing is ever reset under a writer's feet.
 //!
+//! The servers' side rides on the same ticks: a sampler on its own thread leaves its newest
+//! reading of the servers in the meter's [`Slot`], and each tick takes it from there (never
+//! waiting for a server), with the events found since the last tick.
+//!
 //! A run rarely ends on a tick. Its last tick is taken when the run is over, after the
 //! connections are closed, so it would span the close too and a rate over it would show a
 //! collapse that never happened. The scenario therefore tells the meter when its last message
@@ -23,6 +27,7 @@ use serde::Serialize;
 
 use crate::error::ErrorCounts;
 use crate::stats::schedule::RateSchedule;
+use crate::stats::server::{ServerTick, Slot, ToolTick};
 use crate::stats::throughput::Role;
 
 /// Significant bits kept per power of two: 64 buckets per octave, so a value is known to
@@ -115,6 +120,8 @@ pub struct Meter {
     /// The load's time zero, once the scenario has one: what its times "from the start of the
     /// load" (a fault's injection, …) count from.
     load_zero: Mutex<Option<Instant>>,
+    /// Where the servers' sampler leaves its readings, when the run samples servers.
+    servers: Mutex<Option<Arc<Slot>>>,
     /// What the publishers' and the subscribers' messages are, in the scenario's words, once
     /// the run knows (`["publishes", "acknowledgements"]`): the live line and page name the
     /// series so.
@@ -131,6 +138,7 @@ impl Default for Meter {
             counted_until: Mutex::new(None),
             conns: Mutex::new(None),
             load_zero: Mutex::new(None),
+            servers: Mutex::new(None),
             names: std::sync::OnceLock::new(),
         }
     }
@@ -167,6 +175,18 @@ impl Meter {
         let g = Arc::new(ConnsGauge::default());
         *self.conns.lock().expect("meter lock") = Some(Arc::clone(&g));
         g
+    }
+
+    /// The slot a sampler of the run's servers leaves its readings in, for each tick to take.
+    pub fn watch_servers(&self) -> Arc<Slot> {
+        let slot = Arc::new(Slot::default());
+        *self.servers.lock().expect("meter lock") = Some(Arc::clone(&slot));
+        slot
+    }
+
+    /// When the meter was made: the run's time zero, which every `t_s` counts from.
+    pub fn started(&self) -> Instant {
+        self.started
     }
 
     /// The load's time zero came at `zero`. The first one stands (a scenario of two phases
@@ -311,6 +331,13 @@ pub struct Tick {
     /// A `conns` run's connections.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conns: Option<TickConns>,
+    /// The servers' newest reading (its own `t_s` says when it was made) and the events found
+    /// since the last tick; absent when the run samples no server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerTick>,
+    /// msgbench's own CPU in the interval, where it could be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<ToolTick>,
 }
 
 /// Per-client columns stop here: beyond it a tick would be mostly a list of numbers.
@@ -473,6 +500,14 @@ impl Sampler {
                 .meter
                 .stage_before(std::time::Duration::from_secs_f64(span / 2.0)),
             conns,
+            server: self
+                .meter
+                .servers
+                .lock()
+                .expect("meter lock")
+                .as_ref()
+                .and_then(|s| s.take()),
+            tool: None,
         }
     }
 }

@@ -61,6 +61,7 @@ mod runs;
 mod safety;
 mod schedule;
 mod server_config;
+mod server_side;
 mod support;
 mod tls;
 mod unmeasured;

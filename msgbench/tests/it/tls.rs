@@ -9,18 +9,18 @@ use crate::support::{self, bin, run_json, scratch_dir, stderr, u, TestServer};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 
 /// A CA, and certificates it signed, written as PEM files into a directory of the test's.
-struct Pki {
+pub(crate) struct Pki {
     dir: support::Scratch,
 }
 
 impl Pki {
-    fn new(tag: &str) -> Self {
+    pub(crate) fn new(tag: &str) -> Self {
         Self {
             dir: scratch_dir(tag),
         }
     }
 
-    fn ca(&self, name: &str) -> CertifiedIssuer<'static, KeyPair> {
+    pub(crate) fn ca(&self, name: &str) -> CertifiedIssuer<'static, KeyPair> {
         let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         let ca = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
@@ -29,7 +29,7 @@ impl Pki {
     }
 
     /// A certificate for `names`, signed by `ca`: `<name>.pem` and `<name>-key.pem`.
-    fn leaf(&self, name: &str, names: &[&str], ca: &CertifiedIssuer<'static, KeyPair>) {
+    pub(crate) fn leaf(&self, name: &str, names: &[&str], ca: &CertifiedIssuer<'static, KeyPair>) {
         let key = KeyPair::generate().unwrap();
         let params =
             CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>())
@@ -43,7 +43,7 @@ impl Pki {
         .unwrap();
     }
 
-    fn path(&self, file: &str) -> String {
+    pub(crate) fn path(&self, file: &str) -> String {
         self.dir.join(file).to_str().unwrap().to_string()
     }
 }
@@ -54,7 +54,7 @@ impl Drop for Pki {
     }
 }
 
-fn tls_block(pki: &Pki, server: &str, extra: &str) -> String {
+pub(crate) fn tls_block(pki: &Pki, server: &str, extra: &str) -> String {
     format!(
         "tls {{ cert_file: \"{}\", key_file: \"{}\" {extra} }}",
         pki.path(&format!("{server}.pem")),

@@ -18,6 +18,7 @@ mod delivery;
 mod faults;
 mod latency;
 mod runs;
+mod server;
 mod stages;
 
 use agents::agents;
@@ -41,6 +42,8 @@ impl Exporter for Text {
             agents(&mut o, r);
             words.account(&mut o, r, &|_| {});
             runs(&mut o, r);
+            server::servers(&mut o, r);
+            server::limit(&mut o, r);
             if !r.errors.is_empty() {
                 let list: Vec<String> = r.errors.iter().map(|(k, n)| format!("{k} {n}")).collect();
                 let _ = writeln!(o, "Errors: {}", list.join(", "));
@@ -93,6 +96,8 @@ impl Exporter for Text {
             let _ = writeln!(o, "Errors: {}", list.join(", "));
         }
         connections(&mut o, r);
+        server::servers(&mut o, r);
+        server::limit(&mut o, r);
         thresholds(&mut o, r);
         if r.interrupted {
             let _ = writeln!(o, "Interrupted: these are partial results.");

@@ -253,6 +253,8 @@ mod tests {
                 target_rate: 2000.0,
             }),
             conns: None,
+            server: None,
+            tool: None,
         }
     }
 

@@ -96,6 +96,8 @@ fn tick(t_s: f64, msgs: Vec<u64>, rates: (f64, f64), lat: Option<(u64, u64, u64)
         errors: 1,
         stage: None,
         conns: None,
+        server: None,
+        tool: None,
     }
 }
 

@@ -73,6 +73,9 @@ fn at(parts: &[Part], i: usize, per_client: bool) -> Tick {
         // Every agent follows the one schedule from the common start: the first one's stage.
         stage: None,
         conns: None,
+        // The servers are sampled by the coordinator, not by each agent.
+        server: None,
+        tool: None,
     };
     for p in parts {
         let tick = p.ticks.get(i);
@@ -135,6 +138,8 @@ fn tick(d: &Doc<'_>) -> Result<Tick, MergeError> {
             }),
         },
         conns: None,
+        server: None,
+        tool: None,
         errors: d.u64("/errors")?,
     })
 }

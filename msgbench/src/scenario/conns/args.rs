@@ -38,10 +38,6 @@ pub struct ConnsArgs {
     #[arg(long, value_parser = parse_duration_or_zero, value_name = "DURATION")]
     #[serde(serialize_with = "crate::values::ser::opt_duration")]
     pub check_every: Option<Duration>,
-    /// The server's monitoring endpoint (http://HOST:PORT), to read its memory before and after
-    /// the connections; without it, the embedded server's memory is read directly.
-    #[arg(long, value_name = "URL")]
-    pub server_monitor: Option<String>,
     /// How long a lost connection is dialled again (with --reconnect) before it counts as lost.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     #[serde(serialize_with = "crate::values::ser::duration")]

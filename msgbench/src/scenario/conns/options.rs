@@ -28,7 +28,9 @@ pub struct ConnsOptions {
     pub hold: Duration,
     /// `None`: no checks.
     pub check_every: Option<Duration>,
-    pub server_monitor: Option<String>,
+    /// `--server-monitor`: where the servers' memory is read (else the embedded server's
+    /// process).
+    pub server_monitor: Option<crate::options::monitor::Monitors>,
     pub timeout: Duration,
     pub server: ServerChoice,
     pub conn: ConnOptions,
@@ -128,9 +130,7 @@ impl ConnsOptions {
             }
             check_subject(subject, false).map_err(|why| Error::flag("--subject", subject, why))?;
         }
-        if let Some(url) = &a.server_monitor {
-            check_monitor(url).map_err(|why| Error::flag("--server-monitor", url, why))?;
-        }
+        let monitors = crate::options::monitor::Monitors::from_conn(&a.conn)?;
         let fd_note = raise_fd_limit(u64::from(a.clients) + FD_HEADROOM)?;
         Ok(Self {
             clients: a.clients,
@@ -140,7 +140,7 @@ impl ConnsOptions {
             subject: a.subject.clone(),
             hold: a.hold,
             check_every,
-            server_monitor: a.server_monitor.clone(),
+            server_monitor: (!monitors.endpoints.is_empty()).then_some(monitors),
             timeout: a.timeout,
             server: server_choice(&a.conn)?,
             conn,
@@ -203,16 +203,4 @@ fn raise_fd_limit(want: u64) -> Result<Option<String>> {
         "--clients needs about {want} open files, but the hard limit is {old_hard} and cannot \
          be raised by this process (raise it with `ulimit -Hn`, as root)"
     )))
-}
-
-/// A monitoring endpoint msgbench can read: plain HTTP to a host and port.
-fn check_monitor(url: &str) -> std::result::Result<(), String> {
-    let u = url::Url::parse(url).map_err(|e| e.to_string())?;
-    if u.scheme() != "http" {
-        return Err("expected http://HOST:PORT (the server's monitoring port)".into());
-    }
-    if u.host_str().is_none() {
-        return Err("no host".into());
-    }
-    Ok(())
 }

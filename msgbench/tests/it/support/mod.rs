@@ -50,6 +50,15 @@ impl TestServer {
 }
 
 impl TestServer {
+    /// Its monitoring endpoint (`http://127.0.0.1:PORT`).
+    pub fn monitor_url(&self) -> String {
+        let port = self
+            .server
+            .monitor_port()
+            .expect("the test server has a monitoring port");
+        format!("http://127.0.0.1:{port}")
+    }
+
     /// Kills the server (SIGKILL, a crash) and starts it again on the same port with the same
     /// JetStream storage, as an operator restarting it outside msgbench would.
     pub fn restart(&self) {
@@ -176,6 +185,8 @@ pub fn bin() -> Command {
         "MSGBENCH_HISTORY",
         // A history server's password: a test gives its own.
         "PGPASSWORD",
+        // A developer's monitoring endpoints would be sampled by every test's run.
+        "MSGBENCH_SERVER_MONITOR",
     ] {
         c.env_remove(k);
     }
