@@ -173,9 +173,21 @@ fn head(line: &str) -> Option<String> {
 }
 
 /// Heads that depend on the machine or the moment, not on what msgbench prints for a command:
-/// a rate the tool could not keep, a subscriber that fell behind, a reconnect.
+/// a rate the tool could not keep, a subscriber that fell behind, a reconnect; the server's
+/// samples, their events (`  2.8 s  server_restart …`) and what limited the run, which need
+/// the run to outlast a sample or a tick.
 fn conditional(head: &str) -> bool {
-    ["!! RATE", "warning:", "Errors:", "Connections:", "Retries:"].contains(&head)
+    [
+        "!! RATE",
+        "warning:",
+        "Errors:",
+        "Connections:",
+        "Retries:",
+        "Server",
+        "#",
+        "Limit:",
+    ]
+    .contains(&head)
 }
 
 /// A row of a table or a list the pages may cut short: a percentile (`P#`), a client (`[#]`),
