@@ -2,8 +2,10 @@
 //! per-client counts and clocks. Nothing here does I/O.
 
 pub mod acks;
+pub mod arrivals;
 pub mod changepoint;
 pub mod delivery;
+pub mod draw;
 pub mod fault_phases;
 pub mod faults;
 pub mod hdr;
