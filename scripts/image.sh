@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# `make image`: builds the container image deploy/Containerfile describes, from the release build
-# and the pinned nats-server (the Makefile's image target makes both first), and writes it as an
-# OCI archive:
+# `make image`: builds the container image deploy/Containerfile describes, from the binary the
+# release archive holds (BINARY, the Makefile passes the one `make dist` built; default
+# target/release/msgbench) and the pinned nats-server (the image target makes both first), and
+# writes it as an OCI archive:
 #
 #   target/image/msgbench-VERSION.oci.tar     image msgbench:VERSION (VERSION: `msgbench --version`)
 #
@@ -16,7 +17,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 out="target/image"
-binary="target/release/msgbench"
+binary="${1:-target/release/msgbench}"
 
 for tool in buildah jq; do
   if ! command -v "$tool" >/dev/null 2>&1; then

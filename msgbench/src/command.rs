@@ -45,7 +45,8 @@ pub enum Command {
     Calibrate(CalibrateArgs),
     /// Run a plan written by --print-plan (or by hand), with output flags of this run.
     Run(RunArgs),
-    /// Run the short default suite (pub, pubsub, latency, request) and print the results.
+    /// Run the short default suite (pub, pubsub, latency, request, js pub) and print the
+    /// results; js pub is left out, with a line saying so, on a server without JetStream.
     Demo(DemoArgs),
     /// Find the highest rate a scenario sustains within its SLO (--slo 'p99<5ms'): an
     /// exponential search, then a bisection, each rate probed --probe-runs times.
@@ -386,11 +387,13 @@ pub fn man_page() -> std::io::Result<Vec<u8>> {
     Ok(out)
 }
 
-/// Every page, the command's and each subcommand's, into `dir` (which must exist).
+/// Every page, the command's and each subcommand's, into `dir`, made first when it is not
+/// there (as `mkdir -p` would: a new folder is the usual place to put them).
 ///
 /// # Errors
-/// A page that cannot be written.
+/// A folder that cannot be made, or a page that cannot be written.
 pub fn man_pages(dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
     clap_mangen::generate_to(Cli::command(), dir)
 }
 

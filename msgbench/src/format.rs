@@ -72,6 +72,11 @@ pub fn counted(n: u64, noun: &str) -> String {
     format!("{} {noun}{}", group(n), if n == 1 { "" } else { "s" })
 }
 
+/// A count with a noun whose plural is not the noun and an "s": "1 publish", "2 publishes".
+pub fn counted_as(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", group(n), if n == 1 { one } else { many })
+}
+
 /// `v` with thousands grouped and `decimals` decimals: `6,268`, `6,268.43`, `-0.5`.
 pub fn grouped(v: f64, decimals: usize) -> String {
     if !v.is_finite() {
@@ -255,6 +260,8 @@ mod tests {
         assert_eq!(counted(1, "send"), "1 send");
         assert_eq!(counted(0, "send"), "0 sends");
         assert_eq!(counted(1234, "publisher"), "1,234 publishers");
+        assert_eq!(counted_as(1, "publish", "publishes"), "1 publish");
+        assert_eq!(counted_as(2, "delivery", "deliveries"), "2 deliveries");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 # Also `make install` into a DESTDIR: the files land where the shells and `man` look.
 #
 # The archive is the one `make test-scripts` built (MSGBENCH_DIST_ARCHIVE), not rebuilt here:
-# the dist profile's build takes minutes.
+# its release build takes minutes.
 
 archive() {
   [ -n "${MSGBENCH_DIST_ARCHIVE:-}" ] ||

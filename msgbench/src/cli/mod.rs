@@ -322,6 +322,11 @@ pub struct OutputArgs {
     /// NKey seed file the plans sent to agents are signed with (`msgbench agent keygen`).
     #[arg(long, value_name = "FILE")]
     pub sign: Option<PathBuf>,
+    /// With --agents: an agent unheard this long (no heartbeat, no report) is missing; the
+    /// others are stopped and get as long again to send what they measured. Agents send a
+    /// heartbeat every 500ms from a thread of its own [default: 10s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub agent_silence: Option<Duration>,
     /// Keep the run in the history (`msgbench history`), after its files are written. A store
     /// that cannot be used is one line on stderr and leaves the exit status alone;
     /// `--record=required` makes it a failure (status 1). MSGBENCH_HISTORY set records too.

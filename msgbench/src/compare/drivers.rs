@@ -303,7 +303,12 @@ fn from_driver(
         publishers: Vec::new(),
         missing_seqs: None,
         duplicate_seqs: None,
+        unmeasured: Default::default(),
     };
+    // A driver that accounted for no arrivals (a publisher alone) counted no loss either.
+    if r.delivery.accounting == "none" {
+        r.delivery.unmeasured = crate::stats::delivery::Unmeasured::ARRIVALS;
+    }
     if let Some(map) = d["errors"].as_object() {
         for (k, v) in map {
             let count = v.as_u64().unwrap_or(0);

@@ -162,6 +162,14 @@ impl Bus {
         }
     }
 
+    /// Sends a PING and waits up to `timeout` for its PONG. When it comes, everything the
+    /// server had for this connection before it has been read and is in the channels: a
+    /// silence seen after it is not this side reading late. False when no PONG came.
+    pub fn round_trip(&self, timeout: Duration) -> bool {
+        let mut ping = Vec::new();
+        (self.shared.write_with_ping(&mut ping)).is_ok_and(|t| self.shared.wait_pong(t, timeout))
+    }
+
     /// Drops a subscription (a request's inbox).
     fn unsubscribe(&self, sid: u64) {
         self.routes

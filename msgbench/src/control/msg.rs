@@ -47,6 +47,10 @@ pub struct Heartbeat {
     pub free_memory_bytes: Option<u64>,
     /// The run it is busy with.
     pub busy: Option<String>,
+    /// What it is doing in that run ("running the load", "waiting for the common start"),
+    /// so that a coordinator that stops hearing from it can say where it was.
+    #[serde(default)]
+    pub doing: Option<String>,
     /// Whether it accepts only signed plans.
     pub signed_only: bool,
 }

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 pub(crate) mod conn;
+pub(crate) mod cpu;
 pub(crate) mod driver;
 pub mod fleet;
 pub mod grpc;
@@ -16,6 +17,7 @@ pub(crate) mod memory;
 pub(crate) mod monitor;
 pub(crate) mod pace;
 pub(crate) mod pull;
+pub(crate) mod request;
 pub(crate) mod tls;
 
 /// The first pause before dialling a lost connection again; it doubles up to [`BACKOFF_MAX`].

@@ -89,9 +89,9 @@ fn message_rows(row: &mut impl FnMut(&str, String), r: &RunResult) {
             ("99", "P99"),
             ("99.9", "P99.9"),
         ] {
-            row(&format!("latency {label}"), duration_ns(l.at(k) as f64));
+            row(&format!("latency {label}"), latency_cell(l, k, l.at(k)));
         }
-        row("latency max", duration_ns(l.max_ns as f64));
+        row("latency max", latency_cell(l, "max_ns", l.max_ns));
     }
     if let Some(g) = &r.grpc {
         let status: Vec<String> = g
@@ -202,5 +202,15 @@ fn conns_rows(row: &mut impl FnMut(&str, String), c: &ConnsReport) {
                 ms(h.to_100pct_ms)
             ),
         );
+    }
+}
+/// A latency figure, or, between agents, that it is below the clock offsets' uncertainty.
+fn latency_cell(l: &crate::result::LatencyStats, figure: &str, ns: u64) -> String {
+    match l.unresolved(figure) {
+        Some(u) => format!(
+            "below the clock offset's uncertainty (±{})",
+            duration_ns(u as f64)
+        ),
+        None => duration_ns(ns as f64),
     }
 }

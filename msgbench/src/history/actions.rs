@@ -12,7 +12,7 @@ use super::check::{judge, Found, Judged};
 use super::store::{RunRow, Store};
 use crate::cli::{CheckArgs, HistoryAction, HistoryArgs, SeriesArgs, StoreArgs, TrendArgs};
 use crate::error::{exit, Error, Result};
-use crate::format::{change_pct, sig};
+use crate::format::{change_pct, counted, sig};
 use crate::metric::Metric;
 use crate::options::{Recording, HISTORY_ENV};
 use crate::stats::changepoint::Settings;
@@ -39,7 +39,12 @@ pub fn run(args: &HistoryArgs) -> Result<u8> {
             for r in &runs {
                 let _ = writeln!(text, "{}", run_line(r));
             }
-            let _ = writeln!(text, "{} runs in '{}'", runs.len(), store.path().display());
+            let _ = writeln!(
+                text,
+                "{} in '{}'",
+                counted(runs.len() as u64, "run"),
+                store.path().display()
+            );
             #[derive(Serialize)]
             struct Doc<'a> {
                 schema: &'static str,
@@ -238,11 +243,21 @@ fn trend(a: &TrendArgs) -> Result<u8> {
         let judged = judge(metric, &points, &settings(&a.series), 0.0);
         let _ = writeln!(text, "{}", series_title(&head, points.len()));
         for (i, p) in points.iter().enumerate() {
+            // The change points, and the newest runs' move when it is none of them, at the
+            // first run of its new level: where `history check` names it.
             let mark = judged
                 .changes
                 .iter()
                 .find(|f| f.at.index == i)
-                .map_or(String::new(), |f| format!("  ← change {}", change_text(f)));
+                .map(|f| format!("  ← change {}", change_text(f)))
+                .or_else(|| {
+                    judged
+                        .change
+                        .as_ref()
+                        .filter(|f| f.at.index == i)
+                        .map(|f| format!("  ← newest runs moved {}", change_text(f)))
+                })
+                .unwrap_or_default();
             let labels: Vec<String> = p
                 .run
                 .labels
@@ -266,6 +281,8 @@ fn trend(a: &TrendArgs) -> Result<u8> {
                 "run_id": p.run.run_id, "started_at": p.run.started_at,
                 "labels": p.run.labels, "value": p.value})).collect::<Vec<_>>(),
             "changes": judged.changes,
+            "newest_move": judged.change.as_ref()
+                .filter(|f| !judged.changes.iter().any(|c| c.at.index == f.at.index)),
         }));
     }
     emit(
@@ -277,13 +294,14 @@ fn trend(a: &TrendArgs) -> Result<u8> {
 
 fn series_title(head: &RunRow, runs: usize) -> String {
     format!(
-        "benchmark {}{} ({}), testbed {}: {runs} runs, newest {}",
+        "benchmark {}{} ({}), testbed {}: {}, newest {}",
         head.benchmark,
         head.name
             .as_deref()
             .map_or(String::new(), |n| format!(" '{n}'")),
         head.scenario,
         head.testbed,
+        counted(runs as u64, "run"),
         head.run_id
     )
 }
@@ -353,11 +371,11 @@ fn check(a: &CheckArgs) -> Result<u8> {
     let store = open(&a.store)?;
     let settings = settings(&a.series);
     let mut text = format!(
-        "History check of '{}': tolerance {}, α {}, window {} runs\n",
+        "History check of '{}': tolerance {}, α {}, window {}\n",
         store.path().display(),
         change_pct(1.0 + a.tolerate).trim_start_matches('+'),
         a.series.alpha,
-        settings.window
+        counted(settings.window as u64, "run")
     );
     let mut doc = CheckDoc {
         schema: CHECK_SCHEMA,
@@ -394,8 +412,8 @@ fn check(a: &CheckArgs) -> Result<u8> {
             let detail = j.change.as_ref().map_or_else(
                 || match &j.window {
                     Some(w) => format!(
-                        "newest {} runs {} (p {})",
-                        settings.window,
+                        "newest {} {} (p {})",
+                        counted((j.runs - w.from.index) as u64, "run"),
                         change_pct(w.change.ratio),
                         w.change.p_value.map_or("—".into(), |p| sig(p, 2, true))
                     ),

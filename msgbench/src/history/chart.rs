@@ -355,10 +355,10 @@ fn levels(m: &MetricSeries, unit: Unit) -> Vec<svg::Level> {
             if band.is_some() {
                 let _ = write!(
                     label,
-                    ", interquartile range {} – {} ({} runs)",
+                    ", interquartile range {} – {} ({})",
                     unit.fmt(q1),
                     unit.fmt(q3),
-                    vs.len()
+                    format::counted(vs.len() as u64, "run")
                 );
             }
             svg::Level {

@@ -128,17 +128,28 @@ pub fn judge(metric: Metric, points: &[Point], settings: &Settings, tolerate: f6
     // level is back, as a threshold would). A significant window is newer still: the newest
     // runs have moved away from the level since the last change point, too recently for a
     // change point of their own.
+    //
+    // Either way the change is named by the first run at the new level, as `trend` marks it: a
+    // change point at the window's start or inside it is the window's move, already placed
+    // (and sized over all its runs); else the new level starts where the window's runs split
+    // best from their baseline, which is the window's first run only when all of it moved.
     let last = judged.changes.last();
     let windowed = judged
         .window
         .as_ref()
         .filter(|w| w.change.significant(settings.alpha))
-        .map(|w| Found {
-            at: w.from.clone(),
-            drift_until: None,
-            change: w.change.clone(),
-            p_value: w.change.p_value.unwrap_or(1.0),
-            worse: worse(&w.change),
+        .map(|w| match last.filter(|c| c.at.index >= w.from.index) {
+            Some(c) => c.clone(),
+            None => {
+                let at = changepoint::level_start(&values, w.baseline_from.index, w.from.index);
+                Found {
+                    at: At::of(&points[at].run, at),
+                    drift_until: None,
+                    change: w.change.clone(),
+                    p_value: w.change.p_value.unwrap_or(1.0),
+                    worse: worse(&w.change),
+                }
+            }
         });
     let pick = windowed.or_else(|| last.cloned());
     judged.verdict = match &pick {
@@ -211,6 +222,51 @@ mod tests {
         assert_eq!(j.verdict, "no change");
         // Still reported.
         assert_eq!(j.changes.len(), 1);
+    }
+
+    /// 7 runs at 100, then `slow` runs at 38 (the newcomer's -62%), with a fixed ±1% pattern.
+    fn seven_then_slow(slow: usize) -> Vec<Point> {
+        let wobble = [0.01, -0.01, 0.005, -0.005, 0.0, 0.0075, -0.0075];
+        let v: Vec<f64> = (0..7 + slow)
+            .map(|i| if i < 7 { 100.0 } else { 38.0 } * (1.0 + wobble[i % 7]))
+            .collect();
+        points(&v)
+    }
+
+    #[test]
+    fn the_first_slow_run_is_named_however_many_slow_runs_follow() {
+        // Three slow runs are the fewest the default window of three can judge; with four, the
+        // change point sits one run before the window, which the window's baseline once left
+        // out of both sides and so named the second slow run.
+        let rate = Metric::parse("msgs_per_sec").unwrap();
+        for slow in 3..=9 {
+            let j = judge(rate, &seven_then_slow(slow), &Settings::default(), 0.03);
+            assert_eq!(j.verdict, "regression", "{slow} slow runs: {j:?}");
+            let at = &j.change.as_ref().unwrap().at;
+            assert_eq!(at.run_id, "r7", "{slow} slow runs: {j:?}");
+            // The window leaves no run out between its baseline and itself.
+            let w = j.window.as_ref().unwrap();
+            assert!(w.from.index <= 7 || w.baseline_from.index == 7, "{w:?}");
+        }
+    }
+
+    #[test]
+    fn a_window_wider_than_the_change_names_its_first_run_at_the_new_level() {
+        // A window of 6 over 7 + 5 slow runs starts at a run of the old level: the change is
+        // named where the new level starts, not where the window does.
+        let rate = Metric::parse("msgs_per_sec").unwrap();
+        let s = Settings {
+            window: 6,
+            ..Settings::default()
+        };
+        for slow in 3..=5 {
+            let j = judge(rate, &seven_then_slow(slow), &s, 0.03);
+            if let Some(c) = &j.change {
+                assert_eq!(c.at.run_id, "r7", "{slow} slow runs: {j:?}");
+            }
+        }
+        let j = judge(rate, &seven_then_slow(5), &s, 0.03);
+        assert_eq!(j.verdict, "regression", "{j:?}");
     }
 
     #[test]

@@ -290,9 +290,27 @@ impl Metric {
             if doc.get("latency").is_none_or(Value::is_null) {
                 return Err("this run measured no latency");
             }
+            // Between agents, a figure below the clock offsets' uncertainty is not measured.
+            let figure = field.trim_start_matches("percentiles_ns/");
+            let below = doc
+                .pointer("/latency/below_clock_uncertainty/figures")
+                .and_then(Value::as_array)
+                .is_some_and(|f| f.iter().any(|v| v.as_str() == Some(figure)));
+            if below {
+                return Err("below the clock offset's uncertainty between agents");
+            }
             num(&format!("/latency/{field}")).ok_or("this run measured no latency")
         };
         let counted = |ptr: &str| num(ptr).ok_or("not counted in this run");
+        // A delivery count the run could not take is null: a publisher alone cannot count
+        // arrivals, so neither what arrived nor what was lost.
+        let arrivals = |ptr: &str| {
+            num(ptr).ok_or(if doc.pointer("/by_role/sub").is_none() {
+                "this run has no subscriber of its own to count arrivals"
+            } else {
+                "not counted in this run"
+            })
+        };
         match self.0 {
             Kind::Percentile(k) => lat(&format!("percentiles_ns/{k}")),
             Kind::LatencyMin => lat("min_ns"),
@@ -302,10 +320,10 @@ impl Metric {
             Kind::BytesPerSec => counted("/throughput/bytes_per_sec"),
             Kind::Msgs => counted("/throughput/msgs"),
             Kind::Sent => counted("/delivery/sent"),
-            Kind::Received => counted("/delivery/received"),
-            Kind::Lost => counted("/delivery/lost"),
-            Kind::Duplicated => counted("/delivery/duplicated"),
-            Kind::Reordered => counted("/delivery/reordered"),
+            Kind::Received => arrivals("/delivery/received"),
+            Kind::Lost => arrivals("/delivery/lost"),
+            Kind::Duplicated => arrivals("/delivery/duplicated"),
+            Kind::Reordered => arrivals("/delivery/reordered"),
             Kind::ShortfallPct => num("/pacing/shortfall_pct").ok_or("this run had no target rate"),
             Kind::Errors => doc
                 .get("errors")
@@ -397,7 +415,10 @@ mod tests {
         assert_eq!(read("mean"), Ok(30.5));
         assert_eq!(read("lost"), Ok(1.0));
         assert_eq!(read("errors"), Ok(3.0));
-        assert_eq!(read("duplicated"), Err("not counted in this run"));
+        assert_eq!(
+            read("duplicated"),
+            Err("this run has no subscriber of its own to count arrivals")
+        );
         // With runs, the median of the runs' values; the top-level figure is one run's.
         let mut runs = doc.clone();
         runs["runs"] = json!({"metrics": {"msgs_per_sec": {"values": [4.0, 9.0, 6.0]}}});
@@ -414,6 +435,20 @@ mod tests {
             Metric::parse("lost").unwrap().read(&runs),
             Err("not measured in every run")
         );
+        // Between agents, a figure the clocks cannot resolve is not measured.
+        let agents = json!({"latency": {"min_ns": 1, "max_ns": 900_000, "mean_ns": 300_000.0,
+            "percentiles_ns": {"50": 1, "99": 800_000},
+            "below_clock_uncertainty": {"uncertainty_ns": 250_000, "figures": ["min_ns", "50"]}}});
+        let read = |n: &str| Metric::parse(n).unwrap().read(&agents);
+        assert_eq!(
+            read("p50"),
+            Err("below the clock offset's uncertainty between agents")
+        );
+        assert_eq!(
+            read("min"),
+            Err("below the clock offset's uncertainty between agents")
+        );
+        assert_eq!(read("p99"), Ok(800_000.0));
         let no_latency = json!({"throughput": {"msgs_per_sec": 1.0}, "latency": null});
         assert_eq!(
             Metric::parse("p50").unwrap().read(&no_latency),

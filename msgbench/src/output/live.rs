@@ -130,7 +130,10 @@ impl Live {
     /// Takes the last (partial) tick and returns everything seen.
     pub fn finish(mut self) -> Option<Timeline> {
         self.done.store(true, Ordering::Relaxed);
-        self.thread.take().and_then(|t| t.join().ok())
+        self.thread.take().and_then(|t| {
+            t.thread().unpark();
+            t.join().ok()
+        })
     }
 }
 
@@ -138,23 +141,36 @@ impl Drop for Live {
     fn drop(&mut self) {
         self.done.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
+            t.thread().unpark();
             let _ = t.join();
         }
     }
 }
 
-fn watch(meter: &Arc<Meter>, mut view: View, done: &AtomicBool) -> Timeline {
+fn watch(meter: &Arc<Meter>, view: View, done: &AtomicBool) -> Timeline {
+    watch_into(meter, view, done, &mut |l| eprintln!("{l}"))
+}
+
+/// [`watch`], with the live line handed to `print`.
+fn watch_into(
+    meter: &Arc<Meter>,
+    mut view: View,
+    done: &AtomicBool,
+    print: &mut dyn FnMut(&str),
+) -> Timeline {
     let mut sampler = Sampler::new(Arc::clone(meter));
     let mut ticks = Vec::new();
     let mut truncated = false;
     let mut stream_ok = true;
     let mut next = 1u64;
     loop {
-        // Short sleeps so the end of a run is noticed within 20 ms, not at the next second.
+        // Asleep until the next second is due, or woken by `finish`: one wake-up a second, not
+        // fifty, so on a busy machine this thread takes no turn from the run's own.
         let finished = done.load(Ordering::Relaxed);
-        let due = meter.elapsed() >= Duration::from_secs(next);
+        let elapsed = meter.elapsed();
+        let due = elapsed >= Duration::from_secs(next);
         if !(finished || due) {
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::park_timeout(Duration::from_secs(next) - elapsed);
             continue;
         }
         let tick = sampler.tick();
@@ -170,8 +186,11 @@ fn watch(meter: &Arc<Meter>, mut view: View, done: &AtomicBool) -> Timeline {
                 .is_none_or(|c| c.opened_per_sec == 0.0 && c.lost == 0);
         let after_load = meter.ended_by(tick.t_s - tick.span_s + 1e-9);
         if !(finished && empty && (tick.span_s < 0.5 || after_load)) {
-            if view.line && !finished {
-                eprintln!("{}", line(&tick, view.run));
+            // The last tick too: a run that ends just before a whole second would otherwise
+            // leave its last second out of the live lines (2 lines for a 3 s run).
+            let names = meter.series_names();
+            if view.line {
+                print(&line(&tick, view.run, names));
             }
             if let (Some(s), true) = (&view.stream, stream_ok) {
                 let l = StreamLine {
@@ -185,6 +204,7 @@ fn watch(meter: &Arc<Meter>, mut view: View, done: &AtomicBool) -> Timeline {
                 m.show(&tick, sampler.totals(), finished);
             }
             if let Some(w) = &mut view.web {
+                w.name_series(names);
                 w.show(&tick, sampler.totals(), &sampler.clients(), finished);
             }
             if ticks.len() < MAX_TICKS {
@@ -213,13 +233,24 @@ fn watch(meter: &Arc<Meter>, mut view: View, done: &AtomicBool) -> Timeline {
     }
 }
 
-/// `  3s  sent 1,203,113/s  received 1,201,000/s  p99 1.23 ms  errors 0`
-fn line(t: &Tick, run: Option<(u32, u32)>) -> String {
+/// `  3s  sent 1,203,113/s  received 1,201,000/s  p99 1.23 ms  errors 0`, each side named
+/// by what it counts (`names`: "publishes", "acknowledgements", …).
+fn line(t: &Tick, run: Option<(u32, u32)>, [pubs, subs]: [&str; 2]) -> String {
     let mut s = String::new();
     if let Some((k, n)) = run {
         s.push_str(&format!("run {k}/{n} "));
     }
-    s.push_str(&format!("{:>4.0}s", t.t_s));
+    // A tick shorter than its second (the run's last) says how long it was: its rates are
+    // over that span.
+    if t.span_s < 0.95 {
+        s.push_str(&format!(
+            "{:>4.1}s (last {} s)",
+            t.t_s,
+            crate::format::sig(t.span_s, 2, true)
+        ));
+    } else {
+        s.push_str(&format!("{:>4.0}s", t.t_s));
+    }
     if let Some(st) = &t.stage {
         s.push_str(&format!(
             "  stage {}/{} at {}/s",
@@ -239,13 +270,13 @@ fn line(t: &Tick, run: Option<(u32, u32)>) -> String {
     // A conns run's load is its connections: its checks are not metered as messages.
     if t.conns.is_none() && (t.sent_per_sec > 0.0 || t.received_per_sec == 0.0) {
         s.push_str(&format!(
-            "  sent {}/s",
+            "  {pubs} {}/s",
             group(t.sent_per_sec.round() as u64)
         ));
     }
     if t.received_per_sec > 0.0 {
         s.push_str(&format!(
-            "  received {}/s",
+            "  {subs} {}/s",
             group(t.received_per_sec.round() as u64)
         ));
     }
@@ -339,6 +370,63 @@ mod tests {
     }
 
     #[test]
+    fn a_run_that_ends_before_its_next_second_still_shows_its_last_line() {
+        // The run ends 0.3 s in: its one tick is the last, taken when the run is over, and
+        // the live line must show it (it once showed only the whole seconds before the end).
+        let meter = Arc::new(Meter::default());
+        let view = View {
+            line: true,
+            stream: None,
+            scenario: "pub",
+            run: None,
+            metrics: None,
+            web: None,
+        };
+        let c = meter.client(Role::Pub, 0, false);
+        c.msgs.store(300, Ordering::Relaxed);
+        let done = AtomicBool::new(false);
+        let mut lines = Vec::new();
+        let tl = std::thread::scope(|s| {
+            let h = s.spawn(|| {
+                watch_into(&meter, view, &done, &mut |l: &str| {
+                    lines.push(l.to_string())
+                })
+            });
+            std::thread::sleep(Duration::from_millis(300));
+            done.store(true, Ordering::Relaxed);
+            h.join().unwrap()
+        });
+        // Every tick of the timeline has its line, the last one included. (Unless a busy
+        // machine held this thread past the first second, the one tick is the partial last.)
+        assert_eq!(lines.len(), tl.ticks.len(), "{lines:?} {:?}", tl.ticks);
+        let last = tl.ticks.last().expect("the messages' tick");
+        if last.span_s < 0.95 {
+            assert!(lines[lines.len() - 1].contains("(last 0."), "{lines:?}");
+        }
+    }
+
+    const NAMES: [&str; 2] = ["sent", "received"];
+
+    #[test]
+    fn each_side_is_named_by_what_it_counts() {
+        let t = Tick {
+            t_s: 2.0,
+            span_s: 1.0,
+            msgs: vec![],
+            sent_per_sec: 1000.0,
+            received_per_sec: 998.0,
+            latency: None,
+            errors: 0,
+            stage: None,
+            conns: None,
+        };
+        assert_eq!(
+            line(&t, None, ["publishes", "acknowledgements"]),
+            "   2s  publishes 1,000/s  acknowledgements 998/s  errors 0"
+        );
+    }
+
+    #[test]
     fn the_line_shows_rates_p99_and_errors() {
         let t = Tick {
             t_s: 3.0,
@@ -357,7 +445,7 @@ mod tests {
             conns: None,
         };
         assert_eq!(
-            line(&t, Some((2, 5))),
+            line(&t, Some((2, 5)), NAMES),
             "run 2/5    3s  sent 1,203,113/s  received 1,201,000/s  p99 1.23 ms  errors 2"
         );
         let staged = Tick {
@@ -369,7 +457,7 @@ mod tests {
             ..t
         };
         assert_eq!(
-            line(&staged, None),
+            line(&staged, None, NAMES),
             "   3s  stage 3/5 at 3,000/s  sent 1,203,113/s  received 1,201,000/s  p99 1.23 ms  \
              errors 2"
         );
@@ -387,7 +475,7 @@ mod tests {
             ..staged
         };
         assert_eq!(
-            line(&conns, None),
+            line(&conns, None, NAMES),
             "   3s  up 1,500  opened 500/s  lost 3  errors 2"
         );
     }

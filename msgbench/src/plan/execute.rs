@@ -110,6 +110,11 @@ pub fn execute(v: &Validated, ctx: &Ctx<'_>) -> Result<RunResult> {
     if ctx.share.is_some() {
         v.split()?;
     }
+    // The live line and page name each side by what it counts, as the result will.
+    let params = v.params();
+    let words = params.describe();
+    ctx.meter
+        .name_series(words.role_counts("pub"), words.role_counts("sub"));
     let mut r = v.run(ctx)?;
     // A latency of no samples measured nothing: it is null, not a table of zeros that
     // `--threshold 'p99<1ms'` would pass.
@@ -118,5 +123,6 @@ pub fn execute(v: &Validated, ctx: &Ctx<'_>) -> Result<RunResult> {
             *l = None;
         }
     }
+    r.name_roles();
     Ok(r)
 }

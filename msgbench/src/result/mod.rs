@@ -40,7 +40,9 @@ pub use spread::{ClientSpread, MinMedianMax, Slowest};
 pub use stages::{ScheduleReport, StageStats};
 pub use throughput::{throughput_sections, ClientStats, RoleStats};
 
+mod clock_limit;
 mod params;
+pub use clock_limit::ClockLimit;
 pub use params::{Describe, Own, Params, ScenarioParams, Section, Untyped};
 
 use crate::error::exit;
@@ -157,6 +159,9 @@ pub struct LatencyStats {
     pub percentiles_ns: Percentiles,
     /// base64 of the V2 deflate-compressed HdrHistogram encoding.
     pub hdr: String,
+    /// On agents, the figures the clocks cannot resolve; absent elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub below_clock_uncertainty: Option<ClockLimit>,
 }
 
 /// Percentile → value, serialised as a JSON object in ascending order.
@@ -189,6 +194,7 @@ impl LatencyStats {
                     .collect(),
             ),
             hdr: crate::stats::hdr::encode_base64(h),
+            below_clock_uncertainty: None,
         }
     }
 
@@ -225,6 +231,9 @@ pub struct Pacing {
     pub send_lag_p50_ns: u64,
     pub send_lag_p99_ns: u64,
     pub send_lag_max_ns: u64,
+    /// The paced sends these figures cover: every one, less those due in a latency run's
+    /// warm-up (whose messages latency does not time either). Null where it is not counted.
+    pub sends: Option<u64>,
     /// Of the publishers' time, the share spent inside writes the socket would not take at once
     /// or waiting for a free slot of the in-flight window, in percent: high when the server or
     /// the path held the sends back, low when the sends were late because the tool itself did
@@ -247,13 +256,16 @@ impl Pacing {
             lag.value_at_quantile(0.99),
             lag.max(),
         ];
-        Self::from_figures(
-            target_rate,
-            actual_rate,
-            late_bound_ns,
-            late_sends,
-            send_lag_ns,
-        )
+        Self {
+            sends: Some(lag.len()),
+            ..Self::from_figures(
+                target_rate,
+                actual_rate,
+                late_bound_ns,
+                late_sends,
+                send_lag_ns,
+            )
+        }
     }
 
     /// As [`Pacing::new`], from the send lag's P50, P99 and max when its histogram is not at
@@ -279,6 +291,7 @@ impl Pacing {
             send_lag_p50_ns: p50,
             send_lag_p99_ns: p99,
             send_lag_max_ns: max,
+            sends: None,
             write_blocked_pct: None,
         }
     }

@@ -49,6 +49,11 @@ pub trait Describe {
             "Sub stats"
         }
     }
+    /// What a role's messages are, as the text, the report and the live page name the series:
+    /// "publishes" and "deliveries" by default, "acknowledgements" for JetStream's replies.
+    fn role_counts(&self, role: &str) -> &'static str {
+        default_counts(role)
+    }
     /// What a latency table of one column times, for `count` of them ("Latency from publish
     /// to PubAck, 100 publishes:"), with `untimed` (what was left out, in words) where it
     /// applies, and the column's name; `None` for a round trip.
@@ -94,6 +99,15 @@ pub trait Describe {
     /// whose load is not messages (conns) has no throughput, latency or delivery to show.
     fn section_only(&self) -> bool {
         false
+    }
+}
+
+/// The series a role is by default: publishers' publishes, subscribers' deliveries.
+pub fn default_counts(role: &str) -> &'static str {
+    if role == "pub" {
+        "publishes"
+    } else {
+        "deliveries"
     }
 }
 
@@ -231,5 +245,22 @@ impl Serialize for Own {
             m.serialize_entry(section.key(), &section.to_value())?;
         }
         m.end()
+    }
+}
+impl super::RunResult {
+    /// Names each side's series by what it counts, as the scenario's parameters say: a
+    /// `js pub` run's replies are acknowledgements, not a subscriber's deliveries.
+    pub fn name_roles(&mut self) {
+        let words = self.params.describe();
+        let named: Vec<(&'static str, &'static str)> = self
+            .by_role
+            .keys()
+            .map(|role| (*role, words.role_counts(role)))
+            .collect();
+        for (role, counts) in named {
+            if let Some(s) = self.by_role.get_mut(role) {
+                s.counts = counts;
+            }
+        }
     }
 }

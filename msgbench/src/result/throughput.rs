@@ -18,6 +18,10 @@ pub struct RoleStats {
     pub client_rates: Spread,
     /// Min/median/max of the per-client msgs and msgs/s, and the slowest clients by id.
     pub spread: ClientSpread,
+    /// What this side's messages are, in the scenario's words ("publishes",
+    /// "acknowledgements", "deliveries", …): what the text, the report and the live page call
+    /// the series. Set by [`RunResult::name_roles`](super::RunResult::name_roles).
+    pub counts: &'static str,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -76,6 +80,7 @@ pub fn throughput_sections(
                 clients: mine.len(),
                 client_rates: Spread::of(&rates),
                 spread: ClientSpread::of(stats),
+                counts: crate::result::params::default_counts(role.as_str()),
             },
         );
     }

@@ -43,6 +43,15 @@ fn find_in(dirs: &[PathBuf]) -> Result<PathBuf> {
         })
 }
 
+/// Whether `bin` is the `bin/` of an unpacked release archive (scripts/dist.sh writes
+/// `SHA256SUMS` at the archive's top, beside `bin/`).
+fn in_release_archive(bin: &Path) -> bool {
+    bin.file_name().is_some_and(|n| n == "bin")
+        && bin
+            .parent()
+            .is_some_and(|top| top.join("SHA256SUMS").is_file())
+}
+
 /// Where a `nats-server` is looked for, in order, without duplicates:
 /// - the folder of the msgbench executable itself: a release archive's `bin/` bundles the
 ///   pinned server beside msgbench, and that one is the server this msgbench was shipped with,
@@ -50,23 +59,25 @@ fn find_in(dirs: &[PathBuf]) -> Result<PathBuf> {
 /// - `PATH`;
 /// - `.tools/bin` of the checkout this binary was built from, where `make run` and `make test`
 ///   install the pinned server, so a msgbench built or installed from a checkout finds it with
-///   no PATH line. Left out of a release build (`make dist` builds with
-///   `MSGBENCH_RELEASE_ARCHIVE=1`): that path names a folder of the machine it was built on;
+///   no PATH line. Left out when msgbench runs from an unpacked release archive (its folder
+///   holds `SHA256SUMS` beside `bin/`): there that path names a folder of the machine it was
+///   built on. Told at run time, so the archive holds the very binary `make run` builds;
 /// - `.tools/bin` under the current directory (a binary copied elsewhere, run from a checkout);
 /// - Go's install folders: `$GOBIN`, `$GOPATH/bin`, `~/go/bin` (`go install` puts binaries
 ///   there, often not on PATH).
 pub fn search_dirs() -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = Vec::new();
-    if let Some(dir) = std::env::current_exe()
+    let exe_dir = std::env::current_exe()
         .ok()
-        .and_then(|e| e.parent().map(Path::to_path_buf))
-    {
+        .and_then(|e| e.parent().map(Path::to_path_buf));
+    let from_archive = exe_dir.as_deref().is_some_and(in_release_archive);
+    if let Some(dir) = exe_dir {
         dirs.push(dir);
     }
     if let Some(p) = std::env::var_os("PATH") {
         dirs.extend(std::env::split_paths(&p));
     }
-    if option_env!("MSGBENCH_RELEASE_ARCHIVE").is_none() {
+    if !from_archive {
         // The crate lives one level below the checkout's root.
         let checkout = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         dirs.push(checkout.join(".tools").join("bin"));
@@ -131,5 +142,18 @@ mod tests {
             .join("bin");
         let tools = tools.canonicalize().unwrap_or(tools);
         assert!(search_dirs().contains(&tools), "{:?}", search_dirs());
+    }
+
+    #[test]
+    fn an_unpacked_archive_is_told_by_its_checksums_beside_bin() {
+        let base = std::env::temp_dir().join(format!("msgbench-archive-{}", std::process::id()));
+        let bin = base.join("bin");
+        fs::create_dir_all(&bin).unwrap();
+        let before = in_release_archive(&bin);
+        fs::write(base.join("SHA256SUMS"), "").unwrap();
+        let after = in_release_archive(&bin);
+        let not_bin = in_release_archive(&base);
+        fs::remove_dir_all(&base).unwrap();
+        assert_eq!((before, after, not_bin), (false, true, false));
     }
 }

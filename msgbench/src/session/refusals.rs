@@ -166,6 +166,14 @@ const TABLE: &[Row] = &[
         capacity: None,
     },
     Row {
+        flag: "--agent-silence",
+        given: |o| o.agent_silence.is_some(),
+        print_plan: NOTHING_RUNS,
+        here: FOR_AGENTS,
+        compare: DRIVERS_HERE,
+        capacity: None,
+    },
+    Row {
         flag: "--record",
         given: |o| o.record.is_some(),
         print_plan: NOTHING_RUNS,

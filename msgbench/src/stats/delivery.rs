@@ -159,8 +159,48 @@ impl DeliveryLog {
     }
 }
 
+/// The counts of a delivery section that a run could not take, written as null: a figure
+/// that was not measured is null, never 0. A publisher with no subscriber of its own cannot
+/// count arrivals or loss; a responder counts what arrived but not what was sent; a run whose
+/// load is not messages (`conns`, the object store's own section) counts none of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Unmeasured {
+    /// `sent`.
+    pub sent: bool,
+    /// `expected`.
+    pub expected: bool,
+    /// `received`.
+    pub received: bool,
+    /// `lost`.
+    pub lost: bool,
+}
+
+impl Unmeasured {
+    /// A publisher alone: what arrived, and so what was lost, is not known here.
+    pub const ARRIVALS: Unmeasured = Unmeasured {
+        sent: false,
+        expected: true,
+        received: true,
+        lost: true,
+    };
+    /// No message was counted.
+    pub const ALL: Unmeasured = Unmeasured {
+        sent: true,
+        expected: true,
+        received: true,
+        lost: true,
+    };
+    /// A responder: it counts what arrived, not what its requesters sent.
+    pub const SENT_AND_LOSS: Unmeasured = Unmeasured {
+        sent: true,
+        expected: true,
+        received: false,
+        lost: true,
+    };
+}
+
 /// The delivery section of a result.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Delivery {
     /// Messages published (by this run's publishers; for `sub`, as far as stamps tell).
     pub sent: u64,
@@ -180,10 +220,35 @@ pub struct Delivery {
     pub publishers: Vec<PublisherDelivery>,
     /// With JetStream consumers: the first stream sequences never delivered, and the first
     /// delivered more than once.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub missing_seqs: Option<Vec<u64>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub duplicate_seqs: Option<Vec<u64>>,
+    /// The counts this run could not take: written as null.
+    pub unmeasured: Unmeasured,
+}
+
+impl Serialize for Delivery {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let count = |skip: bool, n: u64| (!skip).then_some(n);
+        let u = self.unmeasured;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("sent", &count(u.sent, self.sent))?;
+        m.serialize_entry("expected", &count(u.expected, self.expected))?;
+        m.serialize_entry("received", &count(u.received, self.received))?;
+        m.serialize_entry("lost", &count(u.lost, self.lost))?;
+        m.serialize_entry("duplicated", &self.duplicated)?;
+        m.serialize_entry("reordered", &self.reordered)?;
+        m.serialize_entry("unstamped", &self.unstamped)?;
+        m.serialize_entry("accounting", self.accounting)?;
+        m.serialize_entry("publishers", &self.publishers)?;
+        if let Some(v) = &self.missing_seqs {
+            m.serialize_entry("missing_seqs", v)?;
+        }
+        if let Some(v) = &self.duplicate_seqs {
+            m.serialize_entry("duplicate_seqs", v)?;
+        }
+        m.end()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -269,6 +334,7 @@ pub fn summarize(subs: &[(u64, &DeliveryLog)], expect: &Expectation<'_>) -> Deli
                     publishers,
                     missing_seqs: None,
                     duplicate_seqs: None,
+                    unmeasured: Unmeasured::default(),
                 }
             } else {
                 count_only(total_sent, expected, received, lost, unstamped)
@@ -301,6 +367,7 @@ pub fn summarize(subs: &[(u64, &DeliveryLog)], expect: &Expectation<'_>) -> Deli
                     publishers: Vec::new(),
                     missing_seqs: None,
                     duplicate_seqs: None,
+                    unmeasured: Unmeasured::default(),
                 }
             } else {
                 count_only(sent, expected, received, lost, unstamped)
@@ -365,6 +432,7 @@ fn count_only(sent: u64, expected: u64, received: u64, lost: u64, unstamped: u64
         publishers: Vec::new(),
         missing_seqs: None,
         duplicate_seqs: None,
+        unmeasured: Unmeasured::default(),
     }
 }
 

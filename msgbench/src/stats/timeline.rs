@@ -115,6 +115,10 @@ pub struct Meter {
     /// The load's time zero, once the scenario has one: what its times "from the start of the
     /// load" (a fault's injection, …) count from.
     load_zero: Mutex<Option<Instant>>,
+    /// What the publishers' and the subscribers' messages are, in the scenario's words, once
+    /// the run knows (`["publishes", "acknowledgements"]`): the live line and page name the
+    /// series so.
+    names: std::sync::OnceLock<[&'static str; 2]>,
 }
 
 impl Default for Meter {
@@ -127,11 +131,22 @@ impl Default for Meter {
             counted_until: Mutex::new(None),
             conns: Mutex::new(None),
             load_zero: Mutex::new(None),
+            names: std::sync::OnceLock::new(),
         }
     }
 }
 
 impl Meter {
+    /// Names the two sides' series (publishers', subscribers'); the first naming holds.
+    pub fn name_series(&self, publishers: &'static str, subscribers: &'static str) {
+        let _ = self.names.set([publishers, subscribers]);
+    }
+
+    /// The two sides' series names: "sent" and "received" until the run names them.
+    pub fn series_names(&self) -> [&'static str; 2] {
+        self.names.get().copied().unwrap_or(["sent", "received"])
+    }
+
     /// Registers a client; `timed` when it records latencies.
     pub fn client(&self, role: Role, id: u32, timed: bool) -> Arc<ClientMeter> {
         let c = Arc::new(ClientMeter {

@@ -150,13 +150,27 @@ fn the_man_pages_are_written_into_a_folder() {
     );
 }
 
+/// `msgbench man --dir NEWDIR` makes the folder, as the install page's command expects (it
+/// once exited 1 with "No such file or directory"); a folder that cannot be made is refused in
+/// one line with the status of an output that cannot be written (2).
 #[test]
-fn man_refuses_a_folder_that_does_not_exist() {
-    let dir = scratch_dir("man-missing");
-    let missing = dir.join("nope");
-    let out = bin().args(["man", "--dir"]).arg(&missing).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
+fn man_makes_a_new_folder_and_refuses_one_it_cannot_make() {
+    let dir = scratch_dir("man-new");
+    let new = dir.join("share/man/man1");
+    let out = bin().args(["man", "--dir"]).arg(&new).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", support::stderr(&out));
+    assert!(new.join("msgbench.1").is_file());
+    assert!(new.join("msgbench-pub.1").is_file());
+    // Under a file, no folder can be made.
+    let file = dir.join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let under = file.join("man1");
+    let out = bin().args(["man", "--dir"]).arg(&under).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", support::stderr(&out));
     let err = support::stderr(&out);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains(&missing.display().to_string()), "{err}");
+    assert!(
+        err.starts_with("error: cannot write --dir") && err.contains(&under.display().to_string()),
+        "{err}"
+    );
 }

@@ -400,7 +400,7 @@ fn a_server_back_only_after_the_hold_leaves_every_cut_connection_never_back_and_
     assert_eq!(herd_status(c), 5);
     let text = stderr(&out);
     assert!(
-        text.contains("200 connection(s) not back when the hold ended"),
+        text.contains("200 connections not back when the hold ended"),
         "{text}"
     );
 }

@@ -156,6 +156,43 @@ fn a_live_publisher_follows_a_rate_schedule_and_every_message_of_it_is_consumed_
     );
 }
 
+/// `--duration` with a live publisher, as `js pub` takes it: the messages due in it at
+/// `--rate` are published and each consumed once (it was refused, and a user had to turn a
+/// duration into `--msgs` by hand).
+#[test]
+fn a_live_publisher_at_a_rate_runs_for_a_duration() {
+    let s = TestServer::start();
+    let (out, v) = consume(
+        &s.url,
+        &[
+            "--publish",
+            "live",
+            "--rate",
+            "2000",
+            "--duration",
+            "1500ms",
+            "--stream",
+            "timed",
+            "--subject",
+            "timed.x",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    // 1.5 s at 2,000/s: messages 0 … 2,999 are due in it.
+    assert_eq!(v["params"]["duration_secs"], 1.5);
+    assert_eq!(u(&v["params"]["msgs"]), 3000);
+    assert_eq!(u(&v["by_role"]["pub"]["msgs"]), 3000);
+    let c = &v["consumer"];
+    assert_eq!((u(&c["expected"]), u(&c["consumed"])), (3000, 3000), "{c}");
+    assert_eq!(c["reconciled"], true, "{c}");
+    assert!(
+        stderr(&out).contains("published live at 2,000 msgs/s for 1.5 s; 3,000 messages"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 #[test]
 fn consuming_what_another_run_stored() {
     let s = TestServer::start();
@@ -402,6 +439,28 @@ fn consume_and_kv_bad_input_names_the_flag() {
             "--storage",
         ),
         (vec!["js", "consume", "--msgs", "0"], "--msgs"),
+        // --duration sets the live publisher's count: not with --msgs, nor without a rate or
+        // a live publisher.
+        (
+            vec![
+                "js",
+                "consume",
+                "--publish",
+                "live",
+                "--rate",
+                "100",
+                "--duration",
+                "1s",
+                "--msgs",
+                "5",
+            ],
+            "--duration",
+        ),
+        (
+            vec!["js", "consume", "--publish", "live", "--duration", "1s"],
+            "--duration",
+        ),
+        (vec!["js", "consume", "--duration", "1s"], "--duration"),
         (vec!["kv", "put", "--history", "65"], "--history"),
         (vec!["kv", "get", "--keys", "0"], "--keys"),
         (vec!["kv", "put", "--bucket", "a.b"], "--bucket"),

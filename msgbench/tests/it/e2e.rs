@@ -891,6 +891,35 @@ fn the_default_suite_runs_pub_pubsub_latency_request_and_js_pub() {
     assert!(text.contains("Reconciled"), "{text}");
 }
 
+/// A server without JetStream: the suite asks first, runs the four core scenarios and leaves
+/// `js pub` out with one line saying why, instead of failing (status 2) after four good runs.
+#[test]
+fn the_default_suite_skips_js_pub_on_a_server_without_jetstream() {
+    let s = crate::support::CoreServer::start();
+    let out = run(&["--server", &s.url, "--no-progress"]);
+    let (text, err) = (String::from_utf8_lossy(&out.stdout), stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{text}\n{err}");
+    for h in ["== pub\n", "== pubsub\n", "== latency\n", "== request\n"] {
+        assert!(text.contains(h), "no {h:?} in {text}");
+    }
+    assert!(!text.contains("== js pub"), "{text}");
+    let notes: Vec<&str> = err.lines().filter(|l| l.contains("js pub")).collect();
+    assert_eq!(notes.len(), 1, "{err}");
+    assert!(
+        notes[0].starts_with("note: the suite skips js pub: ")
+            && notes[0].contains("JetStream is not enabled"),
+        "{err}"
+    );
+    assert!(!err.contains("error:"), "{err}");
+    // Its help names all five runs, js pub too.
+    let help = run(&["demo", "--help"]);
+    assert!(
+        String::from_utf8_lossy(&help.stdout).contains("request, js pub)"),
+        "{}",
+        String::from_utf8_lossy(&help.stdout)
+    );
+}
+
 #[test]
 fn messages_larger_than_the_read_buffer_are_delivered_whole() {
     // 600 KiB is several times the reader's initial buffer: the reader must grow it once to the

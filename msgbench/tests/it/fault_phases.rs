@@ -5,8 +5,9 @@
 //!
 //! The phases never overlap, so every publish acknowledged in time is counted once: in the
 //! first fault's *before*, or in one fault's *during* or *after*. The tests check that
-//! identity against the run's own count of acknowledgements, and the structure of each
-//! phase; no timing is asserted (the figures belong to the machine).
+//! identity against the run's own count of acknowledgements in time (and against what the
+//! stream stored, which differs by the late ones), and the structure of each phase; no timing
+//! is asserted (the figures belong to the machine).
 
 use crate::support::{run, run_json, schema_errors, scratch_dir, stderr, u};
 use serde_json::Value;
@@ -45,7 +46,19 @@ fn check_phases(v: &Value, faults: usize) -> Vec<Value> {
     let in_time = u(&v["latency"]["count"]);
     assert!(in_time > 0, "{}", v["latency"]);
     assert_eq!(total, in_time, "{events:?}");
-    assert_eq!(total, u(&v["delivery"]["received"]));
+    // What the stream holds of the acknowledged counts late acknowledgements too: a publish
+    // counted as timed out (or lost in flight) whose acknowledgement came after all, which a
+    // busy machine makes happen during a fault (issue 42). Only those may tell the two apart.
+    let received = u(&v["delivery"]["received"]);
+    let late_at_most: u64 = ["request_timeout", "lost_in_flight"]
+        .iter()
+        .map(|k| v["errors"][*k].as_u64().unwrap_or(0))
+        .sum();
+    assert!(
+        total <= received && received - total <= late_at_most,
+        "{total} in time, {received} stored, errors {}",
+        v["errors"]
+    );
     assert!(total <= u(&v["jetstream"]["acked"]), "{}", v["jetstream"]);
     events
 }

@@ -94,14 +94,16 @@ fn a_rate_far_beyond_reach_is_called_out_and_can_be_gated() {
     let s = TestServer::start();
     let dir = support::scratch_dir("shortfall");
     let json = dir.join("r.json");
-    // No machine publishes 16 B messages at 50 M/s through one connection. One run gives the
-    // text report (stdout) and the JSON (a file).
+    // No machine publishes 16 B messages at 50 M/s through one connection. A million of them
+    // at that rate: a 1 s schedule would be 50 M messages, each sent however late, minutes of
+    // flooding for a debug build on a busy machine (once it ended in exit 6, issue 42). One run
+    // gives the text report (stdout) and the JSON (a file).
     let out = run(&[
         "pub",
         "--server",
         &s.url,
-        "--duration",
-        "1s",
+        "--msgs",
+        "1000000",
         "--rate",
         "50000000",
         "--size",

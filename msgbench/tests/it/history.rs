@@ -389,6 +389,88 @@ fn check_finds_a_regression_planted_after_real_runs() {
     assert_eq!(count_runs(&db), 31);
 }
 
+/// The newcomer's history: 7 runs at one level, then slow runs 62% slower labelled
+/// `commit=slowN` from slow8 on. However many slow runs have been recorded, `check` (its text
+/// and its JSON) and `trend` name the same first run of the new level: slow8, where the commit
+/// to look at is. With four slow runs, `check` once named slow9: its window test's baseline left
+/// slow8 out of both sides.
+#[test]
+fn check_and_trend_name_the_same_first_slow_run() {
+    let s = TestServer::start();
+    let dir = support::scratch_dir("history-first-slow");
+    let db = dir.join("h.db");
+    let db_s = db.to_str().unwrap();
+    let out = run(&pub_args(&s.url, db_s, &["--record=required"]));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // One run is "1 run", where it was "1 runs".
+    let listed = run(&["history", "list", "--history", db_s]);
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.contains(&format!("\n1 run in '{db_s}'")), "{listed}");
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let t = c
+        .query_row(
+            "SELECT benchmark, testbed, testbed_json, plan_json, result_json FROM runs LIMIT 1",
+            [],
+            |r| {
+                Ok(Template {
+                    benchmark: r.get(0)?,
+                    testbed: r.get(1)?,
+                    testbed_json: r.get(2)?,
+                    plan_json: r.get(3)?,
+                    result_json: r.get(4)?,
+                })
+            },
+        )
+        .unwrap();
+    let noise = [0.01, -0.01, 0.005, -0.005, 0.0, 0.0075, -0.0075];
+    for i in 1..=7 {
+        let (id, at) = (format!("fast{i}"), format!("2098-01-01T00:00:{i:02}Z"));
+        plant(&c, &t, &id, &at, 100_000.0 * (1.0 + noise[i % 7]), &id);
+    }
+    for i in 8..=12 {
+        let (id, at) = (format!("slow{i}"), format!("2098-01-01T00:00:{i:02}Z"));
+        plant(&c, &t, &id, &at, 38_000.0 * (1.0 + noise[i % 7]), &id);
+        let last = i.to_string();
+        let check_json = dir.join(format!("check{i}.json"));
+        let check = run(&[
+            "history",
+            "check",
+            "--history",
+            db_s,
+            "--metric",
+            "msgs_per_sec",
+            "--last",
+            &last,
+            "--json",
+            check_json.to_str().unwrap(),
+        ]);
+        let text = String::from_utf8_lossy(&check.stdout).into_owned();
+        let trend = run(&["history", "trend", "--history", db_s, "--last", &last]);
+        let trend = String::from_utf8_lossy(&trend.stdout).into_owned();
+        if i < 10 {
+            // Two slow runs are too few for the default window of three to judge.
+            continue;
+        }
+        assert_eq!(check.status.code(), Some(8), "{text}\n{}", stderr(&check));
+        let line = text
+            .lines()
+            .find(|l| l.contains("msgs_per_sec"))
+            .unwrap_or_default();
+        assert!(
+            line.contains("regression") && line.contains("commit=slow8)"),
+            "{text}"
+        );
+        let doc: Value = serde_json::from_slice(&std::fs::read(&check_json).unwrap()).unwrap();
+        let m = &doc["series"][0]["metrics"][0];
+        assert_eq!(m["change"]["at"]["labels"]["commit"], "slow8", "{m}");
+        let marked: Vec<&str> = trend.lines().filter(|l| l.contains(" ← ")).collect();
+        assert!(
+            marked.len() == 1 && marked[0].contains("commit=slow8  ← "),
+            "{i}: {trend}"
+        );
+    }
+}
+
 #[test]
 fn history_refuses_what_is_not_there() {
     let dir = support::scratch_dir("history-missing");
@@ -479,9 +561,11 @@ fn export_writes_each_tools_format() {
     );
     assert!(lo <= v && v <= hi && lo < hi, "{rate}");
 
-    for (format, wanted) in [
-        ("github-bigger", "msgs_per_sec"),
-        ("github-smaller", "lost"),
+    // A publisher alone measures no loss: its null `lost` is left out of the smaller-is-better
+    // export rather than written as a 0 a chart would show as "nothing lost".
+    for (format, wanted, absent) in [
+        ("github-bigger", "msgs_per_sec", "lost"),
+        ("github-smaller", "errors", "lost"),
     ] {
         let out = export(db_s, format, &[]);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -499,6 +583,10 @@ fn export_writes_each_tools_format() {
             .collect();
         assert!(
             names.iter().any(|n| n.ends_with(&format!(" - {wanted}"))),
+            "{names:?}"
+        );
+        assert!(
+            !names.iter().any(|n| n.ends_with(&format!(" - {absent}"))),
             "{names:?}"
         );
         assert!(

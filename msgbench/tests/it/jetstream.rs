@@ -3,9 +3,6 @@
 //! that name their kind, and the reconciliation of acknowledgements with the stream, including a
 //! run made to fail it on purpose.
 
-use std::process::Stdio;
-use std::time::{Duration, Instant};
-
 use crate::support::{self, run, run_json, schema_errors, stderr, u, TestServer};
 
 #[test]
@@ -227,24 +224,8 @@ fn a_full_stream_refusing_publishes_is_counted_by_kind() {
 #[test]
 fn without_jetstream_the_error_says_so() {
     // A server without -js: the API has no responders.
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let binary = msgbench::server::find_binary(None).unwrap();
-    let mut server = std::process::Command::new(binary)
-        .args(["-a", "127.0.0.1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    // A wait for the server to listen: its bound only guards against a hang.
-    let deadline = Instant::now() + support::HANG;
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "nats-server did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let url = format!("nats://127.0.0.1:{port}");
+    let server = support::CoreServer::start();
+    let url = server.url.clone();
     let outs: Vec<_> = [
         ["js", "pub"],
         ["js", "consume"],
@@ -258,8 +239,7 @@ fn without_jetstream_the_error_says_so() {
         (cmd.join(" "), run(&args))
     })
     .collect();
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     for (cmd, out) in outs {
         assert_eq!(out.status.code(), Some(2), "{cmd}: {}", stderr(&out));
         let err = stderr(&out);
@@ -514,5 +494,61 @@ fn a_bucket_that_exists_is_used_as_it_is_unless_its_settings_are_given() {
         stderr(&out).contains("max_msgs_per_subject 5 (asked 2)"),
         "{}",
         stderr(&out)
+    );
+}
+
+/// A `js pub` run has no subscriber: its second series is the publishes' acknowledgements, and
+/// the result, the live line and the HTML report call it that, not "sub" (the report once
+/// drew `pub 0` and `sub 0` and summed up a "sub side").
+#[test]
+fn a_js_pub_run_names_its_series_publishes_and_acknowledgements_everywhere() {
+    let s = TestServer::start();
+    let dir = support::scratch_dir("js-series");
+    let (json, html) = (dir.join("r.json"), dir.join("r.html"));
+    let out = run(&[
+        "js",
+        "pub",
+        "--server",
+        &s.url,
+        "--rate",
+        "1000",
+        "--duration",
+        "1500ms",
+        "--live",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    assert_eq!(v["by_role"]["pub"]["counts"], "publishes");
+    assert_eq!(v["by_role"]["sub"]["counts"], "acknowledgements");
+    let err = stderr(&out);
+    let live: Vec<&str> = err.lines().filter(|l| l.contains("  errors ")).collect();
+    assert!(!live.is_empty(), "{err}");
+    assert!(
+        live.iter()
+            .all(|l| l.contains("  publishes ") && l.contains("  acknowledgements ")),
+        "{err}"
+    );
+    let out = run(&[
+        "report",
+        json.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains(">acknowledgements/s</th>"),
+        "no acknowledgements row"
+    );
+    assert!(page.contains(">publishes/s</th>"), "no publishes row");
+    for wrong in ["sub side", "pub side", "\"sub 0\"", "\"pub 0\""] {
+        assert!(!page.contains(wrong), "the report says {wrong}");
+    }
+    assert!(
+        page.contains("acknowledgements 0"),
+        "no client named by its acks"
     );
 }

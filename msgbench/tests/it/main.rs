@@ -62,6 +62,7 @@ mod schedule;
 mod server_config;
 mod support;
 mod tls;
+mod unmeasured;
 mod vectors;
 mod web;
 mod webdriver;

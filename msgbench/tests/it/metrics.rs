@@ -295,7 +295,7 @@ fn unusable_addresses_are_refused_in_one_line_before_anything_connects() {
         ),
         (
             vec!["--metrics-listen", "127.0.0.1:0", "--print-plan"],
-            "--metrics-listen: --print-plan".to_string(),
+            "--metrics-listen does not apply to --print-plan".to_string(),
         ),
     ] {
         let out = pub_with(&extra);

@@ -89,7 +89,7 @@ fn a_power_loss_drops_what_the_default_sync_interval_never_synced_and_counts_the
     assert!(u(&r["last_seq_before"]) > 0, "{e}");
     let text = stderr(&out);
     assert!(
-        text.contains("lost-postfix") && text.contains("CAME BACK SHORT: server came back"),
+        text.contains("lost-postfix") && text.contains("Came back short: server came back"),
         "{text}"
     );
 }

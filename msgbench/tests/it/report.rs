@@ -199,9 +199,12 @@ fn check_client_bars(page: &Value, label: &str, doc: &Value) {
     let clients = doc["clients"].as_array().unwrap();
     assert_eq!(bars.len(), clients.len(), "{label}: one bar per client");
     for (b, c) in bars.iter().zip(clients) {
-        let name = format!("{} {}", c["role"].as_str().unwrap(), c["id"]);
+        // Named by what the client's side counts ("publishes 0", "deliveries 0").
+        let role = c["role"].as_str().unwrap();
+        let counts = &doc["by_role"][role]["counts"];
+        let name = format!("{} {}", counts.as_str().unwrap(), c["id"]);
         assert_eq!(b["category"], name.as_str(), "{label}");
-        assert_eq!(b["series"], c["role"], "{label}");
+        assert_eq!(b["series"], *counts, "{label}");
         assert_eq!(f(&b["value"]), f(&c["msgs_per_sec"]), "{label} {name}");
     }
 }
@@ -214,7 +217,10 @@ fn check_timeline(page: &Value, label: &str, doc: &Value) {
     assert!(!ticks.is_empty(), "{label}: the result has a timeline");
     let thr = chart(page, "throughput-timeline", Some(label));
     for (i, c) in t["clients"].as_array().unwrap().iter().enumerate() {
-        let id = format!("{} {}", c["role"].as_str().unwrap(), c["id"]);
+        // Each client's line is named by what its side counts ("publishes 0").
+        let role = c["role"].as_str().unwrap();
+        let counts = doc["by_role"][role]["counts"].as_str().unwrap();
+        let id = format!("{counts} {}", c["id"]);
         let s = series(thr, &id);
         let want: Vec<f64> = ticks
             .iter()

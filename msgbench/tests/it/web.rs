@@ -145,7 +145,7 @@ fn check_against_timeline(page: &Value, doc: &Value) {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|m| m["series"] == "pub 0")
+        .filter(|m| m["series"] == "publishes 0")
         .max_by(|a, b| f(&a["t"]).total_cmp(&f(&b["t"])))
         .unwrap_or_else(|| panic!("no point on the throughput chart: {page}"));
     assert_eq!(f(&last["t"]), t);

@@ -90,15 +90,7 @@ impl Coordinated<'_> {
         tracked: &mut [Tracked],
         board: &mut crate::dist::progress::Board,
     ) -> bool {
-        while let Ok(m) = self.heartbeats.try_recv() {
-            if let Ok(hb) = serde_json::from_slice::<Heartbeat>(&m.payload) {
-                if let Some(t) = tracked.iter_mut().find(|t| t.hb.name == hb.name) {
-                    if t.missing.is_none() {
-                        t.heard = Instant::now();
-                    }
-                }
-            }
-        }
+        self.take_heartbeats(tracked);
         match reports.recv_timeout(Duration::from_millis(50)) {
             Ok(m) => {
                 if let Ok(r) = serde_json::from_slice::<Report>(&m.payload) {
@@ -161,25 +153,50 @@ impl Coordinated<'_> {
         }
     }
 
-    /// Marks missing every agent silent for longer than the limit.
-    fn mark_silent(&self, tracked: &mut [Tracked]) {
-        for t in tracked
-            .iter_mut()
-            .filter(|t| t.done.is_none() && t.missing.is_none())
-        {
-            if t.heard.elapsed() > self.silent_limit {
-                eprintln!(
-                    "error: agent {} has been silent for {}; telling the others to stop",
-                    t.hb.name,
-                    humantime::format_duration(Duration::from_millis(
-                        t.heard.elapsed().as_millis() as u64
-                    ))
-                );
-                t.missing = Some(format!(
-                    "silent for more than {} (it died, hung or lost the control server)",
-                    humantime::format_duration(self.silent_limit)
-                ));
+    /// Takes every heartbeat that came in: the agent was heard, and says what it is doing.
+    fn take_heartbeats(&self, tracked: &mut [Tracked]) {
+        while let Ok(m) = self.heartbeats.try_recv() {
+            if let Ok(hb) = serde_json::from_slice::<Heartbeat>(&m.payload) {
+                if let Some(t) = tracked.iter_mut().find(|t| t.hb.name == hb.name) {
+                    if t.missing.is_none() {
+                        t.heard = Instant::now();
+                        t.doing = hb.doing;
+                    }
+                }
             }
+        }
+    }
+
+    /// Marks missing every agent silent for longer than the limit, saying what it was last
+    /// seen doing. First a round trip on the control connection: a coordinator starved of the
+    /// CPU reads its heartbeats late, and that is no agent's silence.
+    fn mark_silent(&self, tracked: &mut [Tracked]) {
+        let over = |t: &Tracked| {
+            t.done.is_none() && t.missing.is_none() && t.heard.elapsed() > self.silent_limit
+        };
+        if !tracked.iter().any(over) {
+            return;
+        }
+        if self.bus.round_trip(self.silent_limit) {
+            self.take_heartbeats(tracked);
+        }
+        for t in tracked.iter_mut().filter(|t| over(t)) {
+            let doing = t.doing.as_deref().unwrap_or("before its run began");
+            eprintln!(
+                "error: agent {} has been silent for {}, last seen {doing}{}; telling the \
+                 others to stop",
+                t.hb.name,
+                humantime::format_duration(Duration::from_millis(
+                    t.heard.elapsed().as_millis() as u64
+                )),
+                last_progress(t)
+            );
+            // The result's text adds the last progress to this itself.
+            t.missing = Some(format!(
+                "silent for more than {} (it died, hung or lost the control server), last seen \
+                 {doing}",
+                humantime::format_duration(self.silent_limit)
+            ));
         }
     }
 
@@ -293,4 +310,17 @@ impl Coordinated<'_> {
             );
         }
     }
+}
+
+/// An agent's last progress report, as " (3s in: 6,000 sent, 5,990 received)"; empty before
+/// its first.
+fn last_progress(t: &Tracked) -> String {
+    t.last.as_ref().map_or_else(String::new, |p| {
+        format!(
+            " ({} in: {} sent, {} received)",
+            humantime::format_duration(Duration::from_millis(p.elapsed_ms / 100 * 100)),
+            crate::format::group(p.pub_msgs),
+            crate::format::group(p.sub_msgs)
+        )
+    })
 }

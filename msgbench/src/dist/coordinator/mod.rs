@@ -96,6 +96,7 @@ pub(super) struct Coordinated<'a> {
     /// it concludes from (a stream's state after the run); none for a service of the
     /// scenario's own (gRPC).
     pub(super) servers: Option<&'a str>,
+    /// `--agent-silence`: how long an agent may go unheard before it is missing.
     pub(super) silent_limit: Duration,
     pub(super) live: bool,
     /// `--stream-stats`: the aggregate and each agent's row, once a second.
@@ -120,6 +121,8 @@ struct Tracked {
     done: Option<(Option<serde_json::Value>, Option<String>)>,
     missing: Option<String>,
     last: Option<crate::control::msg::Progress>,
+    /// What its last heartbeat said it was doing.
+    doing: Option<String>,
 }
 
 impl Coordinated<'_> {
@@ -174,6 +177,7 @@ impl Coordinated<'_> {
                 done: None,
                 missing: None,
                 last: None,
+                doing: None,
             });
         }
         let reports = self.bus.subscribe(&msg::report_subject(&run))?;

@@ -289,6 +289,9 @@ impl Reader {
         let mut heard_at = Instant::now();
         let mut pinged_at = heard_at;
         let mut checked_at = heard_at;
+        // When the last read returned: the owner holding this thread (a stalled or slow
+        // handler) leaves a gap after it.
+        let mut read_at = heard_at;
         let mut behind = false;
         loop {
             let mut stop = false;
@@ -326,9 +329,14 @@ impl Reader {
             if now.duration_since(checked_at) >= BACKLOG_CHECK {
                 checked_at = now;
                 let fill = self.receive_queue_fill();
+                // Behind: the queue filled up, or data waited while nothing read it for a
+                // while. The kernel may have grown the queue past what the server sent before
+                // it cut the connection off, so the fill alone misses a reader that stopped
+                // (seen on a busy machine, issue 42).
+                let unread = fill > 0.0 && now.duration_since(read_at) >= READ_GAP;
                 // Counted once per episode: from the queue filling up until it has drained to
                 // half of that again.
-                if !behind && fill >= FULL {
+                if !behind && (fill >= FULL || unread) {
                     behind = true;
                     shared.errors.add(ErrorKind::FellBehind);
                 } else if behind && fill < FULL / 2.0 {
@@ -345,9 +353,11 @@ impl Reader {
                 shared.ping();
                 pinged_at = now;
             }
-            let failed = match self.fill() {
+            let filled = self.fill();
+            read_at = Instant::now();
+            let failed = match filled {
                 Ok(()) => {
-                    heard_at = Instant::now();
+                    heard_at = read_at;
                     continue;
                 }
                 Err(ReadError::TimedOut) => continue,
@@ -369,6 +379,10 @@ impl Reader {
 
 /// How often a read loop looks at its socket's receive queue.
 const BACKLOG_CHECK: Duration = Duration::from_millis(100);
+
+/// A reader that has not read for this long while data waited for it is behind, however full
+/// its queue looks.
+const READ_GAP: Duration = Duration::from_secs(1);
 
 /// A receive queue this full (see `receive_queue_fill`) means the reader is behind. Measured on
 /// Linux: a subscriber that keeps up stays under 0.1; one that stopped reading reaches about

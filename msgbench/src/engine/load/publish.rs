@@ -44,6 +44,10 @@ pub struct PubSpec {
     pub start_at: Option<Instant>,
     /// A paced send later than this behind its schedule counts as late.
     pub late_bound: Duration,
+    /// Paced sends due before this are left out of the send lag and the late sends: a latency
+    /// run's warm-up, whose messages latency does not time either, so both cover the same
+    /// messages.
+    pub lag_from: Duration,
 }
 
 /// What a publish loop did.
@@ -86,7 +90,7 @@ pub fn publish(
     // When the oldest message in the buffer was due (paced runs).
     let mut buf_due = start;
     let mut failed = None;
-    let mut late = Lateness::new(paced.is_some(), spec.late_bound);
+    let mut late = Lateness::new(paced.is_some(), spec.late_bound, spec.lag_from);
     let mut out = Out {
         shared,
         progress,
@@ -124,7 +128,7 @@ pub fn publish(
             // The send time is when the message joins the outgoing buffer; the buffer goes out
             // at once unless the next message is already due too.
             let now = Instant::now();
-            late.note(now.saturating_duration_since(due));
+            late.note(due_ns, now.saturating_duration_since(due));
             if let Some(t) = send_times {
                 t.put(seq, now.saturating_duration_since(start).as_nanos() as u64);
             }
@@ -246,11 +250,14 @@ struct Lateness {
     lag: Option<Histogram<u64>>,
     sends: u64,
     bound_ns: u64,
+    /// Sends due before this (a latency run's warm-up) are left out: the Pacing line covers
+    /// the messages the run times.
+    from_ns: u64,
 }
 
 impl Lateness {
     /// For a paced loop (`paced`), whose waits also want the finest timers the system gives.
-    fn new(paced: bool, bound: Duration) -> Self {
+    fn new(paced: bool, bound: Duration, from: Duration) -> Self {
         if paced {
             precise_timers();
         }
@@ -258,11 +265,15 @@ impl Lateness {
             lag: paced.then(latency::new_histogram),
             sends: 0,
             bound_ns: bound.as_nanos() as u64,
+            from_ns: from.as_nanos() as u64,
         }
     }
 
     #[inline]
-    fn note(&mut self, lag: Duration) {
+    fn note(&mut self, due_ns: u64, lag: Duration) {
+        if due_ns < self.from_ns {
+            return;
+        }
         let lag = lag.as_nanos() as u64;
         if let Some(h) = self.lag.as_mut() {
             h.saturating_record(lag.max(1));

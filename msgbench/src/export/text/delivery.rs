@@ -127,8 +127,8 @@ pub(super) fn delivery(o: &mut String, r: &RunResult) {
         // received (a `sub` or requesters elsewhere) counts it on their side.
         let line = if r.scenario == "reply" {
             format!(
-                "Delivery: answered {} requests; the requesters count the round trips",
-                group(d.received)
+                "Delivery: answered {}; the requesters count the round trips",
+                crate::format::counted(d.received, "request")
             )
         } else {
             format!(

@@ -27,8 +27,8 @@ pub(super) fn latency(o: &mut String, r: &RunResult) {
         Some(_) => {
             let _ = writeln!(
                 o,
-                "Latency of {} messages{}, from intended send (corrected) and from actual send (uncorrected):",
-                group(c.count),
+                "Latency of {}{}, from intended send (corrected) and from actual send (uncorrected):",
+                crate::format::counted(c.count, "message"),
                 untimed(r, c.count)
             );
             let _ = writeln!(
@@ -41,7 +41,10 @@ pub(super) fn latency(o: &mut String, r: &RunResult) {
             let untimed = untimed(r, c.count);
             let (heading, column) = words.latency_heading(c.count, &untimed).unwrap_or_else(|| {
                 (
-                    format!("Round-trip latency of {} requests:", group(c.count)),
+                    format!(
+                        "Round-trip latency of {}:",
+                        crate::format::counted(c.count, "request")
+                    ),
                     "round trip",
                 )
             });
@@ -49,23 +52,38 @@ pub(super) fn latency(o: &mut String, r: &RunResult) {
             let _ = writeln!(o, "  {:>10} {:>12}", "percentile", column);
         }
     }
-    let row = |o: &mut String, name: String, ours: u64, theirs: Option<u64>| {
-        let _ = match theirs {
-            Some(t) => writeln!(
+    // Between agents, a figure below the clock offsets' uncertainty is not a latency the
+    // clocks can resolve: it is said so, not printed as the 1 ns it was clamped to.
+    let cell = |l: &crate::result::LatencyStats, figure: &str, v: u64| match l.unresolved(figure) {
+        Some(u) => format!("below ±{}", duration_ns(u as f64)),
+        None => duration_ns(v as f64),
+    };
+    let row = |o: &mut String, name: String, figure: &str, ours: u64, theirs: Option<u64>| {
+        // A row whose every column is below it says so once.
+        let whole = c
+            .unresolved(figure)
+            .filter(|_| u.is_none_or(|u| u.unresolved(figure).is_some()));
+        let _ = match (whole, theirs.zip(u)) {
+            (Some(n), _) => writeln!(
+                o,
+                "  {name:>10} below the clock offset's uncertainty (±{})",
+                duration_ns(n as f64)
+            ),
+            (None, Some((t, u))) => writeln!(
                 o,
                 "  {name:>10} {:>12} {:>12}",
-                duration_ns(ours as f64),
-                duration_ns(t as f64)
+                cell(c, figure, ours),
+                cell(u, figure, t)
             ),
-            None => writeln!(o, "  {name:>10} {:>12}", duration_ns(ours as f64)),
+            (None, None) => writeln!(o, "  {name:>10} {:>12}", cell(c, figure, ours)),
         };
     };
     for (key, value) in &c.percentiles_ns.0 {
-        row(o, format!("P{key}"), *value, u.map(|u| u.at(key)));
+        row(o, format!("P{key}"), key, *value, u.map(|u| u.at(key)));
     }
-    row(o, "min".into(), c.min_ns, u.map(|u| u.min_ns));
-    row(o, "median".into(), c.at("50"), u.map(|u| u.at("50")));
-    row(o, "max".into(), c.max_ns, u.map(|u| u.max_ns));
+    row(o, "min".into(), "min_ns", c.min_ns, u.map(|u| u.min_ns));
+    row(o, "median".into(), "50", c.at("50"), u.map(|u| u.at("50")));
+    row(o, "max".into(), "max_ns", c.max_ns, u.map(|u| u.max_ns));
 }
 
 /// What the latency scenario received but did not time, in words: every received message is
@@ -126,13 +144,25 @@ pub(super) fn pacing(o: &mut String, r: &RunResult) {
             group(p.target_rate.round() as u64)
         ),
     };
+    // After a warm-up, the send lag covers the messages latency times: those due after it.
+    let warmup = r.params.describe().warmup_secs().filter(|w| *w > 0.0);
+    let (which, late) = match (warmup, p.sends) {
+        (Some(w), Some(n)) => (
+            format!(
+                "of the {} due after the {} s warm-up, ",
+                crate::format::counted(n, "send"),
+                crate::format::sig(w, 3, true)
+            ),
+            group(p.late_sends),
+        ),
+        _ => (String::new(), crate::format::counted(p.late_sends, "send")),
+    };
     let _ = writeln!(
         o,
-        "Pacing: {achieved}; send lag P50 {}, P99 {}, max {}; {} later than {}",
+        "Pacing: {achieved}; {which}send lag P50 {}, P99 {}, max {}; {late} later than {}",
         duration_ns(p.send_lag_p50_ns as f64),
         duration_ns(p.send_lag_p99_ns as f64),
         duration_ns(p.send_lag_max_ns as f64),
-        crate::format::counted(p.late_sends, "send"),
         duration_ns(p.late_bound_ns as f64)
     );
     if let (true, Some(short)) = (p.below_target, p.shortfall_pct) {
@@ -257,6 +287,30 @@ mod tests {
     }
 
     #[test]
+    fn latency_the_clocks_cannot_resolve_is_said_to_be_below_their_uncertainty() {
+        // Between agents, half the samples were clamped to 1 ns: the clocks' limit, not a
+        // latency. With a clock uncertainty of ±250 µs, the low rows say so; P99 is measured.
+        let mut r = run(0, 0, 0, 0, 0.0);
+        let mut h = crate::stats::latency::new_histogram();
+        h.record_n(1, 600).unwrap();
+        h.record_n(400_000, 400).unwrap();
+        r.latency = Some(crate::result::LatencyStats::of(&h).with_clock_limit(250_000));
+        r.latency_uncorrected = None;
+        let mut o = String::new();
+        latency(&mut o, &r);
+        assert!(
+            o.contains("         P50 below the clock offset's uncertainty (±250.0 µs)\n"),
+            "{o}"
+        );
+        assert!(
+            o.contains("         min below the clock offset's uncertainty"),
+            "{o}"
+        );
+        assert!(o.contains("         P99     400.1 µs\n"), "{o}");
+        assert!(!o.contains(" 1 ns"), "{o}");
+    }
+
+    #[test]
     fn the_latency_count_names_what_was_not_timed() {
         assert_eq!(
             heading(&run(2500, 3000, 0, 0, 1.0)),
@@ -271,5 +325,7 @@ mod tests {
         ));
         // Nothing left out, nothing said.
         assert!(heading(&run(3000, 3000, 0, 0, 0.0)).starts_with("Latency of 3,000 messages, "));
+        // One is one message, not "1 messages".
+        assert!(heading(&run(1, 1, 0, 0, 0.0)).starts_with("Latency of 1 message, "));
     }
 }

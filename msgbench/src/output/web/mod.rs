@@ -181,6 +181,7 @@ impl Web {
             run_id: run_id.to_string(),
             ticks: VecDeque::new(),
             last: None,
+            names: ["sent", "received"],
         }
     }
 
@@ -330,9 +331,16 @@ pub struct Feed {
     ticks: VecDeque<Tick>,
     /// The last tick shown, its totals and clients, and whether it was shown as final.
     last: Option<(Tick, Totals, Vec<TimelineClient>, bool)>,
+    /// What the publishers' and subscribers' messages are ("publishes", "acknowledgements").
+    names: [&'static str; 2],
 }
 
 impl Feed {
+    /// Names the publishers' and subscribers' series, as the run counts them.
+    pub fn name_series(&mut self, names: [&'static str; 2]) {
+        self.names = names;
+    }
+
     /// Publishes `tick`, the `totals` read with it and the run's `clients`; `last` when the
     /// run has ended.
     pub fn show(&mut self, tick: &Tick, totals: &Totals, clients: &[TimelineClient], last: bool) {
@@ -368,8 +376,13 @@ impl Feed {
             "t_s": tick.t_s,
             "span_s": tick.span_s,
             "finished": last,
-            "figures": figures(tick, totals),
-            "charts": crate::report::html::live_charts(&timeline, &self.title, &self.slos),
+            "figures": figures(tick, totals, self.names),
+            "charts": crate::report::html::live_charts(
+                &timeline,
+                &self.title,
+                &self.slos,
+                Some(self.names),
+            ),
         })
     }
 }
@@ -393,12 +406,12 @@ pub(super) fn figure(
 /// The tick's figures in the order the page lists them: throughput per role, the interval's
 /// corrected latency, the schedule's stage and target, messages so far by role (delivery so
 /// far), and errors by kind so far.
-fn figures(tick: &Tick, totals: &Totals) -> Vec<Value> {
+fn figures(tick: &Tick, totals: &Totals, [pubs, subs]: [&'static str; 2]) -> Vec<Value> {
     let mut out = Vec::new();
     for role in totals.msgs.keys() {
         let (rate, word) = match role {
-            Role::Pub => (tick.sent_per_sec, "sent"),
-            Role::Sub => (tick.received_per_sec, "received"),
+            Role::Pub => (tick.sent_per_sec, pubs),
+            Role::Sub => (tick.received_per_sec, subs),
         };
         out.push(figure(
             format!("rate-{}", role.as_str()),
@@ -437,12 +450,12 @@ fn figures(tick: &Tick, totals: &Totals) -> Vec<Value> {
     }
     for (role, n) in &totals.msgs {
         let word = match role {
-            Role::Pub => "sent so far",
-            Role::Sub => "received so far",
+            Role::Pub => pubs,
+            Role::Sub => subs,
         };
         out.push(figure(
             format!("total-{}", role.as_str()),
-            format!("messages {word} ({})", role.as_str()),
+            format!("{word} so far ({})", role.as_str()),
             Some(*n as f64),
             |v| format::group(v as u64),
         ));

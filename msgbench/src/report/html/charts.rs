@@ -328,7 +328,7 @@ const PARTIAL: f64 = 0.98;
 /// its point is a ring, so that a short tail is not read as a whole interval.
 pub(super) fn throughput_timeline(r: &Input) -> Option<String> {
     let t = r.run.timeline.as_ref()?;
-    throughput_over_time(t, &r.label, &super::faults::marks(r, t))
+    throughput_over_time(t, &r.label, &super::faults::marks(r, t), r.series_names())
 }
 
 /// [`throughput_timeline`] of a timeline and its label: the report's chart of a result, and
@@ -338,7 +338,18 @@ pub(super) fn throughput_over_time(
     t: &Timeline,
     label: &str,
     faults: &[svg::XRef],
+    names: Option<[&str; 2]>,
 ) -> Option<String> {
+    // Each side is named by what it counts (a `js pub` run's replies are acknowledgements);
+    // a file from before results named them keeps the roles' and "sent"/"received".
+    let name = |role: &str| -> String {
+        match (names, role) {
+            (Some([p, _]), "pub") => p.to_string(),
+            (Some([_, s]), "sub") => s.to_string(),
+            _ => role.to_string(),
+        }
+    };
+    let [pubs, subs] = names.unwrap_or(["sent", "received"]);
     let last = t.ticks.last()?;
     let partial = (last.span_s < PARTIAL * t.interval_s).then_some(last.t_s);
     let n = t.clients.len();
@@ -373,7 +384,7 @@ pub(super) fn throughput_over_time(
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                let id = format!("{} {}", c.role, c.id);
+                let id = format!("{} {}", name(&c.role), c.id);
                 svg::Line {
                     color: PALETTE[i % PALETTE.len()],
                     dashed: (i / PALETTE.len()) % 2 == 1,
@@ -389,8 +400,8 @@ pub(super) fn throughput_over_time(
     } else {
         type Pick = fn(&Tick) -> f64;
         let totals: [(&str, Pick, &'static str); 2] = [
-            ("sent", |k| k.sent_per_sec, PALETTE[0]),
-            ("received", |k| k.received_per_sec, PALETTE[1]),
+            (pubs, |k| k.sent_per_sec, PALETTE[0]),
+            (subs, |k| k.received_per_sec, PALETTE[1]),
         ];
         totals
             .iter()
@@ -427,9 +438,10 @@ pub(super) fn throughput_over_time(
         )
     } else {
         format!(
-            "Messages per second sent and received by all {} clients of {} together, per {} \
-             interval.",
-            n,
+            "The {} and {} per second of all {} of {} together, per {} interval.",
+            esc(pubs),
+            esc(subs),
+            format::counted(n as u64, "client"),
             esc(label),
             format::secs(t.interval_s)
         )
@@ -482,9 +494,18 @@ pub(super) fn client_bars(r: &Input) -> Option<String> {
     if clients.is_empty() {
         return None;
     }
+    // Each client named by what its side counts: "publishes 0", "acknowledgements 0".
+    let names = r.series_names();
+    let name = |role: &str| -> String {
+        match (names, role) {
+            (Some([p, _]), "pub") => p.to_string(),
+            (Some([_, s]), "sub") => s.to_string(),
+            _ => role.to_string(),
+        }
+    };
     let cats: Vec<String> = clients
         .iter()
-        .map(|c| format!("{} {}", c.role, c.id))
+        .map(|c| format!("{} {}", name(&c.role), c.id))
         .collect();
     let mut roles: Vec<&str> = Vec::new();
     for c in clients {
@@ -497,7 +518,7 @@ pub(super) fn client_bars(r: &Input) -> Option<String> {
         .iter()
         .enumerate()
         .map(|(ri, role)| svg::BarSet {
-            id: (*role).to_string(),
+            id: name(role),
             color: PALETTE[ri % PALETTE.len()],
             bars: clients
                 .iter()
@@ -509,7 +530,7 @@ pub(super) fn client_bars(r: &Input) -> Option<String> {
                         label: few.then(|| format::si(c.msgs_per_sec, true)),
                         tip: format!(
                             "{} {}: {} msgs/s ({} msgs in {} s)",
-                            c.role,
+                            name(&c.role),
                             c.id,
                             format::si(c.msgs_per_sec, false),
                             format::count(c.msgs),

@@ -234,9 +234,17 @@ fn point(id: &str, p: &KneePoint, latency_ns: f64, i: usize) -> svg::Point {
             let _ = write!(tip, "), {at}; ");
             let judged = runs - void;
             if *failed == 0 {
-                let _ = write!(tip, "{judged} of {runs} runs held");
+                let _ = write!(
+                    tip,
+                    "{judged} of {} held",
+                    crate::format::counted(*runs as u64, "run")
+                );
             } else {
-                let _ = write!(tip, "{failed} of {runs} runs did not hold");
+                let _ = write!(
+                    tip,
+                    "{failed} of {} did not hold",
+                    crate::format::counted(*runs as u64, "run")
+                );
             }
             if *void > 0 {
                 let _ = write!(

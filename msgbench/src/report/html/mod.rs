@@ -134,13 +134,18 @@ pub(crate) fn plural(n: usize, what: &str) -> String {
 /// time, drawn by the report's own code from `timeline` (a result's `timeline` section) so the
 /// page and the report are one design; the latency chart draws `slos` (as `--threshold`
 /// takes them) that bound its series. None of them before the timeline has a tick.
-pub fn live_charts(timeline: &serde_json::Value, label: &str, slos: &[String]) -> Vec<String> {
+pub fn live_charts(
+    timeline: &serde_json::Value,
+    label: &str,
+    slos: &[String],
+    names: Option<[&str; 2]>,
+) -> Vec<String> {
     let Ok(t) = model::Timeline::deserialize(timeline) else {
         return Vec::new();
     };
     [
         charts::latency_over_time(&t, label, slos),
-        charts::throughput_over_time(&t, label, &[]),
+        charts::throughput_over_time(&t, label, &[], names),
     ]
     .into_iter()
     .flatten()

@@ -75,6 +75,9 @@ pub(super) struct Server {
 pub(super) struct Rates {
     pub(super) msgs_per_sec: f64,
     pub(super) clients: Option<f64>,
+    /// What the side's messages are ("publishes", "acknowledgements"); absent in files from
+    /// before it was written.
+    pub(super) counts: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -351,6 +354,25 @@ pub(super) struct Input<'a> {
 }
 
 impl<'a> Input<'a> {
+    /// What the publishers' and the subscribers' messages are, as the result names them;
+    /// none for a file from before it did.
+    pub(super) fn series_names(&self) -> Option<[&str; 2]> {
+        let named = |role: &str| self.run.by_role.get(role).and_then(|r| r.counts.as_deref());
+        match (named("pub"), named("sub")) {
+            (None, None) => None,
+            (p, s) => Some([p.unwrap_or("publishes"), s.unwrap_or("deliveries")]),
+        }
+    }
+
+    /// What `role`'s messages are, or `otherwise`.
+    pub(super) fn series_name<'s>(&'s self, role: &str, otherwise: &'s str) -> &'s str {
+        self.run
+            .by_role
+            .get(role)
+            .and_then(|r| r.counts.as_deref())
+            .unwrap_or(otherwise)
+    }
+
     pub(super) fn read(doc: &'a Doc, label: String, color: &'static str) -> Result<Self> {
         let run: Run =
             serde_json::from_value(doc.value.clone()).map_err(|e| shape_error(doc, &e))?;

@@ -239,7 +239,7 @@ fn header(o: &mut String, results: &[Input], cals: &[CalInput], caps: &[CapInput
             esc(&run.tool.version)
         );
         if let Some(runs) = &run.runs {
-            let _ = write!(o, ", {} runs", runs.n);
+            let _ = write!(o, ", {}", crate::format::counted(runs.n, "run"));
             if let Some(rep) = runs.representative {
                 let _ = write!(
                     o,

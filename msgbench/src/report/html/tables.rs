@@ -65,9 +65,21 @@ pub(super) fn summary(o: &mut String, results: &[Input]) {
     );
     for role in ["pub", "sub"] {
         if results.iter().any(|r| r.run.by_role.contains_key(role)) {
+            // Named by what the side counts (a `js pub` run's replies are acknowledgements),
+            // where every input says the same.
+            let names: Vec<&str> = results
+                .iter()
+                .filter(|r| r.run.by_role.contains_key(role))
+                .map(|r| r.series_name(role, ""))
+                .collect();
+            let label = match names.first() {
+                Some(n) if !n.is_empty() && names.iter().all(|m| m == n) => format!("{n}/s"),
+                _ => format!("msgs/s, {role} side"),
+            };
             let _ = write!(
                 o,
-                "<tr data-metric=\"{role}.msgs_per_sec\"><th scope=\"row\">msgs/s, {role} side</th>"
+                "<tr data-metric=\"{role}.msgs_per_sec\"><th scope=\"row\">{}</th>",
+                esc(&label)
             );
             for r in results {
                 match r.run.by_role.get(role) {

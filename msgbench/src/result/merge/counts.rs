@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::read::{Doc, ACCOUNTING};
 use super::MergeError;
 use crate::result::{ClientSpread, Pacing, RoleStats, RunResult};
-use crate::stats::delivery::{Delivery, PublisherDelivery};
+use crate::stats::delivery::{Delivery, PublisherDelivery, Unmeasured};
 use crate::stats::throughput::{Role, Spread, Throughput};
 
 /// Sums and the longest span of a set of throughput figures.
@@ -71,6 +71,7 @@ pub(super) fn throughput(docs: &[Doc<'_>], r: &mut RunResult) -> Result<(), Merg
                 // Over every agent's clients: the slowest of the whole run, with the losses
                 // each agent counted for its own subscribers.
                 spread: ClientSpread::of(mine()),
+                counts: crate::result::params::default_counts(role.as_str()),
             },
         );
     }
@@ -94,12 +95,33 @@ pub(super) fn delivery(docs: &[Doc<'_>]) -> Result<Delivery, MergeError> {
     let mut publishers: BTreeMap<u32, PublisherDelivery> = BTreeMap::new();
     let (mut listed, mut agents_sent) = (false, 0u64);
     let mut each = Vec::with_capacity(docs.len());
+    // A count no agent took stays null (an agent writes null for what it could not count: a
+    // publisher alone, arrivals and loss).
+    let mut counted = Unmeasured::ALL;
+    let add = |total: &mut u64, n: Option<u64>, not_counted: &mut bool| {
+        if let Some(n) = n {
+            *total += n;
+            *not_counted = false;
+        }
+    };
     for doc in docs {
         let dl = doc.need("/delivery")?;
-        agents_sent += dl.u64("/sent")?;
-        d.expected += dl.u64("/expected")?;
-        d.received += dl.u64("/received")?;
-        d.lost += dl.u64("/lost")?;
+        add(
+            &mut agents_sent,
+            dl.nullable_u64("/sent")?,
+            &mut counted.sent,
+        );
+        add(
+            &mut d.expected,
+            dl.nullable_u64("/expected")?,
+            &mut counted.expected,
+        );
+        add(
+            &mut d.received,
+            dl.nullable_u64("/received")?,
+            &mut counted.received,
+        );
+        add(&mut d.lost, dl.nullable_u64("/lost")?, &mut counted.lost);
         d.unstamped += dl.u64("/unstamped")?;
         each.push(Accounted {
             subscribers: doc.get("/by_role/sub").is_some(),
@@ -132,6 +154,8 @@ pub(super) fn delivery(docs: &[Doc<'_>]) -> Result<Delivery, MergeError> {
     } else {
         agents_sent
     };
+    counted.sent &= !listed;
+    d.unmeasured = counted;
     d.publishers = publishers.into_values().collect();
     // Only agents with subscribers account for delivery; a publisher-only agent's "exact"
     // says nothing about arrivals.
@@ -164,8 +188,11 @@ pub(super) fn pacing(
     pub_stats: Option<&RoleStats>,
 ) -> Result<Option<Pacing>, MergeError> {
     let (mut target, mut bound, mut late, mut lag, mut any) = (0.0, 0u64, 0u64, [0u64; 3], false);
+    // Null when any agent did not count its sends.
+    let mut sends = Some(0u64);
     for p in docs.iter().filter_map(|d| d.part("/pacing")) {
         any = true;
+        sends = sends.zip(p.opt_u64("/sends")?).map(|(a, b)| a + b);
         target += p.f64("/target_rate")?;
         bound = bound.max(p.u64("/late_bound_ns")?);
         late += p.u64("/late_sends")?;
@@ -175,6 +202,9 @@ pub(super) fn pacing(
     }
     Ok(any.then(|| {
         let actual = pub_stats.map(|s| s.throughput.msgs_per_sec);
-        Pacing::from_figures(target, actual, bound, late, lag)
+        Pacing {
+            sends,
+            ..Pacing::from_figures(target, actual, bound, late, lag)
+        }
     }))
 }

@@ -131,7 +131,8 @@ fn a_merged_result_follows_the_schema() {
     let mut agents = pubsub_agents();
     let mut with_latency = agent("pubsub", &ErrorCounts::default());
     let mut h = new_histogram();
-    for v in [900, 1_000, 250_000] {
+    // Two samples clamped to 1 ns: below the run's clock uncertainty (±250 ns).
+    for v in [1, 1, 900, 1_000, 250_000] {
         h.record(v).unwrap();
     }
     with_latency.latency = Some(LatencyStats::of(&h));
@@ -148,6 +149,9 @@ fn a_merged_result_follows_the_schema() {
     let merged = run("pubsub", agents);
     let v = doc(&merged);
     assert_eq!(schema_errors(&v), Vec::<String>::new());
+    let below = &v["latency"]["below_clock_uncertainty"];
+    assert_eq!(below["uncertainty_ns"], 250, "{below}");
+    assert_eq!(below["figures"], json!(["min_ns", "10"]), "{below}");
     // The agents' own documents are results too, and the section is really checked.
     assert_eq!(v["agents"]["agents"][0]["status"], "complete");
     let mut broken = v.clone();

@@ -115,9 +115,16 @@ pub fn merge(
         from_first(first, &mut r)?;
     }
     counts::throughput(&docs, &mut r)?;
+    r.name_roles();
     r.delivery = counts::delivery(&docs)?;
     r.latency = latency::merged(&docs, "latency")?;
     r.latency_uncorrected = latency::merged(&docs, "latency_uncorrected")?;
+    // Latency from one agent to another: what the clocks cannot resolve is named as such.
+    if let Some(u) = cross_agent_latency_uncertainty_ns {
+        for l in [&mut r.latency, &mut r.latency_uncorrected] {
+            *l = l.take().map(|l| l.with_clock_limit(u));
+        }
+    }
     errors(&docs, &mut r)?;
     r.pacing = counts::pacing(&docs, r.by_role.get("pub"))?;
     r.timeline = timeline::merged(&docs)?;

@@ -74,6 +74,14 @@ impl<'a> Doc<'a> {
             .transpose()
     }
 
+    /// A count that must be there but may be null (one the agent could not take).
+    pub fn nullable_u64(&self, ptr: &str) -> Result<Option<u64>, MergeError> {
+        if self.v.pointer(ptr).is_none() {
+            return Err(self.bad(ptr, "an unsigned integer or null"));
+        }
+        self.opt_u64(ptr)
+    }
+
     pub fn opt_i64(&self, ptr: &str) -> Result<Option<i64>, MergeError> {
         self.get(ptr)
             .map(|v| v.as_i64().ok_or_else(|| self.bad(ptr, "an integer")))

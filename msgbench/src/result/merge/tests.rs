@@ -360,3 +360,30 @@ fn a_missing_agent_leaves_a_partial_result_that_names_it() {
     assert!(none.by_role.is_empty() && none.latency.is_none() && none.timeline.is_none());
     assert_eq!(none.agents.unwrap().missing, vec!["x"]);
 }
+
+#[test]
+fn publishers_alone_on_every_agent_leave_arrivals_and_loss_null() {
+    // Two publisher-only agents (a `pub` on agents): each writes null for what arrived and
+    // was lost, and so does the merge, where it once summed those nulls' zeros into "lost 0".
+    let agents: Vec<AgentEntry> = ["p1", "p2"]
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let mut r = agent("pubsub", &ErrorCounts::default());
+            clients(&mut r, &[(Role::Pub, i as u32, 500, 1000)]);
+            r.delivery = Delivery {
+                sent: 500,
+                accounting: "none",
+                unmeasured: crate::stats::delivery::Unmeasured::ARRIVALS,
+                ..Delivery::default()
+            };
+            AgentEntry::complete(*name, doc(&r))
+        })
+        .collect();
+    let merged = doc(&run("pubsub", agents));
+    let d = &merged["delivery"];
+    assert_eq!(d["sent"], 1000, "{d}");
+    for field in ["expected", "received", "lost"] {
+        assert!(d[field].is_null(), "{field}: {d}");
+    }
+}

@@ -99,6 +99,7 @@ pub(super) fn start_checker<'s, 'e: 's>(
         // The loop's time zero is the clock's, so the clock knows each check's due time.
         start_at: Some(clock.start),
         late_bound: crate::scenario::pacing::PACING_LATE_BOUND,
+        lag_from: Duration::ZERO,
         flush_timeout: opts.timeout,
     };
     let conn::Conn {

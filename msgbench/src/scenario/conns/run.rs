@@ -133,6 +133,7 @@ pub fn run(
         stop.load(Ordering::Relaxed),
     );
     result.delivery.accounting = "none";
+    result.delivery.unmeasured = crate::stats::delivery::Unmeasured::ALL;
     result.conns = Some(report);
     Ok(result)
 }

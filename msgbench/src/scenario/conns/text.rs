@@ -14,8 +14,8 @@ pub(super) fn shape(p: &Params) -> String {
         format!("at {}/s", group(r as u64))
     });
     format!(
-        "{} connections {rate}, subscribing: {}, held {} s",
-        group(u64::from(p.clients)),
+        "{} {rate}, subscribing: {}, held {} s",
+        crate::format::counted(u64::from(p.clients), "connection"),
         p.subscribe.as_str(),
         p.hold_secs
     )
@@ -76,12 +76,12 @@ fn conns(o: &mut String, c: &ConnsReport) {
     if let Some(k) = &c.checks {
         let _ = writeln!(
             o,
-            "Checks: {} published, {} of {} deliveries received, {} missed by {} connection(s){}",
+            "Checks: {} published, {} of {} received, {} missed by {}{}",
             group(k.published),
             group(k.received),
-            group(k.expected),
+            crate::format::counted_as(k.expected, "delivery", "deliveries"),
             group(k.missed),
-            group(k.connections_missing),
+            crate::format::counted(k.connections_missing, "connection"),
             if k.missing_ids.is_empty() {
                 String::new()
             } else {
@@ -95,15 +95,15 @@ fn conns(o: &mut String, c: &ConnsReport) {
             if k.excused_by_fault == k.missed {
                 let _ = writeln!(
                     o,
-                    "        {} checks missed, all {why}: excused by --fault",
-                    group(k.missed)
+                    "        {} missed, all {why}: excused by --fault",
+                    crate::format::counted(k.missed, "check")
                 );
             } else {
                 let _ = writeln!(
                     o,
-                    "        {} of {} checks missed were {why}, excused by --fault; {} were not: exit status 3",
+                    "        {} of {} missed were {why}, excused by --fault; {} were not: exit status 3",
                     group(k.excused_by_fault),
-                    group(k.missed),
+                    crate::format::counted(k.missed, "check"),
                     group(k.missed - k.excused_by_fault)
                 );
             }
@@ -140,8 +140,8 @@ fn conns(o: &mut String, c: &ConnsReport) {
         if h.never_back > 0 {
             let _ = writeln!(
                 o,
-                "      {} connection(s) not back when the hold ended, {} ms after the kill: exit status 5",
-                group(h.never_back),
+                "      {} not back when the hold ended, {} ms after the kill: exit status 5",
+                crate::format::counted(h.never_back, "connection"),
                 fixed(h.hold_end_ms, 0)
             );
         }

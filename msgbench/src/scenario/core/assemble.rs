@@ -110,6 +110,7 @@ fn delivery(run: &Run<'_>, m: &Measured, sent: &[u64]) -> (Delivery, Vec<(u32, u
             Delivery {
                 sent: sent.iter().sum(),
                 accounting: "none",
+                unmeasured: crate::stats::delivery::Unmeasured::ARRIVALS,
                 ..Delivery::default()
             },
             Vec::new(),

@@ -506,6 +506,7 @@ impl<'a> Run<'a> {
                 .map(|sc| sc.share(id, opts.pubs.max(1))),
             start_at,
             late_bound: crate::scenario::pacing::PACING_LATE_BOUND,
+            lag_from: std::time::Duration::ZERO,
             flush_timeout: opts.timeout,
         }
     }

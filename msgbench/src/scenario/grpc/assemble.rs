@@ -109,6 +109,7 @@ pub(super) fn assemble(
         publishers: Vec::new(),
         missing_seqs: None,
         duplicate_seqs: None,
+        unmeasured: Default::default(),
     };
     let mut params = o.params();
     params.url = Some(service.url.clone());

@@ -168,6 +168,11 @@ pub struct TlsParams {
 }
 
 impl Describe for Params {
+    /// Its one series is the calls' requests.
+    fn role_counts(&self, _role: &str) -> &'static str {
+        "requests"
+    }
+
     /// "unary msgbench.log.v1.Log/Append; 1 client, 1 connection, 100 in flight; 20,000 per
     /// client at 5,000 req/s".
     fn shape(&self) -> String {

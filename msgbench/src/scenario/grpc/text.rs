@@ -45,8 +45,8 @@ pub(super) fn latency_heading(kind: Option<&str>, count: u64) -> String {
         _ => "call",
     };
     format!(
-        "Latency of each request ({what}), {} requests:",
-        group(count)
+        "Latency of each request ({what}), {}:",
+        crate::format::counted(count, "request")
     )
 }
 
@@ -85,19 +85,24 @@ pub(super) fn calls(g: &GrpcReport) -> String {
         if let Some(l) = l {
             let _ = writeln!(
                 o,
-                "{name}: P50 {}, P99 {}, max {} ({} calls)",
+                "{name}: P50 {}, P99 {}, max {} ({})",
                 duration_ns(l.at("50") as f64),
                 duration_ns(l.at("99") as f64),
                 duration_ns(l.max_ns as f64),
-                group(l.count)
+                crate::format::counted(l.count, "call")
             );
         }
     }
     if g.template_errors > 0 {
         let _ = writeln!(
             o,
-            "Template errors: {} messages could not be built and were skipped",
-            group(g.template_errors)
+            "Template errors: {} could not be built and {} skipped",
+            crate::format::counted(g.template_errors, "message"),
+            if g.template_errors == 1 {
+                "was"
+            } else {
+                "were"
+            }
         );
     }
     let failed = g.requests.saturating_sub(g.requests_ok);
@@ -105,9 +110,10 @@ pub(super) fn calls(g: &GrpcReport) -> String {
         let pct = 100.0 * failed as f64 / g.requests.max(1) as f64;
         let _ = writeln!(
             o,
-            "!! FAILED: {} of {} requests were not answered OK ({pct:.2}%) !!",
+            "!! FAILED: {} of {} {} not answered OK ({pct:.2}%) !!",
             group(failed),
-            group(g.requests)
+            crate::format::counted(g.requests, "request"),
+            if failed == 1 { "was" } else { "were" }
         );
     }
     o

@@ -153,8 +153,16 @@ pub struct JsConsumeArgs {
     #[arg(long, default_value_t = 1, value_parser = parse_clients)]
     pub clients: u32,
     /// Messages to consume (with --publish none: at most this many of the stream's).
-    #[arg(long, default_value = "100000", value_parser = parse_count, allow_hyphen_values = true)]
+    #[arg(long, default_value = "100000", value_parser = parse_count, allow_hyphen_values = true,
+          conflicts_with = "duration")]
     pub msgs: u64,
+    /// With --publish live and --rate: publish for this long, as `js pub --duration` does
+    /// (the messages due in it, --rate × DURATION, are published and consumed).
+    #[arg(long, value_parser = parse_duration, allow_hyphen_values = true,
+          conflicts_with = "rate_schedule")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(serialize_with = "crate::values::ser::opt_duration")]
+    pub duration: Option<Duration>,
     /// Payload size of the messages msgbench publishes (from 16 B they carry their send time).
     #[arg(long, default_value = "128", value_parser = parse_size, allow_hyphen_values = true)]
     pub size: usize,

@@ -8,10 +8,10 @@ use std::time::Instant;
 use super::consume::Owed;
 use super::{ConsumeParams, JsConsumeOptions, Source};
 use crate::engine::pull::{PullCounts, PullEnd};
+use crate::engine::request::JsAcks;
 use crate::error::ErrorCounts;
 use crate::result::{throughput_sections, ConsumeReport, JsReport, LatencyStats};
 use crate::result::{RunResult, ServerMeta};
-use crate::scenario::request::JsAcks;
 use crate::stats::acks::AckSet;
 use crate::stats::delivery::Delivery;
 use crate::stats::latency::new_histogram;
@@ -158,6 +158,7 @@ pub(super) fn assemble(run: Run<'_>, owed: Owed, pulled: Pulled, meter: &Meter) 
             publishers: Vec::new(),
             missing_seqs,
             duplicate_seqs: Some(seen.duplicate_seqs),
+            unmeasured: Default::default(),
         },
         latency: (!latency.is_empty()).then(|| LatencyStats::of(&latency)),
         // An agent given publishers alone consumed nothing to speak of.

@@ -18,9 +18,9 @@ use std::collections::BTreeMap;
 use super::explain::{self, Shape, READ_MAX};
 use super::stream::Opened;
 use crate::engine::jsapi::{Api, StreamState};
+use crate::engine::request::JsAcks;
 use crate::error::ErrorKind;
 use crate::result::{Durability, LostByPosition, RunResult};
-use crate::scenario::request::JsAcks;
 
 /// How many lost sequences the result names.
 const LOST_LISTED: usize = 10;
@@ -294,11 +294,15 @@ pub(super) fn judge(result: &mut RunResult, d: Durability) {
     // Every sequence acknowledged, late ones included (a publish counted as timed out whose
     // acknowledgement came after all).
     let acked = (result.jetstream.as_ref()).map_or(result.delivery.received, |js| js.acked);
-    let lost = d.lost.unwrap_or(0);
     let dl = &mut result.delivery;
     dl.expected = acked;
+    // A verdict that could not tell what was lost leaves what the stream holds unknown too:
+    // null, never 0.
+    let lost = d.lost.unwrap_or(0);
     dl.received = acked - lost.min(acked);
     dl.lost = lost;
+    dl.unmeasured.received |= d.lost.is_none();
+    dl.unmeasured.lost |= d.lost.is_none();
     dl.accounting = "stored";
     for p in &mut dl.publishers {
         p.lost = 0;

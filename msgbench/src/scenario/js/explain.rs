@@ -17,9 +17,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::engine::jsapi::Api;
 use crate::engine::jsframe::{SEQ_LEN, TIMED_LEN};
+use crate::engine::request::GivenUp;
 use crate::error::ErrorKind;
 use crate::result::{Cause, Explained};
-use crate::scenario::request::GivenUp;
 
 /// How many writes stored without an acknowledgement a verdict reads one by one, per stream;
 /// past it, they are told by count.

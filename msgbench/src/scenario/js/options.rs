@@ -240,6 +240,8 @@ pub struct JsConsumeOptions {
     pub clients: u32,
     /// Messages to consume (at most, with [`Source::Stream`]).
     pub msgs: u64,
+    /// `--duration`: how long the live publisher published at its rate (it set `msgs`).
+    pub duration: Option<Duration>,
     pub timeout: Duration,
     pub allow_loss: bool,
     pub server: ServerChoice,
@@ -315,11 +317,38 @@ impl JsConsumeOptions {
         let conn = ConnOptions::new(&a.conn)?;
         conn.no_fault("js consume")?;
         let server = server_choice(&a.conn)?;
-        // A schedule sets how many are published: about its mean rate over its length.
-        let msgs = match (&pace, &schedule_stop) {
-            (Pace::Open(sc), Some(_)) => sc.total().round() as u64,
+        // A schedule sets how many are published: about its mean rate over its length; a
+        // --duration at a --rate, the messages due in it (as `js pub --duration` sends).
+        let msgs = match (&pace, &schedule_stop, a.duration) {
+            (Pace::Open(sc), Some(_), _) => sc.total().round() as u64,
+            (Pace::Open(sc), None, Some(d)) => sc.due_before(d.as_nanos() as f64).ceil() as u64,
             _ => a.msgs,
         };
+        if let Some(d) = a.duration {
+            let value = humantime::format_duration(d).to_string();
+            if source != Source::Live {
+                return Err(Error::flag(
+                    "--duration",
+                    &value,
+                    "applies to --publish live (a consume of what is published first takes \
+                     --msgs)",
+                ));
+            }
+            if !pace.is_open() {
+                return Err(Error::flag(
+                    "--duration",
+                    &value,
+                    "needs --rate: a live publisher as fast as acknowledgements allow sends --msgs",
+                ));
+            }
+            if msgs == 0 {
+                return Err(Error::flag(
+                    "--duration",
+                    &value,
+                    "is shorter than one message at --rate",
+                ));
+            }
+        }
         let publish = (source != Source::Stream).then(|| {
             // Open loop sends on schedule; the window then only bounds memory.
             let window = if pace.is_open() {
@@ -332,7 +361,7 @@ impl JsConsumeOptions {
                 1,
                 window,
                 pace,
-                schedule_stop.unwrap_or(Stop::Count(a.msgs)),
+                schedule_stop.unwrap_or(Stop::Count(msgs)),
                 a.size,
                 &a.target.subject,
                 a.timeout,
@@ -355,6 +384,7 @@ impl JsConsumeOptions {
             source,
             clients: a.clients,
             msgs,
+            duration: a.duration,
             timeout: a.timeout,
             allow_loss: a.allow_loss,
             server,

@@ -130,10 +130,21 @@ impl Describe for JsPubParams {
             "Acks"
         }
     }
+    fn role_counts(&self, role: &str) -> &'static str {
+        if role == "pub" {
+            "publishes"
+        } else {
+            "acknowledgements"
+        }
+    }
     fn latency_heading(&self, count: u64, _untimed: &str) -> Option<(String, &'static str)> {
+        let one = count == 1;
         let what = match self.mode {
+            JsPubMode::Batch if one => "batch (first message to the commit's PubAck)",
             JsPubMode::Batch => "batches (first message to the commit's PubAck)",
+            JsPubMode::Sync | JsPubMode::Async if one => "publish",
             JsPubMode::Sync | JsPubMode::Async => "publishes",
+            JsPubMode::Fast if one => "message (to the flow ack that covers it)",
             JsPubMode::Fast => "messages (each to the flow ack that covers it)",
         };
         let ack = if self.mode == JsPubMode::Fast {
@@ -237,17 +248,31 @@ impl Describe for KvParams {
             (None, _) => "Values",
         }
     }
+    fn role_counts(&self, role: &str) -> &'static str {
+        match (&self.put, role) {
+            (Some(_), "pub") => "puts",
+            (Some(_), _) => "acknowledgements",
+            (None, "pub") => "gets",
+            (None, _) => "values",
+        }
+    }
     fn client_names(&self, _role: &str) -> (&'static str, &'static str) {
         ("clients", "client")
     }
     fn latency_heading(&self, count: u64, _untimed: &str) -> Option<(String, &'static str)> {
         Some(match self.put {
             Some(_) => (
-                format!("Latency from publish to PubAck, {} puts:", group(count)),
+                format!(
+                    "Latency from publish to PubAck, {}:",
+                    crate::format::counted(count, "put")
+                ),
                 "ack",
             ),
             None => (
-                format!("Latency of each get, {} gets:", group(count)),
+                format!(
+                    "Latency of each get, {}:",
+                    crate::format::counted(count, "get")
+                ),
                 "get",
             ),
         })
@@ -279,6 +304,9 @@ pub struct ConsumeParams {
     pub rate_schedule: Option<String>,
     /// Messages to consume (at most, with `--publish none`).
     pub msgs: u64,
+    /// `--duration`: how long the live publisher published at its rate (it set `msgs`);
+    /// null without one.
+    pub duration_secs: Option<f64>,
     /// The size of the messages msgbench publishes; null when it publishes none.
     pub size: Option<usize>,
     /// The stream's subjects, comma separated.
@@ -304,6 +332,7 @@ impl ConsumeParams {
             rate: o.publish.as_ref().map_or(0.0, |p| p.pace.target_rate()),
             rate_schedule: o.schedule().map(ToString::to_string),
             msgs: o.msgs,
+            duration_secs: o.duration.map(|d| d.as_secs_f64()),
             size: o.publish.as_ref().map(|p| p.size),
             subject: o.stream.subjects.join(","),
             stream: o.stream.clone(),
@@ -325,8 +354,12 @@ impl Describe for ConsumeParams {
                 self.rate_schedule.as_deref().unwrap_or_default()
             ),
             Source::Live if self.rate > 0.0 => format!(
-                "{size} B messages published live at {} msgs/s",
-                group(self.rate.round() as u64)
+                "{size} B messages published live at {} msgs/s{}",
+                group(self.rate.round() as u64),
+                self.duration_secs.map_or(String::new(), |d| format!(
+                    " for {} s",
+                    crate::format::sig(d, 3, true)
+                ))
             ),
             Source::Live => format!("{size} B messages published live"),
             Source::Stream => "the stream's messages".into(),
@@ -336,11 +369,11 @@ impl Describe for ConsumeParams {
             a => format!("{} acks", a.as_str()),
         };
         format!(
-            "{} mode, {acks}, batch {}; {}; {source}; {} messages",
+            "{} mode, {acks}, batch {}; {}; {source}; {}",
             self.mode.as_str(),
             group(self.batch),
             counted(u64::from(self.subs), "consumer"),
-            group(self.msgs)
+            counted(self.msgs, "message")
         )
     }
     fn title(&self) -> &'static str {
@@ -363,9 +396,8 @@ impl Describe for ConsumeParams {
     fn latency_heading(&self, count: u64, _untimed: &str) -> Option<(String, &'static str)> {
         Some((
             format!(
-                "Latency from publish to consume (send time carried in the payload), {} \
-                 messages:",
-                group(count)
+                "Latency from publish to consume (send time carried in the payload), {}:",
+                crate::format::counted(count, "message")
             ),
             "end to end",
         ))

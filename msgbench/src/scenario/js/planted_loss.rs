@@ -11,8 +11,8 @@ use super::durability;
 use super::stream::open_streams;
 use crate::engine::conn::{connect_for_check, Dialing};
 use crate::engine::jsapi::{Api, Setup, StreamConfig};
+use crate::engine::request::JsAcks;
 use crate::result::{LostByPosition, RunResult, ServerMeta};
-use crate::scenario::request::JsAcks;
 use crate::server::{find_binary, EmbeddedServer, Start};
 use crate::stats::acks::AckSet;
 

@@ -25,9 +25,15 @@ const MESSAGES_LISTED: usize = 10;
 /// How often the replicas are read again while one is behind.
 const POLL: Duration = Duration::from_millis(200);
 
+/// The least each wait here is given (the replicas' states to settle, each copy's read with
+/// its leadership's move), whatever `--timeout` says: a leadership that does not move at once
+/// waits out a raft election, 4 to 9 s on nats-server, and a saturated host can need a second
+/// one. With the 5 s default, a busy 2-core machine left copies unread (issue 42).
+const WAIT_AT_LEAST: Duration = Duration::from_secs(20);
+
 /// Reads every replica of `streams` (name and replica count) on the target's nodes back, waiting
-/// up to `bound` for their states to agree with their leader's, then reads each copy message by
-/// message through `api` (within `bound` again), and records what was read and where they
+/// up to `bound` (at least [`WAIT_AT_LEAST`]) for their states to agree with their leader's, then
+/// reads each copy message by message through `api` (within that again), and records what was read and where they
 /// disagree in `d`.
 pub(super) fn read_back(
     target: &Target,
@@ -56,6 +62,7 @@ pub(super) fn read_back(
         return;
     }
     let nodes: Vec<&EmbeddedServer> = std::iter::once(first).chain(&target.peers).collect();
+    let bound = bound.max(WAIT_AT_LEAST);
     let deadline = Instant::now() + bound;
     loop {
         let jsz: Vec<Option<Value>> = (nodes.iter())
@@ -239,7 +246,7 @@ impl ReadCopy for ByLeadership<'_> {
 /// Reads each copy in `copies` (one stream's, their states read) message by message: the
 /// leader's kept as one digest per sequence, each other one compared with it as it is read.
 /// Every copy read gets `messages_compared`, every other one `not_read`; the first messages
-/// that differ go to `out`. Returns how many differ in all. Each copy's read, moving the
+/// that differ, by sequence, go to `out`. Returns how many differ in all. Each copy's read, moving the
 /// leadership to it included, has `bound` (the run's --timeout).
 fn compare_messages(
     reader: &mut dyn ReadCopy,
@@ -264,8 +271,9 @@ fn compare_messages(
     let why_not = |why: String, deadline: Instant| {
         if Instant::now() >= deadline {
             format!(
-                "not read within --timeout ({}): {why}",
-                crate::format::duration_ns(bound.as_nanos() as f64)
+                "not read within {} (--timeout, and at least {}): {why}",
+                crate::format::duration_ns(bound.as_nanos() as f64),
+                humantime::format_duration(WAIT_AT_LEAST)
             )
         } else {
             why
@@ -293,12 +301,15 @@ fn compare_messages(
         }
     }
     let mut count = 0;
-    let mut listed = 0;
-    for r in copies.iter_mut().filter(|r| !r.leader) {
+    // Each copy's lowest differing sequences, then the lowest of all of them: replies to a
+    // read come in any order, so "the first ten" is by sequence (and by node for one
+    // sequence), never by arrival, and two reads of the same copies name the same ten.
+    let mut named: Vec<(u64, usize, Differs)> = Vec::new();
+    for (i, r) in copies.iter_mut().enumerate().filter(|(_, r)| !r.leader) {
         if r.last_seq.is_none() {
             continue; // already says why: its node did not answer
         }
-        let mut found = Vec::new();
+        let mut lowest = Lowest::default();
         let mut differ = 0u64;
         let deadline = Instant::now() + bound;
         let read = reader.read(stream, &r.node, (first, last), deadline, &mut |seq, d| {
@@ -308,36 +319,62 @@ fn compare_messages(
                 .flatten();
             if let Some(what) = Differs::between(ours, d) {
                 differ += 1;
-                if listed + found.len() < MESSAGES_LISTED {
-                    found.push((seq, what));
-                }
+                lowest.offer(seq, what);
             }
         });
         match read {
             Ok(held) => {
                 r.messages_compared = Some(held);
                 count += differ;
-                listed += found.len();
-                out.extend(found.into_iter().map(|(seq, what)| Divergence {
-                    stream: stream.to_string(),
-                    node: r.node.clone(),
-                    leader: leader.clone(),
-                    what: what.as_str(),
-                    seq: Some(seq),
-                    leader_value: None,
-                    node_value: None,
-                }));
+                named.extend(lowest.0.into_iter().map(|(seq, what)| (seq, i, what)));
             }
             // What a copy read in part showed is not counted: it may have come from another node.
             Err(why) => r.not_read = Some(why_not(why, deadline)),
         }
     }
+    named.sort_by_key(|&(seq, i, _)| (seq, i));
+    out.extend(
+        (named.into_iter().take(MESSAGES_LISTED)).map(|(seq, i, what)| Divergence {
+            stream: stream.to_string(),
+            node: copies[i].node.clone(),
+            leader: leader.clone(),
+            what: what.as_str(),
+            seq: Some(seq),
+            leader_value: None,
+            node_value: None,
+        }),
+    );
     count
+}
+
+/// The [`MESSAGES_LISTED`] lowest sequences offered, in order, whatever order they came in.
+#[derive(Default)]
+struct Lowest(Vec<(u64, Differs)>);
+
+impl Lowest {
+    fn offer(&mut self, seq: u64, what: Differs) {
+        if self.0.len() == MESSAGES_LISTED && self.0.last().is_some_and(|&(top, _)| seq >= top) {
+            return;
+        }
+        let at = self.0.partition_point(|&(s, _)| s < seq);
+        self.0.insert(at, (seq, what));
+        self.0.truncate(MESSAGES_LISTED);
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_lowest_ten_are_kept_in_order_whatever_order_they_come_in() {
+        let mut l = Lowest::default();
+        for seq in [15, 3, 40, 1, 22, 9, 8, 30, 2, 11, 7, 100, 5, 4] {
+            l.offer(seq, Differs::Payload);
+        }
+        let seqs: Vec<u64> = l.0.iter().map(|&(s, _)| s).collect();
+        assert_eq!(seqs, [1, 2, 3, 4, 5, 7, 8, 9, 11, 15]);
+    }
 
     fn copy(node: usize, leader: bool, first: u64, last: u64) -> ReplicaState {
         ReplicaState {
@@ -480,7 +517,16 @@ mod planted {
                 return Err("down".into());
             };
             build(&mut self.conn, subjects, payloads, deleted);
-            (self.api.read_copy(stream, first, last, deadline, each)).map_err(|e| e.to_string())
+            // Handed on last first: replies to a real read come in any order, and what is
+            // named must not depend on it.
+            let mut got = Vec::new();
+            let held = (self
+                .api
+                .read_copy(stream, first, last, deadline, |s, d| got.push((s, d))))
+            .map_err(|e| e.to_string())?;
+            got.sort_by_key(|&(s, _)| std::cmp::Reverse(s));
+            got.into_iter().for_each(|(s, d)| each(s, d));
+            Ok(held)
         }
     }
 
@@ -544,14 +590,19 @@ mod planted {
         let named: Vec<(&str, u64, &str)> = (out.iter())
             .map(|d| (d.node.as_str(), d.seq.unwrap(), d.what))
             .collect();
-        // The first ten, in the order read: msgbench-1's four, then msgbench-2's first six.
-        let mut expected = vec![
+        // The first ten by sequence (by node within one), though each copy came last first.
+        let expected = [
+            ("msgbench-2", 1, "payload"),
+            ("msgbench-2", 2, "payload"),
             ("msgbench-1", 3, "payload"),
+            ("msgbench-2", 3, "payload"),
+            ("msgbench-2", 4, "payload"),
             ("msgbench-1", 5, "subject"),
+            ("msgbench-2", 5, "payload"),
+            ("msgbench-2", 6, "payload"),
             ("msgbench-1", 7, "missing"),
-            ("msgbench-1", 13, "extra"),
+            ("msgbench-2", 7, "payload"),
         ];
-        expected.extend((1..=6).map(|s| ("msgbench-2", s, "payload")));
         assert_eq!(named, expected);
         assert!(out.iter().all(|d| d.leader == "msgbench-0"
             && d.stream == STREAM

@@ -7,11 +7,12 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use crate::engine::jsapi::{self, Api, StreamConfig, StreamState};
+use crate::engine::request::JsAcks;
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::conn::ConnOptions;
 use crate::result::{JsReport, RunResult, StreamReport};
+use crate::scenario::request;
 use crate::scenario::request::RequestOptions;
-use crate::scenario::request::{self, JsAcks};
 use crate::scenario::Share;
 use crate::server::Target;
 use crate::stats::acks::{hex, range_fingerprint, sum_hex};

@@ -381,18 +381,19 @@ pub(super) fn jetstream(o: &mut String, r: &RunResult, consuming: bool) {
     if js.deduplicated > 0 {
         let _ = writeln!(
             o,
-            "Deduplicated: {} publishes carried a message id the stream already had, and were \
-             not stored again",
-            group(js.deduplicated)
+            "Deduplicated: {} carried a message id the stream already had, and {} not stored \
+             again",
+            crate::format::counted_as(js.deduplicated, "publish", "publishes"),
+            if js.deduplicated == 1 { "was" } else { "were" }
         );
     }
     if js.repeated_acks > 0 {
         let _ = writeln!(
             o,
-            "Repeated: {} acknowledgements came again to a publish already answered, for the \
+            "Repeated: {} came again to a publish already answered, for the \
              sequence it was given (seen around a change of stream leader); counted, not a \
              failure",
-            group(js.repeated_acks)
+            crate::format::counted(js.repeated_acks, "acknowledgement")
         );
     }
     reconciliation(o, r, js, consuming);
@@ -407,10 +408,10 @@ fn reconciliation(o: &mut String, r: &RunResult, js: &crate::result::JsReport, c
         let _ = match r.agents.as_ref() {
             Some(a) => writeln!(
                 o,
-                "{name} across {} agents: every stored message was acknowledged exactly once \
+                "{name} across {}: every stored message was acknowledged exactly once \
                  (their acknowledged sequences, added up by count and fingerprint, are the stored \
                  ones)",
-                a.agents.len()
+                crate::format::counted(a.agents.len() as u64, "agent")
             ),
             None => writeln!(
                 o,
@@ -516,7 +517,10 @@ pub(super) fn consumer(o: &mut String, r: &RunResult) {
     };
     if c.reconciled {
         let across = r.agents.as_ref().map_or_else(String::new, |a| {
-            format!(" across {} agents", a.agents.len())
+            format!(
+                " across {}",
+                crate::format::counted(a.agents.len() as u64, "agent")
+            )
         });
         let _ = writeln!(
             o,

@@ -103,6 +103,7 @@ fn delivery(sent: u64, sub: Option<(&Received<'_>, ClientRun)>) -> Delivery {
                 duplicated: 0,
                 reordered: 0,
             }],
+            unmeasured: crate::stats::delivery::Unmeasured::ARRIVALS,
             ..Delivery::default()
         };
     };
@@ -127,6 +128,7 @@ fn delivery(sent: u64, sub: Option<(&Received<'_>, ClientRun)>) -> Delivery {
         }],
         missing_seqs: None,
         duplicate_seqs: None,
+        unmeasured: Default::default(),
     }
 }
 

@@ -143,7 +143,14 @@ pub struct Params {
     pub connection: ConnParams,
     /// The subscriber used a server of its own (`--server-b`).
     pub separate_servers: bool,
-    pub busy_poll: bool,
+    /// Whether the subscriber polled its socket; null where this result did not decide it (a
+    /// merged result of agents: each agent's own result says).
+    pub busy_poll: Option<bool>,
+    /// Why: the flag, the rate, or what `auto` saw of the CPU.
+    pub busy_poll_why: String,
+    /// What `--busy-poll auto` measured of the machine's CPU before it chose; null where it
+    /// measured nothing.
+    pub cpu_free: Option<crate::engine::cpu::Free>,
     pub timeout_secs: f64,
     pub allow_loss: bool,
 }
@@ -172,9 +179,9 @@ impl Describe for Params {
         // Publisher and subscriber on different agents: no send time crosses hosts.
         Some((
             format!(
-                "Latency of {} messages{untimed}, from intended send (corrected; uncorrected \
+                "Latency of {}{untimed}, from intended send (corrected; uncorrected \
                  needs the send time, which stays on the publisher's agent):",
-                crate::format::group(count)
+                crate::format::counted(count, "message")
             ),
             "corrected",
         ))
@@ -186,5 +193,19 @@ impl Describe for Params {
 
     fn ping_interval_secs(&self) -> Option<f64> {
         Some(self.connection.ping_interval_secs)
+    }
+
+    // How the subscriber waited is part of what its latency means: say it, and why.
+    fn account(&self, o: &mut String, r: &RunResult, delivery: &dyn Fn(&mut String)) {
+        let _ = r;
+        delivery(o);
+        if let Some(on) = self.busy_poll {
+            let how = if on {
+                "polled its socket"
+            } else {
+                "slept between messages"
+            };
+            o.push_str(&format!("Subscriber: {how} ({})\n", self.busy_poll_why));
+        }
     }
 }

@@ -16,8 +16,9 @@ use std::thread::{Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::assemble;
-use super::options::LatencyOptions;
+use super::options::{LatencyOptions, Polling};
 use crate::engine::conn::{self, Conn, ConnectSpec, Flow, Reader};
+use crate::engine::cpu;
 use crate::engine::load::{
     self, Frame, PubOutcome, PubSpec, Recorder, Recovering, StampKind, SubControl, SubOutcome,
     SubSpec, UNKNOWN,
@@ -44,6 +45,11 @@ const PROBE: u64 = u64::MAX;
 /// Round trips measured per server before the run.
 const RTT_SAMPLES: usize = 5;
 
+/// The publisher's read side hands nothing over (PONGs, and PINGs to answer): it wakes once a
+/// second for its keepalives rather than every `load::TICK`, so that on a busy machine it
+/// takes no turn from the threads the latency goes through.
+const PUB_READER_TICK: Duration = Duration::from_secs(1);
+
 /// Runs the latency scenario.
 ///
 /// # Errors
@@ -59,7 +65,11 @@ pub fn run(
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let errors = Arc::new(ErrorCounts::default());
     meter.watch_errors(&errors);
+    // `--busy-poll auto` watches the CPUs while the clients connect, then decides.
+    let has_sub = share.is_none_or(|sh| sh.seg.subs > 0);
+    let window = (has_sub && opts.busy_poll == Polling::Measure).then(cpu::Window::open);
     let clients = connect(opts, target_a, target_b, share, &errors)?;
+    let polling = opts.busy_poll.choose(window, has_sub);
     let mut interval_log = match &opts.hist {
         Some(prefix) => Some(IntervalLog::create(
             &with_suffix(prefix, "hlog"),
@@ -67,7 +77,8 @@ pub fn run(
         )?),
         None => None,
     };
-    let run = Run::new(opts, target_a, meter, stop, share, &clients)?;
+    let run =
+        Run::new(opts, target_a, meter, stop, share, &clients)?.polling(polling.on == Some(true));
     let Clients {
         pub_conn,
         sub_conn,
@@ -85,7 +96,7 @@ pub fn run(
     let base = RunResult::new(
         "latency",
         started_at,
-        opts.params(),
+        opts.params_with(polling),
         ServerMeta::new(&info, &url, target_a.local),
         &errors,
         stop.load(Ordering::Relaxed),
@@ -194,6 +205,8 @@ pub(super) struct Run<'a> {
     pub(super) no_fault: AtomicU64,
     /// The server's URL, for errors about it.
     pub(super) url: String,
+    /// The subscriber polls its socket instead of sleeping.
+    busy_poll: bool,
 }
 
 /// The subscriber's thread and the connection it reads.
@@ -265,11 +278,18 @@ impl<'a> Run<'a> {
             injector: Injector::new(opts.conn.fault, target_a)?,
             no_fault: AtomicU64::new(crate::scenario::fault::NOT_YET),
             url: clients.server.1.to_string(),
+            busy_poll: false,
             opts,
             meter,
             stop,
             share,
         })
+    }
+
+    /// Has the subscriber poll its socket.
+    fn polling(mut self, on: bool) -> Self {
+        self.busy_poll = on;
+        self
     }
 
     /// The subscription in place and confirmed, the interest known to reach the publisher's
@@ -310,7 +330,7 @@ impl<'a> Run<'a> {
             });
         };
         let reader_shared = shared.clone();
-        s.spawn(move || reader.run(&reader_shared, load::TICK, |_| Flow::Continue));
+        s.spawn(move || reader.run(&reader_shared, PUB_READER_TICK, |_| Flow::Continue));
         if self.across && sub.is_some() {
             if let Err(why) = self.probe_until_interest(&shared) {
                 shared.close();
@@ -360,7 +380,7 @@ impl<'a> Run<'a> {
         let Conn {
             mut reader, shared, ..
         } = conn;
-        if self.opts.busy_poll {
+        if self.busy_poll {
             // Long enough to bridge the gap between messages at the rates where it is on.
             reader.set_busy_poll(Some(Duration::from_millis(2)));
         }
@@ -475,6 +495,8 @@ impl<'a> Run<'a> {
             flush_timeout: self.opts.timeout,
             start_at: Some(zero),
             late_bound: self.opts.late_bound,
+            // The send lag covers the messages latency times: those due after the warm-up.
+            lag_from: self.opts.warmup,
         };
         let pub_out = load::publish(
             &shared,

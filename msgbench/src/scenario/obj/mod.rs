@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::{Ctx, Runnable, Scenario, Split};
 use crate::cli::Storage;
 use crate::error::Result;
-use crate::format::{counted, group, ibytes};
+use crate::format::{counted, ibytes};
 use crate::options::conn::ConnParams;
 use crate::result::{Describe, RunResult};
 
@@ -133,15 +133,20 @@ impl ObjParams {
 }
 
 impl Describe for ObjParams {
+    /// Objects move as chunks: a put's publishes, a get's deliveries.
+    fn role_counts(&self, _role: &str) -> &'static str {
+        "chunks"
+    }
+
     fn shape(&self) -> String {
         let objects = match (self.size, self.chunk_size) {
             (Some(size), Some(chunk)) => format!(
-                "{} objects of {} in {} chunks",
-                group(self.objects),
+                "{} of {} in {} chunks",
+                counted(self.objects, "object"),
                 ibytes(size as f64),
                 ibytes(chunk as f64)
             ),
-            _ => format!("{} objects", group(self.objects)),
+            _ => counted(self.objects, "object"),
         };
         format!(
             "bucket {}; {objects}; {}",
@@ -164,7 +169,10 @@ impl Describe for ObjParams {
             None => "each object get, from its metadata's lookup to its last chunk",
         };
         Some((
-            format!("Latency of {what}, {} objects:", group(count)),
+            format!(
+                "Latency of {what}, {}:",
+                crate::format::counted(count, "object")
+            ),
             "object",
         ))
     }

@@ -82,11 +82,11 @@ impl ObjReport {
         };
         let _ = writeln!(
             o,
-            "Objects: {} of {} {done} whole ({} in {} chunks): {rates}",
+            "Objects: {} of {} {done} whole ({} in {}): {rates}",
             group(self.completed),
             group(self.objects),
             ibytes(self.bytes as f64),
-            group(self.chunks),
+            crate::format::counted(self.chunks, "chunk"),
         );
         if let Some(c) = &self.chunk_latency {
             let what = if self.put() {
@@ -96,8 +96,8 @@ impl ObjReport {
             };
             let _ = writeln!(
                 o,
-                "Latency of each chunk, {what}, {} chunks:",
-                group(c.count)
+                "Latency of each chunk, {what}, {}:",
+                crate::format::counted(c.count, "chunk")
             );
             let _ = writeln!(o, "  {:>10} {:>12}", "percentile", "chunk");
             for (key, v) in &c.percentiles_ns.0 {
@@ -115,15 +115,20 @@ impl ObjReport {
             if bad == 0 {
                 let _ = writeln!(
                     o,
-                    "Digests: all {} objects read match their metadata (SHA-256, size, chunks)",
-                    group(read)
+                    "Digests: {} read {} their metadata (SHA-256, size, chunks)",
+                    match read {
+                        1 => "the 1 object".to_string(),
+                        n => format!("all {} objects", group(n)),
+                    },
+                    if read == 1 { "matches" } else { "match" }
                 );
             } else {
                 let _ = writeln!(
                     o,
-                    "DIGEST MISMATCH: {} of {} objects read differ from their metadata: {}",
+                    "DIGEST MISMATCH: {} of {} read {} from their metadata: {}",
                     group(bad),
-                    group(read),
+                    crate::format::counted(read, "object"),
+                    if bad == 1 { "differs" } else { "differ" },
                     listed(&self.mismatched_names, bad)
                 );
             }
@@ -131,8 +136,9 @@ impl ObjReport {
         if let Some(n) = self.missing.filter(|n| *n > 0) {
             let _ = writeln!(
                 o,
-                "MISSING: {} objects are not in bucket {}: {}",
-                group(n),
+                "MISSING: {} {} not in bucket {}: {}",
+                crate::format::counted(n, "object"),
+                if n == 1 { "is" } else { "are" },
                 self.bucket,
                 listed(&self.missing_names, n)
             );
@@ -140,8 +146,9 @@ impl ObjReport {
         if self.failed > 0 {
             let _ = writeln!(
                 o,
-                "FAILED: {} objects were not {done} whole: {}",
-                group(self.failed),
+                "FAILED: {} {} not {done} whole: {}",
+                crate::format::counted(self.failed, "object"),
+                if self.failed == 1 { "was" } else { "were" },
                 listed(&self.failed_names, self.failed)
             );
         }
@@ -263,6 +270,7 @@ pub(super) fn assemble(o: &ObjOptions, outs: Vec<ClientOut>, done: Done<'_>) -> 
         )
     };
     result.delivery.accounting = "none";
+    result.delivery.unmeasured = crate::stats::delivery::Unmeasured::ALL;
     result.own.put(r);
     result
 }

@@ -2,11 +2,11 @@
 //! here touches a connection; every figure comes from the requesters' own counts, windows and
 //! reply logs, and the run's settings ([`Run`]).
 
-use super::given_up;
-use super::requester::Replies;
-use super::run::{JsAcks, Run};
+use super::run::Run;
 use crate::engine::load::{PubOutcome, Window};
 use crate::engine::pace::{Pace, Stop};
+use crate::engine::request::requester::Replies;
+use crate::engine::request::{given_up_of, JsAcks};
 use crate::error::{ErrorCounts, ErrorKind};
 use crate::result::{throughput_sections, LatencyStats, RunResult, ScheduleReport};
 use crate::stats::acks::AckSet;
@@ -130,6 +130,7 @@ fn delivery(pub_outs: &[PubOutcome], replies: &[Replies<'_>]) -> Delivery {
             .collect(),
         missing_seqs: None,
         duplicate_seqs: None,
+        unmeasured: Default::default(),
     }
 }
 
@@ -174,7 +175,7 @@ fn js_acks(run: &Run<'_>, replies: &[Replies<'_>]) -> Option<Vec<JsAcks>> {
             js.repeated_acks += r.repeated_acks;
             js.deduplicated += r.deduplicated;
             if let Some(zero) = run.epoch.get() {
-                let mine = given_up::of(&run.windows[i], r, &run.send_times[i], *zero);
+                let mine = given_up_of(&run.windows[i], r, &run.send_times[i], *zero);
                 js.given_up.extend(mine.into_iter().map(|g| (run.g(i), g)));
             }
             if let Some(set) = &r.acks {

@@ -16,18 +16,14 @@ use crate::scenario::{Common, Compared, Ctx, Runnable, Scenario, Split};
 mod args;
 mod assemble;
 mod connect;
-mod fast;
-mod given_up;
 mod options;
 mod reply;
-mod requester;
 mod run;
 
 pub use args::{ReplyArgs, RequestArgs};
-pub use given_up::GivenUp;
 pub use options::{ReplyOptions, RequestOptions};
 pub use reply::run_reply;
-pub use run::{run_request, run_requests, JsAcks};
+pub use run::{run_request, run_requests};
 
 /// `msgbench request`.
 pub struct Request;
@@ -189,6 +185,14 @@ impl Describe for Params {
         }
     }
 
+    fn role_counts(&self, role: &str) -> &'static str {
+        if role == "pub" {
+            "requests"
+        } else {
+            "replies"
+        }
+    }
+
     fn client_names(&self, _role: &str) -> (&'static str, &'static str) {
         ("requesters", "requester")
     }
@@ -226,6 +230,14 @@ impl Describe for ReplyParams {
 
     fn title(&self) -> &'static str {
         "NATS reply service stats"
+    }
+
+    fn role_counts(&self, role: &str) -> &'static str {
+        if role == "pub" {
+            "replies"
+        } else {
+            "requests"
+        }
     }
 
     fn ping_interval_secs(&self) -> Option<f64> {

@@ -103,6 +103,7 @@ pub fn run_reply(
         delivery: Delivery {
             received: served.load(Ordering::Relaxed),
             accounting: "none",
+            unmeasured: crate::stats::delivery::Unmeasured::SENT_AND_LOSS,
             ..Delivery::default()
         },
         ..RunResult::new(

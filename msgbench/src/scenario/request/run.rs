@@ -22,20 +22,22 @@ use std::time::{Instant, SystemTime};
 
 use super::assemble;
 use super::connect::{connect, mine, subscribe, Clients};
-use super::fast::{fast_loop, FastSpec};
 use super::options::RequestOptions;
-use super::requester::{abandon_if_relinked, closed_loop, new_replies, on_reply, Replies, Shape};
 use crate::engine::conn::{self, Conn, Event, Flow, Reader};
 use crate::engine::jsfast::{FastFlow, FastFrame};
 use crate::engine::jsframe::JsFrame;
 use crate::engine::load::{self, Frame, PubOutcome, PubSpec, RespondSpec, StampKind, Window};
 use crate::engine::pace::Pace;
+use crate::engine::request::fast::{fast_loop, FastSpec};
+use crate::engine::request::requester::{
+    abandon_if_relinked, closed_loop, new_replies, on_reply, Replies, Shape,
+};
+use crate::engine::request::JsAcks;
 use crate::error::{Error, ErrorCounts, Result};
 use crate::result::{RunResult, ServerMeta};
 use crate::scenario::fault::Injector;
 use crate::scenario::segment::Share;
 use crate::server::Target;
-use crate::stats::acks::AckSet;
 use crate::stats::latency::SendTimes;
 use crate::stats::schedule::PubSchedule;
 use crate::stats::stages::StageTotals;
@@ -59,20 +61,6 @@ pub fn run_request(
     share: Option<Share<'_>>,
 ) -> Result<RunResult> {
     run_requests(opts, target, meter, stop, share).map(|(result, _)| result)
-}
-
-/// For one stream of a JetStream run (`opts.js_bases`): every sequence acknowledged to its
-/// publishers, how many acknowledgements were for a sequence already acknowledged, and how many
-/// the server marked as duplicates of a stored message id.
-#[derive(Debug, Clone)]
-pub struct JsAcks {
-    pub acked: AckSet,
-    pub duplicate_acks: u64,
-    /// Acknowledgements repeated to a publish already answered: counted, not a failure.
-    pub repeated_acks: u64,
-    pub deduplicated: u64,
-    /// Its publishers' publishes given up on, and the publishers' global ids.
-    pub given_up: Vec<(u32, super::GivenUp)>,
 }
 
 /// [`run_request`], also returning the acknowledged stream sequences when requests are
@@ -356,7 +344,10 @@ impl<'a> Run<'a> {
     /// Waits for the PONG after each SUB in `serving` and `more`; on a missing one, closes
     /// them all.
     fn confirmed(&self, serving: &Serving<'_>, more: &[(Arc<conn::Shared>, u64)]) -> Result<()> {
-        let timeout = self.opts.timeout;
+        // Confirming a subscription is setting up, like the handshake: it gets
+        // --connect-timeout at least. --timeout is how long a request waits for its reply, and
+        // may be set to milliseconds that a busy host takes to answer a PING (issue 42).
+        let timeout = self.opts.timeout.max(self.opts.conn.dial.connect_timeout);
         if (serving.tickets.iter().chain(more)).any(|(sh, t)| !sh.wait_pong(*t, timeout)) {
             serving.abort(more);
             return Err(Error::Connect {
@@ -487,6 +478,7 @@ impl<'a> Run<'a> {
                 flush_timeout: self.opts.timeout,
                 start_at: Some(zero),
                 late_bound: crate::scenario::pacing::PACING_LATE_BOUND,
+                lag_from: std::time::Duration::ZERO,
             };
             let (window, times, progress) = (
                 &self.windows[i],

@@ -406,8 +406,9 @@ fn mean(v: &[f64]) -> f64 {
 }
 
 /// The newest `window` runs against the runs since the last change point before them. A change
-/// point inside the window makes the segment before it the baseline, so a step two runs ago is
-/// judged against the level it left, not against itself.
+/// point at the window's start or one run before it makes the segment before it the baseline
+/// and opens the window at it, so a step two runs ago is judged against the level it left, not
+/// against itself, and no run falls between the two sides.
 fn window_test(series: &[f64], changes: &[ChangePoint], s: &Settings) -> Option<WindowTest> {
     let n = series.len();
     let w = s.window.max(1);
@@ -420,12 +421,14 @@ fn window_test(series: &[f64], changes: &[ChangePoint], s: &Settings) -> Option<
         .map(|c| c.end)
         .filter(|&i| i <= start)
         .collect();
-    let base_start = before.last().copied().unwrap_or(0);
-    // A change point at the window's start leaves no baseline after it: use the segment before.
-    let (base_start, base_end) = if start - base_start < 2 {
-        (before.iter().rev().nth(1).copied().unwrap_or(0), base_start)
+    let last = before.last().copied().unwrap_or(0);
+    // A change point at the window's start, or one run before it, leaves no baseline after
+    // it: the baseline is the segment before it, and the window opens at it, so that no run
+    // is left out of both sides (the first run at the new level would be the one missed).
+    let (start, base_start, base_end) = if start - last < 2 {
+        (last, before.iter().rev().nth(1).copied().unwrap_or(0), last)
     } else {
-        (base_start, start)
+        (start, last, start)
     };
     if base_end - base_start < 2 {
         return None;
@@ -436,6 +439,26 @@ fn window_test(series: &[f64], changes: &[ChangePoint], s: &Settings) -> Option<
         base_start,
         change,
     })
+}
+
+/// Where the newest runs' level begins, for a window (from `start`) that moved away from its
+/// baseline (from `base_start`): the first run of the window's side of the two-level fit of
+/// `series[base_start..]` with the least squared error, split at or after `start`. A window
+/// wider than the run of changed values starts among the old level, and the run to look at is
+/// the first at the new one; ties go to the earliest.
+pub fn level_start(series: &[f64], base_start: usize, start: usize) -> usize {
+    let sse = |v: &[f64]| {
+        let m = mean(v);
+        v.iter().map(|x| (x - m).powi(2)).sum::<f64>()
+    };
+    let n = series.len();
+    (start..n)
+        .map(|k| (k, sse(&series[base_start..k]) + sse(&series[k..n])))
+        .fold(None, |best: Option<(usize, f64)>, (k, e)| match best {
+            Some((_, b)) if b <= e => best,
+            _ => Some((k, e)),
+        })
+        .map_or(start, |(k, _)| k)
 }
 
 /// The split of `z` with the largest energy statistic, as (index, Q), over splits leaving at

@@ -221,3 +221,15 @@ fn the_shuffle_is_a_permutation() {
     v.sort_by(f64::total_cmp);
     assert_eq!(v, (0..100).map(f64::from).collect::<Vec<_>>());
 }
+
+#[test]
+fn the_new_level_starts_where_the_window_splits_best_from_its_baseline() {
+    let v = [
+        100.0, 101.0, 99.0, 100.0, 100.5, 99.5, 100.0, 38.0, 38.5, 37.5,
+    ];
+    // A window from run 6 holds one run of the old level: the new one starts at run 7.
+    assert_eq!(level_start(&v, 0, 6), 7);
+    assert_eq!(level_start(&v, 0, 7), 7);
+    // A window wholly at the new level starts it.
+    assert_eq!(level_start(&v, 0, 8), 8);
+}

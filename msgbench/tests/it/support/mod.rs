@@ -74,6 +74,49 @@ impl Drop for TestServer {
     }
 }
 
+/// A nats-server without JetStream (no `-js`), on a free loopback port, killed on drop: the
+/// core-only server a user may point msgbench at.
+pub struct CoreServer {
+    child: std::process::Child,
+    pub url: String,
+}
+
+impl CoreServer {
+    pub fn start() -> Self {
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let binary = find_binary(None).expect("these tests need nats-server");
+        let child = Command::new(binary)
+            .args(["-a", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // A wait for the server to listen: its bound only guards against a hang.
+        let deadline = std::time::Instant::now() + HANG;
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "nats-server did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        CoreServer {
+            child,
+            url: format!("nats://127.0.0.1:{port}"),
+        }
+    }
+}
+
+impl Drop for CoreServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// A fresh directory for one test's files, removed with everything in it when the value is
 /// dropped (also when the test fails), so a test run leaves nothing in the temporary folder.
 pub fn scratch_dir(tag: &str) -> Scratch {

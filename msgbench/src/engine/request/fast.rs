@@ -70,7 +70,7 @@ impl Batch {
 }
 
 /// What the loop needs besides the connection.
-pub(super) struct FastSpec<'a> {
+pub(crate) struct FastSpec<'a> {
     pub frame: &'a FastFrame,
     pub flow: FastFlow,
     pub until: Stop,
@@ -137,7 +137,7 @@ fn committed(r: &mut Replies<'_>, b: &mut Batch, ack: Ack, recv_ns: u64, now: In
 
 /// Runs one fast batch publisher until its messages are sent and committed, the run stops, or
 /// the connection fails for good.
-pub(super) fn fast_loop(
+pub(crate) fn fast_loop(
     reader: &mut conn::Reader,
     shared: &conn::Shared,
     spec: &FastSpec<'_>,

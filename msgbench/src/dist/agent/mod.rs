@@ -4,8 +4,10 @@
 //! progress, meets the other agents at the common start and the final count, and stops its load
 //! by itself when the coordinator's lease lapses: an agent never keeps loading a system for a
 //! coordinator that is gone.
+//!
+//! This file holds the agent's loop and what it does with a plan; its settings are
+//! config.rs's, the state of the run under way state.rs's.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, Condvar, Mutex};
@@ -13,15 +15,20 @@ use std::time::{Duration, Instant};
 
 use crate::cli::{AgentAction, AgentArgs};
 use crate::control::clock::{self, Stamps};
-use crate::control::msg::{
-    self, Abort, Answer, Assignment, Heartbeat, Lease, Published, Report, Start,
-};
-use crate::control::signed::{self, Gate, Signed};
+use crate::control::msg::{self, Abort, Answer, Assignment, Lease, Published, Report, Start};
+use crate::control::signed::{self, Signed};
 use crate::control::Bus;
 use crate::error::{exit, Error, Result};
 use crate::plan::Plan;
-use crate::scenario::segment::{Peers, Segment, Share};
+use crate::scenario::segment::Share;
 use crate::stats::timeline::Meter;
+
+mod config;
+mod state;
+
+pub use config::parse_label;
+use config::{raise_priority, Config};
+use state::{Doing, RunState};
 
 /// Runs the agent (or `agent keygen`) until `stop` is raised or the control connection is lost
 /// for good.
@@ -62,13 +69,17 @@ pub fn run(args: &AgentArgs, stop: &AtomicBool) -> Result<u8> {
         let b = Arc::clone(&bus);
         s.spawn(move || answer_clock(&b, &clock_rx, stop));
         let (b, busy_hb, cfg_hb) = (Arc::clone(&bus), Arc::clone(&busy), &cfg);
+        // The heartbeat has a thread of its own, shares no lock with the load, and asks for a
+        // higher priority than the load's threads: a load generator saturates its own host,
+        // and its heartbeat must still go out.
         s.spawn(move || {
+            raise_priority();
             while !stop.load(Ordering::Relaxed) && !b.is_closed() {
                 let run = busy_hb
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .as_ref()
-                    .map(|r| r.run.clone());
+                    .map(|r| (r.run.clone(), r.doing()));
                 let hb = cfg_hb.heartbeat(run);
                 let _ = b.publish(
                     &msg::heartbeat_subject(&cfg_hb.name),
@@ -116,115 +127,6 @@ pub fn run(args: &AgentArgs, stop: &AtomicBool) -> Result<u8> {
     })
 }
 
-/// The agent's settings, checked.
-struct Config {
-    name: String,
-    instance: String,
-    labels: BTreeMap<String, String>,
-    gate: Gate,
-    signed_only: bool,
-    lease: Duration,
-}
-
-impl Config {
-    fn new(args: &AgentArgs) -> Result<Self> {
-        let c = &args.conn;
-        for (flag, given) in [
-            ("--fault", c.fault.is_some()),
-            ("--nemesis", c.nemesis.is_some()),
-            ("--link", c.link.is_some()),
-            ("--cluster", c.cluster.is_some()),
-        ] {
-            if given {
-                return Err(Error::Usage(format!(
-                    "{flag} belongs to a run: give it to the coordinator, not to the agent"
-                )));
-            }
-        }
-        let name = match &args.name {
-            Some(n) => n.clone(),
-            None => hostname(),
-        };
-        msg::check_name(&name).map_err(|why| Error::flag("--name", &name, why))?;
-        let mut labels = BTreeMap::new();
-        for l in &args.labels {
-            let (k, v) = parse_label(l).map_err(|why| Error::flag("--label", l, why))?;
-            labels.insert(k, v);
-        }
-        let mut trusted = args.trust.clone();
-        if let Some(f) = &args.trust_file {
-            trusted.extend(signed::read_trust_file(f)?);
-        }
-        if trusted.is_empty() && !args.insecure_control {
-            return Err(Error::Usage(
-                "agent: give --trust PUBLIC_KEY or --trust-file FILE (the coordinator's key from \
-                 `msgbench agent keygen`), or --insecure-control on a closed test network"
-                    .into(),
-            ));
-        }
-        if trusted.is_empty() {
-            eprintln!(
-                "warning: --insecure-control: this agent runs any plan anyone who can publish on \
-                 the control server sends it"
-            );
-        }
-        if args.lease < Duration::from_millis(500) {
-            return Err(Error::flag(
-                "--lease",
-                &humantime::format_duration(args.lease).to_string(),
-                "must be at least 500ms (coordinators renew every 250ms)",
-            ));
-        }
-        Ok(Self {
-            name,
-            instance: crate::control::bus::unique(),
-            labels,
-            signed_only: !trusted.is_empty(),
-            gate: Gate::new(trusted, args.insecure_control)?,
-            lease: args.lease,
-        })
-    }
-
-    fn heartbeat(&self, busy: Option<String>) -> Heartbeat {
-        Heartbeat {
-            name: self.name.clone(),
-            instance: self.instance.clone(),
-            labels: self.labels.clone(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            plan_schema: crate::plan::SCHEMA.into(),
-            cores: std::thread::available_parallelism().map_or(1, usize::from),
-            free_memory_bytes: free_memory(),
-            busy,
-            signed_only: self.signed_only,
-        }
-    }
-}
-
-/// `k=v`, both non-empty.
-pub fn parse_label(l: &str) -> std::result::Result<(String, String), String> {
-    match l.split_once('=') {
-        Some((k, v)) if !k.trim().is_empty() && !v.trim().is_empty() => {
-            Ok((k.trim().to_string(), v.trim().to_string()))
-        }
-        _ => Err("expected K=V".into()),
-    }
-}
-
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().replace('.', "-"))
-        .ok()
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "agent".into())
-}
-
-fn free_memory() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
-}
-
 fn answer_clock(
     bus: &Bus,
     rx: &std::sync::mpsc::Receiver<crate::control::Inbound>,
@@ -249,77 +151,6 @@ fn answer_clock(
             t2: clock::now_ns(),
         };
         let _ = bus.publish(&reply, None, &serde_json::to_vec(&stamps).expect("json"));
-    }
-}
-
-/// One run under way on this agent: what the coordinator has told it so far.
-struct RunState {
-    run: String,
-    agent: String,
-    report_to: String,
-    seg: Segment,
-    stop: AtomicBool,
-    start_at_ns: Mutex<Option<i64>>,
-    everyone: Mutex<Option<Vec<u64>>>,
-    lease_renewed: Mutex<Instant>,
-    changed: Condvar,
-    bus: Arc<Bus>,
-}
-
-impl RunState {
-    fn report(&self, r: &Report) {
-        if let Err(e) = self.bus.publish(
-            &self.report_to,
-            None,
-            &serde_json::to_vec(r).expect("a report serialises"),
-        ) {
-            eprintln!(
-                "agent {}: cannot report to the coordinator: {e}",
-                self.agent
-            );
-        }
-    }
-
-    /// Waits until `f` finds what it wants in the state, or the run is stopped.
-    fn wait<T>(&self, slot: &Mutex<Option<T>>, stop: &AtomicBool) -> Option<T>
-    where
-        T: Clone,
-    {
-        let mut g = slot.lock().unwrap_or_else(|p| p.into_inner());
-        loop {
-            if let Some(v) = g.as_ref() {
-                return Some(v.clone());
-            }
-            if stop.load(Ordering::Relaxed) || self.stop.load(Ordering::Relaxed) {
-                return None;
-            }
-            g = self
-                .changed
-                .wait_timeout(g, Duration::from_millis(50))
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
-        }
-    }
-}
-
-impl Peers for RunState {
-    fn ready(&self, stop: &AtomicBool) -> Option<Instant> {
-        self.report(&Report::Ready {
-            agent: self.agent.clone(),
-        });
-        self.wait(&self.start_at_ns, stop).map(clock::instant_at)
-    }
-
-    fn published(&self, sent: &[u64]) {
-        self.report(&Report::Published {
-            agent: self.agent.clone(),
-            pub_base: self.seg.pub_base,
-            sent: sent.to_vec(),
-        });
-    }
-
-    fn all_published(&self, stop: &AtomicBool) -> Option<Vec<u64>> {
-        self.wait(&self.everyone, stop)
     }
 }
 
@@ -369,6 +200,7 @@ fn accept<'s>(
         lease_renewed: Mutex::new(Instant::now()),
         changed: Condvar::new(),
         bus: Arc::clone(bus),
+        doing: Mutex::new(Doing::STARTING),
     });
     *slot = Some(Arc::clone(&state));
     drop(slot);
@@ -386,6 +218,7 @@ fn accept<'s>(
     let progress_every = Duration::from_millis(a.progress_ms.max(50));
     s.spawn(move || {
         let out = run_share(&state, &plan, &validated, cfg, progress_every, stop);
+        state.set_doing(Doing::REPORTING);
         let report = match out {
             Ok(mut r) => {
                 r.plan = Some(plan.recorded());

@@ -26,7 +26,7 @@ pub struct GivenUp {
 
 /// One requester's publishes given up on, from its window and its reader's refusals; `zero`
 /// is the run's time zero.
-pub(super) fn of(
+pub(crate) fn of(
     window: &Window,
     r: &Replies<'_>,
     times: &SendTimes,

@@ -1,7 +1,7 @@
 //! One requester's side of request/reply: how its requests go on the wire ([`Shape`]), what
 //! its reader makes of each reply ([`Replies`], [`on_reply`]), and the closed loop in which
 //! its own reader thread sends the next request as soon as a reply frees a slot. The open loop
-//! is the publish loop with a reader beside it ([`super::run`]).
+//! is the publish loop with a reader beside it (the request scenario's run).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
@@ -23,43 +23,43 @@ use crate::stats::timeline::ClientMeter;
 use crate::wire::proto;
 
 /// What one requester's reader saw.
-pub(super) struct Replies<'a> {
-    pub(super) rec: LatencyRecorder<'a>,
-    pub(super) ok: u64,
-    pub(super) no_responders: u64,
+pub(crate) struct Replies<'a> {
+    pub(crate) rec: LatencyRecorder<'a>,
+    pub(crate) ok: u64,
+    pub(crate) no_responders: u64,
     /// Replies for no request awaited: a second answer to one already answered.
-    pub(super) unawaited: u64,
-    pub(super) bytes: u64,
+    pub(crate) unawaited: u64,
+    pub(crate) bytes: u64,
     /// The last good reply.
-    pub(super) last: Option<Instant>,
+    pub(crate) last: Option<Instant>,
     /// The last answer of any kind (a refusal, an error): the server was still answering.
-    pub(super) answered: Option<Instant>,
+    pub(crate) answered: Option<Instant>,
     /// Arrivals around an injected fault; `fault_ns` is `None` without one.
-    pub(super) recovery: RecoveryLog,
-    pub(super) fault_ns: Option<&'a AtomicU64>,
+    pub(crate) recovery: RecoveryLog,
+    pub(crate) fault_ns: Option<&'a AtomicU64>,
     /// Acknowledgements around each fault, for the windows without one.
-    pub(super) gaps: Option<AckGaps<'a>>,
+    pub(crate) gaps: Option<AckGaps<'a>>,
     /// Acknowledgement latency before, during and after each fault.
-    pub(super) phases: Option<FaultPhases<'a>>,
+    pub(crate) phases: Option<FaultPhases<'a>>,
     /// With JetStream acknowledgements: the stream sequences acknowledged, duplicates among
     /// them, and where failed acknowledgements are counted by kind.
-    pub(super) acks: Option<AckSet>,
-    pub(super) dup_acks: u64,
+    pub(crate) acks: Option<AckSet>,
+    pub(crate) dup_acks: u64,
     /// Acknowledgements for a sequence already acknowledged that came for a request no longer
     /// waiting: the same publish answered again (seen around a change of stream leader), not
     /// two publishes given one sequence.
-    pub(super) repeated_acks: u64,
+    pub(crate) repeated_acks: u64,
     /// Acknowledgements the server marked duplicate: a message id it had already stored.
-    pub(super) deduplicated: u64,
+    pub(crate) deduplicated: u64,
     /// With JetStream acknowledgements: the requests the server answered with an error, and
     /// which (the first [`REFUSED_KEPT`]); a verdict may find one stored all the same.
-    pub(super) refused: Vec<(u64, ErrorKind)>,
-    pub(super) errors: &'a ErrorCounts,
+    pub(crate) refused: Vec<(u64, ErrorKind)>,
+    pub(crate) errors: &'a ErrorCounts,
     /// The live view's count of good replies and their latencies.
-    pub(super) meter: &'a ClientMeter,
+    pub(crate) meter: &'a ClientMeter,
     /// Bytes a reply stands for: with JetStream, the payload it acknowledges (a PubAck's own
     /// bytes say nothing about what was stored); otherwise the reply's payload.
-    pub(super) stands_for: Option<u64>,
+    pub(crate) stands_for: Option<u64>,
 }
 
 /// Refused requests a requester remembers by sequence, at most.
@@ -67,7 +67,7 @@ const REFUSED_KEPT: usize = 1 << 16;
 
 /// How a client's requests go on the wire: one message each, or a JetStream publish with a
 /// message id or a whole atomic batch.
-pub(super) enum Shape {
+pub(crate) enum Shape {
     Plain(Frame),
     Js(JsFrame),
 }
@@ -92,7 +92,7 @@ impl Shape {
     }
 }
 
-pub(super) fn new_replies<'a>(
+pub(crate) fn new_replies<'a>(
     fault_ns: Option<&'a AtomicU64>,
     // Each fault's injection and undo times.
     fault_times: Option<(&'a [AtomicU64], &'a [AtomicU64])>,
@@ -125,7 +125,7 @@ pub(super) fn new_replies<'a>(
 }
 
 /// Handles one reply: frees its request's slot and times it.
-pub(super) fn on_reply(
+pub(crate) fn on_reply(
     r: &mut Replies<'_>,
     m: &proto::Msg<'_>,
     window: &Window,
@@ -238,7 +238,7 @@ pub(super) fn on_reply(
 /// One closed-loop requester on one thread: after every read, the slots that replies (or
 /// timeouts) freed are refilled with new requests, written in one go.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn closed_loop(
+pub(crate) fn closed_loop(
     reader: &mut conn::Reader,
     shared: &conn::Shared,
     frame: &Shape,
@@ -329,7 +329,7 @@ pub(super) fn closed_loop(
 
 /// After a reconnect, the requests in flight on the lost link are void: their slots are freed
 /// at once (see [`Window::abandon_all`]).
-pub(super) fn abandon_if_relinked(shared: &conn::Shared, seen: &mut u64, window: &Window) {
+pub(crate) fn abandon_if_relinked(shared: &conn::Shared, seen: &mut u64, window: &Window) {
     let now = shared.link_generation();
     if now != *seen {
         *seen = now;
