@@ -150,7 +150,11 @@ mod tests {
         assert!(times.windows(2).all(|w| w[0] < w[1]), "arrivals must rise");
         // Γ_k has mean k and standard deviation √k.
         let k = 199_999.0;
-        assert!((times[199_999] - k).abs() < 5.0 * f64::sqrt(k), "{}", times[199_999]);
+        assert!(
+            (times[199_999] - k).abs() < 5.0 * f64::sqrt(k),
+            "{}",
+            times[199_999]
+        );
         // Looked up out of order, the same values.
         assert_eq!(p.arrival(5000), Some(times[5000]));
         assert_eq!(p.arrival(3), Some(times[3]));
@@ -177,7 +181,9 @@ mod tests {
             .enumerate()
             .map(|(i, &x)| {
                 let f = exp.cdf(x);
-                (f - i as f64 / n as f64).abs().max(((i + 1) as f64 / n as f64 - f).abs())
+                (f - i as f64 / n as f64)
+                    .abs()
+                    .max(((i + 1) as f64 / n as f64 - f).abs())
             })
             .fold(0.0, f64::max);
         assert!(d < 0.01, "KS distance {d}");
@@ -189,8 +195,15 @@ mod tests {
             .filter(|&t| t < end)
             .for_each(|t| per[t] += 1);
         let mean = per.iter().map(|&c| f64::from(c)).sum::<f64>() / end as f64;
-        let var = per.iter().map(|&c| (f64::from(c) - mean).powi(2)).sum::<f64>() / end as f64;
-        assert!((mean - 1.0).abs() < 0.01 && (var - 1.0).abs() < 0.02, "{mean} {var}");
+        let var = per
+            .iter()
+            .map(|&c| (f64::from(c) - mean).powi(2))
+            .sum::<f64>()
+            / end as f64;
+        assert!(
+            (mean - 1.0).abs() < 0.01 && (var - 1.0).abs() < 0.02,
+            "{mean} {var}"
+        );
     }
 
     #[test]
@@ -200,7 +213,10 @@ mod tests {
         assert!(p.arrival(last - 1).unwrap() > 0.0);
         // The table reaches past the run's end (unit time 10,000) and no further than a block.
         assert!(p.starts.last().unwrap() > &10_000.0);
-        assert!(last >= 10_000 && last <= 10_000 + 3 * BLOCK as u64, "{last}");
+        assert!(
+            last >= 10_000 && last <= 10_000 + 3 * BLOCK as u64,
+            "{last}"
+        );
         assert!(Poisson::new(1, None, None).is_err());
     }
 }

@@ -160,7 +160,10 @@ pub struct Params {
     /// Messages per publisher (or expected by each subscriber); null with a duration.
     pub msgs: Option<u64>,
     pub duration_secs: Option<f64>,
+    /// Payload bytes per message; with drawn sizes, their mean, rounded.
     pub size: usize,
+    /// `--size` as a distribution; null for a fixed size.
+    pub size_distribution: Option<SizeDistribution>,
     pub subject: String,
     /// `--multisubject`: the number of distinct subjects.
     pub multisubject: Option<u64>,
@@ -174,6 +177,18 @@ pub struct Params {
     pub timeout_secs: f64,
     pub allow_loss: bool,
     pub sub_stall: Option<SubStall>,
+}
+
+/// Drawn sizes, as the result records them: the distribution as typed, the seed, and what it
+/// draws.
+#[derive(Debug, Clone, Serialize)]
+pub struct SizeDistribution {
+    pub spec: String,
+    pub seed: u64,
+    pub min: usize,
+    pub max: usize,
+    /// The mean the draws tend to.
+    pub mean: f64,
 }
 
 /// `--sub-stall N:DURATION`.

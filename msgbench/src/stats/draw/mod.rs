@@ -53,7 +53,9 @@ impl Stream {
     /// hash of the key and `seq`, not the key plus `seq` steps).
     #[inline]
     pub fn at(&self, seq: u64) -> Gen {
-        Gen(SplitMix(mix(self.key ^ seq.wrapping_mul(0x9e37_79b9_7f4a_7c15))))
+        Gen(SplitMix(mix(
+            self.key ^ seq.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        )))
     }
 }
 

@@ -38,9 +38,15 @@ pub const HIST_SCHEMA: &str = "msgbench.sizes/v1";
 pub enum SizeDist {
     Fixed(usize),
     /// `uniform:LO..HI`, both ends included.
-    Uniform { lo: usize, hi: usize },
+    Uniform {
+        lo: usize,
+        hi: usize,
+    },
     /// `64B:70%,1KiB:25%,64KiB:5%`: the weights are percentages adding up to 100.
-    Weighted { text: String, items: Vec<(usize, f64)> },
+    Weighted {
+        text: String,
+        items: Vec<(usize, f64)>,
+    },
     /// `lognormal:MEDIAN:P99[:MAX]`.
     LogNormal {
         text: String,
@@ -123,7 +129,9 @@ impl Serialize for SizeDist {
 fn bounded(s: &str) -> Result<usize, String> {
     let n = parse_size(s)?;
     if n > MAX_SIZE {
-        return Err(format!("'{s}' is over 64 MiB, the most a NATS message can carry"));
+        return Err(format!(
+            "'{s}' is over 64 MiB, the most a NATS message can carry"
+        ));
     }
     Ok(n)
 }
@@ -131,7 +139,9 @@ fn bounded(s: &str) -> Result<usize, String> {
 fn lognormal(t: &str, rest: &str) -> Result<SizeDist, String> {
     let parts: Vec<&str> = rest.split(':').collect();
     if !(2..=3).contains(&parts.len()) {
-        return Err("a lognormal size is lognormal:MEDIAN:P99[:MAX], such as lognormal:1KiB:16KiB".into());
+        return Err(
+            "a lognormal size is lognormal:MEDIAN:P99[:MAX], such as lognormal:1KiB:16KiB".into(),
+        );
     }
     let (median, p99) = (bounded(parts[0])?, bounded(parts[1])?);
     let max = parts.get(2).map_or(Ok(LOGNORMAL_MAX), |m| bounded(m))?;
@@ -144,7 +154,9 @@ fn lognormal(t: &str, rest: &str) -> Result<SizeDist, String> {
         ));
     }
     if max < p99 {
-        return Err(format!("the lognormal's MAX ({max} B) is below its P99 ({p99} B)"));
+        return Err(format!(
+            "the lognormal's MAX ({max} B) is below its P99 ({p99} B)"
+        ));
     }
     Ok(SizeDist::LogNormal {
         text: t.to_string(),

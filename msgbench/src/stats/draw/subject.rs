@@ -96,10 +96,7 @@ impl Template {
             if open > 0 {
                 pieces.push(Piece::Lit(rest[..open].as_bytes().to_vec()));
             }
-            let close = rest[open..]
-                .find('}')
-                .ok_or("a '{' without its '}'")?
-                + open;
+            let close = rest[open..].find('}').ok_or("a '{' without its '}'")? + open;
             let name = &rest[open + 1..close];
             let at = tokens.iter().position(|t| t.name == name).ok_or_else(|| {
                 format!("the token {{{name}}} has no values: give --token {name}=…")
@@ -134,7 +131,9 @@ impl Template {
                         t.name, t.dist
                     ));
                 }
-                t.dist.build(None).map_err(|why| format!("token {}: {why}", t.name))
+                t.dist
+                    .build(None)
+                    .map_err(|why| format!("token {}: {why}", t.name))
             })
             .collect::<Result<_, _>>()?;
         Ok(Self {

@@ -74,13 +74,19 @@ fn a_lognormal_is_within_a_ks_distance_of_the_target() {
         .map(|(i, &v)| {
             let f = target.cdf(v as f64 + 0.5);
             let lo = target.cdf(v as f64 - 0.5);
-            (f - (i + 1) as f64 / n).abs().max((lo - i as f64 / n).abs())
+            (f - (i + 1) as f64 / n)
+                .abs()
+                .max((lo - i as f64 / n).abs())
         })
         .fold(0.0f64, f64::max);
     assert!(d < 0.01, "KS distance {d}");
     // The mean the result records is the lognormal's, e^(μ+σ²/2), barely moved by the clamp.
     let want = (1024f64.ln() + sigma * sigma / 2.0).exp();
-    assert!((s.mean() - want).abs() / want < 0.01, "{} against {want}", s.mean());
+    assert!(
+        (s.mean() - want).abs() / want < 0.01,
+        "{} against {want}",
+        s.mean()
+    );
     let _ = target.pdf(1.0);
 }
 
@@ -92,10 +98,26 @@ fn a_histogram_file_draws_buckets_by_their_counts() {
     let h = HistFile {
         schema: HIST_SCHEMA.into(),
         buckets: vec![
-            HistBucket { from: 16, to: 63, count: 600 },
-            HistBucket { from: 64, to: 64, count: 300 },
-            HistBucket { from: 1000, to: 2000, count: 100 },
-            HistBucket { from: 5000, to: 6000, count: 0 },
+            HistBucket {
+                from: 16,
+                to: 63,
+                count: 600,
+            },
+            HistBucket {
+                from: 64,
+                to: 64,
+                count: 300,
+            },
+            HistBucket {
+                from: 1000,
+                to: 2000,
+                count: 100,
+            },
+            HistBucket {
+                from: 5000,
+                to: 6000,
+                count: 0,
+            },
         ],
     };
     std::fs::write(&path, serde_json::to_string(&h).unwrap()).unwrap();
@@ -124,7 +146,11 @@ fn zipf_keys_follow_their_law() {
     let norm: f64 = (1..=100).map(|k| (k as f64).powf(-1.1)).sum();
     for k in 1..=100u64 {
         let want = (k as f64).powf(-1.1) / norm;
-        within(c.get(&(k - 1)).copied().unwrap_or(0), want, &format!("rank {k}"));
+        within(
+            c.get(&(k - 1)).copied().unwrap_or(0),
+            want,
+            &format!("rank {k}"),
+        );
     }
     // A KV key takes its count from --keys.
     let kv = token("zipf:0.8", Some(1000));
@@ -205,11 +231,15 @@ fn templates_render_and_listen_on_a_wildcard() {
 #[test]
 fn bad_values_say_what_is_wrong() {
     let size = |s: &str| SizeDist::parse(s).unwrap_err();
-    assert!(size("64B:70%,1KiB:20%").contains("add up to 90%"), "{}", size("64B:70%,1KiB:20%"));
+    assert!(
+        size("64B:70%,1KiB:20%").contains("add up to 90%"),
+        "{}",
+        size("64B:70%,1KiB:20%")
+    );
     assert!(size("lognormal:4KiB:1KiB").contains("must be above its MEDIAN"));
     assert!(size("lognormal:1KiB").contains("lognormal:MEDIAN:P99"));
     assert!(size("uniform:4KiB..1KiB").contains("below LO"));
-    assert!(size("64B:70").contains("needs a %"));
+    assert!(size("64B:70,1KiB:30%").contains("needs a %"));
     assert!(size("hist:").contains("needs a file"));
     let built = |s: &str, floor| Sizes::build(&SizeDist::parse(s).unwrap(), floor).unwrap_err();
     assert!(built("hist:/nonexistent/sizes.json", 16).contains("cannot read"));
@@ -223,7 +253,9 @@ fn bad_values_say_what_is_wrong() {
     assert!(tok("a:50%,b:40%").contains("add up to 90%"));
     assert!(tok("a.b,c").contains("cannot be a subject token"));
     assert!(tok("hot:1%:150%:10").contains("between 0% and 100%"));
-    assert!(NamedToken::parse("region=").unwrap_err().contains("no values"));
+    assert!(NamedToken::parse("region=")
+        .unwrap_err()
+        .contains("no values"));
     let no_values = Template::build("a.{x}", &[]).unwrap_err();
     assert!(no_values.contains("{x} has no values"), "{no_values}");
     let unused = Template::build("a.b", &[NamedToken::parse("x=1..2").unwrap()]).unwrap_err();

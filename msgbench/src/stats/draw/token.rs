@@ -213,9 +213,9 @@ fn word(s: &str) -> Result<String, String> {
     if w.is_empty() {
         return Err("an empty value in the list".into());
     }
-    if w.bytes()
-        .any(|b| b == b'.' || b == b'*' || b == b'>' || b == b'{' || b == b'}' || b <= b' ' || b == 0x7f)
-    {
+    if w.bytes().any(|b| {
+        b == b'.' || b == b'*' || b == b'>' || b == b'{' || b == b'}' || b <= b' ' || b == 0x7f
+    }) {
         return Err(format!(
             "'{w}' cannot be a subject token (no dots, wildcards, braces or spaces)"
         ));
