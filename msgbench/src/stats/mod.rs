@@ -2,7 +2,6 @@
 //! per-client counts and clocks. Nothing here does I/O.
 
 pub mod acks;
-pub mod arrivals;
 pub mod changepoint;
 pub mod delivery;
 pub mod draw;

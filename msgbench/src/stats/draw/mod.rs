@@ -1,37 +1,28 @@
-//! What a sender draws per message: its payload size ([`size`]), the values of its subject's
-//! tokens or its key ([`token`], [`subject`]), all from one seeded source.
+//! What a sender draws per message: its payload size ([`size`]), from one seeded source.
 //!
 //! Every draw is a function of (seed, purpose, sender, message number) and nothing else: the
 //! generator for message `seq` is seeded by hashing those four, so the same seed gives the same
-//! sizes and subjects whatever the split across threads or agents, and a receiver (or the
+//! sizes whatever the split across threads or agents, and a receiver (or the
 //! accounting of a JetStream acknowledgement) can tell the size of message `seq` without
-//! having seen it. The samplers are prebuilt before the clock starts (alias tables, Zipf's
-//! constants); a draw reads them and allocates nothing.
+//! having seen it. The samplers are prebuilt before the clock starts (alias tables); a draw
+//! reads them and allocates nothing.
 //!
 //! The samplers are rand_distr's; statrs (the reference CDFs) checks them in the tests.
 
 use std::convert::Infallible;
 
-use serde::Serialize;
-
 use crate::stats::faults::SplitMix;
 
 pub mod size;
-pub mod subject;
-pub mod token;
 
 pub use size::{SizeDist, Sizes};
-pub use subject::Template;
-pub use token::TokenDist;
 
-/// What a stream of draws is for: mixed into the seed so that sizes and subjects of one sender
-/// come from unrelated streams.
+/// What a stream of draws is for: mixed into the seed so that what one sender draws for
+/// different purposes comes from unrelated streams (sizes are the one purpose so far).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u64)]
 pub enum Purpose {
     Size = 0x5153_495a_4553,
-    Subject = 0x5355_424a_4543,
-    Arrivals = 0x4152_5249_5645,
 }
 
 /// One sender's seeded source: message `seq`'s generator is [`Stream::at`]`(seq)`.
@@ -106,21 +97,6 @@ impl Gen {
     pub fn unit(&mut self) -> f64 {
         (self.0.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
-}
-
-/// How a run's draws were asked for, as its result's params record them: the seed always, and
-/// each distribution as given (null where the value was fixed).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DrawParams {
-    pub seed: u64,
-    /// `fixed` (the open-loop schedule's own spacing) or `poisson`.
-    pub arrivals: &'static str,
-    /// `--size` when it is a distribution.
-    pub size: Option<String>,
-    /// `--token`s, as given (`name=distribution`).
-    pub tokens: Vec<String>,
-    /// kv's `--key-dist`.
-    pub keys: Option<String>,
 }
 
 #[cfg(test)]

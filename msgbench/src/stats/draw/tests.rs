@@ -1,11 +1,10 @@
-//! The draws are what was asked: over 1,000,000 draws, each size's and each key's share is
+//! The draws are what was asked: over 1,000,000 draws, each size's share is
 //! within 1% (absolute) of its weight, and a lognormal's draws are within a Kolmogorov-Smirnov
 //! distance of 0.01 of the target (statrs's CDF, not the sampler's own arithmetic).
 
 use std::collections::HashMap;
 
 use super::size::{HistBucket, HistFile, HIST_SCHEMA};
-use super::subject::NamedToken;
 use super::*;
 
 const DRAWS: u64 = 1_000_000;
@@ -135,61 +134,6 @@ fn a_histogram_file_draws_buckets_by_their_counts() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-fn token(spec: &str, n: Option<u64>) -> token::Token {
-    TokenDist::parse(spec).unwrap().build(n).unwrap()
-}
-
-#[test]
-fn zipf_keys_follow_their_law() {
-    let t = token("zipf:1.1:100", None);
-    let c = counts(|g| t.number(g));
-    let norm: f64 = (1..=100).map(|k| (k as f64).powf(-1.1)).sum();
-    for k in 1..=100u64 {
-        let want = (k as f64).powf(-1.1) / norm;
-        within(
-            c.get(&(k - 1)).copied().unwrap_or(0),
-            want,
-            &format!("rank {k}"),
-        );
-    }
-    // A KV key takes its count from --keys.
-    let kv = token("zipf:0.8", Some(1000));
-    let c = counts(|g| kv.number(g));
-    assert!(c.keys().all(|k| *k < 1000));
-    let norm: f64 = (1..=1000).map(|k| (k as f64).powf(-0.8)).sum();
-    within(c[&0], 1.0 / norm, "rank 1 of 1000");
-}
-
-#[test]
-fn a_hot_set_takes_its_share() {
-    let t = token("hot:1%:50%:10000", None);
-    let c = counts(|g| t.number(g));
-    let hot: u64 = c.iter().filter(|(k, _)| **k < 100).map(|(_, n)| n).sum();
-    within(hot, 0.5, "the 100 hot keys");
-    // Each hot key takes 0.5%, each cold one 0.00505%.
-    within(c[&7], 0.005, "hot key 7");
-    assert!(c.keys().all(|k| *k < 10_000));
-}
-
-#[test]
-fn words_and_ranges() {
-    let t = token("us:50%,eu:30%,ap:20%", None);
-    let c = counts(|g| match t.draw(g) {
-        token::Value::Word(w) => w.to_vec(),
-        token::Value::Number(_) => unreachable!(),
-    });
-    within(c[&b"us".to_vec()], 0.5, "us");
-    within(c[&b"eu".to_vec()], 0.3, "eu");
-    within(c[&b"ap".to_vec()], 0.2, "ap");
-    let r = token("10..14", None);
-    let c = counts(|g| r.number(g));
-    assert_eq!(c.len(), 5);
-    within(c[&12], 0.2, "12");
-    let even = token("a,b,c,d", None);
-    let c = counts(|g| even.number(g));
-    within(c[&3], 0.25, "d");
-}
-
 #[test]
 fn the_same_seed_draws_the_same_sequence() {
     let s = sizes("uniform:16..100000", 16);
@@ -203,29 +147,6 @@ fn the_same_seed_draws_the_same_sequence() {
     // Neighbouring messages are not shifted copies of each other.
     let a = seq(1, 0);
     assert_ne!(a[1..11], seq(1, 0)[0..10]);
-}
-
-#[test]
-fn templates_render_and_listen_on_a_wildcard() {
-    let tokens = vec![
-        NamedToken::parse("region=us,eu").unwrap(),
-        NamedToken::parse("id=zipf:1.2:50").unwrap(),
-    ];
-    let t = Template::build("orders.{region}.n{id}.{region}", &tokens).unwrap();
-    assert_eq!(t.wildcard(), "orders.*.*.*");
-    assert_eq!(t.example(), "orders.x.nx.x");
-    let st = Stream::new(1, Purpose::Subject, 0);
-    let mut seen = HashMap::new();
-    for seq in 0..10_000 {
-        let subject = t.with_subject(&mut st.at(seq), |parts| parts.concat());
-        let s = String::from_utf8(subject).unwrap();
-        let p: Vec<&str> = s.split('.').collect();
-        assert_eq!(p.len(), 4, "{s}");
-        assert_eq!(p[1], p[3], "a token used twice shows one value: {s}");
-        assert!(p[2].strip_prefix('n').unwrap().parse::<u64>().unwrap() < 50);
-        *seen.entry(p[1].to_string()).or_insert(0u32) += 1;
-    }
-    assert_eq!(seen.len(), 2);
 }
 
 #[test]
@@ -245,23 +166,4 @@ fn bad_values_say_what_is_wrong() {
     assert!(built("hist:/nonexistent/sizes.json", 16).contains("cannot read"));
     assert!(built("8B:50%,1KiB:50%", 16).contains("below the 16-byte stamp"));
     assert!(built("lognormal:20B:1KiB", 16).contains("below the 16-byte stamp"));
-    assert!(built("lognormal:100KiB:900KiB", 16).contains("above MAX"));
-    let tok = |s: &str| TokenDist::parse(s).unwrap_err();
-    assert!(tok("zipf:0:100").contains("above 0"));
-    assert!(tok("zipf:-1").contains("above 0"));
-    assert!(tok("").contains("no values"));
-    assert!(tok("a:50%,b:40%").contains("add up to 90%"));
-    assert!(tok("a.b,c").contains("cannot be a subject token"));
-    assert!(tok("hot:1%:150%:10").contains("between 0% and 100%"));
-    assert!(NamedToken::parse("region=")
-        .unwrap_err()
-        .contains("no values"));
-    let no_values = Template::build("a.{x}", &[]).unwrap_err();
-    assert!(no_values.contains("{x} has no values"), "{no_values}");
-    let unused = Template::build("a.b", &[NamedToken::parse("x=1..2").unwrap()]).unwrap_err();
-    assert!(unused.contains("has no {x}"), "{unused}");
-    let count = Template::build("a.{x}", &[NamedToken::parse("x=zipf:1.1").unwrap()]);
-    assert!(count.unwrap_err().contains("add :N"));
-    let hot = TokenDist::parse("hot:0.001%:50%:100").unwrap().build(None);
-    assert!(hot.unwrap_err().contains("at least 1"));
 }
