@@ -70,7 +70,7 @@ pub struct LoadArgs {
     /// lognormal:MEDIAN:P99[:MAX] (such as lognormal:1KiB:16KiB; MAX defaults to 1MiB). Drawn
     /// sizes are at least 16 B (the delivery stamp).
     #[arg(long, default_value = "128", value_parser = SizeDist::parse, allow_hyphen_values = true,
-          conflicts_with = "payload", value_name = "SIZE|DISTRIBUTION")]
+          conflicts_with = "payload", value_name = "SIZE")]
     pub size: SizeDist,
     /// The seed of drawn sizes: the same seed draws the same size for each publisher's each
     /// message (default 1). Only with --size as a distribution.

@@ -213,8 +213,19 @@ impl Describe for Params {
             schedule: self.rate_schedule.as_deref(),
         };
         // A subscriber takes whatever size arrives; --size does not apply.
-        let size = (self.pubs > 0).then_some(self.size);
-        super::words::who_what_how_long(&[(self.pubs, "pub"), (self.subs, "sub")], size, &pace)
+        let who = [(self.pubs, "pub"), (self.subs, "sub")];
+        match (&self.size_distribution, self.pubs > 0) {
+            (Some(d), true) => {
+                let what = format!(
+                    "sizes drawn from {} (seed {}, mean {} B)",
+                    d.spec,
+                    d.seed,
+                    crate::format::group(d.mean.round() as u64)
+                );
+                super::words::who_what_how_long_text(&who, Some(&what), &pace)
+            }
+            _ => super::words::who_what_how_long(&who, (self.pubs > 0).then_some(self.size), &pace),
+        }
     }
 
     fn ping_interval_secs(&self) -> Option<f64> {

@@ -167,7 +167,7 @@ fn lognormal(t: &str, rest: &str) -> Result<SizeDist, String> {
 }
 
 fn weighted(t: &str) -> Result<SizeDist, String> {
-    let items = weights(t, |v| bounded(v))?;
+    let items = weights(t, bounded)?;
     Ok(SizeDist::Weighted {
         text: t.to_string(),
         items,
