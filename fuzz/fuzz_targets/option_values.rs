@@ -1,8 +1,10 @@
 //! Fuzzes the parsers of the values people type on the command line: sizes, counts, rates,
-//! durations and server URL lists, plus `redact`, which keeps credentials out of error messages.
+//! durations and server URL lists, plus `redact`, which keeps credentials out of error messages,
+//! and `--size` as a distribution.
 //!
-//! The first input byte picks the parser (its value mod 6, so the ASCII digits `0`..`5` pick
-//! size, count, rate, duration, servers, redact and seed files stay readable); the rest, decoded
+//! The first input byte picks the parser (the ASCII digit `6` the size distribution, any other
+//! byte by its value mod 6, so the ASCII digits `0`..`5` pick size, count, rate, duration,
+//! servers and redact, and seed files stay readable); the rest, decoded
 //! lossily as UTF-8, is the text typed. Besides "nothing panics", each parser is compared with a
 //! small independent model of the syntax its doc comment promises, and what it returns must
 //! survive printing and parsing again:
@@ -21,7 +23,10 @@
 //!   gives exactly the host, port and percent-decoded credentials written; an error message
 //!   quotes the entry only through `redact`;
 //! - redact: leaves text without `@` alone, is idempotent, keeps what follows the last `@`, and
-//!   never shows the password or token of a `user:pass@` or `token@` prefix.
+//!   never shows the password or token of a `user:pass@` or `token@` prefix;
+//! - size distribution: what parses prints as text that parses back to the same value, and its
+//!   sampler (a histogram file aside: no files are read here) is built or refused without a
+//!   panic, and when built draws sizes within its own minimum and maximum, at least the stamp.
 
 #![no_main]
 
@@ -36,6 +41,9 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let s = String::from_utf8_lossy(rest);
+    if selector == b'6' {
+        return check_size_dist(&s);
+    }
     match selector % 6 {
         0 => check_size(&s),
         1 => check_count(&s),
@@ -45,6 +53,34 @@ fuzz_target!(|data: &[u8]| {
         _ => check_redact(&s),
     }
 });
+
+// ---- size distributions ----
+
+fn check_size_dist(s: &str) {
+    use msgbench::stats::draw::{Purpose, SizeDist, Sizes, Stream};
+    let Ok(d) = SizeDist::parse(s) else {
+        return;
+    };
+    let again = SizeDist::parse(&d.to_string());
+    assert_eq!(again.as_ref(), Ok(&d), "{s:?} prints as {:?}", d.to_string());
+    if matches!(d, SizeDist::Hist(_)) {
+        return;
+    }
+    let Ok(sizes) = Sizes::build(&d, 16) else {
+        return;
+    };
+    let stream = Stream::new(1, Purpose::Size, 0);
+    for seq in 0..64 {
+        let n = sizes.draw(&mut stream.at(seq));
+        assert!(
+            (sizes.min()..=sizes.max()).contains(&n),
+            "{s:?} drew {n}, outside {}..={}",
+            sizes.min(),
+            sizes.max()
+        );
+        assert!(n >= 16 || d.fixed().is_some(), "{s:?} drew {n}");
+    }
+}
 
 // ---- sizes ----
 

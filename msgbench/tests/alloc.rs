@@ -112,6 +112,40 @@ fn publishing_and_receiving_allocate_nothing_per_message() {
     }
 }
 
+/// Drawn sizes (an alias table, a lognormal) write each message's control line and a prefix of
+/// the prebuilt payload: nothing allocated per message either.
+#[test]
+fn drawn_sizes_allocate_nothing_per_message() {
+    use msgbench::stats::draw::{Purpose, SizeDist, Sizes, Stream};
+    for spec in [
+        "64B:70%,1KiB:25%,64KiB:5%",
+        "uniform:16..4096",
+        "lognormal:1KiB:16KiB",
+    ] {
+        let sizes = Sizes::build(&SizeDist::parse(spec).unwrap(), stamp::STAMP_LEN).unwrap();
+        let frame = Frame::new(
+            "sized",
+            None,
+            b"",
+            &vec![0u8; sizes.max()],
+            StampKind::Delivery {
+                run_tag: 7,
+                publisher: 0,
+            },
+        )
+        .sized("sized", sizes, Stream::new(1, Purpose::Size, 0));
+        let mut buf = Vec::with_capacity(1 << 30);
+        let mut bytes = 0;
+        let n = allocations_during(|| {
+            for seq in 0..N / 10 {
+                bytes += frame.append(&mut buf, seq);
+            }
+        });
+        assert_eq!(n, 0, "{spec}: {n} allocations");
+        assert!(bytes > 0 && buf.len() > bytes, "{spec}");
+    }
+}
+
 #[test]
 fn jetstream_publishes_with_ids_and_batches_allocate_nothing_per_message() {
     for (batch, dedup) in [

@@ -43,18 +43,19 @@ impl Pace<'_> {
 /// "2 pubs, 1 sub; 16 B messages; 1,000 per publisher": the parties (those of none left out),
 /// the message size where the run publishes, and the pace.
 pub fn who_what_how_long(who: &[(u32, &str)], size: Option<usize>, pace: &Pace<'_>) -> String {
+    let what = size.map(|size| format!("{} B messages", group(size as u64)));
+    who_what_how_long_text(who, what.as_deref(), pace)
+}
+
+/// As [`who_what_how_long`], with the messages described in words ("sizes drawn from …").
+pub fn who_what_how_long_text(who: &[(u32, &str)], what: Option<&str>, pace: &Pace<'_>) -> String {
     let who: Vec<String> = who
         .iter()
         .filter(|(n, _)| *n > 0)
         .map(|(n, noun)| counted(u64::from(*n), noun))
         .collect();
-    match size {
-        Some(size) => format!(
-            "{}; {} B messages; {}",
-            who.join(", "),
-            group(size as u64),
-            pace.words()
-        ),
+    match what {
+        Some(what) => format!("{}; {what}; {}", who.join(", "), pace.words()),
         None => format!("{}; {}", who.join(", "), pace.words()),
     }
 }

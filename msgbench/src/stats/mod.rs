@@ -5,6 +5,7 @@
 pub mod acks;
 pub mod changepoint;
 pub mod delivery;
+pub mod draw;
 pub mod fault_phases;
 pub mod faults;
 pub mod hdr;

@@ -24,6 +24,7 @@ mod consume;
 mod dashboard;
 mod deploy;
 mod diff;
+mod dists;
 mod docs;
 mod docs_run;
 mod durability;

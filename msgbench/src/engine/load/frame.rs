@@ -7,6 +7,7 @@
 //! each message goes to and what its payload starts with.
 
 use crate::engine::jsframe;
+use crate::stats::draw::{Sizes, Stream};
 use crate::wire::proto;
 use crate::wire::stamp::{self, STAMP_LEN};
 
@@ -24,7 +25,12 @@ pub struct Frame {
     /// The control line when it changes per message (multisubject, per-request reply subject).
     line: Option<DynamicLine>,
     headers_len: usize,
+    /// The payload's length; with drawn sizes, the largest a draw can give (what `bytes`
+    /// holds).
     pub(super) payload_len: usize,
+    /// Drawn sizes (`--size` as a distribution): message `seq` carries the first
+    /// `sizes.draw(stream.at(seq))` bytes of the payload.
+    sizes: Option<Box<(Sizes, Stream)>>,
 }
 
 impl Frame {
@@ -93,7 +99,39 @@ impl Frame {
             }),
             headers_len: headers.len(),
             payload_len: payload.len(),
+            sizes: None,
         }
+    }
+
+    /// Each message's payload drawn from `sizes` by `stream` (the payload given to the
+    /// constructor must be `sizes.max()` bytes long); a fixed size changes nothing. The
+    /// control line is then written per message, since its length changes: a frame built for a
+    /// fixed `subject` loses its prebuilt line.
+    #[must_use]
+    pub fn sized(mut self, subject: &str, sizes: Sizes, stream: Stream) -> Self {
+        if sizes.is_fixed() {
+            return self;
+        }
+        debug_assert_eq!(sizes.max(), self.payload_len);
+        if self.line.is_none() {
+            // The prebuilt line ends at the first CRLF: a subject holds none.
+            let end = self
+                .bytes
+                .windows(2)
+                .position(|w| w == b"\r\n")
+                .map_or(0, |p| p + 2);
+            self.bytes.drain(..end);
+            self.seq_at = self.seq_at.map(|o| o - end);
+            self.time_at = self.time_at.map(|o| o - end);
+            self.line = Some(DynamicLine {
+                subject: subject.as_bytes().to_vec(),
+                multi: None,
+                key_base: 0,
+                reply_prefix: None,
+            });
+        }
+        self.sizes = Some(Box::new((sizes, stream)));
+        self
     }
 
     /// Keys counted from `base`: message `seq` goes to `<subject>.<base + key>`. A block of
@@ -117,9 +155,13 @@ impl Frame {
         self.seq_at.is_some()
     }
 
-    /// Appends message `seq` to `out`.
+    /// Appends message `seq` to `out`; returns its payload's length.
     #[inline]
-    pub fn append(&self, out: &mut Vec<u8>, seq: u64) {
+    pub fn append(&self, out: &mut Vec<u8>, seq: u64) -> usize {
+        let payload_len = match &self.sizes {
+            Some(d) => d.0.draw(&mut d.1.at(seq)),
+            None => self.payload_len,
+        };
         if let Some(l) = &self.line {
             let (mut n1, mut n2) = (itoa::Buffer::new(), itoa::Buffer::new());
             let suffix: [&[u8]; 3] = match l.multi {
@@ -139,16 +181,22 @@ impl Frame {
             } else {
                 &[]
             };
-            proto::encode_pub_line_parts(out, &suffix, reply, self.headers_len, self.payload_len);
+            proto::encode_pub_line_parts(out, &suffix, reply, self.headers_len, payload_len);
         }
         let at = out.len();
-        out.extend_from_slice(&self.bytes);
+        if self.sizes.is_some() {
+            out.extend_from_slice(&self.bytes[..self.headers_len + payload_len]);
+            out.extend_from_slice(b"\r\n");
+        } else {
+            out.extend_from_slice(&self.bytes);
+        }
         if let Some(off) = self.seq_at {
             out[at + off..at + off + 8].copy_from_slice(&seq.to_le_bytes());
         }
         if let Some(off) = self.time_at {
             out[at + off..at + off + 8].copy_from_slice(&jsframe::unix_ns().to_le_bytes());
         }
+        payload_len
     }
 }
 

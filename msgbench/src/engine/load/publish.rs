@@ -96,8 +96,11 @@ pub fn publish(
         progress,
         paced: paced.is_some(),
         written: 0,
+        written_bytes: 0,
         blocked: Duration::ZERO,
     };
+    // Payload bytes appended so far (sizes may be drawn per message).
+    let mut appended: u64 = 0;
 
     while seq < limit {
         if let Some(share) = paced {
@@ -113,7 +116,7 @@ pub fn publish(
             let now = Instant::now();
             if now < due {
                 if !buf.is_empty() && due.saturating_duration_since(buf_due) > COALESCE {
-                    if let Err(k) = out.write(&mut buf, seq) {
+                    if let Err(k) = out.write(&mut buf, seq, appended) {
                         failed = Some(k);
                         break;
                     }
@@ -144,7 +147,7 @@ pub fn publish(
             // waiting, or the replies that free a slot could never come.
             if !w.try_acquire(seq) {
                 if !buf.is_empty() {
-                    if let Err(k) = out.write(&mut buf, seq) {
+                    if let Err(k) = out.write(&mut buf, seq, appended) {
                         failed = Some(k);
                         break;
                     }
@@ -161,10 +164,10 @@ pub fn publish(
                 }
             }
         }
-        frame.append(&mut buf, seq);
+        appended += frame.append(&mut buf, seq) as u64;
         seq += 1;
         if buf.len() >= FLUSH_AT {
-            if let Err(k) = out.write(&mut buf, seq) {
+            if let Err(k) = out.write(&mut buf, seq, appended) {
                 failed = Some(k);
                 break;
             }
@@ -175,6 +178,7 @@ pub fn publish(
         let (all_out, error) = final_flush(shared, &mut buf, spec.flush_timeout);
         if all_out {
             out.written = seq;
+            out.written_bytes = appended;
         }
         failed = error;
     }
@@ -182,14 +186,14 @@ pub fn publish(
     if let Some(k) = failed.filter(|_| !stop.load(Ordering::Relaxed)) {
         count_failure(shared, k);
     }
-    let written = out.written;
+    let (written, written_bytes) = (out.written, out.written_bytes);
     progress.store(written, Ordering::Relaxed);
     PubOutcome {
         run: ClientRun {
             role: Role::Pub,
             id: spec.id,
             msgs: written,
-            bytes: written * frame.payload_len as u64,
+            bytes: written_bytes,
             start: Some(start),
             end: Some(Instant::now()),
         },
@@ -208,6 +212,8 @@ struct Out<'a> {
     paced: bool,
     /// Messages known to be in the socket (the buffer's contents are not, until written).
     written: u64,
+    /// Their payload bytes.
+    written_bytes: u64,
     /// Time a paced loop spent inside writes, or waiting for a free slot: a send that is late
     /// because the socket would not take more (the server or the path is slow) tells apart
     /// from one late because this thread did not run (the tool is slow).
@@ -229,13 +235,14 @@ impl Out<'_> {
     /// Writes the buffer out; the first `seq` messages are then in the socket. A write lost
     /// with a connection that `--reconnect` replaced is not a failure of the loop: those
     /// messages count as sent, and the subscribers' accounting shows which arrived.
-    fn write(&mut self, buf: &mut Vec<u8>, seq: u64) -> Result<(), ErrorKind> {
+    fn write(&mut self, buf: &mut Vec<u8>, seq: u64, bytes: u64) -> Result<(), ErrorKind> {
         let shared = self.shared;
         let r = self.held(|| shared.write_all(buf));
         buf.clear();
         match r {
             Ok(()) | Err(SendError::Reconnected) => {
                 self.written = seq;
+                self.written_bytes = bytes;
                 self.progress.store(seq, Ordering::Relaxed);
                 Ok(())
             }

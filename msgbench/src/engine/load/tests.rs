@@ -54,6 +54,45 @@ fn frame_stamps_each_message_with_its_sequence() {
     }
 }
 
+/// Drawn sizes: each message carries the size its draw gives (the same draw again for the same
+/// seed and sequence), its stamp intact, with or without headers and keys.
+#[test]
+fn a_sized_frame_sends_each_message_at_its_drawn_size() {
+    use crate::stats::draw::{Purpose, SizeDist, Sizes, Stream};
+    let sizes = Sizes::build(&SizeDist::parse("uniform:16..300").unwrap(), STAMP_LEN).unwrap();
+    let stream = Stream::new(5, Purpose::Size, 2);
+    let headers = proto::header_block(&[("K".into(), "V".into())]);
+    for (multi, headers) in [(None, &b""[..]), (Some(Keys::cycle(3)), &headers[..])] {
+        let f = Frame::new(
+            "s",
+            multi,
+            headers,
+            &vec![9u8; sizes.max()],
+            StampKind::Delivery {
+                run_tag: 1,
+                publisher: 2,
+            },
+        )
+        .sized("s", sizes.clone(), stream);
+        let mut out = Vec::new();
+        let lens: Vec<usize> = (0..200).map(|seq| f.append(&mut out, seq)).collect();
+        let msgs = messages(&out);
+        assert_eq!(msgs.len(), 200);
+        for (seq, (subject, p)) in msgs.iter().enumerate() {
+            let want = sizes.draw(&mut stream.at(seq as u64));
+            assert_eq!((p.len(), lens[seq]), (want, want), "message {seq}");
+            assert_eq!(stamp::read(p).unwrap().seq, seq as u64);
+            assert!(p[STAMP_LEN..].iter().all(|b| *b == 9));
+            if multi.is_some() {
+                assert_eq!(subject, format!("s.{}", seq % 3).as_bytes());
+            } else {
+                assert_eq!(subject, b"s");
+            }
+        }
+        assert!(lens.iter().any(|l| *l != lens[0]), "the sizes vary");
+    }
+}
+
 #[test]
 fn frame_without_room_for_a_stamp_sends_the_payload_as_is() {
     let f = Frame::new("s", None, b"", b"abcdefg", StampKind::Sequence);

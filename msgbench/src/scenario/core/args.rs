@@ -8,7 +8,8 @@ use clap::Args;
 use serde::Serialize;
 
 use crate::cli::{parse_clients, ConnArgs, PaceArgs, PaceShape};
-use crate::values::{parse_count, parse_duration, parse_size};
+use crate::stats::draw::SizeDist;
+use crate::values::{parse_count, parse_duration};
 
 #[derive(Debug, Clone, Args, Serialize)]
 pub struct PubArgs {
@@ -64,10 +65,17 @@ pub struct LoadArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub pace: PaceArgs,
-    /// Payload size: 16, 16B, 1KiB, 4kb (multiples are binary: 1 KB = 1024 B).
-    #[arg(long, default_value = "128", value_parser = parse_size, allow_hyphen_values = true,
-          conflicts_with = "payload")]
-    pub size: usize,
+    /// Payload size: 16, 16B, 1KiB, 4kb (multiples are binary: 1 KB = 1024 B); or drawn per
+    /// message: uniform:64B..4KiB, a weighted list 64B:70%,1KiB:25%,64KiB:5%, or
+    /// lognormal:MEDIAN:P99[:MAX] (such as lognormal:1KiB:16KiB; MAX defaults to 1MiB). Drawn
+    /// sizes are at least 16 B (the delivery stamp).
+    #[arg(long, default_value = "128", value_parser = SizeDist::parse, allow_hyphen_values = true,
+          conflicts_with = "payload", value_name = "SIZE")]
+    pub size: SizeDist,
+    /// The seed of drawn sizes: the same seed draws the same size for each publisher's each
+    /// message (default 1). Only with --size as a distribution.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
     /// Subject to publish to (and subscribe on).
     #[arg(long, default_value = "msgbench")]
     pub subject: String,

@@ -160,7 +160,10 @@ pub struct Params {
     /// Messages per publisher (or expected by each subscriber); null with a duration.
     pub msgs: Option<u64>,
     pub duration_secs: Option<f64>,
+    /// Payload bytes per message; with drawn sizes, their mean, rounded.
     pub size: usize,
+    /// `--size` as a distribution; null for a fixed size.
+    pub size_distribution: Option<SizeDistribution>,
     pub subject: String,
     /// `--multisubject`: the number of distinct subjects.
     pub multisubject: Option<u64>,
@@ -174,6 +177,18 @@ pub struct Params {
     pub timeout_secs: f64,
     pub allow_loss: bool,
     pub sub_stall: Option<SubStall>,
+}
+
+/// Drawn sizes, as the result records them: the distribution as typed, the seed, and what it
+/// draws.
+#[derive(Debug, Clone, Serialize)]
+pub struct SizeDistribution {
+    pub spec: String,
+    pub seed: u64,
+    pub min: usize,
+    pub max: usize,
+    /// The mean the draws tend to.
+    pub mean: f64,
 }
 
 /// `--sub-stall N:DURATION`.
@@ -198,8 +213,19 @@ impl Describe for Params {
             schedule: self.rate_schedule.as_deref(),
         };
         // A subscriber takes whatever size arrives; --size does not apply.
-        let size = (self.pubs > 0).then_some(self.size);
-        super::words::who_what_how_long(&[(self.pubs, "pub"), (self.subs, "sub")], size, &pace)
+        let who = [(self.pubs, "pub"), (self.subs, "sub")];
+        match (&self.size_distribution, self.pubs > 0) {
+            (Some(d), true) => {
+                let what = format!(
+                    "sizes drawn from {} (seed {}, mean {} B)",
+                    d.spec,
+                    d.seed,
+                    crate::format::group(d.mean.round() as u64)
+                );
+                super::words::who_what_how_long_text(&who, Some(&what), &pace)
+            }
+            _ => super::words::who_what_how_long(&who, (self.pubs > 0).then_some(self.size), &pace),
+        }
     }
 
     fn ping_interval_secs(&self) -> Option<f64> {

@@ -11,6 +11,11 @@ use crate::engine::pace::{Pace, Stop};
 use crate::error::{Error, Result};
 use crate::options::conn;
 use crate::options::{check_subject, pace, server_choice, ServerChoice};
+use crate::stats::draw::{SizeDist, Sizes};
+use crate::wire::stamp::STAMP_LEN;
+
+/// The seed of drawn sizes when `--seed` is not given.
+pub const DEFAULT_SEED: u64 = 1;
 
 /// Which of the three runs. The scenario code is one; this only names it and fixes its shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -39,7 +44,8 @@ fn refuse_publishing_flags(load: &LoadArgs) -> Result<()> {
         ("--payload", load.payload.is_some()),
         ("--header", !load.headers.is_empty()),
         // 128 is the default; any other size was typed.
-        ("--size", load.size != 128),
+        ("--size", load.size != SizeDist::Fixed(128)),
+        ("--seed", load.seed.is_some()),
     ];
     match typed.iter().find(|(_, on)| *on) {
         Some((flag, _)) => Err(Error::Usage(format!(
@@ -60,8 +66,12 @@ pub struct Options {
     pub subs: u32,
     pub stop: Stop,
     pub pace: Pace,
-    /// Payload bytes per message (the stamp included).
+    /// Payload bytes per message (the stamp included); with drawn sizes, the largest.
     pub size: usize,
+    /// Drawn sizes (a fixed size is `Sizes::Fixed`), with `--size` as typed and the seed.
+    pub sizes: Sizes,
+    pub size_spec: SizeDist,
+    pub seed: u64,
     /// A fixed payload from `--payload`; when set, messages carry no stamp.
     pub payload: Option<Vec<u8>>,
     pub subject: String,
@@ -125,7 +135,16 @@ impl Options {
             })?),
             None => None,
         };
-        let size = payload.as_ref().map_or(load.size, Vec::len);
+        let sizes = Sizes::build(&load.size, STAMP_LEN)
+            .map_err(|why| Error::flag("--size", &load.size.to_string(), why))?;
+        if load.seed.is_some() && sizes.is_fixed() {
+            return Err(Error::flag(
+                "--seed",
+                &load.seed.unwrap_or_default().to_string(),
+                "draws sizes, and --size is fixed; give --size as a distribution",
+            ));
+        }
+        let size = payload.as_ref().map_or(sizes.max(), Vec::len);
         // A sub only listens, so wildcards are fine there; anyone who publishes needs a literal.
         if scenario == ScenarioKind::Sub {
             check_subject(&load.subject, true)
@@ -168,6 +187,9 @@ impl Options {
             stop,
             pace,
             size,
+            sizes,
+            size_spec: load.size.clone(),
+            seed: load.seed.unwrap_or(DEFAULT_SEED),
             payload,
             subject: load.subject.clone(),
             multisubject: load.multisubject.then_some(load.multisubject_max),
@@ -197,7 +219,18 @@ impl Options {
             subs: self.subs,
             msgs,
             duration_secs,
-            size: self.size,
+            size: if self.sizes.is_fixed() {
+                self.size
+            } else {
+                self.sizes.mean().round() as usize
+            },
+            size_distribution: (!self.sizes.is_fixed()).then(|| super::SizeDistribution {
+                spec: self.size_spec.to_string(),
+                seed: self.seed,
+                min: self.sizes.min(),
+                max: self.sizes.max(),
+                mean: self.sizes.mean(),
+            }),
             subject: self.subject.clone(),
             multisubject: self.multisubject,
             rate: self.pace.target_rate(),

@@ -29,6 +29,7 @@ use crate::scenario::fault::Injector;
 use crate::scenario::segment::Share;
 use crate::server::Target;
 use crate::stats::delivery::DeliveryLog;
+use crate::stats::draw::{Purpose, Stream};
 use crate::stats::recovery::RecoveryLog;
 use crate::stats::schedule::RateSchedule;
 use crate::stats::stages::StageArrivals;
@@ -492,6 +493,15 @@ impl<'a> Run<'a> {
                 },
                 None => StampKind::None,
             },
+        )
+        .sized(
+            &opts.subject,
+            opts.sizes.clone(),
+            Stream::new(
+                opts.seed,
+                Purpose::Size,
+                u64::from(self.mine.pub_base) + i as u64,
+            ),
         )
     }
 

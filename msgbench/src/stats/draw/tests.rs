@@ -1,0 +1,169 @@
+//! The draws are what was asked: over 1,000,000 draws, each size's share is
+//! within 1% (absolute) of its weight, and a lognormal's draws are within a Kolmogorov-Smirnov
+//! distance of 0.01 of the target (statrs's CDF, not the sampler's own arithmetic).
+
+use std::collections::HashMap;
+
+use super::size::{HistBucket, HistFile, HIST_SCHEMA};
+use super::*;
+
+const DRAWS: u64 = 1_000_000;
+
+fn sizes(spec: &str, floor: usize) -> Sizes {
+    Sizes::build(&SizeDist::parse(spec).unwrap(), floor).unwrap()
+}
+
+/// Draws from `f` for messages 0 … DRAWS-1 of one sender and counts each value.
+fn counts<T: std::hash::Hash + Eq>(mut f: impl FnMut(&mut Gen) -> T) -> HashMap<T, u64> {
+    let s = Stream::new(42, Purpose::Size, 3);
+    let mut c = HashMap::new();
+    for seq in 0..DRAWS {
+        *c.entry(f(&mut s.at(seq))).or_insert(0) += 1;
+    }
+    c
+}
+
+fn within(got: u64, want: f64, what: &str) {
+    let got = got as f64 / DRAWS as f64;
+    assert!(
+        (got - want).abs() < 0.01,
+        "{what}: drew {got:.4} of the time, asked {want:.4}"
+    );
+}
+
+#[test]
+fn a_weighted_list_of_sizes_draws_each_by_its_weight() {
+    let s = sizes("64B:70%,1KiB:25%,64KiB:5%", 16);
+    let c = counts(|g| s.draw(g));
+    assert_eq!(c.len(), 3);
+    within(c[&64], 0.70, "64 B");
+    within(c[&1024], 0.25, "1 KiB");
+    within(c[&65536], 0.05, "64 KiB");
+    assert_eq!((s.min(), s.max()), (64, 65536));
+    assert!((s.mean() - (0.7 * 64.0 + 0.25 * 1024.0 + 0.05 * 65536.0)).abs() < 1e-6);
+}
+
+#[test]
+fn uniform_sizes_cover_the_range_evenly() {
+    let s = sizes("uniform:16..25", 16);
+    let c = counts(|g| s.draw(g));
+    assert_eq!(c.len(), 10);
+    for n in 16..=25 {
+        within(c[&n], 0.1, &format!("{n} B"));
+    }
+    assert_eq!(s.mean(), 20.5);
+}
+
+#[test]
+fn a_lognormal_is_within_a_ks_distance_of_the_target() {
+    use statrs::distribution::{Continuous, ContinuousCDF, LogNormal, Normal};
+    let s = sizes("lognormal:1KiB:16KiB", 16);
+    let g = Stream::new(9, Purpose::Size, 0);
+    let mut x: Vec<usize> = (0..DRAWS).map(|seq| s.draw(&mut g.at(seq))).collect();
+    x.sort_unstable();
+    // The target: median 1024, P99 16384.
+    let sigma = (16.0f64).ln() / Normal::standard().inverse_cdf(0.99);
+    let target = LogNormal::new(1024f64.ln(), sigma).unwrap();
+    assert!((target.inverse_cdf(0.5) - 1024.0).abs() < 1e-6);
+    // Draws are whole bytes: compare each against the CDF at the top of its byte.
+    let n = x.len() as f64;
+    let d = x
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let f = target.cdf(v as f64 + 0.5);
+            let lo = target.cdf(v as f64 - 0.5);
+            (f - (i + 1) as f64 / n)
+                .abs()
+                .max((lo - i as f64 / n).abs())
+        })
+        .fold(0.0f64, f64::max);
+    assert!(d < 0.01, "KS distance {d}");
+    // The mean the result records is the lognormal's, e^(μ+σ²/2), barely moved by the clamp.
+    let want = (1024f64.ln() + sigma * sigma / 2.0).exp();
+    assert!(
+        (s.mean() - want).abs() / want < 0.01,
+        "{} against {want}",
+        s.mean()
+    );
+    let _ = target.pdf(1.0);
+}
+
+#[test]
+fn a_histogram_file_draws_buckets_by_their_counts() {
+    let dir = std::env::temp_dir().join(format!("msgbench-hist-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("sizes.json");
+    let h = HistFile {
+        schema: HIST_SCHEMA.into(),
+        buckets: vec![
+            HistBucket {
+                from: 16,
+                to: 63,
+                count: 600,
+            },
+            HistBucket {
+                from: 64,
+                to: 64,
+                count: 300,
+            },
+            HistBucket {
+                from: 1000,
+                to: 2000,
+                count: 100,
+            },
+            HistBucket {
+                from: 5000,
+                to: 6000,
+                count: 0,
+            },
+        ],
+    };
+    std::fs::write(&path, serde_json::to_string(&h).unwrap()).unwrap();
+    let s = sizes(&format!("hist:{}", path.display()), 16);
+    let c = counts(|g| match s.draw(g) {
+        16..=63 => 0,
+        64 => 1,
+        1000..=2000 => 2,
+        other => panic!("{other} is in no bucket with a count"),
+    });
+    within(c[&0], 0.6, "16..63");
+    within(c[&1], 0.3, "64");
+    within(c[&2], 0.1, "1000..2000");
+    assert_eq!(s.max(), 2000);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_same_seed_draws_the_same_sequence() {
+    let s = sizes("uniform:16..100000", 16);
+    let seq = |seed, sender| {
+        let st = Stream::new(seed, Purpose::Size, sender);
+        (0..1000).map(|i| s.draw(&mut st.at(i))).collect::<Vec<_>>()
+    };
+    assert_eq!(seq(1, 0), seq(1, 0));
+    assert_ne!(seq(1, 0), seq(2, 0));
+    assert_ne!(seq(1, 0), seq(1, 1));
+    // Neighbouring messages are not shifted copies of each other.
+    let a = seq(1, 0);
+    assert_ne!(a[1..11], seq(1, 0)[0..10]);
+}
+
+#[test]
+fn bad_values_say_what_is_wrong() {
+    let size = |s: &str| SizeDist::parse(s).unwrap_err();
+    assert!(
+        size("64B:70%,1KiB:20%").contains("add up to 90%"),
+        "{}",
+        size("64B:70%,1KiB:20%")
+    );
+    assert!(size("lognormal:4KiB:1KiB").contains("must be above its MEDIAN"));
+    assert!(size("lognormal:1KiB").contains("lognormal:MEDIAN:P99"));
+    assert!(size("uniform:4KiB..1KiB").contains("below LO"));
+    assert!(size("64B:70,1KiB:30%").contains("needs a %"));
+    assert!(size("hist:").contains("needs a file"));
+    let built = |s: &str, floor| Sizes::build(&SizeDist::parse(s).unwrap(), floor).unwrap_err();
+    assert!(built("hist:/nonexistent/sizes.json", 16).contains("cannot read"));
+    assert!(built("8B:50%,1KiB:50%", 16).contains("below the 16-byte stamp"));
+    assert!(built("lognormal:20B:1KiB", 16).contains("below the 16-byte stamp"));
+}
