@@ -167,7 +167,9 @@ fn a_frozen_server_shows_in_the_corrected_tail() {
     // followed would: the freeze comes after the first of the run's six seconds, so that would
     // be most of them. Half the run's messages tells the two apart on any machine.
     let over_100ms = h.count_between(100_000_000, 3_600_000_000_000);
-    let at_least = (frozen_for.as_millis() as u64).saturating_sub(101);
+    // Less 10 ms more: SIGSTOP takes effect when the server's threads are next scheduled, a
+    // few milliseconds after `freeze` returns on a busy machine (3 messages short in CI).
+    let at_least = (frozen_for.as_millis() as u64).saturating_sub(110);
     let at_most = u(&v["delivery"]["sent"]) / 2;
     assert!(
         (at_least..=at_most).contains(&over_100ms),
