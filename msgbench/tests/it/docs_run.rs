@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{scratch_dir, Scratch, HANG};
+use crate::support::{scratch_dir, Scratch, CLEARED_ENV, HANG};
 
 /// Lines of a covered page that this test does not run, each with why; matched by the
 /// command's start. Everything else a covered page prompts for runs.
@@ -338,16 +338,7 @@ impl Session {
             .current_dir(&*self.dir)
             .env("PATH", path)
             .env("HOME", self.dir.join("home"));
-        for k in [
-            "NATS_URL",
-            "NATS_USER",
-            "NATS_PASSWORD",
-            "NATS_TOKEN",
-            "NATS_NKEY",
-            "NATS_CREDS",
-            "NATS_CONTEXT",
-            "MSGBENCH_HISTORY",
-        ] {
+        for k in CLEARED_ENV {
             c.env_remove(k);
         }
         c

@@ -36,8 +36,14 @@ pub(super) fn servers(o: &mut String, r: &RunResult) {
             (Some(v), None) => format!(" (nats-server {v})"),
             _ => String::new(),
         };
-        let figures = if cpu.is_empty() {
+        let figures = if s.answered == 0 {
             "no figures (its monitor never answered)".to_string()
+        } else if cpu.is_empty() {
+            format!(
+                "CPU not measured (the server reads 0 until it has run 2 s, and no later \
+                 reading came in the run); memory up to {}",
+                mem.map_or_else(|| "unknown".into(), |m| ibytes(m as f64))
+            )
         } else {
             format!(
                 "CPU {} median, {} at most (of one core); memory up to {}",

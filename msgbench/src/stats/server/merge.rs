@@ -65,6 +65,13 @@ pub fn merge(t_s: f64, sources: &[Source<'_>]) -> ServerTick {
     }
 }
 
+/// How long the server process had been up at the reading, by its own clock.
+fn up_ns(r: &Reading) -> Option<i128> {
+    let start = humantime::parse_rfc3339(&r.start).ok()?;
+    let start = start.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos() as i128;
+    r.server_now_ns.map(|now| now - start)
+}
+
 /// The name given most often (the first such in name order on a tie).
 fn most_named<'a>(names: impl Iterator<Item = &'a str>) -> Option<String> {
     let mut count: BTreeMap<&str, usize> = BTreeMap::new();
@@ -116,7 +123,12 @@ fn point(s: &Source<'_>) -> ServerPoint {
     ServerPoint {
         name: r.name.clone(),
         up: true,
-        cpu_pct: Some(r.cpu_pct),
+        // The server's own CPU figure covers its last sampling interval (a second), and reads 0
+        // until its first ones are over: on a process's first reading, or within its first
+        // 2 s, it is not a figure of the run.
+        cpu_pct: span_s
+            .and(up_ns(r).filter(|u| *u >= 2_000_000_000))
+            .map(|_| r.cpu_pct),
         cores: Some(match (r.cores, r.gomaxprocs) {
             (0, g) => g,
             (c, 0) => c,

@@ -170,24 +170,27 @@ impl Drop for Scratch {
     }
 }
 
+/// The environment a developer may have set that must not reach a test's msgbench: tests choose
+/// the server and credentials explicitly.
+pub const CLEARED_ENV: &[&str] = &[
+    "NATS_URL",
+    "NATS_USER",
+    "NATS_PASSWORD",
+    "NATS_TOKEN",
+    "NATS_NKEY",
+    "NATS_CREDS",
+    "NATS_CONTEXT",
+    // Set, it records every run: a test's runs must not land in a developer's history.
+    "MSGBENCH_HISTORY",
+    // A history server's password: a test gives its own.
+    "PGPASSWORD",
+    // A developer's monitoring endpoints would be sampled by every test's run.
+    "MSGBENCH_SERVER_MONITOR",
+];
+
 pub fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_msgbench"));
-    // Tests choose the server and credentials explicitly; a developer's must not leak in.
-    for k in [
-        "NATS_URL",
-        "NATS_USER",
-        "NATS_PASSWORD",
-        "NATS_TOKEN",
-        "NATS_NKEY",
-        "NATS_CREDS",
-        "NATS_CONTEXT",
-        // Set, it records every run: a test's runs must not land in a developer's history.
-        "MSGBENCH_HISTORY",
-        // A history server's password: a test gives its own.
-        "PGPASSWORD",
-        // A developer's monitoring endpoints would be sampled by every test's run.
-        "MSGBENCH_SERVER_MONITOR",
-    ] {
+    for k in CLEARED_ENV {
         c.env_remove(k);
     }
     c
