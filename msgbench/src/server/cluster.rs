@@ -30,6 +30,28 @@ pub fn start(
     how: &Start<'_>,
     partitions: bool,
 ) -> Result<(Vec<EmbeddedServer>, Option<Mesh>)> {
+    // A route port is found free, then given to the server: another process can take it in
+    // between (parallel runs on one machine). The server then says so in its own log words,
+    // and the nodes started so far are stopped as they are dropped; new ports are drawn.
+    let mut tries = 0;
+    loop {
+        match start_once(binary, n, how, partitions) {
+            Err(Error::EmbeddedServer(why))
+                if why.contains("address already in use") && tries < 2 =>
+            {
+                tries += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+fn start_once(
+    binary: &Path,
+    n: u32,
+    how: &Start<'_>,
+    partitions: bool,
+) -> Result<(Vec<EmbeddedServer>, Option<Mesh>)> {
     let ports: Vec<u16> = (0..n)
         .map(|_| {
             std::net::TcpListener::bind("127.0.0.1:0")
