@@ -461,6 +461,16 @@ pub(super) fn throughput_over_time(
              kill is never undone: a line alone).",
         );
     }
+    caption.push_str(&errors_caption(t));
+    Some(figure(
+        &svg::lines(&chart, &time_axis(&t.ticks), &y, &lines, &[], faults),
+        &caption,
+        false,
+    ))
+}
+
+/// The caption's sentence naming the first ten intervals that counted errors, or nothing.
+fn errors_caption(t: &Timeline) -> String {
     let errs: Vec<String> = t
         .ticks
         .iter()
@@ -474,18 +484,13 @@ pub(super) fn throughput_over_time(
             )
         })
         .collect();
-    if !errs.is_empty() {
-        let _ = write!(
-            caption,
-            " Errors were counted in the intervals ending at {}.",
-            errs.join(", ")
-        );
+    if errs.is_empty() {
+        return String::new();
     }
-    Some(figure(
-        &svg::lines(&chart, &time_axis(&t.ticks), &y, &lines, &[], faults),
-        &caption,
-        false,
-    ))
+    format!(
+        " Errors were counted in the intervals ending at {}.",
+        errs.join(", ")
+    )
 }
 
 /// One bar per client: its msgs/s over its own span. Colour by role.
