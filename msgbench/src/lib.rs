@@ -93,11 +93,13 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
     let command = cli.command.unwrap_or(Command::Demo(cli.demo));
     // Every run of one scenario is a plan, typed or read from a file.
     let plan = match command {
-        Command::Run(a) => {
-            let mut plan = Plan::from_file(&a.plan)?;
-            *plan.out_mut() = a.out;
-            plan
-        }
+        Command::Run(a) => match plan::workload::Document::read(&a.plan)? {
+            plan::workload::Document::Plan(mut plan) => {
+                *plan.out_mut() = a.out;
+                *plan
+            }
+            plan::workload::Document::Workload(w) => return workload(w, &a.out, stop),
+        },
         Command::Scenario(ScenarioCommand::Plan(plan)) => plan,
         Command::Scenario(ScenarioCommand::Helper {
             entry,
@@ -120,6 +122,29 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
     }
     let here = session::Local::resolve(&plan, &validated)?;
     session::run(&plan, &validated, sinks, &here, stop)
+}
+
+/// `msgbench run WORKLOAD.yaml`: printed, or checked whole (every class, the output flags and
+/// destinations) and then run as one session of classes.
+fn workload(
+    mut w: plan::workload::Workload,
+    out: &cli::OutputArgs,
+    stop: &AtomicBool,
+) -> Result<u8> {
+    if out.print_plan {
+        refusals::check(out, Mode::PrintPlan)?;
+        let mut text = serde_json::to_string_pretty(&w.to_json()?).expect("a workload serialises");
+        text.push('\n');
+        return Ok(print(text.as_bytes()));
+    }
+    refusals::check(out, Mode::Workload)?;
+    let files = w.classes.iter().flat_map(|c| c.plan.files()).collect();
+    output::dest::check_out(out, files)?;
+    for c in &mut w.classes {
+        c.plan.out_mut().no_progress = out.no_progress;
+    }
+    let validated = w.validate()?;
+    session::mix::run(&w, &validated, out, stop)
 }
 
 /// Every check a command makes before it starts, connects to or writes anything: what a run

@@ -415,6 +415,15 @@ pub(crate) fn parse_clients(s: &str) -> Result<u32, String> {
 }
 
 impl ConnArgs {
+    /// Its flags' names as a plan's keys (`tls_ca`): what a workload's class may not set, since
+    /// the connection is the workload's.
+    pub fn flag_names() -> Vec<String> {
+        let group = <Self as Args>::augment_args(clap::Command::new("conn"));
+        (group.get_arguments())
+            .filter_map(|a| a.get_long().map(|l| l.replace('-', "_")))
+            .collect()
+    }
+
     /// Every connection flag at its default: how a command without NATS flags of its own
     /// (gRPC on agents) reaches the control server.
     pub fn plain() -> Self {

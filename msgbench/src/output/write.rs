@@ -55,6 +55,37 @@ pub fn emit(result: &RunResult, out: &Output) -> Result<()> {
     }
 }
 
+/// Writes a workload's result: the JSON document to `--json` (a file, or stdout with the
+/// report on stderr), and the report on stdout. A file that cannot be written is saved
+/// elsewhere, as a run's is.
+///
+/// # Errors
+/// As [`emit`].
+pub fn emit_mix(mix: &crate::result::mix::MixResult, out: &crate::cli::OutputArgs) -> Result<()> {
+    let mut doc = serde_json::to_vec_pretty(mix).expect("a workload's result serialises");
+    doc.push(b'\n');
+    let text = crate::export::text::mix(mix);
+    let to_stdout = out.json.as_deref() == Some(Path::new("-"));
+    let failed = match out.json.as_deref().filter(|_| !to_stdout) {
+        Some(path) => write_file(path, &doc, "--json").err(),
+        None => None,
+    };
+    if to_stdout {
+        let _ = std::io::stderr().write_all(&text);
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(&doc);
+        let _ = stdout.flush();
+    } else {
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(&text);
+        let _ = stdout.flush();
+    }
+    match failed {
+        Some(e) => Err(dest::rescued(e, &doc)),
+        None => Ok(()),
+    }
+}
+
 fn write_file(path: &Path, bytes: &[u8], flag: &str) -> Result<()> {
     std::fs::write(path, bytes)
         .map_err(|e| Error::io(format!("cannot write {flag} file '{}'", path.display()), e))

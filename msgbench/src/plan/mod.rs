@@ -21,6 +21,7 @@ use crate::scenario::registry::{self, AnyArgs, Entry};
 use crate::wire::url::{parse_servers, Auth};
 
 mod execute;
+pub mod workload;
 
 pub use execute::{execute, Targets, Validated};
 

@@ -20,6 +20,7 @@ mod conns;
 mod exit_tests;
 pub mod merge;
 mod meta;
+pub mod mix;
 mod sections;
 mod spread;
 mod stages;

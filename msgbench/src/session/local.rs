@@ -13,6 +13,7 @@ use crate::output::metrics::RunLabels;
 use crate::plan::{Plan, Targets, Validated};
 use crate::result::RunResult;
 use crate::scenario::Ctx;
+use crate::server::Target;
 use crate::stats::timeline::Meter;
 
 /// The servers of a session run here.
@@ -54,19 +55,50 @@ impl Runner for Local {
         showing: Showing,
         stop: &AtomicBool,
     ) -> Result<RunResult> {
+        let on = On {
+            main: self.targets.main.as_ref(),
+            second: self.targets.second.as_ref(),
+            servers: &self.servers,
+        };
+        on.run(
+            plan,
+            validated,
+            |run_id| view(plan, sinks, showing, run_id),
+            stop,
+        )
+    }
+}
+
+/// What a run in this process goes to: its servers, and the sampler of their monitoring
+/// endpoints. A workload's classes each run on the workload's one set.
+pub(super) struct On<'a> {
+    pub main: Option<&'a Target>,
+    pub second: Option<&'a Target>,
+    pub servers: &'a Servers,
+}
+
+impl On<'_> {
+    /// Runs a plan once, shown live through the view `view` makes of its run id.
+    pub(super) fn run(
+        &self,
+        plan: &Plan,
+        validated: &Validated,
+        view: impl FnOnce(&str) -> View,
+        stop: &AtomicBool,
+    ) -> Result<RunResult> {
         // The id is made before the run, so that the live figures carry the one the result
         // will.
         let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
         let run_id = crate::result::new_run_id(plan.name(), &started_at.to_string());
         let meter = Arc::new(Meter::default());
         // The servers are sampled from before the live reader's first tick.
-        let watch = self.servers.start(&self.targets, &meter);
-        let live = Live::start(Arc::clone(&meter), view(plan, sinks, showing, &run_id));
+        let watch = self.servers.start([self.main, self.second], &meter);
+        let live = Live::start(Arc::clone(&meter), view(&run_id));
         let r = crate::plan::execute(
             validated,
             &Ctx {
-                main: self.targets.main.as_ref(),
-                second: self.targets.second.as_ref(),
+                main: self.main,
+                second: self.second,
                 meter: &meter,
                 stop,
                 share: None,
@@ -77,14 +109,14 @@ impl Runner for Local {
         let mut r = r?;
         r.timeline = timeline;
         r.run_id = run_id;
-        if let Some(t) = &self.targets.main {
+        if let Some(t) = self.main {
             t.annotate(&mut r);
         }
         // Both read the timeline (and the verdict the link, which `annotate` adds).
         if let Some(w) = watch {
             super::servers::finish(w, &mut r);
         }
-        super::limit::judge(&mut r, self.targets.main.as_ref().is_some_and(|t| t.local));
+        super::limit::judge(&mut r, self.main.is_some_and(|t| t.local));
         Ok(r)
     }
 }

@@ -19,6 +19,7 @@ use crate::result::RunResult;
 
 mod limit;
 mod local;
+pub mod mix;
 pub mod refusals;
 pub mod servers;
 mod sinks;

@@ -1,7 +1,7 @@
 //! Which output flags each mode refuses, in one table: a flag a mode cannot act on is refused
 //! in one line that says why, never accepted and ignored. A row is a flag; a column is a mode
 //! that takes a plan's output flags: printing the plan, a run in this process, a comparison of
-//! client libraries, a capacity search. (A run on agents takes every output flag.)
+//! client libraries, a capacity search, a workload. (A run on agents takes every output flag.)
 
 use crate::cli::OutputArgs;
 use crate::error::{Error, Result};
@@ -19,6 +19,8 @@ pub enum Mode {
     Compare,
     /// `msgbench capacity`.
     Capacity,
+    /// `msgbench run WORKLOAD.yaml`: a mix of classes in this process.
+    Workload,
 }
 
 /// One output flag: whether it was given, and why each mode refuses it (`None`: it acts).
@@ -29,6 +31,7 @@ struct Row {
     here: Option<&'static str>,
     compare: Option<&'static str>,
     capacity: Option<&'static str>,
+    workload: Option<&'static str>,
 }
 
 /// Nothing runs, so an output flag has nothing to act on.
@@ -52,6 +55,15 @@ const PROBES_PRINTED: Option<&str> = Some("probes are printed as they end");
 const FOR_AGENTS: Option<&str> =
     Some("it is for runs on agents: give --agents N (or --agent-label)");
 
+const ONE_DOCUMENT: Option<&str> =
+    Some("a workload's result is one document of every class's; write it with --json");
+const CLASS_LINES: Option<&str> =
+    Some("each class prints a line as it ends; live lines of several classes would interleave");
+const NOT_IN_A_WORKLOAD: Option<&str> =
+    Some("a workload's classes are not shown live yet; run a class's plan alone to watch it");
+const ON_ONE_PROCESS: Option<&str> =
+    Some("a workload's classes run in this process; they are not split across agents yet");
+
 const TABLE: &[Row] = &[
     Row {
         flag: "--json",
@@ -60,6 +72,7 @@ const TABLE: &[Row] = &[
         here: None,
         compare: None,
         capacity: None,
+        workload: None,
     },
     Row {
         flag: "--csv",
@@ -68,6 +81,7 @@ const TABLE: &[Row] = &[
         here: None,
         compare: None,
         capacity: SEARCH_DOCUMENT,
+        workload: ONE_DOCUMENT,
     },
     Row {
         flag: "--markdown",
@@ -76,6 +90,7 @@ const TABLE: &[Row] = &[
         here: None,
         compare: None,
         capacity: SEARCH_DOCUMENT,
+        workload: ONE_DOCUMENT,
     },
     Row {
         flag: "--live",
@@ -84,6 +99,7 @@ const TABLE: &[Row] = &[
         here: None,
         compare: DRIVERS_AT_THE_END,
         capacity: Some("probes are printed as they end (--no-progress leaves them out)"),
+        workload: CLASS_LINES,
     },
     Row {
         flag: "--stream-stats",
@@ -92,6 +108,7 @@ const TABLE: &[Row] = &[
         here: None,
         compare: DRIVERS_AT_THE_END,
         capacity: PROBES_PRINTED,
+        workload: NOT_IN_A_WORKLOAD,
     },
     Row {
         flag: "--metrics-listen",
@@ -100,6 +117,7 @@ const TABLE: &[Row] = &[
         here: None,
         compare: DRIVERS_AT_THE_END,
         capacity: PROBES_PRINTED,
+        workload: NOT_IN_A_WORKLOAD,
     },
     Row {
         flag: "--web",
@@ -108,6 +126,7 @@ const TABLE: &[Row] = &[
         here: None,
         compare: DRIVERS_AT_THE_END,
         capacity: None,
+        workload: NOT_IN_A_WORKLOAD,
     },
     Row {
         flag: "--runs",
@@ -116,6 +135,7 @@ const TABLE: &[Row] = &[
         here: None,
         compare: None,
         capacity: Some("use --probe-runs"),
+        workload: Some("a workload runs once"),
     },
     Row {
         flag: "--threshold",
@@ -124,6 +144,7 @@ const TABLE: &[Row] = &[
         here: None,
         compare: None,
         capacity: Some("use --slo"),
+        workload: Some("a workload's SLOs are its classes' own: give each class its `slo`"),
     },
     Row {
         flag: "--print-plan",
@@ -132,6 +153,7 @@ const TABLE: &[Row] = &[
         here: None,
         compare: None,
         capacity: Some("a search is many plans; print one without capacity"),
+        workload: None,
     },
     Row {
         flag: "--agents",
@@ -140,6 +162,7 @@ const TABLE: &[Row] = &[
         here: None,
         compare: DRIVERS_HERE,
         capacity: None,
+        workload: ON_ONE_PROCESS,
     },
     Row {
         flag: "--agent-label",
@@ -148,6 +171,7 @@ const TABLE: &[Row] = &[
         here: None,
         compare: DRIVERS_HERE,
         capacity: None,
+        workload: ON_ONE_PROCESS,
     },
     Row {
         flag: "--control",
@@ -156,6 +180,7 @@ const TABLE: &[Row] = &[
         here: FOR_AGENTS,
         compare: DRIVERS_HERE,
         capacity: None,
+        workload: ON_ONE_PROCESS,
     },
     Row {
         flag: "--sign",
@@ -164,6 +189,7 @@ const TABLE: &[Row] = &[
         here: FOR_AGENTS,
         compare: DRIVERS_HERE,
         capacity: None,
+        workload: ON_ONE_PROCESS,
     },
     Row {
         flag: "--agent-silence",
@@ -172,6 +198,7 @@ const TABLE: &[Row] = &[
         here: FOR_AGENTS,
         compare: DRIVERS_HERE,
         capacity: None,
+        workload: ON_ONE_PROCESS,
     },
     Row {
         flag: "--record",
@@ -180,6 +207,7 @@ const TABLE: &[Row] = &[
         here: None,
         compare: NOT_ONE_BENCHMARK,
         capacity: SEARCH_NOT_RECORDED,
+        workload: None,
     },
     Row {
         flag: "--history-file",
@@ -188,6 +216,7 @@ const TABLE: &[Row] = &[
         here: None,
         compare: NOT_ONE_BENCHMARK,
         capacity: SEARCH_NOT_RECORDED,
+        workload: None,
     },
     Row {
         flag: "--name",
@@ -196,6 +225,7 @@ const TABLE: &[Row] = &[
         here: None,
         compare: NOT_ONE_BENCHMARK,
         capacity: SEARCH_NOT_RECORDED,
+        workload: None,
     },
     Row {
         flag: "--label",
@@ -204,6 +234,7 @@ const TABLE: &[Row] = &[
         here: None,
         compare: NOT_ONE_BENCHMARK,
         capacity: SEARCH_NOT_RECORDED,
+        workload: None,
     },
 ];
 
@@ -215,6 +246,7 @@ impl Mode {
             Mode::Agents => None,
             Mode::Compare => row.compare,
             Mode::Capacity => row.capacity,
+            Mode::Workload => row.workload,
         }
     }
 
@@ -225,6 +257,7 @@ impl Mode {
             Mode::Agents => "a run on agents",
             Mode::Compare => "`msgbench compare`",
             Mode::Capacity => "`msgbench capacity`",
+            Mode::Workload => "a workload",
         }
     }
 }
@@ -246,7 +279,7 @@ pub fn check(out: &OutputArgs, mode: Mode) -> Result<()> {
             mode.words()
         )));
     }
-    if matches!(mode, Mode::Here | Mode::Agents) {
+    if matches!(mode, Mode::Here | Mode::Agents | Mode::Workload) {
         let env = std::env::var_os(crate::options::HISTORY_ENV).is_some_and(|v| !v.is_empty());
         return names_a_recording(out, env);
     }

@@ -10,8 +10,9 @@ use std::time::Duration;
 use crate::engine::monitor::{self, Source, Summary, Watch};
 use crate::error::{Error, Result};
 use crate::options::monitor::Monitors;
-use crate::plan::{Plan, Targets};
+use crate::plan::Plan;
 use crate::result::{RunResult, Section};
+use crate::server::Target;
 use crate::stats::server::{Around, ServerSide};
 use crate::stats::timeline::{Meter, Tick};
 
@@ -46,10 +47,11 @@ impl Servers {
         Ok(Self { monitors })
     }
 
-    /// Starts sampling the servers of `targets` (those msgbench started) and the user's
-    /// endpoints, leaving each round in `meter` for its ticks; `None` when there is none.
-    pub fn start(&self, targets: &Targets, meter: &Meter) -> Option<Watch> {
-        let started = [targets.main.as_ref(), targets.second.as_ref()]
+    /// Starts sampling the servers of `targets` (those msgbench started: a run's main and
+    /// second) and the user's endpoints, leaving each round in `meter` for its ticks; `None`
+    /// when there is none.
+    pub fn start(&self, targets: [Option<&Target>; 2], meter: &Meter) -> Option<Watch> {
+        let started = targets
             .into_iter()
             .flatten()
             .flat_map(|t| t.embedded.iter().chain(t.peers.iter()))

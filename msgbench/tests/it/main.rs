@@ -69,3 +69,4 @@ mod unmeasured;
 mod vectors;
 mod web;
 mod webdriver;
+mod workload;

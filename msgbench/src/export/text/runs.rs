@@ -55,8 +55,13 @@ pub(super) fn figure(name: &str, v: f64) -> String {
 
 /// `run 2/5: 1,234,567 msgs/s, p99 1.23 ms, lost 0, errors 0`, as each of `--runs` ends.
 pub fn run_line(k: u32, n: u32, r: &RunResult) -> String {
+    format!("run {k}/{n}: {}", line_metrics(r).join(", "))
+}
+
+/// The headline figures of a run that was measured, as a line shows them.
+pub(super) fn line_metrics(r: &RunResult) -> Vec<String> {
     let doc = serde_json::to_value(r).expect("a result serialises");
-    let parts: Vec<String> = metrics_of(r)
+    metrics_of(r)
         .1
         .iter()
         .filter_map(|name| {
@@ -67,8 +72,7 @@ pub fn run_line(k: u32, n: u32, r: &RunResult) -> String {
                 _ => format!("{name} {}", figure(name, v)),
             })
         })
-        .collect();
-    format!("run {k}/{n}: {}", parts.join(", "))
+        .collect()
 }
 
 /// The summary of `--runs`: median, range and spread of the headline figures.

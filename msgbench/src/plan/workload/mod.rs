@@ -1,0 +1,305 @@
+//! A workload: a mix of classes, each a plan of its own with a name and its SLOs, run together
+//! from one start against one shared server (or cluster, or link), as a deployment carries its
+//! traffic. `msgbench run mix.yaml` runs one; `--print-plan` writes it out in full as JSON,
+//! which `msgbench run` reads back too.
+//!
+//! A class is written as the scenario's plan keys, flat (`rate: 5000`, `size: 1KiB`), beside
+//! `scenario` and `slo`. Reading one builds that plan document and hands it to
+//! [`Plan::from_json`], so a class is valid exactly when the command it spells is, and a bad
+//! value is named by its flag and its class. What the classes share is the workload's: the
+//! connection (`conn`, the plan's flag group: server, cluster, link, TLS, credentials) and,
+//! for a class that names no stop of its own, the `duration`. A class that names a server of
+//! its own is refused: its figures would not be of the mix.
+//!
+//! The file is YAML ([`yaml`]), the format load tools' workloads are written in, with
+//! comments; the printed form is the same document as JSON.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+use crate::gate::Threshold;
+use crate::scenario::registry;
+
+use super::{Plan, Validated};
+
+mod checks;
+mod yaml;
+
+pub use yaml::Ordered;
+
+/// The schema name a workload document carries.
+pub const SCHEMA: &str = "msgbench.workload/v1";
+
+/// The keys a workload has above its classes.
+const TOP_KEYS: [&str; 5] = ["schema", "workload", "duration", "conn", "classes"];
+
+/// A workload as read: its name and its classes in the file's order.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    pub name: String,
+    pub classes: Vec<Class>,
+}
+
+/// One class of a workload: its plan (with the shared connection and duration filled in) and
+/// the SLOs its result is judged by.
+#[derive(Debug, Clone)]
+pub struct Class {
+    pub name: String,
+    pub plan: Plan,
+    pub slo: Vec<Threshold>,
+}
+
+/// What `msgbench run FILE` holds: one plan, or a workload.
+pub enum Document {
+    Plan(Box<Plan>),
+    Workload(Workload),
+}
+
+impl Document {
+    /// Reads a plan (JSON, `msgbench.plan/v1`) or a workload (YAML, or its printed JSON form).
+    ///
+    /// # Errors
+    /// An unreadable file, or a document that is neither, named in one line.
+    pub fn read(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::io(format!("cannot read plan '{}'", path.display()), e))?;
+        let origin = path.display().to_string();
+        let stem = path
+            .file_stem()
+            .map_or_else(|| "workload".into(), |s| s.to_string_lossy().into_owned());
+        match serde_json::from_str::<Value>(&text) {
+            Ok(v) if v.get("schema").and_then(Value::as_str) == Some(SCHEMA) => {
+                let top = v.as_object().cloned().unwrap_or_default();
+                Workload::from_entries(top.into_iter().collect(), &origin, &stem)
+                    .map(Document::Workload)
+            }
+            Ok(v) => Plan::from_json(&v).map(|p| Document::Plan(Box::new(p))),
+            // A plan file that starts as JSON and breaks is a JSON mistake, not YAML.
+            Err(e) if text.trim_start().starts_with('{') => {
+                Err(Error::Usage(format!("plan '{origin}' is not JSON: {e}")))
+            }
+            Err(_) => Workload::from_text(&text, &origin, &stem).map(Document::Workload),
+        }
+    }
+}
+
+impl Workload {
+    /// Reads a workload's YAML text; `origin` names it in messages, `stem` is its name when it
+    /// gives none.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] naming the file, the class and the key.
+    pub fn from_text(text: &str, origin: &str, stem: &str) -> Result<Self> {
+        Self::from_entries(yaml::read(text, origin)?, origin, stem)
+    }
+
+    fn from_entries(top: Ordered, origin: &str, stem: &str) -> Result<Self> {
+        let at = |why: String| Error::Usage(format!("workload '{origin}': {why}"));
+        if let Some((k, _)) = top.iter().find(|(k, _)| !TOP_KEYS.contains(&k.as_str())) {
+            return Err(at(format!(
+                "unknown key '{k}' (a workload has {}; a class's keys go under classes)",
+                TOP_KEYS.join(", ")
+            )));
+        }
+        let get = |k: &str| top.iter().find(|(key, _)| key == k).map(|(_, v)| v);
+        match get("schema") {
+            None => {}
+            Some(Value::String(s)) if s == SCHEMA => {}
+            Some(other) => {
+                return Err(at(format!(
+                    "schema {other} is not one this msgbench reads ({SCHEMA})"
+                )))
+            }
+        }
+        let name = match get("workload") {
+            None => stem.to_string(),
+            Some(Value::String(s)) if checks::is_name(s) => s.clone(),
+            Some(other) => {
+                return Err(at(format!(
+                    "workload name {other} must be letters, digits, '-', '_' or '.'"
+                )))
+            }
+        };
+        let shared = checks::Shared::read(get("conn"), get("duration")).map_err(at)?;
+        let classes = class_entries(get("classes")).map_err(at)?;
+        let classes = classes
+            .into_iter()
+            .map(|(name, keys)| {
+                Class::read(&name, keys, &shared).map_err(|why| {
+                    Error::Usage(format!("workload '{origin}', class '{name}': {why}"))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        checks::distinct_subjects(&classes).map_err(at)?;
+        Ok(Self { name, classes })
+    }
+
+    /// Checks every class's plan and SLOs, in the file's order.
+    ///
+    /// # Errors
+    /// The first class whose plan or SLO cannot work, named with the flag.
+    pub fn validate(&self) -> Result<Vec<Validated>> {
+        self.classes
+            .iter()
+            .map(|c| {
+                let named = |e: Error| match e {
+                    Error::Usage(m) => Error::Usage(format!("class '{}': {m}", c.name)),
+                    other => other,
+                };
+                let v = c.plan.validate().map_err(named)?;
+                v.gates("slo", &c.slo).map_err(named)?;
+                Ok(v)
+            })
+            .collect()
+    }
+
+    /// The workload written out in full (every class's plan with its defaults, the shared
+    /// connection once at the top): what `--print-plan` prints and `msgbench run` reads back.
+    ///
+    /// # Errors
+    /// A server URL that carries a password or token ([`Plan::to_json`]).
+    pub fn to_json(&self) -> Result<Value> {
+        let mut conn = None;
+        let mut classes = Vec::with_capacity(self.classes.len());
+        for c in &self.classes {
+            let mut doc = c.plan.to_json()?;
+            classes.push(c.printed(&mut doc, &mut conn));
+        }
+        Ok(self.document(conn, classes))
+    }
+
+    /// As [`Workload::to_json`], for a result: credentials left out rather than refused.
+    pub fn recorded(&self) -> Value {
+        let mut conn = None;
+        let classes = (self.classes.iter())
+            .map(|c| c.printed(&mut c.plan.recorded(), &mut conn))
+            .collect();
+        self.document(conn, classes)
+    }
+
+    fn document(&self, conn: Option<Value>, classes: Vec<Value>) -> Value {
+        let mut top = Map::new();
+        top.insert("schema".into(), SCHEMA.into());
+        top.insert("workload".into(), self.name.clone().into());
+        if let Some(c) = conn {
+            top.insert("conn".into(), c);
+        }
+        top.insert("classes".into(), Value::Array(classes));
+        Value::Object(top)
+    }
+}
+
+impl Class {
+    /// Builds a class's plan document from its keys and what the workload shares, and reads it.
+    fn read(
+        name: &str,
+        keys: Map<String, Value>,
+        shared: &checks::Shared,
+    ) -> std::result::Result<Self, String> {
+        if !checks::is_name(name) {
+            return Err("a class's name must be letters, digits, '-', '_' or '.'".into());
+        }
+        let mut doc = keys;
+        let scenario = match doc.remove("scenario") {
+            Some(Value::String(s)) => s.replace(' ', "."),
+            Some(other) => return Err(format!("scenario {other} is not a scenario's name")),
+            None => return Err("no scenario (such as `scenario: js pub`)".into()),
+        };
+        let entry = registry::named(&scenario).ok_or_else(|| {
+            format!("scenario '{scenario}' is not one msgbench runs (such as pub, js pub, kv get)")
+        })?;
+        let slo = checks::slo(doc.remove("slo"))?;
+        match doc.remove("schema") {
+            None => {}
+            Some(Value::String(s)) if s == super::SCHEMA => {}
+            Some(other) => return Err(format!("schema {other} is not {}", super::SCHEMA)),
+        }
+        let cmd = entry.command();
+        shared.apply(&cmd, &mut doc)?;
+        doc.insert("schema".into(), super::SCHEMA.into());
+        doc.insert("scenario".into(), scenario.into());
+        let plan = Plan::from_json(&Value::Object(doc)).map_err(|e| match e {
+            Error::Usage(m) => m.trim_start_matches("plan: ").to_string(),
+            other => other.to_string(),
+        })?;
+        Ok(Self {
+            name: name.to_string(),
+            plan,
+            slo,
+        })
+    }
+
+    /// A class's plan document as the workload prints it: its name and SLOs first, the shared
+    /// connection taken out (the first class's is the workload's).
+    fn printed(&self, doc: &mut Value, conn: &mut Option<Value>) -> Value {
+        let obj = doc.as_object_mut().expect("a plan is an object");
+        obj.remove("schema");
+        if let Some(c) = obj.remove("conn") {
+            conn.get_or_insert(c);
+        }
+        let mut out = Map::new();
+        out.insert("class".into(), self.name.clone().into());
+        out.insert(
+            "slo".into(),
+            self.slo
+                .iter()
+                .map(|t| Value::from(t.to_string()))
+                .collect(),
+        );
+        out.extend(std::mem::take(obj));
+        Value::Object(out)
+    }
+}
+
+/// The classes of a workload, in order: a mapping of name to keys (as written by hand), or a
+/// list of mappings that each name their `class` (as printed).
+fn class_entries(
+    v: Option<&Value>,
+) -> std::result::Result<Vec<(String, Map<String, Value>)>, String> {
+    let list: Vec<(String, Value)> = match v {
+        None => return Err("no classes (a mapping of class names to their keys)".into()),
+        // A mapping's order is the file's only when it came from YAML; JSON's printed form
+        // is a list.
+        Some(Value::Object(m)) => m.clone().into_iter().collect(),
+        Some(Value::Array(items)) => {
+            let mut out = Vec::with_capacity(items.len());
+            for item in items {
+                let name = item
+                    .get("class")
+                    .and_then(Value::as_str)
+                    .ok_or("each class of a list names itself (`class: NAME`)")?;
+                if out.iter().any(|(n, _): &(String, Value)| n == name) {
+                    return Err(format!("class '{name}' is given twice"));
+                }
+                let mut keys = item.clone();
+                keys.as_object_mut().map(|o| o.remove("class"));
+                out.push((name.to_string(), keys));
+            }
+            out
+        }
+        Some(other) => return Err(format!("classes {other} is not a mapping of classes")),
+    };
+    if list.is_empty() {
+        return Err("no classes (a mapping of class names to their keys)".into());
+    }
+    if list.len() > checks::MAX_CLASSES {
+        return Err(format!(
+            "{} classes; a workload has at most {}",
+            list.len(),
+            checks::MAX_CLASSES
+        ));
+    }
+    list.into_iter()
+        .map(|(name, keys)| match keys {
+            Value::Object(m) => Ok((name, m)),
+            other => Err(format!(
+                "class '{name}': {other} is not a mapping of its keys"
+            )),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

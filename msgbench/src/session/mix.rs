@@ -1,0 +1,170 @@
+//! A workload's session: its classes run together, each on threads of its own, against the
+//! one set of servers the workload resolves, from one start; then each class's result is
+//! judged by its SLOs, and the mix is written as one document and recorded class by class.
+//!
+//! Each class runs down the path any plan run here takes ([`On::run`]: the server sampler, the
+//! live reader that keeps its timeline, the limit verdict), so a class's figures are what the
+//! same plan run alone would report. Every class's live reader starts as the workload does,
+//! which puts their timelines on one clock. A class that fails does not stop the others: its
+//! error is its entry in the result, and the exit status is the worst class's.
+
+use std::sync::atomic::AtomicBool;
+
+use super::local::On;
+use super::servers::Servers;
+use crate::cli::OutputArgs;
+use crate::error::{Error, Result};
+use crate::options::Output;
+use crate::output::live::View;
+use crate::plan::workload::{Class, Workload};
+use crate::plan::{Targets, Validated};
+use crate::result::mix::{ClassResult, MixResult};
+use crate::scenario::{Load, Second};
+
+/// Runs `workload` (its classes checked into `validated`, in order), writes and records the
+/// result, and returns the worst class's exit status.
+///
+/// # Errors
+/// The servers cannot be found or started; the result cannot be written (after it was
+/// shown).
+pub fn run(
+    workload: &Workload,
+    validated: &[Validated],
+    out: &OutputArgs,
+    stop: &AtomicBool,
+) -> Result<u8> {
+    // The workload's server: every class's conn is the workload's, so the first class that
+    // talks to NATS resolves it for all of them.
+    let first = validated
+        .iter()
+        .position(|v| matches!(v.common().load, Load::Nats { .. }));
+    let targets = match first {
+        Some(i) => Targets::resolve(&validated[i])?,
+        None => Targets {
+            main: None,
+            second: None,
+        },
+    };
+    let servers = match first {
+        Some(i) => Servers::check(&workload.classes[i].plan)?,
+        None => Servers::default(),
+    };
+    // A class whose scenario wants a second server (latency on a cluster) gets the next node.
+    let seconds: Vec<_> = validated
+        .iter()
+        .map(|v| match &v.common().load {
+            Load::Nats {
+                second: Second::NextNode,
+                ..
+            } => targets.main.as_ref().and_then(|m| m.node(1)),
+            _ => None,
+        })
+        .collect();
+    let progress = !out.no_progress;
+    if progress {
+        eprintln!(
+            "workload {}: {} classes start together",
+            workload.name,
+            workload.classes.len()
+        );
+    }
+    let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let classes: Vec<ClassResult> = std::thread::scope(|s| {
+        let running: Vec<_> = (workload.classes.iter().zip(validated).zip(&seconds))
+            .map(|((class, v), second)| {
+                let on = On {
+                    main: targets.main.as_ref(),
+                    second: second.as_ref().or(targets.second.as_ref()),
+                    servers: &servers,
+                };
+                s.spawn(move || one(class, v, &on, progress, stop))
+            })
+            .collect();
+        running
+            .into_iter()
+            .zip(&workload.classes)
+            .map(|(h, class)| {
+                h.join().unwrap_or_else(|_| {
+                    ClassResult::failed(
+                        class.name.clone(),
+                        class.plan.name(),
+                        "the class's run panicked".into(),
+                        crate::error::exit::FAILURE,
+                    )
+                })
+            })
+            .collect()
+    });
+    let mix = MixResult::new(
+        workload.name.clone(),
+        started_at,
+        workload.recorded(),
+        classes,
+    );
+    crate::output::write::emit_mix(&mix, out)?;
+    record(&mix, out)?;
+    Ok(mix.exit_status)
+}
+
+/// One class's run, judged by its SLOs; its end is a line on stderr.
+fn one(
+    class: &Class,
+    v: &Validated,
+    on: &On<'_>,
+    progress: bool,
+    stop: &AtomicBool,
+) -> ClassResult {
+    let quiet = |_: &str| View {
+        line: false,
+        stream: None,
+        scenario: class.plan.name(),
+        run: None,
+        metrics: None,
+        web: None,
+    };
+    match on.run(&class.plan, v, quiet, stop) {
+        Ok(mut r) => {
+            r.plan = Some(class.plan.recorded());
+            r.thresholds = crate::gate::judge(&class.slo, &r);
+            if progress {
+                eprintln!(
+                    "class {}: {}",
+                    class.name,
+                    crate::export::text::class_line(&r)
+                );
+            }
+            ClassResult::ran(class.name.clone(), r, v.common().allow_loss)
+        }
+        Err(e) => {
+            eprintln!("class {}: error: {e}", class.name);
+            ClassResult::failed(
+                class.name.clone(),
+                class.plan.name(),
+                e.to_string(),
+                e.exit_code(),
+            )
+        }
+    }
+}
+
+/// Records each class's result as a benchmark of its own, named `WORKLOAD.CLASS` (or
+/// `NAME.CLASS` with `--name`) and labelled with both, so `history check` judges each class
+/// against its own past.
+fn record(mix: &MixResult, out: &OutputArgs) -> Result<()> {
+    let Some(rec) = Output::from(out).record else {
+        return Ok(());
+    };
+    let mut failed: Option<Error> = None;
+    for c in &mix.classes {
+        let Some(r) = &c.result else { continue };
+        let mut mine = rec.clone();
+        let base = rec.name.clone().unwrap_or_else(|| mix.workload.clone());
+        mine.name = Some(format!("{base}.{}", c.class));
+        mine.labels.insert("workload".into(), mix.workload.clone());
+        mine.labels.insert("class".into(), c.class.clone());
+        if let Err(e) = crate::history::record::after_run(r, &mine) {
+            failed.get_or_insert(e);
+        }
+    }
+    failed.map_or(Ok(()), Err)
+}

@@ -1,0 +1,204 @@
+//! Workloads end to end: a mix of classes from one YAML file runs together against one real
+//! server, each class with its own exact accounting and SLO verdict, the exit status the worst
+//! class's; the printed form reads back; bad files and flags that cannot act are refused in one
+//! line before anything runs.
+
+use crate::support::{self, run, schema_errors, schema_errors_in, stderr, u, TestServer};
+
+/// Four classes on one server, for `secs` seconds; `pricing_slo` is the request class's SLO.
+fn mix(url: &str, secs: u32, pricing_slo: &str) -> String {
+    format!(
+        "# a test's mix
+workload: shop
+duration: {secs}s
+conn:
+  server: {url}
+classes:
+  orders:
+    scenario: js pub
+    rate: 300
+    size: 256
+    target: {{stream: wl_orders, subject: wl.orders, storage: memory, create: true, delete_after: true}}
+    slo: [lost==0]
+  catalogue:
+    scenario: kv get
+    bucket: wl_catalogue
+    keys: 50
+    delete_after: true
+  pricing:
+    scenario: request
+    rate: 200
+    subject: wl.pricing
+    slo: '{pricing_slo}'
+  prices:
+    scenario: pubsub
+    subs: 3
+    rate: 200
+    size: 64
+    subject: wl.prices
+    slo: lost==0
+"
+    )
+}
+
+fn class<'a>(doc: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    doc["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["class"] == name)
+        .unwrap_or_else(|| panic!("no class {name} in {doc}"))
+}
+
+#[test]
+fn four_classes_run_together_each_accounted_and_judged_and_the_worst_sets_the_status() {
+    let s = TestServer::start();
+    let dir = support::scratch_dir("workload");
+    let file = dir.join("shop.yaml");
+    // The request class's SLO cannot hold: its failure alone must set the exit status.
+    std::fs::write(&file, mix(&s.url, 2, "p99<1ns")).unwrap();
+    let (out, doc) = support::run_json(&["run", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(8), "{}", stderr(&out));
+    let errors = schema_errors_in("workload-result-v1.schema.json", &doc);
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(doc["workload"], "shop");
+    assert_eq!(doc["exit_status"], 8);
+    let names: Vec<&str> = (doc["classes"].as_array().unwrap().iter())
+        .map(|c| c["class"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["orders", "catalogue", "pricing", "prices"]);
+    for c in doc["classes"].as_array().unwrap() {
+        let r = &c["result"];
+        let errors = schema_errors(r);
+        assert!(errors.is_empty(), "{}: {errors:?}", c["class"]);
+        // Every class ran for the workload's duration, on one clock.
+        assert!(
+            r["timeline"]["ticks"]
+                .as_array()
+                .is_some_and(|t| !t.is_empty()),
+            "{r}"
+        );
+        assert_eq!(r["plan"]["conn"]["server"], s.url.as_str());
+    }
+
+    let orders = &class(&doc, "orders")["result"];
+    let d = &orders["durability"];
+    assert!(u(&d["sent"]) > 0);
+    assert_eq!(u(&d["sent"]), u(&d["ok"]), "{d}");
+    assert_eq!(u(&d["lost"]), 0, "{d}");
+    assert_eq!(class(&doc, "orders")["slo_pass"], true);
+
+    let catalogue = &class(&doc, "catalogue");
+    assert!(catalogue["result"]["latency"]["percentiles_ns"]["99"].is_u64());
+    assert_eq!(catalogue["slo_pass"], serde_json::Value::Null);
+    assert_eq!(catalogue["exit_status"], 0);
+
+    let prices = &class(&doc, "prices");
+    let d = &prices["result"]["delivery"];
+    assert!(u(&d["sent"]) > 0);
+    assert_eq!(u(&d["received"]), 3 * u(&d["sent"]), "{d}");
+    assert_eq!(prices["slo_pass"], true);
+
+    let pricing = &class(&doc, "pricing");
+    assert_eq!(pricing["slo_pass"], false);
+    assert_eq!(pricing["exit_status"], 8);
+    let d = &pricing["result"]["delivery"];
+    assert_eq!(u(&d["received"]), u(&d["sent"]), "{d}");
+
+    // The report names every class and the one that did not pass.
+    let text = stderr(&out);
+    for name in [
+        "=== class orders (js pub)",
+        "Workload shop: 4 classes",
+        "pricing",
+    ] {
+        assert!(text.contains(name), "{name} not in {text}");
+    }
+    assert!(text.contains("Result: pricing did not pass"), "{text}");
+}
+
+#[test]
+fn the_printed_workload_reads_back_as_itself() {
+    let dir = support::scratch_dir("workload-print");
+    let file = dir.join("shop.yaml");
+    std::fs::write(&file, mix("nats://127.0.0.1:4222", 5, "p99<10ms")).unwrap();
+    let first = run(&["run", file.to_str().unwrap(), "--print-plan"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let printed: serde_json::Value = serde_json::from_slice(&first.stdout).unwrap();
+    assert_eq!(printed["schema"], "msgbench.workload/v1");
+    assert_eq!(printed["classes"][2]["class"], "pricing");
+    assert_eq!(printed["classes"][2]["slo"][0], "p99<10ms");
+    let again_file = dir.join("printed.json");
+    std::fs::write(&again_file, &first.stdout).unwrap();
+    let again = run(&["run", again_file.to_str().unwrap(), "--print-plan"]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&again.stdout).unwrap(),
+        printed
+    );
+}
+
+#[test]
+fn bad_workloads_and_flags_that_cannot_act_are_one_line_before_anything_runs() {
+    let dir = support::scratch_dir("workload-bad");
+    let good = mix("nats://127.0.0.1:1", 5, "p99<10ms");
+    let cases: Vec<(String, Vec<&str>, Vec<&str>)> = vec![
+        (
+            good.replace("workload: shop", "workers: 3"),
+            vec![],
+            vec!["unknown key 'workers'"],
+        ),
+        (
+            good.replace(
+                "    rate: 200\n    subject: wl.pricing",
+                "    subject: wl.pricing",
+            ),
+            vec![],
+            vec!["class 'pricing'", "no rate"],
+        ),
+        (
+            good.replace("    subs: 3", "    subs: 3\n    server: nats://127.0.0.1:2"),
+            vec![],
+            vec!["class 'prices'", "'server' is the workload's"],
+        ),
+        (
+            good.replace("size: 64", "size: lots"),
+            vec![],
+            vec!["class 'prices'", "--size"],
+        ),
+        (
+            good.clone(),
+            vec!["--csv", "x.csv"],
+            vec!["--csv", "a workload"],
+        ),
+        (
+            good.clone(),
+            vec!["--agents", "2"],
+            vec!["--agents", "a workload"],
+        ),
+        (
+            good.clone(),
+            vec!["--threshold", "p99<1ms"],
+            vec!["--threshold", "slo"],
+        ),
+        (
+            good.clone(),
+            vec!["--json", "/nonexistent-dir/r.json"],
+            vec!["--json"],
+        ),
+    ];
+    for (i, (text, flags, words)) in cases.iter().enumerate() {
+        let file = dir.join(format!("w{i}.yaml"));
+        std::fs::write(&file, text).unwrap();
+        let mut args = vec!["run", file.to_str().unwrap()];
+        args.extend(flags.iter().copied());
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        for w in words {
+            assert!(err.contains(w), "'{w}' not in {err}");
+        }
+        assert!(out.stdout.is_empty());
+    }
+}
