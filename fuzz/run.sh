@@ -16,7 +16,7 @@ cd "$(dirname "$0")"
 seconds="${1:-20}"
 cargo_fuzz_version="0.13.2"
 sanitizer="${FUZZ_SANITIZER:-address}"
-targets=(proto_parse proto_roundtrip option_values rate_schedule command_line)
+targets=(proto_parse proto_roundtrip option_values rate_schedule command_line workload_file)
 
 if [ "$(cargo fuzz --version 2>/dev/null || true)" != "cargo-fuzz $cargo_fuzz_version" ]; then
   echo "fuzz: installing cargo-fuzz $cargo_fuzz_version" >&2

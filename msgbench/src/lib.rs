@@ -94,11 +94,23 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
     // Every run of one scenario is a plan, typed or read from a file.
     let plan = match command {
         Command::Run(a) => match plan::workload::Document::read(&a.plan)? {
+            plan::workload::Document::Plan(_) if a.scale.is_some() => {
+                return Err(error::Error::Usage(
+                    "--scale scales a workload's classes; a plan of one scenario takes its \
+                     own --rate"
+                        .into(),
+                ))
+            }
             plan::workload::Document::Plan(mut plan) => {
                 *plan.out_mut() = a.out;
                 *plan
             }
-            plan::workload::Document::Workload(w) => return workload(w, &a.out, stop),
+            plan::workload::Document::Workload(mut w) => {
+                if let Some(f) = a.scale {
+                    w.scale(f)?;
+                }
+                return workload(w, &a.out, stop);
+            }
         },
         Command::Scenario(ScenarioCommand::Plan(plan)) => plan,
         Command::Scenario(ScenarioCommand::Helper {

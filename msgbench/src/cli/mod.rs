@@ -33,13 +33,17 @@ pub use modes::{
 pub use pace::{PaceArgs, PaceShape};
 pub use shell::{CompletionsArgs, ManArgs};
 
-use crate::values::{parse_count, parse_duration, parse_size};
+use crate::values::{parse_count, parse_duration, parse_rate, parse_size};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The plan file: JSON as `msgbench <scenario> … --print-plan` writes it.
-    #[arg(value_name = "PLAN.json")]
+    /// The plan file: JSON as `msgbench <scenario> … --print-plan` writes it, or a workload
+    /// (YAML: a mix of classes run together).
+    #[arg(value_name = "PLAN.json|WORKLOAD.yaml")]
     pub plan: PathBuf,
+    /// A workload at a scale: every class's rate times FACTOR (2: twice today's traffic).
+    #[arg(long, value_name = "FACTOR", value_parser = parse_rate)]
+    pub scale: Option<f64>,
     #[command(flatten)]
     pub out: OutputArgs,
 }

@@ -20,6 +20,8 @@ pub struct MixResult {
     pub schema: &'static str,
     pub tool: ToolInfo,
     pub workload: String,
+    /// `--scale`: every class's rate was its file's times this; null when run as written.
+    pub scale: Option<f64>,
     /// Wall-clock start of every class, RFC 3339 UTC.
     pub started_at: String,
     /// True when SIGINT/SIGTERM cut the run short; figures cover what ran.
@@ -76,6 +78,7 @@ impl ClassResult {
 impl MixResult {
     pub fn new(
         workload: String,
+        scale: Option<f64>,
         started_at: String,
         plan: serde_json::Value,
         classes: Vec<ClassResult>,
@@ -86,6 +89,7 @@ impl MixResult {
             schema: SCHEMA,
             tool: ToolInfo::default(),
             workload,
+            scale,
             started_at,
             interrupted,
             plan,

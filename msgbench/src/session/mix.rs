@@ -97,6 +97,7 @@ pub fn run(
     });
     let mix = MixResult::new(
         workload.name.clone(),
+        workload.scale,
         started_at,
         workload.recorded(),
         classes,

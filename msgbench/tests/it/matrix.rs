@@ -1,7 +1,7 @@
 //! The matrix of scenarios by modes in docs/scenarios.md is the code's own answer: for every
 //! scenario of the registry, each mode is tried on a command line and given to
 //! `msgbench::preflight` (the checks a run makes first); ✔ where it passes, and the refusal's
-//! own words where it does not. The test fails when the page differs; with
+//! own words where it does not; and each as a class of a workload. The test fails when the page differs; with
 //! `MSGBENCH_WRITE_MATRIX=1` it writes the page's table instead.
 
 use clap::{CommandFactory, Parser};
@@ -106,18 +106,38 @@ fn answer(words: &[String], mode: &[&str]) -> String {
     }
 }
 
+/// A one-class workload of the scenario, read and checked as `msgbench run` does: ✔ (with
+/// the key a class of it must give), or the refusal.
+fn in_a_workload(words: &[String]) -> String {
+    let check = |rate: &str| {
+        let text = format!("classes:\n  c:\n    scenario: {}\n{rate}", words.join(" "));
+        msgbench::plan::workload::Workload::from_text(&text, "w.yaml", "w")
+            .and_then(|w| w.validate().map(|_| ()))
+            .map_err(|e| e.to_string().replace('|', "\\|"))
+    };
+    match check("") {
+        Ok(()) => "✔".into(),
+        Err(e) if e.contains("no rate") => match check("    rate: 100\n") {
+            Ok(()) => "✔ (paced: `rate`)".into(),
+            Err(e) => e,
+        },
+        Err(e) => e,
+    }
+}
+
 fn table() -> String {
     let mut o = String::from("| scenario | ");
     let heads: Vec<&str> = MODES.iter().map(|(h, _)| *h).collect();
     o.push_str(&heads.join(" | "));
-    o.push_str(" | `compare` | `capacity` |\n|---|");
-    o.push_str(&"---|".repeat(MODES.len() + 2));
+    o.push_str(" | in a workload | `compare` | `capacity` |\n|---|");
+    o.push_str(&"---|".repeat(MODES.len() + 3));
     o.push('\n');
     for (words, compare, capacity) in scenarios() {
         o.push_str(&format!("| `{}` |", words.join(" ")));
         for (_, mode) in MODES {
             o.push_str(&format!(" {} |", answer(&words, mode)));
         }
+        o.push_str(&format!(" {} |", in_a_workload(&words)));
         let offered = |n: &Option<String>, tool: &str| match n {
             Some(n) => format!("✔ (`{tool} {n}`)"),
             None => "—".to_string(),

@@ -202,3 +202,38 @@ fn bad_workloads_and_flags_that_cannot_act_are_one_line_before_anything_runs() {
         assert!(out.stdout.is_empty());
     }
 }
+
+#[test]
+fn a_workload_at_a_scale_runs_every_paced_class_at_its_rate_times_the_factor() {
+    let s = TestServer::start();
+    let dir = support::scratch_dir("workload-scale");
+    let file = dir.join("w.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "duration: 2s\nconn: {{server: {}}}\nclasses:\n  feed:\n    scenario: pubsub\n    \
+             rate: 150\n    subject: wl.scale\n  reads:\n    scenario: kv get\n    \
+             bucket: wl_scale\n    keys: 10\n    delete_after: true\n",
+            s.url
+        ),
+    )
+    .unwrap();
+    let (out, doc) = support::run_json(&["run", file.to_str().unwrap(), "--scale", "2"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(doc["scale"], 2.0);
+    let feed = &class(&doc, "feed")["result"];
+    assert_eq!(feed["plan"]["load"]["rate"], 300.0, "{}", feed["plan"]);
+    let achieved = feed["pacing"]["target_rate"].as_f64().unwrap();
+    assert_eq!(achieved, 300.0, "{}", feed["pacing"]);
+    // A class without a rate runs as written.
+    assert_eq!(class(&doc, "reads")["result"]["plan"]["keys"], 10);
+    assert!(stderr(&out).contains("every rate ×2"), "{}", stderr(&out));
+
+    // A plan of one scenario has a rate of its own.
+    let plan = dir.join("p.json");
+    let printed = run(&["pub", "--print-plan"]);
+    std::fs::write(&plan, &printed.stdout).unwrap();
+    let refused = run(&["run", plan.to_str().unwrap(), "--scale", "2"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr(&refused).contains("--scale"), "{}", stderr(&refused));
+}

@@ -49,9 +49,12 @@ pub fn mix(m: &MixResult) -> Vec<u8> {
 /// The classes side by side, each figure as the class's report gives it (`—`: not measured),
 /// then the verdict line.
 fn table(o: &mut String, m: &MixResult) {
+    let scale = m
+        .scale
+        .map_or_else(String::new, |f| format!(", every rate ×{f}"));
     let _ = writeln!(
         o,
-        "Workload {}: {} classes from one start at {}",
+        "Workload {}: {} classes from one start at {}{scale}",
         m.workload,
         m.classes.len(),
         m.started_at

@@ -1,6 +1,6 @@
 //! What a workload checks of its classes beyond each class's own plan: names, SLOs, what the
-//! classes share (the connection, the duration), that every class that can be paced is, and
-//! that no two classes send on one subject or stream. Each refusal is a sentence the caller
+//! classes share (the connection, the duration), that every class that sends on a schedule
+//! names its rate, and that no two classes send on one subject or stream. Each refusal is a sentence the caller
 //! prefixes with the file and the class.
 
 use serde_json::{Map, Value};
@@ -86,8 +86,8 @@ impl Shared {
     }
 
     /// Fills a class's document with what the workload shares, refusing what a class may not
-    /// set itself and a class that could be paced but names no rate.
-    pub fn apply(&self, cmd: &clap::Command, doc: &mut Map<String, Value>) -> Result<(), String> {
+    /// set itself. True when the scenario takes a rate and the class names none.
+    pub fn apply(&self, cmd: &clap::Command, doc: &mut Map<String, Value>) -> Result<bool, String> {
         let has = |long: &str| cmd.get_arguments().any(|a| a.get_long() == Some(long));
         let conn_keys: Vec<String> = crate::cli::ConnArgs::flag_names();
         if let Some(k) = (doc.iter())
@@ -116,16 +116,8 @@ impl Shared {
                 }
             }
         }
-        if has("rate") {
-            let zero = find(doc, "rate").and_then(Value::as_f64) == Some(0.0);
-            if (!named(doc, "rate") || zero) && !named(doc, "rate_schedule") {
-                return Err("no rate: a class's publishers are paced (`rate: 5000`, or \
-                            `rate_schedule`), or one class would take the machine from the \
-                            others"
-                    .into());
-            }
-        }
-        Ok(())
+        let zero = find(doc, "rate").and_then(Value::as_f64) == Some(0.0);
+        Ok(has("rate") && (!named(doc, "rate") || zero) && !named(doc, "rate_schedule"))
     }
 }
 
@@ -166,3 +158,17 @@ pub fn distinct_subjects(classes: &[Class]) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// A class that names no rate although its plan would take one: its publishers would send as
+/// fast as they can and take the machine from the other classes. A scenario that has a rate
+/// flag but sends nothing with it as the class is written (`sub`, `js consume` without a live
+/// publisher) refuses the rate itself, and needs none.
+pub fn unpaced(doc: &Map<String, Value>) -> bool {
+    let mut paced = doc.clone();
+    paced.insert("rate".into(), 1.into());
+    super::Plan::from_json(&Value::Object(paced)).is_ok_and(|p| p.validate().is_ok())
+}
+
+/// The refusal of an [`unpaced`] class.
+pub const NO_RATE: &str = "no rate: a class's publishers are paced (`rate: 5000`, or \
+                           `rate_schedule`), or one class would take the machine from the others";

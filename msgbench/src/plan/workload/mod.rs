@@ -40,6 +40,8 @@ const TOP_KEYS: [&str; 5] = ["schema", "workload", "duration", "conn", "classes"
 pub struct Workload {
     pub name: String,
     pub classes: Vec<Class>,
+    /// The `--scale` its rates were multiplied by, if any.
+    pub scale: Option<f64>,
 }
 
 /// One class of a workload: its plan (with the shared connection and duration filled in) and
@@ -71,9 +73,7 @@ impl Document {
             .map_or_else(|| "workload".into(), |s| s.to_string_lossy().into_owned());
         match serde_json::from_str::<Value>(&text) {
             Ok(v) if v.get("schema").and_then(Value::as_str) == Some(SCHEMA) => {
-                let top = v.as_object().cloned().unwrap_or_default();
-                Workload::from_entries(top.into_iter().collect(), &origin, &stem)
-                    .map(Document::Workload)
+                Workload::from_value(&v, &origin).map(Document::Workload)
             }
             Ok(v) => Plan::from_json(&v).map(|p| Document::Plan(Box::new(p))),
             // A plan file that starts as JSON and breaks is a JSON mistake, not YAML.
@@ -93,6 +93,17 @@ impl Workload {
     /// [`Error::Usage`] naming the file, the class and the key.
     pub fn from_text(text: &str, origin: &str, stem: &str) -> Result<Self> {
         Self::from_entries(yaml::read(text, origin)?, origin, stem)
+    }
+
+    /// Reads a workload's printed form (what [`Workload::to_json`] writes).
+    ///
+    /// # Errors
+    /// As [`Workload::from_text`].
+    pub fn from_value(v: &Value, origin: &str) -> Result<Self> {
+        let top = v
+            .as_object()
+            .ok_or_else(|| Error::Usage(format!("workload '{origin}' is not a JSON object")))?;
+        Self::from_entries(top.clone().into_iter().collect(), origin, "workload")
     }
 
     fn from_entries(top: Ordered, origin: &str, stem: &str) -> Result<Self> {
@@ -133,7 +144,46 @@ impl Workload {
             })
             .collect::<Result<Vec<_>>>()?;
         checks::distinct_subjects(&classes).map_err(at)?;
-        Ok(Self { name, classes })
+        Ok(Self {
+            name,
+            classes,
+            scale: None,
+        })
+    }
+
+    /// Every class's rate times `factor` (`--scale`): the same mix, busier or quieter. A
+    /// class with no rate (a window of operations in flight, such as `kv get`) runs as
+    /// written; one that follows a `rate_schedule` is refused, since its stages are its own.
+    ///
+    /// # Errors
+    /// A factor that is not positive, or a class on a schedule.
+    pub fn scale(&mut self, factor: f64) -> Result<()> {
+        if !(factor > 0.0 && factor.is_finite()) {
+            return Err(Error::flag(
+                "--scale",
+                &factor.to_string(),
+                "must be more than 0",
+            ));
+        }
+        for c in &mut self.classes {
+            let Some(pace) = c.plan.pace_mut() else {
+                continue;
+            };
+            if pace.rate_schedule.is_some() {
+                return Err(Error::flag(
+                    "--scale",
+                    &factor.to_string(),
+                    format!(
+                        "class '{}' follows a rate_schedule, whose stages are its own; scale \
+                         them in the file",
+                        c.name
+                    ),
+                ));
+            }
+            pace.rate *= factor;
+        }
+        self.scale = Some(self.scale.unwrap_or(1.0) * factor);
+        Ok(())
     }
 
     /// Checks every class's plan and SLOs, in the file's order.
@@ -217,9 +267,12 @@ impl Class {
             Some(other) => return Err(format!("schema {other} is not {}", super::SCHEMA)),
         }
         let cmd = entry.command();
-        shared.apply(&cmd, &mut doc)?;
+        let rateless = shared.apply(&cmd, &mut doc)?;
         doc.insert("schema".into(), super::SCHEMA.into());
         doc.insert("scenario".into(), scenario.into());
+        if rateless && checks::unpaced(&doc) {
+            return Err(checks::NO_RATE.into());
+        }
         let plan = Plan::from_json(&Value::Object(doc)).map_err(|e| match e {
             Error::Usage(m) => m.trim_start_matches("plan: ").to_string(),
             other => other.to_string(),
@@ -253,11 +306,14 @@ impl Class {
     }
 }
 
+/// A class's name and its keys as written.
+type Named = (String, Map<String, Value>);
+
 /// The classes of a workload, in order: a mapping of name to keys (as written by hand), or a
 /// list of mappings that each name their `class` (as printed).
 fn class_entries(
     v: Option<&Value>,
-) -> std::result::Result<Vec<(String, Map<String, Value>)>, String> {
+) -> std::result::Result<Vec<Named>, String> {
     let list: Vec<(String, Value)> = match v {
         None => return Err("no classes (a mapping of class names to their keys)".into()),
         // A mapping's order is the file's only when it came from YAML; JSON's printed form
