@@ -13,7 +13,7 @@ use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand}
 
 use crate::cli::{
     AgentArgs, CalibrateArgs, CompletionsArgs, DemoArgs, DiffArgs, HistoryArgs, ManArgs,
-    ReportArgs, RunArgs, SearchArgs,
+    OutputArgs, ReportArgs, RunArgs, SearchArgs,
 };
 use crate::plan::Plan;
 use crate::scenario::registry::{self, Entry, GROUPS};
@@ -272,15 +272,28 @@ impl Args for CompareCommand {
 }
 
 /// `msgbench capacity`: the scenario to search with, its flags (without --rate, --duration or
-/// --msgs: the search sets them), and the search's own.
+/// --msgs: the search sets them), and the search's own; or a workload file, whose classes'
+/// rates the search scales by one factor.
 #[derive(Debug)]
-pub struct CapacityCommand {
-    pub plan: Plan,
-    pub search: SearchArgs,
+pub enum CapacityCommand {
+    Scenario {
+        plan: Plan,
+        search: SearchArgs,
+    },
+    Workload {
+        file: PathBuf,
+        search: crate::cli::MixSearchArgs,
+        out: Box<OutputArgs>,
+    },
 }
 
 impl FromArgMatches for CapacityCommand {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        if let Some((name, sub)) = m.subcommand() {
+            if !registry::ALL.iter().any(|e| e.capacity() == Some(name)) {
+                return workload_search(name, sub);
+            }
+        }
         let (plan, sub) = offered_plan(m, |e| e.capacity())?;
         // Flags the search sets itself: typing one would be silently replaced.
         if let Some(id) = crate::capacity::SET_BY_SEARCH.iter().find(|id| {
@@ -296,7 +309,7 @@ impl FromArgMatches for CapacityCommand {
                 ),
             ));
         }
-        Ok(Self {
+        Ok(Self::Scenario {
             search: SearchArgs::from_arg_matches(sub)?,
             plan,
         })
@@ -308,9 +321,44 @@ impl FromArgMatches for CapacityCommand {
     }
 }
 
+/// `msgbench capacity WORKLOAD.yaml …`: a name that is no scenario's is a workload file when
+/// it reads as a path (a `.yaml`, `.yml` or `.json` file, or one with a `/`); its flags are the
+/// mix search's and the output flags.
+fn workload_search(name: &str, sub: &ArgMatches) -> Result<CapacityCommand, clap::Error> {
+    let is_file = name.contains('/')
+        || [".yaml", ".yml", ".json"]
+            .iter()
+            .any(|ext| name.ends_with(ext));
+    if !is_file {
+        return Err(clap::Error::raw(
+            ErrorKind::InvalidSubcommand,
+            format!(
+                "`{name}` is neither a scenario a search can probe nor a workload file \
+                 (WORKLOAD.yaml)"
+            ),
+        ));
+    }
+    let args: Vec<std::ffi::OsString> = sub
+        .get_many::<std::ffi::OsString>("")
+        .map(|v| v.cloned().collect())
+        .unwrap_or_default();
+    let cmd = OutputArgs::augment_args(crate::cli::MixSearchArgs::augment_args(
+        clap::Command::new("capacity").no_binary_name(true),
+    ));
+    let m = cmd.try_get_matches_from(args)?;
+    Ok(CapacityCommand::Workload {
+        file: PathBuf::from(name),
+        search: crate::cli::MixSearchArgs::from_arg_matches(&m)?,
+        out: Box::new(OutputArgs::from_arg_matches(&m)?),
+    })
+}
+
 impl Args for CapacityCommand {
     fn augment_args(cmd: clap::Command) -> clap::Command {
         offered(cmd, |e| e.capacity(), searched, true)
+            .allow_external_subcommands(true)
+            .external_subcommand_value_parser(clap::value_parser!(std::ffi::OsString))
+            .subcommand_value_name("SCENARIO|WORKLOAD.yaml")
     }
 
     fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
@@ -345,7 +393,7 @@ where
     match cli.command {
         Some(Command::Scenario(ScenarioCommand::Plan(p))) => Ok(p),
         Some(Command::Compare(c)) => Ok(c.plan),
-        Some(Command::Capacity(c)) => Ok(c.plan),
+        Some(Command::Capacity(CapacityCommand::Scenario { plan, .. })) => Ok(plan),
         _ => Err("the line runs no scenario".into()),
     }
 }

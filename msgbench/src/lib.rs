@@ -173,7 +173,9 @@ pub fn preflight(command: &Command) -> Result<()> {
             plan.to_json().map(|_| ())
         }
         Command::Scenario(ScenarioCommand::Plan(plan)) => check_plan(plan).map(|_| ()),
-        Command::Capacity(c) => capacity::preflight(&c.plan, &c.search).map(|_| ()),
+        Command::Capacity(command::CapacityCommand::Scenario { plan, search }) => {
+            capacity::preflight(plan, search).map(|_| ())
+        }
         Command::Compare(c) if c.plan.out().print_plan => {
             refusals::check(c.plan.out(), Mode::PrintPlan)?;
             c.plan.to_json().map(|_| ())
@@ -242,7 +244,21 @@ fn run_tool(command: Command, stop: &AtomicBool) -> Result<u8> {
             export::compare::emit(&c.doc, &c.output)?;
             Ok(c.code)
         }
-        Command::Capacity(a) => capacity::run(a.plan, a.search, stop),
+        Command::Capacity(command::CapacityCommand::Scenario { plan, search }) => {
+            capacity::run(plan, search, stop)
+        }
+        Command::Capacity(command::CapacityCommand::Workload { file, search, out }) => {
+            match plan::workload::Document::read(&file)? {
+                plan::workload::Document::Workload(w) => {
+                    capacity::mix::run(&w, &search, &out, stop)
+                }
+                plan::workload::Document::Plan(_) => Err(error::Error::Usage(format!(
+                    "'{}' is a plan of one scenario: search it with `msgbench capacity \
+                     <scenario> …`",
+                    file.display()
+                ))),
+            }
+        }
         Command::Report(a) => {
             check_files(&[("--output", Some(&a.output))])?;
             match &a.history {

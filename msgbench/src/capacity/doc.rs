@@ -17,7 +17,7 @@ use crate::result::{RunResult, ToolInfo, Verdict};
 pub const SCHEMA: &str = "msgbench.capacity/v1";
 
 /// Confidence of the interval given for the sustainable rate.
-const LEVEL: f64 = 0.95;
+pub(super) const LEVEL: f64 = 0.95;
 
 #[derive(Debug, Serialize)]
 pub struct Capacity {
@@ -365,23 +365,9 @@ impl Capacity {
         });
     }
 
-    /// Run `run`'s capacity as a bracket: the highest probed rate it held with every lower
-    /// probed rate held too, and the lowest probed rate above that it did not hold (the same
-    /// rate when it held every one). A run repeated because the tool fell behind counts by its
-    /// last attempt.
+    /// Run `run`'s capacity as a bracket ([`run_bracket`]).
     fn run_capacity(&self, run: u32) -> Option<(f64, f64)> {
-        let mut last: Vec<&Probe> = Vec::new();
-        for p in self.probes.iter().filter(|p| p.run == run) {
-            match last.iter_mut().find(|q| q.rate == p.rate) {
-                Some(q) => *q = p,
-                None => last.push(p),
-            }
-        }
-        last.sort_by(|a, b| a.rate.total_cmp(&b.rate));
-        let first_fail = last.iter().position(|p| !p.pass).unwrap_or(last.len());
-        let held = last[..first_fail].last()?.rate;
-        let above = last.get(first_fail).map_or(held, |p| p.rate);
-        Some((held, above))
+        run_bracket(self.probes.iter().map(|p| (p.rate, p.run, p.pass)), run)
     }
 
     /// Void runs that were run again, and void runs that were a run's last try (which put
@@ -471,10 +457,32 @@ impl Capacity {
     }
 }
 
+/// Run `run`'s capacity as a bracket, from every probe's (value, run, pass): the highest probed
+/// value it held with every lower probed value held too, and the lowest probed value above that
+/// it did not hold (the same value when it held every one). A run repeated because the tool fell
+/// behind counts by its last attempt.
+pub(super) fn run_bracket(
+    probes: impl Iterator<Item = (f64, u32, bool)>,
+    run: u32,
+) -> Option<(f64, f64)> {
+    let mut last: Vec<(f64, bool)> = Vec::new();
+    for (at, _, pass) in probes.filter(|p| p.1 == run) {
+        match last.iter_mut().find(|q| q.0 == at) {
+            Some(q) => q.1 = pass,
+            None => last.push((at, pass)),
+        }
+    }
+    last.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let first_fail = last.iter().position(|p| !p.1).unwrap_or(last.len());
+    let held = last[..first_fail].last()?.0;
+    let above = last.get(first_fail).map_or(held, |p| p.0);
+    Some((held, above))
+}
+
 /// The `LEVEL` interval of the mean capacity from each run's bracket: Student's t over the
 /// brackets' midpoints, with each bracket's own spread (a uniform's, width²/12) added to the
 /// runs' variance. `None` with fewer than two runs.
-fn interval(brackets: &[(f64, f64)]) -> Option<(f64, f64)> {
+pub(super) fn interval(brackets: &[(f64, f64)]) -> Option<(f64, f64)> {
     if brackets.len() < 2 {
         return None;
     }

@@ -31,6 +31,7 @@ use crate::session::{Local, Runner, Showing, Sinks};
 
 mod doc;
 mod judge;
+pub mod mix;
 
 use doc::{Attempt, Capacity, Probe};
 use judge::{classify, hold_view, Outcome};
@@ -147,49 +148,63 @@ fn show_knee(sinks: &Sinks, doc: &Capacity, label: &str) {
     }
 }
 
-impl Search<'_> {
+/// Where a search walks: from `start`, doubling up to `max`, then halving the bracket down to
+/// `precision` percent. Rates are probed at whole numbers from 100/s up (`whole`); a mix's
+/// scale factors are not rounded.
+pub(crate) struct Walk {
+    pub start: f64,
+    pub max: f64,
+    pub precision: f64,
+    pub whole: bool,
+}
+
+impl Walk {
     /// Doubling until a probe fails or the top of the range, then a bisection of the bracket,
-    /// down to --precision, or to neighbouring rates a probe can tell apart (a step of 1/s, or
-    /// a thousandth of the rate below 1/s). Returns the highest rate that held and the lowest
-    /// that did not, with why.
-    fn bracket(&mut self) -> (Option<f64>, Option<(f64, Outcome)>) {
+    /// down to the precision, or to neighbouring values a probe can tell apart. Returns the
+    /// highest value that held, the lowest that did not with why, and whether the walk ran
+    /// out of probes ([`MAX_PROBED_RATES`]) first.
+    pub fn run(
+        &self,
+        stop: &AtomicBool,
+        probe: &mut dyn FnMut(f64) -> Outcome,
+    ) -> (Option<f64>, Option<(f64, Outcome)>, bool) {
         let (mut held, mut broke): (Option<f64>, Option<(f64, Outcome)>) = (None, None);
-        let mut rate = self.search.start_rate;
+        let mut at = self.start;
         let mut probed = 0;
-        while probed < MAX_PROBED_RATES && !self.stop.load(Ordering::Relaxed) {
-            let out = self.probe_at(rate);
+        while probed < MAX_PROBED_RATES && !stop.load(Ordering::Relaxed) {
+            let out = probe(at);
             probed += 1;
             match out {
                 Outcome::Held => {
-                    held = Some(rate);
-                    if rate >= self.search.max_rate {
+                    held = Some(at);
+                    if at >= self.max {
                         break;
                     }
-                    rate = (rate * 2.0).min(self.search.max_rate);
+                    at = (at * 2.0).min(self.max);
                 }
                 Outcome::Unknown => break,
                 failed => {
-                    broke = Some((rate, failed));
+                    broke = Some((at, failed));
                     break;
                 }
             }
         }
         while let (Some(lo), Some((hi, _))) = (held, broke.as_ref()) {
             let hi = *hi;
-            if (hi - lo) / lo * 100.0 <= self.search.precision
+            if (hi - lo) / lo * 100.0 <= self.precision
                 || probed >= MAX_PROBED_RATES
-                || self.stop.load(Ordering::Relaxed)
+                || stop.load(Ordering::Relaxed)
             {
                 break;
             }
             let mut mid = (lo + hi) / 2.0;
-            if mid >= 100.0 {
+            if self.whole && mid >= 100.0 {
                 mid = mid.round();
             }
             if mid <= lo || mid >= hi {
                 break;
             }
-            let out = self.probe_at(mid);
+            let out = probe(mid);
             probed += 1;
             match out {
                 Outcome::Held => held = Some(mid),
@@ -197,7 +212,22 @@ impl Search<'_> {
                 failed => broke = Some((mid, failed)),
             }
         }
-        self.doc.stopped_at_limit = probed >= MAX_PROBED_RATES;
+        (held, broke, probed >= MAX_PROBED_RATES)
+    }
+}
+
+impl Search<'_> {
+    /// The search over rates ([`Walk::run`]).
+    fn bracket(&mut self) -> (Option<f64>, Option<(f64, Outcome)>) {
+        let walk = Walk {
+            start: self.search.start_rate,
+            max: self.search.max_rate,
+            precision: self.search.precision,
+            whole: true,
+        };
+        let stop = self.stop;
+        let (held, broke, at_limit) = walk.run(stop, &mut |rate| self.probe_at(rate));
+        self.doc.stopped_at_limit = at_limit;
         (held, broke)
     }
 

@@ -22,7 +22,7 @@ mod pace;
 mod shell;
 
 pub use agent::{AgentAction, AgentArgs, KeygenArgs};
-pub use capacity::SearchArgs;
+pub use capacity::{MixSearchArgs, SearchArgs};
 pub use history::{
     CheckArgs, ExportArgs, ExportFormat, HistoryAction, HistoryArgs, ImportArgs, ListArgs,
     ReportSeriesArgs, SeriesArgs, ShowArgs, StoreArgs, TrendArgs,

@@ -19,7 +19,82 @@ use crate::output::live::View;
 use crate::plan::workload::{Class, Workload};
 use crate::plan::{Targets, Validated};
 use crate::result::mix::{ClassResult, MixResult};
+use crate::result::RunResult;
 use crate::scenario::{Load, Second};
+use crate::server::Target;
+
+/// The servers a workload's classes share, found or started once (for every probe of a
+/// search too).
+pub struct Mix {
+    targets: Targets,
+    servers: Servers,
+}
+
+impl Mix {
+    /// Finds or starts the workload's server: every class's conn is the workload's, so the
+    /// first class that talks to NATS resolves it for all of them.
+    ///
+    /// # Errors
+    /// No server binary, a server that does not start, a monitoring endpoint that is not one.
+    pub fn resolve(workload: &Workload, validated: &[Validated]) -> Result<Self> {
+        let first = validated
+            .iter()
+            .position(|v| matches!(v.common().load, Load::Nats { .. }));
+        let (targets, servers) = match first {
+            Some(i) => (
+                Targets::resolve(&validated[i])?,
+                Servers::check(&workload.classes[i].plan)?,
+            ),
+            None => (
+                Targets {
+                    main: None,
+                    second: None,
+                },
+                Servers::default(),
+            ),
+        };
+        Ok(Self { targets, servers })
+    }
+
+    /// Runs `classes` together, once, each to its own result: none is stopped by another's
+    /// failure. A class whose scenario wants a second server (latency on a cluster) gets the
+    /// next node.
+    pub fn once(
+        &self,
+        classes: &[(&Class, &Validated)],
+        progress: bool,
+        stop: &AtomicBool,
+    ) -> Vec<Result<RunResult>> {
+        let seconds: Vec<Option<Target>> = (classes.iter())
+            .map(|(_, v)| match &v.common().load {
+                Load::Nats {
+                    second: Second::NextNode,
+                    ..
+                } => self.targets.main.as_ref().and_then(|m| m.node(1)),
+                _ => None,
+            })
+            .collect();
+        std::thread::scope(|s| {
+            let running: Vec<_> = (classes.iter().zip(&seconds))
+                .map(|((class, v), second)| {
+                    let on = On {
+                        main: self.targets.main.as_ref(),
+                        second: second.as_ref().or(self.targets.second.as_ref()),
+                        servers: &self.servers,
+                    };
+                    s.spawn(move || one(class, v, &on, progress, stop))
+                })
+                .collect();
+            running
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::Usage("a class's run panicked".into())))
+                })
+                .collect()
+        })
+    }
+}
 
 /// Runs `workload` (its classes checked into `validated`, in order), writes and records the
 /// result, and returns the worst class's exit status.
@@ -33,33 +108,7 @@ pub fn run(
     out: &OutputArgs,
     stop: &AtomicBool,
 ) -> Result<u8> {
-    // The workload's server: every class's conn is the workload's, so the first class that
-    // talks to NATS resolves it for all of them.
-    let first = validated
-        .iter()
-        .position(|v| matches!(v.common().load, Load::Nats { .. }));
-    let targets = match first {
-        Some(i) => Targets::resolve(&validated[i])?,
-        None => Targets {
-            main: None,
-            second: None,
-        },
-    };
-    let servers = match first {
-        Some(i) => Servers::check(&workload.classes[i].plan)?,
-        None => Servers::default(),
-    };
-    // A class whose scenario wants a second server (latency on a cluster) gets the next node.
-    let seconds: Vec<_> = validated
-        .iter()
-        .map(|v| match &v.common().load {
-            Load::Nats {
-                second: Second::NextNode,
-                ..
-            } => targets.main.as_ref().and_then(|m| m.node(1)),
-            _ => None,
-        })
-        .collect();
+    let mix = Mix::resolve(workload, validated)?;
     let progress = !out.no_progress;
     if progress {
         eprintln!(
@@ -69,32 +118,19 @@ pub fn run(
         );
     }
     let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-    let classes: Vec<ClassResult> = std::thread::scope(|s| {
-        let running: Vec<_> = (workload.classes.iter().zip(validated).zip(&seconds))
-            .map(|((class, v), second)| {
-                let on = On {
-                    main: targets.main.as_ref(),
-                    second: second.as_ref().or(targets.second.as_ref()),
-                    servers: &servers,
-                };
-                s.spawn(move || one(class, v, &on, progress, stop))
-            })
-            .collect();
-        running
-            .into_iter()
-            .zip(&workload.classes)
-            .map(|(h, class)| {
-                h.join().unwrap_or_else(|_| {
-                    ClassResult::failed(
-                        class.name.clone(),
-                        class.plan.name(),
-                        "the class's run panicked".into(),
-                        crate::error::exit::FAILURE,
-                    )
-                })
-            })
-            .collect()
-    });
+    let pairs: Vec<(&Class, &Validated)> = workload.classes.iter().zip(validated).collect();
+    let results = mix.once(&pairs, progress, stop);
+    let classes = (results.into_iter().zip(&pairs))
+        .map(|(r, (class, v))| match r {
+            Ok(r) => ClassResult::ran(class.name.clone(), r, v.common().allow_loss),
+            Err(e) => ClassResult::failed(
+                class.name.clone(),
+                class.plan.name(),
+                e.to_string(),
+                e.exit_code(),
+            ),
+        })
+        .collect();
     let mix = MixResult::new(
         workload.name.clone(),
         workload.scale,
@@ -114,7 +150,7 @@ fn one(
     on: &On<'_>,
     progress: bool,
     stop: &AtomicBool,
-) -> ClassResult {
+) -> Result<RunResult> {
     let quiet = |_: &str| View {
         line: false,
         stream: None,
@@ -134,16 +170,13 @@ fn one(
                     crate::export::text::class_line(&r)
                 );
             }
-            ClassResult::ran(class.name.clone(), r, v.common().allow_loss)
+            Ok(r)
         }
         Err(e) => {
-            eprintln!("class {}: error: {e}", class.name);
-            ClassResult::failed(
-                class.name.clone(),
-                class.plan.name(),
-                e.to_string(),
-                e.exit_code(),
-            )
+            if progress {
+                eprintln!("class {}: error: {e}", class.name);
+            }
+            Err(e)
         }
     }
 }

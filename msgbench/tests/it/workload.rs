@@ -237,3 +237,83 @@ fn a_workload_at_a_scale_runs_every_paced_class_at_its_rate_times_the_factor() {
     assert_eq!(refused.status.code(), Some(2));
     assert!(stderr(&refused).contains("--scale"), "{}", stderr(&refused));
 }
+
+/// Two paced classes for a search; `calls_slo` is the request class's second SLO. Both have a
+/// loose latency SLO, so a send a busy machine delays by a few milliseconds is well inside
+/// what they judge, and the run measured the system, not the tool.
+fn duo(url: &str, calls_slo: &str) -> String {
+    format!(
+        "conn: {{server: {url}}}\nclasses:\n  probe:\n    scenario: latency\n    \
+         rate: 100\n    subject: wl.cap.probe\n    slo: [p99<10s, lost==0]\n  calls:\n    \
+         scenario: request\n    rate: 50\n    subject: wl.cap.calls\n    \
+         slo: [p99<10s, '{calls_slo}']\n"
+    )
+}
+
+#[test]
+fn capacity_of_a_mix_scales_every_class_and_names_the_class_that_failed_first() {
+    let s = TestServer::start();
+    let dir = support::scratch_dir("workload-capacity");
+    let search = [
+        "--probe-duration",
+        "1s",
+        "--probe-warmup",
+        "0s",
+        "--probe-runs",
+        "1",
+        "--max-scale",
+        "2",
+    ];
+    // Rates a loopback server holds with room to spare: both factors hold.
+    let file = dir.join("duo.yaml");
+    std::fs::write(&file, duo(&s.url, "errors==0")).unwrap();
+    let mut args = vec!["capacity", file.to_str().unwrap()];
+    args.extend(search);
+    let (out, doc) = support::run_json(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let errors = schema_errors_in("workload-capacity-v1.schema.json", &doc);
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(doc["sustainable_scale"], 2.0, "{}", stderr(&out));
+    let probes = doc["probes"].as_array().unwrap();
+    // A run the busy machine made msgbench miss its schedule in is run again, at the same
+    // factor: the factors tried, in order, are 1 and 2.
+    let mut scales: Vec<f64> = probes
+        .iter()
+        .map(|p| p["scale"].as_f64().unwrap())
+        .collect();
+    scales.dedup();
+    assert_eq!(scales, [1.0, 2.0]);
+    // Each probe has every class's own figures, at its rate times the factor.
+    let top = &probes.last().unwrap()["classes"];
+    assert_eq!(top[0]["class"], "probe");
+    assert_eq!(top[0]["rate"], 200.0);
+    assert_eq!(top[1]["class"], "calls");
+    assert_eq!(top[1]["rate"], 100.0);
+    assert!(top[1]["latency"]["p99_ns"].is_u64(), "{top}");
+    assert_eq!(top[0]["lost"], 0);
+
+    // An SLO no run can hold, however late msgbench sent (lateness only lowers `sent`): the
+    // first factor fails, on that class.
+    std::fs::write(&file, duo(&s.url, "sent<=10")).unwrap();
+    let (out, doc) = support::run_json(&args);
+    assert_eq!(out.status.code(), Some(8), "{}", stderr(&out));
+    assert_eq!(doc["sustainable_scale"], serde_json::Value::Null);
+    assert_eq!(doc["first_failing"]["class"], "calls");
+    assert_eq!(doc["first_failing"]["slo"][0], "calls: sent<=10");
+    assert_eq!(doc["limiter"]["kind"], "slo");
+
+    // A class whose rate cannot be scaled is refused before anything runs.
+    std::fs::write(
+        &file,
+        "classes:\n  reads:\n    scenario: kv get\n    bucket: wl_cap\n",
+    )
+    .unwrap();
+    let refused = run(&["capacity", file.to_str().unwrap()]);
+    assert_eq!(refused.status.code(), Some(2));
+    let err = stderr(&refused);
+    assert!(
+        err.contains("class 'reads'") && err.contains("no rate"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+}

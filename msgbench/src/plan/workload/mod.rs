@@ -311,9 +311,7 @@ type Named = (String, Map<String, Value>);
 
 /// The classes of a workload, in order: a mapping of name to keys (as written by hand), or a
 /// list of mappings that each name their `class` (as printed).
-fn class_entries(
-    v: Option<&Value>,
-) -> std::result::Result<Vec<Named>, String> {
+fn class_entries(v: Option<&Value>) -> std::result::Result<Vec<Named>, String> {
     let list: Vec<(String, Value)> = match v {
         None => return Err("no classes (a mapping of class names to their keys)".into()),
         // A mapping's order is the file's only when it came from YAML; JSON's printed form
