@@ -155,9 +155,23 @@ pub fn run(
         progress: !out.no_progress,
         stop,
         doc: &mut doc,
+        blamed: Vec::new(),
     };
     let (held, broke, _) = walk.run(stop, &mut |f| s.probe_at(f));
-    conclude(&mut doc, held, broke, search, stop.load(Ordering::Relaxed));
+    let blamed = std::mem::take(&mut s.blamed);
+    let class = broke.as_ref().and_then(|(f, _)| {
+        blamed
+            .into_iter()
+            .find(|(at, _)| at == f)
+            .and_then(|(_, c)| c)
+    });
+    conclude(
+        &mut doc,
+        held,
+        broke.map(|b| (b, class)),
+        search,
+        stop.load(Ordering::Relaxed),
+    );
     let text = doc_text(&doc);
     let bytes = {
         let mut b = serde_json::to_vec_pretty(&doc).expect("the document serialises");
@@ -264,6 +278,9 @@ struct MixSearch<'a> {
     progress: bool,
     stop: &'a AtomicBool,
     doc: &'a mut MixCapacity,
+    /// Each factor probed, with the class its outcome is about (the first, in the file's
+    /// order, whose outcome was the factor's).
+    blamed: Vec<(f64, Option<String>)>,
 }
 
 impl MixSearch<'_> {
@@ -312,6 +329,9 @@ impl MixSearch<'_> {
                     });
                 }
                 let out = Outcome::worst(&outs);
+                let blamed = (outs.iter().zip(&probes))
+                    .find(|(o, _)| **o == out)
+                    .map(|(_, (c, _, _))| c.name.clone());
                 let run = MixProbe {
                     scale: f,
                     run: k,
@@ -327,11 +347,17 @@ impl MixSearch<'_> {
                     retry += 1;
                     continue;
                 }
-                outcomes.push(out);
+                outcomes.push((out, blamed));
                 break;
             }
         }
-        Outcome::worst(&outcomes)
+        let runs: Vec<Outcome> = outcomes.iter().map(|(o, _)| o.clone()).collect();
+        let out = Outcome::worst(&runs);
+        let class = (outcomes.into_iter())
+            .find(|(o, _)| *o == out)
+            .and_then(|(_, c)| c);
+        self.blamed.push((f, class));
+        out
     }
 
     /// Every class's probe plan at factor `f`, checked, with the class's search.
@@ -396,21 +422,18 @@ fn line(p: &MixProbe, runs: u32, retry: u32) -> String {
 fn conclude(
     doc: &mut MixCapacity,
     held: Option<f64>,
-    broke: Option<(f64, Outcome)>,
+    broke: Option<((f64, Outcome), Option<String>)>,
     s: &MixSearchArgs,
     interrupted: bool,
 ) {
     doc.interrupted = interrupted;
     doc.sustainable_scale = held;
-    if let Some((f, why)) = &broke {
+    let broke_at = broke.as_ref().map(|((f, _), _)| *f);
+    if let Some(((f, why), class)) = broke {
+        let f = &f;
         let at: Vec<&MixProbe> = (doc.probes.iter())
             .filter(|p| p.scale == *f && !p.void)
             .collect();
-        // The class the factor's outcome is about: a void run's too, when the tool limited it.
-        let class = (doc.probes.iter().filter(|p| p.scale == *f))
-            .flat_map(|p| p.classes.iter())
-            .find(|c| c.outcome == why.kind())
-            .map(|c| c.class.clone());
         let mut slo: Vec<String> = Vec::new();
         for c in at.iter().flat_map(|p| p.classes.iter()) {
             for v in c.probe.verdicts.iter().filter(|v| !v.pass) {
@@ -442,7 +465,7 @@ fn conclude(
         .filter_map(|run| run_bracket(doc.probes.iter().map(|p| (p.scale, p.run, p.pass)), run))
         .collect();
     let per_run: Vec<f64> = brackets.iter().map(|(h, _)| *h).collect();
-    let top = broke.as_ref().map_or(held, |(f, _)| *f);
+    let top = broke_at.unwrap_or(held);
     let (lo, hi) = interval(&brackets).unwrap_or((held, top));
     doc.confidence = Some(Confidence {
         level: LEVEL,

@@ -38,8 +38,9 @@ pub struct Doc {
 }
 
 /// Reads one input of `report`: a result or calibration is one document; a `msgbench compare`
-/// file is one result per client that produced one, labelled with the client, so the report
-/// shows the clients side by side.
+/// file is one result per client that produced one, labelled with the client, and a
+/// workload's result one per class, labelled with the class, so the report shows them side by
+/// side.
 ///
 /// # Errors
 /// As [`load`].
@@ -47,20 +48,31 @@ pub fn load_for_report(path: &Path) -> Result<Vec<Doc>> {
     let text = std::fs::read(path)
         .map_err(|e| Error::io(format!("cannot read '{}'", path.display()), e))?;
     let value: Option<Value> = serde_json::from_slice(&text).ok();
-    let is_compare = value
+    let schema = value
         .as_ref()
         .and_then(|v| v.get("schema"))
-        .and_then(Value::as_str)
-        == Some(crate::result::compare::SCHEMA);
-    if !is_compare {
-        return load(path).map(|d| vec![d]);
-    }
+        .and_then(Value::as_str);
+    // A document of several results: the list that holds them, the key naming each, and
+    // what the document is called when none of them has one.
+    let (list, named, what) = match schema {
+        Some(crate::result::compare::SCHEMA) => (
+            "clients",
+            "name",
+            "a comparison in which no client produced a result",
+        ),
+        Some(crate::result::mix::SCHEMA) => (
+            "classes",
+            "class",
+            "a workload in which no class produced a result",
+        ),
+        _ => return load(path).map(|d| vec![d]),
+    };
     let value = value.unwrap_or_default();
     let file = path.file_name().map_or_else(
         || path.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
-    let docs: Vec<Doc> = value["clients"]
+    let docs: Vec<Doc> = value[list]
         .as_array()
         .map(Vec::as_slice)
         .unwrap_or_default()
@@ -68,16 +80,13 @@ pub fn load_for_report(path: &Path) -> Result<Vec<Doc>> {
         .filter(|c| c["result"].is_object())
         .map(|c| Doc {
             path: path.to_path_buf(),
-            name: format!("{file}: {}", c["name"].as_str().unwrap_or("?")),
+            name: format!("{file}: {}", c[named].as_str().unwrap_or("?")),
             kind: DocKind::Result,
             value: c["result"].clone(),
         })
         .collect();
     if docs.is_empty() {
-        return Err(Error::Usage(format!(
-            "'{}' is a comparison in which no client produced a result",
-            path.display()
-        )));
+        return Err(Error::Usage(format!("'{}' is {what}", path.display())));
     }
     Ok(docs)
 }
@@ -101,6 +110,13 @@ pub fn load(path: &Path) -> Result<Doc> {
         Some(crate::result::compare::SCHEMA) => {
             return Err(Error::Usage(format!(
                 "'{}' is a comparison of clients; report reads it, diff compares single results",
+                path.display()
+            )))
+        }
+        Some(crate::result::mix::SCHEMA) => {
+            return Err(Error::Usage(format!(
+                "'{}' is a workload's result; report reads it, diff compares single results \
+                 (one class's is `jq '.classes[] | select(.class == \"NAME\") | .result'`)",
                 path.display()
             )))
         }
