@@ -342,15 +342,19 @@ fn workload_search(name: &str, sub: &ArgMatches) -> Result<CapacityCommand, clap
         .get_many::<std::ffi::OsString>("")
         .map(|v| v.cloned().collect())
         .unwrap_or_default();
-    let cmd = OutputArgs::augment_args(crate::cli::MixSearchArgs::augment_args(
-        clap::Command::new("capacity").no_binary_name(true),
-    ));
-    let m = cmd.try_get_matches_from(args)?;
+    let m = workload_search_command().try_get_matches_from(args)?;
     Ok(CapacityCommand::Workload {
         file: PathBuf::from(name),
         search: crate::cli::MixSearchArgs::from_arg_matches(&m)?,
         out: Box::new(OutputArgs::from_arg_matches(&m)?),
     })
+}
+
+/// The flags of `msgbench capacity WORKLOAD.yaml`: the mix search's and the output flags.
+pub fn workload_search_command() -> clap::Command {
+    OutputArgs::augment_args(crate::cli::MixSearchArgs::augment_args(
+        clap::Command::new("capacity").no_binary_name(true),
+    ))
 }
 
 impl Args for CapacityCommand {

@@ -419,11 +419,18 @@ fn is_flag_name(name: &str) -> bool {
 // Checking against the command tree
 
 fn command_tree() -> clap::Command {
-    let mut cmd = Cli::command();
+    // `msgbench capacity WORKLOAD.yaml` takes a file where a scenario would be: its flags are
+    // a command of their own, reached here under the name the walk gives a workload file.
+    let mut cmd = Cli::command().mut_subcommand("capacity", |c| {
+        c.subcommand(msgbench::command::workload_search_command().name(WORKLOAD))
+    });
     // Building adds --help and --version and fills in what the derive left implicit.
     cmd.build();
     cmd
 }
+
+/// The name under which the command tree holds `capacity`'s workload search.
+const WORKLOAD: &str = "WORKLOAD.yaml";
 
 fn find_long<'a>(cmd: &'a clap::Command, name: &str) -> Option<&'a clap::Arg> {
     cmd.get_arguments().find(|a| {
@@ -489,6 +496,12 @@ fn check_command(tree: &clap::Command, text: &str) -> Vec<String> {
                 }
             }
         } else {
+            let is_file = [".yaml", ".yml"].iter().any(|e| word.ends_with(e));
+            let word = if is_file && cmd.find_subcommand(WORKLOAD).is_some() {
+                WORKLOAD
+            } else {
+                word
+            };
             if let Some(sub) = cmd.find_subcommand(word) {
                 cmd = sub;
                 path.push(' ');

@@ -109,12 +109,20 @@ fn four_classes_run_together_each_accounted_and_judged_and_the_worst_sets_the_st
     let saved = dir.join("shop.json");
     std::fs::write(&saved, serde_json::to_vec(&doc).unwrap()).unwrap();
     let html = dir.join("shop.html");
-    let report = run(&["report", saved.to_str().unwrap(), "-o", html.to_str().unwrap()]);
+    let report = run(&[
+        "report",
+        saved.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
     assert!(report.status.success(), "{}", stderr(&report));
     assert!(String::from_utf8_lossy(&report.stdout).contains("4 results"));
     let page = std::fs::read_to_string(&html).unwrap();
     for name in ["orders", "catalogue", "pricing", "prices"] {
-        assert!(page.contains(&format!("shop.json: {name}")), "{name} not in the report");
+        assert!(
+            page.contains(&format!("shop.json: {name}")),
+            "{name} not in the report"
+        );
     }
 
     // The report names every class and the one that did not pass.
