@@ -106,11 +106,15 @@ fn answer(words: &[String], mode: &[&str]) -> String {
     }
 }
 
-/// A one-class workload of the scenario, read and checked as `msgbench run` does: ✔ (with
-/// the key a class of it must give), or the refusal.
+/// The scenario as a class beside another (a `reply` service, which has no rate), read and
+/// checked as `msgbench run` does: ✔ (with the key a class of it must give), or the refusal.
 fn in_a_workload(words: &[String]) -> String {
     let check = |rate: &str| {
-        let text = format!("classes:\n  c:\n    scenario: {}\n{rate}", words.join(" "));
+        let text = format!(
+            "classes:\n  c:\n    scenario: {}\n{rate}  other:\n    scenario: reply\n    \
+             subject: matrix.other\n",
+            words.join(" ")
+        );
         msgbench::plan::workload::Workload::from_text(&text, "w.yaml", "w")
             .and_then(|w| w.validate().map(|_| ()))
             .map_err(|e| e.to_string().replace('|', "\\|"))

@@ -170,5 +170,6 @@ pub fn unpaced(doc: &Map<String, Value>) -> bool {
 }
 
 /// The refusal of an [`unpaced`] class.
-pub const NO_RATE: &str = "no rate: a class's publishers are paced (`rate: 5000`, or \
-                           `rate_schedule`), or one class would take the machine from the others";
+pub const NO_RATE: &str = "no rate: beside other classes, a class's publishers are paced \
+                           (`rate: 5000`, or `rate_schedule`), or one class would take the machine \
+                           from the others";

@@ -135,10 +135,11 @@ impl Workload {
         };
         let shared = checks::Shared::read(get("conn"), get("duration")).map_err(at)?;
         let classes = class_entries(get("classes")).map_err(at)?;
+        let alone = classes.len() == 1;
         let classes = classes
             .into_iter()
             .map(|(name, keys)| {
-                Class::read(&name, keys, &shared).map_err(|why| {
+                Class::read(&name, keys, &shared, alone).map_err(|why| {
                     Error::Usage(format!("workload '{origin}', class '{name}': {why}"))
                 })
             })
@@ -243,10 +244,13 @@ impl Workload {
 
 impl Class {
     /// Builds a class's plan document from its keys and what the workload shares, and reads it.
+    /// `alone` for a workload of this one class: with no other class to take the
+    /// machine from, it may send as fast as it can, as its scenario does on its own.
     fn read(
         name: &str,
         keys: Map<String, Value>,
         shared: &checks::Shared,
+        alone: bool,
     ) -> std::result::Result<Self, String> {
         if !checks::is_name(name) {
             return Err("a class's name must be letters, digits, '-', '_' or '.'".into());
@@ -270,7 +274,7 @@ impl Class {
         let rateless = shared.apply(&cmd, &mut doc)?;
         doc.insert("schema".into(), super::SCHEMA.into());
         doc.insert("scenario".into(), scenario.into());
-        if rateless && checks::unpaced(&doc) {
+        if rateless && !alone && checks::unpaced(&doc) {
             return Err(checks::NO_RATE.into());
         }
         let plan = Plan::from_json(&Value::Object(doc)).map_err(|e| match e {

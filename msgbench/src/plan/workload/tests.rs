@@ -80,11 +80,11 @@ fn bad_workloads_are_refused_naming_the_class_and_the_key() {
             &["class 'a'", "no scenario"],
         ),
         (
-            "classes:\n  a:\n    scenario: js pub\n",
+            "classes:\n  a:\n    scenario: js pub\n  b:\n    scenario: reply\n",
             &["class 'a'", "no rate"],
         ),
         (
-            "classes:\n  a:\n    scenario: pub\n    rate: 0\n",
+            "classes:\n  a:\n    scenario: pub\n    rate: 0\n  b:\n    scenario: reply\n",
             &["class 'a'", "no rate"],
         ),
         (
@@ -139,4 +139,10 @@ fn an_slo_on_a_figure_the_class_does_not_produce_is_refused_naming_the_class() {
         e.contains("class 'a'") && e.contains("slo 'connect_p99<1s'"),
         "{e}"
     );
+}
+
+#[test]
+fn a_class_alone_may_send_as_fast_as_it_can() {
+    let w = read("classes:\n  a:\n    scenario: pub\n").unwrap();
+    assert_eq!(w.classes[0].plan.document()["load"]["rate"], 0.0);
 }
