@@ -49,6 +49,17 @@ fn allocations_during(f: impl FnOnce()) -> u64 {
     ALLOCS.with(Cell::get) - before
 }
 
+/// KV keys drawn per message (`kv --key-dist`) over 1,000 keys, for sender 3.
+fn drawn_keys(spec: &str) -> Keys {
+    let pick = msgbench::stats::draw::TokenDist::parse_keys(spec)
+        .unwrap()
+        .build(Some(1000))
+        .unwrap()
+        .numbered()
+        .unwrap();
+    Keys::drawn(1000, pick, 7).sender(3)
+}
+
 #[test]
 fn publishing_and_receiving_allocate_nothing_per_message() {
     let headers = proto::header_block(&[("K".into(), "V".into())]);
@@ -60,9 +71,13 @@ fn publishing_and_receiving_allocate_nothing_per_message() {
             Some(Keys {
                 n: 1000,
                 random: true,
+                drawn: None,
             }),
             &b""[..],
         ),
+        ("zipf", Some(drawn_keys("zipf:1.1")), &b""[..]),
+        ("hot", Some(drawn_keys("hot:1%:50%")), &b""[..]),
+        ("uniform", Some(drawn_keys("uniform")), &b""[..]),
         ("hdrs", None, &headers[..]),
     ] {
         let frame = Frame::new(

@@ -1,19 +1,24 @@
-//! Drawn message sizes, seen from outside: a raw subscription of the test's own (not msgbench's
-//! subscriber) counts the payload sizes a `pub` run sends, and the shares are the asked weights;
-//! the same seed sends the same sequence of sizes, another seed another.
+//! Drawn sizes and keys, seen from outside: a raw subscription of the test's own (not
+//! msgbench's subscriber) sees every message a run sends and counts what it asked for.
+//! - `pub --size`: the payload sizes' shares are the asked weights; the same seed sends the same
+//!   sequence of sizes, another seed another.
+//! - `kv get --key-dist`: the direct-get requests' subjects name the keys; their counts are
+//!   exactly those the seed draws (the library's own draw, replayed per client), and their
+//!   shares within 1% of the distribution's exact probabilities. The server keeps no count of
+//!   direct gets per key, so a subscription on the requests' subjects is the outside view.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::thread::JoinHandle;
 
-use crate::support::{run_json, schema_errors, stderr, TestServer, HANG};
+use crate::support::{run_json, schema_errors, stderr, u, TestServer, HANG};
 
 const MSGS: usize = 100_000;
 
 /// Subscribes to `subject` on a plain connection, waits until the server confirms it (the PONG
-/// after the SUB), and collects the payload sizes of the next `n` messages, in order.
-fn raw_sizes(url: &str, subject: &str, n: usize) -> JoinHandle<Vec<usize>> {
+/// after the SUB), and collects the subject and payload size of the next `n` messages, in order.
+fn raw_msgs(url: &str, subject: &str, n: usize) -> JoinHandle<Vec<(String, usize)>> {
     let mut s = TcpStream::connect(url.trim_start_matches("nats://")).unwrap();
     s.set_read_timeout(Some(HANG)).unwrap();
     write!(
@@ -31,22 +36,29 @@ fn raw_sizes(url: &str, subject: &str, n: usize) -> JoinHandle<Vec<usize>> {
         }
     }
     std::thread::spawn(move || {
-        let mut sizes = Vec::with_capacity(n);
+        let mut seen = Vec::with_capacity(n);
         let mut body = Vec::new();
-        while sizes.len() < n {
+        while seen.len() < n {
             line.clear();
             assert!(r.read_line(&mut line).unwrap() > 0, "the server closed");
             if let Some(rest) = line.strip_prefix("MSG ") {
-                let len: usize = rest.trim_end().rsplit(' ').next().unwrap().parse().unwrap();
+                let words: Vec<&str> = rest.split_whitespace().collect();
+                let len: usize = words.last().unwrap().parse().unwrap();
                 body.resize(len + 2, 0);
                 r.read_exact(&mut body).unwrap();
-                sizes.push(len);
+                seen.push((words[0].to_string(), len));
             } else if line.starts_with("PING") {
                 r.get_mut().write_all(b"PONG\r\n").unwrap();
             }
         }
-        sizes
+        seen
     })
+}
+
+/// The payload sizes of the next `n` messages on `subject`.
+fn raw_sizes(url: &str, subject: &str, n: usize) -> JoinHandle<Vec<usize>> {
+    let seen = raw_msgs(url, subject, n);
+    std::thread::spawn(move || seen.join().unwrap().into_iter().map(|(_, n)| n).collect())
 }
 
 /// One `pub` run of MSGS messages with `--size SPEC --seed SEED`, its sizes as the raw
@@ -138,5 +150,130 @@ fn bad_distributions_are_refused_in_one_line_before_connecting() {
             err.starts_with("error: ") && err.contains(names),
             "{args:?}: {err}"
         );
+    }
+}
+
+/// The key each of a `kv get`'s `clients` draws for its operations 0 … msgs-1 under `seed`,
+/// replayed with the library's own sampler: what the run must have asked for.
+fn keys_drawn(spec: &str, keys: u64, seed: u64, clients: u64, msgs: u64) -> HashMap<u64, u64> {
+    use msgbench::engine::load::Keys;
+    use msgbench::stats::draw::TokenDist;
+    let pick = TokenDist::parse_keys(spec)
+        .unwrap()
+        .build(Some(keys))
+        .unwrap()
+        .numbered()
+        .unwrap();
+    let mut want = HashMap::new();
+    for c in 0..clients {
+        let k = Keys::drawn(keys, pick, seed).sender(c);
+        for seq in 0..msgs {
+            *want.entry(k.of(seq)).or_default() += 1;
+        }
+    }
+    want
+}
+
+/// A `kv get` with `--key-dist SPEC --seed 5` over 100 keys, 2 clients × 15,000 gets: the keys
+/// the raw subscription sees, counted.
+fn kv_gets_seen(url: &str, bucket: &str, spec: &str) -> (HashMap<u64, u64>, serde_json::Value) {
+    let (clients, msgs) = (2u64, 15_000u64);
+    let prefix = format!("$JS.API.DIRECT.GET.KV_{bucket}.$KV.{bucket}.");
+    let seen = raw_msgs(url, &format!("{prefix}>"), (clients * msgs) as usize);
+    let (out, v) = run_json(&[
+        "kv",
+        "get",
+        "--server",
+        url,
+        "--bucket",
+        bucket,
+        "--keys",
+        "100",
+        "--key-dist",
+        spec,
+        "--seed",
+        "5",
+        "--clients",
+        &clients.to_string(),
+        "--msgs",
+        &msgs.to_string(),
+        "--max-in-flight",
+        "16",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(u(&v["delivery"]["received"]), clients * msgs);
+    let mut got = HashMap::new();
+    for (subject, _) in seen.join().unwrap() {
+        let key: u64 = subject
+            .strip_prefix(&prefix)
+            .unwrap_or_else(|| panic!("{subject} is no get of {bucket}"))
+            .parse()
+            .unwrap();
+        *got.entry(key).or_default() += 1;
+    }
+    assert_eq!(
+        got,
+        keys_drawn(spec, 100, 5, clients, msgs),
+        "{spec}: the keys got are those the seed draws"
+    );
+    (got, v)
+}
+
+#[test]
+fn kv_gets_draw_their_keys_from_the_distribution_asked() {
+    use msgbench::stats::draw::TokenDist;
+    let server = TestServer::start();
+    for (bucket, spec) in [("zipf", "zipf:1.1"), ("hot", "hot:5%:60%")] {
+        let (got, v) = kv_gets_seen(&server.url, bucket, spec);
+        assert!(schema_errors(&v).is_empty(), "{:?}", schema_errors(&v));
+        let d = &v["params"]["key_distribution"];
+        assert_eq!(
+            (d["spec"].as_str(), d["seed"].as_u64()),
+            (Some(spec), Some(5))
+        );
+        assert!(v["params"]["key_order"].is_null());
+        let pick = TokenDist::parse_keys(spec)
+            .unwrap()
+            .build(Some(100))
+            .unwrap()
+            .numbered()
+            .unwrap();
+        let total: u64 = got.values().sum();
+        for k in 0..100 {
+            let share = got.get(&k).copied().unwrap_or(0) as f64 / total as f64;
+            let want = pick.probability(k);
+            assert!(
+                (share - want).abs() < 0.01,
+                "{spec}: key {k} took {share:.4} of the gets, asked {want:.4}"
+            );
+        }
+    }
+}
+
+#[test]
+fn bad_key_distributions_are_refused_in_one_line_before_connecting() {
+    for (args, names) in [
+        (&["--key-dist", "zipf:0"][..], "--key-dist"),
+        (&["--key-dist", "zipf:-2"], "above 0"),
+        (&["--key-dist", "hot:1%:50%", "--keys", "10"], "0 hot ones"),
+        (&["--key-dist", "hot:150%:50%"], "between 0% and 100%"),
+        (&["--key-dist", "zipf:1.1:100"], "--keys"),
+        (&["--key-dist", "a,b"], "not a key distribution"),
+        (&["--key-dist", ""], "no values"),
+        (&["--seed", "3"], "--seed"),
+        (&["--key-dist", "uniform", "--order", "random"], "--order"),
+    ] {
+        for op in ["get", "put"] {
+            let out = crate::support::run(
+                &[&["kv", op, "--server", "nats://127.0.0.1:1"][..], args].concat(),
+            );
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+            assert!(
+                err.starts_with("error: ") && err.contains(names),
+                "{op} {args:?}: {err}"
+            );
+        }
     }
 }

@@ -7,7 +7,7 @@
 //! each message goes to and what its payload starts with.
 
 use crate::engine::jsframe;
-use crate::stats::draw::{Sizes, Stream};
+use crate::stats::draw::{Numbered, Purpose, Sizes, Stream};
 use crate::wire::proto;
 use crate::wire::stamp::{self, STAMP_LEN};
 
@@ -213,22 +213,64 @@ struct DynamicLine {
 }
 
 /// Subjects (or KV keys) that vary per message: message `seq` goes to `<subject>.<key>`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Keys {
     pub n: u64,
     /// Sequential keys cycle 0, 1, …, n-1; random ones are drawn from a fixed pseudo-random
     /// sequence, the same every run, so runs compare.
     pub random: bool,
+    /// Keys drawn per message from a distribution (`kv --key-dist`), seeded per sender:
+    /// then neither order above applies.
+    pub drawn: Option<DrawnKeys>,
+}
+
+/// A key distribution over `0 … n-1` and the stream a sender draws from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DrawnKeys {
+    pub pick: Numbered,
+    pub seed: u64,
+    /// The stream of the sender the frame is built for ([`Keys::sender`]).
+    pub stream: Stream,
 }
 
 impl Keys {
     pub fn cycle(n: u64) -> Self {
-        Self { n, random: false }
+        Self {
+            n,
+            random: false,
+            drawn: None,
+        }
+    }
+
+    /// Keys drawn from `pick` under `seed` (the sender's stream is set by [`Keys::sender`]).
+    pub fn drawn(n: u64, pick: Numbered, seed: u64) -> Self {
+        Self {
+            n,
+            random: false,
+            drawn: Some(DrawnKeys {
+                pick,
+                seed,
+                stream: Stream::new(seed, Purpose::Key, 0),
+            }),
+        }
+    }
+
+    /// The keys of sender `sender` (a client's global id): drawn keys come from its own
+    /// stream, so clients do not visit the same keys in step; the orders are the same for all.
+    #[must_use]
+    pub fn sender(mut self, sender: u64) -> Self {
+        if let Some(d) = &mut self.drawn {
+            d.stream = Stream::new(d.seed, Purpose::Key, sender);
+        }
+        self
     }
 
     /// The key of message `seq`.
     #[inline]
     pub fn of(self, seq: u64) -> u64 {
+        if let Some(d) = self.drawn {
+            return d.pick.draw(&mut d.stream.at(seq));
+        }
         if self.random {
             // splitmix64's finaliser: every input bit reaches every output bit.
             let mut z = seq.wrapping_add(0x9e37_79b9_7f4a_7c15);

@@ -117,6 +117,7 @@ fn random_keys_are_fixed_spread_and_in_range() {
     let k = Keys {
         n: 10,
         random: true,
+        drawn: None,
     };
     let seen: std::collections::HashSet<u64> = (0..200).map(|s| k.of(s)).collect();
     assert_eq!(seen.len(), 10, "200 draws over 10 keys reach them all");

@@ -13,6 +13,7 @@ use crate::cli::{
     Storage,
 };
 use crate::engine::pull::{AckMode, PullMode};
+use crate::stats::draw::TokenDist;
 use crate::values::{parse_count, parse_duration, parse_rate, parse_size};
 
 /// The stream a JetStream command works on. With no stream setting (`--subjects`,
@@ -195,6 +196,17 @@ pub struct KvArgs {
     /// Key order: sequential (0, 1, 2, …) or random (a fixed shuffle, so runs compare).
     #[arg(long, value_enum, default_value = "sequential")]
     pub order: KeyOrder,
+    /// Keys drawn per operation instead of an order, over the --keys keys: uniform; zipf:S
+    /// (key k-1 drawn with weight 1/k^S, so key 0 is the hottest; S above 0); or
+    /// hot:KEYS%:SHARE% (the first KEYS% of the keys take SHARE% of the operations, such as
+    /// hot:1%:50%). Seeded by --seed.
+    #[arg(long, value_parser = TokenDist::parse_keys, value_name = "DIST",
+          conflicts_with = "order")]
+    pub key_dist: Option<TokenDist>,
+    /// The seed of drawn keys: the same seed draws the same key for each client's each
+    /// operation (default 1). Only with --key-dist.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
     /// Operations in flight per client; 1 waits for each.
     #[arg(long, default_value = "1", value_parser = parse_count)]
     pub max_in_flight: u64,

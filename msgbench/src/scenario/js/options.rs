@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::args::{JsConsumeArgs, JsPubArgs, KvArgs};
 use super::pubflags::{check_persist, dedup, fast_flow, persist_mode, window, DEFAULT_WINDOW};
 use super::streamflags::{check_captured, check_name, given, setup, stream_configs};
-use crate::cli::{JsPubMode, KeyOrder, Persist, Publish, Storage};
+use crate::cli::{JsPubMode, Persist, Publish, Storage};
 use crate::engine::jsapi::{Setup, StreamConfig};
 use crate::engine::jsframe::{JsFraming, MAX_BATCH};
 use crate::engine::load::Keys;
@@ -401,6 +401,8 @@ pub struct KvOptions {
     pub get: bool,
     /// The keys the puts or the gets visit (a get's fill visits each once, in order).
     pub keys: Keys,
+    /// `--key-dist` as given, when keys are drawn.
+    pub key_dist: Option<String>,
     /// Put: publishes into the bucket's stream, reconciled like `js pub`. Get: the filling of
     /// each key once, before the gets.
     pub put: JsPubOptions,
@@ -457,10 +459,7 @@ impl KvOptions {
         }
         disk_needs_files(&a.conn, a.storage.unwrap_or(Storage::Memory))?;
         let server = server_choice(&a.conn)?;
-        let keys = Keys {
-            n: a.keys,
-            random: a.order == KeyOrder::Random,
-        };
+        let keys = super::keys::keys_of(a)?;
         let stream = StreamConfig {
             name: format!("KV_{}", a.bucket),
             subjects: vec![format!("$KV.{}.>", a.bucket)],
@@ -519,6 +518,7 @@ impl KvOptions {
             bucket: a.bucket.clone(),
             get,
             keys,
+            key_dist: a.key_dist.as_ref().map(ToString::to_string),
             put: JsPubOptions {
                 streams: vec![stream],
                 // A bucket that exists is used as it is, unless its settings were given.

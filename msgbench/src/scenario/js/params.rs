@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use super::keys::KeyDistribution;
 use super::{JsConsumeOptions, JsPubOptions, KvOptions, Source};
 use crate::cli::{JsPubMode, KeyOrder};
 use crate::engine::jsapi::StreamConfig;
@@ -175,7 +176,10 @@ pub struct KvParams {
     #[serde(flatten)]
     pub put: Option<KvPutParams>,
     pub keys: u64,
-    pub key_order: KeyOrder,
+    /// `--order`; null when keys are drawn.
+    pub key_order: Option<KeyOrder>,
+    /// `--key-dist` and its seed; null when keys follow an order.
+    pub key_distribution: Option<KeyDistribution>,
     pub bucket: String,
     /// Values kept per key.
     pub history: i64,
@@ -204,11 +208,16 @@ impl KvParams {
             publish: Publishing::of(o.gets.as_ref().unwrap_or(&o.put.publish)),
             put,
             keys: o.keys.n,
-            key_order: if o.keys.random {
+            key_order: o.keys.drawn.is_none().then_some(if o.keys.random {
                 KeyOrder::Random
             } else {
                 KeyOrder::Sequential
-            },
+            }),
+            key_distribution: o
+                .keys
+                .drawn
+                .zip(o.key_dist.clone())
+                .map(|(d, spec)| KeyDistribution { spec, seed: d.seed }),
             bucket: o.bucket.clone(),
             history: o.put.streams[0].max_msgs_per_subject,
         }
@@ -223,11 +232,22 @@ impl Describe for KvParams {
             Some(_) => format!("{} B values; ", group(p.size as u64)),
             None => String::new(),
         };
+        let keys = match (&self.key_distribution, self.key_order) {
+            (Some(d), _) => format!(
+                "{} keys drawn from {} (seed {})",
+                group(self.keys),
+                d.spec,
+                d.seed
+            ),
+            (None, order) => format!(
+                "{} {} keys",
+                group(self.keys),
+                order.unwrap_or(KeyOrder::Sequential).as_str()
+            ),
+        };
         format!(
-            "bucket {}, {} {} keys, history {}; {}, {} in flight; {size}{}",
+            "bucket {}, {keys}, history {}; {}, {} in flight; {size}{}",
             self.bucket,
-            group(self.keys),
-            self.key_order.as_str(),
             self.history,
             counted(u64::from(p.pubs), "client"),
             group(p.in_flight as u64),

@@ -240,7 +240,7 @@ impl<'a> Run<'a> {
         };
         Frame::with_reply(
             &self.opts.target_of(i).0,
-            self.opts.keys,
+            self.opts.keys.map(|k| k.sender(u64::from(self.g(i)))),
             Some(&format!("{}.{}.", self.inbox, self.g(i))),
             b"",
             &self.payload,

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use super::size::{HistBucket, HistFile, HIST_SCHEMA};
+use super::token;
 use super::*;
 
 const DRAWS: u64 = 1_000_000;
@@ -166,4 +167,118 @@ fn bad_values_say_what_is_wrong() {
     assert!(built("hist:/nonexistent/sizes.json", 16).contains("cannot read"));
     assert!(built("8B:50%,1KiB:50%", 16).contains("below the 16-byte stamp"));
     assert!(built("lognormal:20B:1KiB", 16).contains("below the 16-byte stamp"));
+}
+
+/// Draws keys over `n` from `spec` (a `--key-dist`) for messages 0 … DRAWS-1 of one sender, and
+/// holds each key's share to the exact probability: within 1% absolute each, and within 1% in
+/// total variation over all the keys.
+fn keys_follow(spec: &str, n: u64) -> token::Numbered {
+    let pick = TokenDist::parse_keys(spec)
+        .unwrap()
+        .build(Some(n))
+        .unwrap()
+        .numbered()
+        .unwrap();
+    let s = Stream::new(42, Purpose::Key, 3);
+    let mut c = vec![0u64; n as usize];
+    for seq in 0..DRAWS {
+        let k = pick.draw(&mut s.at(seq));
+        assert!(k < n, "{spec}: key {k} of {n}");
+        c[k as usize] += 1;
+    }
+    let mut tv = 0.0;
+    for (k, &got) in c.iter().enumerate() {
+        let want = pick.probability(k as u64);
+        within(got, want, &format!("{spec}: key {k}"));
+        tv += (got as f64 / DRAWS as f64 - want).abs() / 2.0;
+    }
+    assert!(tv < 0.01, "{spec}: total variation {tv}");
+    let total: f64 = (0..n).map(|k| pick.probability(k)).sum();
+    assert!(
+        (total - 1.0).abs() < 1e-9,
+        "{spec}: probabilities add up to {total}"
+    );
+    pick
+}
+
+#[test]
+fn zipf_keys_draw_each_by_its_exact_probability() {
+    keys_follow("zipf:1.1", 100);
+    keys_follow("zipf:0.5", 50);
+    let p = keys_follow("zipf:2", 1000);
+    // Key 0 takes 1/ζ(2)-ish of the draws: 1 / Σ 1/k² over 1000 keys.
+    assert!(
+        (p.probability(0) - 0.6083).abs() < 1e-3,
+        "{}",
+        p.probability(0)
+    );
+}
+
+#[test]
+fn a_hot_set_takes_its_share() {
+    let p = keys_follow("hot:1%:50%", 1000);
+    // 10 hot keys share half the draws: 5% each; the other 990 share the rest.
+    assert!((p.probability(0) - 0.05).abs() < 1e-12);
+    assert!((p.probability(999) - 0.5 / 990.0).abs() < 1e-12);
+    keys_follow("hot:20%:80%", 50);
+}
+
+#[test]
+fn uniform_keys_are_even() {
+    keys_follow("uniform", 40);
+}
+
+#[test]
+fn bad_key_distributions_say_what_is_wrong() {
+    let keys = |s: &str| TokenDist::parse_keys(s).unwrap_err();
+    assert!(
+        keys("zipf:0").contains("must be above 0"),
+        "{}",
+        keys("zipf:0")
+    );
+    assert!(keys("zipf:-1").contains("must be above 0"));
+    assert!(keys("zipf:x").contains("not a number"));
+    assert!(keys("hot:1%").contains("hot:KEYS%:SHARE%"));
+    assert!(keys("hot:0%:50%").contains("between 0% and 100%"));
+    assert!(keys("hot:1%:100%").contains("between 0% and 100%"));
+    assert!(keys("hot:1:50%").contains("needs a %"));
+    assert!(
+        keys("zipf:1.1:100").contains("--keys"),
+        "{}",
+        keys("zipf:1.1:100")
+    );
+    assert!(keys("a,b").contains("not a key distribution"));
+    assert!(keys("1..9").contains("not a key distribution"));
+    assert!(keys("").contains("no values"));
+    let built = |s: &str, n| {
+        TokenDist::parse_keys(s)
+            .unwrap()
+            .build(Some(n))
+            .unwrap_err()
+    };
+    assert!(
+        built("hot:1%:50%", 10).contains("0 hot ones"),
+        "{}",
+        built("hot:1%:50%", 10)
+    );
+    assert!(built("hot:99.9%:50%", 10).contains("10 hot ones"));
+}
+
+#[test]
+fn the_same_seed_draws_the_same_keys() {
+    let pick = TokenDist::parse_keys("zipf:1.1")
+        .unwrap()
+        .build(Some(1000))
+        .unwrap()
+        .numbered()
+        .unwrap();
+    let seq = |seed, sender| {
+        let st = Stream::new(seed, Purpose::Key, sender);
+        (0..1000)
+            .map(|i| pick.draw(&mut st.at(i)))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(seq(1, 0), seq(1, 0));
+    assert_ne!(seq(1, 0), seq(2, 0));
+    assert_ne!(seq(1, 0), seq(1, 1));
 }
