@@ -174,15 +174,54 @@ fn jetstream_publishes_with_ids_and_batches_allocate_nothing_per_message() {
             total: None,
             fast: None,
         };
-        let frame = JsFrame::new("js.s", "_INBOX.x.0.", 128, &framing, 0, 7);
-        let mut buf = Vec::with_capacity(64 << 20);
-        let mut msgs = 0;
-        let n = allocations_during(|| {
-            for k in 0..N / batch {
-                msgs += frame.append(&mut buf, k);
-            }
-        });
-        assert_eq!(msgs, N);
-        assert_eq!(n, 0, "batch {batch}: {n} allocations for {N} messages");
+        for drawn in [None, Some(js_sizes())] {
+            let size = drawn.as_ref().map_or(128, |s| s.sizes.max());
+            let frame =
+                JsFrame::new("js.s", "_INBOX.x.0.", size, &framing, 0, 7).sized(drawn.clone());
+            let mut buf = Vec::with_capacity(256 << 20);
+            let (mut msgs, mut bytes) = (0, 0);
+            let n = allocations_during(|| {
+                for k in 0..N / batch {
+                    let (m, b) = frame.append(&mut buf, k);
+                    (msgs, bytes) = (msgs + m, bytes + b);
+                }
+            });
+            assert_eq!(msgs, N);
+            assert!(bytes > 0);
+            assert_eq!(
+                n,
+                0,
+                "batch {batch}, drawn {}: {n} allocations for {N} messages",
+                drawn.is_some()
+            );
+        }
     }
+}
+
+/// Drawn sizes for a JetStream publisher: a weighted list down to the 8-byte number.
+fn js_sizes() -> msgbench::stats::draw::SenderSizes {
+    use msgbench::stats::draw::{SenderSizes, SizeDist, Sizes};
+    let d = SizeDist::parse("8B:50%,100B:40%,1KiB:10%").unwrap();
+    SenderSizes::new(Sizes::build(&d, 8).unwrap(), 1, 0)
+}
+
+/// Fast batches with drawn sizes: each message's line and payload prefix, nothing allocated.
+#[test]
+fn fast_batches_with_drawn_sizes_allocate_nothing_per_message() {
+    use msgbench::engine::jsfast::{FastFlow, FastFrame};
+    let s = js_sizes();
+    let flow = FastFlow {
+        flow: 100,
+        outstanding: 2,
+    };
+    let frame = FastFrame::new("js.s", "_INBOX.x.0.", s.sizes.max(), flow, 0, 7).sized(Some(s));
+    let mut buf = Vec::with_capacity(256 << 20);
+    let mut bytes = 0;
+    let n = allocations_during(|| {
+        for m in 0..N {
+            bytes += frame.append(&mut buf, m / 1000, m % 1000 + 1, m);
+        }
+    });
+    assert!(bytes > 0);
+    assert_eq!(n, 0, "{n} allocations for {N} messages");
 }

@@ -19,6 +19,7 @@ use serde::Deserialize;
 use super::jsapi::{self, Ack};
 use super::jsframe::{stamp, unix_ns};
 use crate::error::ErrorKind;
+use crate::stats::draw::SenderSizes;
 use crate::wire::proto;
 
 /// The largest flow the server honours: it acknowledges at least every 500 messages, however
@@ -58,6 +59,8 @@ pub struct FastFrame {
     reply_flow: Vec<u8>,
     /// The payload followed by CRLF.
     payload: Vec<u8>,
+    /// Drawn sizes: message `m` carries the first `sizes.of(m)` bytes of the payload.
+    sizes: Option<SenderSizes>,
 }
 
 impl FastFrame {
@@ -76,7 +79,16 @@ impl FastFrame {
             reply_head: format!("{reply_prefix}{run_tag:04x}-{client}-").into_bytes(),
             reply_flow: format!(".{}.fail.", flow.flow).into_bytes(),
             payload,
+            sizes: None,
         }
+    }
+
+    /// Each message's payload drawn from `sizes` (the frame's `size` must be the largest
+    /// they draw); `None` or a fixed size changes nothing.
+    #[must_use]
+    pub fn sized(mut self, sizes: Option<SenderSizes>) -> Self {
+        self.sizes = sizes.filter(|s| !s.sizes.is_fixed());
+        self
     }
 
     pub fn payload_len(&self) -> usize {
@@ -84,13 +96,19 @@ impl FastFrame {
     }
 
     /// Appends message `seq` of batch `batch` (seq from 1), stamped with the client's message
-    /// number `m`.
-    pub fn append(&self, out: &mut Vec<u8>, batch: u64, seq: u64, m: u64) {
+    /// number `m`; returns its payload's length.
+    pub fn append(&self, out: &mut Vec<u8>, batch: u64, seq: u64, m: u64) -> usize {
         let op = if seq == 1 { Op::Start } else { Op::Append };
-        self.line(out, batch, seq, op, self.payload_len());
+        let len = match &self.sizes {
+            Some(s) => s.of(m),
+            None => self.payload_len(),
+        };
+        self.line(out, batch, seq, op, len);
         let at = out.len();
-        out.extend_from_slice(&self.payload);
-        stamp(&mut out[at..at + self.payload.len() - 2], m, unix_ns());
+        out.extend_from_slice(&self.payload[..len]);
+        out.extend_from_slice(b"\r\n");
+        stamp(&mut out[at..at + len], m, unix_ns());
+        len
     }
 
     /// Appends an operation without a message: the end-of-batch commit (`seq` one past the

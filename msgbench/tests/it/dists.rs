@@ -134,22 +134,30 @@ fn a_weighted_list_of_sizes_is_sent_in_its_proportions_and_repeats_with_its_seed
 #[test]
 fn bad_distributions_are_refused_in_one_line_before_connecting() {
     // Port 1 has no server: a refusal must come before any dial.
-    for (args, names) in [
-        (&["--size", "64B:70%,1KiB:20%"][..], "90%"),
-        (&["--size", "lognormal:4KiB:1KiB"], "P99"),
-        (&["--size", "8B:50%,1KiB:50%"], "16-byte stamp"),
-        (&["--size", "hist:/nonexistent/sizes.json"], "cannot read"),
-        (&["--seed", "3"], "--seed"),
+    let (core, js) = (&["pub"][..], &["js", "pub"][..]);
+    for (cmds, args, names) in [
+        (&[core, js][..], &["--size", "64B:70%,1KiB:20%"][..], "90%"),
+        (&[core, js], &["--size", "lognormal:4KiB:1KiB"], "P99"),
+        (&[core], &["--size", "8B:50%,1KiB:50%"], "16-byte stamp"),
+        (&[js], &["--size", "4B:50%,1KiB:50%"], "8-byte stamp"),
+        (
+            &[core, js],
+            &["--size", "hist:/nonexistent/sizes.json"],
+            "cannot read",
+        ),
+        (&[core, js], &["--seed", "3"], "--seed"),
     ] {
-        let out =
-            crate::support::run(&[&["pub", "--server", "nats://127.0.0.1:1"][..], args].concat());
-        let err = stderr(&out);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        assert!(
-            err.starts_with("error: ") && err.contains(names),
-            "{args:?}: {err}"
-        );
+        for cmd in cmds {
+            let out =
+                crate::support::run(&[cmd, &["--server", "nats://127.0.0.1:1"][..], args].concat());
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(2), "{cmd:?} {args:?}: {err}");
+            assert_eq!(err.lines().count(), 1, "{cmd:?} {args:?}: {err}");
+            assert!(
+                err.starts_with("error: ") && err.contains(names),
+                "{cmd:?} {args:?}: {err}"
+            );
+        }
     }
 }
 
@@ -275,5 +283,77 @@ fn bad_key_distributions_are_refused_in_one_line_before_connecting() {
                 "{op} {args:?}: {err}"
             );
         }
+    }
+}
+
+/// `js pub --size SPEC --seed 3` in each publishing mode, seen from a raw subscription on the
+/// stream's subject: every message is the size the seed draws for it, in order (the library's
+/// own draw replayed); the sizes' shares are the weights; the publisher's bytes and the
+/// acknowledged bytes are the payloads' sum; the stream reconciles and the result validates.
+#[test]
+fn js_pub_sends_each_message_at_its_drawn_size_in_every_mode() {
+    use msgbench::stats::draw::{SenderSizes, SizeDist, Sizes};
+    let server = TestServer::start();
+    let spec = "16B:70%,100B:25%,1000B:5%";
+    let msgs = 20_000usize;
+    let sizes = Sizes::build(&SizeDist::parse(spec).unwrap(), 8).unwrap();
+    let want: Vec<usize> = {
+        let s = SenderSizes::new(sizes, 3, 0);
+        (0..msgs as u64).map(|m| s.of(m)).collect()
+    };
+    for (i, mode) in [
+        &["--mode", "async"][..],
+        &["--mode", "sync", "--dedup"],
+        &["--mode", "batch", "--batch", "50"],
+        &["--mode", "fast"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let subject = format!("sized.{i}");
+        let seen = raw_sizes(&server.url, &subject, msgs);
+        let n = msgs.to_string();
+        let stream = format!("sized{i}");
+        let line = [
+            &[
+                "js",
+                "pub",
+                "--server",
+                &server.url,
+                "--stream",
+                &stream,
+                "--subject",
+                &subject,
+                "--msgs",
+                &n,
+                "--size",
+                spec,
+                "--seed",
+                "3",
+            ][..],
+            mode,
+        ]
+        .concat();
+        let (out, v) = run_json(&line);
+        assert!(out.status.success(), "{mode:?}: {}", stderr(&out));
+        let seen = seen.join().unwrap();
+        assert!(seen == want, "{mode:?}: the sizes sent are not the seed's");
+        for (size, weight) in [(16, 0.70), (100, 0.25), (1000, 0.05)] {
+            let got = seen.iter().filter(|s| **s == size).count() as f64 / msgs as f64;
+            assert!((got - weight).abs() < 0.01, "{mode:?}: {size} B {got:.4}");
+        }
+        assert!(schema_errors(&v).is_empty(), "{:?}", schema_errors(&v));
+        let d = &v["params"]["size_distribution"];
+        assert_eq!(
+            (d["spec"].as_str(), d["seed"].as_u64()),
+            (Some(spec), Some(3))
+        );
+        let sum: u64 = seen.iter().map(|s| *s as u64).sum();
+        for c in v["clients"].as_array().unwrap() {
+            assert_eq!(u(&c["bytes"]), sum, "{mode:?}: {} bytes", c["role"]);
+        }
+        let js = &v["jetstream"];
+        assert_eq!(js["reconciled"], true, "{mode:?}: {js}");
+        assert_eq!(u(&js["acked"]), msgs as u64, "{mode:?}: {js}");
     }
 }

@@ -7,7 +7,7 @@
 //! each message goes to and what its payload starts with.
 
 use crate::engine::jsframe;
-use crate::stats::draw::{Numbered, Purpose, Sizes, Stream};
+use crate::stats::draw::{Numbered, Purpose, SenderSizes, Sizes, Stream};
 use crate::wire::proto;
 use crate::wire::stamp::{self, STAMP_LEN};
 
@@ -30,7 +30,7 @@ pub struct Frame {
     pub(super) payload_len: usize,
     /// Drawn sizes (`--size` as a distribution): message `seq` carries the first
     /// `sizes.draw(stream.at(seq))` bytes of the payload.
-    sizes: Option<Box<(Sizes, Stream)>>,
+    sizes: Option<Box<SenderSizes>>,
 }
 
 impl Frame {
@@ -130,7 +130,7 @@ impl Frame {
                 reply_prefix: None,
             });
         }
-        self.sizes = Some(Box::new((sizes, stream)));
+        self.sizes = Some(Box::new(SenderSizes { sizes, stream }));
         self
     }
 
@@ -159,7 +159,7 @@ impl Frame {
     #[inline]
     pub fn append(&self, out: &mut Vec<u8>, seq: u64) -> usize {
         let payload_len = match &self.sizes {
-            Some(d) => d.0.draw(&mut d.1.at(seq)),
+            Some(d) => d.of(seq),
             None => self.payload_len,
         };
         if let Some(l) = &self.line {

@@ -191,6 +191,18 @@ pub struct SizeDistribution {
     pub mean: f64,
 }
 
+impl SizeDistribution {
+    /// How the first line says it: "sizes drawn from … (seed …, mean … B)".
+    pub fn words(&self) -> String {
+        format!(
+            "sizes drawn from {} (seed {}, mean {} B)",
+            self.spec,
+            self.seed,
+            crate::format::group(self.mean.round() as u64)
+        )
+    }
+}
+
 /// `--sub-stall N:DURATION`.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct SubStall {
@@ -215,15 +227,7 @@ impl Describe for Params {
         // A subscriber takes whatever size arrives; --size does not apply.
         let who = [(self.pubs, "pub"), (self.subs, "sub")];
         match (&self.size_distribution, self.pubs > 0) {
-            (Some(d), true) => {
-                let what = format!(
-                    "sizes drawn from {} (seed {}, mean {} B)",
-                    d.spec,
-                    d.seed,
-                    crate::format::group(d.mean.round() as u64)
-                );
-                super::words::who_what_how_long_text(&who, Some(&what), &pace)
-            }
+            (Some(d), true) => super::words::who_what_how_long_text(&who, Some(&d.words()), &pace),
             _ => super::words::who_what_how_long(&who, (self.pubs > 0).then_some(self.size), &pace),
         }
     }

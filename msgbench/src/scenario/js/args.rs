@@ -13,7 +13,7 @@ use crate::cli::{
     Storage,
 };
 use crate::engine::pull::{AckMode, PullMode};
-use crate::stats::draw::TokenDist;
+use crate::stats::draw::{SizeDist, TokenDist};
 use crate::values::{parse_count, parse_duration, parse_rate, parse_size};
 
 /// The stream a JetStream command works on. With no stream setting (`--subjects`,
@@ -97,9 +97,16 @@ pub struct JsPubArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub pace: PaceArgs,
-    /// Payload size, at least 8 B (the sequence number; from 16 B also the send time).
-    #[arg(long, default_value = "128", value_parser = parse_size, allow_hyphen_values = true)]
-    pub size: usize,
+    /// Payload size, at least 8 B (the sequence number; from 16 B also the send time); or
+    /// drawn per message: uniform:64B..4KiB, a weighted list 64B:70%,1KiB:25%,64KiB:5%,
+    /// lognormal:MEDIAN:P99[:MAX] or hist:FILE, every draw at least 8 B.
+    #[arg(long, default_value = "128", value_parser = SizeDist::parse, allow_hyphen_values = true,
+          value_name = "SIZE")]
+    pub size: SizeDist,
+    /// The seed of drawn sizes: the same seed draws the same size for each publisher's each
+    /// message (default 1). Only with --size as a distribution.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
     /// Spread the clients over K streams (a write flood): client i publishes to
     /// SUBJECT.<i mod K>, captured by stream NAME_<i mod K>.
     #[arg(long, default_value = "1", value_parser = parse_count)]

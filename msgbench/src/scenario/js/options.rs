@@ -9,7 +9,9 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::args::{JsConsumeArgs, JsPubArgs, KvArgs};
-use super::pubflags::{check_persist, dedup, fast_flow, persist_mode, window, DEFAULT_WINDOW};
+use super::pubflags::{
+    check_persist, dedup, drawn_sizes, fast_flow, persist_mode, window, DEFAULT_WINDOW,
+};
 use super::streamflags::{check_captured, check_name, given, setup, stream_configs};
 use crate::cli::{JsPubMode, Persist, Publish, Storage};
 use crate::engine::jsapi::{Setup, StreamConfig};
@@ -89,6 +91,7 @@ fn publishing(
         js_bases: None,
         js_framing: None,
         keys: None,
+        sizes: None,
     }
 }
 
@@ -96,7 +99,11 @@ impl JsPubOptions {
     /// # Errors
     /// [`Error::Usage`] naming the flag whose value cannot work.
     pub fn new(a: &JsPubArgs) -> Result<Self> {
-        check_size(a.size)?;
+        let sizes = drawn_sizes(a)?;
+        let size = sizes
+            .as_ref()
+            .map_or(a.size.fixed().unwrap_or(0), |d| d.sizes.max());
+        check_size(size)?;
         if a.max_in_flight == Some(0) {
             return Err(Error::flag("--max-in-flight", "0", "must be at least 1"));
         }
@@ -174,7 +181,7 @@ impl JsPubOptions {
             window,
             pace,
             stop,
-            a.size,
+            size,
             &a.target.subject,
             a.timeout,
             a.allow_loss,
@@ -182,6 +189,7 @@ impl JsPubOptions {
             conn,
         );
         publish.spread = spread;
+        publish.sizes = sizes;
         check_captured(&streams, &publish)?;
         publish.js_framing = Some(JsFraming {
             batch: if mode == JsPubMode::Batch { batch } else { 1 },

@@ -11,6 +11,7 @@ use crate::engine::pull::{AckMode, PullMode};
 use crate::format::{counted, group};
 use crate::options::conn::ConnParams;
 use crate::result::{Describe, RunResult};
+use crate::scenario::core::SizeDistribution;
 use crate::scenario::request::RequestOptions;
 
 /// What every publishing run records (`js pub`, `kv put`, and `kv get`, whose gets are
@@ -90,6 +91,8 @@ pub struct JsPubParams {
     pub max_outstanding_acks: Option<u64>,
     /// `--dedup`'s message id prefix; null without it.
     pub msg_id_prefix: Option<String>,
+    /// `--size` as a distribution; null for a fixed size (`size` is then the mean drawn).
+    pub size_distribution: Option<SizeDistribution>,
     pub streams: Vec<StreamConfig>,
     pub purge: bool,
     pub delete_after: bool,
@@ -99,12 +102,24 @@ impl JsPubParams {
     /// The parameters of the run `o` sets up.
     pub(super) fn of(o: &JsPubOptions) -> Self {
         let framing = o.publish.js_framing.as_ref();
+        let mut publish = Publishing::of(&o.publish);
+        let size_distribution = o.publish.sizes.as_ref().map(|d| SizeDistribution {
+            spec: d.spec.to_string(),
+            seed: d.seed,
+            min: d.sizes.min(),
+            max: d.sizes.max(),
+            mean: d.sizes.mean(),
+        });
+        if let Some(d) = &size_distribution {
+            publish.size = d.mean.round() as usize;
+        }
         JsPubParams {
-            publish: Publishing::of(&o.publish),
+            publish,
             mode: o.mode,
             batch: framing.map_or(1, |f| f.fast.map_or(f.batch, |ff| u64::from(ff.flow))),
             max_outstanding_acks: framing.and_then(|f| f.fast.map(|ff| u64::from(ff.outstanding))),
             msg_id_prefix: framing.and_then(|f| f.dedup.clone()),
+            size_distribution,
             streams: o.streams.clone(),
             purge: o.purge,
             delete_after: o.delete_after,
@@ -115,11 +130,18 @@ impl JsPubParams {
 impl Describe for JsPubParams {
     fn shape(&self) -> String {
         let p = &self.publish;
-        crate::scenario::words::who_what_how_long(
-            &[(p.pubs, "pub")],
-            Some(p.size),
-            &p.pace("publisher"),
-        )
+        match &self.size_distribution {
+            Some(d) => crate::scenario::words::who_what_how_long_text(
+                &[(p.pubs, "pub")],
+                Some(&d.words()),
+                &p.pace("publisher"),
+            ),
+            None => crate::scenario::words::who_what_how_long(
+                &[(p.pubs, "pub")],
+                Some(p.size),
+                &p.pace("publisher"),
+            ),
+        }
     }
     fn title(&self) -> &'static str {
         "NATS JetStream publish stats"

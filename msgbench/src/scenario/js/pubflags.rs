@@ -1,11 +1,13 @@
 //! The `js pub` flags that shape how its publishers send: the window of unacknowledged
-//! publishes each mode keeps, fast mode's flow, the message ids of `--dedup`, and the persist
-//! mode the stream is asked for.
+//! publishes each mode keeps, fast mode's flow, the message ids of `--dedup`, the persist
+//! mode the stream is asked for, and sizes drawn per message (`--size` as a distribution).
 
 use super::args::JsPubArgs;
 use crate::cli::{JsPubMode, Persist, Storage};
 use crate::engine::jsfast::{FastFlow, MAX_FLOW};
 use crate::error::{Error, Result};
+use crate::scenario::request::DrawnSizes;
+use crate::stats::draw::Sizes;
 use crate::wire::stamp;
 
 /// The server's limit on atomic batches in flight per stream.
@@ -165,4 +167,33 @@ pub(super) fn dedup(a: &JsPubArgs) -> Result<Option<String>> {
         (None, true) => Some(format!("{:04x}", stamp::new_run_tag())),
         (None, false) => None,
     })
+}
+
+/// The seed of drawn sizes when `--seed` is not given.
+const DEFAULT_SEED: u64 = 1;
+
+/// `--size` as a distribution, drawn per message; `None` for a fixed size. Every draw is at
+/// least the 8-byte message number, which the stream's read-back matches publishes by.
+///
+/// # Errors
+/// [`Error::Usage`] naming `--size` (a histogram file that cannot be read, sizes below 8 B) or
+/// `--seed` with a fixed size.
+pub(super) fn drawn_sizes(a: &JsPubArgs) -> Result<Option<DrawnSizes>> {
+    if a.size.fixed().is_some() {
+        return match a.seed {
+            Some(seed) => Err(Error::flag(
+                "--seed",
+                &seed.to_string(),
+                "draws sizes, and --size is fixed; give --size as a distribution",
+            )),
+            None => Ok(None),
+        };
+    }
+    let sizes = Sizes::build(&a.size, stamp::SEQ_LEN)
+        .map_err(|why| Error::flag("--size", &a.size.to_string(), why))?;
+    Ok(Some(DrawnSizes {
+        spec: a.size.clone(),
+        sizes,
+        seed: a.seed.unwrap_or(DEFAULT_SEED),
+    }))
 }

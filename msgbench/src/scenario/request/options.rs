@@ -9,6 +9,7 @@ use crate::engine::load::Keys;
 use crate::engine::pace::{Pace, Stop};
 use crate::error::{Error, Result};
 use crate::options::{check_subject, server_choice, ServerChoice};
+use crate::stats::draw::{SenderSizes, SizeDist, Sizes};
 use crate::wire::stamp::SEQ_LEN;
 
 #[derive(Debug, Clone)]
@@ -39,6 +40,24 @@ pub struct RequestOptions {
     pub js_framing: Option<JsFraming>,
     /// Subjects varying per request: `<subject>.<key>` (KV keys).
     pub keys: Option<Keys>,
+    /// Payload sizes drawn per message (`js pub --size` as a distribution); `size` is then the
+    /// largest they draw.
+    pub sizes: Option<DrawnSizes>,
+}
+
+/// Drawn payload sizes: `--size` as given, its sampler and `--seed`.
+#[derive(Debug, Clone)]
+pub struct DrawnSizes {
+    pub spec: SizeDist,
+    pub sizes: Sizes,
+    pub seed: u64,
+}
+
+impl DrawnSizes {
+    /// The sizes of publisher `g` (its global id).
+    pub fn of_sender(&self, g: u32) -> SenderSizes {
+        SenderSizes::new(self.sizes.clone(), self.seed, u64::from(g))
+    }
 }
 
 impl RequestOptions {
@@ -115,6 +134,7 @@ impl RequestOptions {
             js_bases: None,
             js_framing: None,
             keys: None,
+            sizes: None,
         })
     }
 

@@ -17,7 +17,7 @@ use crate::stats::faults::SplitMix;
 pub mod size;
 pub mod token;
 
-pub use size::{SizeDist, Sizes};
+pub use size::{SenderSizes, SizeDist, Sizes};
 pub use token::{Numbered, TokenDist};
 
 /// What a stream of draws is for: mixed into the seed so that what one sender draws for
