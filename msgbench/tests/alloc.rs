@@ -127,6 +127,39 @@ fn publishing_and_receiving_allocate_nothing_per_message() {
     }
 }
 
+/// A subject template: each message's tokens drawn (words by an alias table, numbers by
+/// Zipf) and written into its control line, with nothing allocated.
+#[test]
+fn subject_templates_allocate_nothing_per_message() {
+    use msgbench::stats::draw::{NamedToken, Purpose, Stream, Template};
+    let tokens = [
+        "region=us:50%,eu:30%,ap:20%",
+        "id=zipf:1.1:10000",
+        "n=1..99",
+    ]
+    .map(|t| NamedToken::parse(t).unwrap());
+    let t = Template::build("orders.{region}.{id}.{n}", &tokens).unwrap();
+    let frame = Frame::new(
+        t.text(),
+        None,
+        b"",
+        &[0u8; 32],
+        StampKind::Delivery {
+            run_tag: 7,
+            publisher: 0,
+        },
+    )
+    .templated(t, Stream::new(1, Purpose::Subject, 0));
+    let mut buf = Vec::with_capacity(1 << 30);
+    let n = allocations_during(|| {
+        for seq in 0..N {
+            frame.append(&mut buf, seq);
+        }
+    });
+    assert_eq!(n, 0, "{n} allocations");
+    assert!(buf.starts_with(b"PUB orders."));
+}
+
 /// Drawn sizes (an alias table, a lognormal) write each message's control line and a prefix of
 /// the prebuilt payload: nothing allocated per message either.
 #[test]

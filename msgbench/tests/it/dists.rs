@@ -357,3 +357,153 @@ fn js_pub_sends_each_message_at_its_drawn_size_in_every_mode() {
         assert_eq!(u(&js["acked"]), msgs as u64, "{mode:?}: {js}");
     }
 }
+
+/// What `g` publishers draw from the template for messages 0 … msgs-1 under `seed`: each
+/// subject's count, replayed with the library's own sampler.
+fn subjects_drawn(
+    subject: &str,
+    tokens: &[&str],
+    seed: u64,
+    pubs: u64,
+    msgs: u64,
+) -> HashMap<String, u64> {
+    use msgbench::stats::draw::{NamedToken, Purpose, Stream, Template};
+    let tokens: Vec<NamedToken> = tokens
+        .iter()
+        .map(|t| NamedToken::parse(t).unwrap())
+        .collect();
+    let t = Template::build(subject, &tokens).unwrap();
+    let mut want = HashMap::new();
+    for g in 0..pubs {
+        let s = Stream::new(seed, Purpose::Subject, g);
+        for seq in 0..msgs {
+            let subject =
+                t.with_subject(&mut s.at(seq), |p| String::from_utf8(p.concat()).unwrap());
+            *want.entry(subject).or_default() += 1;
+        }
+    }
+    want
+}
+
+/// `pubsub --subject 'orders.{region}.{id}'` with two publishers: a raw subscription on
+/// `orders.>` sees exactly the subjects the seed draws, each token's values in their asked
+/// shares, and msgbench's own subscriber, on the template's wildcard, receives every message.
+#[test]
+fn a_subject_template_publishes_the_subjects_its_tokens_draw() {
+    let server = TestServer::start();
+    let (pubs, msgs) = (2u64, 20_000u64);
+    let template = "orders.{region}.{id}";
+    let tokens = ["region=us:50%,eu:30%,ap:20%", "id=hot:10%:60%:50"];
+    let seen = raw_msgs(&server.url, "orders.>", (pubs * msgs) as usize);
+    let (out, v) = run_json(&[
+        "pubsub",
+        "--server",
+        &server.url,
+        "--pubs",
+        &pubs.to_string(),
+        "--msgs",
+        &msgs.to_string(),
+        "--subject",
+        template,
+        "--token",
+        tokens[0],
+        "--token",
+        tokens[1],
+        "--seed",
+        "11",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut got: HashMap<String, u64> = HashMap::new();
+    for (subject, _) in seen.join().unwrap() {
+        *got.entry(subject).or_default() += 1;
+    }
+    assert!(
+        got == subjects_drawn(template, &tokens, 11, pubs, msgs),
+        "the subjects published are not those the seed draws"
+    );
+    let total = (pubs * msgs) as f64;
+    let share = |pred: &dyn Fn(&str, u64) -> bool| {
+        got.iter()
+            .filter(|(s, _)| {
+                let p: Vec<&str> = s.split('.').collect();
+                pred(p[1], p[2].parse().unwrap())
+            })
+            .map(|(_, n)| *n)
+            .sum::<u64>() as f64
+            / total
+    };
+    for (region, weight) in [("us", 0.5), ("eu", 0.3), ("ap", 0.2)] {
+        let s = share(&|r, _| r == region);
+        assert!((s - weight).abs() < 0.01, "{region}: {s:.4}");
+    }
+    // The first 10% of 50 ids (5) take 60% of the messages, 12% each.
+    for id in 0..50u64 {
+        let want = if id < 5 { 0.12 } else { 0.4 / 45.0 };
+        let s = share(&|_, i| i == id);
+        assert!((s - want).abs() < 0.01, "id {id}: {s:.4}");
+    }
+    assert!(schema_errors(&v).is_empty(), "{:?}", schema_errors(&v));
+    let t = &v["params"]["subject_template"];
+    assert_eq!(t["wildcard"], "orders.*.*");
+    assert_eq!(
+        (t["seed"].as_u64(), t["tokens"][1].as_str()),
+        (Some(11), Some(tokens[1]))
+    );
+    let d = &v["delivery"];
+    assert_eq!((u(&d["received"]), u(&d["lost"])), (pubs * msgs, 0), "{d}");
+}
+
+#[test]
+fn bad_templates_are_refused_in_one_line_before_connecting() {
+    for (cmd, args, names) in [
+        ("pub", &["--subject", "o.{region}"][..], "--token region="),
+        (
+            "pub",
+            &["--subject", "o.{a}", "--token", "a=x", "--token", "b=y"],
+            "--token",
+        ),
+        ("pub", &["--subject", "o.{a}", "--token", "a="], "no values"),
+        (
+            "pub",
+            &["--subject", "o.{a}", "--token", "a=zipf:0:10"],
+            "above 0",
+        ),
+        (
+            "pub",
+            &["--subject", "o.{a}", "--token", "a=zipf:1.1"],
+            "add :N",
+        ),
+        (
+            "pub",
+            &["--subject", "o.{a}", "--token", "a=x:60%,y:30%"],
+            "90%",
+        ),
+        (
+            "pub",
+            &["--subject", "o..{a}", "--token", "a=x"],
+            "empty token",
+        ),
+        (
+            "pubsub",
+            &["--subject", "o.{a", "--token", "a=x"],
+            "without its",
+        ),
+        (
+            "pub",
+            &["--subject", "o.{a}", "--token", "a=x", "--multisubject"],
+            "--multisubject",
+        ),
+        ("sub", &["--subject", "o.{a}"], "template"),
+        ("sub", &["--token", "a=x"], "--token"),
+    ] {
+        let out =
+            crate::support::run(&[&[cmd, "--server", "nats://127.0.0.1:1"][..], args].concat());
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{cmd} {args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{cmd} {args:?}: {err}");
+        assert!(
+            err.starts_with("error: ") && err.contains(names),
+            "{cmd} {args:?}: {err}"
+        );
+    }
+}

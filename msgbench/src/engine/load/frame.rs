@@ -7,7 +7,7 @@
 //! each message goes to and what its payload starts with.
 
 use crate::engine::jsframe;
-use crate::stats::draw::{Numbered, Purpose, SenderSizes, Sizes, Stream};
+use crate::stats::draw::{Numbered, Purpose, SenderSizes, Sizes, Stream, Template};
 use crate::wire::proto;
 use crate::wire::stamp::{self, STAMP_LEN};
 
@@ -96,6 +96,7 @@ impl Frame {
                 multi: multisubject,
                 key_base: 0,
                 reply_prefix: reply_prefix.map(|r| r.as_bytes().to_vec()),
+                template: None,
             }),
             headers_len: headers.len(),
             payload_len: payload.len(),
@@ -113,25 +114,44 @@ impl Frame {
             return self;
         }
         debug_assert_eq!(sizes.max(), self.payload_len);
-        if self.line.is_none() {
-            // The prebuilt line ends at the first CRLF: a subject holds none.
-            let end = self
-                .bytes
-                .windows(2)
-                .position(|w| w == b"\r\n")
-                .map_or(0, |p| p + 2);
-            self.bytes.drain(..end);
-            self.seq_at = self.seq_at.map(|o| o - end);
-            self.time_at = self.time_at.map(|o| o - end);
-            self.line = Some(DynamicLine {
-                subject: subject.as_bytes().to_vec(),
-                multi: None,
-                key_base: 0,
-                reply_prefix: None,
-            });
-        }
+        self.dynamic(subject);
         self.sizes = Some(Box::new(SenderSizes { sizes, stream }));
         self
+    }
+
+    /// Each message's subject drawn from `template` by `stream` (seeded per publisher): the
+    /// control line is then written per message, as with drawn sizes.
+    #[must_use]
+    pub fn templated(mut self, template: Template, stream: Stream) -> Self {
+        self.dynamic(template.text());
+        if let Some(l) = &mut self.line {
+            l.template = Some(Box::new((template, stream)));
+        }
+        self
+    }
+
+    /// Makes the control line one written per message, for `subject`: a frame built for a
+    /// fixed subject loses its prebuilt line.
+    fn dynamic(&mut self, subject: &str) {
+        if self.line.is_some() {
+            return;
+        }
+        // The prebuilt line ends at the first CRLF: a subject holds none.
+        let end = self
+            .bytes
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .map_or(0, |p| p + 2);
+        self.bytes.drain(..end);
+        self.seq_at = self.seq_at.map(|o| o - end);
+        self.time_at = self.time_at.map(|o| o - end);
+        self.line = Some(DynamicLine {
+            subject: subject.as_bytes().to_vec(),
+            multi: None,
+            key_base: 0,
+            reply_prefix: None,
+            template: None,
+        });
     }
 
     /// Keys counted from `base`: message `seq` goes to `<subject>.<base + key>`. A block of
@@ -181,7 +201,14 @@ impl Frame {
             } else {
                 &[]
             };
-            proto::encode_pub_line_parts(out, &suffix, reply, self.headers_len, payload_len);
+            match &l.template {
+                Some(t) => t.0.with_subject(&mut t.1.at(seq), |subject| {
+                    proto::encode_pub_line_parts(out, subject, reply, self.headers_len, payload_len)
+                }),
+                None => {
+                    proto::encode_pub_line_parts(out, &suffix, reply, self.headers_len, payload_len)
+                }
+            }
         }
         let at = out.len();
         if self.sizes.is_some() {
@@ -210,6 +237,9 @@ struct DynamicLine {
     key_base: u64,
     /// Request/reply: the reply subject is this prefix followed by the sequence number.
     reply_prefix: Option<Vec<u8>>,
+    /// A subject template (`--subject 'orders.{region}.{id}'`) and the publisher's stream:
+    /// message `seq`'s subject is drawn from it, in place of `subject`.
+    template: Option<Box<(Template, Stream)>>,
 }
 
 /// Subjects (or KV keys) that vary per message: message `seq` goes to `<subject>.<key>`.

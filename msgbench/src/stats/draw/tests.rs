@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use super::size::{HistBucket, HistFile, HIST_SCHEMA};
+use super::subject::{self, NamedToken, Template};
 use super::token;
 use super::*;
 
@@ -281,4 +282,99 @@ fn the_same_seed_draws_the_same_keys() {
     assert_eq!(seq(1, 0), seq(1, 0));
     assert_ne!(seq(1, 0), seq(2, 0));
     assert_ne!(seq(1, 0), seq(1, 1));
+}
+
+fn template(subject: &str, tokens: &[&str]) -> Result<Template, subject::Fault> {
+    let tokens: Vec<NamedToken> = tokens
+        .iter()
+        .map(|t| NamedToken::parse(t).unwrap())
+        .collect();
+    Template::build(subject, &tokens)
+}
+
+/// Message `seq`'s subject from `t` for sender 3.
+fn subject_of(t: &Template, seq: u64) -> String {
+    let s = Stream::new(42, Purpose::Subject, 3);
+    t.with_subject(&mut s.at(seq), |parts| {
+        String::from_utf8(parts.concat()).unwrap()
+    })
+}
+
+#[test]
+fn a_template_draws_each_token_by_its_weights() {
+    let t = template(
+        "orders.{region}.{id}.x{region}",
+        &["region=us:50%,eu:30%,ap:20%", "id=zipf:1.1:100"],
+    )
+    .unwrap();
+    assert_eq!(t.wildcard(), "orders.*.*.*");
+    assert_eq!(t.example(), "orders.x.x.x");
+    let zipf = TokenDist::parse("zipf:1.1:100")
+        .unwrap()
+        .build(None)
+        .unwrap()
+        .numbered()
+        .unwrap();
+    let (mut regions, mut ids) = (HashMap::new(), vec![0u64; 100]);
+    for seq in 0..DRAWS {
+        let s = subject_of(&t, seq);
+        let parts: Vec<&str> = s.split('.').collect();
+        assert_eq!(parts.len(), 4, "{s}");
+        assert_eq!(parts[0], "orders");
+        // A token used twice shows one value twice.
+        assert_eq!(format!("x{}", parts[1]), parts[3], "{s}");
+        *regions.entry(parts[1].to_string()).or_insert(0u64) += 1;
+        ids[parts[2].parse::<usize>().unwrap()] += 1;
+    }
+    within(regions["us"], 0.5, "us");
+    within(regions["eu"], 0.3, "eu");
+    within(regions["ap"], 0.2, "ap");
+    assert_eq!(regions.len(), 3);
+    for (k, &n) in ids.iter().enumerate() {
+        within(n, zipf.probability(k as u64), &format!("id {k}"));
+    }
+}
+
+#[test]
+fn ranges_and_plain_lists_are_even() {
+    let t = template("m.{n}.{w}", &["n=10..19", "w=a,b,c,d"]).unwrap();
+    let (mut n, mut w) = (HashMap::new(), HashMap::new());
+    for seq in 0..DRAWS {
+        let s = subject_of(&t, seq);
+        let parts: Vec<&str> = s.split('.').collect();
+        *n.entry(parts[1].to_string()).or_insert(0u64) += 1;
+        *w.entry(parts[2].to_string()).or_insert(0u64) += 1;
+    }
+    assert_eq!((n.len(), w.len()), (10, 4));
+    (10..20).for_each(|k| within(n[&k.to_string()], 0.1, &format!("n {k}")));
+    ["a", "b", "c", "d"]
+        .iter()
+        .for_each(|k| within(w[*k], 0.25, k));
+}
+
+#[test]
+fn bad_templates_say_whose_fault_it_is() {
+    let fault = |s: &str, t: &[&str]| template(s, t).unwrap_err();
+    let f = fault("orders.{region}", &[]);
+    assert_eq!(f.token, None);
+    assert!(f.why.contains("--token region="), "{}", f.why);
+    let f = fault("orders.{region}", &["region=us", "id=1..9"]);
+    assert_eq!(f.token, Some(1));
+    assert!(f.why.contains("has no {id}"), "{}", f.why);
+    let f = fault("o.{a}", &["a=x", "a=y"]);
+    assert_eq!((f.token, f.why.contains("twice")), (Some(1), true));
+    assert!(fault("o.{a", &["a=x"]).why.contains("without its '}'"));
+    assert!(fault("o.a}", &["a=x"]).why.contains("without its '{'"));
+    let f = fault("o.{a}", &["a=zipf:1.1"]);
+    assert_eq!(f.token, Some(0));
+    assert!(f.why.contains("add :N"), "{}", f.why);
+    let f = fault("o.{a}", &["a=hot:0.001%:50%:100"]);
+    assert!(f.why.contains("0 hot ones"), "{}", f.why);
+    let token = |s: &str| NamedToken::parse(s).unwrap_err();
+    assert!(token("region").contains("NAME=VALUES"));
+    assert!(token("re.gion=a").contains("letters, digits or _"));
+    assert!(token("region=").contains("no values"));
+    assert!(token("region=a.b").contains("cannot be a subject token"));
+    assert!(token("region=us:50%,eu:40%").contains("add up to 90%"));
+    assert!(token("id=zipf:0:10").contains("above 0"));
 }
