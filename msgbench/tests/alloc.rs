@@ -209,8 +209,10 @@ fn jetstream_publishes_with_ids_and_batches_allocate_nothing_per_message() {
         };
         for drawn in [None, Some(js_sizes())] {
             let size = drawn.as_ref().map_or(128, |s| s.sizes.max());
-            let frame =
-                JsFrame::new("js.s", "_INBOX.x.0.", size, &framing, 0, 7).sized(drawn.clone());
+            // Drawn sizes come with a drawn subject.
+            let frame = JsFrame::new("js.s", "_INBOX.x.0.", size, &framing, 0, 7)
+                .sized(drawn.clone())
+                .templated(drawn.as_ref().map(|_| js_template()));
             let mut buf = Vec::with_capacity(256 << 20);
             let (mut msgs, mut bytes) = (0, 0);
             let n = allocations_during(|| {
@@ -238,16 +240,32 @@ fn js_sizes() -> msgbench::stats::draw::SenderSizes {
     SenderSizes::new(Sizes::build(&d, 8).unwrap(), 1, 0)
 }
 
-/// Fast batches with drawn sizes: each message's line and payload prefix, nothing allocated.
+/// A subject template for a JetStream publisher.
+fn js_template() -> (
+    msgbench::stats::draw::Template,
+    msgbench::stats::draw::Stream,
+) {
+    use msgbench::stats::draw::{NamedToken, Purpose, Stream, Template};
+    let tokens = ["r=us:50%,eu:50%", "id=zipf:1.1:1000"].map(|t| NamedToken::parse(t).unwrap());
+    (
+        Template::build("js.{r}.{id}", &tokens).unwrap(),
+        Stream::new(1, Purpose::Subject, 0),
+    )
+}
+
+/// Fast batches with drawn sizes and subjects: each message's line and payload prefix,
+/// nothing allocated.
 #[test]
-fn fast_batches_with_drawn_sizes_allocate_nothing_per_message() {
+fn fast_batches_with_drawn_sizes_and_subjects_allocate_nothing_per_message() {
     use msgbench::engine::jsfast::{FastFlow, FastFrame};
     let s = js_sizes();
     let flow = FastFlow {
         flow: 100,
         outstanding: 2,
     };
-    let frame = FastFrame::new("js.s", "_INBOX.x.0.", s.sizes.max(), flow, 0, 7).sized(Some(s));
+    let frame = FastFrame::new("js.s", "_INBOX.x.0.", s.sizes.max(), flow, 0, 7)
+        .sized(Some(s))
+        .templated(Some(js_template()));
     let mut buf = Vec::with_capacity(256 << 20);
     let mut bytes = 0;
     let n = allocations_during(|| {

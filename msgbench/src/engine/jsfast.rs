@@ -19,7 +19,7 @@ use serde::Deserialize;
 use super::jsapi::{self, Ack};
 use super::jsframe::{stamp, unix_ns};
 use crate::error::ErrorKind;
-use crate::stats::draw::SenderSizes;
+use crate::stats::draw::{SenderSizes, Stream, Template};
 use crate::wire::proto;
 
 /// The largest flow the server honours: it acknowledges at least every 500 messages, however
@@ -61,6 +61,9 @@ pub struct FastFrame {
     payload: Vec<u8>,
     /// Drawn sizes: message `m` carries the first `sizes.of(m)` bytes of the payload.
     sizes: Option<SenderSizes>,
+    /// A subject template: message `m` goes to the subject drawn for it (a batch's commit
+    /// and pings to its wildcard's first subject: see [`FastFrame::append_op`]).
+    template: Option<(Template, Stream)>,
 }
 
 impl FastFrame {
@@ -80,7 +83,20 @@ impl FastFrame {
             reply_flow: format!(".{}.fail.", flow.flow).into_bytes(),
             payload,
             sizes: None,
+            template: None,
         }
+    }
+
+    /// Each message's subject drawn from a template by the publisher's stream; operations
+    /// without a message go to a subject of the template's (every token `x`), which the
+    /// stream captures as it captures them all.
+    #[must_use]
+    pub fn templated(mut self, template: Option<(Template, Stream)>) -> Self {
+        if let Some((t, _)) = &template {
+            self.subject = t.example().into_bytes();
+        }
+        self.template = template;
+        self
     }
 
     /// Each message's payload drawn from `sizes` (the frame's `size` must be the largest
@@ -103,7 +119,12 @@ impl FastFrame {
             Some(s) => s.of(m),
             None => self.payload_len(),
         };
-        self.line(out, batch, seq, op, len);
+        match &self.template {
+            Some((t, stream)) => t.with_subject(&mut stream.at(m), |subject| {
+                self.line(out, subject, (batch, seq, op), len);
+            }),
+            None => self.line(out, &[&self.subject], (batch, seq, op), len),
+        }
         let at = out.len();
         out.extend_from_slice(&self.payload[..len]);
         out.extend_from_slice(b"\r\n");
@@ -114,11 +135,17 @@ impl FastFrame {
     /// Appends an operation without a message: the end-of-batch commit (`seq` one past the
     /// last message) or a ping (`seq` the last message sent).
     pub fn append_op(&self, out: &mut Vec<u8>, batch: u64, seq: u64, op: Op) {
-        self.line(out, batch, seq, op, 0);
+        self.line(out, &[&self.subject], (batch, seq, op), 0);
         out.extend_from_slice(b"\r\n");
     }
 
-    fn line(&self, out: &mut Vec<u8>, batch: u64, seq: u64, op: Op, len: usize) {
+    fn line(
+        &self,
+        out: &mut Vec<u8>,
+        subject: &[&[u8]],
+        (batch, seq, op): (u64, u64, Op),
+        len: usize,
+    ) {
         let (mut b, mut s, mut o) = (
             itoa::Buffer::new(),
             itoa::Buffer::new(),
@@ -126,7 +153,7 @@ impl FastFrame {
         );
         proto::encode_pub_line_parts(
             out,
-            &[&self.subject],
+            subject,
             &[
                 &self.reply_head,
                 b.format(batch).as_bytes(),

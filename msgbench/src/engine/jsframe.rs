@@ -9,7 +9,7 @@
 use std::cell::RefCell;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::stats::draw::SenderSizes;
+use crate::stats::draw::{SenderSizes, Stream, Template};
 use crate::wire::proto;
 
 /// Bytes at the front of a JetStream payload: the message number, then (from 16 B) the send
@@ -56,6 +56,8 @@ pub struct JsFrame {
     headers: RefCell<Vec<u8>>,
     /// Drawn sizes: message `m` carries the first `sizes.of(m)` bytes of the payload.
     sizes: Option<SenderSizes>,
+    /// A subject template: message `m` goes to the subject drawn for it.
+    template: Option<(Template, Stream)>,
 }
 
 impl JsFrame {
@@ -82,7 +84,15 @@ impl JsFrame {
             framing: framing.clone(),
             headers: RefCell::new(Vec::with_capacity(256)),
             sizes: None,
+            template: None,
         }
+    }
+
+    /// Each message's subject drawn from a template by the publisher's stream.
+    #[must_use]
+    pub fn templated(mut self, template: Option<(Template, Stream)>) -> Self {
+        self.template = template;
+        self
     }
 
     /// Each message's payload drawn from `sizes` (the frame's `size` must be the largest
@@ -166,7 +176,12 @@ impl JsFrame {
                 None => self.payload.len() - 2,
             };
             bytes += len as u64;
-            proto::encode_pub_line_parts(out, &[&self.subject], reply, h.len(), len);
+            match &self.template {
+                Some((t, stream)) => t.with_subject(&mut stream.at(m), |subject| {
+                    proto::encode_pub_line_parts(out, subject, reply, h.len(), len)
+                }),
+                None => proto::encode_pub_line_parts(out, &[&self.subject], reply, h.len(), len),
+            }
             out.extend_from_slice(&h);
             let at = out.len();
             out.extend_from_slice(&self.payload[..len]);

@@ -286,21 +286,29 @@ fn bad_key_distributions_are_refused_in_one_line_before_connecting() {
     }
 }
 
-/// `js pub --size SPEC --seed 3` in each publishing mode, seen from a raw subscription on the
-/// stream's subject: every message is the size the seed draws for it, in order (the library's
-/// own draw replayed); the sizes' shares are the weights; the publisher's bytes and the
-/// acknowledged bytes are the payloads' sum; the stream reconciles and the result validates.
+/// `js pub --size SPEC --subject TEMPLATE --seed 3` in each publishing mode, seen from a raw
+/// subscription on the stream's subjects: every message is the size and goes to the subject the
+/// seed draws for it, in order (the library's own draws replayed); the sizes' shares are the
+/// weights; the publisher's bytes and the acknowledged bytes are the payloads' sum; the stream
+/// (created capturing the template's wildcard) reconciles and the result validates.
 #[test]
-fn js_pub_sends_each_message_at_its_drawn_size_in_every_mode() {
-    use msgbench::stats::draw::{SenderSizes, SizeDist, Sizes};
+fn js_pub_sends_each_message_at_its_drawn_size_and_subject_in_every_mode() {
+    use msgbench::stats::draw::{
+        NamedToken, Purpose, SenderSizes, SizeDist, Sizes, Stream, Template,
+    };
     let server = TestServer::start();
     let spec = "16B:70%,100B:25%,1000B:5%";
+    let tokens = ["region=us,eu,ap", "id=zipf:1.1:100"];
     let msgs = 20_000usize;
     let sizes = Sizes::build(&SizeDist::parse(spec).unwrap(), 8).unwrap();
-    let want: Vec<usize> = {
+    let want_sizes: Vec<usize> = {
         let s = SenderSizes::new(sizes, 3, 0);
         (0..msgs as u64).map(|m| s.of(m)).collect()
     };
+    let named: Vec<NamedToken> = tokens
+        .iter()
+        .map(|t| NamedToken::parse(t).unwrap())
+        .collect();
     for (i, mode) in [
         &["--mode", "async"][..],
         &["--mode", "sync", "--dedup"],
@@ -310,10 +318,19 @@ fn js_pub_sends_each_message_at_its_drawn_size_in_every_mode() {
     .iter()
     .enumerate()
     {
-        let subject = format!("sized.{i}");
-        let seen = raw_sizes(&server.url, &subject, msgs);
+        let template = format!("sized{i}.{{region}}.{{id}}");
+        let t = Template::build(&template, &named).unwrap();
+        let stream = Stream::new(3, Purpose::Subject, 0);
+        let want_subjects: Vec<String> = (0..msgs as u64)
+            .map(|m| {
+                t.with_subject(&mut stream.at(m), |p| {
+                    String::from_utf8(p.concat()).unwrap()
+                })
+            })
+            .collect();
+        let seen = raw_msgs(&server.url, &format!("sized{i}.>"), msgs);
         let n = msgs.to_string();
-        let stream = format!("sized{i}");
+        let name = format!("sized{i}");
         let line = [
             &[
                 "js",
@@ -321,9 +338,13 @@ fn js_pub_sends_each_message_at_its_drawn_size_in_every_mode() {
                 "--server",
                 &server.url,
                 "--stream",
-                &stream,
+                &name,
                 "--subject",
-                &subject,
+                &template,
+                "--token",
+                tokens[0],
+                "--token",
+                tokens[1],
                 "--msgs",
                 &n,
                 "--size",
@@ -336,18 +357,28 @@ fn js_pub_sends_each_message_at_its_drawn_size_in_every_mode() {
         .concat();
         let (out, v) = run_json(&line);
         assert!(out.status.success(), "{mode:?}: {}", stderr(&out));
-        let seen = seen.join().unwrap();
-        assert!(seen == want, "{mode:?}: the sizes sent are not the seed's");
+        let (subjects, seen): (Vec<String>, Vec<usize>) = seen.join().unwrap().into_iter().unzip();
+        assert!(
+            seen == want_sizes,
+            "{mode:?}: the sizes sent are not the seed's"
+        );
+        assert!(
+            subjects == want_subjects,
+            "{mode:?}: the subjects are not the seed's"
+        );
         for (size, weight) in [(16, 0.70), (100, 0.25), (1000, 0.05)] {
             let got = seen.iter().filter(|s| **s == size).count() as f64 / msgs as f64;
             assert!((got - weight).abs() < 0.01, "{mode:?}: {size} B {got:.4}");
         }
         assert!(schema_errors(&v).is_empty(), "{:?}", schema_errors(&v));
-        let d = &v["params"]["size_distribution"];
+        let p = &v["params"];
+        let d = &p["size_distribution"];
         assert_eq!(
             (d["spec"].as_str(), d["seed"].as_u64()),
             (Some(spec), Some(3))
         );
+        assert_eq!(p["subject_template"]["wildcard"], format!("sized{i}.*.*"));
+        assert_eq!(p["streams"][0]["subjects"][0], format!("sized{i}.*.*"));
         let sum: u64 = seen.iter().map(|s| *s as u64).sum();
         for c in v["clients"].as_array().unwrap() {
             assert_eq!(u(&c["bytes"]), sum, "{mode:?}: {} bytes", c["role"]);
@@ -495,15 +526,41 @@ fn bad_templates_are_refused_in_one_line_before_connecting() {
         ),
         ("sub", &["--subject", "o.{a}"], "template"),
         ("sub", &["--token", "a=x"], "--token"),
+        (
+            "js pub",
+            &["--subject", "o.{a}", "--token", "a=x", "--subjects", "o.y"],
+            "o.*",
+        ),
+        (
+            "js pub",
+            &[
+                "--subject",
+                "o.{a}",
+                "--token",
+                "a=x",
+                "--streams",
+                "2",
+                "--clients",
+                "2",
+            ],
+            "--streams",
+        ),
+        (
+            "js pub",
+            &["--subject", "o.{b}", "--token", "a=x"],
+            "--token b=",
+        ),
+        ("js consume", &["--subject", "o.{a}"], "template"),
     ] {
+        let cmd: Vec<&str> = cmd.split(' ').collect();
         let out =
-            crate::support::run(&[&[cmd, "--server", "nats://127.0.0.1:1"][..], args].concat());
+            crate::support::run(&[&cmd[..], &["--server", "nats://127.0.0.1:1"], args].concat());
         let err = stderr(&out);
-        assert_eq!(out.status.code(), Some(2), "{cmd} {args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{cmd} {args:?}: {err}");
+        assert_eq!(out.status.code(), Some(2), "{cmd:?} {args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{cmd:?} {args:?}: {err}");
         assert!(
             err.starts_with("error: ") && err.contains(names),
-            "{cmd} {args:?}: {err}"
+            "{cmd:?} {args:?}: {err}"
         );
     }
 }

@@ -13,7 +13,7 @@ use crate::cli::{
     Storage,
 };
 use crate::engine::pull::{AckMode, PullMode};
-use crate::stats::draw::{SizeDist, TokenDist};
+use crate::stats::draw::{NamedToken, SizeDist, TokenDist};
 use crate::values::{parse_count, parse_duration, parse_rate, parse_size};
 
 /// The stream a JetStream command works on. With no stream setting (`--subjects`,
@@ -103,10 +103,18 @@ pub struct JsPubArgs {
     #[arg(long, default_value = "128", value_parser = SizeDist::parse, allow_hyphen_values = true,
           value_name = "SIZE")]
     pub size: SizeDist,
-    /// The seed of drawn sizes: the same seed draws the same size for each publisher's each
-    /// message (default 1). Only with --size as a distribution.
+    /// The seed of drawn sizes and subjects: the same seed draws the same size and subject for
+    /// each publisher's each message (default 1). Only with --size as a distribution or
+    /// --subject as a template.
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+    /// The values of a --subject template's token (repeatable), as in `msgbench pub`:
+    /// --subject 'orders.{region}.{id}' --token region=us,eu,ap --token id=zipf:1.1:10000.
+    /// The stream must capture the template's wildcard (orders.*.*: the default for a stream
+    /// msgbench creates).
+    #[arg(long = "token", value_name = "NAME=VALUES", value_parser = NamedToken::parse)]
+    #[serde(rename = "token")]
+    pub tokens: Vec<NamedToken>,
     /// Spread the clients over K streams (a write flood): client i publishes to
     /// SUBJECT.<i mod K>, captured by stream NAME_<i mod K>.
     #[arg(long, default_value = "1", value_parser = parse_count)]

@@ -10,7 +10,8 @@ use serde::Serialize;
 
 use super::args::{JsConsumeArgs, JsPubArgs, KvArgs};
 use super::pubflags::{
-    check_persist, dedup, drawn_sizes, fast_flow, persist_mode, window, DEFAULT_WINDOW,
+    check_persist, dedup, drawn_sizes, drawn_subjects, fast_flow, persist_mode, window,
+    DEFAULT_WINDOW,
 };
 use super::streamflags::{check_captured, check_name, given, setup, stream_configs};
 use crate::cli::{JsPubMode, Persist, Publish, Storage};
@@ -92,6 +93,7 @@ fn publishing(
         js_framing: None,
         keys: None,
         sizes: None,
+        template: None,
     }
 }
 
@@ -161,7 +163,12 @@ impl JsPubOptions {
         let window = window(a, fast)?;
         let dedup = dedup(a)?;
         let spread = (a.streams > 1).then_some(a.streams as u32);
+        let template = drawn_subjects(a)?;
         let mut streams = stream_configs(&a.target, spread)?;
+        if let (Some(t), true) = (&template, a.target.subjects.is_empty()) {
+            // The stream a template publishes into captures its wildcard.
+            streams[0].subjects = vec![t.template.wildcard()];
+        }
         let persist = a.persist.unwrap_or(Persist::Default);
         let storage = a.target.storage.unwrap_or(Storage::Memory);
         check_persist(persist, storage, a.target.replicas.unwrap_or(1), mode)?;
@@ -190,6 +197,7 @@ impl JsPubOptions {
         );
         publish.spread = spread;
         publish.sizes = sizes;
+        publish.template = template;
         check_captured(&streams, &publish)?;
         publish.js_framing = Some(JsFraming {
             batch: if mode == JsPubMode::Batch { batch } else { 1 },
@@ -262,6 +270,14 @@ impl JsConsumeOptions {
     /// # Errors
     /// [`Error::Usage`] naming the flag whose value cannot work.
     pub fn new(a: &JsConsumeArgs) -> Result<Self> {
+        if crate::stats::draw::Template::is_template(&a.target.subject) {
+            return Err(Error::flag(
+                "--subject",
+                &a.target.subject,
+                "is a template, which `js pub` draws subjects from; `js consume` publishes to \
+                 one subject",
+            ));
+        }
         let mode = a.mode;
         let ack = match (mode, a.ack) {
             (PullMode::Ordered, Some(ack @ (AckMode::Explicit | AckMode::All))) => {

@@ -11,7 +11,7 @@ use crate::engine::pull::{AckMode, PullMode};
 use crate::format::{counted, group};
 use crate::options::conn::ConnParams;
 use crate::result::{Describe, RunResult};
-use crate::scenario::core::SizeDistribution;
+use crate::scenario::core::{SizeDistribution, SubjectTemplate};
 use crate::scenario::request::RequestOptions;
 
 /// What every publishing run records (`js pub`, `kv put`, and `kv get`, whose gets are
@@ -93,6 +93,8 @@ pub struct JsPubParams {
     pub msg_id_prefix: Option<String>,
     /// `--size` as a distribution; null for a fixed size (`size` is then the mean drawn).
     pub size_distribution: Option<SizeDistribution>,
+    /// `--subject` as a template: its wildcard, tokens and seed; null for a plain subject.
+    pub subject_template: Option<SubjectTemplate>,
     pub streams: Vec<StreamConfig>,
     pub purge: bool,
     pub delete_after: bool,
@@ -120,6 +122,11 @@ impl JsPubParams {
             max_outstanding_acks: framing.and_then(|f| f.fast.map(|ff| u64::from(ff.outstanding))),
             msg_id_prefix: framing.and_then(|f| f.dedup.clone()),
             size_distribution,
+            subject_template: o.publish.template.as_ref().map(|t| SubjectTemplate {
+                wildcard: t.template.wildcard(),
+                tokens: t.tokens.clone(),
+                seed: t.seed,
+            }),
             streams: o.streams.clone(),
             purge: o.purge,
             delete_after: o.delete_after,
@@ -130,18 +137,22 @@ impl JsPubParams {
 impl Describe for JsPubParams {
     fn shape(&self) -> String {
         let p = &self.publish;
-        match &self.size_distribution {
-            Some(d) => crate::scenario::words::who_what_how_long_text(
-                &[(p.pubs, "pub")],
-                Some(&d.words()),
-                &p.pace("publisher"),
+        let sizes = match &self.size_distribution {
+            Some(d) => d.words(),
+            None => format!("{} B messages", group(p.size as u64)),
+        };
+        let what = match &self.subject_template {
+            Some(t) => format!(
+                "{sizes}; subjects drawn from {} (seed {})",
+                p.subject, t.seed
             ),
-            None => crate::scenario::words::who_what_how_long(
-                &[(p.pubs, "pub")],
-                Some(p.size),
-                &p.pace("publisher"),
-            ),
-        }
+            None => sizes,
+        };
+        crate::scenario::words::who_what_how_long_text(
+            &[(p.pubs, "pub")],
+            Some(&what),
+            &p.pace("publisher"),
+        )
     }
     fn title(&self) -> &'static str {
         "NATS JetStream publish stats"

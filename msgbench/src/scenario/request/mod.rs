@@ -21,7 +21,7 @@ mod reply;
 mod run;
 
 pub use args::{ReplyArgs, RequestArgs};
-pub use options::{DrawnSizes, ReplyOptions, RequestOptions};
+pub use options::{DrawnSizes, DrawnSubjects, ReplyOptions, RequestOptions};
 pub use reply::run_reply;
 pub use run::{run_request, run_requests};
 

@@ -9,7 +9,7 @@ use crate::engine::load::Keys;
 use crate::engine::pace::{Pace, Stop};
 use crate::error::{Error, Result};
 use crate::options::{check_subject, server_choice, ServerChoice};
-use crate::stats::draw::{SenderSizes, SizeDist, Sizes};
+use crate::stats::draw::{Purpose, SenderSizes, SizeDist, Sizes, Stream, Template};
 use crate::wire::stamp::SEQ_LEN;
 
 #[derive(Debug, Clone)]
@@ -43,6 +43,27 @@ pub struct RequestOptions {
     /// Payload sizes drawn per message (`js pub --size` as a distribution); `size` is then the
     /// largest they draw.
     pub sizes: Option<DrawnSizes>,
+    /// Subjects drawn per message (`js pub --subject` as a template); `subject` is then its
+    /// text.
+    pub template: Option<DrawnSubjects>,
+}
+
+/// A subject template with its `--token`s as given and `--seed`.
+#[derive(Debug, Clone)]
+pub struct DrawnSubjects {
+    pub template: Template,
+    pub tokens: Vec<String>,
+    pub seed: u64,
+}
+
+impl DrawnSubjects {
+    /// What publisher `g` (its global id) draws its subjects from.
+    pub fn of_sender(&self, g: u32) -> (Template, Stream) {
+        (
+            self.template.clone(),
+            Stream::new(self.seed, Purpose::Subject, u64::from(g)),
+        )
+    }
 }
 
 /// Drawn payload sizes: `--size` as given, its sampler and `--seed`.
@@ -135,6 +156,7 @@ impl RequestOptions {
             js_framing: None,
             keys: None,
             sizes: None,
+            template: None,
         })
     }
 

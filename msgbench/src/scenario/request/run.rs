@@ -38,7 +38,7 @@ use crate::result::{RunResult, ServerMeta};
 use crate::scenario::fault::Injector;
 use crate::scenario::segment::Share;
 use crate::server::Target;
-use crate::stats::draw::SenderSizes;
+use crate::stats::draw::{SenderSizes, Stream, Template};
 use crate::stats::latency::SendTimes;
 use crate::stats::schedule::PubSchedule;
 use crate::stats::stages::StageTotals;
@@ -247,10 +247,19 @@ impl<'a> Run<'a> {
             &self.payload,
             stamp_kind,
         );
-        match self.sizes_of(i) {
+        let frame = match self.sizes_of(i) {
             Some(s) => frame.sized(&self.opts.target_of(i).0, s.sizes, s.stream),
             None => frame,
+        };
+        match self.subjects_of(i) {
+            Some((t, stream)) => frame.templated(t, stream),
+            None => frame,
         }
+    }
+
+    /// Client i's subject template and stream, when `--subject` is a template.
+    fn subjects_of(&self, i: usize) -> Option<(Template, Stream)> {
+        self.opts.template.as_ref().map(|d| d.of_sender(self.g(i)))
     }
 
     /// Client i's drawn sizes, when `--size` is a distribution.
@@ -270,7 +279,8 @@ impl<'a> Run<'a> {
                     i as u32,
                     self.run_tag,
                 )
-                .sized(self.sizes_of(i)),
+                .sized(self.sizes_of(i))
+                .templated(self.subjects_of(i)),
             ),
             _ => Shape::Plain(self.frame_for(i)),
         }
@@ -305,6 +315,7 @@ impl<'a> Run<'a> {
             self.run_tag,
         )
         .sized(self.sizes_of(i))
+        .templated(self.subjects_of(i))
     }
 
     fn new_replies(&self, i: usize) -> Replies<'_> {
