@@ -30,7 +30,8 @@
 //!   panic, and when built draws sizes within its own minimum and maximum, at least the stamp;
 //! - token and key distribution: what parses prints as text that parses back to the same value;
 //!   what `--key-dist` accepts `--token` accepts too; a sampler is built or refused without a
-//!   panic, and one over the count of keys given draws keys below it, of nonzero probability.
+//!   panic, and one over the count of keys given draws keys below it, of nonzero probability;
+//!   a subject template of one such token draws subjects its wildcard matches.
 
 #![no_main]
 
@@ -88,6 +89,31 @@ fn check_token_dist(s: &str) {
         } else {
             let _ = token.draw(&mut stream.at(seq));
         }
+    }
+    check_template(s);
+}
+
+/// A template whose one token takes these values draws subjects of exactly its shape: the
+/// literal token, then one non-empty token without a dot or wildcard (what its wildcard
+/// `x.*` matches).
+fn check_template(s: &str) {
+    use msgbench::stats::draw::{NamedToken, Purpose, Stream, Template};
+    let Ok(t) = NamedToken::parse(&format!("t={s}")) else {
+        return;
+    };
+    let Ok(template) = Template::build("x.{t}", &[t]) else {
+        return;
+    };
+    assert_eq!(template.wildcard(), "x.*");
+    let stream = Stream::new(1, Purpose::Subject, 0);
+    for seq in 0..16 {
+        let subject = template.with_subject(&mut stream.at(seq), |p| p.concat());
+        let tail = subject.strip_prefix(b"x.").expect("the literal first");
+        assert!(
+            !tail.is_empty() && !tail.iter().any(|b| matches!(b, b'.' | b'*' | b'>' | b' ')),
+            "{s:?} drew {:?}",
+            String::from_utf8_lossy(&subject)
+        );
     }
 }
 

@@ -276,3 +276,24 @@ fn fast_batches_with_drawn_sizes_and_subjects_allocate_nothing_per_message() {
     assert!(bytes > 0);
     assert_eq!(n, 0, "{n} allocations for {N} messages");
 }
+
+/// Poisson arrivals: a publisher's due times (and a receiver's, which asks the same) read a
+/// table built before the clock starts and a per-thread cache of two blocks; nothing allocated
+/// per message, across many blocks and with lookups that straddle a block's end.
+#[test]
+fn poisson_due_times_allocate_nothing_per_message() {
+    use msgbench::stats::schedule::RateSchedule;
+    let s = RateSchedule::fixed(10_000.0)
+        .poisson(3, Some(N * 2), None)
+        .unwrap();
+    let (a, b) = (s.share(0, 2), s.share(1, 2));
+    let mut last = 0;
+    let n = allocations_during(|| {
+        for seq in 0..N {
+            let (x, y) = (a.due_ns(seq).unwrap(), b.due_ns(seq).unwrap());
+            assert!(x >= last && y > x);
+            last = y;
+        }
+    });
+    assert_eq!(n, 0, "{n} allocations");
+}

@@ -564,3 +564,164 @@ fn bad_templates_are_refused_in_one_line_before_connecting() {
         );
     }
 }
+
+/// Subscribes to `subject` and keeps, for each of the next `n` messages, when it arrived (ns
+/// since the first arrival) and the sequence its delivery stamp carries.
+fn raw_arrivals(url: &str, subject: &str, n: usize) -> JoinHandle<Vec<(u64, u64)>> {
+    let mut s = TcpStream::connect(url.trim_start_matches("nats://")).unwrap();
+    s.set_read_timeout(Some(HANG)).unwrap();
+    write!(
+        s,
+        "CONNECT {{\"verbose\":false}}\r\nSUB {subject} 1\r\nPING\r\n"
+    )
+    .unwrap();
+    let mut r = BufReader::new(s);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(r.read_line(&mut line).unwrap() > 0, "the server closed");
+        if line.starts_with("PONG") {
+            break;
+        }
+    }
+    std::thread::spawn(move || {
+        let mut seen = Vec::with_capacity(n);
+        let mut body = Vec::new();
+        let mut first = None;
+        while seen.len() < n {
+            line.clear();
+            assert!(r.read_line(&mut line).unwrap() > 0, "the server closed");
+            if let Some(rest) = line.strip_prefix("MSG ") {
+                let at = *first.get_or_insert_with(std::time::Instant::now);
+                let len: usize = rest.split_whitespace().last().unwrap().parse().unwrap();
+                body.resize(len + 2, 0);
+                r.read_exact(&mut body).unwrap();
+                let seq = msgbench::wire::stamp::read(&body[..len]).unwrap().seq;
+                seen.push((at.elapsed().as_nanos() as u64, seq));
+            } else if line.starts_with("PING") {
+                r.get_mut().write_all(b"PONG\r\n").unwrap();
+            }
+        }
+        seen
+    })
+}
+
+/// The median absolute deviation of `arrived - due` around its median, in ns: how far the
+/// arrivals stray from a schedule once the constant offset (start, one hop) is taken out.
+fn spread_around(seen: &[(u64, u64)], due: impl Fn(u64) -> u64) -> u64 {
+    let median = |mut v: Vec<i128>| {
+        v.sort_unstable();
+        v[v.len() / 2]
+    };
+    let offsets: Vec<i128> = seen
+        .iter()
+        .map(|(at, seq)| i128::from(*at) - i128::from(due(*seq)))
+        .collect();
+    let m = median(offsets.clone());
+    median(offsets.iter().map(|o| (o - m).abs()).collect()) as u64
+}
+
+/// `pub --rate R --arrivals poisson`: a raw subscription times each message's arrival, and the
+/// arrivals follow the Poisson due times the seed draws (the library's schedule, replayed)
+/// within a small spread, while they stray far from the fixed spacing at the same rate.
+#[test]
+fn poisson_arrivals_send_each_message_at_its_drawn_due_time() {
+    use msgbench::stats::schedule::RateSchedule;
+    let server = TestServer::start();
+    let (rate, msgs) = (4000.0, 12_000u64);
+    let seen = raw_arrivals(&server.url, "poisson", msgs as usize);
+    let (out, v) = run_json(&[
+        "pub",
+        "--server",
+        &server.url,
+        "--subject",
+        "poisson",
+        "--rate",
+        "4000",
+        "--arrivals",
+        "poisson",
+        "--seed",
+        "5",
+        "--msgs",
+        &msgs.to_string(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let seen = seen.join().unwrap();
+    let poisson = RateSchedule::fixed(rate)
+        .poisson(5, Some(msgs), None)
+        .unwrap();
+    let drawn = spread_around(&seen, |k| poisson.due_ns(k as f64).unwrap());
+    let fixed = spread_around(&seen, |k| (k as f64 / rate * 1e9) as u64);
+    assert!(
+        drawn < 2_000_000 && fixed > 5 * drawn,
+        "arrivals stray {drawn} ns from the Poisson due times, {fixed} ns from the fixed ones"
+    );
+    assert!(schema_errors(&v).is_empty(), "{:?}", schema_errors(&v));
+    let p = &v["params"];
+    assert_eq!(
+        (p["arrivals"].as_str(), p["arrivals_seed"].as_u64()),
+        (Some("poisson"), Some(5))
+    );
+}
+
+/// `latency --arrivals poisson`: the corrected latency is measured from each message's Poisson
+/// due time, so it stays near the uncorrected one; measured from the fixed spacing it would be
+/// the Poisson sequence's drift from it (tens of milliseconds over a few thousand messages).
+#[test]
+fn latency_is_corrected_against_the_poisson_due_times() {
+    let server = TestServer::start();
+    let (out, v) = run_json(&[
+        "latency",
+        "--server",
+        &server.url,
+        "--rate",
+        "2000",
+        "--duration",
+        "3s",
+        "--arrivals",
+        "poisson",
+        "--seed",
+        "3",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(schema_errors(&v).is_empty(), "{:?}", schema_errors(&v));
+    let p50 = |key: &str| u(&v[key]["percentiles_ns"]["50"]);
+    let (corrected, uncorrected) = (p50("latency"), p50("latency_uncorrected"));
+    assert!(
+        corrected < uncorrected + 2_000_000,
+        "corrected P50 {corrected} ns against uncorrected {uncorrected} ns"
+    );
+    assert_eq!(v["params"]["arrivals"], "poisson");
+}
+
+#[test]
+fn poisson_arrivals_are_refused_where_they_cannot_act() {
+    for (cmd, args, names) in [
+        ("pub", &["--arrivals", "poisson"][..], "give --rate"),
+        ("request", &["--arrivals", "poisson"], "give --rate"),
+        ("request", &["--seed", "2"], "--arrivals poisson"),
+        ("latency", &["--seed", "2"], "--arrivals poisson"),
+        (
+            "js pub",
+            &["--arrivals", "poisson", "--rate", "10"],
+            "not to js pub",
+        ),
+        ("sub", &["--arrivals", "poisson"], "--arrivals"),
+        (
+            "pub",
+            &["--arrivals", "sometimes", "--rate", "10"],
+            "--arrivals",
+        ),
+    ] {
+        let cmd: Vec<&str> = cmd.split(' ').collect();
+        let out =
+            crate::support::run(&[&cmd[..], &["--server", "nats://127.0.0.1:1"], args].concat());
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{cmd:?} {args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{cmd:?} {args:?}: {err}");
+        assert!(
+            err.starts_with("error: ") && err.contains(names),
+            "{cmd:?} {args:?}: {err}"
+        );
+    }
+}

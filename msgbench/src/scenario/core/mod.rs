@@ -167,6 +167,10 @@ pub struct Params {
     pub subject: String,
     /// `subject` as a template: its wildcard, tokens and seed; null for a plain subject.
     pub subject_template: Option<SubjectTemplate>,
+    /// `--arrivals`: when paced messages are due.
+    pub arrivals: crate::cli::Arrivals,
+    /// The seed of Poisson arrivals; null with fixed ones.
+    pub arrivals_seed: Option<u64>,
     /// `--multisubject`: the number of distinct subjects.
     pub multisubject: Option<u64>,
     /// The aggregate target rate; 0 for as fast as possible.
@@ -252,6 +256,7 @@ impl Describe for Params {
             None => sizes,
         };
         super::words::who_what_how_long_text(&who, Some(&what), &pace)
+            + &super::words::arrivals(self.arrivals_seed)
     }
 
     fn ping_interval_secs(&self) -> Option<f64> {

@@ -47,6 +47,7 @@ fn refuse_publishing_flags(load: &LoadArgs) -> Result<()> {
         ("--size", load.size != SizeDist::Fixed(128)),
         ("--seed", load.seed.is_some()),
         ("--token", !load.tokens.is_empty()),
+        ("--arrivals", !load.pace.arrivals.is_fixed()),
         (
             "--subject (a template)",
             Template::is_template(&load.subject),
@@ -147,14 +148,20 @@ impl Options {
         let sizes = Sizes::build(&load.size, STAMP_LEN)
             .map_err(|why| Error::flag("--size", &load.size.to_string(), why))?;
         let template = template(load)?;
-        if load.seed.is_some() && sizes.is_fixed() && template.is_none() {
+        if load.seed.is_some()
+            && sizes.is_fixed()
+            && template.is_none()
+            && load.pace.arrivals.is_fixed()
+        {
             return Err(Error::flag(
                 "--seed",
                 &load.seed.unwrap_or_default().to_string(),
-                "draws sizes and subjects, and --size is fixed and --subject no template; give \
-                 --size as a distribution or --subject as a template",
+                "draws sizes, subjects and arrivals, and --size is fixed, --subject no template \
+                 and --arrivals fixed; give one of them drawn",
             ));
         }
+        let seed = load.seed.unwrap_or(DEFAULT_SEED);
+        let pace = crate::options::arrivals(pace, &load.pace, seed, stop, pubs)?;
         let size = payload.as_ref().map_or(sizes.max(), Vec::len);
         // A sub only listens, so wildcards are fine there; anyone who publishes needs a literal
         // (a template, any subject it draws).
@@ -200,7 +207,7 @@ impl Options {
             size,
             sizes,
             size_spec: load.size.clone(),
-            seed: load.seed.unwrap_or(DEFAULT_SEED),
+            seed,
             payload,
             subject: load.subject.clone(),
             tokens: load.tokens.iter().map(ToString::to_string).collect(),
@@ -212,6 +219,11 @@ impl Options {
             allow_loss: load.allow_loss,
             sub_stall: stall.and_then(|s| s.sub_stall),
         })
+    }
+
+    /// The seed of Poisson arrivals; `None` with fixed ones.
+    pub fn arrivals_seed(&self) -> Option<u64> {
+        self.pace.schedule().and_then(|s| s.poisson_seed())
     }
 
     /// The subject subscribers listen on.
@@ -246,6 +258,12 @@ impl Options {
                 mean: self.sizes.mean(),
             }),
             subject: self.subject.clone(),
+            arrivals: if self.arrivals_seed().is_some() {
+                crate::cli::Arrivals::Poisson
+            } else {
+                crate::cli::Arrivals::Fixed
+            },
+            arrivals_seed: self.arrivals_seed(),
             subject_template: self.template.as_ref().map(|t| super::SubjectTemplate {
                 wildcard: t.wildcard(),
                 tokens: self.tokens.clone(),

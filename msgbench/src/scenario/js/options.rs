@@ -127,6 +127,7 @@ impl JsPubOptions {
             ));
         }
         let fast = fast_flow(a, batch)?;
+        crate::options::fixed_arrivals(&a.pace, "js pub")?;
         let (pace, schedule_stop) = crate::options::pace(&a.pace)?;
         if pace.is_open() && mode != JsPubMode::Async {
             let flag = if a.pace.rate_schedule.is_some() {
@@ -318,6 +319,7 @@ impl JsConsumeOptions {
             rate: a.rate,
             rate_schedule: a.rate_schedule.clone(),
             duration: None,
+            arrivals: crate::cli::Arrivals::Fixed,
         })?;
         if pace.is_open() && source != Source::Live {
             let (flag, value) = match &a.rate_schedule {

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::args::{ReplyArgs, RequestArgs};
+use crate::cli::Arrivals;
 use crate::engine::jsframe::JsFraming;
 use crate::engine::load::Keys;
 use crate::engine::pace::{Pace, Stop};
@@ -120,6 +121,7 @@ impl RequestOptions {
         };
         check_subject(&a.subject, false)
             .map_err(|why| Error::flag("--subject", &a.subject, why))?;
+        let pace = crate::options::poisson(pace, &a.pace, a.seed, stop, a.clients)?;
         // Open loop means requests go out on schedule whatever is in flight; the window then
         // only bounds memory.
         let in_flight = match pace {
@@ -173,7 +175,14 @@ impl RequestOptions {
 
     pub fn params(&self) -> super::Params {
         let (msgs, duration_secs) = self.stop.as_params();
+        let arrivals_seed = self.pace.schedule().and_then(|s| s.poisson_seed());
         super::Params {
+            arrivals: if arrivals_seed.is_some() {
+                Arrivals::Poisson
+            } else {
+                Arrivals::Fixed
+            },
+            arrivals_seed,
             connection: self.conn.params(),
             pubs: self.clients,
             subs: self.responders,

@@ -32,6 +32,8 @@ pub enum Purpose {
     Key = 0x4b45_5953,
     /// The values of a subject template's tokens.
     Subject = 0x5355_424a_4543,
+    /// Poisson arrivals (`stats::arrivals`).
+    Arrivals = 0x4152_5249_5645,
 }
 
 /// One sender's seeded source: message `seq`'s generator is [`Stream::at`]`(seq)`.
