@@ -1,8 +1,9 @@
 //! Fuzzes the parsers of the values people type on the command line: sizes, counts, rates,
 //! durations and server URL lists, plus `redact`, which keeps credentials out of error messages,
-//! and `--size` as a distribution.
+//! and `--size`, `--token` and `--key-dist` as distributions.
 //!
-//! The first input byte picks the parser (the ASCII digit `6` the size distribution, any other
+//! The first input byte picks the parser (the ASCII digit `6` the size distribution, `7` a
+//! token's or key's distribution, any other
 //! byte by its value mod 6, so the ASCII digits `0`..`5` pick size, count, rate, duration,
 //! servers and redact, and seed files stay readable); the rest, decoded
 //! lossily as UTF-8, is the text typed. Besides "nothing panics", each parser is compared with a
@@ -26,7 +27,11 @@
 //!   never shows the password or token of a `user:pass@` or `token@` prefix;
 //! - size distribution: what parses prints as text that parses back to the same value, and its
 //!   sampler (a histogram file aside: no files are read here) is built or refused without a
-//!   panic, and when built draws sizes within its own minimum and maximum, at least the stamp.
+//!   panic, and when built draws sizes within its own minimum and maximum, at least the stamp;
+//! - token and key distribution: what parses prints as text that parses back to the same value;
+//!   what `--key-dist` accepts `--token` accepts too; a sampler is built or refused without a
+//!   panic, and one over the count of keys given draws keys below it, of nonzero probability;
+//!   a subject template of one such token draws subjects its wildcard matches.
 
 #![no_main]
 
@@ -44,6 +49,9 @@ fuzz_target!(|data: &[u8]| {
     if selector == b'6' {
         return check_size_dist(&s);
     }
+    if selector == b'7' {
+        return check_token_dist(&s);
+    }
     match selector % 6 {
         0 => check_size(&s),
         1 => check_count(&s),
@@ -53,6 +61,61 @@ fuzz_target!(|data: &[u8]| {
         _ => check_redact(&s),
     }
 });
+
+// ---- token and key distributions ----
+
+fn check_token_dist(s: &str) {
+    use msgbench::stats::draw::{token::Token, Purpose, Stream, TokenDist};
+    let Ok(d) = TokenDist::parse(s) else {
+        assert!(TokenDist::parse_keys(s).is_err(), "{s:?}: a key spec that is no token spec");
+        return;
+    };
+    let again = TokenDist::parse(&d.to_string());
+    assert_eq!(again.as_ref(), Ok(&d), "{s:?} prints as {:?}", d.to_string());
+    // A key distribution draws over --keys; a token's over its own count, or 1000 when it
+    // names none.
+    let n = 1000;
+    let Ok(token) = d.build(Some(n)) else {
+        return;
+    };
+    let stream = Stream::new(1, Purpose::Key, 0);
+    for seq in 0..64 {
+        if let Token::Numbered(p) = &token {
+            let v = p.draw(&mut stream.at(seq));
+            // Over the 1000 values given (a Zipf's probability sums its N terms).
+            if !d.names_count() {
+                assert!(v < n && p.probability(v) > 0.0, "{s:?} drew {v} of {n}");
+            }
+        } else {
+            let _ = token.draw(&mut stream.at(seq));
+        }
+    }
+    check_template(s);
+}
+
+/// A template whose one token takes these values draws subjects of exactly its shape: the
+/// literal token, then one non-empty token without a dot or wildcard (what its wildcard
+/// `x.*` matches).
+fn check_template(s: &str) {
+    use msgbench::stats::draw::{NamedToken, Purpose, Stream, Template};
+    let Ok(t) = NamedToken::parse(&format!("t={s}")) else {
+        return;
+    };
+    let Ok(template) = Template::build("x.{t}", &[t]) else {
+        return;
+    };
+    assert_eq!(template.wildcard(), "x.*");
+    let stream = Stream::new(1, Purpose::Subject, 0);
+    for seq in 0..16 {
+        let subject = template.with_subject(&mut stream.at(seq), |p| p.concat());
+        let tail = subject.strip_prefix(b"x.").expect("the literal first");
+        assert!(
+            !tail.is_empty() && !tail.iter().any(|b| matches!(b, b'.' | b'*' | b'>' | b' ')),
+            "{s:?} drew {:?}",
+            String::from_utf8_lossy(&subject)
+        );
+    }
+}
 
 // ---- size distributions ----
 

@@ -28,7 +28,8 @@ pub use history::{
     ReportSeriesArgs, SeriesArgs, ShowArgs, StoreArgs, TrendArgs,
 };
 pub use modes::{
-    BusyPoll, Discard, JsPubMode, KeyOrder, Persist, Publish, Record, Storage, Subscribe, Switch,
+    Arrivals, BusyPoll, Discard, JsPubMode, KeyOrder, Persist, Publish, Record, Storage, Subscribe,
+    Switch,
 };
 pub use pace::{PaceArgs, PaceShape};
 pub use shell::{CompletionsArgs, ManArgs};

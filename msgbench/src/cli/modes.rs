@@ -26,6 +26,23 @@ macro_rules! choice {
 }
 
 choice!(
+    /// When a paced sender's messages are due.
+    Arrivals {
+        /// Evenly spaced on the schedule.
+        Fixed = "fixed",
+        /// A Poisson process at the schedule's rate: exponential gaps, seeded.
+        Poisson = "poisson",
+    }
+);
+
+impl Arrivals {
+    /// For serde's `skip_serializing_if`: a plan leaves out the default.
+    pub fn is_fixed(&self) -> bool {
+        *self == Arrivals::Fixed
+    }
+}
+
+choice!(
     /// How `js pub` publishes.
     JsPubMode {
         /// One publish at a time, each waiting for its acknowledgement.

@@ -1,4 +1,5 @@
-//! The pace flags, written once: `--rate`, `--rate-schedule` and `--duration`, flattened into
+//! The pace flags, written once: `--rate`, `--rate-schedule`, `--duration` and `--arrivals`,
+//! flattened into
 //! every scenario that sends on a schedule (pub, sub, pubsub, latency, request, js pub, grpc).
 //! serde flattens the group too, so a plan's keys are the flags' names, where they always were.
 //!
@@ -19,6 +20,7 @@ use std::time::Duration;
 use clap::Args;
 use serde::Serialize;
 
+use super::Arrivals;
 use crate::values::{parse_duration, parse_rate};
 
 /// How fast a scenario sends, and for how long.
@@ -37,6 +39,13 @@ pub struct PaceArgs {
     #[arg(long, value_parser = parse_duration, allow_hyphen_values = true)]
     #[serde(serialize_with = "crate::values::ser::opt_duration")]
     pub duration: Option<Duration>,
+    /// When paced sends are due: fixed (evenly spaced on the schedule) or poisson (a Poisson
+    /// process at the same rate, ramps and steps included: exponential gaps, drawn from
+    /// --seed; latency is corrected against each message's drawn due time). pub, pubsub,
+    /// request and latency, with a rate.
+    #[arg(long, value_enum, default_value = "fixed")]
+    #[serde(skip_serializing_if = "Arrivals::is_fixed")]
+    pub arrivals: Arrivals,
 }
 
 impl PaceArgs {

@@ -19,6 +19,7 @@ use serde::Deserialize;
 use super::jsapi::{self, Ack};
 use super::jsframe::{stamp, unix_ns};
 use crate::error::ErrorKind;
+use crate::stats::draw::{SenderSizes, Stream, Template};
 use crate::wire::proto;
 
 /// The largest flow the server honours: it acknowledges at least every 500 messages, however
@@ -58,6 +59,11 @@ pub struct FastFrame {
     reply_flow: Vec<u8>,
     /// The payload followed by CRLF.
     payload: Vec<u8>,
+    /// Drawn sizes: message `m` carries the first `sizes.of(m)` bytes of the payload.
+    sizes: Option<SenderSizes>,
+    /// A subject template: message `m` goes to the subject drawn for it (a batch's commit
+    /// and pings to its wildcard's first subject: see [`FastFrame::append_op`]).
+    template: Option<(Template, Stream)>,
 }
 
 impl FastFrame {
@@ -76,7 +82,29 @@ impl FastFrame {
             reply_head: format!("{reply_prefix}{run_tag:04x}-{client}-").into_bytes(),
             reply_flow: format!(".{}.fail.", flow.flow).into_bytes(),
             payload,
+            sizes: None,
+            template: None,
         }
+    }
+
+    /// Each message's subject drawn from a template by the publisher's stream; operations
+    /// without a message go to a subject of the template's (every token `x`), which the
+    /// stream captures as it captures them all.
+    #[must_use]
+    pub fn templated(mut self, template: Option<(Template, Stream)>) -> Self {
+        if let Some((t, _)) = &template {
+            self.subject = t.example().into_bytes();
+        }
+        self.template = template;
+        self
+    }
+
+    /// Each message's payload drawn from `sizes` (the frame's `size` must be the largest
+    /// they draw); `None` or a fixed size changes nothing.
+    #[must_use]
+    pub fn sized(mut self, sizes: Option<SenderSizes>) -> Self {
+        self.sizes = sizes.filter(|s| !s.sizes.is_fixed());
+        self
     }
 
     pub fn payload_len(&self) -> usize {
@@ -84,23 +112,40 @@ impl FastFrame {
     }
 
     /// Appends message `seq` of batch `batch` (seq from 1), stamped with the client's message
-    /// number `m`.
-    pub fn append(&self, out: &mut Vec<u8>, batch: u64, seq: u64, m: u64) {
+    /// number `m`; returns its payload's length.
+    pub fn append(&self, out: &mut Vec<u8>, batch: u64, seq: u64, m: u64) -> usize {
         let op = if seq == 1 { Op::Start } else { Op::Append };
-        self.line(out, batch, seq, op, self.payload_len());
+        let len = match &self.sizes {
+            Some(s) => s.of(m),
+            None => self.payload_len(),
+        };
+        match &self.template {
+            Some((t, stream)) => t.with_subject(&mut stream.at(m), |subject| {
+                self.line(out, subject, (batch, seq, op), len);
+            }),
+            None => self.line(out, &[&self.subject], (batch, seq, op), len),
+        }
         let at = out.len();
-        out.extend_from_slice(&self.payload);
-        stamp(&mut out[at..at + self.payload.len() - 2], m, unix_ns());
+        out.extend_from_slice(&self.payload[..len]);
+        out.extend_from_slice(b"\r\n");
+        stamp(&mut out[at..at + len], m, unix_ns());
+        len
     }
 
     /// Appends an operation without a message: the end-of-batch commit (`seq` one past the
     /// last message) or a ping (`seq` the last message sent).
     pub fn append_op(&self, out: &mut Vec<u8>, batch: u64, seq: u64, op: Op) {
-        self.line(out, batch, seq, op, 0);
+        self.line(out, &[&self.subject], (batch, seq, op), 0);
         out.extend_from_slice(b"\r\n");
     }
 
-    fn line(&self, out: &mut Vec<u8>, batch: u64, seq: u64, op: Op, len: usize) {
+    fn line(
+        &self,
+        out: &mut Vec<u8>,
+        subject: &[&[u8]],
+        (batch, seq, op): (u64, u64, Op),
+        len: usize,
+    ) {
         let (mut b, mut s, mut o) = (
             itoa::Buffer::new(),
             itoa::Buffer::new(),
@@ -108,7 +153,7 @@ impl FastFrame {
         );
         proto::encode_pub_line_parts(
             out,
-            &[&self.subject],
+            subject,
             &[
                 &self.reply_head,
                 b.format(batch).as_bytes(),

@@ -9,6 +9,7 @@
 use std::cell::RefCell;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::stats::draw::{SenderSizes, Stream, Template};
 use crate::wire::proto;
 
 /// Bytes at the front of a JetStream payload: the message number, then (from 16 B) the send
@@ -53,6 +54,10 @@ pub struct JsFrame {
     batch_prefix: Vec<u8>,
     /// The headers of the message being written, reused.
     headers: RefCell<Vec<u8>>,
+    /// Drawn sizes: message `m` carries the first `sizes.of(m)` bytes of the payload.
+    sizes: Option<SenderSizes>,
+    /// A subject template: message `m` goes to the subject drawn for it.
+    template: Option<(Template, Stream)>,
 }
 
 impl JsFrame {
@@ -78,7 +83,28 @@ impl JsFrame {
             batch_prefix: format!("{run_tag:04x}-{client}-").into_bytes(),
             framing: framing.clone(),
             headers: RefCell::new(Vec::with_capacity(256)),
+            sizes: None,
+            template: None,
         }
+    }
+
+    /// Each message's subject drawn from a template by the publisher's stream.
+    #[must_use]
+    pub fn templated(mut self, template: Option<(Template, Stream)>) -> Self {
+        self.template = template;
+        self
+    }
+
+    /// Each message's payload drawn from `sizes` (the frame's `size` must be the largest
+    /// they draw); `None` or a fixed size changes nothing.
+    #[must_use]
+    pub fn sized(mut self, sizes: Option<SenderSizes>) -> Self {
+        self.sizes = sizes.filter(|s| !s.sizes.is_fixed());
+        debug_assert!(self
+            .sizes
+            .as_ref()
+            .is_none_or(|s| s.sizes.max() == self.payload_len()));
+        self
     }
 
     pub fn payload_len(&self) -> usize {
@@ -94,8 +120,10 @@ impl JsFrame {
         }
     }
 
-    /// Appends request `k` to `out` and returns the number of messages in it.
-    pub fn append(&self, out: &mut Vec<u8>, k: u64) -> u64 {
+    /// Appends request `k` to `out` and returns the number of messages in it and their
+    /// payload bytes.
+    pub fn append(&self, out: &mut Vec<u8>, k: u64) -> (u64, u64) {
+        let mut bytes = 0;
         let n = self.messages_in(k);
         let batched = self.framing.batch > 1;
         let now = unix_ns();
@@ -143,19 +171,24 @@ impl JsFrame {
             let mut rbuf = itoa::Buffer::new();
             let reply: [&[u8]; 2] = [&self.reply_prefix, rbuf.format(k).as_bytes()];
             let reply: &[&[u8]] = if last { &reply } else { &[] };
-            proto::encode_pub_line_parts(
-                out,
-                &[&self.subject],
-                reply,
-                h.len(),
-                self.payload.len() - 2,
-            );
+            let len = match &self.sizes {
+                Some(s) => s.of(m),
+                None => self.payload.len() - 2,
+            };
+            bytes += len as u64;
+            match &self.template {
+                Some((t, stream)) => t.with_subject(&mut stream.at(m), |subject| {
+                    proto::encode_pub_line_parts(out, subject, reply, h.len(), len)
+                }),
+                None => proto::encode_pub_line_parts(out, &[&self.subject], reply, h.len(), len),
+            }
             out.extend_from_slice(&h);
             let at = out.len();
-            out.extend_from_slice(&self.payload);
-            stamp(&mut out[at..at + self.payload.len() - 2], m, now);
+            out.extend_from_slice(&self.payload[..len]);
+            out.extend_from_slice(b"\r\n");
+            stamp(&mut out[at..at + len], m, now);
         }
-        n
+        (n, bytes)
     }
 }
 
@@ -191,7 +224,7 @@ mod tests {
     fn frames(framing: JsFraming, k: u64) -> Vec<(String, Option<String>, String, Vec<u8>)> {
         let f = JsFrame::new("s.x", "_INBOX.t.3.", 16, &framing, 3, 0xab);
         let mut out = Vec::new();
-        let n = f.append(&mut out, k);
+        let (n, bytes) = f.append(&mut out, k);
         // Read the bytes back as a server would: subject, reply, headers and payload.
         let mut got = Vec::new();
         let mut rest = &out[..];
@@ -221,7 +254,43 @@ mod tests {
             rest = &rest[eol + 2 + total + 2..];
         }
         assert_eq!(got.len() as u64, n);
+        assert_eq!(bytes, 16 * n);
         got
+    }
+
+    /// Drawn sizes: each message of a batch carries the size drawn for its number, stamped
+    /// with that number, and the bytes returned are their sum.
+    #[test]
+    fn a_sized_batch_sends_each_message_at_the_size_drawn_for_its_number() {
+        use crate::stats::draw::{SenderSizes, SizeDist, Sizes};
+        let d = SizeDist::parse("uniform:8..300").unwrap();
+        let s = SenderSizes::new(Sizes::build(&d, SEQ_LEN).unwrap(), 4, 3);
+        let framing = JsFraming {
+            batch: 10,
+            dedup: None,
+            total: None,
+            fast: None,
+        };
+        let f = JsFrame::new("s.x", "_INBOX.t.3.", 300, &framing, 3, 0xab).sized(Some(s.clone()));
+        let mut out = Vec::new();
+        let (n, bytes) = f.append(&mut out, 5);
+        assert_eq!(n, 10);
+        let mut rest = &out[..];
+        let mut sum = 0;
+        for m in 50..60 {
+            let eol = rest.windows(2).position(|w| w == b"\r\n").unwrap();
+            let line = std::str::from_utf8(&rest[..eol]).unwrap();
+            let parts: Vec<&str> = line.split(' ').collect();
+            let total: usize = parts.last().unwrap().parse().unwrap();
+            let hlen: usize = parts[parts.len() - 2].parse().unwrap();
+            let payload = &rest[eol + 2 + hlen..eol + 2 + total];
+            assert_eq!(payload.len(), s.of(m), "message {m}");
+            assert_eq!(u64::from_le_bytes(payload[..8].try_into().unwrap()), m);
+            sum += payload.len() as u64;
+            rest = &rest[eol + 2 + total + 2..];
+        }
+        assert!(rest.is_empty());
+        assert_eq!(bytes, sum);
     }
 
     #[test]

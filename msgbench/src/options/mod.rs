@@ -12,7 +12,7 @@ pub mod server_config;
 
 use std::path::PathBuf;
 
-use crate::cli::{ConnArgs, OutputArgs, PaceArgs};
+use crate::cli::{Arrivals, ConnArgs, OutputArgs, PaceArgs};
 use crate::engine::pace::{Pace, Stop};
 use crate::error::{Error, Result};
 use crate::wire::url::{self, ServerUrl};
@@ -137,6 +137,72 @@ pub fn pace(p: &PaceArgs) -> Result<(Pace, Option<Stop>)> {
     }
     let len = s.length().expect("a parsed schedule has an end");
     Ok((Pace::Open(s), Some(Stop::For(len))))
+}
+
+/// The pace with `--arrivals` applied: with `poisson`, the schedule's Poisson arrivals drawn
+/// under `seed`, tabled for a run that stops at `stop` (a count per sender, of `senders`).
+///
+/// # Errors
+/// [`Error::Usage`] naming `--arrivals`: Poisson arrivals without a rate, or a run too long
+/// to table.
+pub fn arrivals(pace: Pace, p: &PaceArgs, seed: u64, stop: Stop, senders: u32) -> Result<Pace> {
+    if p.arrivals == Arrivals::Fixed {
+        return Ok(pace);
+    }
+    let Pace::Open(s) = pace else {
+        return Err(Error::flag(
+            "--arrivals",
+            "poisson",
+            "spaces paced sends, and this run sends as fast as it can; give --rate or \
+             --rate-schedule",
+        ));
+    };
+    let (msgs, run_for) = match stop {
+        Stop::Count(n) => (Some(n.saturating_mul(u64::from(senders.max(1)))), None),
+        Stop::For(d) => (None, Some(d)),
+    };
+    s.poisson(seed, msgs, run_for)
+        .map(Pace::Open)
+        .map_err(|why| Error::flag("--arrivals", "poisson", why))
+}
+
+/// `--arrivals` and `--seed` applied to the pace (`options::arrivals`): `--seed` draws only
+/// Poisson arrivals here, so without them it is refused.
+///
+/// # Errors
+/// [`Error::Usage`] naming `--seed` or `--arrivals`.
+pub fn poisson(
+    pace: Pace,
+    p: &PaceArgs,
+    seed: Option<u64>,
+    stop: Stop,
+    senders: u32,
+) -> Result<Pace> {
+    if let (Some(seed), Arrivals::Fixed) = (seed, p.arrivals) {
+        return Err(Error::flag(
+            "--seed",
+            &seed.to_string(),
+            "draws Poisson arrivals, and --arrivals is fixed; give --arrivals poisson",
+        ));
+    }
+    arrivals(pace, p, seed.unwrap_or(1), stop, senders)
+}
+
+/// Refuses `--arrivals poisson` where `scenario` does not space its sends by it.
+///
+/// # Errors
+/// [`Error::Usage`] naming `--arrivals`.
+pub fn fixed_arrivals(p: &PaceArgs, scenario: &str) -> Result<()> {
+    if p.arrivals == Arrivals::Fixed {
+        return Ok(());
+    }
+    Err(Error::flag(
+        "--arrivals",
+        "poisson",
+        format!(
+            "applies to the paced sends of pub, pubsub, request and latency, not to {scenario}"
+        ),
+    ))
 }
 
 /// Rejects a positive `--rate` below [`MIN_RATE`] (0 means unlimited and is fine).

@@ -40,6 +40,12 @@ impl Pace<'_> {
     }
 }
 
+/// What a first line adds for Poisson arrivals drawn under `seed` ("; Poisson arrivals (seed
+/// 1)"), or nothing for fixed ones.
+pub fn arrivals(seed: Option<u64>) -> String {
+    seed.map_or(String::new(), |s| format!("; Poisson arrivals (seed {s})"))
+}
+
 /// "2 pubs, 1 sub; 16 B messages; 1,000 per publisher": the parties (those of none left out),
 /// the message size where the run publishes, and the pace.
 pub fn who_what_how_long(who: &[(u32, &str)], size: Option<usize>, pace: &Pace<'_>) -> String {

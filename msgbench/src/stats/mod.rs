@@ -3,6 +3,7 @@
 //! its events and name its limit. Nothing here does I/O.
 
 pub mod acks;
+pub mod arrivals;
 pub mod changepoint;
 pub mod delivery;
 pub mod draw;

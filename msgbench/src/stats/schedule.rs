@@ -12,6 +12,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::arrivals::Poisson;
 use crate::values::{parse_duration, parse_rate};
 
 /// A ramp is reported in stages of this length (or in [`RAMP_MAX_STAGES`] if that is more
@@ -82,11 +83,13 @@ impl Stage {
     }
 }
 
-/// The run's schedule, as typed, with its stages.
+/// The run's schedule, as typed, with its stages; with Poisson arrivals, the run's message k
+/// is due when the schedule has Γₖ messages due (`stats::arrivals`), rather than k.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RateSchedule {
     spec: String,
     stages: Arc<[Stage]>,
+    arrivals: Option<Arc<Poisson>>,
 }
 
 impl fmt::Display for RateSchedule {
@@ -160,7 +163,36 @@ impl RateSchedule {
         Self {
             spec,
             stages: stages.into(),
+            arrivals: None,
         }
+    }
+
+    /// The same schedule with Poisson arrivals drawn under `seed`, tabled for a run that ends
+    /// after `msgs` of the run's messages or `run_for`, whichever is given.
+    ///
+    /// # Errors
+    /// A run too long to table (about 4 billion messages).
+    pub fn poisson(
+        &self,
+        seed: u64,
+        msgs: Option<u64>,
+        run_for: Option<Duration>,
+    ) -> Result<Self, String> {
+        // In unit time, the run ends where the schedule has that many messages due; a schedule
+        // of its own length ends at its total.
+        let until = run_for
+            .map(|d| self.due_before(d.as_nanos() as f64))
+            .or_else(|| self.length().map(|_| self.total()));
+        let p = Poisson::new(seed, until, msgs)?;
+        Ok(Self {
+            arrivals: Some(Arc::new(p)),
+            ..self.clone()
+        })
+    }
+
+    /// The Poisson arrivals' seed; `None` for the fixed spacing.
+    pub fn poisson_seed(&self) -> Option<u64> {
+        self.arrivals.as_ref().map(|p| p.seed())
     }
 
     pub fn stages(&self) -> &[Stage] {
@@ -217,8 +249,19 @@ impl RateSchedule {
             .saturating_sub(1)
     }
 
+    /// Where message `k` of the run falls in the schedule's count: `k` itself, or with
+    /// Poisson arrivals Γₖ (`None` past the table, which ends past the run's end).
+    #[inline]
+    fn unit_of(&self, k: f64) -> Option<f64> {
+        match &self.arrivals {
+            Some(p) => p.arrival(k as u64),
+            None => Some(k),
+        }
+    }
+
     /// The stage message `k` of the run is due in.
     fn stage_of_msg(&self, k: f64) -> usize {
+        let k = self.unit_of(k).unwrap_or(f64::INFINITY);
         self.stages
             .partition_point(|s| s.before <= k)
             .saturating_sub(1)
@@ -227,7 +270,11 @@ impl RateSchedule {
     /// When message `k` of the run is due, in ns since the start; `None` past the end. The end
     /// test is the very sum `sent_by_stage` counts up to, so the two agree on the last message.
     pub fn due_ns(&self, k: f64) -> Option<u64> {
-        let s = &self.stages[self.stage_of_msg(k)];
+        let k = self.unit_of(k)?;
+        let s = &self.stages[self
+            .stages
+            .partition_point(|s| s.before <= k)
+            .saturating_sub(1)];
         if k >= s.before + s.msgs() {
             return None;
         }
@@ -265,7 +312,7 @@ impl PubSchedule {
         let s = &self.schedule.stages;
         let k = seq as f64 * self.n + self.p;
         // A fixed rate, the common case, needs no search.
-        if s.len() == 1 && s[0].len_ns.is_infinite() {
+        if s.len() == 1 && s[0].len_ns.is_infinite() && self.schedule.arrivals.is_none() {
             return Some((k / s[0].from * 1e9) as u64);
         }
         self.schedule.due_ns(k)
@@ -283,7 +330,13 @@ impl PubSchedule {
         let mut below = 0u64;
         for s in self.schedule.stages.iter() {
             let end = s.before + s.msgs();
-            // This publisher's messages k = seq·n + p with k < end.
+            // This publisher's messages k = seq·n + p with k < end (Γₖ < end with Poisson
+            // arrivals, which rise with k: the first run message at or past the end, then
+            // this publisher's messages before it).
+            let end = match &self.schedule.arrivals {
+                Some(p) if end.is_finite() => p.first_at_or_after(end) as f64,
+                _ => end,
+            };
             let upto = if end.is_finite() {
                 (((end - self.p) / self.n).ceil().max(0.0) as u64).min(sent)
             } else {

@@ -7,7 +7,7 @@
 //! each message goes to and what its payload starts with.
 
 use crate::engine::jsframe;
-use crate::stats::draw::{Sizes, Stream};
+use crate::stats::draw::{Numbered, Purpose, SenderSizes, Sizes, Stream, Template};
 use crate::wire::proto;
 use crate::wire::stamp::{self, STAMP_LEN};
 
@@ -30,7 +30,7 @@ pub struct Frame {
     pub(super) payload_len: usize,
     /// Drawn sizes (`--size` as a distribution): message `seq` carries the first
     /// `sizes.draw(stream.at(seq))` bytes of the payload.
-    sizes: Option<Box<(Sizes, Stream)>>,
+    sizes: Option<Box<SenderSizes>>,
 }
 
 impl Frame {
@@ -96,6 +96,7 @@ impl Frame {
                 multi: multisubject,
                 key_base: 0,
                 reply_prefix: reply_prefix.map(|r| r.as_bytes().to_vec()),
+                template: None,
             }),
             headers_len: headers.len(),
             payload_len: payload.len(),
@@ -113,25 +114,44 @@ impl Frame {
             return self;
         }
         debug_assert_eq!(sizes.max(), self.payload_len);
-        if self.line.is_none() {
-            // The prebuilt line ends at the first CRLF: a subject holds none.
-            let end = self
-                .bytes
-                .windows(2)
-                .position(|w| w == b"\r\n")
-                .map_or(0, |p| p + 2);
-            self.bytes.drain(..end);
-            self.seq_at = self.seq_at.map(|o| o - end);
-            self.time_at = self.time_at.map(|o| o - end);
-            self.line = Some(DynamicLine {
-                subject: subject.as_bytes().to_vec(),
-                multi: None,
-                key_base: 0,
-                reply_prefix: None,
-            });
-        }
-        self.sizes = Some(Box::new((sizes, stream)));
+        self.dynamic(subject);
+        self.sizes = Some(Box::new(SenderSizes { sizes, stream }));
         self
+    }
+
+    /// Each message's subject drawn from `template` by `stream` (seeded per publisher): the
+    /// control line is then written per message, as with drawn sizes.
+    #[must_use]
+    pub fn templated(mut self, template: Template, stream: Stream) -> Self {
+        self.dynamic(template.text());
+        if let Some(l) = &mut self.line {
+            l.template = Some(Box::new((template, stream)));
+        }
+        self
+    }
+
+    /// Makes the control line one written per message, for `subject`: a frame built for a
+    /// fixed subject loses its prebuilt line.
+    fn dynamic(&mut self, subject: &str) {
+        if self.line.is_some() {
+            return;
+        }
+        // The prebuilt line ends at the first CRLF: a subject holds none.
+        let end = self
+            .bytes
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .map_or(0, |p| p + 2);
+        self.bytes.drain(..end);
+        self.seq_at = self.seq_at.map(|o| o - end);
+        self.time_at = self.time_at.map(|o| o - end);
+        self.line = Some(DynamicLine {
+            subject: subject.as_bytes().to_vec(),
+            multi: None,
+            key_base: 0,
+            reply_prefix: None,
+            template: None,
+        });
     }
 
     /// Keys counted from `base`: message `seq` goes to `<subject>.<base + key>`. A block of
@@ -159,7 +179,7 @@ impl Frame {
     #[inline]
     pub fn append(&self, out: &mut Vec<u8>, seq: u64) -> usize {
         let payload_len = match &self.sizes {
-            Some(d) => d.0.draw(&mut d.1.at(seq)),
+            Some(d) => d.of(seq),
             None => self.payload_len,
         };
         if let Some(l) = &self.line {
@@ -181,7 +201,14 @@ impl Frame {
             } else {
                 &[]
             };
-            proto::encode_pub_line_parts(out, &suffix, reply, self.headers_len, payload_len);
+            match &l.template {
+                Some(t) => t.0.with_subject(&mut t.1.at(seq), |subject| {
+                    proto::encode_pub_line_parts(out, subject, reply, self.headers_len, payload_len)
+                }),
+                None => {
+                    proto::encode_pub_line_parts(out, &suffix, reply, self.headers_len, payload_len)
+                }
+            }
         }
         let at = out.len();
         if self.sizes.is_some() {
@@ -210,25 +237,70 @@ struct DynamicLine {
     key_base: u64,
     /// Request/reply: the reply subject is this prefix followed by the sequence number.
     reply_prefix: Option<Vec<u8>>,
+    /// A subject template (`--subject 'orders.{region}.{id}'`) and the publisher's stream:
+    /// message `seq`'s subject is drawn from it, in place of `subject`.
+    template: Option<Box<(Template, Stream)>>,
 }
 
 /// Subjects (or KV keys) that vary per message: message `seq` goes to `<subject>.<key>`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Keys {
     pub n: u64,
     /// Sequential keys cycle 0, 1, …, n-1; random ones are drawn from a fixed pseudo-random
     /// sequence, the same every run, so runs compare.
     pub random: bool,
+    /// Keys drawn per message from a distribution (`kv --key-dist`), seeded per sender:
+    /// then neither order above applies.
+    pub drawn: Option<DrawnKeys>,
+}
+
+/// A key distribution over `0 … n-1` and the stream a sender draws from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DrawnKeys {
+    pub pick: Numbered,
+    pub seed: u64,
+    /// The stream of the sender the frame is built for ([`Keys::sender`]).
+    pub stream: Stream,
 }
 
 impl Keys {
     pub fn cycle(n: u64) -> Self {
-        Self { n, random: false }
+        Self {
+            n,
+            random: false,
+            drawn: None,
+        }
+    }
+
+    /// Keys drawn from `pick` under `seed` (the sender's stream is set by [`Keys::sender`]).
+    pub fn drawn(n: u64, pick: Numbered, seed: u64) -> Self {
+        Self {
+            n,
+            random: false,
+            drawn: Some(DrawnKeys {
+                pick,
+                seed,
+                stream: Stream::new(seed, Purpose::Key, 0),
+            }),
+        }
+    }
+
+    /// The keys of sender `sender` (a client's global id): drawn keys come from its own
+    /// stream, so clients do not visit the same keys in step; the orders are the same for all.
+    #[must_use]
+    pub fn sender(mut self, sender: u64) -> Self {
+        if let Some(d) = &mut self.drawn {
+            d.stream = Stream::new(d.seed, Purpose::Key, sender);
+        }
+        self
     }
 
     /// The key of message `seq`.
     #[inline]
     pub fn of(self, seq: u64) -> u64 {
+        if let Some(d) = self.drawn {
+            return d.pick.draw(&mut d.stream.at(seq));
+        }
         if self.random {
             // splitmix64's finaliser: every input bit reaches every output bit.
             let mut z = seq.wrapping_add(0x9e37_79b9_7f4a_7c15);

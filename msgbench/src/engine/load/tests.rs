@@ -117,6 +117,7 @@ fn random_keys_are_fixed_spread_and_in_range() {
     let k = Keys {
         n: 10,
         random: true,
+        drawn: None,
     };
     let seen: std::collections::HashSet<u64> = (0..200).map(|s| k.of(s)).collect();
     assert_eq!(seen.len(), 10, "200 draws over 10 keys reach them all");
@@ -262,4 +263,43 @@ fn frame_with_headers_uses_hpub() {
     assert!(out.starts_with(b"HPUB s 18 34\r\nNATS/1.0\r\nA: b\r\n\r\n"));
     let msgs = messages(&out);
     assert_eq!(stamp::read(&msgs[0].1).unwrap().seq, 42);
+}
+
+/// A subject template: each message goes to the subject drawn for its sequence (the same draw
+/// again for the same seed), with drawn sizes and headers alike, its stamp intact.
+#[test]
+fn a_templated_frame_sends_each_message_to_its_drawn_subject() {
+    use crate::stats::draw::{NamedToken, Purpose, SizeDist, Sizes, Stream, Template};
+    let tokens =
+        ["region=us:50%,eu:30%,ap:20%", "id=zipf:1.1:1000"].map(|t| NamedToken::parse(t).unwrap());
+    let t = Template::build("orders.{region}.{id}", &tokens).unwrap();
+    let stream = Stream::new(5, Purpose::Subject, 2);
+    let sizes = Sizes::build(&SizeDist::parse("uniform:16..64").unwrap(), STAMP_LEN).unwrap();
+    let headers = proto::header_block(&[("K".into(), "V".into())]);
+    for (sized, headers) in [(false, &b""[..]), (true, &headers[..])] {
+        let payload = vec![9u8; if sized { sizes.max() } else { 32 }];
+        let stamp = StampKind::Delivery {
+            run_tag: 1,
+            publisher: 2,
+        };
+        let mut f = Frame::new(t.text(), None, headers, &payload, stamp);
+        if sized {
+            f = f.sized(t.text(), sizes.clone(), Stream::new(5, Purpose::Size, 2));
+        }
+        let f = f.templated(t.clone(), stream);
+        let mut out = Vec::new();
+        (0..300).for_each(|seq| {
+            f.append(&mut out, seq);
+        });
+        let msgs = messages(&out);
+        assert_eq!(msgs.len(), 300);
+        let mut seen = std::collections::HashSet::new();
+        for (seq, (subject, p)) in msgs.iter().enumerate() {
+            let want = t.with_subject(&mut stream.at(seq as u64), |parts| parts.concat());
+            assert_eq!(subject, &want, "message {seq}");
+            assert_eq!(stamp::read(p).unwrap().seq, seq as u64);
+            seen.insert(subject.clone());
+        }
+        assert!(seen.len() > 50, "the subjects vary: {}", seen.len());
+    }
 }

@@ -97,7 +97,7 @@ fn acknowledge(r: &mut Replies<'_>, b: &mut Batch, upto: u64, recv_ns: u64, now:
     if n > 0 {
         r.ok += n;
         r.meter.msgs.store(r.ok, Ordering::Relaxed);
-        r.bytes += r.stands_for.unwrap_or(0) * n;
+        r.bytes += r.acked_bytes(b.first_m + b.acked - n, n);
         r.last = Some(now);
     }
 }
@@ -159,6 +159,7 @@ pub(crate) fn fast_loop(
     let window = u64::from(spec.flow.outstanding);
     let mut out = Vec::with_capacity(load::FLUSH_AT);
     let mut msgs = 0u64;
+    let mut bytes = 0u64;
     let mut failed = None;
     let mut link = shared.link_generation();
     let mut heard = Instant::now();
@@ -224,7 +225,7 @@ pub(crate) fn fast_loop(
                 while msgs < limit && b.sent < cap {
                     b.sent += 1;
                     b.pending.push_back(zero.elapsed().as_nanos() as u64);
-                    spec.frame.append(&mut out, b.n, b.sent, msgs);
+                    bytes += spec.frame.append(&mut out, b.n, b.sent, msgs) as u64;
                     msgs += 1;
                     if out.len() >= load::FLUSH_AT {
                         write(shared, &mut out, &mut failed);
@@ -270,7 +271,7 @@ pub(crate) fn fast_loop(
             role: Role::Pub,
             id: spec.id,
             msgs,
-            bytes: msgs * spec.frame.payload_len() as u64,
+            bytes,
             start: Some(zero),
             end: Some(Instant::now()),
         },

@@ -13,6 +13,7 @@ use crate::engine::load::{self, Completion, Frame, PubOutcome, Window};
 use crate::engine::pace::Stop;
 use crate::error::{ErrorCounts, ErrorKind};
 use crate::stats::acks::AckSet;
+use crate::stats::draw::SenderSizes;
 use crate::stats::fault_phases::FaultPhases;
 use crate::stats::faults::AckGaps;
 use crate::stats::latency::{LatencyRecorder, SendTimes};
@@ -60,6 +61,21 @@ pub(crate) struct Replies<'a> {
     /// Bytes a reply stands for: with JetStream, the payload it acknowledges (a PubAck's own
     /// bytes say nothing about what was stored); otherwise the reply's payload.
     pub(crate) stands_for: Option<u64>,
+    /// With drawn sizes, what an acknowledgement stands for is the sizes of the messages it
+    /// acknowledges: the publisher's sizes, and the messages per request (message `m` is
+    /// request `m / batch`'s).
+    pub(crate) sized: Option<(SenderSizes, u64)>,
+}
+
+impl Replies<'_> {
+    /// The payload bytes of the `count` messages from message `first` on, acknowledged.
+    pub(crate) fn acked_bytes(&self, first: u64, count: u64) -> u64 {
+        match (&self.sized, self.stands_for) {
+            (Some((s, _)), Some(_)) => (first..first + count).map(|m| s.of(m) as u64).sum(),
+            (None, Some(size)) => size * count,
+            (_, None) => 0,
+        }
+    }
 }
 
 /// Refused requests a requester remembers by sequence, at most.
@@ -73,21 +89,11 @@ pub(crate) enum Shape {
 }
 
 impl Shape {
-    /// Appends request `k`; returns the messages it holds.
-    fn append(&self, out: &mut Vec<u8>, k: u64) -> u64 {
+    /// Appends request `k`; returns the messages it holds and their payload bytes.
+    fn append(&self, out: &mut Vec<u8>, k: u64) -> (u64, u64) {
         match self {
-            Shape::Plain(f) => {
-                f.append(out, k);
-                1
-            }
+            Shape::Plain(f) => (1, f.append(out, k) as u64),
             Shape::Js(f) => f.append(out, k),
-        }
-    }
-
-    fn payload_len(&self) -> usize {
-        match self {
-            Shape::Plain(f) => f.payload_len(),
-            Shape::Js(f) => f.payload_len(),
         }
     }
 }
@@ -109,6 +115,7 @@ pub(crate) fn new_replies<'a>(
         errors,
         meter,
         stands_for: js_base.map(|_| size as u64),
+        sized: None,
         recovery: RecoveryLog::default(),
         fault_ns,
         gaps: fault_times.map(|(at, _)| AckGaps::new(at)),
@@ -229,9 +236,10 @@ pub(crate) fn on_reply(
     }
     r.ok += count;
     r.meter.msgs.store(r.ok, Ordering::Relaxed);
-    r.bytes += r
-        .stands_for
-        .map_or(m.payload.len() as u64, |size| size * count);
+    r.bytes += match r.stands_for {
+        Some(_) => r.acked_bytes(seq * r.sized.as_ref().map_or(1, |s| s.1), count),
+        None => m.payload.len() as u64,
+    };
     r.last = Some(now);
 }
 
@@ -264,6 +272,7 @@ pub(crate) fn closed_loop(
     let mut out = Vec::with_capacity(load::FLUSH_AT);
     let mut sent = 0u64;
     let mut msgs = 0u64;
+    let mut bytes = 0u64;
     let mut failed = None;
     let mut link = shared.link_generation();
     reader.run(shared, load::TICK, |event| match event {
@@ -286,7 +295,8 @@ pub(crate) fn closed_loop(
             };
             while sending && sent < limit && window.try_acquire(sent) {
                 times.put(sent, zero.elapsed().as_nanos() as u64);
-                msgs += frame.append(&mut out, sent);
+                let (n, b) = frame.append(&mut out, sent);
+                (msgs, bytes) = (msgs + n, bytes + b);
                 sent += 1;
                 if out.len() >= load::FLUSH_AT {
                     write(&mut out);
@@ -316,7 +326,7 @@ pub(crate) fn closed_loop(
             role: Role::Pub,
             id,
             msgs,
-            bytes: msgs * frame.payload_len() as u64,
+            bytes,
             start: Some(zero),
             end: Some(Instant::now()),
         },

@@ -38,7 +38,9 @@ fn params_of(scenario: &str) -> serde_json::Value {
                            "reconnect": false, "tls": null},
             "duration_secs": null, "headers": [], "msgs": 100, "multisubject": null,
             "payload_file": false, "pubs": 1, "rate": 0.0, "rate_schedule": null, "size": 128,
-            "size_distribution": null, "sub_stall": null, "subject": "msgbench", "subs": 1, "timeout_secs": 5.0
+            "size_distribution": null, "sub_stall": null, "subject": "msgbench",
+            "subject_template": null, "subs": 1, "timeout_secs": 5.0,
+            "arrivals": "fixed", "arrivals_seed": null
         }),
         _ => json!({}),
     }

@@ -8,7 +8,7 @@ use clap::Args;
 use serde::Serialize;
 
 use crate::cli::{parse_clients, ConnArgs, PaceArgs, PaceShape};
-use crate::stats::draw::SizeDist;
+use crate::stats::draw::{NamedToken, SizeDist};
 use crate::values::{parse_count, parse_duration};
 
 #[derive(Debug, Clone, Args, Serialize)]
@@ -72,13 +72,24 @@ pub struct LoadArgs {
     #[arg(long, default_value = "128", value_parser = SizeDist::parse, allow_hyphen_values = true,
           conflicts_with = "payload", value_name = "SIZE")]
     pub size: SizeDist,
-    /// The seed of drawn sizes: the same seed draws the same size for each publisher's each
-    /// message (default 1). Only with --size as a distribution.
+    /// The seed of drawn sizes and subjects: the same seed draws the same size and subject
+    /// for each publisher's each message (default 1). Only with --size as a distribution or
+    /// --subject as a template.
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
-    /// Subject to publish to (and subscribe on).
+    /// Subject to publish to (and subscribe on); or a template such as orders.{region}.{id},
+    /// each {name} drawn per message from its --token, and subscribers listening on its
+    /// wildcard (orders.*.*).
     #[arg(long, default_value = "msgbench")]
     pub subject: String,
+    /// The values of a --subject template's token (repeatable): NAME=VALUES, the values a
+    /// list (region=us,eu,ap), a weighted list (region=us:50%,eu:30%,ap:20%), a range
+    /// (id=1..1000), or N numbers 0…N-1: uniform:N, zipf:S:N (S above 0) or
+    /// hot:KEYS%:SHARE%:N.
+    #[arg(long = "token", value_name = "NAME=VALUES", value_parser = NamedToken::parse,
+          conflicts_with = "multisubject")]
+    #[serde(rename = "token")]
+    pub tokens: Vec<NamedToken>,
     /// Publish each message on SUBJECT.<n>, n = sequence modulo --multisubject-max;
     /// subscribers listen on SUBJECT.*.
     #[arg(long)]

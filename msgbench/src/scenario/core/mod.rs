@@ -165,6 +165,12 @@ pub struct Params {
     /// `--size` as a distribution; null for a fixed size.
     pub size_distribution: Option<SizeDistribution>,
     pub subject: String,
+    /// `subject` as a template: its wildcard, tokens and seed; null for a plain subject.
+    pub subject_template: Option<SubjectTemplate>,
+    /// `--arrivals`: when paced messages are due.
+    pub arrivals: crate::cli::Arrivals,
+    /// The seed of Poisson arrivals; null with fixed ones.
+    pub arrivals_seed: Option<u64>,
     /// `--multisubject`: the number of distinct subjects.
     pub multisubject: Option<u64>,
     /// The aggregate target rate; 0 for as fast as possible.
@@ -191,6 +197,27 @@ pub struct SizeDistribution {
     pub mean: f64,
 }
 
+impl SizeDistribution {
+    /// How the first line says it: "sizes drawn from … (seed …, mean … B)".
+    pub fn words(&self) -> String {
+        format!(
+            "sizes drawn from {} (seed {}, mean {} B)",
+            self.spec,
+            self.seed,
+            crate::format::group(self.mean.round() as u64)
+        )
+    }
+}
+
+/// A subject template, as the result records it: what subscribers listened on, the tokens'
+/// values as given, and the seed.
+#[derive(Debug, Clone, Serialize)]
+pub struct SubjectTemplate {
+    pub wildcard: String,
+    pub tokens: Vec<String>,
+    pub seed: u64,
+}
+
 /// `--sub-stall N:DURATION`.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct SubStall {
@@ -214,18 +241,22 @@ impl Describe for Params {
         };
         // A subscriber takes whatever size arrives; --size does not apply.
         let who = [(self.pubs, "pub"), (self.subs, "sub")];
-        match (&self.size_distribution, self.pubs > 0) {
-            (Some(d), true) => {
-                let what = format!(
-                    "sizes drawn from {} (seed {}, mean {} B)",
-                    d.spec,
-                    d.seed,
-                    crate::format::group(d.mean.round() as u64)
-                );
-                super::words::who_what_how_long_text(&who, Some(&what), &pace)
-            }
-            _ => super::words::who_what_how_long(&who, (self.pubs > 0).then_some(self.size), &pace),
+        if self.pubs == 0 {
+            return super::words::who_what_how_long(&who, None, &pace);
         }
+        let sizes = match &self.size_distribution {
+            Some(d) => d.words(),
+            None => format!("{} B messages", crate::format::group(self.size as u64)),
+        };
+        let what = match &self.subject_template {
+            Some(t) => format!(
+                "{sizes}; subjects drawn from {} (seed {})",
+                self.subject, t.seed
+            ),
+            None => sizes,
+        };
+        super::words::who_what_how_long_text(&who, Some(&what), &pace)
+            + &super::words::arrivals(self.arrivals_seed)
     }
 
     fn ping_interval_secs(&self) -> Option<f64> {

@@ -11,7 +11,7 @@ use crate::engine::pace::{Pace, Stop};
 use crate::error::{Error, Result};
 use crate::options::conn;
 use crate::options::{check_subject, pace, server_choice, ServerChoice};
-use crate::stats::draw::{SizeDist, Sizes};
+use crate::stats::draw::{SizeDist, Sizes, Template};
 use crate::wire::stamp::STAMP_LEN;
 
 /// The seed of drawn sizes when `--seed` is not given.
@@ -46,6 +46,12 @@ fn refuse_publishing_flags(load: &LoadArgs) -> Result<()> {
         // 128 is the default; any other size was typed.
         ("--size", load.size != SizeDist::Fixed(128)),
         ("--seed", load.seed.is_some()),
+        ("--token", !load.tokens.is_empty()),
+        ("--arrivals", !load.pace.arrivals.is_fixed()),
+        (
+            "--subject (a template)",
+            Template::is_template(&load.subject),
+        ),
     ];
     match typed.iter().find(|(_, on)| *on) {
         Some((flag, _)) => Err(Error::Usage(format!(
@@ -75,6 +81,10 @@ pub struct Options {
     /// A fixed payload from `--payload`; when set, messages carry no stamp.
     pub payload: Option<Vec<u8>>,
     pub subject: String,
+    /// `--token`s as given, with a template `subject`.
+    pub tokens: Vec<String>,
+    /// `subject` as a template, drawn per message.
+    pub template: Option<Template>,
     /// `--multisubject`: the number of distinct subjects.
     pub multisubject: Option<u64>,
     pub headers: Vec<(String, String)>,
@@ -137,21 +147,29 @@ impl Options {
         };
         let sizes = Sizes::build(&load.size, STAMP_LEN)
             .map_err(|why| Error::flag("--size", &load.size.to_string(), why))?;
-        if load.seed.is_some() && sizes.is_fixed() {
+        let template = template(load)?;
+        if load.seed.is_some()
+            && sizes.is_fixed()
+            && template.is_none()
+            && load.pace.arrivals.is_fixed()
+        {
             return Err(Error::flag(
                 "--seed",
                 &load.seed.unwrap_or_default().to_string(),
-                "draws sizes, and --size is fixed; give --size as a distribution",
+                "draws sizes, subjects and arrivals, and --size is fixed, --subject no template \
+                 and --arrivals fixed; give one of them drawn",
             ));
         }
+        let seed = load.seed.unwrap_or(DEFAULT_SEED);
+        let pace = crate::options::arrivals(pace, &load.pace, seed, stop, pubs)?;
         let size = payload.as_ref().map_or(sizes.max(), Vec::len);
-        // A sub only listens, so wildcards are fine there; anyone who publishes needs a literal.
-        if scenario == ScenarioKind::Sub {
-            check_subject(&load.subject, true)
-        } else {
-            check_subject(&load.subject, false)
-        }
-        .map_err(|why| Error::flag("--subject", &load.subject, why))?;
+        // A sub only listens, so wildcards are fine there; anyone who publishes needs a literal
+        // (a template, any subject it draws).
+        let literal = template
+            .as_ref()
+            .map_or(load.subject.clone(), Template::example);
+        check_subject(&literal, scenario == ScenarioKind::Sub)
+            .map_err(|why| Error::flag("--subject", &load.subject, why))?;
         if load.multisubject && load.multisubject_max == 0 {
             return Err(Error::flag("--multisubject-max", "0", "must be at least 1"));
         }
@@ -189,9 +207,11 @@ impl Options {
             size,
             sizes,
             size_spec: load.size.clone(),
-            seed: load.seed.unwrap_or(DEFAULT_SEED),
+            seed,
             payload,
             subject: load.subject.clone(),
+            tokens: load.tokens.iter().map(ToString::to_string).collect(),
+            template,
             multisubject: load.multisubject.then_some(load.multisubject_max),
             headers,
             timeout: load.timeout,
@@ -201,11 +221,17 @@ impl Options {
         })
     }
 
+    /// The seed of Poisson arrivals; `None` with fixed ones.
+    pub fn arrivals_seed(&self) -> Option<u64> {
+        self.pace.schedule().and_then(|s| s.poisson_seed())
+    }
+
     /// The subject subscribers listen on.
     pub fn sub_subject(&self) -> String {
-        match self.multisubject {
-            Some(_) => format!("{}.*", self.subject),
-            None => self.subject.clone(),
+        match (self.multisubject, &self.template) {
+            (Some(_), _) => format!("{}.*", self.subject),
+            (None, Some(t)) => t.wildcard(),
+            (None, None) => self.subject.clone(),
         }
     }
 
@@ -232,6 +258,17 @@ impl Options {
                 mean: self.sizes.mean(),
             }),
             subject: self.subject.clone(),
+            arrivals: if self.arrivals_seed().is_some() {
+                crate::cli::Arrivals::Poisson
+            } else {
+                crate::cli::Arrivals::Fixed
+            },
+            arrivals_seed: self.arrivals_seed(),
+            subject_template: self.template.as_ref().map(|t| super::SubjectTemplate {
+                wildcard: t.wildcard(),
+                tokens: self.tokens.clone(),
+                seed: self.seed,
+            }),
             multisubject: self.multisubject,
             rate: self.pace.target_rate(),
             rate_schedule: self
@@ -249,6 +286,30 @@ impl Options {
             }),
         }
     }
+}
+
+/// `--subject` as a template with its `--token`s; `None` for a plain subject.
+///
+/// # Errors
+/// [`Error::Usage`] naming `--subject` or the `--token` at fault: a token with no values, a
+/// value no token of the subject uses, a malformed template, or one with `--multisubject`.
+fn template(load: &LoadArgs) -> Result<Option<Template>> {
+    if !Template::is_template(&load.subject) && load.tokens.is_empty() {
+        return Ok(None);
+    }
+    if load.multisubject {
+        return Err(Error::flag(
+            "--subject",
+            &load.subject,
+            "a template draws its own subjects; --multisubject cannot be added to it",
+        ));
+    }
+    Template::build(&load.subject, &load.tokens)
+        .map(Some)
+        .map_err(|f| match f.token {
+            Some(i) => Error::flag("--token", &load.tokens[i].to_string(), f.why),
+            None => Error::flag("--subject", &load.subject, f.why),
+        })
 }
 
 fn parse_header(h: &str) -> std::result::Result<(String, String), String> {

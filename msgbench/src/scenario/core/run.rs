@@ -481,7 +481,7 @@ impl<'a> Run<'a> {
     /// Publisher `i`'s prebuilt message.
     fn frame(&self, i: usize) -> Frame {
         let opts = self.opts;
-        Frame::new(
+        let frame = Frame::new(
             &opts.subject,
             opts.multisubject.map(crate::engine::load::Keys::cycle),
             &self.header_block,
@@ -493,16 +493,17 @@ impl<'a> Run<'a> {
                 },
                 None => StampKind::None,
             },
-        )
-        .sized(
+        );
+        let g = u64::from(self.mine.pub_base) + i as u64;
+        let frame = frame.sized(
             &opts.subject,
             opts.sizes.clone(),
-            Stream::new(
-                opts.seed,
-                Purpose::Size,
-                u64::from(self.mine.pub_base) + i as u64,
-            ),
-        )
+            Stream::new(opts.seed, Purpose::Size, g),
+        );
+        match &opts.template {
+            Some(t) => frame.templated(t.clone(), Stream::new(opts.seed, Purpose::Subject, g)),
+            None => frame,
+        }
     }
 
     fn pub_spec(&self, i: usize, start_at: Option<Instant>) -> PubSpec {

@@ -153,6 +153,7 @@ impl GrpcOptions {
                 format!("more connections than --clients ({})", a.clients),
             ));
         }
+        crate::options::fixed_arrivals(&a.pace, "grpc")?;
         let (pace, schedule_stop) = crate::options::pace(&a.pace)?;
         let stop = match (a.pace.duration, a.total) {
             _ if schedule_stop.is_some() => schedule_stop.expect("just checked"),

@@ -13,6 +13,7 @@ use crate::cli::{
     Storage,
 };
 use crate::engine::pull::{AckMode, PullMode};
+use crate::stats::draw::{NamedToken, SizeDist, TokenDist};
 use crate::values::{parse_count, parse_duration, parse_rate, parse_size};
 
 /// The stream a JetStream command works on. With no stream setting (`--subjects`,
@@ -96,9 +97,24 @@ pub struct JsPubArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub pace: PaceArgs,
-    /// Payload size, at least 8 B (the sequence number; from 16 B also the send time).
-    #[arg(long, default_value = "128", value_parser = parse_size, allow_hyphen_values = true)]
-    pub size: usize,
+    /// Payload size, at least 8 B (the sequence number; from 16 B also the send time); or
+    /// drawn per message: uniform:64B..4KiB, a weighted list 64B:70%,1KiB:25%,64KiB:5%,
+    /// lognormal:MEDIAN:P99[:MAX] or hist:FILE, every draw at least 8 B.
+    #[arg(long, default_value = "128", value_parser = SizeDist::parse, allow_hyphen_values = true,
+          value_name = "SIZE")]
+    pub size: SizeDist,
+    /// The seed of drawn sizes and subjects: the same seed draws the same size and subject for
+    /// each publisher's each message (default 1). Only with --size as a distribution or
+    /// --subject as a template.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// The values of a --subject template's token (repeatable), as in `msgbench pub`:
+    /// --subject 'orders.{region}.{id}' --token region=us,eu,ap --token id=zipf:1.1:10000.
+    /// The stream must capture the template's wildcard (orders.*.*: the default for a stream
+    /// msgbench creates).
+    #[arg(long = "token", value_name = "NAME=VALUES", value_parser = NamedToken::parse)]
+    #[serde(rename = "token")]
+    pub tokens: Vec<NamedToken>,
     /// Spread the clients over K streams (a write flood): client i publishes to
     /// SUBJECT.<i mod K>, captured by stream NAME_<i mod K>.
     #[arg(long, default_value = "1", value_parser = parse_count)]
@@ -195,6 +211,17 @@ pub struct KvArgs {
     /// Key order: sequential (0, 1, 2, …) or random (a fixed shuffle, so runs compare).
     #[arg(long, value_enum, default_value = "sequential")]
     pub order: KeyOrder,
+    /// Keys drawn per operation instead of an order, over the --keys keys: uniform; zipf:S
+    /// (key k-1 drawn with weight 1/k^S, so key 0 is the hottest; S above 0); or
+    /// hot:KEYS%:SHARE% (the first KEYS% of the keys take SHARE% of the operations, such as
+    /// hot:1%:50%). Seeded by --seed.
+    #[arg(long, value_parser = TokenDist::parse_keys, value_name = "DIST",
+          conflicts_with = "order")]
+    pub key_dist: Option<TokenDist>,
+    /// The seed of drawn keys: the same seed draws the same key for each client's each
+    /// operation (default 1). Only with --key-dist.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
     /// Operations in flight per client; 1 waits for each.
     #[arg(long, default_value = "1", value_parser = parse_count)]
     pub max_in_flight: u64,

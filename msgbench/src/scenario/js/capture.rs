@@ -49,9 +49,14 @@ pub fn check_publish<'a>(
 ) -> Result<()> {
     for i in 0..publish.clients.max(1) as usize {
         let (mut subject, k) = publish.target_of(i);
-        // Keyed publishes (KV) go to `<subject>.<key>`; any one key stands for the form.
+        // Keyed publishes (KV) go to `<subject>.<key>`; any one key stands for the form. A
+        // template's subjects are all its wildcard's: a stream covers them when a filter
+        // matches the wildcard with its `*`s taken as tokens.
         if publish.keys.is_some() {
             subject.push_str(".0");
+        }
+        if let Some(t) = &publish.template {
+            subject = t.template.wildcard();
         }
         if let Some((name, filters)) = subjects_of(k) {
             check(name, filters, &subject)?;

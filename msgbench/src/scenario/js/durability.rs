@@ -71,7 +71,7 @@ fn read_all(opened: &Opened, api: &mut Api) -> Vec<Read> {
 /// What explains a write stored without its acknowledgement: what the publishes looked like
 /// (`shape`), and the errors the run counted.
 pub(super) struct Why<'a> {
-    pub shape: Shape,
+    pub shape: Shape<'a>,
     pub errors: &'a BTreeMap<&'static str, u64>,
 }
 
@@ -84,7 +84,7 @@ pub(super) fn verdict(
     acks: &[JsAcks],
     api: &mut Api,
     result: &RunResult,
-    shape: Shape,
+    shape: Shape<'_>,
 ) -> (Durability, Vec<Read>) {
     let first = read_all(opened, api);
     let acked = acks.iter().map(|a| a.acked.len()).sum();

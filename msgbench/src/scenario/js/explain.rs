@@ -20,6 +20,7 @@ use crate::engine::jsframe::{SEQ_LEN, TIMED_LEN};
 use crate::engine::request::GivenUp;
 use crate::error::ErrorKind;
 use crate::result::{Cause, Explained};
+use crate::scenario::request::DrawnSizes;
 
 /// How many writes stored without an acknowledgement a verdict reads one by one, per stream;
 /// past it, they are told by count.
@@ -42,9 +43,12 @@ const CAUSES: [ErrorKind; 3] = [
 
 /// What the run's publishes looked like on the wire, to tell them in a stream.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Shape {
-    /// Payload bytes of every message.
+pub(super) struct Shape<'a> {
+    /// Payload bytes of every message; with drawn sizes, the largest a draw gives.
     pub size: usize,
+    /// Drawn sizes: a payload is a publish's only at the size drawn for its publisher's
+    /// message.
+    pub drawn: Option<&'a DrawnSizes>,
     /// Messages per request (an atomic batch), 1 otherwise.
     pub batch: u64,
     /// Whether the publishers' windows knew each publish given up on (all but fast batches).
@@ -59,11 +63,11 @@ pub(super) fn explain(
     stream: &str,
     (seqs, total): (&[u64], u64),
     given_up: &[(u32, GivenUp)],
-    shape: Shape,
+    shape: Shape<'_>,
     errors: &BTreeMap<&'static str, u64>,
 ) -> Explained {
-    let given_up: Vec<&GivenUp> = (given_up.iter().map(|(_, g)| g))
-        .filter(|g| CAUSES.contains(&g.why))
+    let given_up: Vec<(u32, &GivenUp)> = (given_up.iter().map(|(p, g)| (*p, g)))
+        .filter(|(_, g)| CAUSES.contains(&g.why))
         .collect();
     let not_read = if !shape.by_message {
         Some("a fast batch's publishes are told by count".to_string())
@@ -77,20 +81,32 @@ pub(super) fn explain(
         None
     };
     if let Some(why) = not_read {
-        return by_count(total, &given_up, shape.by_message, errors, why);
+        return by_count(total, &publishes(&given_up), shape.by_message, errors, why);
     }
     let mut payloads = Vec::with_capacity(seqs.len());
     for &seq in seqs {
         match api.stored_payload(stream, seq) {
             Ok(p) => payloads.push((seq, p)),
-            Err(e) => return by_count(total, &given_up, true, errors, e.to_string()),
+            Err(e) => return by_count(total, &publishes(&given_up), true, errors, e.to_string()),
         }
     }
     matched(&payloads, &given_up, shape)
 }
 
-/// Each payload matched with a publish given up on that it may be part of.
-fn matched(payloads: &[(u64, Vec<u8>)], given_up: &[&GivenUp], shape: Shape) -> Explained {
+/// The publishes given up on, without their publishers.
+fn publishes<'g>(given_up: &[(u32, &'g GivenUp)]) -> Vec<&'g GivenUp> {
+    given_up.iter().map(|(_, g)| *g).collect()
+}
+
+/// Each payload matched with a publish given up on that it may be part of (`given_up` with
+/// their publishers' ids).
+fn matched(
+    payloads: &[(u64, Vec<u8>)],
+    given_up: &[(u32, &GivenUp)],
+    shape: Shape<'_>,
+) -> Explained {
+    let ids: Vec<u32> = given_up.iter().map(|(p, _)| *p).collect();
+    let given_up = publishes(given_up);
     let mut by_request: HashMap<u64, Vec<usize>> = HashMap::new();
     for (i, g) in given_up.iter().enumerate() {
         by_request.entry(g.request).or_default().push(i);
@@ -102,14 +118,17 @@ fn matched(payloads: &[(u64, Vec<u8>)], given_up: &[&GivenUp], shape: Shape) -> 
         ..Explained::default()
     };
     for (seq, payload) in payloads {
-        let found = ours(payload, shape.size).and_then(|(m, sent)| {
+        let found = ours(payload, shape).and_then(|(m, sent)| {
             let near = |g: &GivenUp| match (sent, g.sent_unix_ns) {
                 (Some(a), Some(b)) => a.abs_diff(b) <= SENT_WITHIN_NS,
                 _ => true,
             };
+            // With drawn sizes, the payload is the size its publisher drew for message m.
+            let drawn_for =
+                |i: usize| (shape.drawn).is_none_or(|d| d.of_sender(ids[i]).of(m) == payload.len());
             (by_request.get(&(m / shape.batch.max(1)))?.iter())
                 .copied()
-                .find(|&i| room[i] > 0 && near(given_up[i]))
+                .find(|&i| room[i] > 0 && near(given_up[i]) && drawn_for(i))
         });
         match found {
             Some(i) => {
@@ -124,14 +143,20 @@ fn matched(payloads: &[(u64, Vec<u8>)], given_up: &[&GivenUp], shape: Shape) -> 
             }
         }
     }
-    e.causes = causes(given_up, |k| Some(stored.get(&k).copied().unwrap_or(0)));
+    e.causes = causes(&given_up, |k| Some(stored.get(&k).copied().unwrap_or(0)));
     e
 }
 
 /// The message number and send time a payload of this run carries, or `None` when it is not
-/// one of this run's: its size differs, or the filler after the stamp is not msgbench's.
-fn ours(payload: &[u8], size: usize) -> Option<(u64, Option<u64>)> {
-    if payload.len() != size || size < SEQ_LEN {
+/// one of this run's: its size differs (or, drawn, is outside what the draws give), or the
+/// filler after the stamp is not msgbench's.
+fn ours(payload: &[u8], shape: Shape<'_>) -> Option<(u64, Option<u64>)> {
+    let size = payload.len();
+    let fits = match shape.drawn {
+        Some(d) => (d.sizes.min()..=d.sizes.max()).contains(&size),
+        None => size == shape.size,
+    };
+    if !fits || size < SEQ_LEN {
         return None;
     }
     let stamp = size.min(TIMED_LEN);
@@ -244,6 +269,7 @@ mod tests {
 
     const SHAPE: Shape = Shape {
         size: 32,
+        drawn: None,
         batch: 1,
         by_message: true,
     };
@@ -271,7 +297,7 @@ mod tests {
             gave_up(8, 2_000, ErrorKind::LostInFlight),
             gave_up(9, 3_000, ErrorKind::RequestTimeout),
         ];
-        let refs: Vec<&GivenUp> = given.iter().collect();
+        let refs: Vec<(u32, &GivenUp)> = given.iter().map(|g| (0, g)).collect();
         let e = matched(
             &[(101, payload(7, 1_050)), (102, payload(9, 3_000))],
             &refs,
@@ -290,7 +316,7 @@ mod tests {
     #[test]
     fn a_write_of_another_client_or_of_a_publish_answered_is_unexplained() {
         let given = [gave_up(7, 1_000_000_000_000, ErrorKind::LostInFlight)];
-        let refs: Vec<&GivenUp> = given.iter().collect();
+        let refs: Vec<(u32, &GivenUp)> = given.iter().map(|g| (0, g)).collect();
         let planted = b"planted by another client".to_vec();
         let mut other_filler = payload(7, 1_000_000_000_000);
         other_filler[31] = b'x';
@@ -318,12 +344,65 @@ mod tests {
     fn a_batch_given_up_on_explains_as_many_writes_as_it_had_messages() {
         let shape = Shape { batch: 3, ..SHAPE };
         let given = [gave_up(2, 5_000, ErrorKind::RequestTimeout)];
-        let refs: Vec<&GivenUp> = given.iter().collect();
+        let refs: Vec<(u32, &GivenUp)> = given.iter().map(|g| (0, g)).collect();
         // Request 2 held messages 6, 7 and 8.
         let writes: Vec<(u64, Vec<u8>)> = (6..=9).map(|m| (m, payload(m, 5_000))).collect();
         let e = matched(&writes, &refs, shape);
         assert_eq!((e.unexplained, e.unexplained_seqs.clone()), (1, vec![9]));
         assert_eq!(e.causes[0].stored, Some(3));
+    }
+
+    /// With drawn sizes a write is a publish's only at the size its publisher drew for that
+    /// message: the same number at another size, or from another publisher, is not.
+    #[test]
+    fn a_drawn_size_must_be_the_one_its_publisher_drew() {
+        use crate::stats::draw::{SizeDist, Sizes};
+        let spec = SizeDist::parse("uniform:16..4096").unwrap();
+        let drawn = DrawnSizes {
+            sizes: Sizes::build(&spec, SEQ_LEN).unwrap(),
+            spec,
+            seed: 9,
+        };
+        let shape = Shape {
+            size: 4096,
+            drawn: Some(&drawn),
+            ..SHAPE
+        };
+        let at = |m: u64, size: usize| {
+            let mut p = vec![b'j'; size];
+            crate::engine::jsframe::stamp(&mut p, m, 1_000);
+            p
+        };
+        let given = [
+            gave_up(7, 1_000, ErrorKind::LostInFlight),
+            gave_up(8, 1_000, ErrorKind::LostInFlight),
+        ];
+        // Publisher 3 gave up on message 7, publisher 4 on message 8.
+        let refs: Vec<(u32, &GivenUp)> = vec![(3, &given[0]), (4, &given[1])];
+        let size_of = |p: u32, m: u64| drawn.of_sender(p).of(m);
+        let right = size_of(3, 7);
+        let wrong = if right == 16 { 17 } else { right - 1 };
+        let e = matched(
+            &[
+                (1, at(7, right)),
+                (2, at(7, wrong)),
+                // Message 8 at the size publisher 3 would have drawn, not publisher 4's.
+                (3, at(8, size_of(3, 8))),
+                (4, at(8, size_of(4, 8))),
+            ],
+            &refs,
+            shape,
+        );
+        let third_is_right = size_of(3, 8) == size_of(4, 8);
+        assert_eq!(
+            e.unexplained_seqs,
+            if third_is_right {
+                vec![2, 4]
+            } else {
+                vec![2, 3]
+            }
+        );
+        assert_eq!(e.causes[0].stored, Some(2));
     }
 
     #[test]

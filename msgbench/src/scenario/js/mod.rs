@@ -22,6 +22,7 @@ mod consume;
 mod consumed;
 mod durability;
 mod explain;
+mod keys;
 mod options;
 mod params;
 #[cfg(test)]

@@ -9,9 +9,12 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::args::{JsConsumeArgs, JsPubArgs, KvArgs};
-use super::pubflags::{check_persist, dedup, fast_flow, persist_mode, window, DEFAULT_WINDOW};
+use super::pubflags::{
+    check_persist, dedup, drawn_sizes, drawn_subjects, fast_flow, persist_mode, window,
+    DEFAULT_WINDOW,
+};
 use super::streamflags::{check_captured, check_name, given, setup, stream_configs};
-use crate::cli::{JsPubMode, KeyOrder, Persist, Publish, Storage};
+use crate::cli::{JsPubMode, Persist, Publish, Storage};
 use crate::engine::jsapi::{Setup, StreamConfig};
 use crate::engine::jsframe::{JsFraming, MAX_BATCH};
 use crate::engine::load::Keys;
@@ -89,6 +92,8 @@ fn publishing(
         js_bases: None,
         js_framing: None,
         keys: None,
+        sizes: None,
+        template: None,
     }
 }
 
@@ -96,7 +101,11 @@ impl JsPubOptions {
     /// # Errors
     /// [`Error::Usage`] naming the flag whose value cannot work.
     pub fn new(a: &JsPubArgs) -> Result<Self> {
-        check_size(a.size)?;
+        let sizes = drawn_sizes(a)?;
+        let size = sizes
+            .as_ref()
+            .map_or(a.size.fixed().unwrap_or(0), |d| d.sizes.max());
+        check_size(size)?;
         if a.max_in_flight == Some(0) {
             return Err(Error::flag("--max-in-flight", "0", "must be at least 1"));
         }
@@ -118,6 +127,7 @@ impl JsPubOptions {
             ));
         }
         let fast = fast_flow(a, batch)?;
+        crate::options::fixed_arrivals(&a.pace, "js pub")?;
         let (pace, schedule_stop) = crate::options::pace(&a.pace)?;
         if pace.is_open() && mode != JsPubMode::Async {
             let flag = if a.pace.rate_schedule.is_some() {
@@ -154,7 +164,12 @@ impl JsPubOptions {
         let window = window(a, fast)?;
         let dedup = dedup(a)?;
         let spread = (a.streams > 1).then_some(a.streams as u32);
+        let template = drawn_subjects(a)?;
         let mut streams = stream_configs(&a.target, spread)?;
+        if let (Some(t), true) = (&template, a.target.subjects.is_empty()) {
+            // The stream a template publishes into captures its wildcard.
+            streams[0].subjects = vec![t.template.wildcard()];
+        }
         let persist = a.persist.unwrap_or(Persist::Default);
         let storage = a.target.storage.unwrap_or(Storage::Memory);
         check_persist(persist, storage, a.target.replicas.unwrap_or(1), mode)?;
@@ -174,7 +189,7 @@ impl JsPubOptions {
             window,
             pace,
             stop,
-            a.size,
+            size,
             &a.target.subject,
             a.timeout,
             a.allow_loss,
@@ -182,6 +197,8 @@ impl JsPubOptions {
             conn,
         );
         publish.spread = spread;
+        publish.sizes = sizes;
+        publish.template = template;
         check_captured(&streams, &publish)?;
         publish.js_framing = Some(JsFraming {
             batch: if mode == JsPubMode::Batch { batch } else { 1 },
@@ -254,6 +271,14 @@ impl JsConsumeOptions {
     /// # Errors
     /// [`Error::Usage`] naming the flag whose value cannot work.
     pub fn new(a: &JsConsumeArgs) -> Result<Self> {
+        if crate::stats::draw::Template::is_template(&a.target.subject) {
+            return Err(Error::flag(
+                "--subject",
+                &a.target.subject,
+                "is a template, which `js pub` draws subjects from; `js consume` publishes to \
+                 one subject",
+            ));
+        }
         let mode = a.mode;
         let ack = match (mode, a.ack) {
             (PullMode::Ordered, Some(ack @ (AckMode::Explicit | AckMode::All))) => {
@@ -294,6 +319,7 @@ impl JsConsumeOptions {
             rate: a.rate,
             rate_schedule: a.rate_schedule.clone(),
             duration: None,
+            arrivals: crate::cli::Arrivals::Fixed,
         })?;
         if pace.is_open() && source != Source::Live {
             let (flag, value) = match &a.rate_schedule {
@@ -401,6 +427,8 @@ pub struct KvOptions {
     pub get: bool,
     /// The keys the puts or the gets visit (a get's fill visits each once, in order).
     pub keys: Keys,
+    /// `--key-dist` as given, when keys are drawn.
+    pub key_dist: Option<String>,
     /// Put: publishes into the bucket's stream, reconciled like `js pub`. Get: the filling of
     /// each key once, before the gets.
     pub put: JsPubOptions,
@@ -457,10 +485,7 @@ impl KvOptions {
         }
         disk_needs_files(&a.conn, a.storage.unwrap_or(Storage::Memory))?;
         let server = server_choice(&a.conn)?;
-        let keys = Keys {
-            n: a.keys,
-            random: a.order == KeyOrder::Random,
-        };
+        let keys = super::keys::keys_of(a)?;
         let stream = StreamConfig {
             name: format!("KV_{}", a.bucket),
             subjects: vec![format!("$KV.{}.>", a.bucket)],
@@ -519,6 +544,7 @@ impl KvOptions {
             bucket: a.bucket.clone(),
             get,
             keys,
+            key_dist: a.key_dist.as_ref().map(ToString::to_string),
             put: JsPubOptions {
                 streams: vec![stream],
                 // A bucket that exists is used as it is, unless its settings were given.

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use super::keys::KeyDistribution;
 use super::{JsConsumeOptions, JsPubOptions, KvOptions, Source};
 use crate::cli::{JsPubMode, KeyOrder};
 use crate::engine::jsapi::StreamConfig;
@@ -10,6 +11,7 @@ use crate::engine::pull::{AckMode, PullMode};
 use crate::format::{counted, group};
 use crate::options::conn::ConnParams;
 use crate::result::{Describe, RunResult};
+use crate::scenario::core::{SizeDistribution, SubjectTemplate};
 use crate::scenario::request::RequestOptions;
 
 /// What every publishing run records (`js pub`, `kv put`, and `kv get`, whose gets are
@@ -89,6 +91,10 @@ pub struct JsPubParams {
     pub max_outstanding_acks: Option<u64>,
     /// `--dedup`'s message id prefix; null without it.
     pub msg_id_prefix: Option<String>,
+    /// `--size` as a distribution; null for a fixed size (`size` is then the mean drawn).
+    pub size_distribution: Option<SizeDistribution>,
+    /// `--subject` as a template: its wildcard, tokens and seed; null for a plain subject.
+    pub subject_template: Option<SubjectTemplate>,
     pub streams: Vec<StreamConfig>,
     pub purge: bool,
     pub delete_after: bool,
@@ -98,12 +104,29 @@ impl JsPubParams {
     /// The parameters of the run `o` sets up.
     pub(super) fn of(o: &JsPubOptions) -> Self {
         let framing = o.publish.js_framing.as_ref();
+        let mut publish = Publishing::of(&o.publish);
+        let size_distribution = o.publish.sizes.as_ref().map(|d| SizeDistribution {
+            spec: d.spec.to_string(),
+            seed: d.seed,
+            min: d.sizes.min(),
+            max: d.sizes.max(),
+            mean: d.sizes.mean(),
+        });
+        if let Some(d) = &size_distribution {
+            publish.size = d.mean.round() as usize;
+        }
         JsPubParams {
-            publish: Publishing::of(&o.publish),
+            publish,
             mode: o.mode,
             batch: framing.map_or(1, |f| f.fast.map_or(f.batch, |ff| u64::from(ff.flow))),
             max_outstanding_acks: framing.and_then(|f| f.fast.map(|ff| u64::from(ff.outstanding))),
             msg_id_prefix: framing.and_then(|f| f.dedup.clone()),
+            size_distribution,
+            subject_template: o.publish.template.as_ref().map(|t| SubjectTemplate {
+                wildcard: t.template.wildcard(),
+                tokens: t.tokens.clone(),
+                seed: t.seed,
+            }),
             streams: o.streams.clone(),
             purge: o.purge,
             delete_after: o.delete_after,
@@ -114,9 +137,20 @@ impl JsPubParams {
 impl Describe for JsPubParams {
     fn shape(&self) -> String {
         let p = &self.publish;
-        crate::scenario::words::who_what_how_long(
+        let sizes = match &self.size_distribution {
+            Some(d) => d.words(),
+            None => format!("{} B messages", group(p.size as u64)),
+        };
+        let what = match &self.subject_template {
+            Some(t) => format!(
+                "{sizes}; subjects drawn from {} (seed {})",
+                p.subject, t.seed
+            ),
+            None => sizes,
+        };
+        crate::scenario::words::who_what_how_long_text(
             &[(p.pubs, "pub")],
-            Some(p.size),
+            Some(&what),
             &p.pace("publisher"),
         )
     }
@@ -175,7 +209,10 @@ pub struct KvParams {
     #[serde(flatten)]
     pub put: Option<KvPutParams>,
     pub keys: u64,
-    pub key_order: KeyOrder,
+    /// `--order`; null when keys are drawn.
+    pub key_order: Option<KeyOrder>,
+    /// `--key-dist` and its seed; null when keys follow an order.
+    pub key_distribution: Option<KeyDistribution>,
     pub bucket: String,
     /// Values kept per key.
     pub history: i64,
@@ -204,11 +241,16 @@ impl KvParams {
             publish: Publishing::of(o.gets.as_ref().unwrap_or(&o.put.publish)),
             put,
             keys: o.keys.n,
-            key_order: if o.keys.random {
+            key_order: o.keys.drawn.is_none().then_some(if o.keys.random {
                 KeyOrder::Random
             } else {
                 KeyOrder::Sequential
-            },
+            }),
+            key_distribution: o
+                .keys
+                .drawn
+                .zip(o.key_dist.clone())
+                .map(|(d, spec)| KeyDistribution { spec, seed: d.seed }),
             bucket: o.bucket.clone(),
             history: o.put.streams[0].max_msgs_per_subject,
         }
@@ -223,11 +265,22 @@ impl Describe for KvParams {
             Some(_) => format!("{} B values; ", group(p.size as u64)),
             None => String::new(),
         };
+        let keys = match (&self.key_distribution, self.key_order) {
+            (Some(d), _) => format!(
+                "{} keys drawn from {} (seed {})",
+                group(self.keys),
+                d.spec,
+                d.seed
+            ),
+            (None, order) => format!(
+                "{} {} keys",
+                group(self.keys),
+                order.unwrap_or(KeyOrder::Sequential).as_str()
+            ),
+        };
         format!(
-            "bucket {}, {} {} keys, history {}; {}, {} in flight; {size}{}",
+            "bucket {}, {keys}, history {}; {}, {} in flight; {size}{}",
             self.bucket,
-            group(self.keys),
-            self.key_order.as_str(),
             self.history,
             counted(u64::from(p.pubs), "client"),
             group(p.in_flight as u64),

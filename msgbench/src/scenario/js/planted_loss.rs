@@ -105,6 +105,7 @@ fn synced_writes_the_filesystem_lost_are_reported_lost_exactly_and_as_postfix() 
     let mut api = Api::connect(urls, "planted-reader", &dial, T).unwrap();
     let shape = super::explain::Shape {
         size: 16,
+        drawn: None,
         batch: 1,
         by_message: true,
     };

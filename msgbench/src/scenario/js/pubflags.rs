@@ -1,11 +1,15 @@
 //! The `js pub` flags that shape how its publishers send: the window of unacknowledged
-//! publishes each mode keeps, fast mode's flow, the message ids of `--dedup`, and the persist
-//! mode the stream is asked for.
+//! publishes each mode keeps, fast mode's flow, the message ids of `--dedup`, the persist
+//! mode the stream is asked for, and sizes and subjects drawn per message (`--size` as a
+//! distribution, `--subject` as a template).
 
 use super::args::JsPubArgs;
 use crate::cli::{JsPubMode, Persist, Storage};
 use crate::engine::jsfast::{FastFlow, MAX_FLOW};
 use crate::error::{Error, Result};
+use crate::options::check_subject;
+use crate::scenario::request::{DrawnSizes, DrawnSubjects};
+use crate::stats::draw::{Sizes, Template};
 use crate::wire::stamp;
 
 /// The server's limit on atomic batches in flight per stream.
@@ -165,4 +169,67 @@ pub(super) fn dedup(a: &JsPubArgs) -> Result<Option<String>> {
         (None, true) => Some(format!("{:04x}", stamp::new_run_tag())),
         (None, false) => None,
     })
+}
+
+/// The seed of drawn sizes when `--seed` is not given.
+const DEFAULT_SEED: u64 = 1;
+
+/// `--size` as a distribution, drawn per message; `None` for a fixed size. Every draw is at
+/// least the 8-byte message number, which the stream's read-back matches publishes by.
+///
+/// # Errors
+/// [`Error::Usage`] naming `--size` (a histogram file that cannot be read, sizes below 8 B) or
+/// `--seed` with a fixed size.
+pub(super) fn drawn_sizes(a: &JsPubArgs) -> Result<Option<DrawnSizes>> {
+    if a.size.fixed().is_some() {
+        let template = Template::is_template(&a.target.subject) || !a.tokens.is_empty();
+        return match a.seed {
+            Some(seed) if !template => Err(Error::flag(
+                "--seed",
+                &seed.to_string(),
+                "draws sizes and subjects, and --size is fixed and --subject no template; give \
+                 --size as a distribution or --subject as a template",
+            )),
+            _ => Ok(None),
+        };
+    }
+    let sizes = Sizes::build(&a.size, stamp::SEQ_LEN)
+        .map_err(|why| Error::flag("--size", &a.size.to_string(), why))?;
+    Ok(Some(DrawnSizes {
+        spec: a.size.clone(),
+        sizes,
+        seed: a.seed.unwrap_or(DEFAULT_SEED),
+    }))
+}
+
+/// `--subject` as a template with its `--token`s; `None` for a plain subject. The stream must
+/// capture the template's wildcard (checked with the other subjects, `check_captured`).
+///
+/// # Errors
+/// [`Error::Usage`] naming `--subject` or the `--token` at fault, or `--streams` (a write
+/// flood's subjects are `SUBJECT.<k>`).
+pub(super) fn drawn_subjects(a: &JsPubArgs) -> Result<Option<DrawnSubjects>> {
+    let subject = &a.target.subject;
+    if !Template::is_template(subject) && a.tokens.is_empty() {
+        return Ok(None);
+    }
+    if a.streams > 1 {
+        return Err(Error::flag(
+            "--streams",
+            &a.streams.to_string(),
+            "spreads publishes over SUBJECT.<k>, and --subject is a template; give one or the \
+             other",
+        ));
+    }
+    let template = Template::build(subject, &a.tokens).map_err(|f| match f.token {
+        Some(i) => Error::flag("--token", &a.tokens[i].to_string(), f.why),
+        None => Error::flag("--subject", subject, f.why),
+    })?;
+    check_subject(&template.example(), false)
+        .map_err(|why| Error::flag("--subject", subject, why))?;
+    Ok(Some(DrawnSubjects {
+        template,
+        tokens: a.tokens.iter().map(ToString::to_string).collect(),
+        seed: a.seed.unwrap_or(DEFAULT_SEED),
+    }))
 }

@@ -76,6 +76,7 @@ fn publish(
     if share.is_none() {
         let shape = super::explain::Shape {
             size: p.size,
+            drawn: p.sizes.as_ref(),
             batch: (p.js_framing.as_ref()).map_or(1, |f| f.batch),
             by_message: opts.mode != JsPubMode::Fast,
         };

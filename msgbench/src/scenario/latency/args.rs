@@ -52,6 +52,10 @@ pub struct LatencyArgs {
     /// Exit 0 even if messages were lost.
     #[arg(long)]
     pub allow_loss: bool,
+    /// The seed of Poisson arrivals (default 1): the same seed sends each message at the same
+    /// due time. Only with --arrivals poisson.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
     #[command(flatten)]
     pub conn: ConnArgs,
 }

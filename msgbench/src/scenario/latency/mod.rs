@@ -153,6 +153,10 @@ pub struct Params {
     pub cpu_free: Option<crate::engine::cpu::Free>,
     pub timeout_secs: f64,
     pub allow_loss: bool,
+    /// `--arrivals`: when the publisher's messages are due.
+    pub arrivals: crate::cli::Arrivals,
+    /// The seed of Poisson arrivals; null with fixed ones.
+    pub arrivals_seed: Option<u64>,
 }
 
 impl Describe for Params {
@@ -168,7 +172,7 @@ impl Describe for Params {
             &[(self.pubs, "pub"), (self.subs, "sub")],
             Some(self.size),
             &pace,
-        )
+        ) + &crate::scenario::words::arrivals(self.arrivals_seed)
     }
 
     fn title(&self) -> &'static str {

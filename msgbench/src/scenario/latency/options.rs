@@ -205,6 +205,10 @@ impl LatencyOptions {
         if let Stop::For(length) = stop {
             conn.faults_within(&a.conn, length)?;
         }
+        let schedule = crate::options::poisson(pace.clone(), &a.pace, a.seed, stop, 1)?
+            .schedule()
+            .cloned()
+            .unwrap_or(schedule);
         Ok(Self {
             schedule,
             stop,
@@ -266,6 +270,12 @@ impl LatencyOptions {
             cpu_free: busy_poll.cpu_free,
             timeout_secs: self.timeout.as_secs_f64(),
             allow_loss: self.allow_loss,
+            arrivals: if self.schedule.poisson_seed().is_some() {
+                crate::cli::Arrivals::Poisson
+            } else {
+                crate::cli::Arrivals::Fixed
+            },
+            arrivals_seed: self.schedule.poisson_seed(),
         }
     }
 }

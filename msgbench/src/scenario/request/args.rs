@@ -45,6 +45,10 @@ pub struct RequestArgs {
     /// Exit 0 even if requests timed out or found no responders.
     #[arg(long)]
     pub allow_loss: bool,
+    /// The seed of Poisson arrivals (default 1): the same seed sends each request at the same
+    /// due time. Only with --arrivals poisson.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
     #[command(flatten)]
     pub conn: ConnArgs,
 }

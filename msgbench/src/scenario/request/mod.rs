@@ -21,7 +21,7 @@ mod reply;
 mod run;
 
 pub use args::{ReplyArgs, RequestArgs};
-pub use options::{ReplyOptions, RequestOptions};
+pub use options::{DrawnSizes, DrawnSubjects, ReplyOptions, RequestOptions};
 pub use reply::run_reply;
 pub use run::{run_request, run_requests};
 
@@ -155,6 +155,10 @@ pub struct Params {
     pub delay_secs: f64,
     pub timeout_secs: f64,
     pub allow_loss: bool,
+    /// `--arrivals`: when paced requests are due.
+    pub arrivals: crate::cli::Arrivals,
+    /// The seed of Poisson arrivals; null with fixed ones.
+    pub arrivals_seed: Option<u64>,
 }
 
 impl Describe for Params {
@@ -170,7 +174,7 @@ impl Describe for Params {
             &[(self.pubs, "client"), (self.subs, "responder")],
             Some(self.size),
             &pace,
-        )
+        ) + &crate::scenario::words::arrivals(self.arrivals_seed)
     }
 
     fn title(&self) -> &'static str {

@@ -4,11 +4,13 @@
 use std::time::Duration;
 
 use super::args::{ReplyArgs, RequestArgs};
+use crate::cli::Arrivals;
 use crate::engine::jsframe::JsFraming;
 use crate::engine::load::Keys;
 use crate::engine::pace::{Pace, Stop};
 use crate::error::{Error, Result};
 use crate::options::{check_subject, server_choice, ServerChoice};
+use crate::stats::draw::{Purpose, SenderSizes, SizeDist, Sizes, Stream, Template};
 use crate::wire::stamp::SEQ_LEN;
 
 #[derive(Debug, Clone)]
@@ -39,6 +41,45 @@ pub struct RequestOptions {
     pub js_framing: Option<JsFraming>,
     /// Subjects varying per request: `<subject>.<key>` (KV keys).
     pub keys: Option<Keys>,
+    /// Payload sizes drawn per message (`js pub --size` as a distribution); `size` is then the
+    /// largest they draw.
+    pub sizes: Option<DrawnSizes>,
+    /// Subjects drawn per message (`js pub --subject` as a template); `subject` is then its
+    /// text.
+    pub template: Option<DrawnSubjects>,
+}
+
+/// A subject template with its `--token`s as given and `--seed`.
+#[derive(Debug, Clone)]
+pub struct DrawnSubjects {
+    pub template: Template,
+    pub tokens: Vec<String>,
+    pub seed: u64,
+}
+
+impl DrawnSubjects {
+    /// What publisher `g` (its global id) draws its subjects from.
+    pub fn of_sender(&self, g: u32) -> (Template, Stream) {
+        (
+            self.template.clone(),
+            Stream::new(self.seed, Purpose::Subject, u64::from(g)),
+        )
+    }
+}
+
+/// Drawn payload sizes: `--size` as given, its sampler and `--seed`.
+#[derive(Debug, Clone)]
+pub struct DrawnSizes {
+    pub spec: SizeDist,
+    pub sizes: Sizes,
+    pub seed: u64,
+}
+
+impl DrawnSizes {
+    /// The sizes of publisher `g` (its global id).
+    pub fn of_sender(&self, g: u32) -> SenderSizes {
+        SenderSizes::new(self.sizes.clone(), self.seed, u64::from(g))
+    }
 }
 
 impl RequestOptions {
@@ -80,6 +121,7 @@ impl RequestOptions {
         };
         check_subject(&a.subject, false)
             .map_err(|why| Error::flag("--subject", &a.subject, why))?;
+        let pace = crate::options::poisson(pace, &a.pace, a.seed, stop, a.clients)?;
         // Open loop means requests go out on schedule whatever is in flight; the window then
         // only bounds memory.
         let in_flight = match pace {
@@ -115,6 +157,8 @@ impl RequestOptions {
             js_bases: None,
             js_framing: None,
             keys: None,
+            sizes: None,
+            template: None,
         })
     }
 
@@ -131,7 +175,14 @@ impl RequestOptions {
 
     pub fn params(&self) -> super::Params {
         let (msgs, duration_secs) = self.stop.as_params();
+        let arrivals_seed = self.pace.schedule().and_then(|s| s.poisson_seed());
         super::Params {
+            arrivals: if arrivals_seed.is_some() {
+                Arrivals::Poisson
+            } else {
+                Arrivals::Fixed
+            },
+            arrivals_seed,
             connection: self.conn.params(),
             pubs: self.clients,
             subs: self.responders,

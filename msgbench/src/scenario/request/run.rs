@@ -38,6 +38,7 @@ use crate::result::{RunResult, ServerMeta};
 use crate::scenario::fault::Injector;
 use crate::scenario::segment::Share;
 use crate::server::Target;
+use crate::stats::draw::{SenderSizes, Stream, Template};
 use crate::stats::latency::SendTimes;
 use crate::stats::schedule::PubSchedule;
 use crate::stats::stages::StageTotals;
@@ -238,27 +239,49 @@ impl<'a> Run<'a> {
         } else {
             StampKind::Sequence
         };
-        Frame::with_reply(
+        let frame = Frame::with_reply(
             &self.opts.target_of(i).0,
-            self.opts.keys,
+            self.opts.keys.map(|k| k.sender(u64::from(self.g(i)))),
             Some(&format!("{}.{}.", self.inbox, self.g(i))),
             b"",
             &self.payload,
             stamp_kind,
-        )
+        );
+        let frame = match self.sizes_of(i) {
+            Some(s) => frame.sized(&self.opts.target_of(i).0, s.sizes, s.stream),
+            None => frame,
+        };
+        match self.subjects_of(i) {
+            Some((t, stream)) => frame.templated(t, stream),
+            None => frame,
+        }
+    }
+
+    /// Client i's subject template and stream, when `--subject` is a template.
+    fn subjects_of(&self, i: usize) -> Option<(Template, Stream)> {
+        self.opts.template.as_ref().map(|d| d.of_sender(self.g(i)))
+    }
+
+    /// Client i's drawn sizes, when `--size` is a distribution.
+    fn sizes_of(&self, i: usize) -> Option<SenderSizes> {
+        self.opts.sizes.as_ref().map(|d| d.of_sender(self.g(i)))
     }
 
     /// Client i's requests on the wire, in the closed loop.
     fn shape_for(&self, i: usize) -> Shape {
         match &self.opts.js_framing {
-            Some(f) if f.batch > 1 || f.dedup.is_some() => Shape::Js(JsFrame::new(
-                &self.opts.target_of(i).0,
-                &format!("{}.{}.", self.inbox, self.g(i)),
-                self.opts.size,
-                f,
-                i as u32,
-                self.run_tag,
-            )),
+            Some(f) if f.batch > 1 || f.dedup.is_some() => Shape::Js(
+                JsFrame::new(
+                    &self.opts.target_of(i).0,
+                    &format!("{}.{}.", self.inbox, self.g(i)),
+                    self.opts.size,
+                    f,
+                    i as u32,
+                    self.run_tag,
+                )
+                .sized(self.sizes_of(i))
+                .templated(self.subjects_of(i)),
+            ),
             _ => Shape::Plain(self.frame_for(i)),
         }
     }
@@ -291,17 +314,23 @@ impl<'a> Run<'a> {
             self.g(i),
             self.run_tag,
         )
+        .sized(self.sizes_of(i))
+        .templated(self.subjects_of(i))
     }
 
     fn new_replies(&self, i: usize) -> Replies<'_> {
-        new_replies(
+        let mut r = new_replies(
             self.injector.as_ref().map(Injector::fault_ns),
             self.injector.as_ref().map(|i| (i.times(), i.undone())),
             self.js_base(i),
             self.opts.size,
             self.errors,
             &self.reply_meters[i],
-        )
+        );
+        // An acknowledgement stands for the sizes its messages were drawn at.
+        let batch = (self.opts.js_framing.as_ref()).map_or(1, |f| f.batch);
+        r.sized = self.sizes_of(i).map(|s| (s, batch));
+        r
     }
 
     /// Starts the responders and waits until the server has confirmed every subscription.

@@ -1,4 +1,5 @@
-//! What a sender draws per message: its payload size ([`size`]), from one seeded source.
+//! What a sender draws per message: its payload size ([`size`]), the key it uses or its
+//! subject's tokens ([`token`], [`subject`]), from one seeded source.
 //!
 //! Every draw is a function of (seed, purpose, sender, message number) and nothing else: the
 //! generator for message `seq` is seeded by hashing those four, so the same seed gives the same
@@ -14,15 +15,25 @@ use std::convert::Infallible;
 use crate::stats::faults::SplitMix;
 
 pub mod size;
+pub mod subject;
+pub mod token;
 
-pub use size::{SizeDist, Sizes};
+pub use size::{SenderSizes, SizeDist, Sizes};
+pub use subject::{NamedToken, Template};
+pub use token::{Numbered, TokenDist};
 
 /// What a stream of draws is for: mixed into the seed so that what one sender draws for
-/// different purposes comes from unrelated streams (sizes are the one purpose so far).
+/// different purposes comes from unrelated streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u64)]
 pub enum Purpose {
     Size = 0x5153_495a_4553,
+    /// A KV operation's key.
+    Key = 0x4b45_5953,
+    /// The values of a subject template's tokens.
+    Subject = 0x5355_424a_4543,
+    /// Poisson arrivals (`stats::arrivals`).
+    Arrivals = 0x4152_5249_5645,
 }
 
 /// One sender's seeded source: message `seq`'s generator is [`Stream::at`]`(seq)`.

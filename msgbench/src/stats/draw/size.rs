@@ -13,7 +13,7 @@ use rand_distr::weighted::WeightedAliasIndex;
 use rand_distr::Distribution;
 use serde::{Deserialize, Serialize, Serializer};
 
-use super::Gen;
+use super::{Gen, Purpose, Stream};
 use crate::values::parse_size;
 
 /// The largest payload a size may name: NATS's own ceiling for `max_payload` (64 MiB).
@@ -411,6 +411,31 @@ impl Sizes {
 
     pub fn is_fixed(&self) -> bool {
         matches!(self, Self::Fixed(_))
+    }
+}
+
+/// One sender's drawn sizes: message `m`'s size is a function of `m` alone, so a receiver, an
+/// acknowledgement's accounting or a read-back of the stream can tell it without having seen
+/// the message.
+#[derive(Debug, Clone)]
+pub struct SenderSizes {
+    pub sizes: Sizes,
+    pub stream: Stream,
+}
+
+impl SenderSizes {
+    /// The sizes of sender `sender` (a publisher's global id) under `seed`.
+    pub fn new(sizes: Sizes, seed: u64, sender: u64) -> Self {
+        Self {
+            sizes,
+            stream: Stream::new(seed, Purpose::Size, sender),
+        }
+    }
+
+    /// Message `m`'s size.
+    #[inline]
+    pub fn of(&self, m: u64) -> usize {
+        self.sizes.draw(&mut self.stream.at(m))
     }
 }
 

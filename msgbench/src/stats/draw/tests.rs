@@ -5,6 +5,8 @@
 use std::collections::HashMap;
 
 use super::size::{HistBucket, HistFile, HIST_SCHEMA};
+use super::subject::{self, NamedToken, Template};
+use super::token;
 use super::*;
 
 const DRAWS: u64 = 1_000_000;
@@ -166,4 +168,213 @@ fn bad_values_say_what_is_wrong() {
     assert!(built("hist:/nonexistent/sizes.json", 16).contains("cannot read"));
     assert!(built("8B:50%,1KiB:50%", 16).contains("below the 16-byte stamp"));
     assert!(built("lognormal:20B:1KiB", 16).contains("below the 16-byte stamp"));
+}
+
+/// Draws keys over `n` from `spec` (a `--key-dist`) for messages 0 … DRAWS-1 of one sender, and
+/// holds each key's share to the exact probability: within 1% absolute each, and within 1% in
+/// total variation over all the keys.
+fn keys_follow(spec: &str, n: u64) -> token::Numbered {
+    let pick = TokenDist::parse_keys(spec)
+        .unwrap()
+        .build(Some(n))
+        .unwrap()
+        .numbered()
+        .unwrap();
+    let s = Stream::new(42, Purpose::Key, 3);
+    let mut c = vec![0u64; n as usize];
+    for seq in 0..DRAWS {
+        let k = pick.draw(&mut s.at(seq));
+        assert!(k < n, "{spec}: key {k} of {n}");
+        c[k as usize] += 1;
+    }
+    let mut tv = 0.0;
+    for (k, &got) in c.iter().enumerate() {
+        let want = pick.probability(k as u64);
+        within(got, want, &format!("{spec}: key {k}"));
+        tv += (got as f64 / DRAWS as f64 - want).abs() / 2.0;
+    }
+    assert!(tv < 0.01, "{spec}: total variation {tv}");
+    let total: f64 = (0..n).map(|k| pick.probability(k)).sum();
+    assert!(
+        (total - 1.0).abs() < 1e-9,
+        "{spec}: probabilities add up to {total}"
+    );
+    pick
+}
+
+#[test]
+fn zipf_keys_draw_each_by_its_exact_probability() {
+    keys_follow("zipf:1.1", 100);
+    keys_follow("zipf:0.5", 50);
+    let p = keys_follow("zipf:2", 1000);
+    // Key 0 takes 1/ζ(2)-ish of the draws: 1 / Σ 1/k² over 1000 keys.
+    assert!(
+        (p.probability(0) - 0.6083).abs() < 1e-3,
+        "{}",
+        p.probability(0)
+    );
+}
+
+#[test]
+fn a_hot_set_takes_its_share() {
+    let p = keys_follow("hot:1%:50%", 1000);
+    // 10 hot keys share half the draws: 5% each; the other 990 share the rest.
+    assert!((p.probability(0) - 0.05).abs() < 1e-12);
+    assert!((p.probability(999) - 0.5 / 990.0).abs() < 1e-12);
+    keys_follow("hot:20%:80%", 50);
+}
+
+#[test]
+fn uniform_keys_are_even() {
+    keys_follow("uniform", 40);
+}
+
+#[test]
+fn bad_key_distributions_say_what_is_wrong() {
+    let keys = |s: &str| TokenDist::parse_keys(s).unwrap_err();
+    assert!(
+        keys("zipf:0").contains("must be above 0"),
+        "{}",
+        keys("zipf:0")
+    );
+    assert!(keys("zipf:-1").contains("must be above 0"));
+    assert!(keys("zipf:x").contains("not a number"));
+    assert!(keys("hot:1%").contains("hot:KEYS%:SHARE%"));
+    assert!(keys("hot:0%:50%").contains("between 0% and 100%"));
+    assert!(keys("hot:1%:100%").contains("between 0% and 100%"));
+    assert!(keys("hot:1:50%").contains("needs a %"));
+    assert!(
+        keys("zipf:1.1:100").contains("--keys"),
+        "{}",
+        keys("zipf:1.1:100")
+    );
+    assert!(keys("a,b").contains("not a key distribution"));
+    assert!(keys("1..9").contains("not a key distribution"));
+    assert!(keys("").contains("no values"));
+    let built = |s: &str, n| {
+        TokenDist::parse_keys(s)
+            .unwrap()
+            .build(Some(n))
+            .unwrap_err()
+    };
+    assert!(
+        built("hot:1%:50%", 10).contains("0 hot ones"),
+        "{}",
+        built("hot:1%:50%", 10)
+    );
+    assert!(built("hot:99.9%:50%", 10).contains("10 hot ones"));
+}
+
+#[test]
+fn the_same_seed_draws_the_same_keys() {
+    let pick = TokenDist::parse_keys("zipf:1.1")
+        .unwrap()
+        .build(Some(1000))
+        .unwrap()
+        .numbered()
+        .unwrap();
+    let seq = |seed, sender| {
+        let st = Stream::new(seed, Purpose::Key, sender);
+        (0..1000)
+            .map(|i| pick.draw(&mut st.at(i)))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(seq(1, 0), seq(1, 0));
+    assert_ne!(seq(1, 0), seq(2, 0));
+    assert_ne!(seq(1, 0), seq(1, 1));
+}
+
+fn template(subject: &str, tokens: &[&str]) -> Result<Template, subject::Fault> {
+    let tokens: Vec<NamedToken> = tokens
+        .iter()
+        .map(|t| NamedToken::parse(t).unwrap())
+        .collect();
+    Template::build(subject, &tokens)
+}
+
+/// Message `seq`'s subject from `t` for sender 3.
+fn subject_of(t: &Template, seq: u64) -> String {
+    let s = Stream::new(42, Purpose::Subject, 3);
+    t.with_subject(&mut s.at(seq), |parts| {
+        String::from_utf8(parts.concat()).unwrap()
+    })
+}
+
+#[test]
+fn a_template_draws_each_token_by_its_weights() {
+    let t = template(
+        "orders.{region}.{id}.x{region}",
+        &["region=us:50%,eu:30%,ap:20%", "id=zipf:1.1:100"],
+    )
+    .unwrap();
+    assert_eq!(t.wildcard(), "orders.*.*.*");
+    assert_eq!(t.example(), "orders.x.x.x");
+    let zipf = TokenDist::parse("zipf:1.1:100")
+        .unwrap()
+        .build(None)
+        .unwrap()
+        .numbered()
+        .unwrap();
+    let (mut regions, mut ids) = (HashMap::new(), vec![0u64; 100]);
+    for seq in 0..DRAWS {
+        let s = subject_of(&t, seq);
+        let parts: Vec<&str> = s.split('.').collect();
+        assert_eq!(parts.len(), 4, "{s}");
+        assert_eq!(parts[0], "orders");
+        // A token used twice shows one value twice.
+        assert_eq!(format!("x{}", parts[1]), parts[3], "{s}");
+        *regions.entry(parts[1].to_string()).or_insert(0u64) += 1;
+        ids[parts[2].parse::<usize>().unwrap()] += 1;
+    }
+    within(regions["us"], 0.5, "us");
+    within(regions["eu"], 0.3, "eu");
+    within(regions["ap"], 0.2, "ap");
+    assert_eq!(regions.len(), 3);
+    for (k, &n) in ids.iter().enumerate() {
+        within(n, zipf.probability(k as u64), &format!("id {k}"));
+    }
+}
+
+#[test]
+fn ranges_and_plain_lists_are_even() {
+    let t = template("m.{n}.{w}", &["n=10..19", "w=a,b,c,d"]).unwrap();
+    let (mut n, mut w) = (HashMap::new(), HashMap::new());
+    for seq in 0..DRAWS {
+        let s = subject_of(&t, seq);
+        let parts: Vec<&str> = s.split('.').collect();
+        *n.entry(parts[1].to_string()).or_insert(0u64) += 1;
+        *w.entry(parts[2].to_string()).or_insert(0u64) += 1;
+    }
+    assert_eq!((n.len(), w.len()), (10, 4));
+    (10..20).for_each(|k| within(n[&k.to_string()], 0.1, &format!("n {k}")));
+    ["a", "b", "c", "d"]
+        .iter()
+        .for_each(|k| within(w[*k], 0.25, k));
+}
+
+#[test]
+fn bad_templates_say_whose_fault_it_is() {
+    let fault = |s: &str, t: &[&str]| template(s, t).unwrap_err();
+    let f = fault("orders.{region}", &[]);
+    assert_eq!(f.token, None);
+    assert!(f.why.contains("--token region="), "{}", f.why);
+    let f = fault("orders.{region}", &["region=us", "id=1..9"]);
+    assert_eq!(f.token, Some(1));
+    assert!(f.why.contains("has no {id}"), "{}", f.why);
+    let f = fault("o.{a}", &["a=x", "a=y"]);
+    assert_eq!((f.token, f.why.contains("twice")), (Some(1), true));
+    assert!(fault("o.{a", &["a=x"]).why.contains("without its '}'"));
+    assert!(fault("o.a}", &["a=x"]).why.contains("without its '{'"));
+    let f = fault("o.{a}", &["a=zipf:1.1"]);
+    assert_eq!(f.token, Some(0));
+    assert!(f.why.contains("add :N"), "{}", f.why);
+    let f = fault("o.{a}", &["a=hot:0.001%:50%:100"]);
+    assert!(f.why.contains("0 hot ones"), "{}", f.why);
+    let token = |s: &str| NamedToken::parse(s).unwrap_err();
+    assert!(token("region").contains("NAME=VALUES"));
+    assert!(token("re.gion=a").contains("letters, digits or _"));
+    assert!(token("region=").contains("no values"));
+    assert!(token("region=a.b").contains("cannot be a subject token"));
+    assert!(token("region=us:50%,eu:40%").contains("add up to 90%"));
+    assert!(token("id=zipf:0:10").contains("above 0"));
 }
