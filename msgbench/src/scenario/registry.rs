@@ -279,7 +279,7 @@ mod tests {
                 e.name()
             );
         }
-        assert_eq!(paced, 8);
+        assert_eq!(paced, 10);
     }
 
     #[test]

@@ -24,6 +24,7 @@ classes:
     scenario: kv get
     bucket: wl_catalogue
     keys: 50
+    rate: 300
     delete_after: true
   pricing:
     scenario: request
@@ -233,7 +234,8 @@ fn a_workload_at_a_scale_runs_every_paced_class_at_its_rate_times_the_factor() {
         format!(
             "duration: 2s\nconn: {{server: {}}}\nclasses:\n  feed:\n    scenario: pubsub\n    \
              rate: 150\n    subject: wl.scale\n  reads:\n    scenario: kv get\n    \
-             bucket: wl_scale\n    keys: 10\n    delete_after: true\n",
+             bucket: wl_scale\n    keys: 10\n    rate: 50\n    delete_after: true\n  \
+             service:\n    scenario: reply\n    subject: wl.scale.svc\n",
             s.url
         ),
     )
@@ -245,8 +247,10 @@ fn a_workload_at_a_scale_runs_every_paced_class_at_its_rate_times_the_factor() {
     assert_eq!(feed["plan"]["load"]["rate"], 300.0, "{}", feed["plan"]);
     let achieved = feed["pacing"]["target_rate"].as_f64().unwrap();
     assert_eq!(achieved, 300.0, "{}", feed["pacing"]);
-    // A class without a rate runs as written.
-    assert_eq!(class(&doc, "reads")["result"]["plan"]["keys"], 10);
+    // kv operations are paced too; a class without a rate (a service) runs as written.
+    let reads = &class(&doc, "reads")["result"];
+    assert_eq!(reads["pacing"]["target_rate"], 100.0, "{}", reads["pacing"]);
+    assert!(class(&doc, "service")["result"]["pacing"].is_null());
     assert!(stderr(&out).contains("every rate ×2"), "{}", stderr(&out));
 
     // A plan of one scenario has a rate of its own.
@@ -325,14 +329,14 @@ fn capacity_of_a_mix_scales_every_class_and_names_the_class_that_failed_first() 
     // A class whose rate cannot be scaled is refused before anything runs.
     std::fs::write(
         &file,
-        "classes:\n  reads:\n    scenario: kv get\n    bucket: wl_cap\n",
+        "classes:\n  service:\n    scenario: reply\n    subject: wl.cap.svc\n",
     )
     .unwrap();
     let refused = run(&["capacity", file.to_str().unwrap()]);
     assert_eq!(refused.status.code(), Some(2));
     let err = stderr(&refused);
     assert!(
-        err.contains("class 'reads'") && err.contains("no rate"),
+        err.contains("class 'service'") && err.contains("no rate"),
         "{err}"
     );
     assert_eq!(err.lines().count(), 1, "{err}");

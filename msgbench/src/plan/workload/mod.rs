@@ -80,7 +80,18 @@ impl Document {
             Err(e) if text.trim_start().starts_with('{') => {
                 Err(Error::Usage(format!("plan '{origin}' is not JSON: {e}")))
             }
-            Err(_) => Workload::from_text(&text, &origin, &stem).map(Document::Workload),
+            // Neither JSON nor a YAML mapping: most likely a broken plan, so both are named.
+            Err(json) => match Workload::from_text(&text, &origin, &stem) {
+                Ok(w) => Ok(Document::Workload(w)),
+                Err(Error::Usage(m))
+                    if m.contains("is not a mapping") || m.contains("is empty") =>
+                {
+                    Err(Error::Usage(format!(
+                        "plan '{origin}' is not JSON ({json}), nor a workload (YAML with classes)"
+                    )))
+                }
+                Err(e) => Err(e),
+            },
         }
     }
 }

@@ -196,6 +196,13 @@ pub struct JsConsumeArgs {
     pub conn: ConnArgs,
 }
 
+/// What `--rate` means for `kv put` and `kv get`: operations, open loop.
+pub const KV_PACE: PaceShape = PaceShape::rate(
+    "Operations per second over all clients, open loop: each operation's latency is measured \
+     from when it was due (corrected), and --max-in-flight bounds how many are under way; 0 = \
+     as many as --max-in-flight allows",
+);
+
 #[derive(Debug, Clone, Args, Serialize)]
 pub struct KvArgs {
     /// Bucket name (its stream is KV_<bucket>); created if missing.
@@ -230,12 +237,11 @@ pub struct KvArgs {
     pub clients: u32,
     /// Operations per client.
     #[arg(long, default_value = "100000", value_parser = parse_count, allow_hyphen_values = true,
-          conflicts_with = "duration")]
+          conflicts_with_all = ["duration", "rate_schedule"])]
     pub msgs: u64,
-    /// Run for this long instead of a count.
-    #[arg(long, value_parser = parse_duration, allow_hyphen_values = true)]
-    #[serde(serialize_with = "crate::values::ser::opt_duration")]
-    pub duration: Option<Duration>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub pace: PaceArgs,
     /// Value size, at least 8 B.
     #[arg(long, default_value = "128", value_parser = parse_size, allow_hyphen_values = true)]
     pub size: usize,

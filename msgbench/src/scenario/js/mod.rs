@@ -50,7 +50,7 @@ pub struct KvGet;
 
 super::registry::flags!(JsPubArgs, conn, pace = pace);
 super::registry::flags!(JsConsumeArgs, conn);
-super::registry::flags!(KvArgs, conn);
+super::registry::flags!(KvArgs, conn, pace = pace);
 
 impl Scenario for JsPub {
     type Args = JsPubArgs;
@@ -90,6 +90,9 @@ impl Scenario for KvPut {
     const NAME: &'static str = "kv.put";
     const WORDS: &'static [&'static str] = &["kv", "put"];
     const ABOUT: &'static str = "Write values to keys of a bucket, timing each acknowledgement.";
+    fn command(cmd: clap::Command) -> clap::Command {
+        crate::cli::PaceArgs::shape(cmd, &args::KV_PACE)
+    }
     fn validate(a: &Self::Args) -> Result<Box<dyn Runnable>> {
         Ok(Box::new(KvOptions::new(a, false)?))
     }
@@ -100,6 +103,9 @@ impl Scenario for KvGet {
     const NAME: &'static str = "kv.get";
     const WORDS: &'static [&'static str] = &["kv", "get"];
     const ABOUT: &'static str = "Read keys of a bucket (filled first), timing each direct get.";
+    fn command(cmd: clap::Command) -> clap::Command {
+        crate::cli::PaceArgs::shape(cmd, &args::KV_PACE)
+    }
     fn validate(a: &Self::Args) -> Result<Box<dyn Runnable>> {
         Ok(Box::new(KvOptions::new(a, true)?))
     }
@@ -216,8 +222,11 @@ impl Runnable for JsConsumeOptions {
 impl Runnable for KvOptions {
     fn common(&self) -> Common {
         let p = &self.put.publish;
+        let paced = self.gets.as_ref().unwrap_or(p);
         Common {
             allow_loss: p.allow_loss,
+            schedule: Common::staged(paced.pace.schedule()),
+            duration: paced.stop.duration(),
             timeout: p.timeout,
             ..Common::nats(&p.server, p.conn.link)
         }

@@ -472,7 +472,13 @@ impl KvOptions {
             replicas,
             JsPubMode::Async,
         )?;
-        let stop = stop_of(a.msgs, a.duration)?;
+        crate::options::fixed_arrivals(&a.pace, if get { "kv get" } else { "kv put" })?;
+        // The puts (or the gets) are paced; a get's fill goes as fast as acknowledgements allow.
+        let (pace, schedule_stop) = crate::options::pace(&a.pace)?;
+        let stop = match schedule_stop {
+            Some(s) => s,
+            None => stop_of(a.msgs, a.pace.duration)?,
+        };
         let conn = if get {
             let conn = ConnOptions::new(&a.conn)?;
             conn.no_fault("kv get")?;
@@ -506,7 +512,7 @@ impl KvOptions {
             "kv.put",
             a.clients,
             a.max_in_flight,
-            Pace::Unlimited,
+            if get { Pace::Unlimited } else { pace.clone() },
             stop,
             a.size,
             &put_subject,
@@ -521,7 +527,7 @@ impl KvOptions {
                 "kv.get",
                 a.clients,
                 a.max_in_flight,
-                Pace::Unlimited,
+                pace,
                 stop,
                 // A direct get by subject carries no body.
                 0,
