@@ -341,3 +341,37 @@ fn capacity_of_a_mix_scales_every_class_and_names_the_class_that_failed_first() 
     );
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+#[test]
+fn a_recorded_workload_keeps_each_class_as_a_benchmark_of_its_own() {
+    let s = TestServer::start();
+    let dir = support::scratch_dir("workload-record");
+    let file = dir.join("tiny.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "duration: 1s\nconn: {{server: {}}}\nclasses:\n  a:\n    scenario: request\n    \
+             rate: 50\n    subject: wl.rec.a\n  b:\n    scenario: pubsub\n    rate: 50\n    \
+             subject: wl.rec.b\n",
+            s.url
+        ),
+    )
+    .unwrap();
+    let db = dir.join("h.db");
+    let db_s = db.to_str().unwrap();
+    let out = run(&["run", file.to_str().unwrap(), "--history-file", db_s, "--no-progress"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run(&["history", "list", "--history", db_s, "--json", "-"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "{v}");
+    let mut names: Vec<&str> = runs.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["tiny.a", "tiny.b"]);
+    for r in runs {
+        assert_eq!(r["labels"]["workload"], "tiny");
+        assert_eq!(Some(r["labels"]["class"].as_str().unwrap()), r["name"].as_str().unwrap().strip_prefix("tiny."));
+    }
+    assert_ne!(runs[0]["benchmark"], runs[1]["benchmark"]);
+}
