@@ -258,6 +258,50 @@ fn kv_gets_draw_their_keys_from_the_distribution_asked() {
     }
 }
 
+/// `kv put --key-dist`: a raw subscription on the bucket's subjects sees each put's key, and
+/// they are exactly the keys the seed draws; the puts reconcile with the stream.
+#[test]
+fn kv_puts_draw_their_keys_from_the_distribution_asked() {
+    let server = TestServer::start();
+    let (spec, msgs) = ("hot:5%:60%", 15_000u64);
+    let seen = raw_msgs(&server.url, "$KV.hotput.>", msgs as usize);
+    let (out, v) = run_json(&[
+        "kv",
+        "put",
+        "--server",
+        &server.url,
+        "--bucket",
+        "hotput",
+        "--keys",
+        "100",
+        "--key-dist",
+        spec,
+        "--seed",
+        "5",
+        "--msgs",
+        &msgs.to_string(),
+        "--max-in-flight",
+        "16",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut got: HashMap<u64, u64> = HashMap::new();
+    for (subject, _) in seen.join().unwrap() {
+        let key = subject
+            .strip_prefix("$KV.hotput.")
+            .unwrap()
+            .parse()
+            .unwrap();
+        *got.entry(key).or_default() += 1;
+    }
+    assert_eq!(
+        got,
+        keys_drawn(spec, 100, 5, 1, msgs),
+        "the keys put are the seed's"
+    );
+    assert!(schema_errors(&v).is_empty(), "{:?}", schema_errors(&v));
+    assert_eq!(v["jetstream"]["reconciled"], true, "{}", v["jetstream"]);
+}
+
 #[test]
 fn bad_key_distributions_are_refused_in_one_line_before_connecting() {
     for (args, names) in [

@@ -18,6 +18,8 @@ use super::Gen;
 pub const MAX_TOKENS: usize = 8;
 /// Pieces (literal runs and token uses) a template may have.
 pub const MAX_PIECES: usize = 24;
+/// Subjects up to this long are written into one buffer on the stack.
+pub const SHORT: usize = 256;
 
 /// `--token name=values`.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,6 +85,8 @@ pub struct Template {
     text: String,
     pieces: Vec<Piece>,
     tokens: Vec<Token>,
+    /// The longest subject it can draw, in bytes.
+    longest: usize,
 }
 
 impl Template {
@@ -132,10 +136,18 @@ impl Template {
             }
             built.push(t.dist.build(None).map_err(at(i))?);
         }
+        let longest = pieces
+            .iter()
+            .map(|p| match p {
+                Piece::Lit(b) => b.len(),
+                Piece::Tok(i) => built[*i].longest(),
+            })
+            .sum();
         Ok(Self {
             text: subject.to_string(),
             pieces,
             tokens: built,
+            longest,
         })
     }
 
@@ -182,12 +194,32 @@ impl Template {
             .join(".")
     }
 
-    /// Draws message `g`'s subject and calls `f` with its pieces, in order.
+    /// Draws message `g`'s subject and calls `f` with its pieces, in order: one piece, written
+    /// into a buffer on the stack, when every subject the template draws fits in
+    /// [`SHORT`] bytes (the common case, and the cheaper: no arrays of pieces to fill).
     #[inline]
     pub fn with_subject<R>(&self, g: &mut Gen, f: impl FnOnce(&[&[u8]]) -> R) -> R {
         let mut values = [Value::Number(0); MAX_TOKENS];
         for (v, t) in values.iter_mut().zip(&self.tokens) {
             *v = t.draw(g);
+        }
+        if self.longest <= SHORT {
+            let mut buf = [0u8; SHORT];
+            let mut n = 0;
+            let mut put = |b: &[u8]| {
+                buf[n..n + b.len()].copy_from_slice(b);
+                n += b.len();
+            };
+            for p in &self.pieces {
+                match p {
+                    Piece::Lit(b) => put(b),
+                    Piece::Tok(i) => match values[*i] {
+                        Value::Word(w) => put(w),
+                        Value::Number(v) => put(itoa::Buffer::new().format(v).as_bytes()),
+                    },
+                }
+            }
+            return f(&[&buf[..n]]);
         }
         let mut nums = [itoa::Buffer::new(); MAX_TOKENS];
         let mut text: [&[u8]; MAX_TOKENS] = [b""; MAX_TOKENS];

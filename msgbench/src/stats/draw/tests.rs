@@ -378,3 +378,20 @@ fn bad_templates_say_whose_fault_it_is() {
     assert!(token("region=us:50%,eu:40%").contains("add up to 90%"));
     assert!(token("id=zipf:0:10").contains("above 0"));
 }
+
+/// A subject too long for the stack buffer is handed over in pieces, drawn alike: the same
+/// values as the short template's for the same message.
+#[test]
+fn a_long_template_draws_what_a_short_one_does() {
+    let long_lit = "x".repeat(subject::SHORT);
+    let short = template("s.{w}.{n}", &["w=ab:50%,cd:50%", "n=zipf:1.1:1000"]).unwrap();
+    let long = template(
+        &format!("{long_lit}.{{w}}.{{n}}"),
+        &["w=ab:50%,cd:50%", "n=zipf:1.1:1000"],
+    )
+    .unwrap();
+    for seq in 0..1000 {
+        let (a, b) = (subject_of(&short, seq), subject_of(&long, seq));
+        assert_eq!(b, format!("{long_lit}.{}", a.strip_prefix("s.").unwrap()));
+    }
+}

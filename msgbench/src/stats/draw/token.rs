@@ -298,6 +298,16 @@ impl Token {
         }
     }
 
+    /// The longest value it draws, in bytes (a word, or a number's decimal digits).
+    pub fn longest(&self) -> usize {
+        let digits = |n: u64| n.checked_ilog10().map_or(1, |d| d as usize + 1);
+        match self {
+            Self::Words { words, .. } => words.iter().map(Vec::len).max().unwrap_or(0),
+            Self::Numbered(Numbered::Uniform { lo, span }) => digits(lo + (span - 1)),
+            Self::Numbered(Numbered::Zipf { n, .. } | Numbered::Hot { n, .. }) => digits(n - 1),
+        }
+    }
+
     /// The numbered sampler, when the values are numbers.
     pub fn numbered(&self) -> Option<Numbered> {
         match self {
