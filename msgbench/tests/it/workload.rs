@@ -359,7 +359,13 @@ fn a_recorded_workload_keeps_each_class_as_a_benchmark_of_its_own() {
     .unwrap();
     let db = dir.join("h.db");
     let db_s = db.to_str().unwrap();
-    let out = run(&["run", file.to_str().unwrap(), "--history-file", db_s, "--no-progress"]);
+    let out = run(&[
+        "run",
+        file.to_str().unwrap(),
+        "--history-file",
+        db_s,
+        "--no-progress",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let out = run(&["history", "list", "--history", db_s, "--json", "-"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -371,7 +377,10 @@ fn a_recorded_workload_keeps_each_class_as_a_benchmark_of_its_own() {
     assert_eq!(names, ["tiny.a", "tiny.b"]);
     for r in runs {
         assert_eq!(r["labels"]["workload"], "tiny");
-        assert_eq!(Some(r["labels"]["class"].as_str().unwrap()), r["name"].as_str().unwrap().strip_prefix("tiny."));
+        assert_eq!(
+            Some(r["labels"]["class"].as_str().unwrap()),
+            r["name"].as_str().unwrap().strip_prefix("tiny.")
+        );
     }
     assert_ne!(runs[0]["benchmark"], runs[1]["benchmark"]);
 }
