@@ -37,18 +37,10 @@ pub fn emit(result: &RunResult, out: &Output) -> Result<()> {
     if let Some(path) = &out.markdown {
         write(path, Markdown.serialize(result), "--markdown");
     }
-    let text = Text.serialize(result);
-    // A closed pipe (`| head`) is not worth failing the run over; the files are already written.
-    if out.json_to_stdout() {
-        let _ = std::io::stderr().write_all(&text);
-        let mut stdout = std::io::stdout().lock();
-        let _ = stdout.write_all(&Json.serialize(result));
-        let _ = stdout.flush();
-    } else {
-        let mut stdout = std::io::stdout().lock();
-        let _ = stdout.write_all(&text);
-        let _ = stdout.flush();
-    }
+    show(
+        &Text.serialize(result),
+        out.json_to_stdout().then(|| Json.serialize(result)),
+    );
     match failed {
         Some(e) => Err(dest::rescued(e, &Json.serialize(result))),
         None => Ok(()),
@@ -70,19 +62,29 @@ pub fn emit_mix(mix: &crate::result::mix::MixResult, out: &crate::cli::OutputArg
         Some(path) => write_file(path, &doc, "--json").err(),
         None => None,
     };
-    if to_stdout {
-        let _ = std::io::stderr().write_all(&text);
-        let mut stdout = std::io::stdout().lock();
-        let _ = stdout.write_all(&doc);
-        let _ = stdout.flush();
-    } else {
-        let mut stdout = std::io::stdout().lock();
-        let _ = stdout.write_all(&text);
-        let _ = stdout.flush();
-    }
+    show(&text, to_stdout.then(|| doc.clone()));
     match failed {
         Some(e) => Err(dest::rescued(e, &doc)),
         None => Ok(()),
+    }
+}
+
+/// The report on stdout; or, with the JSON document there (`json`, for `--json -`), the report
+/// on stderr. A closed pipe (`| head`) is not worth failing the run over: the files are
+/// already written.
+fn show(text: &[u8], json: Option<Vec<u8>>) {
+    match json {
+        Some(doc) => {
+            let _ = std::io::stderr().write_all(text);
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(&doc);
+            let _ = stdout.flush();
+        }
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(text);
+            let _ = stdout.flush();
+        }
     }
 }
 

@@ -101,7 +101,8 @@ impl MixResult {
 
 /// The worst of several exit statuses, by the precedence one result's own status follows: an
 /// interruption, then a failure that ended a run (a lost connection, a refused server), then
-/// loss, a missed fault, a failed threshold, and success last.
+/// loss, a missed fault, a failed threshold, and success last. The classes of a workload and
+/// the runs of `--runs` are both judged by it.
 pub fn worst(codes: &[u8]) -> u8 {
     let judged = [
         exit::OK,

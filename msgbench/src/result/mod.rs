@@ -451,30 +451,20 @@ impl RunResult {
     /// run lost for good (which explains any loss that follows from it), then loss, then a
     /// fault asked for and never injected, then a failed threshold.
     pub fn exit_code(&self, allow_loss: bool) -> u8 {
-        // With several runs, the worst of them by the same precedence.
+        // With several runs, the worst of them by the same precedence. Thresholds are judged
+        // on the combined figures, not run by run.
         if let Some(runs) = &self.runs {
-            let codes: Vec<u8> = runs.runs.iter().map(|r| r.exit_status).collect();
-            let judged = [
-                exit::OK,
-                exit::LOSS,
-                exit::FAULT_MISSED,
-                exit::THRESHOLD,
-                exit::INTERRUPTED,
-            ];
-            let fatal = codes.iter().find(|c| !judged.contains(c));
-            return if self.interrupted || codes.contains(&exit::INTERRUPTED) {
-                exit::INTERRUPTED
-            } else if let Some(code) = fatal {
-                *code
-            } else if codes.contains(&exit::LOSS) {
-                exit::LOSS
-            } else if codes.contains(&exit::FAULT_MISSED) {
-                exit::FAULT_MISSED
-            } else if self.thresholds.iter().any(|t| !t.pass) {
-                exit::THRESHOLD
-            } else {
-                exit::OK
-            };
+            let mut codes: Vec<u8> = (runs.runs.iter())
+                .map(|r| r.exit_status)
+                .filter(|c| *c != exit::THRESHOLD)
+                .collect();
+            if self.interrupted {
+                codes.push(exit::INTERRUPTED);
+            }
+            if self.thresholds.iter().any(|t| !t.pass) {
+                codes.push(exit::THRESHOLD);
+            }
+            return mix::worst(&codes);
         }
         if self.interrupted {
             exit::INTERRUPTED
