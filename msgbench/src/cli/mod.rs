@@ -94,6 +94,10 @@ pub struct DiffArgs {
     /// Also write the comparison as JSON to FILE ('-' for stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// With workloads' results (`msgbench run WORKLOAD.yaml --json`): compare this class of
+    /// each.
+    #[arg(long, value_name = "NAME")]
+    pub class: Option<String>,
 }
 
 /// `5%`, `5` or `0.5%`: a percentage, returned as a fraction (0.05).

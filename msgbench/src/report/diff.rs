@@ -133,8 +133,8 @@ pub fn run(args: &DiffArgs) -> Result<u8> {
         .iter()
         .map(|m| Metric::parse(m).map_err(|why| Error::flag("--metric", m, why)))
         .collect::<Result<_>>()?;
-    let base = result_doc(&args.base)?;
-    let new = result_doc(&args.new)?;
+    let base = result_doc(&args.base, args.class.as_deref())?;
+    let new = result_doc(&args.new, args.class.as_deref())?;
     let metrics = if chosen.is_empty() {
         default_metrics(&base.value)
     } else {
@@ -174,7 +174,10 @@ pub fn run(args: &DiffArgs) -> Result<u8> {
     })
 }
 
-fn result_doc(path: &std::path::Path) -> Result<Doc> {
+fn result_doc(path: &std::path::Path, class: Option<&str>) -> Result<Doc> {
+    if let Some(class) = class {
+        return crate::report::load_class(path, class);
+    }
     let doc = load(path)?;
     let what = match doc.kind {
         DocKind::Result => return Ok(doc),

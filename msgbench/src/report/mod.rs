@@ -91,6 +91,56 @@ pub fn load_for_report(path: &Path) -> Result<Vec<Doc>> {
     Ok(docs)
 }
 
+/// `--class NAME`: that class's result in a workload's result file.
+///
+/// # Errors
+/// An unreadable file, one that is not a workload's result, a class it does not have or one
+/// that has no result, each named in one line.
+pub fn load_class(path: &Path, class: &str) -> Result<Doc> {
+    let text = std::fs::read(path)
+        .map_err(|e| Error::io(format!("cannot read '{}'", path.display()), e))?;
+    let v: Value = serde_json::from_slice(&text).map_err(|e| {
+        Error::Usage(format!(
+            "'{}' is not JSON ({e}); give a file written by --json",
+            path.display()
+        ))
+    })?;
+    if v.get("schema").and_then(Value::as_str) != Some(crate::result::mix::SCHEMA) {
+        return Err(Error::Usage(format!(
+            "--class picks a class of a workload's result, and '{}' is not one",
+            path.display()
+        )));
+    }
+    let classes = v["classes"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let Some(found) = classes.iter().find(|c| c["class"] == class) else {
+        let names: Vec<&str> = classes.iter().filter_map(|c| c["class"].as_str()).collect();
+        return Err(Error::Usage(format!(
+            "'{}' has no class '{class}' (its classes: {})",
+            path.display(),
+            names.join(", ")
+        )));
+    };
+    if !found["result"].is_object() {
+        return Err(Error::Usage(format!(
+            "class '{class}' of '{}' has no result: it failed before it measured anything",
+            path.display()
+        )));
+    }
+    let file = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    Ok(Doc {
+        path: path.to_path_buf(),
+        name: format!("{file}: {class}"),
+        kind: DocKind::Result,
+        value: found["result"].clone(),
+    })
+}
+
 /// Reads and identifies one file by its `schema` field.
 ///
 /// # Errors
@@ -115,8 +165,8 @@ pub fn load(path: &Path) -> Result<Doc> {
         }
         Some(crate::result::mix::SCHEMA) => {
             return Err(Error::Usage(format!(
-                "'{}' is a workload's result; report reads it, diff compares single results \
-                 (one class's is `jq '.classes[] | select(.class == \"NAME\") | .result'`)",
+                "'{}' is a workload's result: report reads it whole; diff compares one class \
+                 of two (--class NAME)",
                 path.display()
             )))
         }

@@ -126,6 +126,31 @@ fn four_classes_run_together_each_accounted_and_judged_and_the_worst_sets_the_st
         );
     }
 
+    // diff compares one class of two workload results; without --class it says how.
+    let diffed = run(&[
+        "diff",
+        saved.to_str().unwrap(),
+        saved.to_str().unwrap(),
+        "--class",
+        "pricing",
+        "--json",
+        "-",
+    ]);
+    assert!(diffed.status.success(), "{}", stderr(&diffed));
+    let d: serde_json::Value = serde_json::from_slice(&diffed.stdout).unwrap();
+    assert_eq!(d["base"]["scenario"], "request", "{d}");
+    assert_eq!(d["base"]["file"], "shop.json: pricing");
+    for (args, words) in [
+        (vec![], "--class NAME"),
+        (vec!["--class", "nosuch"], "no class 'nosuch'"),
+    ] {
+        let mut all = vec!["diff", saved.to_str().unwrap(), saved.to_str().unwrap()];
+        all.extend(args);
+        let out = run(&all);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains(words), "{}", stderr(&out));
+    }
+
     // The report names every class and the one that did not pass.
     let text = stderr(&out);
     for name in [
