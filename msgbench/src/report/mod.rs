@@ -68,10 +68,7 @@ pub fn load_for_report(path: &Path) -> Result<Vec<Doc>> {
         _ => return load(path).map(|d| vec![d]),
     };
     let value = value.unwrap_or_default();
-    let file = path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
+    let file = file_name(path);
     let docs: Vec<Doc> = value[list]
         .as_array()
         .map(Vec::as_slice)
@@ -97,14 +94,7 @@ pub fn load_for_report(path: &Path) -> Result<Vec<Doc>> {
 /// An unreadable file, one that is not a workload's result, a class it does not have or one
 /// that has no result, each named in one line.
 pub fn load_class(path: &Path, class: &str) -> Result<Doc> {
-    let text = std::fs::read(path)
-        .map_err(|e| Error::io(format!("cannot read '{}'", path.display()), e))?;
-    let v: Value = serde_json::from_slice(&text).map_err(|e| {
-        Error::Usage(format!(
-            "'{}' is not JSON ({e}); give a file written by --json",
-            path.display()
-        ))
-    })?;
+    let v = read_json(path)?;
     if v.get("schema").and_then(Value::as_str) != Some(crate::result::mix::SCHEMA) {
         return Err(Error::Usage(format!(
             "--class picks a class of a workload's result, and '{}' is not one",
@@ -129,15 +119,35 @@ pub fn load_class(path: &Path, class: &str) -> Result<Doc> {
             path.display()
         )));
     }
-    let file = path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
+    let file = file_name(path);
     Ok(Doc {
         path: path.to_path_buf(),
         name: format!("{file}: {class}"),
         kind: DocKind::Result,
         value: found["result"].clone(),
+    })
+}
+
+/// A file's name without its folder, for labels.
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+/// A result file read as JSON.
+///
+/// # Errors
+/// [`Error::Io`] when it cannot be read; [`Error::Usage`] naming the file when it is not JSON.
+fn read_json(path: &Path) -> Result<Value> {
+    let text = std::fs::read(path)
+        .map_err(|e| Error::io(format!("cannot read '{}'", path.display()), e))?;
+    serde_json::from_slice(&text).map_err(|e| {
+        Error::Usage(format!(
+            "'{}' is not JSON ({e}); give a file written by --json",
+            path.display()
+        ))
     })
 }
 
@@ -147,14 +157,7 @@ pub fn load_class(path: &Path, class: &str) -> Result<Doc> {
 /// [`Error::Io`] when it cannot be read; [`Error::Usage`] naming the file when it is not JSON
 /// or not a msgbench result, calibration or capacity search.
 pub fn load(path: &Path) -> Result<Doc> {
-    let text = std::fs::read(path)
-        .map_err(|e| Error::io(format!("cannot read '{}'", path.display()), e))?;
-    let value: Value = serde_json::from_slice(&text).map_err(|e| {
-        Error::Usage(format!(
-            "'{}' is not JSON ({e}); give a file written by --json",
-            path.display()
-        ))
-    })?;
+    let value = read_json(path)?;
     let kind = match value.get("schema").and_then(Value::as_str) {
         Some(crate::result::SCHEMA) => DocKind::Result,
         Some(crate::result::compare::SCHEMA) => {
@@ -188,10 +191,7 @@ pub fn load(path: &Path) -> Result<Doc> {
         )))
         }
     };
-    let name = path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
+    let name = file_name(path);
     Ok(Doc {
         path: path.to_path_buf(),
         name,
