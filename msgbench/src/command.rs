@@ -12,7 +12,7 @@ use clap::error::ErrorKind;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::cli::{
-    AgentArgs, CalibrateArgs, CompletionsArgs, DemoArgs, DiffArgs, HistoryArgs, ManArgs,
+    AgentArgs, CalibrateArgs, CaptureArgs, CompletionsArgs, DemoArgs, DiffArgs, HistoryArgs, ManArgs,
     OutputArgs, ReportArgs, RunArgs, SearchArgs,
 };
 use crate::plan::Plan;
@@ -51,6 +51,10 @@ pub enum Command {
     /// Find the highest rate a scenario sustains within its SLO (--slo 'p99<5ms'): an
     /// exponential search, then a bisection, each rate probed --probe-runs times.
     Capacity(CapacityCommand),
+    /// Watch a live NATS system for a while and write the workload file that reproduces its
+    /// traffic (subject patterns, rates, sizes, services, streams; never a payload);
+    /// `capture diff A B` compares two captures.
+    Capture(CaptureArgs),
     /// Run one scenario through several client libraries (the native engine and drivers in
     /// Go, Node.js, Python, Rust, Java) on one server and show them side by side.
     Compare(CompareCommand),

@@ -11,6 +11,7 @@
 //! (msgbench/tests/layers.rs keeps them so).
 
 mod capacity;
+mod capture;
 pub mod cli;
 pub mod command;
 mod compare;
@@ -267,6 +268,7 @@ fn run_tool(command: Command, stop: &AtomicBool) -> Result<u8> {
             }
         }
         Command::Agent(a) => dist::agent::run(&a, stop),
+        Command::Capture(a) => capture::run(&a, stop),
         Command::Diff(a) => {
             check_files(&[("--json", a.json.as_ref())])?;
             report::diff::run(&a)

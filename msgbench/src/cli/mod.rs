@@ -16,6 +16,7 @@ use serde::Serialize;
 
 mod agent;
 mod capacity;
+mod capture;
 mod history;
 mod modes;
 mod pace;
@@ -23,6 +24,7 @@ mod shell;
 
 pub use agent::{AgentAction, AgentArgs, KeygenArgs};
 pub use capacity::{MixSearchArgs, SearchArgs};
+pub use capture::{CaptureAction, CaptureArgs, CaptureDiffArgs, WatchArgs};
 pub use history::{
     CheckArgs, ExportArgs, ExportFormat, HistoryAction, HistoryArgs, ImportArgs, ListArgs,
     ReportSeriesArgs, SeriesArgs, ShowArgs, StoreArgs, TrendArgs,

@@ -85,6 +85,12 @@ fn snapshot() -> Snapshot {
     }
 }
 
+/// CPU time of the whole process so far (user and system), in nanoseconds; `None` where the
+/// kernel does not say.
+pub fn process_cpu_ns() -> Option<u64> {
+    Some(process_ns()).filter(|&n| n > 0)
+}
+
 /// CPU time of the whole process (user and system), in nanoseconds.
 fn process_ns() -> u64 {
     // SAFETY: rusage is plain data the kernel fills in.

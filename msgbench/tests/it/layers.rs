@@ -47,6 +47,7 @@ const LAYERS: &[(u8, &str)] = &[
     (12, "session"),
     (13, "dist"),
     (13, "capacity"),
+    (13, "capture"),
     (13, "compare"),
     (14, "command"),
     (14, "app"),

@@ -12,6 +12,7 @@ mod agents_metrics;
 mod agents_netns;
 mod auth;
 mod batched_writes;
+mod capture;
 mod browser;
 mod capacity;
 mod cluster;

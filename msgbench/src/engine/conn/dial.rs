@@ -331,6 +331,41 @@ impl Conn {
         self.confirm(sub, timeout, "subscribing")
     }
 
+    /// As [`Conn::subscribe_and_confirm`], and returns the text of the first `-ERR` the server
+    /// sent before its PONG (a permissions violation names the subject it refused), or `None`
+    /// when it took every subscription.
+    ///
+    /// # Errors
+    /// [`Error::Connect`] when the server does not answer within `timeout`.
+    pub fn subscribe_checked(&mut self, sub: &[u8], timeout: Duration) -> Result<Option<String>> {
+        self.shared.remember_sub(sub);
+        let mut out = sub.to_vec();
+        proto::encode_ping(&mut out);
+        self.shared.write_all(&out).map_err(|_| Error::Connect {
+            url: self.url.to_string(),
+            reason: "connection lost while subscribing".into(),
+        })?;
+        let shared = &self.shared;
+        let mut refused = None;
+        self.reader
+            .until(Instant::now() + timeout, |op| match op {
+                ServerOp::Pong => true,
+                ServerOp::Ping => {
+                    let _ = shared.write_all(b"PONG\r\n");
+                    false
+                }
+                ServerOp::Err(text) => {
+                    refused.get_or_insert_with(|| {
+                        String::from_utf8_lossy(text).trim().trim_matches('\'').to_string()
+                    });
+                    false
+                }
+                _ => false,
+            })
+            .map_err(|e| handshake_error(e, &self.url, "subscribing"))?;
+        Ok(refused)
+    }
+
     /// Sends `cmd` then PING and waits for the PONG: when it returns, the server has processed
     /// `cmd`.
     fn confirm(&mut self, cmd: &[u8], timeout: Duration, doing: &str) -> Result<()> {

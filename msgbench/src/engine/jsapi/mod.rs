@@ -373,7 +373,6 @@ impl Api {
     /// # Errors
     /// [`Error::JetStream`] with the server's reason; [`Error::Connect`] when no server answers
     /// within the timeout.
-    #[allow(dead_code)] // until a scenario needs one: the object store's calls come next
     pub fn call_json(&mut self, api: &str, body: &[u8]) -> Result<Value> {
         self.call(api, body)
     }

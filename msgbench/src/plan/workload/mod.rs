@@ -27,6 +27,7 @@ use super::{Plan, Validated};
 mod checks;
 mod yaml;
 
+pub use checks::MAX_CLASSES;
 pub use yaml::Ordered;
 
 /// The schema name a workload document carries.
