@@ -1,5 +1,6 @@
 //! What a sender draws per message: its payload size ([`size`]), the key it uses or its
-//! subject's tokens ([`token`], [`subject`]), from one seeded source.
+//! subject's tokens ([`token`], [`subject`]), from one seeded source; and how far apart two
+//! size distributions are ([`ks`]).
 //!
 //! Every draw is a function of (seed, purpose, sender, message number) and nothing else: the
 //! generator for message `seq` is seeded by hashing those four, so the same seed gives the same
@@ -14,10 +15,12 @@ use std::convert::Infallible;
 
 use crate::stats::faults::SplitMix;
 
+pub mod ks;
 pub mod size;
 pub mod subject;
 pub mod token;
 
+pub use ks::ks_distance;
 pub use size::{SenderSizes, SizeDist, Sizes};
 pub use subject::{NamedToken, Template};
 pub use token::{Numbered, TokenDist};

@@ -1,6 +1,7 @@
 //! Payload sizes: one fixed size (`--size 128`, what it always was), or a distribution drawn
-//! per message: uniform over a range, a weighted list, a lognormal given by its median and P99,
-//! or a histogram file (the format `capture` writes, [`HistFile`]).
+//! per message: uniform over a range, a weighted list (whose items may be ranges, drawn
+//! uniformly within: a histogram written inline, as `capture` writes it so a workload file
+//! stands alone), a lognormal given by its median and P99, or a histogram file ([`HistFile`]).
 //!
 //! Parsing ([`SizeDist`]) only reads the text, so clap can refuse a bad value with the flag's
 //! name; building the sampler ([`Sizes::build`]) reads a histogram file and checks the sizes
@@ -42,10 +43,12 @@ pub enum SizeDist {
         lo: usize,
         hi: usize,
     },
-    /// `64B:70%,1KiB:25%,64KiB:5%`: the weights are percentages adding up to 100.
+    /// `64B:70%,1KiB:25%,64KiB:5%`: the weights are percentages adding up to 100. An item
+    /// is a size or a range `LO..HI` (both included, drawn uniformly within), kept as
+    /// `(LO, HI)` (a size is `(N, N)`).
     Weighted {
         text: String,
-        items: Vec<(usize, f64)>,
+        items: Vec<((usize, usize), f64)>,
     },
     /// `lognormal:MEDIAN:P99[:MAX]`.
     LogNormal {
@@ -136,6 +139,18 @@ fn bounded(s: &str) -> Result<usize, String> {
     Ok(n)
 }
 
+/// An item of a weighted list: a size, or `LO..HI` with both ends sizes and LO at most HI.
+fn size_or_range(s: &str) -> Result<(usize, usize), String> {
+    let Some((lo, hi)) = s.split_once("..") else {
+        return bounded(s).map(|n| (n, n));
+    };
+    let (lo, hi) = (bounded(lo.trim())?, bounded(hi.trim())?);
+    if hi < lo {
+        return Err(format!("range '{s}': HI is below LO"));
+    }
+    Ok((lo, hi))
+}
+
 fn lognormal(t: &str, rest: &str) -> Result<SizeDist, String> {
     let parts: Vec<&str> = rest.split(':').collect();
     if !(2..=3).contains(&parts.len()) {
@@ -167,7 +182,7 @@ fn lognormal(t: &str, rest: &str) -> Result<SizeDist, String> {
 }
 
 fn weighted(t: &str) -> Result<SizeDist, String> {
-    let items = weights(t, bounded)?;
+    let items = weights(t, size_or_range)?;
     Ok(SizeDist::Weighted {
         text: t.to_string(),
         items,
@@ -273,7 +288,7 @@ pub enum Sizes {
         span: u64,
     },
     /// A weighted list, or a histogram's buckets: one is drawn by its weight (Vose's alias
-    /// table), then a size uniformly within it (a list's items are one size wide).
+    /// table), then a size uniformly within it (a list's plain sizes are one size wide).
     Ranges {
         ranges: Vec<(usize, u64)>,
         weights: Vec<f64>,
@@ -302,9 +317,7 @@ impl Sizes {
                 lo: *lo,
                 span: (*hi - *lo) as u64 + 1,
             },
-            SizeDist::Weighted { items, .. } => {
-                Self::ranges(items.iter().map(|&(n, w)| ((n, n), w)).collect())?
-            }
+            SizeDist::Weighted { items, .. } => Self::ranges(items.clone())?,
             SizeDist::Hist(path) => {
                 let h = HistFile::read(path)?;
                 Self::ranges(

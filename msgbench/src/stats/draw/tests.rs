@@ -46,6 +46,30 @@ fn a_weighted_list_of_sizes_draws_each_by_its_weight() {
 }
 
 #[test]
+fn a_weighted_list_of_ranges_draws_each_by_its_weight_and_evenly_within() {
+    let s = sizes("16..63:60.5%,64:30%,1000..2000:9.5%", 16);
+    let c = counts(|g| s.draw(g));
+    let share = |r: std::ops::RangeInclusive<usize>| {
+        r.clone()
+            .map(|n| c.get(&n).copied().unwrap_or(0))
+            .sum::<u64>()
+    };
+    within(share(16..=63), 0.605, "16..63");
+    within(c[&64], 0.30, "64");
+    within(share(1000..=2000), 0.095, "1000..2000");
+    assert_eq!(share(16..=63) + c[&64] + share(1000..=2000), DRAWS);
+    // Evenly within a range: each half of 16..63 takes half its weight.
+    within(share(16..=39), 0.605 / 2.0, "16..39");
+    within(share(1000..=1499), 0.095 * 500.0 / 1001.0, "1000..1499");
+    assert_eq!((s.min(), s.max()), (16, 2000));
+    let mean = 0.605 * 39.5 + 0.30 * 64.0 + 0.095 * 1500.0;
+    assert!((s.mean() - mean).abs() < 1e-6, "{}", s.mean());
+    // A range's ends are sizes as --size reads them.
+    let kib = sizes("1KiB..2KiB:50%,64B:50%", 16);
+    assert_eq!((kib.min(), kib.max()), (64, 2048));
+}
+
+#[test]
 fn uniform_sizes_cover_the_range_evenly() {
     let s = sizes("uniform:16..25", 16);
     let c = counts(|g| s.draw(g));
@@ -164,6 +188,10 @@ fn bad_values_say_what_is_wrong() {
     assert!(size("uniform:4KiB..1KiB").contains("below LO"));
     assert!(size("64B:70,1KiB:30%").contains("needs a %"));
     assert!(size("hist:").contains("needs a file"));
+    assert!(size("63..16:50%,64:50%").contains("range '63..16': HI is below LO"));
+    assert!(size("16..65MiB:50%,64:50%").contains("over 64 MiB"));
+    assert!(size("16..x:50%,64:50%").contains("x"));
+    assert!(size("16..63:60%,64:30%").contains("add up to 90%"));
     let built = |s: &str, floor| Sizes::build(&SizeDist::parse(s).unwrap(), floor).unwrap_err();
     assert!(built("hist:/nonexistent/sizes.json", 16).contains("cannot read"));
     assert!(built("8B:50%,1KiB:50%", 16).contains("below the 16-byte stamp"));
