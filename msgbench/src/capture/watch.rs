@@ -255,12 +255,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn buckets_are_exact_below_128_then_about_a_sixty_fourth_of_their_size() {
+    fn buckets_are_exact_below_128_then_a_sixty_fourth_of_their_power_of_two() {
         assert_eq!(bucket(5), (5, 5));
         assert_eq!(bucket(127), (127, 127));
         assert_eq!(bucket(128), (128, 129));
-        assert_eq!(bucket(1000), (992, 1007));
-        assert_eq!(bucket(1007), (992, 1007));
+        // 512 … 1023 is 64 buckets of 8 bytes.
+        assert_eq!(bucket(1000), (1000, 1007));
+        assert_eq!(bucket(1007), (1000, 1007));
+        assert_eq!(bucket(999), (992, 999));
         let (lo, hi) = bucket(1_000_000);
         assert!(lo <= 1_000_000 && 1_000_000 <= hi);
         assert!(f64::from(hi - lo + 1) / f64::from(lo) < 0.016);
