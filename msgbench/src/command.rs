@@ -346,6 +346,18 @@ fn workload_search(name: &str, sub: &ArgMatches) -> Result<CapacityCommand, clap
         .get_many::<std::ffi::OsString>("")
         .map(|v| v.cloned().collect())
         .unwrap_or_default();
+    // A search scales the classes' mean rates; a curve replayed would be another load.
+    if args
+        .iter()
+        .any(|a| a.to_string_lossy().starts_with("--time-warp"))
+    {
+        return Err(clap::Error::raw(
+            ErrorKind::ArgumentConflict,
+            "--time-warp does not apply to a search: capacity scales every class's mean rate \
+             (its `rate`) by one factor, not its captured curve; run the curve with `msgbench \
+             run WORKLOAD.yaml --time-warp F`",
+        ));
+    }
     let m = workload_search_command().try_get_matches_from(args)?;
     Ok(CapacityCommand::Workload {
         file: PathBuf::from(name),

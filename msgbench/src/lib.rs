@@ -102,6 +102,13 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
                         .into(),
                 ))
             }
+            plan::workload::Document::Plan(_) if a.time_warp.is_some() => {
+                return Err(error::Error::Usage(
+                    "--time-warp replays a workload's captured curves; a plan of one scenario \
+                     follows its own --rate-schedule"
+                        .into(),
+                ))
+            }
             plan::workload::Document::Plan(mut plan) => {
                 *plan.out_mut() = a.out;
                 *plan
@@ -109,6 +116,9 @@ pub fn run(cli: Cli, stop: &AtomicBool) -> Result<u8> {
             plan::workload::Document::Workload(mut w) => {
                 if let Some(f) = a.scale {
                     w.scale(f)?;
+                }
+                if let Some(f) = a.time_warp {
+                    w.warp(f)?;
                 }
                 return workload(w, &a.out, stop);
             }

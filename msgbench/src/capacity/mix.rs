@@ -371,6 +371,7 @@ impl MixSearch<'_> {
                     name: c.name.clone(),
                     plan,
                     slo: c.slo.clone(),
+                    curve: None,
                 };
                 Ok((class, v, s))
             })

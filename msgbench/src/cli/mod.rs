@@ -47,6 +47,11 @@ pub struct RunArgs {
     /// A workload at a scale: every class's rate times FACTOR (2: twice today's traffic).
     #[arg(long, value_name = "FACTOR", value_parser = parse_rate)]
     pub scale: Option<f64>,
+    /// A workload's captured curves replayed at FACTOR× speed: each class's rate in each
+    /// captured second (its `curve`) instead of its mean, each second lasting 1/FACTOR s (10:
+    /// ten minutes in one).
+    #[arg(long, value_name = "FACTOR", value_parser = parse_rate)]
+    pub time_warp: Option<f64>,
     #[command(flatten)]
     pub out: OutputArgs,
 }

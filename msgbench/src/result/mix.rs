@@ -22,6 +22,9 @@ pub struct MixResult {
     pub workload: String,
     /// `--scale`: every class's rate was its file's times this; null when run as written.
     pub scale: Option<f64>,
+    /// `--time-warp`: the classes' captured curves were replayed at this speed (each captured
+    /// second lasting 1/F s) instead of their mean rates; null when not given.
+    pub time_warp: Option<f64>,
     /// Wall-clock start of every class, RFC 3339 UTC.
     pub started_at: String,
     /// True when SIGINT/SIGTERM cut the run short; figures cover what ran.
@@ -79,6 +82,7 @@ impl MixResult {
     pub fn new(
         workload: String,
         scale: Option<f64>,
+        time_warp: Option<f64>,
         started_at: String,
         plan: serde_json::Value,
         classes: Vec<ClassResult>,
@@ -90,6 +94,7 @@ impl MixResult {
             tool: ToolInfo::default(),
             workload,
             scale,
+            time_warp,
             started_at,
             interrupted,
             plan,

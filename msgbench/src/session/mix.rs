@@ -134,6 +134,7 @@ pub fn run(
     let mix = MixResult::new(
         workload.name.clone(),
         workload.scale,
+        workload.time_warp,
         started_at,
         workload.recorded(),
         classes,

@@ -49,9 +49,12 @@ pub fn mix(m: &MixResult) -> Vec<u8> {
 /// The classes side by side, each figure as the class's report gives it (`—`: not measured),
 /// then the verdict line.
 fn table(o: &mut String, m: &MixResult) {
-    let scale = m
+    let mut scale = m
         .scale
         .map_or_else(String::new, |f| format!(", every rate ×{f}"));
+    if let Some(f) = m.time_warp {
+        scale.push_str(&format!(", captured curves at {f}× speed"));
+    }
     let _ = writeln!(
         o,
         "Workload {}: {} classes from one start at {}{scale}",

@@ -173,3 +173,29 @@ pub fn unpaced(doc: &Map<String, Value>) -> bool {
 pub const NO_RATE: &str = "no rate: beside other classes, a class's publishers are paced \
                            (`rate: 5000`, or `rate_schedule`), or one class would take the machine \
                            from the others";
+
+/// The refusal of a class with a curve and no rate.
+pub const CURVE_NO_RATE: &str = "curve without a rate: give the class its rate too (the \
+                                 curve's mean, as capture writes it), what a run without \
+                                 --time-warp sends at";
+
+/// A class with a `curve` follows it on a schedule of its rate, so its scenario must send on
+/// one (`pace`), at a `rate` of its own (the plain run's, the curve's mean as `capture` writes
+/// it), and not on a `rate_schedule` already.
+pub fn curve_paced(plan: &mut super::Plan) -> Result<(), String> {
+    let name = plan.name().replace('.', " ");
+    match plan.pace_mut() {
+        None => Err(format!(
+            "curve: a `{name}` class has no paced rate to follow a curve with (reply, obj, \
+             conns and js consume run as they are asked); give the curve to a class that sends \
+             at a rate"
+        )),
+        Some(p) if p.rate_schedule.is_some() => Err(
+            "curve beside rate_schedule: a class follows one or the other (--time-warp makes \
+             the curve its schedule)"
+                .into(),
+        ),
+        Some(p) if p.rate <= 0.0 => Err(CURVE_NO_RATE.into()),
+        Some(_) => Ok(()),
+    }
+}

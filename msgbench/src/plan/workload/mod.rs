@@ -13,6 +13,10 @@
 //!
 //! The file is YAML ([`yaml`]), the format load tools' workloads are written in, with
 //! comments; the printed form is the same document as JSON.
+//!
+//! A paced class may carry the rate it had in each second of a capture (`curve`, [`curve`]):
+//! a plain run sends at its `rate` (capture writes the curve's mean there); `--time-warp F`
+//! replays the curve instead, each captured second lasting 1/F s, as the class's rate schedule.
 
 use std::path::Path;
 
@@ -25,6 +29,7 @@ use crate::scenario::registry;
 use super::{Plan, Validated};
 
 mod checks;
+pub mod curve;
 mod yaml;
 
 pub use checks::MAX_CLASSES;
@@ -43,6 +48,8 @@ pub struct Workload {
     pub classes: Vec<Class>,
     /// The `--scale` its rates were multiplied by, if any.
     pub scale: Option<f64>,
+    /// The `--time-warp` its classes' curves were replayed at, if any.
+    pub time_warp: Option<f64>,
 }
 
 /// One class of a workload: its plan (with the shared connection and duration filled in) and
@@ -52,6 +59,9 @@ pub struct Class {
     pub name: String,
     pub plan: Plan,
     pub slo: Vec<Threshold>,
+    /// Its messages per second in each second of a capture (`curve`), replayed by
+    /// `--time-warp`; its plan's `rate` is what a plain run sends at.
+    pub curve: Option<Vec<f64>>,
 }
 
 /// What `msgbench run FILE` holds: one plan, or a workload.
@@ -161,6 +171,7 @@ impl Workload {
             name,
             classes,
             scale: None,
+            time_warp: None,
         })
     }
 
@@ -194,8 +205,43 @@ impl Workload {
                 ));
             }
             pace.rate *= factor;
+            for r in c.curve.iter_mut().flatten() {
+                *r *= factor;
+            }
         }
         self.scale = Some(self.scale.unwrap_or(1.0) * factor);
+        Ok(())
+    }
+
+    /// Replays each class's curve instead of its mean rate (`--time-warp`): each captured
+    /// second lasts 1/`factor` s, at the captured rate. A class with a curve follows it as its
+    /// rate schedule (a curve longer than the schedule's stages merged into equal stages),
+    /// which sets its length too: its own `duration` or `msgs` is not read. The curve itself
+    /// is then the schedule's, so the class no longer carries it (its printed form is the
+    /// schedule, which reads back). Classes without a curve run as written.
+    ///
+    /// # Errors
+    /// A factor that is not positive and finite, or a workload no class of which has a curve.
+    pub fn warp(&mut self, factor: f64) -> Result<()> {
+        let refuse = |why: String| Error::flag("--time-warp", &factor.to_string(), why);
+        if !(factor > 0.0 && factor.is_finite()) {
+            return Err(refuse("must be more than 0".into()));
+        }
+        if self.classes.iter().all(|c| c.curve.is_none()) {
+            return Err(refuse(format!(
+                "replays the classes' captured curves, and no class of workload '{}' has                  one (`curve: [r0, r1, …]`, as `msgbench capture` writes)",
+                self.name
+            )));
+        }
+        for c in &mut self.classes {
+            let Some(points) = c.curve.take() else {
+                continue;
+            };
+            let spec = curve::schedule(&curve::stages(&points, factor));
+            c.plan = scheduled(&c.plan, spec)
+                .map_err(|why| refuse(format!("class '{}': {why}", c.name)))?;
+        }
+        self.time_warp = Some(factor);
         Ok(())
     }
 
@@ -277,6 +323,7 @@ impl Class {
             format!("scenario '{scenario}' is not one msgbench runs (such as pub, js pub, kv get)")
         })?;
         let slo = checks::slo(doc.remove("slo"))?;
+        let curve = doc.remove("curve").map(|v| curve::read(&v)).transpose()?;
         match doc.remove("schema") {
             None => {}
             Some(Value::String(s)) if s == super::SCHEMA => {}
@@ -286,17 +333,24 @@ impl Class {
         let rateless = shared.apply(&cmd, &mut doc)?;
         doc.insert("schema".into(), super::SCHEMA.into());
         doc.insert("scenario".into(), scenario.into());
+        if rateless && curve.is_some() {
+            return Err(checks::CURVE_NO_RATE.into());
+        }
         if rateless && !alone && checks::unpaced(&doc) {
             return Err(checks::NO_RATE.into());
         }
-        let plan = Plan::from_json(&Value::Object(doc)).map_err(|e| match e {
+        let mut plan = Plan::from_json(&Value::Object(doc)).map_err(|e| match e {
             Error::Usage(m) => m.trim_start_matches("plan: ").to_string(),
             other => other.to_string(),
         })?;
+        if curve.is_some() {
+            checks::curve_paced(&mut plan)?;
+        }
         Ok(Self {
             name: name.to_string(),
             plan,
             slo,
+            curve,
         })
     }
 
@@ -317,9 +371,33 @@ impl Class {
                 .map(|t| Value::from(t.to_string()))
                 .collect(),
         );
+        if let Some(c) = &self.curve {
+            out.insert("curve".into(), c.iter().map(|&r| Value::from(r)).collect());
+        }
         out.extend(std::mem::take(obj));
         Value::Object(out)
     }
+}
+
+/// `plan` on the rate schedule `spec`, read back through the plan's own parser: its rate and
+/// its stop (`duration`, `msgs`, `requests`), which the schedule replaces, are left out, so the
+/// plan prints as it runs and reads back.
+fn scheduled(plan: &Plan, spec: String) -> std::result::Result<Plan, String> {
+    let mut doc = plan.document();
+    let replaced = ["rate", "rate_schedule", "duration", "msgs", "requests"];
+    if let Some(obj) = doc.as_object_mut() {
+        obj.retain(|k, _| !replaced.contains(&k.as_str()));
+        for group in obj.values_mut().filter_map(Value::as_object_mut) {
+            group.retain(|k, _| !replaced.contains(&k.as_str()));
+        }
+        obj.insert("rate_schedule".into(), spec.into());
+    }
+    let mut warped = Plan::from_json(&doc).map_err(|e| match e {
+        Error::Usage(m) => m.trim_start_matches("plan: ").to_string(),
+        other => other.to_string(),
+    })?;
+    *warped.out_mut() = plan.out().clone();
+    Ok(warped)
 }
 
 /// A class's name and its keys as written.
