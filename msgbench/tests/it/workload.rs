@@ -409,3 +409,133 @@ fn a_recorded_workload_keeps_each_class_as_a_benchmark_of_its_own() {
     }
     assert_ne!(runs[0]["benchmark"], runs[1]["benchmark"]);
 }
+
+/// A captured curve replayed: `--time-warp 0.5` plays each captured second over two, so each
+/// of the curve's two rates holds for two of the timeline's one-second ticks, and one tick lies
+/// wholly inside each whatever the moment the class started sending (its connect) within the
+/// workload's first second.
+#[test]
+fn a_captured_curve_is_replayed_second_by_second_at_the_warp() {
+    let s = TestServer::start();
+    let dir = support::scratch_dir("workload-warp");
+    let file = dir.join("w.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "duration: 10s\nconn: {{server: {}}}\nclasses:\n  feed:\n    scenario: pub\n    \
+             rate: 600\n    subject: wl.warp\n    curve: [200, 1000]\n  calls:\n    \
+             scenario: request\n    rate: 50\n    msgs: 60\n    subject: wl.warp.calls\n",
+            s.url
+        ),
+    )
+    .unwrap();
+    let saved = dir.join("r.json");
+    let out = run(&[
+        "run",
+        file.to_str().unwrap(),
+        "--time-warp",
+        "0.5",
+        "--json",
+        saved.to_str().unwrap(),
+        "--no-progress",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The text report's header says it, beside the scale.
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("captured curves at 0.5× speed"), "{text}");
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&saved).unwrap()).unwrap();
+    let errors = schema_errors_in("workload-result-v1.schema.json", &doc);
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(doc["time_warp"], 0.5);
+    assert_eq!(doc["scale"], serde_json::Value::Null);
+    let feed = &class(&doc, "feed")["result"];
+    assert_eq!(feed["plan"]["load"]["rate_schedule"], "100@2s,500@2s");
+    // The curve's 200 + 1000 messages, not the file's 10 s at 600/s.
+    assert_eq!(
+        u(&feed["throughput"]["msgs"]),
+        1200,
+        "{}",
+        feed["throughput"]
+    );
+    let ticks = feed["timeline"]["ticks"].as_array().unwrap();
+    let at = |t: &serde_json::Value, k: &str| t[k].as_f64().unwrap();
+    // The class's schedule started `o` into the workload, and ended 4 s later.
+    let o = at(ticks.last().unwrap(), "t_s") - 4.0;
+    assert!((0.0..1.0).contains(&o), "started {o} s in: {ticks:?}");
+    let mut seen = [false; 2];
+    for t in ticks {
+        let (end, span) = (at(t, "t_s"), at(t, "span_s"));
+        let start = end - span;
+        for (k, (from, to, rate)) in [(o, o + 2.0, 100.0), (o + 2.0, o + 4.0, 500.0)]
+            .into_iter()
+            .enumerate()
+        {
+            if span > 0.9 && start >= from && end <= to {
+                let got = at(t, "sent_per_sec");
+                assert!(
+                    (got - rate).abs() <= 0.1 * rate,
+                    "second {start:.2}–{end:.2}: {got}/s against the curve's {rate}/s"
+                );
+                seen[k] = true;
+            }
+        }
+    }
+    assert_eq!(seen, [true, true], "no whole tick in a stage: {ticks:?}");
+    // A class without a curve runs as written.
+    let calls = &class(&doc, "calls")["result"];
+    assert_eq!(calls["plan"]["rate"], 50.0, "{}", calls["plan"]);
+    assert_eq!(calls["plan"]["rate_schedule"], serde_json::Value::Null);
+    assert_eq!(u(&calls["delivery"]["sent"]), 60);
+}
+
+#[test]
+fn a_time_warp_with_nothing_to_replay_is_one_line_before_anything_runs() {
+    let dir = support::scratch_dir("workload-warp-bad");
+    let plain = dir.join("plain.yaml");
+    std::fs::write(&plain, duo("nats://127.0.0.1:1", "errors==0")).unwrap();
+    let curved = dir.join("curved.yaml");
+    std::fs::write(
+        &curved,
+        "conn: {server: nats://127.0.0.1:1}\nclasses:\n  a:\n    scenario: pub\n    rate: 5\n    \
+         curve: [1, 9]\n",
+    )
+    .unwrap();
+    let plan = dir.join("p.json");
+    std::fs::write(&plan, run(&["pub", "--print-plan"]).stdout).unwrap();
+    let (p, c, f) = (
+        plain.to_str().unwrap(),
+        curved.to_str().unwrap(),
+        plan.to_str().unwrap(),
+    );
+    let cases: [(&[&str], &[&str]); 5] = [
+        (
+            &["run", p, "--time-warp", "2"],
+            &["--time-warp", "no class"],
+        ),
+        (
+            &["run", f, "--time-warp", "2"],
+            &["--time-warp", "one scenario"],
+        ),
+        (
+            &["run", c, "--time-warp", "0"],
+            &["--time-warp", "more than 0"],
+        ),
+        (
+            &["capacity", c, "--time-warp", "2"],
+            &["--time-warp", "mean rate"],
+        ),
+        (
+            &["capacity", c, "--time-warp=2"],
+            &["--time-warp", "does not apply to a search"],
+        ),
+    ];
+    for (args, words) in cases {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        for w in words {
+            assert!(err.contains(w), "{args:?}: '{w}' not in {err}");
+        }
+    }
+}

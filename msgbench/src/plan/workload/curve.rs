@@ -12,7 +12,10 @@
 
 use serde_json::Value;
 
+use std::time::Duration;
+
 use crate::stats::schedule::MAX_STAGES;
+use crate::values::ser::text;
 
 /// Points in a curve at most: a day of seconds.
 pub const MAX_POINTS: usize = 86_400;
@@ -92,12 +95,13 @@ pub fn stages(curve: &[f64], warp: f64) -> Vec<(f64, u64)> {
         .collect()
 }
 
-/// The stages as a list rate schedule, `R@Dns,…`: lengths in whole nanoseconds, so that any
-/// warp (a third of a second included) is written exactly as the schedule's parser reads it.
+/// The stages as a list rate schedule, `R@D,…`: each length in the largest unit that holds it
+/// whole (`500ms`; a third of a second is `333333333ns`), so that any warp is written exactly
+/// as the schedule's parser reads it.
 pub fn schedule(stages: &[(f64, u64)]) -> String {
     stages
         .iter()
-        .map(|(r, ns)| format!("{r}@{ns}ns"))
+        .map(|&(r, ns)| format!("{r}@{}", text(Duration::from_nanos(ns))))
         .collect::<Vec<_>>()
         .join(",")
 }

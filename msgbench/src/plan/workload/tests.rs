@@ -259,7 +259,7 @@ fn scale_multiplies_the_curve_with_the_rate() {
     w.warp(2.0).unwrap();
     assert_eq!(
         schedule_of(&w.classes[0]).as_deref(),
-        Some("800@500000000ns,4000@500000000ns,0@500000000ns,2402@500000000ns")
+        Some("800@500ms,4000@500ms,0@500ms,2402@500ms")
     );
     assert_eq!((w.scale, w.time_warp), (Some(2.0), Some(2.0)));
 }
@@ -272,7 +272,7 @@ fn a_warp_makes_each_curve_its_class_schedule_and_leaves_the_others_as_written()
     let feed = &w.classes[0];
     assert_eq!(
         schedule_of(feed).as_deref(),
-        Some("200@1000000000ns,1000@1000000000ns,0@1000000000ns,600.5@1000000000ns")
+        Some("200@1s,1000@1s,0@1s,600.5@1s")
     );
     // The schedule sets the class's length: its own count and the shared duration are gone.
     let doc = feed.plan.document();
@@ -291,7 +291,11 @@ fn a_warp_makes_each_curve_its_class_schedule_and_leaves_the_others_as_written()
     let mut slow = read(CURVED).unwrap();
     slow.warp(0.1).unwrap();
     let s = schedule_of(&slow.classes[0]).unwrap();
-    assert!(s.starts_with("20@10000000000ns,100@10000000000ns,"), "{s}");
+    assert!(s.starts_with("20@10s,100@10s,"), "{s}");
+    let mut third = read(CURVED).unwrap();
+    third.warp(3.0).unwrap();
+    let s = schedule_of(&third.classes[0]).unwrap();
+    assert!(s.starts_with("600@333333333ns,3000@333333333ns,"), "{s}");
 }
 
 #[test]

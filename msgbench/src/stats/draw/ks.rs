@@ -138,13 +138,11 @@ impl Cdf {
         match self {
             Self::Ranges(r) => Piece::Linear(
                 r.iter()
-                    .filter(|&&(a, b, _)| a <= hi && b >= lo + 1)
+                    .filter(|&&(a, b, _)| a <= hi && b > lo)
                     .map(|&(a, b, w)| w / (b - a + 1) as f64)
                     .sum(),
             ),
-            Self::LogNormal { dist, lo: l, hi: h } if *l <= lo && hi <= h - 1 => {
-                Piece::Smooth(dist)
-            }
+            Self::LogNormal { dist, lo: l, hi: h } if *l <= lo && hi < *h => Piece::Smooth(dist),
             Self::LogNormal { .. } => Piece::Linear(0.0),
         }
     }
