@@ -84,20 +84,27 @@ def capture(msgbench: str, url: str, seconds: int, out: Path, extra: list[str] =
 
 def classes(path: Path) -> dict[str, float]:
     """Each class's `scenario subject` and rate, read from the file's own lines."""
-    out, scenario, subject = {}, None, None
+    out, cur = {}, {}
+
+    def done():
+        if cur.get("scenario") and "rate" in cur:
+            out[f"{cur['scenario']} {cur.get('subject')}"] = cur["rate"]
+
     for line in path.read_text().splitlines():
-        m = re.match(r'    (scenario|subject|rate|target): (.*)', line)
+        if re.match(r"  [^ #].*:$", line):
+            done()
+            cur = {}
+        m = re.match(r"    (scenario|subject|rate|target): (.*)", line)
         if not m:
             continue
         k, v = m.groups()
-        if k == "scenario":
-            scenario, subject = v.strip('"'), None
-        elif k == "subject":
-            subject = v.strip('"')
+        if k == "rate":
+            cur["rate"] = float(v)
         elif k == "target":
-            subject = re.search(r'"subject":"([^"]*)"', v).group(1)
-        elif k == "rate" and scenario:
-            out[f"{scenario} {subject}"] = float(v)
+            cur["subject"] = re.search(r'"subject":"([^"]*)"', v).group(1)
+        else:
+            cur[k] = v.strip('"')
+    done()
     return out
 
 
@@ -133,7 +140,7 @@ def main() -> int:
         log(f"capturing {a.seconds} s of natscli's traffic")
         said = capture(msgbench, src.url, a.seconds, first)
         for p in gen:
-            p.terminate() if p.args[3:5] == ["service", "serve"] else p.wait()
+            p.terminate() if "serve" in p.args else p.wait()
         src.stop()
         got = classes(first)
         rows = []

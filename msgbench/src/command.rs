@@ -12,8 +12,8 @@ use clap::error::ErrorKind;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::cli::{
-    AgentArgs, CalibrateArgs, CaptureArgs, CompletionsArgs, DemoArgs, DiffArgs, HistoryArgs, ManArgs,
-    OutputArgs, ReportArgs, RunArgs, SearchArgs,
+    AgentArgs, CalibrateArgs, CaptureArgs, CompletionsArgs, DemoArgs, DiffArgs, HistoryArgs,
+    ManArgs, OutputArgs, ReportArgs, RunArgs, SearchArgs,
 };
 use crate::plan::Plan;
 use crate::scenario::registry::{self, Entry, GROUPS};

@@ -78,7 +78,10 @@ fn find<'a>(doc: &'a Value, key: &str) -> Option<&'a Value> {
 /// # Errors
 /// A file that is not a workload, or a size that does not read.
 pub fn run(a: &CaptureDiffArgs) -> Result<u8> {
-    for (flag, v) in [("--max-rate-error", a.max_rate_error), ("--max-ks", a.max_ks)] {
+    for (flag, v) in [
+        ("--max-rate-error", a.max_rate_error),
+        ("--max-ks", a.max_ks),
+    ] {
         if !(v.is_finite() && v > 0.0) {
             return Err(Error::flag(flag, &v.to_string(), "must be more than 0"));
         }

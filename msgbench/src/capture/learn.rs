@@ -176,10 +176,29 @@ fn token_values(values: &[(&str, u64)], rules: &Rules<'_>) -> String {
         return percentages(&shares, total);
     }
     let counts: Vec<u64> = values.iter().map(|(_, n)| *n).collect();
+    if looks_uniform(&counts) {
+        return format!("uniform:{}", counts.len());
+    }
     match zipf_exponent(&counts) {
-        Some(s) if s >= 0.05 => format!("zipf:{s:.3}:{}", counts.len()),
+        Some(s) if s > 0.0 => format!("zipf:{s:.3}:{}", counts.len()),
         _ => format!("uniform:{}", counts.len()),
     }
+}
+
+/// Whether counts could have come from equal chances: Pearson's chi-squared test of them
+/// against their mean, not rejected at the 0.1% level. A uniform draw's counts are never quite
+/// equal, and a line fitted through them finds a small slope that is only that noise.
+pub fn looks_uniform(counts: &[u64]) -> bool {
+    use statrs::distribution::{ChiSquared, ContinuousCDF};
+    if counts.len() < 2 {
+        return true;
+    }
+    let mean = counts.iter().sum::<u64>() as f64 / counts.len() as f64;
+    let chi2: f64 = counts
+        .iter()
+        .map(|&c| (c as f64 - mean).powi(2) / mean)
+        .sum();
+    ChiSquared::new((counts.len() - 1) as f64).is_ok_and(|d| 1.0 - d.cdf(chi2) > 0.001)
 }
 
 impl Rules<'_> {
@@ -422,7 +441,10 @@ fn busiest_raw(g: &Group) -> String {
     g.subjects
         .iter()
         .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
-        .map_or_else(|| g.first.clone(), |(s, _)| String::from_utf8_lossy(s).into())
+        .map_or_else(
+            || g.first.clone(),
+            |(s, _)| String::from_utf8_lossy(s).into(),
+        )
 }
 
 /// A stream's subject filter with each literal token redacted, its wildcards kept.
@@ -479,7 +501,10 @@ mod tests {
             .map(|p| p.parse::<f64>().unwrap())
             .sum();
         assert!((sum - 100.0).abs() <= 0.01, "{text}: {sum}");
-        assert!(crate::stats::draw::TokenDist::parse(&text).is_ok(), "{text}");
+        assert!(
+            crate::stats::draw::TokenDist::parse(&text).is_ok(),
+            "{text}"
+        );
     }
 
     #[test]
@@ -491,5 +516,26 @@ mod tests {
         assert!((s - 1.2).abs() < 0.01, "{s}");
         assert!(zipf_exponent(&[50; 100]).unwrap().abs() < 1e-9);
         assert_eq!(zipf_exponent(&[5, 4]), None);
+    }
+
+    #[test]
+    fn a_uniform_draws_counts_look_uniform_and_a_zipfs_do_not() {
+        use crate::stats::draw::{Purpose, Stream, TokenDist};
+        let count = |spec: &str| {
+            let t = TokenDist::parse(spec).unwrap().build(None).unwrap();
+            let n = t.numbered().unwrap();
+            let stream = Stream::new(7, Purpose::Subject, 0);
+            let mut counts = vec![0u64; 100];
+            for m in 0..60_000 {
+                counts[n.draw(&mut stream.at(m)) as usize] += 1;
+            }
+            counts.sort_unstable_by(|a, b| b.cmp(a));
+            counts
+        };
+        assert!(looks_uniform(&count("uniform:100")));
+        let zipf = count("zipf:1.1:100");
+        assert!(!looks_uniform(&zipf));
+        let s = zipf_exponent(&zipf).unwrap();
+        assert!((s - 1.1).abs() < 0.1, "{s}");
     }
 }

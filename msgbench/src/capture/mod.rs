@@ -61,11 +61,18 @@ fn check(a: &WatchArgs) -> Result<Checked> {
             "capture counts whole seconds: give 1s to 24h in whole seconds",
         ));
     }
-    let subjects: Vec<String> = a.subjects.split(',').map(|s| s.trim().to_string()).collect();
+    let subjects: Vec<String> = a
+        .subjects
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .collect();
     for s in &subjects {
         check_subject(s, true).map_err(|why| Error::flag("--subjects", &a.subjects, why))?;
     }
-    for (flag, n) in [("--max-words", a.max_words), ("--max-subjects", a.max_subjects)] {
+    for (flag, n) in [
+        ("--max-words", a.max_words),
+        ("--max-subjects", a.max_subjects),
+    ] {
         if n == 0 {
             return Err(Error::flag(flag, "0", "must be at least 1"));
         }
@@ -153,19 +160,17 @@ fn capture(a: &WatchArgs, stop: &AtomicBool) -> Result<u8> {
     let start = Instant::now();
     let limit_ns = c.seconds * 1_000_000_000;
     let mut ended_at = limit_ns;
-    let end = nc
-        .reader
-        .run(&nc.shared, Duration::from_millis(100), |ev| {
-            let at = start.elapsed().as_nanos() as u64;
-            if at >= limit_ns || stop.load(Ordering::Relaxed) {
-                ended_at = at.min(limit_ns);
-                return Flow::Stop;
-            }
-            if let Event::Msg(m) = ev {
-                tally.add(m.subject, m.reply, m.headers, m.payload.len(), at);
-            }
-            Flow::Continue
-        });
+    let end = nc.reader.run(&nc.shared, Duration::from_millis(100), |ev| {
+        let at = start.elapsed().as_nanos() as u64;
+        if at >= limit_ns || stop.load(Ordering::Relaxed) {
+            ended_at = at.min(limit_ns);
+            return Flow::Stop;
+        }
+        if let Event::Msg(m) = ev {
+            tally.add(m.subject, m.reply, m.headers, m.payload.len(), at);
+        }
+        Flow::Continue
+    });
     let cpu_ns = crate::engine::tool_cpu::process_cpu_ns()
         .zip(cpu_before)
         .map(|(after, before)| after.saturating_sub(before));

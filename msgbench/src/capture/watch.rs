@@ -90,11 +90,13 @@ pub struct Tally {
     max_subjects: u64,
     seconds: usize,
     pending: HashMap<Box<[u8]>, Pending>,
-    /// Messages seen in all; answers matched to a request; messages on an inbox that answered
-    /// no request seen (the requests before the capture began, or past [`MAX_PENDING`]).
+    /// Inbox messages that answered no request seen yet, and when they came.
+    early: HashMap<Box<[u8]>, u64>,
+    /// Messages seen in all; answers matched to a request; inbox messages past the bound on
+    /// those kept ([`Tally::unmatched`] counts all that answered no request seen).
     pub msgs: u64,
     pub answers: u64,
-    pub unmatched_inbox: u64,
+    unmatched_inbox: u64,
     /// Requests not timed because [`MAX_PENDING`] were already waiting.
     pub untimed: u64,
     /// Messages on `$`-subjects (the system's own: the JetStream API, acks, KV), by their
@@ -129,15 +131,17 @@ impl Tally {
             self.answers += 1;
             let g = &mut self.groups[p.group];
             g.answered += 1;
-            let h = g.service_ns.get_or_insert_with(|| {
-                hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
-                    .expect("valid bounds")
-            });
-            h.saturating_record(at_ns.saturating_sub(p.at_ns).max(1));
+            record(&mut g.service_ns, at_ns.saturating_sub(p.at_ns));
             return;
         }
         if subject.starts_with(b"_INBOX.") {
-            self.unmatched_inbox += 1;
+            // An answer may reach this subscriber before its request does (JetStream acks a
+            // publish before the server delivers it to other subscribers): kept a while.
+            if self.early.len() < MAX_PENDING {
+                self.early.insert(subject.into(), at_ns);
+            } else {
+                self.unmatched_inbox += 1;
+            }
             return;
         }
         if subject.first() == Some(&b'$') {
@@ -168,7 +172,14 @@ impl Tally {
             None => group.overflow += 1,
         }
         if let Some(r) = reply {
-            if self.pending.len() < MAX_PENDING {
+            if self.early.remove(r).is_some() {
+                // Answered before it was seen here: its service time is below what this
+                // subscriber can tell, so it is counted as the shortest.
+                self.answers += 1;
+                let group = &mut self.groups[g];
+                group.answered += 1;
+                record(&mut group.service_ns, 1);
+            } else if self.pending.len() < MAX_PENDING {
                 self.pending.insert(r.into(), Pending { group: g, at_ns });
             } else {
                 self.untimed += 1;
@@ -248,6 +259,20 @@ impl Tally {
     pub fn unanswered(&self) -> usize {
         self.pending.len()
     }
+
+    /// Inbox messages that answered no request seen: those to requests sent before the
+    /// capture began (or past [`MAX_PENDING`]).
+    pub fn unmatched(&self) -> u64 {
+        self.unmatched_inbox + self.early.len() as u64
+    }
+}
+
+/// A service time, in a histogram made on first use (1 ns to an hour, 3 digits).
+fn record(h: &mut Option<hdrhistogram::Histogram<u64>>, ns: u64) {
+    h.get_or_insert_with(|| {
+        hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid bounds")
+    })
+    .saturating_record(ns.max(1));
 }
 
 #[cfg(test)]
@@ -279,7 +304,13 @@ mod tests {
         t.add(b"_INBOX.a.9", None, None, 16, 3_000);
         t.add(b"$JS.API.STREAM.LIST", None, None, 0, 5);
         // The fourth subject is past the limit of 3: counted, not kept.
-        t.add(b"orders.ap.3", None, Some(b"NATS/1.0\r\nTrace: 1\r\n\r\n"), 300, 9);
+        t.add(
+            b"orders.ap.3",
+            None,
+            Some(b"NATS/1.0\r\nTrace: 1\r\n\r\n"),
+            300,
+            9,
+        );
         assert_eq!(t.msgs, 8);
         assert_eq!(t.groups.len(), 2);
         let orders = &t.groups[0];
@@ -296,7 +327,11 @@ mod tests {
         let h = svc.service_ns.as_ref().expect("timed");
         assert_eq!(h.len(), 1);
         assert!(h.equivalent(h.value_at_quantile(0.5), 2_000));
-        assert_eq!((t.answers, t.unmatched_inbox), (1, 1));
+        assert_eq!((t.answers, t.unmatched()), (1, 1));
+        // An answer seen before its request is matched when the request comes.
+        t.add(b"_INBOX.b.1", None, None, 16, 4_000);
+        t.add(b"svc.price", Some(b"_INBOX.b.1"), None, 16, 4_100);
+        assert_eq!((t.answers, t.unmatched(), t.unanswered()), (2, 1, 0));
         assert_eq!(t.system.get("$JS.API"), Some(&1));
     }
 

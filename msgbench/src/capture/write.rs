@@ -102,9 +102,12 @@ impl Connections {
             std::time::Duration::from_secs(5),
         )?;
         let conns = v["connections"].as_array()?;
-        let others = conns
-            .iter()
-            .filter(|c| !c["name"].as_str().unwrap_or("").starts_with("msgbench-capture"));
+        let others = conns.iter().filter(|c| {
+            !c["name"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("msgbench-capture")
+        });
         let (mut count, mut subscriptions) = (0, 0);
         for c in others {
             count += 1;
@@ -218,10 +221,10 @@ impl Capture<'_> {
                     .join(", ")
             ));
         }
-        if t.unmatched_inbox > 0 {
+        if t.unmatched() > 0 {
             parts.push(format!(
                 "{} on inboxes answering requests not seen (sent before the capture began)",
-                group(t.unmatched_inbox)
+                group(t.unmatched())
             ));
         }
         if t.untimed > 0 {

@@ -126,14 +126,22 @@ fn capture_learns_patterns_sizes_services_and_streams_of_traffic_it_did_not_make
     let mut client = Bare::connect(&s.url);
     let mut out = Vec::new();
     for i in 0..400 {
-        let (region, size) = if i % 4 == 3 { ("us", 1000) } else { ("eu", 100) };
+        let (region, size) = if i % 4 == 3 {
+            ("us", 1000)
+        } else {
+            ("eu", 100)
+        };
         publish(&mut out, &format!("orders.{region}.{}", i % 40), None, size);
     }
     for _ in 0..50 {
         let block = "NATS/1.0\r\nTrace: 1\r\n\r\n";
         out.extend_from_slice(
-            format!("HPUB metrics.cpu {} {}\r\n{block}", block.len(), block.len() + 64)
-                .as_bytes(),
+            format!(
+                "HPUB metrics.cpu {} {}\r\n{block}",
+                block.len(),
+                block.len() + 64
+            )
+            .as_bytes(),
         );
         out.extend(std::iter::repeat_n(b'x', 64));
         out.extend_from_slice(b"\r\n");
@@ -142,7 +150,12 @@ fn capture_learns_patterns_sizes_services_and_streams_of_traffic_it_did_not_make
         publish(&mut out, "svc.price", Some(&format!("_INBOX.req.{i}")), 32);
     }
     for i in 0..80 {
-        publish(&mut out, "shop.orders", Some(&format!("_INBOX.js.{i}")), 256);
+        publish(
+            &mut out,
+            "shop.orders",
+            Some(&format!("_INBOX.js.{i}")),
+            256,
+        );
     }
     client.send(&out);
     client.flush(|_, _| None);
@@ -152,7 +165,12 @@ fn capture_learns_patterns_sizes_services_and_streams_of_traffic_it_did_not_make
         service.flush(|_, reply| {
             answered += 1;
             let mut r = Vec::new();
-            publish(&mut r, std::str::from_utf8(reply.unwrap()).unwrap(), None, 16);
+            publish(
+                &mut r,
+                std::str::from_utf8(reply.unwrap()).unwrap(),
+                None,
+                16,
+            );
             Some(r)
         });
     }
@@ -216,7 +234,10 @@ fn capture_learns_patterns_sizes_services_and_streams_of_traffic_it_did_not_make
     let other = dir.join("doubled.yaml");
     std::fs::write(
         &other,
-        text.replace(orders, &orders.replace(&format!("rate: {rate}\n"), &format!("rate: {doubled}\n"))),
+        text.replace(
+            orders,
+            &orders.replace(&format!("rate: {rate}\n"), &format!("rate: {doubled}\n")),
+        ),
     )
     .unwrap();
     let diff = bin()
@@ -228,8 +249,9 @@ fn capture_learns_patterns_sizes_services_and_streams_of_traffic_it_did_not_make
     let said = String::from_utf8_lossy(&diff.stdout);
     assert_eq!(diff.status.code(), Some(8), "{said}{}", stderr(&diff));
     assert!(
-        said.lines()
-            .any(|l| l.contains("pub orders.{t1}.{t2}") && l.contains("2.000") && l.contains("FAIL")),
+        said.lines().any(|l| l.contains("pub orders.{t1}.{t2}")
+            && l.contains("2.000")
+            && l.contains("FAIL")),
         "{said}"
     );
 }
@@ -251,14 +273,22 @@ fn capture_publishes_nothing_and_an_empty_window_writes_no_file() {
     };
     let quiet = run(&["--no-jetstream"]);
     assert_eq!(quiet.status.code(), Some(1), "{}", stderr(&quiet));
-    assert!(stderr(&quiet).contains("no file written"), "{}", stderr(&quiet));
+    assert!(
+        stderr(&quiet).contains("no file written"),
+        "{}",
+        stderr(&quiet)
+    );
     assert!(!file.exists());
     let mut subjects = Vec::new();
     counter.flush(|subject, _| {
         subjects.push(String::from_utf8_lossy(subject).into_owned());
         None
     });
-    assert_eq!(subjects, Vec::<String>::new(), "--no-jetstream sent nothing");
+    assert_eq!(
+        subjects,
+        Vec::<String>::new(),
+        "--no-jetstream sent nothing"
+    );
 
     let with_js = run(&[]);
     assert_eq!(with_js.status.code(), Some(1), "{}", stderr(&with_js));
@@ -273,8 +303,9 @@ fn capture_publishes_nothing_and_an_empty_window_writes_no_file() {
         .collect();
     assert!(!requests.is_empty(), "the stream list was asked for");
     assert!(
-        requests.iter().all(|s| s.starts_with("$JS.API.STREAM.LIST")
-            || s.starts_with("$JS.API.CONSUMER.LIST.")),
+        requests.iter().all(
+            |s| s.starts_with("$JS.API.STREAM.LIST") || s.starts_with("$JS.API.CONSUMER.LIST.")
+        ),
         "capture sent only JetStream API reads: {requests:?}"
     );
 }
@@ -305,10 +336,19 @@ fn capture_refuses_bad_input_before_connecting_and_names_a_refused_subscription(
             .unwrap();
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(needle) && err.lines().count() == 1, "{args:?}: {err}");
+        assert!(
+            err.contains(needle) && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
     }
     let o = bin()
-        .args(["capture", "--server", &url, "--out", "/nonexistent-dir/w.yaml"])
+        .args([
+            "capture",
+            "--server",
+            &url,
+            "--out",
+            "/nonexistent-dir/w.yaml",
+        ])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
@@ -329,7 +369,9 @@ fn capture_refuses_bad_input_before_connecting_and_names_a_refused_subscription(
     );
     let started = Instant::now();
     let o = bin()
-        .args(["capture", "--server", &s.url, "--user", "watcher", "--out", out])
+        .args([
+            "capture", "--server", &s.url, "--user", "watcher", "--out", out,
+        ])
         .args(["--no-jetstream", "--duration", "60s"])
         .env("NATS_PASSWORD", "pw")
         .output()
@@ -340,5 +382,8 @@ fn capture_refuses_bad_input_before_connecting_and_names_a_refused_subscription(
         err.contains("'>'") && err.contains("Permissions Violation"),
         "{err}"
     );
-    assert!(started.elapsed() < Duration::from_secs(60), "refused at once");
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "refused at once"
+    );
 }

@@ -356,7 +356,10 @@ impl Conn {
                 }
                 ServerOp::Err(text) => {
                     refused.get_or_insert_with(|| {
-                        String::from_utf8_lossy(text).trim().trim_matches('\'').to_string()
+                        String::from_utf8_lossy(text)
+                            .trim()
+                            .trim_matches('\'')
+                            .to_string()
                     });
                     false
                 }
