@@ -76,7 +76,9 @@ fn consumers(g: &Group, filler: &Learned, s: &Stream, rules: &Rules<'_>) -> Vec<
             let name = (rules.redact)(&c.name);
             let own = format!("{}_{}", (rules.redact)(&s.name), name);
             let mut comment = vec![format!(
-                "consumer {name} of stream {} ({}, ack {}), beside class {}: it fills a stream of                  its own, {own}, at that class's rate, so the server stores those messages twice",
+                "consumer {name} of stream {} ({}, ack {}), beside class {}: it fills a stream \
+                 of its own, {own}, at that class's rate, so the server stores those messages \
+                 twice",
                 (rules.redact)(&s.name),
                 if c.push { "push" } else { "pull" },
                 c.ack,

@@ -178,7 +178,8 @@ impl Capture<'_> {
         }
         if let Some(ns) = self.cpu_ns {
             head.push(format!(
-                "The capture's CPU: {} per message.",
+                "The capture's CPU: {:.2} s in all, {} per message.",
+                ns as f64 / 1e9,
                 crate::format::duration_ns(ns as f64 / self.tally.msgs.max(1) as f64)
             ));
         }

@@ -229,7 +229,8 @@ impl Workload {
         }
         if self.classes.iter().all(|c| c.curve.is_none()) {
             return Err(refuse(format!(
-                "replays the classes' captured curves, and no class of workload '{}' has                  one (`curve: [r0, r1, …]`, as `msgbench capture` writes)",
+                "replays the classes' captured curves, and no class of workload '{}' has one \
+                 (`curve: [r0, r1, …]`, as `msgbench capture` writes)",
                 self.name
             )));
         }
