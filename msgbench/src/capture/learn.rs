@@ -85,7 +85,8 @@ fn consumers(g: &Group, filler: &Learned, s: &Stream, rules: &Rules<'_>) -> Vec<
                 filler.name
             )];
             if c.push {
-                comment.push("a push consumer, replayed as a pull consumer (msgbench's pull)".into());
+                comment
+                    .push("a push consumer, replayed as a pull consumer (msgbench's pull)".into());
             }
             let ack = match c.ack.as_str() {
                 "all" | "none" => c.ack.as_str(),

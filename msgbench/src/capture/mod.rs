@@ -57,7 +57,7 @@ fn check(a: &WatchArgs) -> Result<Checked> {
     if d.subsec_nanos() != 0 || seconds == 0 || seconds > MAX_SECONDS {
         return Err(Error::flag(
             "--duration",
-            &humantime::format_duration(d).to_string(),
+            &format!("{}ms", d.as_millis()),
             "capture counts whole seconds: give 1s to 24h in whole seconds",
         ));
     }

@@ -191,6 +191,13 @@ impl Workload {
         }
         for c in &mut self.classes {
             let Some(pace) = c.plan.pace_mut() else {
+                c.plan = own_rate_scaled(&c.plan, factor).map_err(|why| {
+                    Error::flag(
+                        "--scale",
+                        &factor.to_string(),
+                        format!("class '{}': {why}", c.name),
+                    )
+                })?;
                 continue;
             };
             if pace.rate_schedule.is_some() {
@@ -383,6 +390,30 @@ impl Class {
 /// `plan` on the rate schedule `spec`, read back through the plan's own parser: its rate and
 /// its stop (`duration`, `msgs`, `requests`), which the schedule replaces, are left out, so the
 /// plan prints as it runs and reads back.
+/// A plan whose scenario keeps its rate apart from the pace flags (`js consume --publish
+/// live` publishes at its own `rate` a count of `msgs`), read again with both times `factor`,
+/// so it sends `factor` times as fast for as long; any other plan as it was.
+fn own_rate_scaled(plan: &Plan, factor: f64) -> std::result::Result<Plan, String> {
+    let mut doc = plan.document();
+    let Some(obj) = doc.as_object_mut() else {
+        return Ok(plan.clone());
+    };
+    let Some(rate) = obj.get("rate").and_then(Value::as_f64).filter(|r| *r > 0.0) else {
+        return Ok(plan.clone());
+    };
+    obj.insert("rate".into(), (rate * factor).into());
+    if let Some(m) = obj.get("msgs").and_then(Value::as_u64) {
+        let scaled = (m as f64 * factor).round().max(1.0) as u64;
+        obj.insert("msgs".into(), scaled.into());
+    }
+    let mut scaled = Plan::from_json(&doc).map_err(|e| match e {
+        Error::Usage(m) => m.trim_start_matches("plan: ").to_string(),
+        other => other.to_string(),
+    })?;
+    *scaled.out_mut() = plan.out().clone();
+    Ok(scaled)
+}
+
 fn scheduled(plan: &Plan, spec: String) -> std::result::Result<Plan, String> {
     let mut doc = plan.document();
     let replaced = ["rate", "rate_schedule", "duration", "msgs", "requests"];

@@ -344,3 +344,26 @@ fn a_long_curve_is_merged_into_equal_stages_that_send_what_it_holds() {
         assert!((len - want).abs() < 1e-6, "×{warp}: {len} s");
     }
 }
+
+#[test]
+fn scale_multiplies_a_live_consumers_own_rate_and_count() {
+    let mut w = read(
+        "
+classes:
+  drain:
+    scenario: js consume
+    publish: live
+    rate: 400
+    msgs: 2000
+  feed:
+    scenario: pub
+    rate: 100
+    subject: w.feed
+",
+    )
+    .unwrap();
+    w.scale(2.5).unwrap();
+    let doc = w.classes[0].plan.document();
+    assert_eq!((doc["rate"].as_f64(), doc["msgs"].as_u64()), (Some(1000.0), Some(5000)), "{doc}");
+    assert_eq!(w.classes[1].plan.document()["load"]["rate"], 250.0);
+}
