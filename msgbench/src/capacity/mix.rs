@@ -232,9 +232,10 @@ pub fn preflight(w: &Workload, s: &MixSearchArgs, out: &OutputArgs) -> Result<Ve
     let mut rates = Vec::with_capacity(w.classes.len());
     for c in &w.classes {
         let mut plan = c.plan.clone();
-        let rate = plan
-            .pace_mut()
-            .and_then(|p| (p.rate_schedule.is_none() && p.rate > 0.0).then_some(p.rate));
+        let rate = match plan.pace_mut() {
+            Some(p) => (p.rate_schedule.is_none() && p.rate > 0.0).then_some(p.rate),
+            None => crate::plan::workload::own_rate(&c.plan),
+        };
         let Some(rate) = rate else {
             return Err(Error::Usage(format!(
                 "class '{}': a search scales every class's rate, and this class has no rate \

@@ -419,15 +419,20 @@ fn probe_plan(base: &Plan, rate: f64, s: &SearchArgs) -> Result<Plan> {
         format!("{rate}@{},{hold}", text(s.probe_warmup))
     };
     let mut probe = base.clone();
-    probe
-        .pace_mut()
-        .ok_or_else(|| {
-            Error::Usage(format!(
+    match probe.pace_mut() {
+        Some(pace) => pace.set_schedule(spec),
+        // A scenario whose rate is its own (`js consume --publish live`) takes the schedule
+        // in its own flags.
+        None if crate::plan::workload::own_rate(base).is_some() => {
+            probe = crate::plan::workload::scheduled(base, spec).map_err(Error::Usage)?;
+        }
+        None => {
+            return Err(Error::Usage(format!(
                 "`msgbench capacity {}`: this scenario has no --rate a search can set",
                 base.name()
-            ))
-        })?
-        .set_schedule(spec);
+            )))
+        }
+    }
     if let Some(warmup) = probe.warmup_mut() {
         // The scenario's warm-up must be shorter than the run, so never 0s.
         *warmup = s.probe_warmup.max(Duration::from_millis(1));

@@ -451,7 +451,7 @@ fn busiest_raw(g: &Group) -> String {
 }
 
 /// A stream's subject filter with each literal token redacted, its wildcards kept.
-fn redact_subject(s: &str, rules: &Rules<'_>) -> String {
+pub fn redact_subject(s: &str, rules: &Rules<'_>) -> String {
     s.split('.')
         .map(|t| {
             if t == "*" || t == ">" {
@@ -493,6 +493,33 @@ fn round2(x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_redacted_pattern_keeps_its_shape_and_none_of_its_names() {
+        let mut t = Tally::new(1, 100);
+        for (s, n) in [("orders.eu.1", 3), ("orders.us.2", 1)] {
+            for _ in 0..n {
+                t.add(s.as_bytes(), None, None, 20, 0);
+            }
+        }
+        let redact = |s: &str| super::super::write::hashed(s);
+        let rules = Rules {
+            seconds: 1.0,
+            max_words: 16,
+            redact: &redact,
+        };
+        let p = pattern(&t.groups[0], &rules);
+        let h = super::super::write::hashed("orders");
+        assert_eq!(p.template, format!("{h}.{{t1}}.{{t2}}"));
+        assert!(p.template.len() == h.len() + 10 && h.len() == 9);
+        let words = format!("t1={}:75%,{}:25%", redact("eu"), redact("us"));
+        assert_eq!(p.tokens[0], words);
+        let all = format!("{} {:?} {}", p.template, p.tokens, p.busiest);
+        for name in ["orders", "eu", "us"] {
+            assert!(!all.contains(name), "{all}");
+        }
+        assert_eq!(redact_subject("orders.*.>", &rules), format!("{h}.*.>"));
+    }
 
     #[test]
     fn percentages_add_up_to_100_within_a_hundredth() {

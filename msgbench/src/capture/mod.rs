@@ -220,9 +220,14 @@ fn capture(a: &WatchArgs, stop: &AtomicBool) -> Result<u8> {
     missed.dropped = (classes.split_off(limit).into_iter())
         .map(|c| (c.pattern, c.msgs))
         .collect();
+    // A redacted file names the filters' literal tokens by their hashes too.
+    let filters = (c.subjects.iter())
+        .map(|f| learn::redact_subject(f, &rules))
+        .collect::<Vec<_>>()
+        .join(",");
     let doc = write::Capture {
         from: &shown,
-        subjects: &a.subjects,
+        subjects: &filters,
         seconds,
         tally: &tally,
         streams: &streams,

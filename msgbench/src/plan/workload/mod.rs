@@ -390,6 +390,19 @@ impl Class {
 /// `plan` on the rate schedule `spec`, read back through the plan's own parser: its rate and
 /// its stop (`duration`, `msgs`, `requests`), which the schedule replaces, are left out, so the
 /// plan prints as it runs and reads back.
+/// The rate of a plan whose scenario keeps it apart from the pace flags, in a top-level `rate`
+/// (`js consume --publish live`, which takes a `rate_schedule` beside it); `None` for a plan
+/// with no such rate, or on a schedule. Only meaningful for a plan without pace flags.
+pub fn own_rate(plan: &Plan) -> Option<f64> {
+    let doc = plan.document();
+    let obj = doc.as_object()?;
+    let scheduled = obj.get("rate_schedule").is_some_and(|v| !v.is_null());
+    (!scheduled)
+        .then(|| obj.get("rate").and_then(Value::as_f64))
+        .flatten()
+        .filter(|r| *r > 0.0)
+}
+
 /// A plan whose scenario keeps its rate apart from the pace flags (`js consume --publish
 /// live` publishes at its own `rate` a count of `msgs`), read again with both times `factor`,
 /// so it sends `factor` times as fast for as long; any other plan as it was.
@@ -414,7 +427,13 @@ fn own_rate_scaled(plan: &Plan, factor: f64) -> std::result::Result<Plan, String
     Ok(scaled)
 }
 
-fn scheduled(plan: &Plan, spec: String) -> std::result::Result<Plan, String> {
+/// `plan` on the rate schedule `spec`, its own rate and stop taken out: how a class replays its
+/// curve, and how a capacity probe sets the rate of a class whose scenario keeps its rate apart
+/// from the pace flags (`js consume --publish live`).
+///
+/// # Errors
+/// The scenario's refusal of the schedule.
+pub fn scheduled(plan: &Plan, spec: String) -> std::result::Result<Plan, String> {
     let mut doc = plan.document();
     let replaced = ["rate", "rate_schedule", "duration", "msgs", "requests"];
     if let Some(obj) = doc.as_object_mut() {

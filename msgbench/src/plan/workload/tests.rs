@@ -367,3 +367,28 @@ classes:
     assert_eq!((doc["rate"].as_f64(), doc["msgs"].as_u64()), (Some(1000.0), Some(5000)), "{doc}");
     assert_eq!(w.classes[1].plan.document()["load"]["rate"], 250.0);
 }
+
+#[test]
+fn a_live_consumers_own_rate_is_found_and_takes_a_probes_schedule() {
+    let w = read(
+        "
+classes:
+  drain:
+    scenario: js consume
+    publish: live
+    rate: 400
+    msgs: 2000
+  feed:
+    scenario: pub
+    rate: 100
+    subject: w.feed
+",
+    )
+    .unwrap();
+    assert_eq!(own_rate(&w.classes[0].plan), Some(400.0));
+    assert_eq!(own_rate(&w.classes[1].plan), None);
+    let probe = scheduled(&w.classes[0].plan, "800@1s,800@2s".into()).unwrap();
+    let doc = probe.document();
+    assert_eq!(doc["rate_schedule"], "800@1s,800@2s", "{doc}");
+    assert!(probe.validate().is_ok());
+}
