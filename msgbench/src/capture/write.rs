@@ -159,10 +159,13 @@ impl Capture<'_> {
                 crate::format::grouped(self.seconds, 0)
             ),
             format!(
-                "on subjects '{}': {} messages in {} patterns (payloads are never kept).",
+                "on subjects '{}': {} in {} (payloads are never kept).",
                 self.subjects,
-                group(self.tally.msgs),
-                self.classes.len() + self.missed.dropped.len()
+                crate::format::counted(self.tally.msgs, "message"),
+                crate::format::counted(
+                    (self.classes.len() + self.missed.dropped.len()) as u64,
+                    "pattern"
+                )
             ),
         ];
         head.extend(self.missed.lines());
@@ -236,8 +239,8 @@ impl Capture<'_> {
         }
         if t.unanswered() > 0 {
             parts.push(format!(
-                "{} requests still awaiting an answer when the capture ended",
-                group(t.unanswered() as u64)
+                "{} still awaiting an answer when the capture ended",
+                crate::format::counted(t.unanswered() as u64, "request")
             ));
         }
         if parts.is_empty() {
@@ -285,10 +288,10 @@ impl Capture<'_> {
     /// The line on stderr at the end.
     pub fn summary(&self, out: &Path) -> String {
         let mut s = format!(
-            "captured {} messages in {} s: {} classes written to {}",
-            group(self.tally.msgs),
+            "captured {} in {} s: {} written to {}",
+            crate::format::counted(self.tally.msgs, "message"),
             crate::format::grouped(self.seconds, 0),
-            self.classes.len(),
+            crate::format::counted_as(self.classes.len() as u64, "class", "classes"),
             out.display()
         );
         for c in &self.classes {

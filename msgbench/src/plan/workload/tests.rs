@@ -364,7 +364,11 @@ classes:
     .unwrap();
     w.scale(2.5).unwrap();
     let doc = w.classes[0].plan.document();
-    assert_eq!((doc["rate"].as_f64(), doc["msgs"].as_u64()), (Some(1000.0), Some(5000)), "{doc}");
+    assert_eq!(
+        (doc["rate"].as_f64(), doc["msgs"].as_u64()),
+        (Some(1000.0), Some(5000)),
+        "{doc}"
+    );
     assert_eq!(w.classes[1].plan.document()["load"]["rate"], 250.0);
 }
 
