@@ -94,3 +94,43 @@ fn conns(r: &RunResult) -> String {
     }
     out
 }
+
+/// The header of a workload's CSV: its classes' timelines, one row per class and second.
+pub const MIX_HEADER: &str = "class,t_s,span_s,sent_per_sec,received_per_sec,latency_count,\
+    latency_p50_ns,latency_p99_ns,latency_max_ns,errors";
+
+/// A workload's combined timeline: every class's ticks, each class's in order, the classes in
+/// the file's order. Every class's timeline starts at the workload's one start, so rows with one
+/// `t_s` are the same second of the mix (times to the millisecond, rates to a tenth). A second
+/// with no latency measured has empty latency cells; a class with no result (it failed before
+/// measuring) has no rows.
+pub fn mix_timeline(mix: &crate::result::mix::MixResult) -> String {
+    let mut out = String::from(MIX_HEADER);
+    out.push('\n');
+    for c in &mix.classes {
+        let Some(t) = c.result.as_ref().and_then(|r| r.timeline.as_ref()) else {
+            continue;
+        };
+        for tick in &t.ticks {
+            let lat = tick.latency.as_ref();
+            let cell = |f: fn(&crate::stats::timeline::TickLatency) -> u64| {
+                lat.map_or_else(String::new, |l| f(l).to_string())
+            };
+            let _ = writeln!(
+                out,
+                "{},{:.3},{:.3},{:.1},{:.1},{},{},{},{},{}",
+                c.class,
+                tick.t_s,
+                tick.span_s,
+                tick.sent_per_sec,
+                tick.received_per_sec,
+                cell(|l| l.count),
+                cell(|l| l.p50_ns),
+                cell(|l| l.p99_ns),
+                cell(|l| l.max_ns),
+                tick.errors
+            );
+        }
+    }
+    out
+}

@@ -58,10 +58,21 @@ pub fn emit_mix(mix: &crate::result::mix::MixResult, out: &crate::cli::OutputArg
     doc.push(b'\n');
     let text = crate::export::text::mix(mix);
     let to_stdout = out.json.as_deref() == Some(Path::new("-"));
-    let failed = match out.json.as_deref().filter(|_| !to_stdout) {
+    let mut failed = match out.json.as_deref().filter(|_| !to_stdout) {
         Some(path) => write_file(path, &doc, "--json").err(),
         None => None,
     };
+    if let Some(path) = &out.csv {
+        let csv = crate::export::csv::mix_timeline(mix);
+        let wrote = if path.as_path() == Path::new("-") {
+            std::io::stdout()
+                .write_all(csv.as_bytes())
+                .map_err(|e| Error::io("--csv", e))
+        } else {
+            write_file(path, csv.as_bytes(), "--csv")
+        };
+        failed = failed.or(wrote.err());
+    }
     show(&text, to_stdout.then(|| doc.clone()));
     match failed {
         Some(e) => Err(dest::rescued(e, &doc)),

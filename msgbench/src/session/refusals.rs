@@ -81,7 +81,8 @@ const TABLE: &[Row] = &[
         here: None,
         compare: None,
         capacity: SEARCH_DOCUMENT,
-        workload: ONE_DOCUMENT,
+        // The classes' combined timeline, a row per class and second.
+        workload: None,
     },
     Row {
         flag: "--markdown",

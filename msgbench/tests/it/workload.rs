@@ -214,8 +214,8 @@ fn bad_workloads_and_flags_that_cannot_act_are_one_line_before_anything_runs() {
         ),
         (
             good.clone(),
-            vec!["--csv", "x.csv"],
-            vec!["--csv", "a workload"],
+            vec!["--markdown", "x.md"],
+            vec!["--markdown", "a workload"],
         ),
         (
             good.clone(),
@@ -430,6 +430,7 @@ fn a_captured_curve_is_replayed_second_by_second_at_the_warp() {
     )
     .unwrap();
     let saved = dir.join("r.json");
+    let csv = dir.join("r.csv");
     let out = run(&[
         "run",
         file.to_str().unwrap(),
@@ -437,6 +438,8 @@ fn a_captured_curve_is_replayed_second_by_second_at_the_warp() {
         "0.5",
         "--json",
         saved.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
         "--no-progress",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -481,6 +484,36 @@ fn a_captured_curve_is_replayed_second_by_second_at_the_warp() {
         }
     }
     assert_eq!(seen, [true, true], "no whole tick in a stage: {ticks:?}");
+    // --csv: the classes' combined timeline, a row per class and tick, the same figures.
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    let mut rows = csv.lines();
+    assert!(
+        rows.next()
+            .unwrap()
+            .starts_with("class,t_s,span_s,sent_per_sec"),
+        "{csv}"
+    );
+    let feed_rows: Vec<Vec<&str>> = (rows.clone())
+        .filter(|r| r.starts_with("feed,"))
+        .map(|r| r.split(',').collect())
+        .collect();
+    assert_eq!(feed_rows.len(), ticks.len(), "{csv}");
+    for (row, t) in feed_rows.iter().zip(ticks) {
+        // Times to the millisecond and rates to a tenth: within half of each.
+        assert!(
+            (row[1].parse::<f64>().unwrap() - at(t, "t_s")).abs() <= 0.0005,
+            "{csv}"
+        );
+        let rate = row[3].parse::<f64>().unwrap();
+        assert!((rate - at(t, "sent_per_sec")).abs() <= 0.05, "{csv}");
+    }
+    // The calls are timed, so some of their seconds carry a P99; a pub's never do.
+    assert!(
+        rows.clone()
+            .any(|r| r.starts_with("calls,") && !r.split(',').nth(7).unwrap().is_empty()),
+        "{csv}"
+    );
+    assert!(feed_rows.iter().all(|r| r[7].is_empty()), "{csv}");
     // A class without a curve runs as written.
     let calls = &class(&doc, "calls")["result"];
     assert_eq!(calls["plan"]["rate"], 50.0, "{}", calls["plan"]);
