@@ -174,9 +174,10 @@ impl Capture<'_> {
         if let Some(c) = self.conns {
             head.push(format!(
                 "Connections (the monitoring endpoint's, this capture's own left out): {}, with \
-                 {} subscriptions in all.",
+                 {} subscriptions in all ({} each on average).",
                 group(c.count),
-                group(c.subscriptions)
+                group(c.subscriptions),
+                crate::format::grouped(c.subscriptions as f64 / c.count.max(1) as f64, 1)
             ));
         }
         if let Some(ns) = self.cpu_ns {
