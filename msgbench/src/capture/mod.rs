@@ -176,7 +176,7 @@ fn capture(a: &WatchArgs, stop: &AtomicBool) -> Result<u8> {
         .map(|(after, before)| after.saturating_sub(before));
     nc.shared.close();
     let interrupted = stop.load(Ordering::Relaxed);
-    let mut missed = write::Missed::of(&errors, end, &tally);
+    let mut missed = write::Missed::of(&errors, end);
     let conns = monitors
         .endpoints
         .first()

@@ -29,7 +29,7 @@ pub struct Missed {
 }
 
 impl Missed {
-    pub fn of(errors: &ErrorCounts, end: End, _tally: &Tally) -> Self {
+    pub fn of(errors: &ErrorCounts, end: End) -> Self {
         let (_, _, reconnects) = errors.connection_events();
         Self {
             errors: (errors.snapshot().into_iter())
