@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::engine::conn::Dialing;
 use crate::engine::jsapi::Api;
 use crate::error::{Error, ErrorKind, Result};
+use crate::options::subject_matches;
 use crate::wire::url::ServerUrl;
 
 /// Streams listed at most: a page of the API is 256; more would be a system of its own kind.
@@ -37,7 +38,7 @@ pub struct Consumer {
 impl Stream {
     /// Whether a message on `subject` goes into this stream.
     pub fn takes(&self, subject: &str) -> bool {
-        self.subjects.iter().any(|f| matches(f, subject))
+        self.subjects.iter().any(|f| subject_matches(f, subject))
     }
 
     /// A KV bucket's or an object store's own stream: its traffic is on `$`-subjects, which
@@ -45,20 +46,6 @@ impl Stream {
     pub fn is_store(&self) -> bool {
         self.name.starts_with("KV_") || self.name.starts_with("OBJ_")
     }
-}
-
-/// Whether the NATS subject filter `filter` takes `subject`.
-pub fn matches(filter: &str, subject: &str) -> bool {
-    let mut s = subject.split('.');
-    for f in filter.split('.') {
-        match (f, s.next()) {
-            (">", Some(_)) => return true,
-            ("*", Some(_)) => {}
-            (lit, Some(t)) if lit == t => {}
-            _ => return false,
-        }
-    }
-    s.next().is_none()
 }
 
 /// Every stream, with its consumers; empty where JetStream is not enabled.
@@ -132,20 +119,4 @@ fn strings(v: &Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::matches;
-
-    #[test]
-    fn subject_filters_match_as_the_server_matches_them() {
-        assert!(matches("orders.>", "orders.eu.1"));
-        assert!(!matches("orders.>", "orders"));
-        assert!(matches("orders.*.1", "orders.eu.1"));
-        assert!(!matches("orders.*", "orders.eu.1"));
-        assert!(matches("orders", "orders"));
-        assert!(!matches("orders", "orders.eu"));
-        assert!(!matches("metrics.>", "orders.eu"));
-    }
 }

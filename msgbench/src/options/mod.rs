@@ -307,6 +307,21 @@ pub fn server_choice_from(
     }
 }
 
+/// Whether `subject` (no wildcards) matches `filter` by NATS rules: `*` is exactly one token,
+/// `>` (last) is one or more tokens.
+pub fn subject_matches(filter: &str, subject: &str) -> bool {
+    let mut s = subject.split('.');
+    for f in filter.split('.') {
+        match (f, s.next()) {
+            (">", Some(_)) => return true,
+            ("*", Some(_)) => {}
+            (f, Some(t)) if f == t => {}
+            _ => return false,
+        }
+    }
+    s.next().is_none()
+}
+
 /// Checks a subject: non-empty tokens separated by dots, no whitespace, and wildcards (`*` as a
 /// whole token, `>` as the last token) only where `wildcards_ok`.
 pub fn check_subject(subject: &str, wildcards_ok: bool) -> std::result::Result<(), String> {

@@ -6,22 +6,8 @@
 //! server reports for the stream it created or found.
 
 use crate::error::{Error, Result};
+use crate::options::subject_matches as matches;
 use crate::scenario::request::RequestOptions;
-
-/// Whether `subject` (no wildcards) matches `filter` by NATS rules: `*` is exactly one token,
-/// `>` (last) is one or more tokens.
-pub fn matches(filter: &str, subject: &str) -> bool {
-    let mut s = subject.split('.');
-    for f in filter.split('.') {
-        match (f, s.next()) {
-            (">", Some(_)) => return true,
-            ("*", Some(_)) => {}
-            (f, Some(t)) if f == t => {}
-            _ => return false,
-        }
-    }
-    s.next().is_none()
-}
 
 /// Checks that stream `stream`, capturing `filters`, captures `subject`.
 ///
