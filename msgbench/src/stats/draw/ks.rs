@@ -20,7 +20,7 @@
 
 use statrs::distribution::{Continuous, ContinuousCDF, LogNormal, Normal};
 
-use super::size::{HistFile, SizeDist};
+use super::size::SizeDist;
 use crate::wire::stamp::STAMP_LEN;
 
 /// The KS distance between `a` and `b`: the largest difference of their CDFs at any whole size,
@@ -63,19 +63,14 @@ enum Cdf {
 
 impl Cdf {
     fn of(d: &SizeDist) -> Result<Self, String> {
-        let ranges: Vec<((usize, usize), f64)> = match d {
-            SizeDist::Fixed(n) => vec![((*n, *n), 1.0)],
-            SizeDist::Uniform { lo, hi } => vec![((*lo, *hi), 1.0)],
-            SizeDist::Weighted { items, .. } => items.clone(),
-            SizeDist::Hist(path) => HistFile::read(path)?
-                .buckets
-                .iter()
-                .filter(|b| b.count > 0)
-                .map(|b| ((b.from, b.to), b.count as f64))
-                .collect(),
-            SizeDist::LogNormal {
-                median, p99, max, ..
-            } => {
+        let ranges = match (d.ranges()?, d) {
+            (Some(r), _) => r,
+            (
+                None,
+                SizeDist::LogNormal {
+                    median, p99, max, ..
+                },
+            ) => {
                 // The parameters `Sizes::build` gives the sampler.
                 let mu = (*median as f64).ln();
                 let sigma = ((*p99 as f64).ln() - mu) / Normal::standard().inverse_cdf(0.99);
@@ -86,6 +81,7 @@ impl Cdf {
                     hi: *max as i64,
                 });
             }
+            (None, other) => return Err(format!("{other} has no ranges and is not a lognormal")),
         };
         let total: f64 = ranges.iter().map(|(_, w)| w).sum();
         Ok(Self::Ranges(

@@ -34,6 +34,9 @@ pub const MAX_ITEMS: usize = 4096;
 /// The schema a histogram file names.
 pub const HIST_SCHEMA: &str = "msgbench.sizes/v1";
 
+/// Sizes `lo..=hi` and their weight.
+pub type WeightedRange = ((usize, usize), f64);
+
 /// `--size` as typed: a fixed size or a distribution.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SizeDist {
@@ -99,6 +102,26 @@ impl SizeDist {
             Self::Fixed(n) => Some(*n),
             _ => None,
         }
+    }
+
+    /// The distribution as weighted ranges of sizes, both ends included (a size is a range one
+    /// wide), a histogram file read for it; `None` for a lognormal, which has no such form.
+    ///
+    /// # Errors
+    /// A histogram file that cannot be read.
+    pub fn ranges(&self) -> Result<Option<Vec<WeightedRange>>, String> {
+        Ok(Some(match self {
+            Self::Fixed(n) => vec![((*n, *n), 1.0)],
+            Self::Uniform { lo, hi } => vec![((*lo, *hi), 1.0)],
+            Self::Weighted { items, .. } => items.clone(),
+            Self::Hist(path) => HistFile::read(path)?
+                .buckets
+                .iter()
+                .filter(|b| b.count > 0)
+                .map(|b| ((b.from, b.to), b.count as f64))
+                .collect(),
+            Self::LogNormal { .. } => return Ok(None),
+        }))
     }
 
     /// The value as typed, for a result's params; `None` for a fixed size (params record it
@@ -317,16 +340,8 @@ impl Sizes {
                 lo: *lo,
                 span: (*hi - *lo) as u64 + 1,
             },
-            SizeDist::Weighted { items, .. } => Self::ranges(items.clone())?,
-            SizeDist::Hist(path) => {
-                let h = HistFile::read(path)?;
-                Self::ranges(
-                    h.buckets
-                        .iter()
-                        .filter(|b| b.count > 0)
-                        .map(|b| ((b.from, b.to), b.count as f64))
-                        .collect(),
-                )?
+            SizeDist::Weighted { .. } | SizeDist::Hist(_) => {
+                Self::ranges(d.ranges()?.unwrap_or_default())?
             }
             SizeDist::LogNormal {
                 median, p99, max, ..
