@@ -345,10 +345,8 @@ fn a_long_curve_is_merged_into_equal_stages_that_send_what_it_holds() {
     }
 }
 
-#[test]
-fn scale_multiplies_a_live_consumers_own_rate_and_count() {
-    let mut w = read(
-        "
+/// A live consumer, whose rate is its own, beside a paced publisher.
+const LIVE: &str = "
 classes:
   drain:
     scenario: js consume
@@ -359,9 +357,11 @@ classes:
     scenario: pub
     rate: 100
     subject: w.feed
-",
-    )
-    .unwrap();
+";
+
+#[test]
+fn scale_multiplies_a_live_consumers_own_rate_and_count() {
+    let mut w = read(LIVE).unwrap();
     w.scale(2.5).unwrap();
     let doc = w.classes[0].plan.document();
     assert_eq!(
@@ -374,21 +374,7 @@ classes:
 
 #[test]
 fn a_live_consumers_own_rate_is_found_and_takes_a_probes_schedule() {
-    let w = read(
-        "
-classes:
-  drain:
-    scenario: js consume
-    publish: live
-    rate: 400
-    msgs: 2000
-  feed:
-    scenario: pub
-    rate: 100
-    subject: w.feed
-",
-    )
-    .unwrap();
+    let w = read(LIVE).unwrap();
     assert_eq!(own_rate(&w.classes[0].plan), Some(400.0));
     assert_eq!(own_rate(&w.classes[1].plan), None);
     let probe = scheduled(&w.classes[0].plan, "800@1s,800@2s".into()).unwrap();
