@@ -94,7 +94,7 @@ pub fn parse(s: &str) -> Result<Threshold, String> {
     if value.is_empty() {
         return Err("no value after the comparison".into());
     }
-    let limit = if metric.is_latency() {
+    let limit = if metric.is_duration() {
         latency_value(value)?
     } else {
         plain_value(value)?
@@ -166,14 +166,14 @@ pub fn judge_doc(thresholds: &[Threshold], doc: &serde_json::Value) -> Vec<Verdi
                 measured: Some(v),
                 pass: t.op.holds(v, t.limit),
                 why: None,
-                latency: t.metric.is_latency(),
+                latency: t.metric.is_duration(),
             },
             Err(why) => Verdict {
                 expr: t.expr.clone(),
                 measured: None,
                 pass: false,
                 why: Some(why),
-                latency: t.metric.is_latency(),
+                latency: t.metric.is_duration(),
             },
         })
         .collect()

@@ -331,8 +331,10 @@ fn change_text(f: &Found) -> String {
     )
 }
 
-/// The metrics checked without `--metric`, where the series has them.
-pub(crate) const DEFAULT_METRICS: [&str; 7] = [
+/// The metrics checked without `--metric`, where the series has them. The servers' CPU per
+/// message is among them: a server upgrade that spends more per message while the throughput
+/// holds is a regression too.
+pub(crate) const DEFAULT_METRICS: [&str; 8] = [
     "msgs_per_sec",
     "p50",
     "p99",
@@ -340,6 +342,7 @@ pub(crate) const DEFAULT_METRICS: [&str; 7] = [
     "connects_per_sec",
     "connect_p50",
     "connect_p99",
+    "server_cpu_per_msg",
 ];
 
 #[derive(Serialize)]

@@ -144,7 +144,7 @@ fn short_time(t: &str) -> String {
 }
 
 fn unit(m: &MetricSeries) -> Unit {
-    if m.metric.is_latency() {
+    if m.metric.is_duration() {
         Unit::Ns
     } else if m.metric.name().ends_with("_per_sec") {
         Unit::Rate
@@ -397,6 +397,7 @@ fn change_marks(m: &MetricSeries) -> Vec<svg::XRef> {
                     format::sig(c.p_value, 2, true),
                     c.at.run_id
                 ),
+                observed: false,
             }
         })
         .collect()

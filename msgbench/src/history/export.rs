@@ -103,7 +103,7 @@ fn bencher(store: &Store, heads: &[RunRow]) -> Result<Value> {
 /// A metric's unit as a chart's axis reads it.
 fn unit(m: Metric) -> &'static str {
     match m.name().as_str() {
-        _ if m.is_latency() => "ns",
+        _ if m.is_duration() => "ns",
         "msgs_per_sec" => "msgs/s",
         "bytes_per_sec" => "B/s",
         "connects_per_sec" => "connects/s",

@@ -51,6 +51,10 @@ enum Kind {
     /// Time from the kill until a share of the cut connections was back, by its field in the
     /// herd (`to_99pct_ms`).
     Back(&'static str),
+    /// The servers' CPU per message of the run (`server_side.cpu_ns_per_msg`).
+    ServerCpuPerMsg,
+    /// Events the servers' samples showed (`server_side.events`).
+    ServerEvents,
 }
 
 /// Which scenarios produce a metric: those whose load is messages, or `conns`, whose load is
@@ -90,7 +94,7 @@ pub const PERCENTILES: [(&str, f64); 9] = [
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Metric(Kind);
 
-const PLAIN: [(&str, Kind); 27] = [
+const PLAIN: [(&str, Kind); 29] = [
     ("min", Kind::LatencyMin),
     ("max", Kind::LatencyMax),
     ("mean", Kind::LatencyMean),
@@ -118,6 +122,8 @@ const PLAIN: [(&str, Kind); 27] = [
     ("back_p50", Kind::Back("to_50pct_ms")),
     ("back_p99", Kind::Back("to_99pct_ms")),
     ("back_max", Kind::Back("to_100pct_ms")),
+    ("server_cpu_per_msg", Kind::ServerCpuPerMsg),
+    ("server_events", Kind::ServerEvents),
 ];
 
 impl Metric {
@@ -147,7 +153,8 @@ impl Metric {
                 | Kind::NeverBack
                 | Kind::Back(_)
         );
-        self.0 == Kind::Errors || conns == (family == Family::Connections)
+        matches!(self.0, Kind::Errors | Kind::ServerEvents)
+            || conns == (family == Family::Connections)
     }
 
     /// `metrics` named as a flag's error line lists them: the percentiles as one range.
@@ -217,7 +224,13 @@ impl Metric {
         }
     }
 
-    /// Latency metrics are in nanoseconds.
+    /// Whether the figure is a time, in nanoseconds: every latency, and the servers' CPU per
+    /// message. A limit on one is written as a duration (`2us`) and its value shown as one.
+    pub fn is_duration(self) -> bool {
+        self.is_latency() || self.0 == Kind::ServerCpuPerMsg
+    }
+
+    /// Latency metrics are in nanoseconds: what an SLO on the service's latency bounds.
     pub fn is_latency(self) -> bool {
         matches!(
             self.0,
@@ -325,6 +338,18 @@ impl Metric {
             Kind::Duplicated => arrivals("/delivery/duplicated"),
             Kind::Reordered => arrivals("/delivery/reordered"),
             Kind::ShortfallPct => num("/pacing/shortfall_pct").ok_or("this run had no target rate"),
+            Kind::ServerCpuPerMsg => {
+                num("/server_side/cpu_ns_per_msg").ok_or(if doc.pointer("/server_side").is_none() {
+                    "no server was sampled in this run (--server-monitor)"
+                } else {
+                    "no reading of every server's CPU came with messages moving"
+                })
+            }
+            Kind::ServerEvents => doc
+                .pointer("/server_side/events")
+                .and_then(Value::as_array)
+                .map(|e| e.len() as f64)
+                .ok_or("no server was sampled in this run (--server-monitor)"),
             Kind::Errors => doc
                 .get("errors")
                 .and_then(Value::as_object)
@@ -520,14 +545,48 @@ mod tests {
         let msgs = Metric::of(Family::Messages);
         let conns = Metric::of(Family::Connections);
         let errors = Metric::parse("errors").unwrap();
+        let events = Metric::parse("server_events").unwrap();
         assert!(msgs.contains(&errors) && conns.contains(&errors));
-        assert_eq!(msgs.len() + conns.len(), Metric::all().count() + 1);
+        assert!(msgs.contains(&events) && conns.contains(&events));
+        assert_eq!(msgs.len() + conns.len(), Metric::all().count() + 2);
+        let cpu = Metric::parse("server_cpu_per_msg").unwrap();
+        assert!(msgs.contains(&cpu) && !conns.contains(&cpu));
         assert!(!conns.contains(&Metric::parse("p99").unwrap()));
         assert!(!msgs.contains(&Metric::parse("connect_p99").unwrap()));
         assert!(Metric::parse("connect_p99").unwrap().is_latency());
         assert!(Metric::parse("opened").unwrap().higher_is_better());
         assert!(Metric::list(&msgs).starts_with("p10…p100, min, max, mean, msgs_per_sec"));
         assert!(Metric::list(&conns).starts_with("errors, connect_p50"));
+    }
+
+    #[test]
+    fn the_servers_figures_are_read_from_their_section_or_say_why_not() {
+        let read = |n: &str, doc: &Value| Metric::parse(n).unwrap().read(doc);
+        let sampled = json!({"server_side": {"servers": [], "cpu_ns_per_msg": 850.5,
+                             "events": [{"kind": "slow_consumer"}, {"kind": "route_down"}]}});
+        assert_eq!(read("server_cpu_per_msg", &sampled), Ok(850.5));
+        assert_eq!(read("server_events", &sampled), Ok(2.0));
+        let unread = json!({"server_side": {"servers": [], "events": [], "cpu_ns_per_msg": null}});
+        assert_eq!(
+            read("server_events", &unread),
+            Ok(0.0),
+            "sampled, and nothing seen"
+        );
+        assert_eq!(
+            read("server_cpu_per_msg", &unread),
+            Err("no reading of every server's CPU came with messages moving")
+        );
+        let none = json!({"throughput": {"msgs_per_sec": 5.0}});
+        for n in ["server_cpu_per_msg", "server_events"] {
+            assert_eq!(
+                read(n, &none),
+                Err("no server was sampled in this run (--server-monitor)"),
+                "{n}"
+            );
+        }
+        // A time, written and shown as one, but not the service's latency: no latency SLO.
+        let cpu = Metric::parse("server_cpu_per_msg").unwrap();
+        assert!(cpu.is_duration() && !cpu.is_latency() && !cpu.higher_is_better());
     }
 
     #[test]

@@ -383,7 +383,7 @@ fn shown(m: Metric, c: &Change) -> Shown {
 /// everything else as a number with thousands grouped, to at least three significant digits
 /// (a mean `lost` of 0.6 is not "1").
 fn figure(m: Metric, v: f64, extra: usize) -> String {
-    if m.is_latency() {
+    if m.is_duration() {
         return duration_ns_finer(v, extra);
     }
     let decimals = if v == 0.0 || !v.is_finite() {

@@ -122,7 +122,15 @@ pub fn finish(watch: Watch, r: &mut RunResult) {
         }
     }
     events.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
-    r.own.put(ServerSide { servers, events });
+    let cpu_ns_per_msg = r
+        .timeline
+        .as_ref()
+        .and_then(|t| crate::stats::server::cpu_ns_per_msg(&t.ticks));
+    r.own.put(ServerSide {
+        servers,
+        events,
+        cpu_ns_per_msg,
+    });
 }
 
 /// A tick's figures as an event shows them: received where the run received, else sent.

@@ -309,7 +309,7 @@ pub struct TickConns {
 }
 
 /// One interval of the run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Tick {
     /// End of the interval, seconds since the run started.
     pub t_s: f64,

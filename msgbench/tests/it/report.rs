@@ -98,6 +98,7 @@ const charts = [...document.querySelectorAll('svg.chart')].map((svg) => {
       return {
         label: g.dataset.ref, value: Number(g.dataset.value), lo: num(g.dataset.lo),
         hi: num(g.dataset.hi), x: Number(g.querySelector('line').getAttribute('x1')),
+        observed: g.classList.contains('observed'),
         band: band ? [Number(band.getAttribute('x')),
           Number(band.getAttribute('x')) + Number(band.getAttribute('width'))] : null,
       };
@@ -1134,4 +1135,84 @@ fn bad_input_gives_one_clear_line() {
         err.contains("cannot write --output file") && err.contains("out.html"),
         "{err}"
     );
+}
+
+/// A run in which the servers' samples saw a stream leader change after a `kill-leader` fault
+/// at `injected` s (on the timeline's clock), rendered and viewed in headless Chromium: the
+/// change is marked, dotted (observed), on the latency, throughput and CPU charts where its
+/// readings place it, after the kill, whose own solid line on the throughput chart lies left
+/// of it; the table of server events lists it. Called by the durability test that makes the
+/// run.
+pub(crate) fn server_events_drawn_in_a_real_browser(v: &Value, injected: f64) {
+    let dir = scratch_dir("report-events");
+    let json_path = dir.join("kill.json");
+    std::fs::write(&json_path, serde_json::to_vec(v).unwrap()).unwrap();
+    let html_path = dir.join("kill.html");
+    let out = run(&[
+        "report",
+        json_path.to_str().unwrap(),
+        "-o",
+        html_path.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let Some(programs) =
+        browser_available("report server-events browser test", "report-events-browser")
+    else {
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    };
+    let browser = Browser::start(&dir, &programs);
+    browser.resize(1280, 900);
+    browser.cmd(
+        "POST",
+        "/url",
+        Some(json!({"url": format!("file://{}", html_path.display())})),
+    );
+    let page = browser.execute(COLLECT);
+    for kind in ["latency-timeline", "throughput-timeline", "cpu-timeline"] {
+        let c = chart(&page, kind, Some("kill.json"));
+        let marks = c["xrefs"].as_array().unwrap();
+        let change = marks
+            .iter()
+            .find(|x| x["label"] == "stream leader change")
+            .unwrap_or_else(|| panic!("{kind}: no leader change among {marks:?}"));
+        assert_eq!(change["observed"], true, "{kind}: {change}");
+        assert!(
+            f(&change["value"]) >= injected,
+            "{kind}: {change} against {injected}"
+        );
+        let band = values(&change["band"]);
+        assert!(
+            band[0] < band[1] && (f(&change["x"]) - band[1]).abs() <= PX,
+            "{kind}: {change}"
+        );
+        if kind == "throughput-timeline" {
+            let kill = marks
+                .iter()
+                .find(|x| x["label"] == "kill-leader")
+                .unwrap_or_else(|| panic!("no fault mark among {marks:?}"));
+            assert_eq!(kill["observed"], false, "{kill}");
+            assert!(
+                f(&kill["x"]) < f(&change["x"]),
+                "the kill left of the change: {kill} {change}"
+            );
+        }
+    }
+    let rows = browser.execute(
+        "return [...document.querySelectorAll('#server-events tbody tr')]\
+         .map((tr) => ({...tr.dataset, text: tr.textContent}));",
+    );
+    let change = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kind"] == "stream_leader_change")
+        .unwrap_or_else(|| panic!("no row for the change: {rows}"));
+    assert!(change["text"].as_str().unwrap().contains(" → "), "{change}");
+    assert!(
+        browser.console().iter().all(|m| m["level"] != "SEVERE"),
+        "console errors"
+    );
+    drop(browser);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -370,3 +370,64 @@ fn a_users_server_over_https_is_sampled_and_the_password_is_in_no_output() {
         .iter()
         .any(|p| p["connections"].is_number() && p["mem_bytes"].is_number()));
 }
+
+#[test]
+fn a_subscriber_that_cannot_keep_up_is_a_slow_consumer_event_where_its_loss_starts() {
+    // A small pending limit and write deadline: the server cuts off the subscriber within a
+    // second of its stall (as in agents.rs), counting it as a slow consumer.
+    let s = TestServer::with_config(
+        "max_pending: 256KB\nmax_payload: 64KB\nwrite_deadline: \"500ms\"\n",
+    );
+    let mon = s.monitor_url();
+    let (out, v) = run_json(&[
+        "pubsub",
+        "--server",
+        &s.url,
+        "--server-monitor",
+        &mon,
+        "--rate",
+        "20000",
+        "--duration",
+        "6s",
+        "--size",
+        "512",
+        "--sub-stall",
+        "20000:3s",
+        "--allow-loss",
+        "--reconnect",
+    ]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    assert!(u(&v["delivery"]["lost"]) > 0, "{}", v["delivery"]);
+    let events = v["server_side"]["events"].as_array().unwrap();
+    let slow: Vec<_> = events
+        .iter()
+        .filter(|e| e["kind"] == "slow_consumer")
+        .collect();
+    assert!(!slow.is_empty(), "{events:?}");
+    // msgbench's own loss starts where its subscriber stopped receiving: the first interval
+    // of the timeline in which it received under half of what was sent. (The disconnection
+    // itself is counted only when the stalled subscriber reads again, seconds later.) The
+    // server's event lies between the reading before it and the one that showed it; the two
+    // spans meet, to a reading's own length.
+    let cut = v["timeline"]["ticks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| {
+            t["received_per_sec"].as_f64().unwrap() < 0.5 * t["sent_per_sec"].as_f64().unwrap()
+        })
+        .expect("an interval in which the subscriber fell behind");
+    let (end, start) = (
+        cut["t_s"].as_f64().unwrap(),
+        cut["t_s"].as_f64().unwrap() - cut["span_s"].as_f64().unwrap(),
+    );
+    let e = slow[0];
+    let (since, at) = (e["since_s"].as_f64().unwrap(), e["t_s"].as_f64().unwrap());
+    assert!(
+        since <= end + 1.0 && at >= start - 1.0,
+        "the event {e} against the interval {start}–{end} s where the loss began"
+    );
+    assert!(err.contains("slow consumer: "), "{err}");
+}

@@ -37,6 +37,8 @@ const result = document.getElementById('result');
 return {
   t: num(f.dataset.t), finished: f.dataset.finished === 'true', figures, marks,
   charts: [...document.querySelectorAll('svg.chart')].map((s) => s.dataset.chart),
+  cpu: [...document.querySelectorAll('svg.chart[data-chart="cpu-timeline"] path.line[data-series]')]
+    .map((p) => p.dataset.series),
   result: !result.hidden, result_run: result.dataset.run || null,
   result_text: document.getElementById('result-text').textContent,
   json: document.getElementById('download-json').getAttribute('href'),
@@ -168,10 +170,13 @@ fn the_live_page_shows_the_runs_ticks_and_then_its_result() {
     let browser = Browser::start(&dir, &programs);
     browser.resize(1280, 1000);
     let json_path = dir.join("pub.json");
+    let monitor = server.monitor_url();
     let mut child = spawn_piped(&[
         "pub",
         "--server",
         &server.url,
+        "--server-monitor",
+        &monitor,
         "--rate",
         "500",
         "--duration",
@@ -226,6 +231,20 @@ fn the_live_page_shows_the_runs_ticks_and_then_its_result() {
     );
     let mut ts: Vec<f64> = during.iter().map(|p| f(&p["t"])).collect();
     ts.dedup();
+    // The servers' side, live: the CPU of the server sampled and msgbench's own, once the
+    // server has read its own CPU twice (2 s into its life).
+    assert!(
+        during.iter().any(|p| {
+            let cpu: Vec<&str> = p["cpu"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            cpu.contains(&"msgbench") && cpu.iter().any(|s| s.starts_with("server "))
+        }),
+        "no CPU chart with the server's and msgbench's lines while the run went on"
+    );
     for page in &during {
         check_against_timeline(page, &doc);
     }

@@ -48,7 +48,7 @@ fn metrics_of(r: &RunResult) -> (&'static [&'static str], &'static [&'static str
 /// A metric's value as the text report writes it.
 pub(super) fn figure(name: &str, v: f64) -> String {
     match crate::metric::Metric::parse(name) {
-        Ok(m) if m.is_latency() => duration_ns(v),
+        Ok(m) if m.is_duration() => duration_ns(v),
         _ => group(v.round() as u64),
     }
 }

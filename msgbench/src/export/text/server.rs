@@ -58,6 +58,14 @@ pub(super) fn servers(o: &mut String, r: &RunResult) {
             s.name, s.answered, s.readings
         );
     }
+    if let Some(ns) = side.cpu_ns_per_msg {
+        let _ = writeln!(
+            o,
+            "Servers' CPU per message: {} (their CPU-seconds over the messages of the run, in \
+             the seconds every server's CPU was read)",
+            duration_ns(ns)
+        );
+    }
     if side.events.is_empty() {
         let _ = writeln!(o, "Server events: none seen");
         return;

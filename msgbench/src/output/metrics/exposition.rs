@@ -17,6 +17,7 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::{Registry, Unit};
 
+use crate::stats::server::{ConsumerPoint, ServerPoint, ServerTick};
 use crate::stats::throughput::Role;
 use crate::stats::timeline::{Tick, Totals};
 
@@ -184,6 +185,18 @@ impl Collector for Figures {
                 c.lost as i64,
             )?;
         }
+        if let Some(s) = &t.server {
+            servers(&mut e, s)?;
+        }
+        if let Some(tool) = &t.tool {
+            gauge(
+                &mut e,
+                "tool_cpu_cores",
+                "msgbench's own CPU in the interval, in cores (1: one core busy throughout)",
+                None,
+                tool.cpu_cores,
+            )?;
+        }
         if let Some(s) = &t.stage {
             gauge(
                 &mut e,
@@ -209,6 +222,125 @@ impl Collector for Figures {
         }
         Ok(())
     }
+}
+
+/// A gauge family with a sample per labelled value; a value not measured (`None`) has no
+/// sample, never a 0.
+fn labelled<'a>(
+    e: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    unit: Option<&Unit>,
+    samples: impl Iterator<Item = (Vec<(&'static str, &'a str)>, Option<f64>)>,
+) -> Result<(), std::fmt::Error> {
+    let g = ConstGauge::new(0.0f64);
+    let mut m = e.encode_descriptor(name, &format!("{help}."), unit, g.metric_type())?;
+    for (labels, v) in samples {
+        if let Some(v) = v {
+            ConstGauge::new(v).encode(m.encode_family(&labels)?)?;
+        }
+    }
+    Ok(())
+}
+
+/// The servers sampled in the tick, each under `server` (its name): up or not, CPU, memory,
+/// connections, traffic and slow consumers; each stream's messages, and each consumer's
+/// pending and unacknowledged messages. Only what the servers said: a figure a reading lacked
+/// has no sample.
+fn servers(e: &mut DescriptorEncoder, s: &ServerTick) -> Result<(), std::fmt::Error> {
+    let by_server = |f: fn(&ServerPoint) -> Option<f64>| {
+        s.servers
+            .iter()
+            .map(move |p| (vec![("server", p.name.as_str())], f(p)))
+    };
+    let families: [(&str, &str, Option<&Unit>, fn(&ServerPoint) -> Option<f64>); 8] = [
+        (
+            "server_up",
+            "1 when the server's monitoring endpoint answered in the tick",
+            None,
+            |p| Some(f64::from(u8::from(p.up))),
+        ),
+        (
+            "server_cpu_cores",
+            "The server's CPU, as it measures it over about its last second, in cores",
+            None,
+            |p| p.cpu_pct.map(|c| c / 100.0),
+        ),
+        (
+            "server_cores",
+            "The cores the server may use (the fewer of its CPUs and GOMAXPROCS)",
+            None,
+            |p| p.cores.map(f64::from),
+        ),
+        (
+            "server_memory",
+            "The server's resident memory",
+            Some(&Unit::Bytes),
+            |p| p.mem_bytes.map(|m| m as f64),
+        ),
+        (
+            "server_connections",
+            "Client connections the server holds",
+            None,
+            |p| p.connections.map(|c| c as f64),
+        ),
+        (
+            "server_in_messages_per_second",
+            "Messages the server took in per second since its previous reading",
+            None,
+            |p| p.in_msgs_per_sec,
+        ),
+        (
+            "server_out_messages_per_second",
+            "Messages the server sent out per second since its previous reading",
+            None,
+            |p| p.out_msgs_per_sec,
+        ),
+        (
+            "server_slow_consumers",
+            "The server's slow_consumers counter (since it started)",
+            None,
+            |p| p.slow_consumers.map(|c| c as f64),
+        ),
+    ];
+    for (name, help, unit, f) in families {
+        labelled(e, name, help, unit, by_server(f))?;
+    }
+    labelled(
+        e,
+        "stream_messages",
+        "Messages in the stream, as its leader sees it",
+        None,
+        s.streams
+            .iter()
+            .map(|st| (vec![("stream", st.name.as_str())], Some(st.msgs as f64))),
+    )?;
+    for (name, help, f) in [
+        (
+            "consumer_pending",
+            "Messages of the stream not yet delivered to the consumer",
+            (|c: &ConsumerPoint| c.pending) as fn(&ConsumerPoint) -> u64,
+        ),
+        (
+            "consumer_ack_pending",
+            "Messages delivered to the consumer and not yet acknowledged",
+            |c| c.ack_pending,
+        ),
+    ] {
+        labelled(
+            e,
+            name,
+            help,
+            None,
+            s.consumers.iter().map(|c| {
+                (
+                    vec![("stream", c.stream.as_str()), ("consumer", c.name.as_str())],
+                    Some(f(c) as f64),
+                )
+            }),
+        )?;
+    }
+    Ok(())
 }
 
 /// One gauge family with one sample (the run's labels only). `help` gets its full stop here, as
@@ -335,6 +467,76 @@ mod tests {
         );
         // The same tick twice is the same text: nothing in it depends on hash order.
         assert_eq!(text, render(&labels(), &tick(), &totals(), false));
+    }
+
+    #[test]
+    fn the_servers_sampled_are_exposed_each_under_its_name_and_a_figure_not_read_has_no_sample() {
+        use crate::stats::server::{ConsumerPoint, ServerPoint, ServerTick, StreamPoint, ToolTick};
+        let on = r#"run="20261125T143000Z-latency-0a1b",scenario="latency""#;
+        let t = Tick {
+            server: Some(ServerTick {
+                servers: vec![
+                    ServerPoint {
+                        name: "n1".into(),
+                        up: true,
+                        cpu_pct: Some(150.0),
+                        cores: Some(2),
+                        mem_bytes: Some(20 << 20),
+                        slow_consumers: Some(3),
+                        ..ServerPoint::default()
+                    },
+                    // Not answering: up 0, and no other figure at all.
+                    ServerPoint {
+                        name: "n2".into(),
+                        ..ServerPoint::default()
+                    },
+                ],
+                streams: vec![StreamPoint {
+                    name: "orders".into(),
+                    msgs: 42,
+                    ..StreamPoint::default()
+                }],
+                consumers: vec![ConsumerPoint {
+                    stream: "orders".into(),
+                    name: "c1".into(),
+                    pending: 7,
+                    ack_pending: 2,
+                    ..ConsumerPoint::default()
+                }],
+                ..ServerTick::default()
+            }),
+            tool: Some(ToolTick {
+                cpu_cores: 0.75,
+                ..ToolTick::default()
+            }),
+            ..tick()
+        };
+        let text = render(&labels(), &t, &totals(), false);
+        let lines = samples(&text);
+        for want in [
+            format!(r#"msgbench_server_up{{{on},server="n1"}} 1.0"#),
+            format!(r#"msgbench_server_up{{{on},server="n2"}} 0.0"#),
+            format!(r#"msgbench_server_cpu_cores{{{on},server="n1"}} 1.5"#),
+            format!(r#"msgbench_server_cores{{{on},server="n1"}} 2.0"#),
+            format!(r#"msgbench_server_memory_bytes{{{on},server="n1"}} 20971520.0"#),
+            format!(r#"msgbench_server_slow_consumers{{{on},server="n1"}} 3.0"#),
+            format!(r#"msgbench_stream_messages{{{on},stream="orders"}} 42.0"#),
+            format!(r#"msgbench_consumer_pending{{{on},stream="orders",consumer="c1"}} 7.0"#),
+            format!(r#"msgbench_consumer_ack_pending{{{on},stream="orders",consumer="c1"}} 2.0"#),
+            format!("msgbench_tool_cpu_cores{{{on}}} 0.75"),
+        ] {
+            assert!(lines.contains(&want.as_str()), "{want} not in\n{text}");
+        }
+        assert!(
+            !lines
+                .iter()
+                .any(|l| l.contains("server=\"n2\"") && !l.starts_with("msgbench_server_up")),
+            "n2 was not read: only its up sample\n{text}"
+        );
+        assert!(
+            !render(&labels(), &tick(), &totals(), false).contains("msgbench_server"),
+            "a tick without servers exposes none"
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use super::model::{percentile_label, percentile_x, CalInput, Input, Tick, TickLatency, Timeline};
 use super::page::figure;
+use super::servers;
 use super::svg::{self, esc, num};
 use super::tables::Unit;
 use super::PALETTE;
@@ -222,7 +223,7 @@ fn interval(k: &Tick) -> String {
 }
 
 /// From the start of the run to its last tick: time has real ends, no need to round them out.
-fn time_axis(ticks: &[Tick]) -> svg::Axis {
+pub(super) fn time_axis(ticks: &[Tick]) -> svg::Axis {
     let end = ticks.iter().map(|t| t.t_s).fold(0.0, f64::max);
     svg::Axis::linear_exact(0.0, end, "seconds since the start", |v| {
         format::sig(v, 3, true)
@@ -233,6 +234,14 @@ fn time_axis(ticks: &[Tick]) -> svg::Axis {
 /// chart: a tick's max is often many times its median.
 pub(super) fn latency_timeline(r: &Input) -> Option<String> {
     latency_over_time(r.run.timeline.as_ref()?, &r.label, &[])
+}
+
+/// The marks on a timeline's charts: `faults` msgbench injected, then what the servers'
+/// samples showed.
+fn with_events(faults: &[svg::XRef], t: &Timeline) -> Vec<svg::XRef> {
+    let mut all = faults.to_vec();
+    all.extend(servers::marks(t));
+    all
 }
 
 /// [`latency_timeline`] of a timeline and its label: the report's chart of a result, and the
@@ -311,8 +320,16 @@ pub(super) fn latency_over_time(t: &Timeline, label: &str, slos: &[String]) -> O
         caption
             .push_str(" The run outlasted what the timeline keeps; later intervals are not shown.");
     }
+    caption.push_str(&servers::marks_caption(t));
     Some(figure(
-        &svg::lines(&chart, &time_axis(&t.ticks), &y, &lines, &refs, &[]),
+        &svg::lines(
+            &chart,
+            &time_axis(&t.ticks),
+            &y,
+            &lines,
+            &refs,
+            &servers::marks(t),
+        ),
         &caption,
         false,
     ))
@@ -461,9 +478,17 @@ pub(super) fn throughput_over_time(
              kill is never undone: a line alone).",
         );
     }
+    caption.push_str(&servers::marks_caption(t));
     caption.push_str(&errors_caption(t));
     Some(figure(
-        &svg::lines(&chart, &time_axis(&t.ticks), &y, &lines, &[], faults),
+        &svg::lines(
+            &chart,
+            &time_axis(&t.ticks),
+            &y,
+            &lines,
+            &[],
+            &with_events(faults, t),
+        ),
         &caption,
         false,
     ))

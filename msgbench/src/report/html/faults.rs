@@ -96,6 +96,7 @@ pub(super) fn marks(r: &Input, t: &Timeline) -> Vec<svg::XRef> {
                 x: from,
                 band: e.undone_at_ns.map(|u| (from, at(u))),
                 label: e.name(),
+                observed: false,
             })
         })
         .collect()

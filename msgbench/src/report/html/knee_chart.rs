@@ -135,6 +135,7 @@ fn chart(label: &str, knee: &Knee, mut caption: String) -> String {
                 x: s.rate,
                 band: s.confidence.map(|(_, lo, hi)| (lo, hi)),
                 label,
+                observed: false,
             }
         })
         .collect();

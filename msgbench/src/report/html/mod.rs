@@ -43,6 +43,7 @@ mod knee_chart;
 mod knee_tests;
 mod model;
 pub(crate) mod page;
+mod servers;
 pub mod svg;
 pub(crate) mod tables;
 #[cfg(test)]
@@ -146,6 +147,7 @@ pub fn live_charts(
     [
         charts::latency_over_time(&t, label, slos),
         charts::throughput_over_time(&t, label, &[], names),
+        servers::cpu_over_time(&t, label),
     ]
     .into_iter()
     .flatten()

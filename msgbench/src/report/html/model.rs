@@ -51,6 +51,7 @@ pub(super) struct Run {
     pub(super) consumer: Option<Value>,
     pub(super) schedule: Option<Schedule>,
     pub(super) fault: Option<super::faults::Fault>,
+    pub(super) server_side: Option<super::servers::ServerSide>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -163,6 +164,10 @@ pub(super) struct Tick {
     pub(super) received_per_sec: f64,
     pub(super) latency: Option<TickLatency>,
     pub(super) errors: f64,
+    /// The servers sampled in this tick, and msgbench's own CPU in it (both absent from a
+    /// result of a run that sampled none, or of an older msgbench).
+    pub(super) server: Option<super::servers::TickServers>,
+    pub(super) tool: Option<super::servers::TickTool>,
 }
 
 #[derive(Debug, Default, Deserialize)]

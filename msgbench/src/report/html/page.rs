@@ -95,7 +95,13 @@ pub(super) fn page(results: &[Input], cals: &[CalInput], caps: &[CapInput]) -> S
         "Throughput over time",
         &thr_time,
     );
+    let cpu_time: Vec<String> = results
+        .iter()
+        .filter_map(super::servers::cpu_timeline)
+        .collect();
+    section(&mut o, "cpu-over-time", "CPU over time", &cpu_time);
     super::faults::table(&mut o, results);
+    super::servers::table(&mut o, results);
     let per_client: Vec<String> = results.iter().filter_map(client_bars).collect();
     section(&mut o, "clients", "Throughput per client", &per_client);
 

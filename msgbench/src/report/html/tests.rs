@@ -491,3 +491,74 @@ fn repeated_names_are_told_apart() {
     assert_eq!(labels(&[a.clone(), b]), ["x/r.json", "y/r.json"]);
     assert_eq!(labels(&[a.clone(), a]), ["x/r.json", "x/r.json (2)"]);
 }
+
+#[test]
+fn server_samples_draw_cpu_over_time_and_their_events_are_marked_apart_from_faults() {
+    let mut v = full_result();
+    let ticks = v["timeline"]["ticks"].as_array_mut().unwrap();
+    // Server n1 may use 2 cores: 150 % of one core is 75 % of what it may use. n2 did not
+    // answer its first reading: a gap, not a zero. msgbench used half of its 2 cores.
+    ticks[0]["server"] = serde_json::json!({"t_s": 0.9, "servers": [
+        {"name": "n1", "up": true, "cpu_pct": 150.0, "cores": 2},
+        {"name": "n2", "up": false, "cpu_pct": null, "cores": null}]});
+    ticks[1]["server"] = serde_json::json!({"t_s": 1.9, "servers": [
+        {"name": "n1", "up": true, "cpu_pct": 40.0, "cores": 2},
+        {"name": "n2", "up": true, "cpu_pct": 30.0, "cores": 1}],
+        "events": [{"t_s": 1.9, "since_s": 0.9, "kind": "stream_leader_change",
+                    "stream": "orders", "detail": "leader n1 → n2", "before": null, "after": null}]});
+    for t in ticks.iter_mut() {
+        t["tool"] = serde_json::json!({"cpu_cores": 1.0, "cores": 2.0, "busiest_thread": 0.5});
+    }
+    v["server_side"] = serde_json::json!({"servers": [], "events": [
+        {"t_s": 1.9, "since_s": 0.9, "kind": "stream_leader_change", "stream": "orders",
+         "detail": "leader n1 → n2",
+         "before": {"t_s": 1.0, "msgs_per_sec": 1199.0, "p99_ns": 98000},
+         "after": {"t_s": 2.5, "msgs_per_sec": 1002.0, "p99_ns": null}}]});
+    v["timeline"]["load_start_s"] = 0.5.into();
+    v["fault"] = serde_json::json!({"kind": "kill", "target": "leader", "injected_at_ns": 1.0e9});
+    let html = render(&[doc("a.json", v)]).unwrap();
+
+    assert_eq!(
+        series_values(&html, "cpu-timeline", "server n1"),
+        vec![75.0, 20.0]
+    );
+    assert_eq!(
+        series_values(&html, "cpu-timeline", "server n2"),
+        vec![30.0]
+    );
+    assert_eq!(
+        series_values(&html, "cpu-timeline", "msgbench"),
+        vec![50.0, 50.0, 50.0]
+    );
+    // The event is dotted on every timeline chart; the fault, on the throughput chart, is not.
+    let event = "<g class=\"xref observed\" data-ref=\"stream leader change\" data-value=\"1.9\" \
+                 data-lo=\"0.9\" data-hi=\"1.9\"";
+    for kind in ["latency-timeline", "throughput-timeline", "cpu-timeline"] {
+        let start = html.find(&format!("data-chart=\"{kind}\"")).unwrap();
+        let chart = &html[start..start + html[start..].find("</svg>").unwrap()];
+        assert!(chart.contains(event), "{kind}: {chart}");
+    }
+    assert!(html.contains("<g class=\"xref\" data-ref=\"kill-leader\" data-value=\"1.5\""));
+    // The table: the event with what the run did around it, a figure not measured as "—".
+    let row = &html[html
+        .find("<tr data-input=\"a.json\" data-kind=\"stream_leader_change\" data-t=\"1.9\"")
+        .expect("the event's row")..];
+    let row = &row[..row.find("</tr>").unwrap()];
+    for cell in [
+        "stream orders",
+        "leader n1 → n2",
+        "0.9\u{a0}s",
+        "1.20k → 1.00k",
+        "98.0\u{a0}µs → —",
+    ] {
+        assert!(row.contains(&esc(cell)), "{cell} in {row}");
+    }
+}
+
+#[test]
+fn a_run_that_sampled_nothing_has_no_cpu_chart_and_no_server_events() {
+    let html = render(&[doc("a.json", full_result())]).unwrap();
+    assert!(!html.contains("data-chart=\"cpu-timeline\""));
+    assert!(!html.contains("id=\"server-events\""));
+    assert!(!html.contains("xref observed"));
+}

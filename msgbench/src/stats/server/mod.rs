@@ -76,7 +76,7 @@ pub struct StreamView {
 }
 
 /// One server in one tick: what its reading says, or nulls when it did not answer.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ServerPoint {
     /// The server's name (its `server_name`), or where it is read from until it has answered.
     pub name: String,
@@ -186,6 +186,32 @@ pub struct ServerSide {
     pub servers: Vec<ServerInfo>,
     /// What the samples showed happening, in time order.
     pub events: Vec<ServerEvent>,
+    /// The servers' CPU per message, in nanoseconds ([`cpu_ns_per_msg`]); null when no tick
+    /// read every server's CPU, or the run moved no message in those ticks.
+    pub cpu_ns_per_msg: Option<f64>,
+}
+
+/// The CPU of every server sampled per message of the run, in nanoseconds: the servers'
+/// CPU-seconds over the ticks in which each of them read its CPU (a server reads 0 until it has
+/// sampled itself, and one that did not answer has no figure: such ticks are left out rather
+/// than counted as idle), over the messages the run sent in those same ticks, or received when
+/// it sent none (a subscriber alone). With the figure in the history, a server upgrade that
+/// spends more CPU per message while the throughput holds is found like a slower P99.
+pub fn cpu_ns_per_msg(ticks: &[crate::stats::timeline::Tick]) -> Option<f64> {
+    let (mut cpu_s, mut sent, mut received) = (0.0, 0.0, 0.0);
+    for k in ticks {
+        let Some(s) = k.server.as_ref().filter(|s| !s.servers.is_empty()) else {
+            continue;
+        };
+        let Some(pct) = s.servers.iter().map(|p| p.cpu_pct).sum::<Option<f64>>() else {
+            continue;
+        };
+        cpu_s += pct / 100.0 * k.span_s;
+        sent += k.sent_per_sec * k.span_s;
+        received += k.received_per_sec * k.span_s;
+    }
+    let msgs = if sent > 0.0 { sent } else { received };
+    (msgs > 0.0).then(|| cpu_s * 1e9 / msgs)
 }
 
 /// Where the sampler leaves its newest tick for the run's timeline to pick up: the one place
@@ -251,6 +277,7 @@ pub struct ToolTick {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::timeline::Tick;
 
     #[test]
     fn the_slot_hands_each_event_out_once_and_keeps_the_newest_tick() {
@@ -277,5 +304,46 @@ mod tests {
         let again = slot.take().unwrap();
         assert_eq!(again.t_s, 2.0, "the newest stays until a newer one");
         assert!(again.events.is_empty(), "each event once");
+    }
+
+    fn tick(span_s: f64, sent: f64, received: f64, cpus: &[Option<f64>]) -> Tick {
+        Tick {
+            span_s,
+            sent_per_sec: sent,
+            received_per_sec: received,
+            server: (!cpus.is_empty()).then(|| ServerTick {
+                servers: cpus
+                    .iter()
+                    .map(|c| ServerPoint {
+                        cpu_pct: *c,
+                        ..ServerPoint::default()
+                    })
+                    .collect(),
+                ..ServerTick::default()
+            }),
+            ..Tick::default()
+        }
+    }
+
+    #[test]
+    fn cpu_per_message_counts_only_the_ticks_that_read_every_servers_cpu() {
+        let ticks = [
+            // Two servers at 50 % and 30 % of a core for 1 s: 0.8 CPU-seconds, 1,000 sent.
+            tick(1.0, 1000.0, 5000.0, &[Some(50.0), Some(30.0)]),
+            // Half a second at 2,000/s, 100 % and 60 %: 0.8 CPU-seconds over 1,000 more.
+            tick(0.5, 2000.0, 0.0, &[Some(100.0), Some(60.0)]),
+            // One server not read: left out, its messages too.
+            tick(1.0, 9000.0, 0.0, &[Some(10.0), None]),
+            // No server sampled in it.
+            tick(1.0, 9000.0, 0.0, &[]),
+        ];
+        let ns = cpu_ns_per_msg(&ticks).unwrap();
+        assert!((ns - 1.6e9 / 2000.0).abs() < 1e-6, "{ns}");
+        // A subscriber alone: per message received.
+        let sub = [tick(1.0, 0.0, 4000.0, &[Some(40.0)])];
+        assert!((cpu_ns_per_msg(&sub).unwrap() - 0.4e9 / 4000.0).abs() < 1e-6);
+        // Nothing read, or nothing moved: not measured.
+        assert_eq!(cpu_ns_per_msg(&ticks[2..]), None);
+        assert_eq!(cpu_ns_per_msg(&[tick(1.0, 0.0, 0.0, &[Some(5.0)])]), None);
     }
 }

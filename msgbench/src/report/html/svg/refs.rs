@@ -27,10 +27,14 @@ pub enum RefStyle {
 
 /// A vertical reference line at `x` (a sustainable rate), with a shaded band `lo..hi` around
 /// it (its confidence interval) when there is one.
+#[derive(Debug, Clone)]
 pub struct XRef {
     pub x: f64,
     pub band: Option<(f64, f64)>,
     pub label: String,
+    /// Something seen happening rather than done or found (a server's event, beside the faults
+    /// msgbench injected): drawn dotted, class `observed`.
+    pub observed: bool,
 }
 
 /// A horizontal reference across the plot, its label just above it.
@@ -71,7 +75,8 @@ pub(super) fn x_ref(o: &mut String, r: &Rect, scale: Scale, xr: &XRef) {
     let px = r.x(scale, xr.x);
     let _ = write!(
         o,
-        "<g class=\"xref\" data-ref=\"{}\" data-value=\"{}\"",
+        "<g class=\"xref{}\" data-ref=\"{}\" data-value=\"{}\"",
+        if xr.observed { " observed" } else { "" },
         esc(&xr.label),
         num(xr.x)
     );
