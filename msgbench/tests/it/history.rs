@@ -1070,3 +1070,98 @@ fn import_keeps_json_results_as_if_recorded_skips_a_run_already_there_and_refuse
     }
     assert_eq!(listed(&db).len(), 4, "nothing was kept");
 }
+
+/// A server that spends more CPU per message while the throughput holds is a regression that
+/// `history check` finds by default. A real run sampling its server through `--server-monitor`
+/// is recorded with its `server_cpu_per_msg` and `server_events`; planted runs copy it: seven
+/// at 100k msgs/s and 800 ns of server CPU a message, then four at the same rate and 1.2 µs.
+#[test]
+fn check_finds_a_server_that_spends_more_cpu_per_message_at_the_same_rate() {
+    let s = TestServer::start();
+    let monitor = s.monitor_url();
+    let dir = support::scratch_dir("history-server-cpu");
+    let db = dir.join("h.db");
+    let db_s = db.to_str().unwrap();
+    let out = run(&[
+        "pub",
+        "--server",
+        &s.url,
+        "--server-monitor",
+        &monitor,
+        "--rate",
+        "5000",
+        "--duration",
+        "4s",
+        "--no-progress",
+        "--history-file",
+        db_s,
+        "--record=required",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let stored = |metric: &str| -> Option<f64> {
+        c.query_row(
+            "SELECT value FROM metrics WHERE metric = ?1",
+            [metric],
+            |r| r.get(0),
+        )
+        .ok()
+    };
+    assert!(
+        stored("server_cpu_per_msg").is_some_and(|ns| ns > 0.0),
+        "the real run's server CPU per message is kept: {}",
+        stderr(&out)
+    );
+    assert_eq!(stored("server_events"), Some(0.0));
+    let t = c
+        .query_row(
+            "SELECT benchmark, testbed, testbed_json, plan_json, result_json FROM runs LIMIT 1",
+            [],
+            |r| {
+                Ok(Template {
+                    benchmark: r.get(0)?,
+                    testbed: r.get(1)?,
+                    testbed_json: r.get(2)?,
+                    plan_json: r.get(3)?,
+                    result_json: r.get(4)?,
+                })
+            },
+        )
+        .unwrap();
+    let noise = [0.01, -0.01, 0.005, -0.005, 0.0, 0.0075, -0.0075];
+    for i in 1..=11 {
+        let id = if i <= 7 {
+            format!("old{i}")
+        } else {
+            format!("new{i}")
+        };
+        let at = format!("2098-01-01T00:00:{i:02}Z");
+        plant(&c, &t, &id, &at, 100_000.0 * (1.0 + noise[i % 7]), &id);
+        let cpu = if i <= 7 { 800.0 } else { 1200.0 } * (1.0 + noise[(i + 3) % 7]);
+        let run: i64 = c
+            .query_row("SELECT rowid FROM runs WHERE run_id = ?1", [&id], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        c.execute(
+            "INSERT INTO metrics (run, metric, value) VALUES (?1, 'server_cpu_per_msg', ?2)",
+            rusqlite::params![run, cpu],
+        )
+        .unwrap();
+    }
+    let check = run(&["history", "check", "--history", db_s, "--last", "11"]);
+    let text = String::from_utf8_lossy(&check.stdout).into_owned();
+    assert_eq!(check.status.code(), Some(8), "{text}\n{}", stderr(&check));
+    let line = |m: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(m))
+            .unwrap_or_else(|| panic!("no {m} line: {text}"))
+            .to_string()
+    };
+    let cpu = line("server_cpu_per_msg");
+    assert!(
+        cpu.contains("regression") && cpu.contains("commit=new8)"),
+        "{text}"
+    );
+    assert!(!line("msgs_per_sec").contains("regression"), "{text}");
+}

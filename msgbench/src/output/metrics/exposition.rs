@@ -243,6 +243,14 @@ fn labelled<'a>(
     Ok(())
 }
 
+/// A family of gauges: its name, help, unit, and how each labelled thing gives its value.
+type Family<T> = (
+    &'static str,
+    &'static str,
+    Option<&'static Unit>,
+    fn(&T) -> Option<f64>,
+);
+
 /// The servers sampled in the tick, each under `server` (its name): up or not, CPU, memory,
 /// connections, traffic and slow consumers; each stream's messages, and each consumer's
 /// pending and unacknowledged messages. Only what the servers said: a figure a reading lacked
@@ -253,7 +261,7 @@ fn servers(e: &mut DescriptorEncoder, s: &ServerTick) -> Result<(), std::fmt::Er
             .iter()
             .map(move |p| (vec![("server", p.name.as_str())], f(p)))
     };
-    let families: [(&str, &str, Option<&Unit>, fn(&ServerPoint) -> Option<f64>); 8] = [
+    let families: [Family<ServerPoint>; 8] = [
         (
             "server_up",
             "1 when the server's monitoring endpoint answered in the tick",

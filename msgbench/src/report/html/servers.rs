@@ -105,15 +105,43 @@ fn tick_events(t: &Timeline) -> impl Iterator<Item = &Event> {
         .flat_map(|s| s.events.iter())
 }
 
-/// The events of `t` as marks: a dotted line where the reading first showed each, shaded back
-/// to the last reading that did not (it happened in between). At most [`MAX_MARKS`].
+/// The events of `t` as marks: a dotted line where the reading first showed them, shaded back
+/// to the last reading that did not (it happened in between). Events one reading showed
+/// together share a mark, named by their kinds (`server unreachable, 2× route down`), so
+/// their labels do not print over each other. At most [`MAX_MARKS`].
 pub(super) fn marks(t: &Timeline) -> Vec<svg::XRef> {
-    tick_events(t)
+    // Each mark: where, since when, and its kinds with how many of each.
+    type Mark = (f64, Option<f64>, Vec<(String, usize)>);
+    let mut marks: Vec<Mark> = Vec::new();
+    for e in tick_events(t) {
+        let since = e.since_s.filter(|s| *s < e.t_s);
+        match marks.last_mut() {
+            Some((at, _, kinds)) if *at == e.t_s => {
+                match kinds.iter_mut().find(|(k, _)| *k == e.name()) {
+                    Some((_, n)) => *n += 1,
+                    None => kinds.push((e.name(), 1)),
+                }
+            }
+            _ => marks.push((e.t_s, since, vec![(e.name(), 1)])),
+        }
+    }
+    marks
+        .into_iter()
         .take(MAX_MARKS)
-        .map(|e| svg::XRef {
-            x: e.t_s,
-            band: e.since_s.filter(|s| *s < e.t_s).map(|s| (s, e.t_s)),
-            label: e.name(),
+        .map(|(x, since, kinds)| svg::XRef {
+            x,
+            band: since.map(|s| (s, x)),
+            label: kinds
+                .iter()
+                .map(|(k, n)| {
+                    if *n > 1 {
+                        format!("{n}× {k}")
+                    } else {
+                        k.clone()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
             observed: true,
         })
         .collect()
@@ -122,15 +150,24 @@ pub(super) fn marks(t: &Timeline) -> Vec<svg::XRef> {
 /// What the charts' captions say of the marks, or nothing when there are none.
 pub(super) fn marks_caption(t: &Timeline) -> String {
     let n = tick_events(t).count();
+    let drawn = marks(t).len();
+    let readings = t
+        .ticks
+        .iter()
+        .filter_map(|k| k.server.as_ref())
+        .flat_map(|s| s.events.iter().map(|e| e.t_s.to_bits()))
+        .collect::<std::collections::BTreeSet<u64>>()
+        .len();
     match n {
         0 => String::new(),
-        _ if n > MAX_MARKS => format!(
-            " Dotted lines mark the first {MAX_MARKS} of the {n} events the servers' samples \
-             showed, each shaded back to the last reading before it."
+        _ if readings > drawn => format!(
+            " Dotted lines mark the events of the first {drawn} of the {readings} readings that \
+             showed any ({} in all), each shaded back to the reading before it.",
+            format::counted(n as u64, "event")
         ),
         _ => format!(
-            " Dotted lines mark {} the servers' samples showed, each shaded back to the last \
-             reading before it.",
+            " Dotted lines mark {} the servers' samples showed (those one reading showed \
+             together share a line), each shaded back to the reading before it.",
             format::counted(n as u64, "event")
         ),
     }

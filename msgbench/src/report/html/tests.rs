@@ -505,7 +505,9 @@ fn server_samples_draw_cpu_over_time_and_their_events_are_marked_apart_from_faul
         {"name": "n1", "up": true, "cpu_pct": 40.0, "cores": 2},
         {"name": "n2", "up": true, "cpu_pct": 30.0, "cores": 1}],
         "events": [{"t_s": 1.9, "since_s": 0.9, "kind": "stream_leader_change",
-                    "stream": "orders", "detail": "leader n1 → n2", "before": null, "after": null}]});
+                    "stream": "orders", "detail": "leader n1 → n2", "before": null, "after": null},
+                   {"t_s": 1.9, "since_s": 0.9, "kind": "route_down", "detail": "a"},
+                   {"t_s": 1.9, "since_s": 0.9, "kind": "route_down", "detail": "b"}]});
     for t in ticks.iter_mut() {
         t["tool"] = serde_json::json!({"cpu_cores": 1.0, "cores": 2.0, "busiest_thread": 0.5});
     }
@@ -531,8 +533,9 @@ fn server_samples_draw_cpu_over_time_and_their_events_are_marked_apart_from_faul
         vec![50.0, 50.0, 50.0]
     );
     // The event is dotted on every timeline chart; the fault, on the throughput chart, is not.
-    let event = "<g class=\"xref observed\" data-ref=\"stream leader change\" data-value=\"1.9\" \
-                 data-lo=\"0.9\" data-hi=\"1.9\"";
+    // Events one reading showed share a mark, named by their kinds.
+    let event = "<g class=\"xref observed\" data-ref=\"stream leader change, 2× route down\" \
+                 data-value=\"1.9\" data-lo=\"0.9\" data-hi=\"1.9\"";
     for kind in ["latency-timeline", "throughput-timeline", "cpu-timeline"] {
         let start = html.find(&format!("data-chart=\"{kind}\"")).unwrap();
         let chart = &html[start..start + html[start..].find("</svg>").unwrap()];
