@@ -9,7 +9,8 @@ failed or reported errors (the report says which), 2 when it cannot start.
                              [--cases pub,pubsub,latency,request,js,grpc]
                              [--pub-msgs 2000000] [--pubsub-msgs 1000000]
                              [--latency-rate 1000] [--latency-duration 5s] [--requests 20000]
-                             [--js-msgs 100000] [--grpc-requests 20000] [--in-flight 100]
+                             [--js-msgs 100000] [--js-storage memory|file]
+                             [--grpc-requests 20000] [--in-flight 100]
                              [--out bench/RESULTS-regress.md] [--timeout 120]
 
 Without --new, the new binary is this checkout's (`cargo build --release --locked`, unless
@@ -65,7 +66,7 @@ def make_case(key: str, sides: tuple[str, ...], **params) -> Case:
         "pubsub": lambda p: f"pubsub, 1 publisher + 1 subscriber, {p['msgs']:,} msgs of 16 B",
         "latency": lambda p: f"latency, {p['rate']:,} msgs/s for {go_duration(p['seconds'])}",
         "request": lambda p: f"request/reply, {p['msgs']:,} requests",
-        "js": lambda p: f"JetStream async publish, {p['msgs']:,} msgs of 128 B",
+        "js": lambda p: f"JetStream async publish, {p['msgs']:,} msgs of 128 B, {p['storage']} storage",
         "grpc": lambda p: f"gRPC unary, {p['msgs']:,} requests, {p['in_flight']} in flight",
     }
     return Case(key, titles[key](params), sides, **params)
@@ -96,6 +97,7 @@ class Regress(Suite):
         p.add_argument("--latency-duration", type=parse_duration, default="5s", help="length of every latency run (default 5s)")
         p.add_argument("--requests", type=int, default=20_000, help="requests per request/reply run (default 20000)")
         p.add_argument("--js-msgs", type=int, default=100_000, help="messages per JetStream run (default 100000)")
+        p.add_argument("--js-storage", choices=("memory", "file"), default="memory", help="the JetStream case's stream storage (default memory)")
         p.add_argument("--grpc-requests", type=int, default=20_000, help="calls per gRPC run (default 20000)")
         p.add_argument("--in-flight", type=int, default=100, help="gRPC calls outstanding (default 100)")
 
@@ -117,7 +119,7 @@ class Regress(Suite):
             "pubsub": make_case("pubsub", s, msgs=a.pubsub_msgs),
             "latency": make_case("latency", s, rate=a.latency_rate, seconds=a.latency_duration),
             "request": make_case("request", s, msgs=a.requests),
-            "js": make_case("js", s, msgs=a.js_msgs),
+            "js": make_case("js", s, msgs=a.js_msgs, storage=a.js_storage),
             "grpc": make_case("grpc", s, msgs=a.grpc_requests, in_flight=a.in_flight),
         }
         wanted = a.cases.split(",")
@@ -193,7 +195,7 @@ class Regress(Suite):
             "pubsub": lambda: ["pubsub", *at, "--msgs", str(case.msgs), "--size", "16"],
             "latency": lambda: ["latency", *at, "--rate", str(case.rate), "--duration", go_duration(case.seconds)],
             "request": lambda: ["request", *at, "--msgs", str(case.msgs)],
-            "js": lambda: ["js", "pub", *at, "--mode", "async", "--msgs", str(case.msgs), "--size", "128", "--purge"],
+            "js": lambda: ["js", "pub", *at, "--mode", "async", "--msgs", str(case.msgs), "--size", "128", "--purge", "--storage", case.storage],
             "grpc": lambda: ["grpc", "--requests", str(case.msgs), "--in-flight", str(case.in_flight)],
         }[case.key]
         return [b, *how(), *tail]
