@@ -36,7 +36,7 @@ from pathlib import Path
 from benchkit import REPO, build, env
 from benchkit.fmt import md_table, parse_duration
 from benchkit.proc import log
-from benchkit.server import NatsServer, find_nats_server, free_port, nats_server_version
+from benchkit.server import NatsServer, free_port, nats_server_version
 
 # Each set-up: its name, the answer it is arranged for, where msgbench and the server run,
 # whether msgbench runs under a tenth of a core's CPU quota, and the pub flags.
@@ -94,17 +94,7 @@ def main() -> int:
     if os.cpu_count() is None or os.cpu_count() < 2 or not shutil.which("taskset"):
         print("run_limit: needs two CPUs and taskset", file=sys.stderr)
         return 2
-    nats = find_nats_server()
-    if nats is None:
-        print("run_limit: no nats-server (make nats-server installs it)", file=sys.stderr)
-        return 2
-    if a.binary:
-        msgbench, why = build.executable(a.binary, "--binary")
-    else:
-        msgbench, why = build.msgbench(no_build=a.no_build)
-    if msgbench is None:
-        print(f"run_limit: {why}", file=sys.stderr)
-        return 2
+    nats, msgbench = build.nats_and_msgbench("run_limit", a.binary, a.no_build)
     group = throttled_group()
     if group is None:
         print("run_limit: no CPU cgroup could be made (needs root and a cpu controller)", file=sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 from . import BENCH, REPO
@@ -65,3 +66,18 @@ def executable(path: str, flag: str) -> tuple[str | None, str]:
     if p.is_file() and os.access(p, os.X_OK):
         return str(p.resolve()), ""
     return None, f"{flag} {path}: not an executable file"
+
+
+def nats_and_msgbench(script: str, binary: str | None, no_build: bool) -> tuple[str, str]:
+    """The nats-server (as find_nats_server finds it) and the msgbench a script runs: `binary`
+    when given, else this checkout's release build (built first unless no_build). Exits 2 with
+    one line, named after `script`, saying which is missing."""
+    from .server import find_nats_server
+
+    nats = find_nats_server()
+    found, why = executable(binary, "--binary") if binary else msgbench(no_build=no_build)
+    missing = "no nats-server (make nats-server installs it)" if nats is None else why
+    if nats is None or found is None:
+        print(f"{script}: {missing}", file=sys.stderr)
+        sys.exit(2)
+    return nats, found
