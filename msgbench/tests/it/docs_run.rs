@@ -174,8 +174,8 @@ fn head(line: &str) -> Option<String> {
 
 /// Heads that depend on the machine or the moment, not on what msgbench prints for a command:
 /// a rate the tool could not keep, a subscriber that fell behind, a reconnect; the server's
-/// samples, their events (`  2.8 s  server_restart …`) and what limited the run, which need
-/// the run to outlast a sample or a tick.
+/// samples, their events (`  2.8 s  server_restart …`), the servers' CPU per message and what
+/// limited the run, which need the run to outlast a sample or a tick.
 fn conditional(head: &str) -> bool {
     [
         "!! RATE",
@@ -184,6 +184,7 @@ fn conditional(head: &str) -> bool {
         "Connections:",
         "Retries:",
         "Server",
+        "Servers'",
         "#",
         "Limit:",
     ]

@@ -162,65 +162,7 @@ impl Collector for Figures {
                 ConstCounter::new(*n).encode(m.encode_family(&[("kind", *kind)])?)?;
             }
         }
-        if let Some(c) = &t.conns {
-            gauge(
-                &mut e,
-                "connections_up",
-                "A conns run's connections up at the end of the interval",
-                None,
-                c.up as i64,
-            )?;
-            gauge(
-                &mut e,
-                "connections_opened_per_second",
-                "A conns run's connections that came up the first time, per second of the interval",
-                None,
-                c.opened_per_sec,
-            )?;
-            gauge(
-                &mut e,
-                "connections_lost",
-                "A conns run's connections that were up and were lost in the interval",
-                None,
-                c.lost as i64,
-            )?;
-        }
-        if let Some(s) = &t.server {
-            servers(&mut e, s)?;
-        }
-        if let Some(tool) = &t.tool {
-            gauge(
-                &mut e,
-                "tool_cpu_cores",
-                "msgbench's own CPU in the interval, in cores (1: one core busy throughout)",
-                None,
-                tool.cpu_cores,
-            )?;
-        }
-        if let Some(s) = &t.stage {
-            gauge(
-                &mut e,
-                "stage_index",
-                "The --rate-schedule stage the run was in in the middle of the interval, from 0",
-                None,
-                s.index as i64,
-            )?;
-            gauge(
-                &mut e,
-                "stages",
-                "Stages in the --rate-schedule",
-                None,
-                s.of as i64,
-            )?;
-            gauge(
-                &mut e,
-                "stage_target_messages_per_second",
-                "The target rate of that stage (a ramp's mean)",
-                None,
-                s.target_rate,
-            )?;
-        }
-        Ok(())
+        sections(&mut e, t)
     }
 }
 
@@ -239,6 +181,70 @@ fn labelled<'a>(
         if let Some(v) = v {
             ConstGauge::new(v).encode(m.encode_family(&labels)?)?;
         }
+    }
+    Ok(())
+}
+
+/// The tick's sections a run has or not: a conns run's connections, the servers sampled and
+/// msgbench's own CPU, the schedule's stage.
+fn sections(e: &mut DescriptorEncoder, t: &Tick) -> Result<(), std::fmt::Error> {
+    if let Some(c) = &t.conns {
+        gauge(
+            e,
+            "connections_up",
+            "A conns run's connections up at the end of the interval",
+            None,
+            c.up as i64,
+        )?;
+        gauge(
+            e,
+            "connections_opened_per_second",
+            "A conns run's connections that came up the first time, per second of the interval",
+            None,
+            c.opened_per_sec,
+        )?;
+        gauge(
+            e,
+            "connections_lost",
+            "A conns run's connections that were up and were lost in the interval",
+            None,
+            c.lost as i64,
+        )?;
+    }
+    if let Some(s) = &t.server {
+        servers(e, s)?;
+    }
+    if let Some(tool) = &t.tool {
+        gauge(
+            e,
+            "tool_cpu_cores",
+            "msgbench's own CPU in the interval, in cores (1: one core busy throughout)",
+            None,
+            tool.cpu_cores,
+        )?;
+    }
+    if let Some(s) = &t.stage {
+        gauge(
+            e,
+            "stage_index",
+            "The --rate-schedule stage the run was in in the middle of the interval, from 0",
+            None,
+            s.index as i64,
+        )?;
+        gauge(
+            e,
+            "stages",
+            "Stages in the --rate-schedule",
+            None,
+            s.of as i64,
+        )?;
+        gauge(
+            e,
+            "stage_target_messages_per_second",
+            "The target rate of that stage (a ramp's mean)",
+            None,
+            s.target_rate,
+        )?;
     }
     Ok(())
 }
