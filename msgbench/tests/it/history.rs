@@ -148,6 +148,26 @@ struct Template {
     result_json: String,
 }
 
+impl Template {
+    /// The first stored run's.
+    fn of(c: &rusqlite::Connection) -> Template {
+        c.query_row(
+            "SELECT benchmark, testbed, testbed_json, plan_json, result_json FROM runs LIMIT 1",
+            [],
+            |r| {
+                Ok(Template {
+                    benchmark: r.get(0)?,
+                    testbed: r.get(1)?,
+                    testbed_json: r.get(2)?,
+                    plan_json: r.get(3)?,
+                    result_json: r.get(4)?,
+                })
+            },
+        )
+        .unwrap()
+    }
+}
+
 /// Plants one run with `msgs_per_sec` = `value`, started at `started_at`, labelled
 /// commit=`commit`: rows as `--record` writes them, with the real runs' benchmark and testbed.
 fn plant(
@@ -205,21 +225,7 @@ fn check_finds_a_regression_planted_after_real_runs() {
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     }
     let c = rusqlite::Connection::open(&db).unwrap();
-    let t = c
-        .query_row(
-            "SELECT benchmark, testbed, testbed_json, plan_json, result_json FROM runs LIMIT 1",
-            [],
-            |r| {
-                Ok(Template {
-                    benchmark: r.get(0)?,
-                    testbed: r.get(1)?,
-                    testbed_json: r.get(2)?,
-                    plan_json: r.get(3)?,
-                    result_json: r.get(4)?,
-                })
-            },
-        )
-        .unwrap();
+    let t = Template::of(&c);
     let mut real: Vec<f64> = c
         .prepare("SELECT value FROM metrics WHERE metric = 'msgs_per_sec'")
         .unwrap()
@@ -407,21 +413,7 @@ fn check_and_trend_name_the_same_first_slow_run() {
     let listed = String::from_utf8_lossy(&listed.stdout);
     assert!(listed.contains(&format!("\n1 run in '{db_s}'")), "{listed}");
     let c = rusqlite::Connection::open(&db).unwrap();
-    let t = c
-        .query_row(
-            "SELECT benchmark, testbed, testbed_json, plan_json, result_json FROM runs LIMIT 1",
-            [],
-            |r| {
-                Ok(Template {
-                    benchmark: r.get(0)?,
-                    testbed: r.get(1)?,
-                    testbed_json: r.get(2)?,
-                    plan_json: r.get(3)?,
-                    result_json: r.get(4)?,
-                })
-            },
-        )
-        .unwrap();
+    let t = Template::of(&c);
     let noise = [0.01, -0.01, 0.005, -0.005, 0.0, 0.0075, -0.0075];
     for i in 1..=7 {
         let (id, at) = (format!("fast{i}"), format!("2098-01-01T00:00:{i:02}Z"));
@@ -788,13 +780,7 @@ fn report_draws_a_history_with_its_change_point_in_a_real_browser() {
     else {
         return;
     };
-    let browser = Browser::start(&dir, &programs);
-    browser.resize(1280, 900);
-    browser.cmd(
-        "POST",
-        "/url",
-        Some(json!({"url": format!("file://{}", html.display())})),
-    );
+    let browser = Browser::showing(&dir, &programs, &html);
     let charts = browser.execute(COLLECT_HISTORY);
     let console = browser.console();
     let severe: Vec<&Value> = console.iter().filter(|l| l["level"] == "SEVERE").collect();
@@ -1113,21 +1099,7 @@ fn check_finds_a_server_that_spends_more_cpu_per_message_at_the_same_rate() {
         stderr(&out)
     );
     assert_eq!(stored("server_events"), Some(0.0));
-    let t = c
-        .query_row(
-            "SELECT benchmark, testbed, testbed_json, plan_json, result_json FROM runs LIMIT 1",
-            [],
-            |r| {
-                Ok(Template {
-                    benchmark: r.get(0)?,
-                    testbed: r.get(1)?,
-                    testbed_json: r.get(2)?,
-                    plan_json: r.get(3)?,
-                    result_json: r.get(4)?,
-                })
-            },
-        )
-        .unwrap();
+    let t = Template::of(&c);
     let noise = [0.01, -0.01, 0.005, -0.005, 0.0, 0.0075, -0.0075];
     for i in 1..=11 {
         let id = if i <= 7 {

@@ -321,13 +321,7 @@ fn report_draws_real_results_in_a_real_browser() {
         let _ = std::fs::remove_dir_all(&dir);
         return;
     };
-    let browser = Browser::start(&dir, &programs);
-    browser.resize(1280, 900);
-    browser.cmd(
-        "POST",
-        "/url",
-        Some(json!({"url": format!("file://{}", html_path.display())})),
-    );
+    let browser = Browser::showing(&dir, &programs, &html_path);
     let page = browser.execute(COLLECT);
 
     // The embedded copies of the inputs read back as the files themselves.
@@ -969,13 +963,7 @@ fn report_draws_latency_against_throughput_in_a_real_browser() {
         let _ = std::fs::remove_dir_all(&dir);
         return;
     };
-    let browser = Browser::start(&dir, &programs);
-    browser.resize(1280, 900);
-    browser.cmd(
-        "POST",
-        "/url",
-        Some(json!({"url": format!("file://{}", html_path.display())})),
-    );
+    let browser = Browser::showing(&dir, &programs, &html_path);
     let page = browser.execute(COLLECT);
 
     let inputs = page["inputs"].as_array().unwrap();
@@ -1161,13 +1149,7 @@ pub(crate) fn server_events_drawn_in_a_real_browser(v: &Value, injected: f64) {
         let _ = std::fs::remove_dir_all(&dir);
         return;
     };
-    let browser = Browser::start(&dir, &programs);
-    browser.resize(1280, 900);
-    browser.cmd(
-        "POST",
-        "/url",
-        Some(json!({"url": format!("file://{}", html_path.display())})),
-    );
+    let browser = Browser::showing(&dir, &programs, &html_path);
     let page = browser.execute(COLLECT);
     for kind in ["latency-timeline", "throughput-timeline", "cpu-timeline"] {
         let c = chart(&page, kind, Some("kill.json"));

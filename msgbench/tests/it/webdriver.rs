@@ -164,6 +164,19 @@ impl Browser {
         b
     }
 
+    /// A browser 1280 × 900 pixels with the local file `page` open: how the report's tests
+    /// view a page they wrote.
+    pub fn showing(dir: &Path, programs: &browser::Found, page: &Path) -> Browser {
+        let b = Browser::start(dir, programs);
+        b.resize(1280, 900);
+        b.cmd(
+            "POST",
+            "/url",
+            Some(json!({"url": format!("file://{}", page.display())})),
+        );
+        b
+    }
+
     pub fn driver_log(&self) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let tail: Vec<&str> = text.lines().rev().take(30).collect();
