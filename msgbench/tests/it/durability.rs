@@ -100,7 +100,7 @@ fn killing_the_stream_leader_loses_nothing_acknowledged_and_says_how_long_acks_s
     // What the servers' samples saw: the killed node stop answering at the fault, and the
     // stream's leader change when the new leader was elected, which is when msgbench's own
     // STREAM.INFO first had an answer from it (the survivors name the dead leader until
-    // then); in the text, and drawn in the report. Readings are a second apart.
+    // then); in the text, and drawn in the report.
     let injected =
         u(&e["injected_at_ns"]) as f64 / 1e9 + v["timeline"]["load_start_s"].as_f64().unwrap();
     let elected = injected + u(&e["leader_answered_ns"]) as f64 / 1e9;
@@ -111,8 +111,11 @@ fn killing_the_stream_leader_loses_nothing_acknowledged_and_says_how_long_acks_s
         .next()
         .unwrap_or_else(|| panic!("no leader change: {events:?}"));
     let (since, at) = (c["since_s"].as_f64().unwrap(), c["t_s"].as_f64().unwrap());
+    // A reading can take up to 0.9 s and msgbench's own look at the placement takes its
+    // time too, on a busy machine longer: the two clocks agree to a couple of seconds.
+    const SLACK: f64 = 2.5;
     assert!(
-        at >= injected && since - 1.0 <= elected && elected <= at + 1.0,
+        at >= injected && since - SLACK <= elected && elected <= at + SLACK,
         "{c} against the kill at {injected} s and the new leader's answer at {elected} s"
     );
     assert_eq!(c["server"], e["leader_after"], "{c}");
