@@ -152,7 +152,8 @@ impl Template {
     /// The first stored run's.
     fn of(c: &rusqlite::Connection) -> Template {
         c.query_row(
-            "SELECT benchmark, testbed, testbed_json, plan_json, result_json FROM runs LIMIT 1",
+            "SELECT benchmark, testbed, testbed_json, plan_json, result_json FROM runs
+             ORDER BY id LIMIT 1",
             [],
             |r| {
                 Ok(Template {
@@ -713,22 +714,7 @@ fn report_draws_a_history_with_its_change_point_in_a_real_browser() {
     drop(s);
     let c = rusqlite::Connection::open(&db).unwrap();
     // The template is a single run's document, so planted rows claim no repeats.
-    let t = c
-        .query_row(
-            "SELECT benchmark, testbed, testbed_json, plan_json, result_json FROM runs
-             ORDER BY id LIMIT 1",
-            [],
-            |r| {
-                Ok(Template {
-                    benchmark: r.get(0)?,
-                    testbed: r.get(1)?,
-                    testbed_json: r.get(2)?,
-                    plan_json: r.get(3)?,
-                    result_json: r.get(4)?,
-                })
-            },
-        )
-        .unwrap();
+    let t = Template::of(&c);
     let real: Vec<(String, f64, String)> = c
         .prepare(
             "SELECT r.run_id, m.value, r.result_json FROM runs r JOIN metrics m ON m.run = r.id
