@@ -243,6 +243,15 @@ pub fn secs(v: f64) -> String {
     format!("{}\u{a0}s", sig(v, 3, true))
 }
 
+/// One CSV field, quoted when it holds a comma, a quote or a line break.
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

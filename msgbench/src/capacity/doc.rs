@@ -13,6 +13,7 @@ use crate::cli::SearchArgs;
 use crate::error::Result;
 use crate::format::{duration_ns, group, sig};
 use crate::result::{RunResult, ToolInfo, Verdict};
+use crate::stats::server::limit::Limit;
 
 pub const SCHEMA: &str = "msgbench.capacity/v1";
 
@@ -97,6 +98,10 @@ pub struct Probe {
     pub lost: Option<u64>,
     pub errors: u64,
     pub verdicts: Vec<Verdict>,
+    /// What bounded the run, by the rule every run is judged by, with the SLOs it failed
+    /// taken in (docs/server-side.md); absent for a run on agents, which is not judged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<Limit>,
     /// On agents: each agent's share of the run; absent on one host.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agents: Option<Vec<ProbeAgent>>,
@@ -115,6 +120,23 @@ pub struct ProbeAgent {
     /// What its subscribers received (or its requesters had answered); null likewise, or
     /// where it receives nothing.
     pub received: Option<u64>,
+}
+
+/// The SLOs a run failed, in words (`p99<5ms failed at 40,000/s`); `None` when it failed
+/// none.
+fn failed_slo(verdicts: &[Verdict], rate: f64) -> Option<String> {
+    let failed: Vec<&str> = verdicts
+        .iter()
+        .filter(|v| !v.pass)
+        .map(|v| v.expr.as_str())
+        .collect();
+    (!failed.is_empty()).then(|| {
+        format!(
+            "{} failed at {}/s",
+            failed.join(", "),
+            group(rate.round() as u64)
+        )
+    })
 }
 
 impl Probe {
@@ -154,6 +176,7 @@ impl Probe {
             latency,
             lost: at("/delivery/lost"),
             errors: r.errors.values().sum(),
+            limit: crate::session::limit::of_probe(r, failed_slo(&verdicts, rate)),
             verdicts,
             agents: r.agents.as_ref().map(|a| {
                 a.agents
@@ -298,6 +321,17 @@ impl Capacity {
         }
     }
 
+    /// What bounded the first run at the first failing rate that failed (not a void one), by
+    /// the rule every run is judged by: whether a resource was at its limit when the SLO
+    /// failed, or none was.
+    pub fn failing_limit(&self) -> Option<&Limit> {
+        let rate = self.first_failing.as_ref()?.rate;
+        self.probes
+            .iter()
+            .filter(|p| p.rate == rate && !p.pass && !p.void())
+            .find_map(|p| p.limit.as_ref())
+    }
+
     /// Fills in the verdict once the search has ended: `held` is the highest rate every run
     /// held, `broke` the lowest above it that did not, with why.
     pub fn conclude(
@@ -431,6 +465,9 @@ impl Capacity {
             "Limited by: {} — {}",
             self.limiter.kind, self.limiter.detail
         );
+        if let Some(l) = self.failing_limit() {
+            let _ = writeln!(o, "  what bounded its run there: {}", l.text);
+        }
         let (again, last) = self.retries();
         if again + last > 0 {
             let runs = |n: usize| if n == 1 { "run" } else { "runs" };
@@ -570,6 +607,7 @@ mod tests {
                 why: None,
                 latency: true,
             }],
+            limit: None,
             agents: None,
         }
     }

@@ -292,7 +292,8 @@ pub struct OutputArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Write the figures as CSV to FILE: per-client rows in nats bench's columns (conns: one
-    /// row per run of its own figures).
+    /// row per run of its own figures). The servers' samples, when the run has any, go beside
+    /// it in NAME.servers.csv.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
     /// Write the headline figures as a Markdown table to FILE, for a pull request.

@@ -216,6 +216,8 @@ pub struct Fleet {
     target: String,
     /// Whether that is the NATS server (else a service of the scenario's own).
     nats: bool,
+    /// The `--server-monitor` endpoints, checked.
+    monitors: crate::session::servers::Servers,
 }
 
 impl Fleet {
@@ -235,13 +237,9 @@ impl Fleet {
                 &plain
             }
         };
-        if conn.server_monitor.is_some() {
-            return Err(Error::Usage(
-                "--server-monitor cannot be combined with --agents: the coordinator does not \
-                 sample a fleet's servers"
-                    .into(),
-            ));
-        }
+        // The servers are sampled from here, the coordinator's machine: the endpoints must
+        // answer it.
+        let monitors = crate::session::servers::Servers::check(plan)?;
         let signer = out.sign.as_deref().map(Signer::from_file).transpose()?;
         let bus = connect_control(conn, out.control.as_deref(), "msgbench-coordinator", false)?;
         let (agents, heartbeats) = discover(&bus, &wanted)?;
@@ -268,6 +266,7 @@ impl Fleet {
             heartbeats,
             target,
             nats: plan.conn().is_some(),
+            monitors,
         })
     }
 }
@@ -309,6 +308,7 @@ impl crate::session::Runner for Fleet {
                 None => self.target.clone(),
             },
             heartbeats: &self.heartbeats,
+            monitors: &self.monitors,
             silent_limit: plan.out().agent_silence.unwrap_or(AGENT_SILENCE),
             live: run && sinks.line,
             stream: sinks.stream.as_deref().filter(|_| run),

@@ -5,6 +5,7 @@ pub mod compare;
 pub mod csv;
 pub mod json;
 pub mod markdown;
+pub mod server_csv;
 pub mod text;
 
 use crate::result::RunResult;

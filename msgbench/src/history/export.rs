@@ -18,6 +18,7 @@ use super::actions::{open_at, series_heads, store_err};
 use super::store::{RunRow, Store};
 use crate::cli::{ExportArgs, ExportFormat, SeriesArgs};
 use crate::error::{exit, Error, Result};
+use crate::format::csv_field as field;
 use crate::metric::Metric;
 
 /// Counts a plan fixes (`msgs` is `--msgs`): not figures a chart of performance wants.
@@ -138,15 +139,6 @@ fn github(store: &Store, heads: &[RunRow], bigger: bool) -> Result<Value> {
         }
     }
     Ok(Value::Array(out))
-}
-
-/// One CSV field, quoted when it holds a comma, a quote or a line break.
-fn field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
 }
 
 fn otava(store: &Store, head: &RunRow) -> Result<String> {

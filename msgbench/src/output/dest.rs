@@ -61,6 +61,12 @@ fn destinations(
     let mut found = Vec::new();
     found.extend(o.json.clone().map(|p| ("--json", p)));
     found.extend(o.csv.clone().map(|p| ("--csv", p)));
+    // The servers' samples go beside it, when the run samples any.
+    found.extend(
+        (o.csv.iter())
+            .filter(|p| p.as_path() != Path::new("-"))
+            .map(|p| ("--csv", crate::export::server_csv::path_beside(p))),
+    );
     found.extend(o.markdown.clone().map(|p| ("--markdown", p)));
     found.extend(o.stream_stats.clone().map(|p| ("--stream-stats", p)));
     found.extend(files);
@@ -154,7 +160,7 @@ mod tests {
     }
 
     #[test]
-    fn hist_prefixes_expand_to_their_three_files() {
+    fn hist_prefixes_expand_to_their_three_files_and_csv_to_its_servers_file() {
         let plan = crate::command::plan_of([
             "msgbench", "latency", "--hist", "h", "--json", "-", "--csv", "c.csv",
         ])
@@ -168,6 +174,7 @@ mod tests {
             names,
             [
                 "--csv c.csv",
+                "--csv c.servers.csv",
                 "--hist h.hgrm",
                 "--hist h.uncorrected.hgrm",
                 "--hist h.hlog"

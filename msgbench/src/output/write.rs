@@ -33,6 +33,9 @@ pub fn emit(result: &RunResult, out: &Output) -> Result<()> {
     }
     if let Some(path) = &out.csv {
         write(path, Csv.serialize(result), "--csv");
+        if let Some((beside, rows)) = servers_beside(path, result) {
+            write(&beside, rows.into_bytes(), "--csv");
+        }
     }
     if let Some(path) = &out.markdown {
         write(path, Markdown.serialize(result), "--markdown");
@@ -72,12 +75,36 @@ pub fn emit_mix(mix: &crate::result::mix::MixResult, out: &crate::cli::OutputArg
             write_file(path, csv.as_bytes(), "--csv")
         };
         failed = failed.or(wrote.err());
+        // The classes share their servers: the first class's samples are the mix's.
+        let beside = mix
+            .classes
+            .iter()
+            .filter_map(|c| c.result.as_ref())
+            .find_map(|r| servers_beside(path, r));
+        if let Some((beside, rows)) = beside {
+            failed = failed.or(write_file(&beside, rows.as_bytes(), "--csv").err());
+        }
     }
     show(&text, to_stdout.then(|| doc.clone()));
     match failed {
         Some(e) => Err(dest::rescued(e, &doc)),
         None => Ok(()),
     }
+}
+
+/// The servers' samples of `r` and where they go beside the `--csv` file `path`; `None` when
+/// the run sampled no server. With the CSV on stdout (`-`), they have nowhere to go but the
+/// JSON, and a line says so.
+fn servers_beside(path: &Path, r: &RunResult) -> Option<(std::path::PathBuf, String)> {
+    let rows = crate::export::server_csv::serialize(&r.timeline.as_ref()?.ticks)?;
+    if path == Path::new("-") {
+        eprintln!(
+            "--csv -: the servers' samples are not written (they go beside a --csv file, as \
+             NAME.servers.csv, and are in --json)"
+        );
+        return None;
+    }
+    Some((crate::export::server_csv::path_beside(path), rows))
 }
 
 /// The report on stdout; or, with the JSON document there (`json`, for `--json -`), the report

@@ -33,11 +33,25 @@ impl Section for Limit {
 }
 
 /// Judges `r` and puts the verdict in it; a run without a timeline has nothing to judge.
-pub fn judge(r: &mut RunResult, servers_local: bool) {
-    let Some(facts) = facts(r, servers_local) else {
+pub fn judge(r: &mut RunResult) {
+    let Some(facts) = facts(r) else {
         return;
     };
     r.own.put(limit::judge(&facts));
+}
+
+/// What bounded one run of a capacity probe, judged with the SLOs it failed (`failed`, in
+/// words: `p99<5ms failed at 40,000/s`): a resource at its limit still comes first, and the
+/// SLO is named only when none was (rule 2). The run's own verdict when it failed none; `None`
+/// for a run that was not judged (one on agents).
+pub fn of_probe(r: &RunResult, failed: Option<String>) -> Option<Limit> {
+    let judged = r.own.get::<Limit>()?;
+    let Some(slo) = failed else {
+        return Some(judged.clone());
+    };
+    let mut f = facts(r)?;
+    f.slo_failed = Some(slo);
+    Some(limit::judge(&f))
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
@@ -55,7 +69,7 @@ fn load_ticks(r: &RunResult) -> Vec<&Tick> {
     })
 }
 
-fn facts(r: &RunResult, servers_local: bool) -> Option<Facts> {
+fn facts(r: &RunResult) -> Option<Facts> {
     let ticks = load_ticks(r);
     if ticks.is_empty() {
         return None;
@@ -72,7 +86,10 @@ fn facts(r: &RunResult, servers_local: bool) -> Option<Facts> {
         )
         .unwrap_or(0.0),
     });
-    let host = servers_local
+    // The machine is a resource of its own only when it also runs the servers.
+    let host = r
+        .server
+        .embedded
         .then(|| {
             let busy = median(tools.iter().filter_map(|t| t.host_cores_busy).collect())?;
             let cores = median(tools.iter().filter_map(|t| t.host_cores).collect())?;

@@ -116,7 +116,7 @@ impl On<'_> {
         if let Some(w) = watch {
             super::servers::finish(w, &mut r);
         }
-        super::limit::judge(&mut r, self.main.is_some_and(|t| t.local));
+        super::limit::judge(&mut r);
         Ok(r)
     }
 }

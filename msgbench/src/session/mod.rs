@@ -17,7 +17,7 @@ use crate::options::Output;
 use crate::plan::{Plan, Validated};
 use crate::result::RunResult;
 
-mod limit;
+pub mod limit;
 mod local;
 pub mod mix;
 pub mod refusals;

@@ -5,7 +5,8 @@
 //! Plugged in here, once, rather than in each scenario: every NATS scenario gets the same
 //! samples on its timeline, and a scenario knows nothing of them.
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::engine::monitor::{self, Source, Summary, Watch};
 use crate::error::{Error, Result};
@@ -13,7 +14,7 @@ use crate::options::monitor::Monitors;
 use crate::plan::Plan;
 use crate::result::{RunResult, Section};
 use crate::server::Target;
-use crate::stats::server::{Around, ServerSide};
+use crate::stats::server::{Around, ServerSide, Slot};
 use crate::stats::timeline::{Meter, Tick};
 
 /// How long the check of a `--server-monitor` endpoint at the start may take.
@@ -60,15 +61,7 @@ impl Servers {
                 name: crate::server::node_name(i),
                 port: s.monitor_port_fn(),
             });
-        let sources: Vec<Source> = started
-            .chain(
-                self.monitors
-                    .endpoints
-                    .iter()
-                    .cloned()
-                    .map(Source::Endpoint),
-            )
-            .collect();
+        let sources: Vec<Source> = started.chain(self.endpoints()).collect();
         if sources.is_empty() {
             return None;
         }
@@ -78,6 +71,50 @@ impl Servers {
             meter.started(),
             meter.watch_servers(),
         ))
+    }
+
+    /// Starts sampling the user's endpoints for a run whose timeline is made only at its end
+    /// (on agents, each of which keeps its own), on the run's clock from `begins`: the agents'
+    /// common start, which may be a moment ahead. `None` without an endpoint.
+    pub fn sample_from(&self, begins: Instant) -> Option<Sampling> {
+        let sources: Vec<Source> = self.endpoints().collect();
+        if sources.is_empty() {
+            return None;
+        }
+        let slot = Arc::new(Slot::keeping());
+        let watch = Watch::start(
+            sources,
+            self.monitors.tls.clone(),
+            begins,
+            Arc::clone(&slot),
+        );
+        Some(Sampling { watch, slot })
+    }
+
+    fn endpoints(&self) -> impl Iterator<Item = Source> + '_ {
+        self.monitors
+            .endpoints
+            .iter()
+            .cloned()
+            .map(Source::Endpoint)
+    }
+}
+
+/// The sampling of a run on agents: the sampler, and every reading it made, kept for the
+/// timeline the agents' results make.
+pub struct Sampling {
+    watch: Watch,
+    slot: Arc<Slot>,
+}
+
+impl Sampling {
+    /// Stops sampling, puts the readings on `r`'s timeline (each tick the newest made by its
+    /// end, as a run here takes them) and the rest in `r`, as [`finish`] does for a run here.
+    pub fn finish(self, r: &mut RunResult) {
+        if let Some(t) = r.timeline.as_mut() {
+            crate::stats::server::place(&mut t.ticks, &self.slot.kept());
+        }
+        finish(self.watch, r);
     }
 }
 

@@ -1098,6 +1098,7 @@ fn a_rate_schedule_steps_on_every_agent_and_its_stages_add_up() {
     let server = TestServer::start();
     let _a = Agent::start(&server.url, "st1", &[], &[]);
     let _b = Agent::start(&server.url, "st2", &[], &[]);
+    let monitor = server.monitor_url();
     let (out, doc, _d) = coordinate(&[
         "pubsub",
         "--pubs",
@@ -1108,10 +1109,31 @@ fn a_rate_schedule_steps_on_every_agent_and_its_stages_add_up() {
         "2000@1s,4000@1s",
         "--server",
         &server.url,
+        "--server-monitor",
+        &monitor,
         "--agents",
         "2",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
+    // The coordinator sampled the server from the agents' common start: its readings are on
+    // the merged timeline, and the messages it counted coming in are the schedule's (the
+    // control plane's own traffic shares this server, a few messages a second).
+    let side = &doc["server_side"]["servers"][0];
+    assert!(u(&side["answered"]) >= 2, "{side}");
+    let ticks = doc["timeline"]["ticks"].as_array().unwrap();
+    let incoming: Vec<f64> = ticks
+        .iter()
+        .filter_map(|t| t["server"]["servers"][0]["in_msgs_per_sec"].as_f64())
+        .collect();
+    let most = incoming.iter().copied().fold(0.0, f64::max);
+    assert!(
+        (1500.0..6000.0).contains(&most),
+        "the server counted the schedule's messages coming in: {incoming:?}"
+    );
+    // Each tick holds a reading made by its end.
+    for t in ticks.iter().filter(|t| !t["server"].is_null()) {
+        assert!(t["server"]["t_s"].as_f64() <= t["t_s"].as_f64(), "{t}");
+    }
     let stages = doc["schedule"]["stages"].as_array().unwrap();
     let col = |k: &str| -> Vec<u64> { stages.iter().map(|s| u(&s[k])).collect() };
     // Sends by due time are exact; each of the two subscribers expected every message.

@@ -101,6 +101,34 @@ fn the_search_doubles_then_bisects_to_a_known_edge() {
         }
     }
     assert!(err.contains("1,500/s  run 1/1"), "{err}");
+    // What bounded each run that failed: the SLO, since a latency run at 2,000/s saturates
+    // nothing, with the SLO and the rate named.
+    for p in doc["probes"].as_array().unwrap() {
+        if p["pass"] == false && p["void"] == false {
+            let rate = f(&p["rate"]) as u64;
+            assert_eq!(p["limit"]["kind"], "slo", "{p}");
+            let text = p["limit"]["text"].as_str().unwrap();
+            let named = format!("the SLO: sent<=1500 failed at {}/s", group(rate));
+            assert!(text.starts_with(&named), "{text}");
+        }
+    }
+    assert!(
+        err.contains("what bounded its run there: the SLO: sent<=1500 failed at 1,563/s"),
+        "{err}"
+    );
+}
+
+/// `n` with thousands separated by commas, as the text writes it.
+fn group(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! load; one that does not answer is one warning and null figures, never a failed run; the
 //! credentials in a monitor URL reach no output.
 
-use crate::support::{bin, run, run_json, schema_errors, stderr, u, TestServer};
+use crate::support::{bin, run, run_json, schema_errors, scratch_dir, stderr, u, TestServer};
 
 /// Every server point of a result's ticks.
 fn points(v: &serde_json::Value) -> Vec<&serde_json::Value> {
@@ -25,7 +25,17 @@ fn dead_port() -> u16 {
 
 #[test]
 fn a_server_msgbench_starts_is_sampled_on_the_timeline() {
-    let (out, v) = run_json(&["pub", "--duration", "3s", "--size", "64"]);
+    let dir = scratch_dir("server-csv");
+    let csv = dir.join("run.csv");
+    let (out, v) = run_json(&[
+        "pub",
+        "--duration",
+        "3s",
+        "--size",
+        "64",
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(schema_errors(&v), Vec::<String>::new());
     let side = &v["server_side"]["servers"][0];
@@ -56,6 +66,44 @@ fn a_server_msgbench_starts_is_sampled_on_the_timeline() {
         "the text report names the server: {text}"
     );
     assert!(text.contains("Server events: none seen"), "{text}");
+
+    // The same samples beside the --csv file, one row per reading and figure: each reading of
+    // the JSON's ticks once, its CPU and incoming rate as the JSON has them.
+    let rows = std::fs::read_to_string(dir.join("run.servers.csv")).expect("the servers' CSV");
+    let mut lines = rows.lines();
+    assert_eq!(lines.next(), Some("t_s,kind,name,figure,value"));
+    let cells: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let mut readings: Vec<&serde_json::Value> = v["timeline"]["ticks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| &t["server"])
+        .filter(|s| !s.is_null())
+        .collect();
+    readings.dedup_by(|a, b| a["t_s"] == b["t_s"]);
+    let cpu_rows: Vec<&Vec<&str>> = cells
+        .iter()
+        .filter(|c| c[1] == "server" && c[2] == "msgbench-0" && c[3] == "cpu_pct")
+        .collect();
+    assert_eq!(cpu_rows.len(), readings.len(), "{rows}");
+    for (row, r) in cpu_rows.iter().zip(&readings) {
+        let at: f64 = row[0].parse().unwrap();
+        assert!((at - r["t_s"].as_f64().unwrap()).abs() < 0.001, "{row:?}");
+        let cpu = r["servers"][0]["cpu_pct"].as_f64();
+        assert_eq!(
+            row[4].parse::<f64>().ok().map(|c| c.round()),
+            cpu.map(f64::round)
+        );
+    }
+    let incoming: f64 = cells
+        .iter()
+        .filter(|c| c[1] == "server" && c[3] == "in_msgs_per_sec")
+        .filter_map(|c| c[4].parse::<f64>().ok())
+        .fold(0.0, f64::max);
+    assert!(
+        (incoming - most_in).abs() < 0.01,
+        "{incoming} against {most_in}"
+    );
 }
 
 #[test]

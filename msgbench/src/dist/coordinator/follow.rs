@@ -20,12 +20,15 @@ struct Following {
     overdue_at: Option<Instant>,
     aborted: Option<Instant>,
     board: crate::dist::progress::Board,
+    /// The servers' sampler, from the common start.
+    sampling: Option<crate::session::servers::Sampling>,
 }
 
 impl Coordinated<'_> {
     /// Reads the agents' reports until every agent is done or missing: each turn takes what
-    /// came in, starts the run once all are ready, relays the publishers' counts, marks the
-    /// silent and stops the rest when one fails, and shows the figures.
+    /// came in, starts the run once all are ready (and the servers' sampler with it), relays
+    /// the publishers' counts, marks the silent and stops the rest when one fails, and shows
+    /// the figures. Returns the sampler, still running, when the run started one.
     pub(super) fn follow(
         &self,
         run: &str,
@@ -34,7 +37,7 @@ impl Coordinated<'_> {
         mut metrics: Option<&mut crate::output::metrics::AgentsFeed>,
         mut page: Option<&mut crate::output::web::AgentsFeed>,
         stop: &AtomicBool,
-    ) {
+    ) -> Option<crate::session::servers::Sampling> {
         let mut st = Following::default();
         while !tracked
             .iter()
@@ -44,7 +47,9 @@ impl Coordinated<'_> {
                 break;
             }
             if !st.started && tracked.iter().all(|t| t.ready) {
-                st.overdue_at = self.start(run, tracked);
+                let begins;
+                (begins, st.overdue_at) = self.start(run, tracked);
+                st.sampling = self.monitors.sample_from(begins);
                 st.started = true;
             }
             if !st.relayed
@@ -80,6 +85,7 @@ impl Coordinated<'_> {
                 m.show(last);
             }
         }
+        st.sampling
     }
 
     /// Takes the heartbeats and at most one report that came in. False when the control
@@ -108,11 +114,13 @@ impl Coordinated<'_> {
         }
     }
 
-    /// Tells every agent the common start, in its own clock; returns when a run for a
-    /// duration is overdue.
-    fn start(&self, run: &str, tracked: &[Tracked]) -> Option<Instant> {
+    /// Tells every agent the common start, in its own clock; returns that start on this
+    /// machine's clock, and when a run for a duration is overdue.
+    fn start(&self, run: &str, tracked: &[Tracked]) -> (Instant, Option<Instant>) {
         let rtt = tracked.iter().map(|t| t.clock.rtt_ns).max().unwrap_or(0);
-        let at = clock::now_ns() + (4 * rtt as i64).max(300_000_000);
+        let lead = (4 * rtt as i64).max(300_000_000);
+        let begins = Instant::now() + Duration::from_nanos(lead as u64);
+        let at = clock::now_ns() + lead;
         for t in tracked {
             self.send(
                 &t.hb.name,
@@ -126,10 +134,11 @@ impl Coordinated<'_> {
         }
         // A run for a duration has a time by which every agent should be done: an agent still
         // at it well after is hung, though its heartbeats go on.
-        self.duration().map(|d| {
+        let overdue = self.duration().map(|d| {
             let ahead = Duration::from_nanos((at - clock::now_ns()).max(0) as u64);
             Instant::now() + ahead + d + 2 * self.silent_limit
-        })
+        });
+        (begins, overdue)
     }
 
     /// Sends every agent every publisher's count, once all publishing agents have reported.

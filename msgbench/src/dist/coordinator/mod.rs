@@ -96,6 +96,8 @@ pub(super) struct Coordinated<'a> {
     /// it concludes from (a stream's state after the run); none for a service of the
     /// scenario's own (gRPC).
     pub(super) servers: Option<&'a str>,
+    /// The `--server-monitor` endpoints, sampled by the coordinator from the common start.
+    pub(super) monitors: &'a crate::session::servers::Servers,
     /// `--agent-silence`: how long an agent may go unheard before it is missing.
     pub(super) silent_limit: Duration,
     pub(super) live: bool,
@@ -232,7 +234,7 @@ impl Coordinated<'_> {
         }
         let done = AtomicBool::new(false);
         let (bus, signer, agents) = (self.bus, self.signer, self.agents);
-        std::thread::scope(|s| {
+        let sampling = std::thread::scope(|s| {
             s.spawn(|| {
                 while !done.load(Ordering::Relaxed) {
                     for t in agents {
@@ -248,7 +250,7 @@ impl Coordinated<'_> {
                     std::thread::sleep(LEASE_EVERY);
                 }
             });
-            self.follow(
+            let sampled = self.follow(
                 &run,
                 &reports,
                 &mut tracked,
@@ -257,6 +259,7 @@ impl Coordinated<'_> {
                 stop,
             );
             done.store(true, Ordering::Relaxed);
+            sampled
         });
         let mut result = self.merge(&started_at, tracked)?;
         result.run_id = run_id;
@@ -278,6 +281,11 @@ impl Coordinated<'_> {
             None => None,
         };
         self.validated.conclude(&mut result, target.as_ref())?;
+        // The servers' readings on the merged timeline, whose ticks count from the common
+        // start the sampler's clock counts from too.
+        if let Some(s) = sampling {
+            s.finish(&mut result);
+        }
         Ok(result)
     }
 

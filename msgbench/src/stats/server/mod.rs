@@ -20,6 +20,8 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
+use crate::stats::timeline::{Tick, MAX_TICKS};
+
 /// Streams and consumers kept per tick at most: a server holding thousands would make every
 /// tick of the timeline a list of thousands. The first by name are kept, and the tick says so.
 pub const MAX_ASSETS: usize = 50;
@@ -197,7 +199,7 @@ pub struct ServerSide {
 /// than counted as idle), over the messages the run sent in those same ticks, or received when
 /// it sent none (a subscriber alone). With the figure in the history, a server upgrade that
 /// spends more CPU per message while the throughput holds is found like a slower P99.
-pub fn cpu_ns_per_msg(ticks: &[crate::stats::timeline::Tick]) -> Option<f64> {
+pub fn cpu_ns_per_msg(ticks: &[Tick]) -> Option<f64> {
     let (mut cpu_s, mut sent, mut received) = (0.0, 0.0, 0.0);
     for k in ticks {
         let Some(s) = k.server.as_ref().filter(|s| !s.servers.is_empty()) else {
@@ -226,6 +228,8 @@ struct SlotState {
     latest: Option<ServerTick>,
     /// Events not yet handed to a tick of the timeline.
     unshown: Vec<ServerEvent>,
+    /// Every tick put, with its events, for a timeline made after the run ([`Slot::keeping`]).
+    kept: Option<Vec<ServerTick>>,
 }
 
 impl Slot {
@@ -235,9 +239,25 @@ impl Slot {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// A slot that also keeps every tick put (at most a timeline's [`MAX_TICKS`]): for a run
+    /// whose timeline is made only at its end (on agents), where [`place`] puts them.
+    pub fn keeping() -> Self {
+        let slot = Self::default();
+        slot.lock().kept = Some(Vec::new());
+        slot
+    }
+
+    /// Every tick put, when it keeps them.
+    pub fn kept(&self) -> Vec<ServerTick> {
+        self.lock().kept.clone().unwrap_or_default()
+    }
+
     /// Leaves `tick` (with the events found at it) as the newest.
     pub fn put(&self, mut tick: ServerTick) {
         let mut s = self.lock();
+        if let Some(kept) = s.kept.as_mut().filter(|k| k.len() < MAX_TICKS) {
+            kept.push(tick.clone());
+        }
         s.unshown.append(&mut tick.events);
         s.latest = Some(tick);
     }
@@ -249,6 +269,27 @@ impl Slot {
         let mut tick = s.latest.clone()?;
         tick.events = std::mem::take(&mut s.unshown);
         Some(tick)
+    }
+}
+
+/// Puts kept readings (in time order) on a timeline made after the run, as its reader would
+/// have taken them during it: each tick the newest reading made by its end, with the events
+/// found since the tick before. A reading made after the last tick has no tick to go on (its
+/// events are still in the run's list).
+pub fn place(ticks: &mut [Tick], readings: &[ServerTick]) {
+    let mut next = 0;
+    let mut latest: Option<ServerTick> = None;
+    for tick in ticks {
+        let mut events = Vec::new();
+        while let Some(r) = readings.get(next).filter(|r| r.t_s <= tick.t_s) {
+            events.extend(r.events.iter().cloned());
+            latest = Some(r.clone());
+            next += 1;
+        }
+        tick.server = latest.clone().map(|mut r| {
+            r.events = events;
+            r
+        });
     }
 }
 
@@ -277,7 +318,6 @@ pub struct ToolTick {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::timeline::Tick;
 
     #[test]
     fn the_slot_hands_each_event_out_once_and_keeps_the_newest_tick() {
@@ -304,6 +344,50 @@ mod tests {
         let again = slot.take().unwrap();
         assert_eq!(again.t_s, 2.0, "the newest stays until a newer one");
         assert!(again.events.is_empty(), "each event once");
+    }
+
+    #[test]
+    fn kept_readings_are_placed_on_a_later_timeline_as_its_reader_would_take_them() {
+        let slot = Slot::keeping();
+        let ev = |t: f64| ServerEvent::new(t, t - 1.0, EventKind::SlowConsumer, "x".into());
+        for (t, events) in [(0.0, vec![]), (0.8, vec![ev(0.8)]), (1.7, vec![ev(1.7)])] {
+            slot.put(ServerTick {
+                t_s: t,
+                events,
+                ..ServerTick::default()
+            });
+        }
+        slot.put(ServerTick {
+            t_s: 2.6,
+            events: vec![ev(2.6)],
+            ..ServerTick::default()
+        });
+        // The live reader took nothing; the kept readings are all there.
+        let kept = slot.kept();
+        assert_eq!(kept.len(), 4);
+        let mut ticks: Vec<Tick> = [1.0, 2.0, 2.4]
+            .iter()
+            .map(|&t_s| Tick {
+                t_s,
+                ..Tick::default()
+            })
+            .collect();
+        place(&mut ticks, &kept);
+        let got: Vec<(f64, usize)> = ticks
+            .iter()
+            .map(|k| {
+                let s = k.server.as_ref().unwrap();
+                (s.t_s, s.events.len())
+            })
+            .collect();
+        // Tick 1 takes the 0.8 s reading (and its event); tick 2 the 1.7 s one; tick 3 has no
+        // newer reading, so it holds the 1.7 s one again with no event; the 2.6 s reading came
+        // after the last tick.
+        assert_eq!(got, [(0.8, 1), (1.7, 1), (1.7, 0)]);
+        // A slot that does not keep: nothing.
+        let plain = Slot::default();
+        plain.put(ServerTick::default());
+        assert!(plain.kept().is_empty());
     }
 
     fn tick(span_s: f64, sent: f64, received: f64, cpus: &[Option<f64>]) -> Tick {
