@@ -232,15 +232,13 @@ pub fn classify(r: &RunResult, probe: &Probe, slo: &[Threshold]) -> Outcome {
         ));
     }
     let first = probe.verdicts.iter().find(|v| !v.pass).expect("one failed");
-    let measured = match (first.measured, first.latency) {
-        (Some(v), true) => duration_ns(v),
-        (Some(v), false) => format!("{v}"),
-        (None, _) => first.why.unwrap_or("not measured").to_string(),
+    let measured = match (first.measured, first.latency, first.why) {
+        (Some(v), true, _) => format!("measured {}", duration_ns(v)),
+        (Some(v), false, _) => format!("measured {v}"),
+        (None, _, Some(why)) => format!("not measured: {why}"),
+        (None, _, None) => "not measured".into(),
     };
-    Outcome::Slo(format!(
-        "{} failed at {rate}/s (measured {measured})",
-        first.expr
-    ))
+    Outcome::Slo(format!("{} failed at {rate}/s ({measured})", first.expr))
 }
 
 #[cfg(test)]

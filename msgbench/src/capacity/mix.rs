@@ -529,5 +529,21 @@ fn doc_text(doc: &MixCapacity) -> String {
         "Limited by: {} — {}",
         doc.limiter.kind, doc.limiter.detail
     );
+    if let Some(l) = failing_limit(doc) {
+        let _ = writeln!(o, "  what bounded its run there: {}", l.text);
+    }
     o
+}
+
+/// What bounded the first failing class's first failed (not void) run at the first failing
+/// factor, by the rule every run is judged by.
+fn failing_limit(doc: &MixCapacity) -> Option<&crate::stats::server::limit::Limit> {
+    let f = doc.first_failing.as_ref()?;
+    let class = f.class.as_deref()?;
+    doc.probes
+        .iter()
+        .filter(|p| p.scale == f.scale)
+        .flat_map(|p| p.classes.iter())
+        .filter(|c| c.class == class && !c.probe.pass && !c.probe.void())
+        .find_map(|c| c.probe.limit.as_ref())
 }

@@ -175,7 +175,8 @@ fn head(line: &str) -> Option<String> {
 /// Heads that depend on the machine or the moment, not on what msgbench prints for a command:
 /// a rate the tool could not keep, a subscriber that fell behind, a reconnect; the server's
 /// samples, their events (`  2.8 s  server_restart …`), the servers' CPU per message and what
-/// limited the run, which need the run to outlast a sample or a tick.
+/// limited the run (and a search's failing run: `  what bounded its run there`), which need
+/// the run to outlast a sample or a tick.
 fn conditional(head: &str) -> bool {
     [
         "!! RATE",
@@ -187,6 +188,7 @@ fn conditional(head: &str) -> bool {
         "Servers'",
         "#",
         "Limit:",
+        "what",
     ]
     .contains(&head)
 }

@@ -350,6 +350,13 @@ fn capacity_of_a_mix_scales_every_class_and_names_the_class_that_failed_first() 
     assert_eq!(doc["first_failing"]["class"], "calls");
     assert_eq!(doc["first_failing"]["slo"][0], "calls: sent<=10");
     assert_eq!(doc["limiter"]["kind"], "slo");
+    // What bounded that class's run there, by the rule every run is judged by: requests at
+    // 50/s saturate nothing, so the SLO.
+    let calls = &doc["probes"][0]["classes"][1];
+    assert_eq!(calls["class"], "calls");
+    assert_eq!(calls["limit"]["kind"], "slo", "{calls}");
+    let said = "what bounded its run there: the SLO: sent<=10 failed at 50/s";
+    assert!(stderr(&out).contains(said), "{}", stderr(&out));
 
     // A class whose rate cannot be scaled is refused before anything runs.
     std::fs::write(
