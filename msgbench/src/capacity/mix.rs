@@ -24,7 +24,7 @@ use crate::format::sig;
 use crate::plan::workload::{Class, Workload};
 use crate::plan::Validated;
 use crate::result::ToolInfo;
-use crate::session::mix::Mix;
+use crate::session::mix::{Mix, Shown};
 
 pub const SCHEMA: &str = "msgbench.workload-capacity/v1";
 
@@ -301,7 +301,7 @@ impl MixSearch<'_> {
                 if self.stop.load(Ordering::Relaxed) {
                     return Outcome::Unknown;
                 }
-                let results = self.mix.once(&pairs, false, self.stop);
+                let results = (self.mix).once(&pairs, &Shown::default(), self.stop);
                 if self.stop.load(Ordering::Relaxed) {
                     return Outcome::Unknown;
                 }

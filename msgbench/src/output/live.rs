@@ -76,6 +76,9 @@ impl StreamStats {
 
 #[derive(serde::Serialize)]
 struct StreamLine<'a> {
+    /// A workload's class; absent for a run alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    class: Option<&'a str>,
     scenario: &'a str,
     /// Which of `--runs` this is (1-based); absent for a single run.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -90,6 +93,8 @@ pub struct View {
     /// Print a line per second on stderr.
     pub line: bool,
     pub stream: Option<Arc<Mutex<StreamStats>>>,
+    /// The workload's class this run is, whose name tags its `--stream-stats` lines.
+    pub class: Option<String>,
     pub scenario: &'static str,
     /// `(k, n)`: this is run k of n.
     pub run: Option<(u32, u32)>,
@@ -197,6 +202,7 @@ fn watch_into(
             }
             if let (Some(s), true) = (&view.stream, stream_ok) {
                 let l = StreamLine {
+                    class: view.class.as_deref(),
                     scenario: view.scenario,
                     run: view.run.map(|(k, _)| k),
                     tick: &tick,
@@ -304,6 +310,7 @@ mod tests {
         let view = View {
             line: false,
             stream: Some(Arc::clone(&stream)),
+            class: None,
             scenario: "pub",
             run: None,
             metrics: None,
@@ -347,6 +354,7 @@ mod tests {
         let view = View {
             line: false,
             stream: Some(Arc::new(Mutex::new(StreamStats::create(&path).unwrap()))),
+            class: None,
             scenario: "request",
             run: None,
             metrics: None,
@@ -380,6 +388,7 @@ mod tests {
         let view = View {
             line: true,
             stream: None,
+            class: None,
             scenario: "pub",
             run: None,
             metrics: None,

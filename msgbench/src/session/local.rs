@@ -129,6 +129,7 @@ fn view(plan: &Plan, sinks: &Sinks, showing: Showing, run_id: &str) -> View {
         Showing::Run { .. } => View {
             line: sinks.line,
             stream: sinks.stream.clone(),
+            class: None,
             scenario,
             run: showing.of_several(),
             metrics: sinks.metrics.as_ref().map(|m| {
@@ -145,6 +146,7 @@ fn view(plan: &Plan, sinks: &Sinks, showing: Showing, run_id: &str) -> View {
         Showing::Probe { rate, k, n } => View {
             line: false,
             stream: None,
+            class: None,
             scenario,
             run: None,
             metrics: None,

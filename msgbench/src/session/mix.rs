@@ -9,13 +9,16 @@
 //! error is its entry in the result, and the exit status is the worst class's.
 
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 
 use super::local::On;
 use super::servers::Servers;
+use super::Sinks;
 use crate::cli::OutputArgs;
 use crate::error::{Error, Result};
 use crate::options::Output;
-use crate::output::live::View;
+use crate::output::live::{StreamStats, View};
+use crate::output::metrics::Classes;
 use crate::plan::workload::{Class, Workload};
 use crate::plan::{Targets, Validated};
 use crate::result::mix::{ClassResult, MixResult};
@@ -62,7 +65,7 @@ impl Mix {
     pub fn once(
         &self,
         classes: &[(&Class, &Validated)],
-        progress: bool,
+        shown: &Shown,
         stop: &AtomicBool,
     ) -> Vec<Result<RunResult>> {
         let seconds: Vec<Option<Target>> = (classes.iter())
@@ -75,14 +78,14 @@ impl Mix {
             })
             .collect();
         std::thread::scope(|s| {
-            let running: Vec<_> = (classes.iter().zip(&seconds))
-                .map(|((class, v), second)| {
+            let running: Vec<_> = (classes.iter().zip(&seconds).enumerate())
+                .map(|(index, ((class, v), second))| {
                     let on = On {
                         main: self.targets.main.as_ref(),
                         second: second.as_ref().or(self.targets.second.as_ref()),
                         servers: &self.servers,
                     };
-                    s.spawn(move || one(class, v, &on, progress, stop))
+                    s.spawn(move || one(index, class, v, &on, shown, stop))
                 })
                 .collect();
             running
@@ -108,8 +111,15 @@ pub fn run(
     out: &OutputArgs,
     stop: &AtomicBool,
 ) -> Result<u8> {
+    // Bound before any server is started: a port in use refuses the workload at once.
+    let sinks = Sinks::open(out, &[])?;
     let mix = Mix::resolve(workload, validated)?;
     let progress = !out.no_progress;
+    let shown = Shown {
+        progress,
+        stream: sinks.stream.clone(),
+        metrics: (sinks.metrics.as_ref()).map(|m| m.classes(&workload.name, validated.len())),
+    };
     if progress {
         eprintln!(
             "workload {}: {} classes start together",
@@ -119,7 +129,8 @@ pub fn run(
     }
     let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let pairs: Vec<(&Class, &Validated)> = workload.classes.iter().zip(validated).collect();
-    let results = mix.once(&pairs, progress, stop);
+    let results = mix.once(&pairs, &shown, stop);
+    sinks.discard_empty();
     let classes = (results.into_iter().zip(&pairs))
         .map(|(r, (class, v))| match r {
             Ok(r) => ClassResult::ran(class.name.clone(), r, v.common().allow_loss),
@@ -141,26 +152,42 @@ pub fn run(
     );
     crate::output::write::emit_mix(&mix, out)?;
     record(&mix, out)?;
+    sinks.linger(out, stop);
     Ok(mix.exit_status)
 }
 
-/// One class's run, judged by its SLOs; its end is a line on stderr.
+/// What a workload's classes are shown through while they run: a line as each ends, and each
+/// tick on `--stream-stats` (tagged with its class) and `--metrics-listen` (under its `class`
+/// label, on one page).
+#[derive(Default)]
+pub struct Shown {
+    pub progress: bool,
+    pub stream: Option<Arc<Mutex<StreamStats>>>,
+    pub metrics: Option<Classes>,
+}
+
+/// Class `index`'s run, shown through `shown`, judged by its SLOs; its end is a line on
+/// stderr.
 fn one(
+    index: usize,
     class: &Class,
     v: &Validated,
     on: &On<'_>,
-    progress: bool,
+    shown: &Shown,
     stop: &AtomicBool,
 ) -> Result<RunResult> {
-    let quiet = |_: &str| View {
+    let progress = shown.progress;
+    let scenario = class.plan.name();
+    let view = |run_id: &str| View {
         line: false,
-        stream: None,
-        scenario: class.plan.name(),
+        stream: shown.stream.clone(),
+        class: Some(class.name.clone()),
+        scenario,
         run: None,
-        metrics: None,
+        metrics: (shown.metrics.as_ref()).map(|m| m.feed(index, &class.name, scenario, run_id)),
         web: None,
     };
-    match on.run(&class.plan, v, quiet, stop) {
+    match on.run(&class.plan, v, view, stop) {
         Ok(mut r) => {
             r.plan = Some(class.plan.recorded());
             r.thresholds = crate::gate::judge(&class.slo, &r);

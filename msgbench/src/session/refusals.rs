@@ -59,8 +59,10 @@ const ONE_DOCUMENT: Option<&str> =
     Some("a workload's result is one document of every class's; write it with --json");
 const CLASS_LINES: Option<&str> =
     Some("each class prints a line as it ends; live lines of several classes would interleave");
-const NOT_IN_A_WORKLOAD: Option<&str> =
-    Some("a workload's classes are not shown live yet; run a class's plan alone to watch it");
+const NOT_IN_A_WORKLOAD: Option<&str> = Some(
+    "a workload's classes are not drawn live yet: follow them with --metrics-listen or \
+     --stream-stats, or run a class's plan alone to watch it",
+);
 const ON_ONE_PROCESS: Option<&str> =
     Some("a workload's classes run in this process; they are not split across agents yet");
 
@@ -109,7 +111,8 @@ const TABLE: &[Row] = &[
         here: None,
         compare: DRIVERS_AT_THE_END,
         capacity: PROBES_PRINTED,
-        workload: NOT_IN_A_WORKLOAD,
+        // Every class's ticks, each line tagged with its class.
+        workload: None,
     },
     Row {
         flag: "--metrics-listen",
@@ -118,7 +121,8 @@ const TABLE: &[Row] = &[
         here: None,
         compare: DRIVERS_AT_THE_END,
         capacity: PROBES_PRINTED,
-        workload: NOT_IN_A_WORKLOAD,
+        // One page, each class's samples under its `class` label.
+        workload: None,
     },
     Row {
         flag: "--web",

@@ -369,3 +369,97 @@ fn the_reader_refuses_what_is_not_openmetrics() {
         assert!(e.contains(why), "{why}: {e}");
     }
 }
+
+#[test]
+fn a_workloads_classes_share_one_page_each_under_its_class_and_stream_lines_tagged_so() {
+    let s = TestServer::start();
+    let dir = scratch_dir("metrics-workload");
+    let (json, ticks) = (dir.join("mix.json"), dir.join("ticks.jsonl"));
+    let file = dir.join("duo.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "workload: duo\nduration: 4s\nconn: {{server: {}}}\nclasses:\n  probe:\n    \
+             scenario: latency\n    rate: 200\n    subject: wl.m.probe\n  feed:\n    \
+             scenario: pubsub\n    rate: 300\n    subject: wl.m.feed\n",
+            s.url
+        ),
+    )
+    .unwrap();
+    let args = [
+        "run",
+        file.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+        "--stream-stats",
+        ticks.to_str().unwrap(),
+    ];
+    let (mut child, addr, errs) = start(&args);
+    // Scraped until both classes' final figures are up (the deadline guards against a hang).
+    let deadline = Instant::now() + support::HANG;
+    let mut during = Vec::new();
+    let last = loop {
+        assert!(Instant::now() < deadline, "the classes never both ended");
+        let body = openmetrics::scrape(&addr).expect("the page answers until it is taken");
+        let e = openmetrics::parse(&body).unwrap_or_else(|p| panic!("{p}\n{body}"));
+        let finished: Vec<f64> = e.all("msgbench_run_finished").map(|s| s.value).collect();
+        if finished == [1.0, 1.0] {
+            break e;
+        }
+        if !finished.is_empty() {
+            during.push(e);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let status = child.wait().unwrap();
+    let lines: Vec<String> = errs.try_iter().collect();
+    assert!(status.success(), "{status}: {lines:?}");
+    let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert!(
+        during
+            .iter()
+            .any(|e| e.all("msgbench_tick_end_seconds").count() == 2),
+        "both classes were on the page while they ran"
+    );
+    // Each class's final counters are its own result's, under its class, scenario and run;
+    // the page's own label is the workload's.
+    for c in doc["classes"].as_array().unwrap() {
+        let (class, r) = (c["class"].as_str().unwrap(), &c["result"]);
+        let on = [
+            ("class", class),
+            ("scenario", r["scenario"].as_str().unwrap()),
+            ("run", r["run_id"].as_str().unwrap()),
+            ("workload", "duo"),
+        ];
+        for role in ["pub", "sub"] {
+            let mut labels = on.to_vec();
+            labels.push(("role", role));
+            let want = r["by_role"][role]["msgs"].as_f64();
+            let got = last.get("msgbench_messages_total", &labels);
+            assert_eq!(got, want, "{class} {role}");
+        }
+        assert!(
+            last.get("msgbench_tick_end_seconds", &on).is_some(),
+            "{class}"
+        );
+    }
+    // Only the latency class timed anything.
+    let timed: Vec<&str> = last
+        .all("msgbench_latency_p99_seconds")
+        .map(|s| s.labels["class"].as_str())
+        .collect();
+    assert_eq!(timed, ["probe"]);
+    // The stream file: every class's ticks, each line tagged with its class, as many as its
+    // timeline has.
+    let text = std::fs::read_to_string(&ticks).unwrap();
+    for c in doc["classes"].as_array().unwrap() {
+        let class = c["class"].as_str().unwrap();
+        let mine = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|v| v["class"] == class)
+            .count();
+        let kept = c["result"]["timeline"]["ticks"].as_array().unwrap().len();
+        assert_eq!(mine, kept, "{class}");
+    }
+}

@@ -28,34 +28,55 @@ pub struct RunLabels {
     pub scenario: &'static str,
 }
 
-/// One tick's figures, owned, as the client's collector interface wants them.
-#[derive(Debug)]
-struct Figures {
-    tick: Tick,
-    totals: Totals,
-    finished: bool,
+/// One run's figures at its latest tick, as one part of a page: a page shows one run, or a
+/// workload's classes running together, each an item under labels of its own.
+#[derive(Debug, Clone)]
+pub struct Item {
+    /// The labels of this item's samples besides the page's own (a class's `class`,
+    /// `scenario` and `run`); none on a page of one run.
+    pub labels: Vec<(&'static str, String)>,
+    pub tick: Tick,
+    pub totals: Totals,
+    /// Whether it is the run's last tick.
+    pub finished: bool,
 }
 
-/// The whole exposition of `tick` (ending in `# EOF`). `finished` says it is the run's last.
+/// The whole exposition of one run's `tick` (ending in `# EOF`). `finished` says it is the
+/// run's last. (A run's feed renders through [`render_items`]; this is its page alone.)
+#[cfg(test)]
 pub fn render(labels: &RunLabels, tick: &Tick, totals: &Totals, finished: bool) -> String {
-    let mut registry = Registry::with_prefix_and_labels(
-        "msgbench",
-        [
-            (Cow::Borrowed("run"), Cow::Owned(labels.run.clone())),
-            (Cow::Borrowed("scenario"), Cow::Borrowed(labels.scenario)),
-        ]
-        .into_iter(),
-    );
-    registry.register_collector(Box::new(Figures {
+    let page = [
+        ("run", labels.run.clone()),
+        ("scenario", labels.scenario.to_string()),
+    ];
+    let item = Item {
+        labels: Vec::new(),
         tick: tick.clone(),
         totals: totals.clone(),
         finished,
-    }));
+    };
+    render_items(&page, &[item])
+}
+
+/// The whole exposition of several runs at once (a workload's classes), `page` naming them
+/// all: each family once, with a sample per item under its labels. What the runs share (the
+/// servers sampled, msgbench's own CPU) is shown once, from the first item that has it.
+pub fn render_items(page: &[(&'static str, String)], items: &[Item]) -> String {
+    let mut registry = Registry::with_prefix_and_labels(
+        "msgbench",
+        page.iter()
+            .map(|(k, v)| (Cow::Borrowed(*k), Cow::Owned(v.clone()))),
+    );
+    registry.register_collector(Box::new(Page(items.to_vec())));
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &registry)
         .expect("encoding into a String cannot fail");
     text
 }
+
+/// The items of one page, owned, as the client's collector interface wants them.
+#[derive(Debug)]
+struct Page(Vec<Item>);
 
 /// A role's rate in a tick, as the tick itself has it.
 fn rate_of(tick: &Tick, role: Role) -> f64 {
@@ -69,30 +90,41 @@ fn ns_to_s(ns: u64) -> f64 {
     ns as f64 / 1e9
 }
 
-impl Collector for Figures {
+/// An item's labels with `extra` after them, as a sample carries them.
+fn with<'a>(item: &'a Item, extra: &[(&'static str, &'a str)]) -> Vec<(&'static str, &'a str)> {
+    (item.labels.iter())
+        .map(|(k, v)| (*k, v.as_str()))
+        .chain(extra.iter().copied())
+        .collect()
+}
+
+impl Collector for Page {
     fn encode(&self, mut e: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let (t, totals) = (&self.tick, &self.totals);
-        gauge(
+        let items = &self.0;
+        gauges(
             &mut e,
             "tick_end",
             "End of the interval these figures are from, in seconds since the run started \
              (the t_s of its tick in the result's timeline)",
             Some(&Unit::Seconds),
-            t.t_s,
+            items,
+            |i| Some(i.tick.t_s),
         )?;
-        gauge(
+        gauges(
             &mut e,
             "tick_span",
             "Length of that interval",
             Some(&Unit::Seconds),
-            t.span_s,
+            items,
+            |i| Some(i.tick.span_s),
         )?;
-        gauge(
+        gauges(
             &mut e,
             "run_finished",
             "1 when these are the run's final figures",
             None,
-            i64::from(self.finished),
+            items,
+            |i| Some(i64::from(i.finished)),
         )?;
         {
             let c = ConstCounter::new(0u64);
@@ -102,8 +134,11 @@ impl Collector for Figures {
                 None,
                 c.metric_type(),
             )?;
-            for (role, n) in &totals.msgs {
-                ConstCounter::new(*n).encode(m.encode_family(&[("role", role.as_str())])?)?;
+            for i in items {
+                for (role, n) in &i.totals.msgs {
+                    ConstCounter::new(*n)
+                        .encode(m.encode_family(&with(i, &[("role", role.as_str())]))?)?;
+                }
             }
         }
         {
@@ -114,42 +149,43 @@ impl Collector for Figures {
                 None,
                 g.metric_type(),
             )?;
-            for role in totals.msgs.keys() {
-                ConstGauge::new(rate_of(t, *role))
-                    .encode(m.encode_family(&[("role", role.as_str())])?)?;
+            for i in items {
+                for role in i.totals.msgs.keys() {
+                    ConstGauge::new(rate_of(&i.tick, *role))
+                        .encode(m.encode_family(&with(i, &[("role", role.as_str())]))?)?;
+                }
             }
         }
-        if let Some(l) = &t.latency {
-            let in_interval = "of the latencies measured in the interval";
-            gauge(
-                &mut e,
+        let in_interval = "of the latencies measured in the interval";
+        let latency = |f: fn(&crate::stats::timeline::TickLatency) -> u64| {
+            move |i: &Item| i.tick.latency.as_ref().map(|l| ns_to_s(f(l)))
+        };
+        for (name, help, f) in [
+            (
                 "latency_p50",
-                &format!("Median {in_interval}"),
-                Some(&Unit::Seconds),
-                ns_to_s(l.p50_ns),
-            )?;
-            gauge(
-                &mut e,
+                format!("Median {in_interval}"),
+                (|l: &crate::stats::timeline::TickLatency| l.p50_ns)
+                    as fn(&crate::stats::timeline::TickLatency) -> u64,
+            ),
+            (
                 "latency_p99",
-                &format!("99th percentile {in_interval}"),
-                Some(&Unit::Seconds),
-                ns_to_s(l.p99_ns),
-            )?;
-            gauge(
-                &mut e,
-                "latency_max",
-                &format!("Largest {in_interval}"),
-                Some(&Unit::Seconds),
-                ns_to_s(l.max_ns),
-            )?;
-            gauge(
-                &mut e,
-                "latency_samples",
-                "Latencies measured in the interval",
-                None,
-                l.count as i64,
-            )?;
+                format!("99th percentile {in_interval}"),
+                |l| l.p99_ns,
+            ),
+            ("latency_max", format!("Largest {in_interval}"), |l| {
+                l.max_ns
+            }),
+        ] {
+            gauges(&mut e, name, &help, Some(&Unit::Seconds), items, latency(f))?;
         }
+        gauges(
+            &mut e,
+            "latency_samples",
+            "Latencies measured in the interval",
+            None,
+            items,
+            |i| i.tick.latency.as_ref().map(|l| l.count as i64),
+        )?;
         {
             let c = ConstCounter::new(0u64);
             let mut m = e.encode_descriptor(
@@ -158,12 +194,39 @@ impl Collector for Figures {
                 None,
                 c.metric_type(),
             )?;
-            for (kind, n) in &totals.errors {
-                ConstCounter::new(*n).encode(m.encode_family(&[("kind", *kind)])?)?;
+            for i in items {
+                for (kind, n) in &i.totals.errors {
+                    ConstCounter::new(*n).encode(m.encode_family(&with(i, &[("kind", *kind)]))?)?;
+                }
             }
         }
-        sections(&mut e, t)
+        sections(&mut e, items)
     }
+}
+
+/// A gauge family with a sample per item that has a value (`f`); none at all when no item has
+/// one. `help` gets its full stop here, as the client's registry would add it.
+fn gauges<N>(
+    e: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    unit: Option<&Unit>,
+    items: &[Item],
+    f: impl Fn(&Item) -> Option<N>,
+) -> Result<(), std::fmt::Error>
+where
+    ConstGauge<N>: EncodeMetric,
+{
+    let values: Vec<(&Item, N)> = items.iter().filter_map(|i| Some((i, f(i)?))).collect();
+    if values.is_empty() {
+        return Ok(());
+    }
+    let kind = prometheus_client::metrics::MetricType::Gauge;
+    let mut m = e.encode_descriptor(name, &format!("{help}."), unit, kind)?;
+    for (i, v) in values {
+        ConstGauge::new(v).encode(m.encode_family(&with(i, &[]))?)?;
+    }
+    Ok(())
 }
 
 /// A gauge family with a sample per labelled value; a value not measured (`None`) has no
@@ -187,34 +250,40 @@ fn labelled<'a>(
 
 /// The tick's sections a run has or not: a conns run's connections, the servers sampled and
 /// msgbench's own CPU, the schedule's stage.
-fn sections(e: &mut DescriptorEncoder, t: &Tick) -> Result<(), std::fmt::Error> {
-    if let Some(c) = &t.conns {
-        gauge(
-            e,
-            "connections_up",
-            "A conns run's connections up at the end of the interval",
-            None,
-            c.up as i64,
-        )?;
-        gauge(
-            e,
-            "connections_opened_per_second",
-            "A conns run's connections that came up the first time, per second of the interval",
-            None,
-            c.opened_per_sec,
-        )?;
-        gauge(
-            e,
-            "connections_lost",
-            "A conns run's connections that were up and were lost in the interval",
-            None,
-            c.lost as i64,
-        )?;
-    }
-    if let Some(s) = &t.server {
+fn sections(e: &mut DescriptorEncoder, items: &[Item]) -> Result<(), std::fmt::Error> {
+    let conns = |f: fn(&crate::stats::timeline::TickConns) -> f64| {
+        move |i: &Item| i.tick.conns.as_ref().map(f)
+    };
+    gauges(
+        e,
+        "connections_up",
+        "A conns run's connections up at the end of the interval",
+        None,
+        items,
+        |i| i.tick.conns.map(|c| c.up as i64),
+    )?;
+    gauges(
+        e,
+        "connections_opened_per_second",
+        "A conns run's connections that came up the first time, per second of the interval",
+        None,
+        items,
+        conns(|c| c.opened_per_sec),
+    )?;
+    gauges(
+        e,
+        "connections_lost",
+        "A conns run's connections that were up and were lost in the interval",
+        None,
+        items,
+        |i| i.tick.conns.map(|c| c.lost as i64),
+    )?;
+    // The servers and msgbench's own CPU are the same for every run of one process: once,
+    // under the page's labels alone.
+    if let Some(s) = items.iter().find_map(|i| i.tick.server.as_ref()) {
         servers(e, s)?;
     }
-    if let Some(tool) = &t.tool {
+    if let Some(tool) = items.iter().find_map(|i| i.tick.tool) {
         gauge(
             e,
             "tool_cpu_cores",
@@ -223,30 +292,30 @@ fn sections(e: &mut DescriptorEncoder, t: &Tick) -> Result<(), std::fmt::Error> 
             tool.cpu_cores,
         )?;
     }
-    if let Some(s) = &t.stage {
-        gauge(
-            e,
-            "stage_index",
-            "The --rate-schedule stage the run was in in the middle of the interval, from 0",
-            None,
-            s.index as i64,
-        )?;
-        gauge(
-            e,
-            "stages",
-            "Stages in the --rate-schedule",
-            None,
-            s.of as i64,
-        )?;
-        gauge(
-            e,
-            "stage_target_messages_per_second",
-            "The target rate of that stage (a ramp's mean)",
-            None,
-            s.target_rate,
-        )?;
-    }
-    Ok(())
+    gauges(
+        e,
+        "stage_index",
+        "The --rate-schedule stage the run was in in the middle of the interval, from 0",
+        None,
+        items,
+        |i| i.tick.stage.map(|s| s.index as i64),
+    )?;
+    gauges(
+        e,
+        "stages",
+        "Stages in the --rate-schedule",
+        None,
+        items,
+        |i| i.tick.stage.map(|s| s.of as i64),
+    )?;
+    gauges(
+        e,
+        "stage_target_messages_per_second",
+        "The target rate of that stage (a ramp's mean)",
+        None,
+        items,
+        |i| i.tick.stage.map(|s| s.target_rate),
+    )
 }
 
 /// A family of gauges: its name, help, unit, and how each labelled thing gives its value.

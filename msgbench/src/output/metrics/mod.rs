@@ -18,10 +18,11 @@ mod http;
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub use agents::{AgentFigures, AgentsFeed, Figures as AgentsFigures};
+use exposition::Item;
 pub use exposition::RunLabels;
 
 use crate::error::{Error, Result};
@@ -69,10 +70,23 @@ impl Metrics {
 
     /// What the live view of one run publishes through.
     pub fn feed(&self, labels: RunLabels) -> Feed {
-        Feed {
+        let page = Shared::new(
+            vec![
+                ("run", labels.run),
+                ("scenario", labels.scenario.to_string()),
+            ],
+            1,
+        );
+        page.feed(&self.board, 0, Vec::new())
+    }
+
+    /// The page of a workload's `classes` (name and scenario, in the file's order), each
+    /// class's samples under `class`, `scenario` and the `run` id its result will carry, the
+    /// page's under `workload`.
+    pub fn classes(&self, workload: &str, classes: usize) -> Classes {
+        Classes {
             board: Arc::clone(&self.board),
-            labels,
-            last: None,
+            page: Shared::new(vec![("workload", workload.to_string())], classes),
         }
     }
 
@@ -120,12 +134,63 @@ pub(crate) fn why(e: &std::io::Error) -> String {
     }
 }
 
-/// One run's side of the exposition, owned by its live view: each tick it is shown becomes the
-/// page on offer.
+/// The page the feeds of one session share: its own labels, and each run's latest figures.
+struct Shared {
+    labels: Vec<(&'static str, String)>,
+    items: Mutex<Vec<Option<Item>>>,
+}
+
+impl Shared {
+    fn new(labels: Vec<(&'static str, String)>, runs: usize) -> Arc<Self> {
+        Arc::new(Self {
+            labels,
+            items: Mutex::new(vec![None; runs]),
+        })
+    }
+
+    fn feed(
+        self: &Arc<Self>,
+        board: &Arc<Board>,
+        index: usize,
+        labels: Vec<(&'static str, String)>,
+    ) -> Feed {
+        Feed {
+            board: Arc::clone(board),
+            page: Arc::clone(self),
+            index,
+            labels,
+            last: None,
+        }
+    }
+}
+
+/// A workload's page, from which each class's live view gets its feed.
+pub struct Classes {
+    board: Arc<Board>,
+    page: Arc<Shared>,
+}
+
+impl Classes {
+    /// The feed of class `index` (`class`, running `scenario` as run `run`).
+    pub fn feed(&self, index: usize, class: &str, scenario: &str, run: &str) -> Feed {
+        let labels = vec![
+            ("class", class.to_string()),
+            ("scenario", scenario.to_string()),
+            ("run", run.to_string()),
+        ];
+        self.page.feed(&self.board, index, labels)
+    }
+}
+
+/// One run's side of the exposition, owned by its live view: each tick it is shown becomes its
+/// part of the page on offer (the whole page, for a run alone).
 #[derive(Clone)]
 pub struct Feed {
     board: Arc<Board>,
-    labels: RunLabels,
+    page: Arc<Shared>,
+    index: usize,
+    /// This run's labels on a page of several.
+    labels: Vec<(&'static str, String)>,
     /// The last tick shown, with its totals, and whether it was shown as the run's final one.
     last: Option<(Tick, Totals, bool)>,
 }
@@ -133,8 +198,22 @@ pub struct Feed {
 impl Feed {
     /// Publishes `tick` and the `totals` read with it; `last` when the run has ended.
     pub fn show(&mut self, tick: &Tick, totals: &Totals, last: bool) {
-        self.board
-            .publish(exposition::render(&self.labels, tick, totals, last));
+        let text = {
+            let mut items = self
+                .page
+                .items
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            items[self.index] = Some(Item {
+                labels: self.labels.clone(),
+                tick: tick.clone(),
+                totals: totals.clone(),
+                finished: last,
+            });
+            let shown: Vec<Item> = items.iter().flatten().cloned().collect();
+            exposition::render_items(&self.page.labels, &shown)
+        };
+        self.board.publish(text);
         self.last = Some((tick.clone(), totals.clone(), last));
     }
 
