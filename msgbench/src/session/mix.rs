@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::options::Output;
 use crate::output::live::{StreamStats, View};
 use crate::output::metrics::Classes;
+use crate::output::web::Web;
 use crate::plan::workload::{Class, Workload};
 use crate::plan::{Targets, Validated};
 use crate::result::mix::{ClassResult, MixResult};
@@ -65,7 +66,7 @@ impl Mix {
     pub fn once(
         &self,
         classes: &[(&Class, &Validated)],
-        shown: &Shown,
+        shown: &Shown<'_>,
         stop: &AtomicBool,
     ) -> Vec<Result<RunResult>> {
         let seconds: Vec<Option<Target>> = (classes.iter())
@@ -115,10 +116,14 @@ pub fn run(
     let sinks = Sinks::open(out, &[])?;
     let mix = Mix::resolve(workload, validated)?;
     let progress = !out.no_progress;
+    if let Some(w) = &sinks.web {
+        w.expect_classes(validated.len());
+    }
     let shown = Shown {
         progress,
         stream: sinks.stream.clone(),
         metrics: (sinks.metrics.as_ref()).map(|m| m.classes(&workload.name, validated.len())),
+        web: sinks.web.as_ref(),
     };
     if progress {
         eprintln!(
@@ -150,6 +155,9 @@ pub fn run(
         workload.recorded(),
         classes,
     );
+    if let Some(w) = &sinks.web {
+        w.finish_mix(&mix);
+    }
     crate::output::write::emit_mix(&mix, out)?;
     record(&mix, out)?;
     sinks.linger(out, stop);
@@ -157,13 +165,14 @@ pub fn run(
 }
 
 /// What a workload's classes are shown through while they run: a line as each ends, and each
-/// tick on `--stream-stats` (tagged with its class) and `--metrics-listen` (under its `class`
-/// label, on one page).
+/// tick on `--stream-stats` (tagged with its class), `--metrics-listen` (under its `class`
+/// label, on one page) and `--web` (in a section of its own, its SLOs on its latency chart).
 #[derive(Default)]
-pub struct Shown {
+pub struct Shown<'a> {
     pub progress: bool,
     pub stream: Option<Arc<Mutex<StreamStats>>>,
     pub metrics: Option<Classes>,
+    pub web: Option<&'a Web>,
 }
 
 /// Class `index`'s run, shown through `shown`, judged by its SLOs; its end is a line on
@@ -173,7 +182,7 @@ fn one(
     class: &Class,
     v: &Validated,
     on: &On<'_>,
-    shown: &Shown,
+    shown: &Shown<'_>,
     stop: &AtomicBool,
 ) -> Result<RunResult> {
     let progress = shown.progress;
@@ -185,7 +194,10 @@ fn one(
         scenario,
         run: None,
         metrics: (shown.metrics.as_ref()).map(|m| m.feed(index, &class.name, scenario, run_id)),
-        web: None,
+        web: shown.web.map(|w| {
+            let slos = class.slo.iter().map(ToString::to_string).collect();
+            w.class_feed(index, &class.name, scenario, run_id, slos)
+        }),
     };
     match on.run(&class.plan, v, view, stop) {
         Ok(mut r) => {

@@ -59,10 +59,6 @@ const ONE_DOCUMENT: Option<&str> =
     Some("a workload's result is one document of every class's; write it with --json");
 const CLASS_LINES: Option<&str> =
     Some("each class prints a line as it ends; live lines of several classes would interleave");
-const NOT_IN_A_WORKLOAD: Option<&str> = Some(
-    "a workload's classes are not drawn live yet: follow them with --metrics-listen or \
-     --stream-stats, or run a class's plan alone to watch it",
-);
 const ON_ONE_PROCESS: Option<&str> =
     Some("a workload's classes run in this process; they are not split across agents yet");
 
@@ -131,7 +127,8 @@ const TABLE: &[Row] = &[
         here: None,
         compare: DRIVERS_AT_THE_END,
         capacity: None,
-        workload: NOT_IN_A_WORKLOAD,
+        // A section per class, each drawn from its own ticks.
+        workload: None,
     },
     Row {
         flag: "--runs",

@@ -708,3 +708,145 @@ fn the_page_its_stream_and_its_downloads_carry_no_credentials() {
     assert!(status.success(), "{status:?}: {err}");
     assert!(!err.contains("hunter2"), "{err}");
 }
+
+/// A workload's page: each class's section as it stands (its tick, figures, charts, latency
+/// SLO lines), whether the sections of a single run are hidden, and the result.
+const READ_CLASSES: &str = r#"
+const num = (s) => (s === undefined || s === '') ? null : Number(s);
+const classes = [...document.querySelectorAll('#class-list section[data-class]')].map((s) => {
+  const b = s.querySelector('tbody');
+  const latency = s.querySelector('svg.chart[data-chart="latency-timeline"]');
+  return {
+    class: s.dataset.class, title: s.querySelector('h3').textContent,
+    t: num(b.dataset.t), finished: b.dataset.finished === 'true',
+    figures: Object.fromEntries([...b.querySelectorAll('tr[data-figure]')]
+      .map((r) => [r.dataset.figure, num(r.dataset.value)])),
+    charts: [...s.querySelectorAll('svg.chart')].map((c) => c.dataset.chart),
+    refs: latency ? [...latency.querySelectorAll('g.ref')].map((g) => g.dataset.ref) : [],
+  };
+});
+const result = document.getElementById('result');
+return {
+  classes, single_hidden: document.getElementById('now').hidden,
+  result: !result.hidden, result_text: document.getElementById('result-text').textContent,
+};
+"#;
+
+/// A workload's classes on the live page: a section each, made as the class first ticks, with
+/// its own figures and charts (its SLO on its latency chart), and at the end the workload's
+/// report, its document and the HTML report of its classes.
+#[test]
+fn a_workloads_classes_each_get_a_section_of_their_own_and_the_mix_its_result() {
+    let dir = scratch_dir("web-workload");
+    let Some(programs) = browser_available("live page browser test", "web-browser") else {
+        return;
+    };
+    let server = TestServer::start();
+    let browser = Browser::start(&dir, &programs);
+    let file = dir.join("duo.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "workload: duo\nduration: 6s\nconn: {{server: {}}}\nclasses:\n  probe:\n    \
+             scenario: latency\n    rate: 200\n    subject: wl.web.probe\n    \
+             slo: [p99<7s]\n  feed:\n    scenario: pubsub\n    rate: 300\n    \
+             subject: wl.web.feed\n",
+            server.url
+        ),
+    )
+    .unwrap();
+    let mut child = spawn_piped(&[
+        "run",
+        file.to_str().unwrap(),
+        "--web",
+        "127.0.0.1:0",
+        "--web-linger",
+        "10m",
+        "--no-progress",
+    ]);
+    let (seen, rest) = stderr_until(&mut child, "--web: the live page is on http://");
+    let url = seen
+        .lines()
+        .find_map(|l| l.strip_prefix("--web: the live page is on "))
+        .unwrap()
+        .trim()
+        .to_string();
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    browser.cmd("POST", "/url", Some(json!({"url": url})));
+    // The deadline only guards against a hang.
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let mut both_running = None;
+    let last = loop {
+        let page = browser.execute(READ_CLASSES);
+        if page["result"] == true {
+            break page;
+        }
+        let classes = page["classes"].as_array().unwrap();
+        if classes.len() == 2 && classes.iter().all(|c| c["finished"] == false) {
+            both_running.get_or_insert(page);
+        }
+        assert!(Instant::now() < deadline, "no result on the page in 300 s");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let during = both_running.expect("both classes were shown while they ran");
+    assert_eq!(during["single_hidden"], true, "{during}");
+    let (_, body) = get(&addr, "/result.json");
+    let doc: Value = serde_json::from_slice(&body).expect("the workload's document");
+    assert_eq!(doc["workload"], "duo");
+    for c in last["classes"].as_array().unwrap() {
+        let name = c["class"].as_str().unwrap();
+        let mine = doc["classes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["class"] == name)
+            .unwrap_or_else(|| panic!("{name} is not in the document"));
+        let r = &mine["result"];
+        // Its section ends on its own last tick, with its own totals.
+        assert_eq!(c["finished"], true, "{c}");
+        let ticks = r["timeline"]["ticks"].as_array().unwrap();
+        assert_eq!(f(&c["t"]), f(&ticks.last().unwrap()["t_s"]), "{c}");
+        assert_eq!(
+            f(&c["figures"]["total-pub"]),
+            f(&r["by_role"]["pub"]["msgs"]),
+            "{c}"
+        );
+        let charts: Vec<&str> = c["charts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(charts.contains(&"throughput-timeline"), "{c}");
+    }
+    let probe = &last["classes"].as_array().unwrap()[0];
+    assert_eq!(
+        probe["class"], "probe",
+        "sections in the file's order: {last}"
+    );
+    assert_eq!(probe["title"], "class probe (latency)");
+    assert_eq!(probe["refs"], json!(["SLO p99<7s"]), "{probe}");
+    let text = last["result_text"].as_str().unwrap();
+    assert!(text.starts_with("=== class probe"), "{text}");
+    assert!(text.contains("Workload duo: 2 classes"), "{text}");
+    let (status, report) = get(&addr, "/report.html");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    let report = String::from_utf8(report).unwrap();
+    assert!(
+        report.contains("result.json: probe") && report.contains("result.json: feed"),
+        "the report labels each class"
+    );
+    let errors: Vec<Value> = browser
+        .console()
+        .into_iter()
+        .filter(|e| e["level"] == "SEVERE")
+        .collect();
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    let err = support::rest_of_stderr(seen, rest);
+    assert!(status.success(), "{status:?}: {err}");
+}

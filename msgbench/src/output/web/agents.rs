@@ -53,7 +53,7 @@ impl AgentsFeed {
         if self.last.as_ref() == Some(&event) {
             return;
         }
-        self.hub.lock().tick = Some(Arc::clone(&event));
+        self.hub.put_tick("", &event);
         self.hub.publish(&event);
         self.last = Some(event);
     }

@@ -11,13 +11,70 @@
   var result = document.getElementById('result');
 
   function showTick(e) {
+    if (e.class) {
+      showClass(e);
+      return;
+    }
     document.getElementById('scenario').textContent = e.title;
     state.textContent = (e.finished ? 'run ended at ' : 'running: ') + e.t_s.toFixed(2) + ' s';
-    figures.setAttribute('data-t', String(e.t_s));
-    if (e.span_s !== undefined) {
-      figures.setAttribute('data-span', String(e.span_s));
+    fillFigures(figures, e);
+    charts.innerHTML = e.charts.join('\n');
+    if (e.agents) {
+      showAgents(e.agents);
     }
-    figures.setAttribute('data-finished', String(e.finished));
+  }
+
+  // A workload's class: its figures and charts in a section of its own, made the first time
+  // the class ticks and put in the classes' order; the sections of a single run are hidden.
+  function showClass(e) {
+    var list = document.getElementById('class-list');
+    var section = null;
+    var before = null;
+    for (var i = 0; i < list.children.length; i++) {
+      var c = list.children[i];
+      if (c.getAttribute('data-class') === e.class) {
+        section = c;
+      } else if (before === null && Number(c.getAttribute('data-index')) > e.class_index) {
+        before = c;
+      }
+    }
+    if (section === null) {
+      section = document.createElement('section');
+      section.setAttribute('data-class', e.class);
+      section.setAttribute('data-index', String(e.class_index));
+      var h = document.createElement('h3');
+      h.textContent = e.title;
+      var wrap = document.createElement('div');
+      wrap.className = 'table-wrap';
+      var table = document.createElement('table');
+      table.className = 'figures';
+      table.appendChild(document.createElement('tbody'));
+      wrap.appendChild(table);
+      var drawn = document.createElement('div');
+      drawn.className = 'charts';
+      section.appendChild(h);
+      section.appendChild(wrap);
+      section.appendChild(drawn);
+      list.insertBefore(section, before);
+      document.getElementById('scenario').textContent = 'workload';
+      document.getElementById('now').hidden = true;
+      document.getElementById('over-time').hidden = true;
+      document.getElementById('classes').hidden = false;
+    }
+    section.setAttribute('data-finished', String(e.finished));
+    fillFigures(section.querySelector('tbody'), e);
+    section.querySelector('div.charts').innerHTML = e.charts.join('\n');
+    var done = list.querySelectorAll('section[data-finished="true"]').length;
+    state.textContent = 'workload: ' + list.children.length + ' classes shown, ' + done + ' ended';
+  }
+
+  // One run's figures into `body`: a row each, with the tick they are from on `body`.
+  function fillFigures(body, e) {
+    body.setAttribute('data-t', String(e.t_s));
+    if (e.span_s !== undefined) {
+      body.setAttribute('data-span', String(e.span_s));
+    }
+    body.setAttribute('data-finished', String(e.finished));
     var rows = document.createDocumentFragment();
     e.figures.forEach(function (f) {
       var row = document.createElement('tr');
@@ -32,11 +89,7 @@
       row.appendChild(td);
       rows.appendChild(row);
     });
-    figures.replaceChildren(rows);
-    charts.innerHTML = e.charts.join('\n');
-    if (e.agents) {
-      showAgents(e.agents);
-    }
+    body.replaceChildren(rows);
   }
 
   // A run on agents: one row per agent, a missing one in red.

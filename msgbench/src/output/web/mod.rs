@@ -73,8 +73,12 @@ pub(super) struct Hub {
 
 #[derive(Default)]
 pub(super) struct State {
-    /// The last tick's event, for a page that opens between ticks.
-    tick: Option<Arc<str>>,
+    /// The last tick's event of each run shown (one, or a workload's classes, keyed by class),
+    /// for a page that opens between ticks.
+    ticks: Vec<(String, Arc<str>)>,
+    /// How many runs tick at once (a workload's classes): a page's queue holds that many
+    /// seconds' events.
+    runs: usize,
     /// A capacity search's knee chart event, once a probe has finished.
     knee: Option<Arc<str>>,
     /// The final result's event, once the run has ended.
@@ -100,18 +104,28 @@ impl Hub {
             .retain(|p| !matches!(p.try_send(Arc::clone(event)), Err(TrySendError::Closed(_))));
     }
 
-    /// A new page's channel, primed with what it would have seen last (at most [`QUEUE`]
-    /// events: a knee chart, a tick and a result).
+    /// A new page's channel, primed with what it would have seen last (a knee chart, each
+    /// run's tick and a result), of [`QUEUE`] places for each run that ticks at once.
     fn subscribe(&self) -> Receiver<Arc<str>> {
-        let (tx, rx) = channel(QUEUE);
         let mut s = self.lock();
-        for e in s.knee.iter().chain(s.tick.iter()).chain(s.result.iter()) {
+        let (tx, rx) = channel(QUEUE * s.runs.max(1));
+        let ticks = s.ticks.iter().map(|(_, e)| e);
+        for e in s.knee.iter().chain(ticks).chain(s.result.iter()) {
             let _ = tx.try_send(Arc::clone(e));
         }
         if !s.closed {
             s.pages.push(tx);
         }
         rx
+    }
+
+    /// Keeps `event` as the last tick of the run `key` names.
+    fn put_tick(&self, key: &str, event: &Arc<str>) {
+        let mut s = self.lock();
+        match s.ticks.iter_mut().find(|(k, _)| k == key) {
+            Some((_, e)) => *e = Arc::clone(event),
+            None => s.ticks.push((key.to_string(), Arc::clone(event))),
+        }
     }
 
     /// The server is stopping: every page's channel closes, so its stream ends as soon as it
@@ -175,6 +189,7 @@ impl Web {
         };
         Feed {
             hub: Arc::clone(&self.hub),
+            class: None,
             scenario,
             slos: self.slos.clone(),
             title,
@@ -183,6 +198,30 @@ impl Web {
             last: None,
             names: ["sent", "received"],
         }
+    }
+
+    /// Readies the page for a workload of `classes` classes, each shown in a section of its
+    /// own.
+    pub fn expect_classes(&self, classes: usize) {
+        self.hub.lock().runs = classes;
+    }
+
+    /// What the live view of a workload's class `index` (`class`, running `scenario` as
+    /// `run_id`) publishes through: its section of the page (the sections in the classes'
+    /// order), its latency chart drawing the class's `slos`.
+    pub fn class_feed(
+        &self,
+        index: usize,
+        class: &str,
+        scenario: &'static str,
+        run_id: &str,
+        slos: Vec<String>,
+    ) -> Feed {
+        let mut f = self.feed(scenario, run_id, None);
+        f.title = format!("class {class} ({})", scenario.replace('.', " "));
+        f.class = Some((index, class.to_string()));
+        f.slos = slos;
+        f
     }
 
     /// What the live view of one probe run of a capacity search publishes through: `run` of
@@ -234,32 +273,47 @@ impl Web {
     pub fn finish(&self, result: &RunResult) {
         use crate::export::{json::Json, text::Text, Exporter};
         let text = String::from_utf8_lossy(&Text.serialize(result)).into_owned();
-        self.finish_with(
-            Json.serialize(result),
-            text,
-            &result.run_id,
-            crate::report::DocKind::Result,
-        );
+        let json = Json.serialize(result);
+        let docs = one_doc(&json, crate::report::DocKind::Result);
+        self.finish_with(json, text, &result.run_id, docs);
     }
 
     /// The search is over: the page shows its summary and offers its document (`json`, as
     /// `--json` writes it) and its HTML report for download.
     pub fn finish_search(&self, json: Vec<u8>, text: String, run_id: &str) {
-        self.finish_with(json, text, run_id, crate::report::DocKind::Capacity);
+        let docs = one_doc(&json, crate::report::DocKind::Capacity);
+        self.finish_with(json, text, run_id, docs);
     }
 
-    fn finish_with(&self, json: Vec<u8>, text: String, run_id: &str, kind: crate::report::DocKind) {
-        let report = serde_json::from_slice::<Value>(&json)
-            .map_err(|e| e.to_string())
-            .and_then(|value| {
-                let doc = crate::report::Doc {
+    /// The workload is over: the page shows its report and offers its document (as `--json`
+    /// writes it) and the HTML report of its classes side by side.
+    pub fn finish_mix(&self, mix: &crate::result::mix::MixResult) {
+        let mut json = serde_json::to_vec_pretty(mix).expect("a workload's result serialises");
+        json.push(b'\n');
+        let text = String::from_utf8_lossy(&crate::export::text::mix(mix)).into_owned();
+        let docs = (mix.classes.iter())
+            .filter_map(|c| {
+                let value = serde_json::to_value(c.result.as_ref()?).ok()?;
+                Some(crate::report::Doc {
                     path: "result.json".into(),
-                    name: "result.json".into(),
-                    kind,
+                    name: format!("result.json: {}", c.class),
+                    kind: crate::report::DocKind::Result,
                     value,
-                };
-                crate::report::html::render(&[doc]).map_err(|e| e.to_string())
-            });
+                })
+            })
+            .collect();
+        self.finish_with(json, text, &mix.workload, Ok(docs));
+    }
+
+    fn finish_with(
+        &self,
+        json: Vec<u8>,
+        text: String,
+        run_id: &str,
+        docs: std::result::Result<Vec<crate::report::Doc>, String>,
+    ) {
+        let report =
+            docs.and_then(|docs| crate::report::html::render(&docs).map_err(|e| e.to_string()));
         let (report, report_error) = match report {
             Ok(html) => (Some(Bytes::from(html)), None),
             Err(e) => (None, Some(e)),
@@ -316,11 +370,28 @@ impl Drop for Web {
     }
 }
 
+/// A document as the report reads it, from the JSON `--json` writes.
+fn one_doc(
+    json: &[u8],
+    kind: crate::report::DocKind,
+) -> std::result::Result<Vec<crate::report::Doc>, String> {
+    let value = serde_json::from_slice::<Value>(json).map_err(|e| e.to_string())?;
+    Ok(vec![crate::report::Doc {
+        path: "result.json".into(),
+        name: "result.json".into(),
+        kind,
+        value,
+    }])
+}
+
 /// One run's side of the page, owned by its live view: each tick it is shown becomes the
 /// event every page is sent.
 #[derive(Clone)]
 pub struct Feed {
     hub: Arc<Hub>,
+    /// The workload's class this run is, with its place among them: the page shows it in a
+    /// section of its own.
+    class: Option<(usize, String)>,
     scenario: &'static str,
     /// What the page calls this run: the scenario, and which run or probe it is.
     title: String,
@@ -349,7 +420,8 @@ impl Feed {
         }
         self.ticks.push_back(tick.clone());
         let event: Arc<str> = Arc::from(self.event(tick, totals, clients, last).to_string());
-        self.hub.lock().tick = Some(Arc::clone(&event));
+        let key = self.class.as_ref().map_or("", |(_, name)| name.as_str());
+        self.hub.put_tick(key, &event);
         self.hub.publish(&event);
         self.last = Some((tick.clone(), totals.clone(), clients.to_vec(), last));
     }
@@ -370,6 +442,8 @@ impl Feed {
         });
         json!({
             "kind": "tick",
+            "class": self.class.as_ref().map(|(_, name)| name),
+            "class_index": self.class.as_ref().map(|(i, _)| i),
             "scenario": self.scenario,
             "title": self.title,
             "run_id": self.run_id,

@@ -34,7 +34,8 @@ pub fn page() -> String {
          <table class=\"agents\"><thead><tr><th>agent</th><th>state</th><th>share</th>\
          <th>clock offset</th><th>sent/s</th><th>received/s</th><th>P99</th><th>errors</th>\
          </tr></thead><tbody id=\"agent-rows\"></tbody></table></div>\n</section>\n\
-         <section id=\"over-time\">\n<h2>Over time</h2>\n<div class=\"charts\" id=\"charts\">\
+         <section id=\"classes\" hidden>\n<h2>Classes</h2>\n<div id=\"class-list\"></div>\n\
+         </section>\n<section id=\"over-time\">\n<h2>Over time</h2>\n<div class=\"charts\" id=\"charts\">\
          </div>\n</section>\n<section id=\"result\" hidden>\n<h2>Final result</h2>\n\
          <p><a id=\"download-json\" download=\"result.json\">Download the result (JSON)</a> · \
          <a id=\"download-report\" download=\"report.html\">Download the HTML report</a>\
