@@ -6,7 +6,7 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::support::{self, run, schema_errors_in, stderr, TestServer};
+use crate::support::{self, grouped, run, schema_errors_in, stderr, TestServer};
 use serde_json::Value;
 
 fn f(v: &Value) -> f64 {
@@ -108,7 +108,7 @@ fn the_search_doubles_then_bisects_to_a_known_edge() {
             let rate = f(&p["rate"]) as u64;
             assert_eq!(p["limit"]["kind"], "slo", "{p}");
             let text = p["limit"]["text"].as_str().unwrap();
-            let named = format!("the SLO: sent<=1500 failed at {}/s", group(rate));
+            let named = format!("the SLO: sent<=1500 failed at {}/s", grouped(rate));
             assert!(text.starts_with(&named), "{text}");
         }
     }
@@ -116,19 +116,6 @@ fn the_search_doubles_then_bisects_to_a_known_edge() {
         err.contains("what bounded its run there: the SLO: sent<=1500 failed at 1,563/s"),
         "{err}"
     );
-}
-
-/// `n` with thousands separated by commas, as the text writes it.
-fn group(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[test]

@@ -4,7 +4,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 
-use crate::support::{self, run, run_json, schema_errors, stderr, u, TestServer};
+use crate::support::{self, grouped, run, run_json, schema_errors, stderr, u, TestServer};
 use serde_json::Value;
 
 /// msgbench's own memory per connection may not pass this (the fleet's buffers start at 1 KiB;
@@ -257,19 +257,6 @@ fn herd_status(c: &Value) -> i32 {
     } else {
         0
     }
-}
-
-/// 20101 -> "20,101", as the text report prints counts.
-fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
 }
 
 /// Every return the herd reports came by the end of the hold.

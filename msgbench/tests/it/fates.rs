@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::support::{
-    self, run_json, schema_errors, scratch_dir, spawn_piped, stderr, u, wait_for_tick, TestServer,
+    self, grouped, run_json, schema_errors, scratch_dir, spawn_piped, stderr, u, wait_for_tick,
+    TestServer,
 };
 
 /// A TCP relay to a server: it forwards both ways until told to swallow what the server sends
@@ -334,9 +335,9 @@ fn an_acknowledgement_after_the_timeout_is_timed_and_counted_once_everywhere() {
     assert_eq!(acked + given_up, u(&v["delivery"]["sent"]), "{errors}");
     // The latency heading counts what the Acks line counts.
     let heading = text.lines().find(|l| l.starts_with("Latency")).unwrap();
-    assert!(heading.contains(&format!(" {} ", group(acked))), "{text}");
+    assert!(heading.contains(&format!(" {} ", grouped(acked))), "{text}");
     assert!(
-        text.contains(" Acks: ") && text.contains(&format!("~ {} msgs in", group(acked))),
+        text.contains(" Acks: ") && text.contains(&format!("~ {} msgs in", grouped(acked))),
         "{text}"
     );
 }
@@ -415,16 +416,4 @@ fn the_headline_rate_covers_the_span_the_run_published_over() {
 /// The text output, which goes to stdout when the result goes to a file.
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned() + &stderr(out)
-}
-
-fn group(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }

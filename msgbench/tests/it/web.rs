@@ -14,7 +14,7 @@ use std::net::TcpStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::support::{self, scratch_dir, spawn_piped, stderr_until, TestServer};
+use crate::support::{self, grouped, scratch_dir, spawn_piped, stderr_until, TestServer};
 use crate::webdriver::{browser_available, Browser};
 use serde_json::{json, Value};
 
@@ -74,19 +74,6 @@ fn tick_at(ticks: &[Value], t: f64) -> (usize, &Value) {
         .enumerate()
         .find(|(_, k)| f(&k["t_s"]) == t)
         .unwrap_or_else(|| panic!("no tick ends at {t} s in the timeline"))
-}
-
-/// `1234567` as `1,234,567`.
-fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// A page figure's number and text, and the text is that number as msgbench writes it.

@@ -467,3 +467,16 @@ pub fn publish_raw(url: &str, subject: &str, payload: &[u8]) {
         seen.extend_from_slice(&chunk[..n]);
     }
 }
+
+/// `1234567` as `1,234,567`: a count as msgbench's text prints it.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
