@@ -281,8 +281,6 @@ impl Coordinated<'_> {
             None => None,
         };
         self.validated.conclude(&mut result, target.as_ref())?;
-        // The servers' readings on the merged timeline, whose ticks count from the common
-        // start the sampler's clock counts from too.
         if let Some(s) = sampling {
             s.finish(&mut result);
         }
