@@ -89,15 +89,7 @@ fn table(o: &mut String, m: &MixResult) {
         row.push(slo_cell(c));
         rows.push(row);
     }
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-        .collect();
-    for row in &rows {
-        let cells: Vec<String> = (row.iter().zip(&widths))
-            .map(|(cell, w)| format!("{cell:<w$}"))
-            .collect();
-        let _ = writeln!(o, "  {}", cells.join("  ").trim_end());
-    }
+    aligned(o, &rows);
     let ticks: Vec<(&str, &[Tick])> = (m.classes.iter())
         .filter_map(|c| {
             let t = c.result.as_ref()?.timeline.as_ref()?;
@@ -163,10 +155,15 @@ fn timeline(o: &mut String, classes: &[(&str, &[Tick])]) {
         o,
         "Timeline, a column per class (msgs/s, worst p99), {per}:"
     );
+    aligned(o, &rows);
+}
+
+/// `rows` as columns, each as wide as its widest cell, indented two spaces.
+fn aligned(o: &mut String, rows: &[Vec<String>]) {
     let widths: Vec<usize> = (0..rows[0].len())
         .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
         .collect();
-    for row in &rows {
+    for row in rows {
         let cells: Vec<String> = (row.iter().zip(&widths))
             .map(|(cell, w)| format!("{cell:<w$}"))
             .collect();
