@@ -202,8 +202,7 @@ pub fn run(
 /// The first flag or class that cannot work, named in one line.
 pub fn preflight(w: &Workload, s: &MixSearchArgs, out: &OutputArgs) -> Result<Vec<f64>> {
     use crate::session::refusals::{check, Mode};
-    check(out, Mode::Capacity)?;
-    check(out, Mode::Workload)?;
+    check(out, Mode::WorkloadSearch)?;
     if let Some(path) = &out.json {
         crate::output::dest::check("--json", path)?;
     }

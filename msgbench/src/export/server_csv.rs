@@ -4,9 +4,11 @@
 //!
 //! The file is long ("tidy"): one row per reading, thing and figure, `t_s,kind,name,figure,
 //! value`, so servers, streams, their replicas and consumers share one header however many
-//! there are, and a spreadsheet's pivot or `pandas.pivot` makes any wide table of it. A
-//! figure a reading did not have (a server that did not answer, a first reading's rates) is an
-//! empty value, never 0. Events are not samples: they stay in the JSON and the reports.
+//! there are, and a spreadsheet's pivot or `pandas.pivot` makes any wide table of it. The
+//! readings are those the timeline's ticks hold (the sampler's last before each second), each
+//! once. A figure a reading did not have (a server that did not answer, a CPU it had not yet
+//! measured) is an empty value, never 0. Events are not samples: they stay in the JSON and the
+//! reports.
 
 use std::fmt::Write;
 use std::path::{Path, PathBuf};

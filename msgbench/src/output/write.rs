@@ -75,13 +75,17 @@ pub fn emit_mix(mix: &crate::result::mix::MixResult, out: &crate::cli::OutputArg
             write_file(path, csv.as_bytes(), "--csv")
         };
         failed = failed.or(wrote.err());
-        // The classes share their servers: the first class's samples are the mix's.
-        let beside = mix
-            .classes
-            .iter()
+        // The classes share their servers, each sampling them for as long as it ran: the
+        // longest-running class's samples are the mix's.
+        let longest = (mix.classes.iter())
             .filter_map(|c| c.result.as_ref())
-            .find_map(|r| servers_beside(path, r));
-        if let Some((beside, rows)) = beside {
+            .filter(|r| {
+                r.timeline
+                    .as_ref()
+                    .is_some_and(|t| t.ticks.iter().any(|k| k.server.is_some()))
+            })
+            .max_by_key(|r| r.timeline.as_ref().map_or(0, |t| t.ticks.len()));
+        if let Some((beside, rows)) = longest.and_then(|r| servers_beside(path, r)) {
             failed = failed.or(write_file(&beside, rows.as_bytes(), "--csv").err());
         }
     }

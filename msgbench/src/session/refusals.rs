@@ -1,7 +1,9 @@
 //! Which output flags each mode refuses, in one table: a flag a mode cannot act on is refused
 //! in one line that says why, never accepted and ignored. A row is a flag; a column is a mode
 //! that takes a plan's output flags: printing the plan, a run in this process, a comparison of
-//! client libraries, a capacity search, a workload. (A run on agents takes every output flag.)
+//! client libraries, a capacity search, a workload, a search of a workload (which refuses what a
+//! search and a workload each refuse, and what only their pairing cannot do). (A run on agents
+//! takes every output flag.)
 
 use crate::cli::OutputArgs;
 use crate::error::{Error, Result};
@@ -21,6 +23,8 @@ pub enum Mode {
     Capacity,
     /// `msgbench run WORKLOAD.yaml`: a mix of classes in this process.
     Workload,
+    /// `msgbench capacity WORKLOAD.yaml`: what a search and a workload refuse, and more.
+    WorkloadSearch,
 }
 
 /// One output flag: whether it was given, and why each mode refuses it (`None`: it acts).
@@ -32,6 +36,8 @@ struct Row {
     compare: Option<&'static str>,
     capacity: Option<&'static str>,
     workload: Option<&'static str>,
+    /// Beyond what `capacity` and `workload` refuse, for a search of a workload.
+    workload_search: Option<&'static str>,
 }
 
 /// Nothing runs, so an output flag has nothing to act on.
@@ -59,6 +65,10 @@ const ONE_DOCUMENT: Option<&str> =
     Some("a workload's result is one document of every class's; write it with --json");
 const CLASS_LINES: Option<&str> =
     Some("each class prints a line as it ends; live lines of several classes would interleave");
+const SEARCH_NOT_DRAWN: Option<&str> = Some(
+    "a search of a workload is not drawn live: it prints each probe as it ends, and --json \
+     writes its document",
+);
 const ON_ONE_PROCESS: Option<&str> =
     Some("a workload's classes run in this process; they are not split across agents yet");
 
@@ -71,6 +81,7 @@ const TABLE: &[Row] = &[
         compare: None,
         capacity: None,
         workload: None,
+        workload_search: None,
     },
     Row {
         flag: "--csv",
@@ -81,6 +92,7 @@ const TABLE: &[Row] = &[
         capacity: SEARCH_DOCUMENT,
         // The classes' combined timeline, a row per class and second.
         workload: None,
+        workload_search: None,
     },
     Row {
         flag: "--markdown",
@@ -90,6 +102,7 @@ const TABLE: &[Row] = &[
         compare: None,
         capacity: SEARCH_DOCUMENT,
         workload: ONE_DOCUMENT,
+        workload_search: None,
     },
     Row {
         flag: "--live",
@@ -99,6 +112,7 @@ const TABLE: &[Row] = &[
         compare: DRIVERS_AT_THE_END,
         capacity: Some("probes are printed as they end (--no-progress leaves them out)"),
         workload: CLASS_LINES,
+        workload_search: None,
     },
     Row {
         flag: "--stream-stats",
@@ -109,6 +123,7 @@ const TABLE: &[Row] = &[
         capacity: PROBES_PRINTED,
         // Every class's ticks, each line tagged with its class.
         workload: None,
+        workload_search: None,
     },
     Row {
         flag: "--metrics-listen",
@@ -119,6 +134,7 @@ const TABLE: &[Row] = &[
         capacity: PROBES_PRINTED,
         // One page, each class's samples under its `class` label.
         workload: None,
+        workload_search: None,
     },
     Row {
         flag: "--web",
@@ -129,6 +145,7 @@ const TABLE: &[Row] = &[
         capacity: None,
         // A section per class, each drawn from its own ticks.
         workload: None,
+        workload_search: SEARCH_NOT_DRAWN,
     },
     Row {
         flag: "--runs",
@@ -138,6 +155,7 @@ const TABLE: &[Row] = &[
         compare: None,
         capacity: Some("use --probe-runs"),
         workload: Some("a workload runs once"),
+        workload_search: None,
     },
     Row {
         flag: "--threshold",
@@ -147,6 +165,7 @@ const TABLE: &[Row] = &[
         compare: None,
         capacity: Some("use --slo"),
         workload: Some("a workload's SLOs are its classes' own: give each class its `slo`"),
+        workload_search: None,
     },
     Row {
         flag: "--print-plan",
@@ -156,6 +175,7 @@ const TABLE: &[Row] = &[
         compare: None,
         capacity: Some("a search is many plans; print one without capacity"),
         workload: None,
+        workload_search: None,
     },
     Row {
         flag: "--agents",
@@ -165,6 +185,7 @@ const TABLE: &[Row] = &[
         compare: DRIVERS_HERE,
         capacity: None,
         workload: ON_ONE_PROCESS,
+        workload_search: None,
     },
     Row {
         flag: "--agent-label",
@@ -174,6 +195,7 @@ const TABLE: &[Row] = &[
         compare: DRIVERS_HERE,
         capacity: None,
         workload: ON_ONE_PROCESS,
+        workload_search: None,
     },
     Row {
         flag: "--control",
@@ -183,6 +205,7 @@ const TABLE: &[Row] = &[
         compare: DRIVERS_HERE,
         capacity: None,
         workload: ON_ONE_PROCESS,
+        workload_search: None,
     },
     Row {
         flag: "--sign",
@@ -192,6 +215,7 @@ const TABLE: &[Row] = &[
         compare: DRIVERS_HERE,
         capacity: None,
         workload: ON_ONE_PROCESS,
+        workload_search: None,
     },
     Row {
         flag: "--agent-silence",
@@ -201,6 +225,7 @@ const TABLE: &[Row] = &[
         compare: DRIVERS_HERE,
         capacity: None,
         workload: ON_ONE_PROCESS,
+        workload_search: None,
     },
     Row {
         flag: "--record",
@@ -210,6 +235,7 @@ const TABLE: &[Row] = &[
         compare: NOT_ONE_BENCHMARK,
         capacity: SEARCH_NOT_RECORDED,
         workload: None,
+        workload_search: None,
     },
     Row {
         flag: "--history-file",
@@ -219,6 +245,7 @@ const TABLE: &[Row] = &[
         compare: NOT_ONE_BENCHMARK,
         capacity: SEARCH_NOT_RECORDED,
         workload: None,
+        workload_search: None,
     },
     Row {
         flag: "--name",
@@ -228,6 +255,7 @@ const TABLE: &[Row] = &[
         compare: NOT_ONE_BENCHMARK,
         capacity: SEARCH_NOT_RECORDED,
         workload: None,
+        workload_search: None,
     },
     Row {
         flag: "--label",
@@ -237,6 +265,7 @@ const TABLE: &[Row] = &[
         compare: NOT_ONE_BENCHMARK,
         capacity: SEARCH_NOT_RECORDED,
         workload: None,
+        workload_search: None,
     },
 ];
 
@@ -249,6 +278,7 @@ impl Mode {
             Mode::Compare => row.compare,
             Mode::Capacity => row.capacity,
             Mode::Workload => row.workload,
+            Mode::WorkloadSearch => row.capacity.or(row.workload).or(row.workload_search),
         }
     }
 
@@ -260,6 +290,7 @@ impl Mode {
             Mode::Compare => "`msgbench compare`",
             Mode::Capacity => "`msgbench capacity`",
             Mode::Workload => "a workload",
+            Mode::WorkloadSearch => "`msgbench capacity WORKLOAD`",
         }
     }
 }
@@ -342,6 +373,21 @@ mod tests {
         );
         assert!(names_a_recording(&out(&["--name", "a", "--record"]), false).is_ok());
         assert!(names_a_recording(&out(&["--name", "a"]), true).is_ok());
+    }
+
+    #[test]
+    fn a_search_of_a_workload_refuses_the_live_page_that_each_alone_takes() {
+        let web = out(&["--web", "127.0.0.1:0"]);
+        assert!(check(&web, Mode::Capacity).is_ok());
+        assert!(check(&web, Mode::Workload).is_ok());
+        let e = check(&web, Mode::WorkloadSearch).unwrap_err().to_string();
+        assert!(
+            e.starts_with("--web does not apply to `msgbench capacity WORKLOAD`: a search of"),
+            "{e}"
+        );
+        // And what either refuses.
+        let csv = out(&["--markdown", "m.md"]);
+        assert!(check(&csv, Mode::WorkloadSearch).is_err());
     }
 
     /// The table has a row for every output flag but the three that act in every mode, and

@@ -358,6 +358,17 @@ fn capacity_of_a_mix_scales_every_class_and_names_the_class_that_failed_first() 
     let said = "what bounded its run there: the SLO: sent<=10 failed at 50/s";
     assert!(stderr(&out).contains(said), "{}", stderr(&out));
 
+    // The live page, which a search and a workload each take, is refused for their pairing
+    // in one line rather than accepted and not drawn.
+    let refused = run(&["capacity", file.to_str().unwrap(), "--web", "127.0.0.1:0"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    let err = stderr(&refused);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--web does not apply to `msgbench capacity WORKLOAD`"),
+        "{err}"
+    );
+
     // A class whose rate cannot be scaled is refused before anything runs.
     std::fs::write(
         &file,

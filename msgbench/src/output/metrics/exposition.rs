@@ -279,11 +279,16 @@ fn sections(e: &mut DescriptorEncoder, items: &[Item]) -> Result<(), std::fmt::E
         |i| i.tick.conns.map(|c| c.lost as i64),
     )?;
     // The servers and msgbench's own CPU are the same for every run of one process: once,
-    // under the page's labels alone.
-    if let Some(s) = items.iter().find_map(|i| i.tick.server.as_ref()) {
+    // under the page's labels alone, from a run still going (one that has ended holds its
+    // last reading, which grows old).
+    let shared = items
+        .iter()
+        .filter(|i| !i.finished)
+        .chain(items.iter().filter(|i| i.finished));
+    if let Some(s) = shared.clone().find_map(|i| i.tick.server.as_ref()) {
         servers(e, s)?;
     }
-    if let Some(tool) = items.iter().find_map(|i| i.tick.tool) {
+    if let Some(tool) = shared.clone().find_map(|i| i.tick.tool) {
         gauge(
             e,
             "tool_cpu_cores",
@@ -619,6 +624,58 @@ mod tests {
         assert!(
             !render(&labels(), &tick(), &totals(), false).contains("msgbench_server"),
             "a tick without servers exposes none"
+        );
+    }
+
+    #[test]
+    fn a_page_of_classes_labels_each_and_takes_the_shared_figures_from_one_still_going() {
+        use crate::stats::server::{ServerPoint, ServerTick, ToolTick};
+        let with = |cpu: f64, tool: f64| Tick {
+            server: Some(ServerTick {
+                servers: vec![ServerPoint {
+                    name: "n1".into(),
+                    up: true,
+                    cpu_pct: Some(cpu),
+                    ..ServerPoint::default()
+                }],
+                ..ServerTick::default()
+            }),
+            tool: Some(ToolTick {
+                cpu_cores: tool,
+                ..ToolTick::default()
+            }),
+            ..tick()
+        };
+        let item = |class: &str, tick: Tick, finished: bool| Item {
+            labels: vec![("class", class.to_string())],
+            tick,
+            totals: totals(),
+            finished,
+        };
+        // The first class has ended on an old reading; the second goes on.
+        let items = [
+            item("a", with(10.0, 0.1), true),
+            item("b", with(80.0, 0.5), false),
+        ];
+        let text = render_items(&[("workload", "w".to_string())], &items);
+        let lines = samples(&text);
+        for want in [
+            r#"msgbench_server_cpu_cores{workload="w",server="n1"} 0.8"#,
+            r#"msgbench_tool_cpu_cores{workload="w"} 0.5"#,
+            r#"msgbench_run_finished{workload="w",class="a"} 1"#,
+            r#"msgbench_run_finished{workload="w",class="b"} 0"#,
+            r#"msgbench_messages_total{workload="w",class="b",role="pub"} 2000"#,
+        ] {
+            assert!(lines.contains(&want), "{want} not in\n{text}");
+        }
+        // Each family once, with a sample per class.
+        assert_eq!(text.matches("# TYPE msgbench_messages counter").count(), 1);
+        assert_eq!(
+            lines
+                .iter()
+                .filter(|l| l.starts_with("msgbench_tick_end_seconds{"))
+                .count(),
+            2
         );
     }
 

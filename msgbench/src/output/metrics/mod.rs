@@ -198,22 +198,23 @@ pub struct Feed {
 impl Feed {
     /// Publishes `tick` and the `totals` read with it; `last` when the run has ended.
     pub fn show(&mut self, tick: &Tick, totals: &Totals, last: bool) {
-        let text = {
-            let mut items = self
-                .page
-                .items
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            items[self.index] = Some(Item {
-                labels: self.labels.clone(),
-                tick: tick.clone(),
-                totals: totals.clone(),
-                finished: last,
-            });
-            let shown: Vec<Item> = items.iter().flatten().cloned().collect();
-            exposition::render_items(&self.page.labels, &shown)
-        };
-        self.board.publish(text);
+        // Rendered and published under the page's lock: two classes ticking at once cannot
+        // put up their pages in the other order, an older one last.
+        let mut items = self
+            .page
+            .items
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        items[self.index] = Some(Item {
+            labels: self.labels.clone(),
+            tick: tick.clone(),
+            totals: totals.clone(),
+            finished: last,
+        });
+        let shown: Vec<Item> = items.iter().flatten().cloned().collect();
+        self.board
+            .publish(exposition::render_items(&self.page.labels, &shown));
+        drop(items);
         self.last = Some((tick.clone(), totals.clone(), last));
     }
 
