@@ -46,6 +46,21 @@ return {
 };
 "#;
 
+/// The live page's URL as msgbench printed it on stderr (`seen`), and its `HOST:PORT`.
+fn page_address(seen: &str) -> (String, String) {
+    let url = seen
+        .lines()
+        .find_map(|l| l.strip_prefix("--web: the live page is on "))
+        .expect("msgbench printed the page's address")
+        .trim()
+        .to_string();
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    (url, addr)
+}
+
 /// One GET to msgbench's page server: the status line and the body.
 fn get(addr: &str, path: &str) -> (String, Vec<u8>) {
     let mut s = TcpStream::connect(addr).unwrap();
@@ -177,16 +192,7 @@ fn the_live_page_shows_the_runs_ticks_and_then_its_result() {
         json_path.to_str().unwrap(),
     ]);
     let (seen, rest) = stderr_until(&mut child, "--web: the live page is on http://");
-    let url = seen
-        .lines()
-        .find_map(|l| l.strip_prefix("--web: the live page is on "))
-        .unwrap()
-        .trim()
-        .to_string();
-    let addr = url
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .to_string();
+    let (url, addr) = page_address(&seen);
     browser.cmd("POST", "/url", Some(json!({"url": url})));
 
     // Read the page until it shows the result (the deadline only guards against a hang).
@@ -366,12 +372,7 @@ fn a_coordinators_page_has_a_row_per_agent_and_marks_a_missing_one_in_red() {
         json_path.to_str().unwrap(),
     ]);
     let (seen, rest) = stderr_until(&mut child, "--web: the live page is on http://");
-    let url = seen
-        .lines()
-        .find_map(|l| l.strip_prefix("--web: the live page is on "))
-        .unwrap()
-        .trim()
-        .to_string();
+    let (url, _) = page_address(&seen);
     browser.cmd("POST", "/url", Some(json!({"url": url})));
 
     // Both rows, each sending, then w1 is killed; its row turns red as it goes missing (the
@@ -480,12 +481,7 @@ fn a_run_on_agents_draws_its_slo_on_the_live_page() {
         "--no-progress",
     ]);
     let (seen, rest) = stderr_until(&mut child, "--web: the live page is on http://");
-    let url = seen
-        .lines()
-        .find_map(|l| l.strip_prefix("--web: the live page is on "))
-        .unwrap()
-        .trim()
-        .to_string();
+    let (url, _) = page_address(&seen);
     browser.cmd("POST", "/url", Some(json!({"url": url})));
     // The deadline only guards against a hang: the chart comes with the first P99 an agent
     // reports.
@@ -566,12 +562,7 @@ fn a_capacity_searchs_knee_chart_builds_up_probe_by_probe() {
         json_path.to_str().unwrap(),
     ]);
     let (seen, rest) = stderr_until(&mut child, "--web: the live page is on http://");
-    let url = seen
-        .lines()
-        .find_map(|l| l.strip_prefix("--web: the live page is on "))
-        .unwrap()
-        .trim()
-        .to_string();
+    let (url, _) = page_address(&seen);
     browser.cmd("POST", "/url", Some(json!({"url": url})));
     // The deadline only guards against a hang.
     let deadline = Instant::now() + Duration::from_secs(300);
@@ -752,16 +743,7 @@ fn a_workloads_classes_each_get_a_section_of_their_own_and_the_mix_its_result() 
         "--no-progress",
     ]);
     let (seen, rest) = stderr_until(&mut child, "--web: the live page is on http://");
-    let url = seen
-        .lines()
-        .find_map(|l| l.strip_prefix("--web: the live page is on "))
-        .unwrap()
-        .trim()
-        .to_string();
-    let addr = url
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .to_string();
+    let (url, addr) = page_address(&seen);
     browser.cmd("POST", "/url", Some(json!({"url": url})));
     // The deadline only guards against a hang.
     let deadline = Instant::now() + Duration::from_secs(300);
