@@ -160,14 +160,33 @@ fn workload(
         text.push('\n');
         return Ok(print(text.as_bytes()));
     }
-    refusals::check(out, Mode::Workload)?;
+    let agents = out.distributed();
+    refusals::check(
+        out,
+        if agents {
+            Mode::WorkloadAgents
+        } else {
+            Mode::Workload
+        },
+    )?;
     let files = w.classes.iter().flat_map(|c| c.plan.files()).collect();
     output::dest::check_out(out, files)?;
     for c in &mut w.classes {
-        c.plan.out_mut().no_progress = out.no_progress;
+        let o = c.plan.out_mut();
+        o.no_progress = out.no_progress;
+        // Each class runs on the workload's agents, as the plan alone would with these flags.
+        o.agents.clone_from(&out.agents);
+        o.agent_labels.clone_from(&out.agent_labels);
+        o.control.clone_from(&out.control);
+        o.sign.clone_from(&out.sign);
+        o.agent_silence = out.agent_silence;
     }
     let validated = w.validate()?;
-    session::mix::run(&w, &validated, out, stop)
+    if agents {
+        return session::mix::run(&w, &validated, out, || dist::mix::OnAgents::find(&w), stop);
+    }
+    let here = || session::mix::Mix::resolve(&w, &validated);
+    session::mix::run(&w, &validated, out, here, stop)
 }
 
 /// Every check a command makes before it starts, connects to or writes anything: what a run

@@ -24,7 +24,7 @@ use crate::format::sig;
 use crate::plan::workload::{Class, Workload};
 use crate::plan::Validated;
 use crate::result::ToolInfo;
-use crate::session::mix::{Mix, Shown};
+use crate::session::mix::{Mix, Shown, Together};
 
 pub const SCHEMA: &str = "msgbench.workload-capacity/v1";
 

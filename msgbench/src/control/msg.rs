@@ -45,12 +45,12 @@ pub struct Heartbeat {
     pub cores: usize,
     /// Free memory (MemAvailable), when the OS says.
     pub free_memory_bytes: Option<u64>,
-    /// The run it is busy with.
+    /// The run it is busy with (the first, when it holds a workload's classes).
     pub busy: Option<String>,
-    /// What it is doing in that run ("running the load", "waiting for the common start"),
-    /// so that a coordinator that stops hearing from it can say where it was.
+    /// What it is doing in each run it holds ("running the load", "waiting for the common
+    /// start"), so that a coordinator that stops hearing from it can say where it was.
     #[serde(default)]
-    pub doing: Option<String>,
+    pub runs: BTreeMap<String, String>,
     /// Whether it accepts only signed plans.
     pub signed_only: bool,
 }
@@ -81,6 +81,10 @@ pub struct Assignment {
     pub segment: Segment,
     /// How often to report progress, in milliseconds.
     pub progress_ms: u64,
+    /// The workload run this plan is one class of: an agent holds several plans at once only
+    /// when they share it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
 }
 
 /// An agent's answer to a plan.

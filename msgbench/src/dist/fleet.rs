@@ -1,13 +1,13 @@
 //! The fleet of a run on agents: every check before anything connects ([`preflight`]), the
-//! control connection, the agents found on it ([`Fleet::find`]), and a plan run on them once
-//! ([`Fleet::run`], the coordinator's) or `--runs` times with thresholds and output ([`run`]).
-//! `capacity --agents` runs each probe through the same [`Fleet`].
+//! control connection, the agents found on it ([`Fleet::find`]), and a plan run on them
+//! through the coordinator ([`Fleet::run_on`]): once per `--runs` of a session, once per
+//! probe of `capacity --agents`, or as one class of a workload (mix.rs).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use super::coordinator::Coordinated;
+use super::coordinator::{CommonStart, Coordinated, Heard};
 use crate::cli::ConnArgs;
 use crate::control::msg::{self, Heartbeat};
 use crate::control::signed::Signer;
@@ -115,7 +115,7 @@ impl Wanted {
 /// What a run on agents knows before it looks for any: the server it loads, which agents it
 /// wants, the checked plan and how it splits.
 pub struct Prepared {
-    target: String,
+    pub(super) target: String,
     wanted: Wanted,
     pub validated: Validated,
 }
@@ -206,18 +206,58 @@ fn nats_target(conn: &ConnArgs, control: Option<&str>) -> Result<String> {
 }
 
 /// The agents a coordinator found, and what it talks to them with: one distributed run after
-/// another goes through it (`--runs`, and each probe of `capacity --agents`).
+/// another goes through it (`--runs`, and each probe of `capacity --agents`), or a workload's
+/// classes all at once.
 pub struct Fleet {
     bus: Bus,
     signer: Option<Signer>,
-    agents: Vec<Heartbeat>,
-    heartbeats: std::sync::mpsc::Receiver<crate::control::Inbound>,
-    /// The service under test, as the agents are told it (no credentials).
+    pub(super) agents: Vec<Heartbeat>,
+    heard: Heard,
+    /// Where the plan it was found for sends its load.
+    aim: Aim,
+    /// The `--server-monitor` endpoints, checked.
+    monitors: crate::session::servers::Servers,
+    /// `--agent-silence`, or its default.
+    silent_limit: Duration,
+}
+
+/// Where a plan's load goes, as its agents are told it.
+#[derive(Debug, Clone)]
+pub struct Aim {
+    /// The service under test (no credentials).
     target: String,
     /// Whether that is the NATS server (else a service of the scenario's own).
     nats: bool,
-    /// The `--server-monitor` endpoints, checked.
-    monitors: crate::session::servers::Servers,
+}
+
+impl Aim {
+    /// Where `plan`'s load goes, as [`preflight`] found it.
+    pub(super) fn of(plan: &Plan, prepared: &Prepared) -> Self {
+        Aim {
+            target: prepared.target.clone(),
+            nats: plan.conn().is_some(),
+        }
+    }
+}
+
+/// How a run on a fleet is shown while it goes, and, for a workload's class, the workload it
+/// is one class of.
+#[derive(Default)]
+pub(super) struct Showing<'a> {
+    pub(super) live: bool,
+    pub(super) stream: Option<&'a std::sync::Mutex<crate::output::live::StreamStats>>,
+    pub(super) metrics: Option<&'a crate::output::metrics::Metrics>,
+    pub(super) web: Option<&'a crate::output::web::Web>,
+    pub(super) run_k: Option<u32>,
+    pub(super) class: Option<InMix<'a>>,
+}
+
+/// A workload's class run on a fleet: its name, the workload's run, and the classes' start.
+pub(super) struct InMix<'a> {
+    pub(super) name: &'a str,
+    pub(super) group: &'a str,
+    pub(super) common: &'a CommonStart,
+    pub(super) index: usize,
 }
 
 impl Fleet {
@@ -227,8 +267,14 @@ impl Fleet {
     /// # Errors
     /// Bad flags, no control server, too few agents, agents of another version.
     pub fn find(plan: &Plan) -> Result<Self> {
+        let prepared = preflight(plan)?;
+        Self::gather(plan, Aim::of(plan, &prepared), &prepared)
+    }
+
+    /// Connects to the control server of `plan` (whose connection flags and agent flags it
+    /// reads) and finds the agents `prepared` wants; its load goes to `aim`.
+    pub(super) fn gather(plan: &Plan, aim: Aim, prepared: &Prepared) -> Result<Self> {
         let out = plan.out();
-        let Prepared { target, wanted, .. } = preflight(plan)?;
         let plain;
         let conn = match plan.conn() {
             Some(c) => c,
@@ -242,7 +288,7 @@ impl Fleet {
         let monitors = crate::session::servers::Servers::check(plan)?;
         let signer = out.sign.as_deref().map(Signer::from_file).transpose()?;
         let bus = connect_control(conn, out.control.as_deref(), "msgbench-coordinator", false)?;
-        let (agents, heartbeats) = discover(&bus, &wanted)?;
+        let (agents, heartbeats) = discover(&bus, &prepared.wanted)?;
         if signer.is_none() {
             // An agent started with --trust says so in its heartbeat: an unsigned plan is a
             // refusal here, before any load (and before a capacity search's first probe),
@@ -263,40 +309,36 @@ impl Fleet {
             bus,
             signer,
             agents,
-            heartbeats,
-            target,
-            nats: plan.conn().is_some(),
+            heard: Heard::new(heartbeats),
+            aim,
             monitors,
+            silent_limit: out.agent_silence.unwrap_or(AGENT_SILENCE),
         })
     }
-}
 
-impl crate::session::Runner for Fleet {
-    /// Runs `plan` once on the fleet: each agent its share, the results merged and concluded,
-    /// shown live (the merged figures and a row per agent) through the session's sinks.
-    fn once(
+    /// Runs `plan` once on `agents`, its load aimed at `aim`: each agent its share, the results
+    /// merged and concluded, shown live through `showing`.
+    pub(super) fn run_on(
         &self,
         plan: &Plan,
         validated: &Validated,
-        sinks: &crate::session::Sinks,
-        showing: crate::session::Showing,
+        aim: &Aim,
+        agents: &[Heartbeat],
+        showing: Showing<'_>,
         stop: &AtomicBool,
     ) -> Result<RunResult> {
-        use crate::session::Showing;
         let crate::scenario::Split { pubs, subs } = validated.split()?;
         let mut doc = plan.to_json()?;
         // The NATS server the agents load, when they load one (they are told it, and the
         // coordinator concludes against it).
-        let nats = self.nats.then_some(self.target.as_str());
+        let nats = aim.nats.then_some(aim.target.as_str());
         if nats.is_some() {
-            doc["conn"]["server"] = self.target.clone().into();
+            doc["conn"]["server"] = aim.target.clone().into();
         }
-        // A search's probe shows on the page only; a session's run everywhere it is asked to.
-        let run = matches!(showing, Showing::Run { .. });
         let c = Coordinated {
             bus: &self.bus,
             signer: self.signer.as_ref(),
-            agents: &self.agents,
+            agents,
             doc: &doc,
             validated,
             servers: nats,
@@ -305,19 +347,47 @@ impl crate::session::Runner for Fleet {
                     .ok()
                     .and_then(|u| u.first().map(ToString::to_string))
                     .unwrap_or_default(),
-                None => self.target.clone(),
+                None => aim.target.clone(),
             },
-            heartbeats: &self.heartbeats,
+            heard: &self.heard,
             monitors: &self.monitors,
-            silent_limit: plan.out().agent_silence.unwrap_or(AGENT_SILENCE),
+            silent_limit: self.silent_limit,
+            live: showing.live,
+            stream: showing.stream,
+            metrics: showing.metrics,
+            web: showing.web,
+            scenario: plan.name(),
+            run_k: showing.run_k,
+            class: showing.class.as_ref().map(|c| c.name),
+            group: showing.class.as_ref().map(|c| c.group),
+            together: showing.class.as_ref().map(|c| (c.common, c.index)),
+        };
+        c.once(pubs, subs, stop)
+    }
+}
+
+impl crate::session::Runner for Fleet {
+    /// Runs `plan` once on every agent of the fleet, shown live (the merged figures and a row
+    /// per agent) through the session's sinks.
+    fn once(
+        &self,
+        plan: &Plan,
+        validated: &Validated,
+        sinks: &crate::session::Sinks,
+        showing: crate::session::Showing,
+        stop: &AtomicBool,
+    ) -> Result<RunResult> {
+        // A search's probe shows on the page only; a session's run everywhere it is asked to.
+        let run = matches!(showing, crate::session::Showing::Run { .. });
+        let shown = Showing {
             live: run && sinks.line,
             stream: sinks.stream.as_deref().filter(|_| run),
             metrics: sinks.metrics.as_ref().filter(|_| run),
             web: sinks.web.as_ref(),
-            scenario: plan.name(),
             run_k: showing.of_several().map(|(k, _)| k),
+            class: None,
         };
-        c.once(pubs, subs, stop)
+        self.run_on(plan, validated, &self.aim, &self.agents, shown, stop)
     }
 }
 

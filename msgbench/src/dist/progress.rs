@@ -146,6 +146,9 @@ pub struct Row {
 /// A `--stream-stats` line of a distributed run: a row, tagged like a single run's lines.
 #[derive(serde::Serialize)]
 pub struct Line<'a> {
+    /// The workload class the row is of, when it is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub class: Option<&'a str>,
     pub scenario: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run: Option<u32>,

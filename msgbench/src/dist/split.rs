@@ -36,9 +36,36 @@ pub fn segments(pubs: u32, subs: u32, n: u32, run_tag: u16) -> Vec<Segment> {
     out
 }
 
+/// Which of `n` agents a workload's class `index` runs on: as many as its `pubs` and `subs`
+/// can each give a share (all `n` when there are enough), starting at the class's own place in
+/// the fleet, so that classes of one publisher each do not all load the first agent.
+pub fn chosen(n: usize, index: usize, pubs: u32, subs: u32) -> Vec<usize> {
+    let clients = (pubs as usize).saturating_add(subs as usize);
+    let m = n.min(clients).max(1);
+    (0..m).map(|j| (index + j) % n.max(1)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_class_runs_on_as_many_agents_as_it_has_clients_from_its_own_place() {
+        // One publisher: one agent, the class's own.
+        assert_eq!(chosen(3, 0, 1, 0), vec![0]);
+        assert_eq!(chosen(3, 1, 1, 0), vec![1]);
+        assert_eq!(chosen(3, 4, 1, 0), vec![1]);
+        // A publisher and a subscriber: two agents, wrapping round.
+        assert_eq!(chosen(3, 2, 1, 1), vec![2, 0]);
+        // Enough clients: every agent, and none is left idle by the split.
+        assert_eq!(chosen(2, 1, 4, 4), vec![1, 0]);
+        for (pubs, subs, n) in [(1, 0, 3), (1, 1, 3), (2, 1, 4), (0, 3, 2), (5, 5, 3)] {
+            let m = chosen(n, 0, pubs, subs).len() as u32;
+            assert!(segments(pubs, subs, m, 0)
+                .iter()
+                .all(|s| s.pubs + s.subs > 0));
+        }
+    }
 
     #[test]
     fn every_client_lands_once_with_a_global_id() {

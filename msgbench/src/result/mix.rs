@@ -44,7 +44,8 @@ pub struct ClassResult {
     /// Whether every SLO of the class held; null for a class with none (or no result).
     pub slo_pass: Option<bool>,
     pub exit_status: u8,
-    /// Why the class has no result: it failed before measuring anything.
+    /// Why the class has no result (it failed before measuring anything), or why its result
+    /// is partial (an agent of a workload on agents sent none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     pub result: Option<RunResult>,
@@ -55,12 +56,25 @@ impl ClassResult {
     pub fn ran(class: String, result: RunResult, allow_loss: bool) -> Self {
         let slo_pass =
             (!result.thresholds.is_empty()).then(|| result.thresholds.iter().all(|t| t.pass));
+        // On agents, one that sent no result leaves the class's figures partial: a failure of
+        // its own, as it is for a run on agents alone.
+        let missing = (result.agents.as_ref()).map_or_else(Vec::new, |a| a.missing.clone());
+        let (exit_status, error) = match missing.is_empty() {
+            true => (result.exit_code(allow_loss), None),
+            false => (
+                worst(&[result.exit_code(allow_loss), exit::AGENT]),
+                Some(format!(
+                    "agent {} sent no result; the class's figures are partial",
+                    missing.join(", ")
+                )),
+            ),
+        };
         Self {
             class,
             scenario: result.scenario,
             slo_pass,
-            exit_status: result.exit_code(allow_loss),
-            error: None,
+            exit_status,
+            error,
             result: Some(result),
         }
     }

@@ -59,11 +59,12 @@ impl Mix {
         };
         Ok(Self { targets, servers })
     }
+}
 
-    /// Runs `classes` together, once, each to its own result: none is stopped by another's
-    /// failure. A class whose scenario wants a second server (latency on a cluster) gets the
-    /// next node.
-    pub fn once(
+impl Together for Mix {
+    /// Runs `classes` here. A class whose scenario wants a second server (latency on a
+    /// cluster) gets the next node.
+    fn once(
         &self,
         classes: &[(&Class, &Validated)],
         shown: &Shown<'_>,
@@ -100,21 +101,35 @@ impl Mix {
     }
 }
 
-/// Runs `workload` (its classes checked into `validated`, in order), writes and records the
-/// result, and returns the worst class's exit status.
+/// Runs a workload's classes together, once, each to its own result: in this process
+/// ([`Mix`]) or on agents. No class is stopped by another's failure.
+pub trait Together {
+    /// One result per class of `classes`, in order, each judged by its SLOs and its end shown
+    /// ([`ended`]).
+    fn once(
+        &self,
+        classes: &[(&Class, &Validated)],
+        shown: &Shown<'_>,
+        stop: &AtomicBool,
+    ) -> Vec<Result<RunResult>>;
+}
+
+/// Runs `workload` (its classes checked into `validated`, in order) through what `find`
+/// returns, writes and records the result, and returns the worst class's exit status.
 ///
 /// # Errors
-/// The servers cannot be found or started; the result cannot be written (after it was
-/// shown).
-pub fn run(
+/// The servers or agents cannot be found or started; the result cannot be written (after
+/// it was shown).
+pub fn run<T: Together>(
     workload: &Workload,
     validated: &[Validated],
     out: &OutputArgs,
+    find: impl FnOnce() -> Result<T>,
     stop: &AtomicBool,
 ) -> Result<u8> {
     // Bound before any server is started: a port in use refuses the workload at once.
     let sinks = Sinks::open(out, &[])?;
-    let mix = Mix::resolve(workload, validated)?;
+    let mix = find()?;
     let progress = !out.no_progress;
     if let Some(w) = &sinks.web {
         w.expect_classes(validated.len());
@@ -175,8 +190,8 @@ pub struct Shown<'a> {
     pub web: Option<&'a Web>,
 }
 
-/// Class `index`'s run, shown through `shown`, judged by its SLOs; its end is a line on
-/// stderr.
+/// Class `index`'s run here, shown through `shown`, judged by its SLOs; its end is a line
+/// on stderr.
 fn one(
     index: usize,
     class: &Class,
@@ -185,7 +200,6 @@ fn one(
     shown: &Shown<'_>,
     stop: &AtomicBool,
 ) -> Result<RunResult> {
-    let progress = shown.progress;
     let scenario = class.plan.name();
     let view = |run_id: &str| View {
         line: false,
@@ -199,7 +213,13 @@ fn one(
             w.class_feed(index, &class.name, scenario, run_id, slos)
         }),
     };
-    match on.run(&class.plan, v, view, stop) {
+    ended(class, on.run(&class.plan, v, view, stop), shown.progress)
+}
+
+/// A class's run as it ends, wherever it ran: its plan recorded, judged by its SLOs, and a
+/// line on stderr (with `progress`).
+pub fn ended(class: &Class, run: Result<RunResult>, progress: bool) -> Result<RunResult> {
+    match run {
         Ok(mut r) => {
             r.plan = Some(class.plan.recorded());
             r.thresholds = crate::gate::judge(&class.slo, &r);

@@ -1,8 +1,9 @@
 //! Which output flags each mode refuses, in one table: a flag a mode cannot act on is refused
 //! in one line that says why, never accepted and ignored. A row is a flag; a column is a mode
 //! that takes a plan's output flags: printing the plan, a run in this process, a comparison of
-//! client libraries, a capacity search, a workload, a search of a workload (which refuses what a
-//! search and a workload each refuse, and what only their pairing cannot do). (A run on agents
+//! client libraries, a capacity search, a workload (here, or on agents: which refuses what a
+//! workload refuses and more), a search of a workload (which refuses what a search and a
+//! workload each refuse, and what only their pairing cannot do). (A run of one plan on agents
 //! takes every output flag.)
 
 use crate::cli::OutputArgs;
@@ -23,6 +24,8 @@ pub enum Mode {
     Capacity,
     /// `msgbench run WORKLOAD.yaml`: a mix of classes in this process.
     Workload,
+    /// `msgbench run WORKLOAD.yaml --agents N`: a mix of classes on agents.
+    WorkloadAgents,
     /// `msgbench capacity WORKLOAD.yaml`: what a search and a workload refuse, and more.
     WorkloadSearch,
 }
@@ -38,6 +41,8 @@ struct Row {
     workload: Option<&'static str>,
     /// Beyond what `capacity` and `workload` refuse, for a search of a workload.
     workload_search: Option<&'static str>,
+    /// Beyond what `workload` refuses, for a workload on agents.
+    workload_agents: Option<&'static str>,
 }
 
 /// Nothing runs, so an output flag has nothing to act on.
@@ -69,8 +74,14 @@ const SEARCH_NOT_DRAWN: Option<&str> = Some(
     "a search of a workload is not drawn live: it prints each probe as it ends, and --json \
      writes its document",
 );
-const ON_ONE_PROCESS: Option<&str> =
-    Some("a workload's classes run in this process; they are not split across agents yet");
+const SEARCH_HERE: Option<&str> = Some(
+    "a search of a workload runs its probes in this process; run the workload itself on \
+     agents with `msgbench run WORKLOAD --agents N`",
+);
+const LIVE_ON_AGENTS: Option<&str> = Some(
+    "a workload on agents is followed by each class's line as it ends and by --stream-stats \
+     (a row per class, agent and second); its classes are not drawn live",
+);
 
 const TABLE: &[Row] = &[
     Row {
@@ -82,6 +93,7 @@ const TABLE: &[Row] = &[
         capacity: None,
         workload: None,
         workload_search: None,
+        workload_agents: None,
     },
     Row {
         flag: "--csv",
@@ -93,6 +105,7 @@ const TABLE: &[Row] = &[
         // The classes' combined timeline, a row per class and second.
         workload: None,
         workload_search: None,
+        workload_agents: None,
     },
     Row {
         flag: "--markdown",
@@ -103,6 +116,7 @@ const TABLE: &[Row] = &[
         capacity: SEARCH_DOCUMENT,
         workload: ONE_DOCUMENT,
         workload_search: None,
+        workload_agents: None,
     },
     Row {
         flag: "--live",
@@ -113,6 +127,7 @@ const TABLE: &[Row] = &[
         capacity: Some("probes are printed as they end (--no-progress leaves them out)"),
         workload: CLASS_LINES,
         workload_search: None,
+        workload_agents: None,
     },
     Row {
         flag: "--stream-stats",
@@ -124,6 +139,7 @@ const TABLE: &[Row] = &[
         // Every class's ticks, each line tagged with its class.
         workload: None,
         workload_search: None,
+        workload_agents: None,
     },
     Row {
         flag: "--metrics-listen",
@@ -135,6 +151,7 @@ const TABLE: &[Row] = &[
         // One page, each class's samples under its `class` label.
         workload: None,
         workload_search: None,
+        workload_agents: LIVE_ON_AGENTS,
     },
     Row {
         flag: "--web",
@@ -146,6 +163,7 @@ const TABLE: &[Row] = &[
         // A section per class, each drawn from its own ticks.
         workload: None,
         workload_search: SEARCH_NOT_DRAWN,
+        workload_agents: LIVE_ON_AGENTS,
     },
     Row {
         flag: "--runs",
@@ -156,6 +174,7 @@ const TABLE: &[Row] = &[
         capacity: Some("use --probe-runs"),
         workload: Some("a workload runs once"),
         workload_search: None,
+        workload_agents: None,
     },
     Row {
         flag: "--threshold",
@@ -166,6 +185,7 @@ const TABLE: &[Row] = &[
         capacity: Some("use --slo"),
         workload: Some("a workload's SLOs are its classes' own: give each class its `slo`"),
         workload_search: None,
+        workload_agents: None,
     },
     Row {
         flag: "--print-plan",
@@ -176,6 +196,7 @@ const TABLE: &[Row] = &[
         capacity: Some("a search is many plans; print one without capacity"),
         workload: None,
         workload_search: None,
+        workload_agents: None,
     },
     Row {
         flag: "--agents",
@@ -184,8 +205,9 @@ const TABLE: &[Row] = &[
         here: None,
         compare: DRIVERS_HERE,
         capacity: None,
-        workload: ON_ONE_PROCESS,
-        workload_search: None,
+        workload: None,
+        workload_search: SEARCH_HERE,
+        workload_agents: None,
     },
     Row {
         flag: "--agent-label",
@@ -194,8 +216,9 @@ const TABLE: &[Row] = &[
         here: None,
         compare: DRIVERS_HERE,
         capacity: None,
-        workload: ON_ONE_PROCESS,
-        workload_search: None,
+        workload: None,
+        workload_search: SEARCH_HERE,
+        workload_agents: None,
     },
     Row {
         flag: "--control",
@@ -204,8 +227,9 @@ const TABLE: &[Row] = &[
         here: FOR_AGENTS,
         compare: DRIVERS_HERE,
         capacity: None,
-        workload: ON_ONE_PROCESS,
-        workload_search: None,
+        workload: None,
+        workload_search: SEARCH_HERE,
+        workload_agents: None,
     },
     Row {
         flag: "--sign",
@@ -214,8 +238,9 @@ const TABLE: &[Row] = &[
         here: FOR_AGENTS,
         compare: DRIVERS_HERE,
         capacity: None,
-        workload: ON_ONE_PROCESS,
-        workload_search: None,
+        workload: None,
+        workload_search: SEARCH_HERE,
+        workload_agents: None,
     },
     Row {
         flag: "--agent-silence",
@@ -224,8 +249,9 @@ const TABLE: &[Row] = &[
         here: FOR_AGENTS,
         compare: DRIVERS_HERE,
         capacity: None,
-        workload: ON_ONE_PROCESS,
-        workload_search: None,
+        workload: None,
+        workload_search: SEARCH_HERE,
+        workload_agents: None,
     },
     Row {
         flag: "--record",
@@ -236,6 +262,7 @@ const TABLE: &[Row] = &[
         capacity: SEARCH_NOT_RECORDED,
         workload: None,
         workload_search: None,
+        workload_agents: None,
     },
     Row {
         flag: "--history-file",
@@ -246,6 +273,7 @@ const TABLE: &[Row] = &[
         capacity: SEARCH_NOT_RECORDED,
         workload: None,
         workload_search: None,
+        workload_agents: None,
     },
     Row {
         flag: "--name",
@@ -256,6 +284,7 @@ const TABLE: &[Row] = &[
         capacity: SEARCH_NOT_RECORDED,
         workload: None,
         workload_search: None,
+        workload_agents: None,
     },
     Row {
         flag: "--label",
@@ -266,6 +295,7 @@ const TABLE: &[Row] = &[
         capacity: SEARCH_NOT_RECORDED,
         workload: None,
         workload_search: None,
+        workload_agents: None,
     },
 ];
 
@@ -277,8 +307,12 @@ impl Mode {
             Mode::Agents => None,
             Mode::Compare => row.compare,
             Mode::Capacity => row.capacity,
-            Mode::Workload => row.workload,
-            Mode::WorkloadSearch => row.capacity.or(row.workload).or(row.workload_search),
+            // A workload here refuses what a run here does (the agents' own flags) too.
+            Mode::Workload => row.workload.or(row.here),
+            Mode::WorkloadAgents => row.workload.or(row.workload_agents),
+            Mode::WorkloadSearch => (row.capacity.or(row.workload))
+                .or(row.workload_search)
+                .or(row.here),
         }
     }
 
@@ -290,6 +324,7 @@ impl Mode {
             Mode::Compare => "`msgbench compare`",
             Mode::Capacity => "`msgbench capacity`",
             Mode::Workload => "a workload",
+            Mode::WorkloadAgents => "a workload on agents",
             Mode::WorkloadSearch => "`msgbench capacity WORKLOAD`",
         }
     }
@@ -312,7 +347,10 @@ pub fn check(out: &OutputArgs, mode: Mode) -> Result<()> {
             mode.words()
         )));
     }
-    if matches!(mode, Mode::Here | Mode::Agents | Mode::Workload) {
+    if matches!(
+        mode,
+        Mode::Here | Mode::Agents | Mode::Workload | Mode::WorkloadAgents
+    ) {
         let env = std::env::var_os(crate::options::HISTORY_ENV).is_some_and(|v| !v.is_empty());
         return names_a_recording(out, env);
     }

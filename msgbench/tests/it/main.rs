@@ -71,3 +71,4 @@ mod vectors;
 mod web;
 mod webdriver;
 mod workload;
+mod workload_agents;

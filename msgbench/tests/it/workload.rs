@@ -219,8 +219,8 @@ fn bad_workloads_and_flags_that_cannot_act_are_one_line_before_anything_runs() {
         ),
         (
             good.clone(),
-            vec!["--agents", "2"],
-            vec!["--agents", "a workload"],
+            vec!["--control", "nats://127.0.0.1:1"],
+            vec!["--control", "a workload", "--agents"],
         ),
         (
             good.clone(),

@@ -78,8 +78,12 @@ impl Config {
         })
     }
 
-    pub(super) fn heartbeat(&self, busy: Option<(String, &'static str)>) -> Heartbeat {
-        let (busy, doing) = busy.map_or((None, None), |(r, d)| (Some(r), Some(d.to_string())));
+    /// Its heartbeat, with the runs it holds and what it is doing in each.
+    pub(super) fn heartbeat(&self, runs: &[(String, &str)]) -> Heartbeat {
+        let busy = runs.first().map(|(r, _)| r.clone());
+        let runs = (runs.iter())
+            .map(|(r, d)| (r.clone(), d.to_string()))
+            .collect();
         Heartbeat {
             name: self.name.clone(),
             instance: self.instance.clone(),
@@ -89,7 +93,7 @@ impl Config {
             cores: std::thread::available_parallelism().map_or(1, usize::from),
             free_memory_bytes: free_memory(),
             busy,
-            doing,
+            runs,
             signed_only: self.signed_only,
         }
     }

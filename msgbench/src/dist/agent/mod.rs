@@ -1,12 +1,12 @@
 //! `msgbench agent`: a long-running load host. It connects to the control server, announces
 //! itself every half second, answers clock exchanges, and runs the plans a trusted coordinator
-//! signs, one at a time, down the same path as any run. While a run is under way it reports
-//! progress, meets the other agents at the common start and the final count, and stops its load
-//! by itself when the coordinator's lease lapses: an agent never keeps loading a system for a
-//! coordinator that is gone.
+//! signs, down the same path as any run: one at a time, or the classes of one workload
+//! together. While a run is under way it reports progress, meets the other agents at the
+//! common start and the final count, and stops its load by itself when the coordinator's
+//! lease lapses: an agent never keeps loading a system for a coordinator that is gone.
 //!
 //! This file holds the agent's loop and what it does with a plan; its settings are
-//! config.rs's, the state of the run under way state.rs's.
+//! config.rs's, the state of each run under way state.rs's.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
@@ -29,6 +29,9 @@ mod state;
 pub use config::parse_label;
 use config::{raise_priority, Config};
 use state::{Doing, RunState};
+
+/// The runs an agent holds: one, or the classes of one workload at once.
+type Held = Arc<Mutex<Vec<Arc<RunState>>>>;
 
 /// Runs the agent (or `agent keygen`) until `stop` is raised or the control connection is lost
 /// for good.
@@ -64,7 +67,7 @@ pub fn run(args: &AgentArgs, stop: &AtomicBool) -> Result<u8> {
             "UNSIGNED plans accepted"
         }
     );
-    let busy: Arc<Mutex<Option<Arc<RunState>>>> = Arc::default();
+    let busy: Held = Arc::default();
     std::thread::scope(|s| -> Result<u8> {
         let b = Arc::clone(&bus);
         s.spawn(move || answer_clock(&b, &clock_rx, stop));
@@ -75,12 +78,11 @@ pub fn run(args: &AgentArgs, stop: &AtomicBool) -> Result<u8> {
         s.spawn(move || {
             raise_priority();
             while !stop.load(Ordering::Relaxed) && !b.is_closed() {
-                let run = busy_hb
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .as_ref()
-                    .map(|r| (r.run.clone(), r.doing()));
-                let hb = cfg_hb.heartbeat(run);
+                let runs: Vec<(String, &str)> = (busy_hb.lock().unwrap_or_else(|p| p.into_inner()))
+                    .iter()
+                    .map(|r| (r.run.clone(), r.doing()))
+                    .collect();
+                let hb = cfg_hb.heartbeat(&runs);
                 let _ = b.publish(
                     &msg::heartbeat_subject(&cfg_hb.name),
                     None,
@@ -120,7 +122,7 @@ pub fn run(args: &AgentArgs, stop: &AtomicBool) -> Result<u8> {
                 route(&cfg, &busy, &sealed);
             }
         };
-        if let Some(r) = busy.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+        for r in busy.lock().unwrap_or_else(|p| p.into_inner()).iter() {
             r.stop.store(true, Ordering::SeqCst);
         }
         Ok(code)
@@ -158,7 +160,7 @@ fn answer_clock(
 fn accept<'s>(
     cfg: &'s Config,
     bus: &Arc<Bus>,
-    busy: &'s Arc<Mutex<Option<Arc<RunState>>>>,
+    busy: &'s Held,
     sealed: &Signed,
     s: &'s std::thread::Scope<'s, '_>,
     stop: &'s AtomicBool,
@@ -178,8 +180,9 @@ fn accept<'s>(
         return refuse(format!("it is addressed to agent '{}'", a.agent));
     }
     let mut slot = busy.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(r) = slot.as_ref() {
-        return refuse(format!("busy with run {}", r.run));
+    let held = slot.iter().map(|r| (r.run.as_str(), r.group.as_deref()));
+    if let Some(run) = clash(held, &a.run, a.group.as_deref()) {
+        return refuse(format!("busy with run {run}"));
     }
     let plan = match Plan::from_json(&a.plan) {
         Ok(p) => p,
@@ -191,6 +194,7 @@ fn accept<'s>(
     };
     let state = Arc::new(RunState {
         run: a.run.clone(),
+        group: a.group.clone(),
         agent: cfg.name.clone(),
         report_to: msg::report_subject(&a.run),
         seg: a.segment,
@@ -202,7 +206,7 @@ fn accept<'s>(
         bus: Arc::clone(bus),
         doing: Mutex::new(Doing::STARTING),
     });
-    *slot = Some(Arc::clone(&state));
+    slot.push(Arc::clone(&state));
     drop(slot);
     eprintln!(
         "agent {}: accepted plan {} ({}, run {}, {} from id {}, {} from id {})",
@@ -266,12 +270,23 @@ fn accept<'s>(
             });
         }
         eprintln!("agent {}: run {} ended", cfg.name, state.run);
-        *busy.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        (busy.lock().unwrap_or_else(|p| p.into_inner())).retain(|r| r.run != state.run);
     });
     Answer {
         accepted: true,
         reason: None,
     }
+}
+
+/// The run held (of `held`, each a run and its group) that keeps this agent from taking
+/// `run` of `group`: any, unless all are classes of the same workload as it (and none is it).
+fn clash<'a>(
+    mut held: impl Iterator<Item = (&'a str, Option<&'a str>)>,
+    run: &str,
+    group: Option<&str>,
+) -> Option<&'a str> {
+    held.find(|(r, g)| group.is_none() || *g != group || *r == run)
+        .map(|(r, _)| r)
 }
 
 /// Runs this agent's share with a watchdog on the lease and a progress reporter beside it.
@@ -364,56 +379,90 @@ fn run_share(
     })
 }
 
-/// A command for the run under way.
-fn route(cfg: &Config, busy: &Mutex<Option<Arc<RunState>>>, sealed: &Signed) {
-    let Some(state) = busy.lock().unwrap_or_else(|p| p.into_inner()).clone() else {
+/// A command for one of the runs under way, found by the run it names.
+fn route(cfg: &Config, busy: &Mutex<Vec<Arc<RunState>>>, sealed: &Signed) {
+    /// What a command asks of its run.
+    enum Asks {
+        Start(i64),
+        Lease,
+        Published(Vec<u64>),
+        Abort(String),
+    }
+    let held = |run: &str| {
+        (busy.lock().unwrap_or_else(|p| p.into_inner()))
+            .iter()
+            .find(|r| r.run == run)
+            .cloned()
+    };
+    if busy.lock().unwrap_or_else(|p| p.into_inner()).is_empty() {
         return;
-    };
+    }
     let now = clock::now_ms();
-    let refused = |r: signed::Refusal| {
-        eprintln!(
-            "agent {}: refused {} {}: {r}",
-            cfg.name, sealed.kind, sealed.id
-        );
+    let read = match sealed.kind.as_str() {
+        "start" => {
+            (cfg.gate.read::<Start>(sealed, now, false)).map(|m| (m.run, Asks::Start(m.at_ns)))
+        }
+        "lease" => (cfg.gate.read::<Lease>(sealed, now, false)).map(|m| (m.run, Asks::Lease)),
+        "published" => (cfg.gate.read::<Published>(sealed, now, false))
+            .map(|m| (m.run, Asks::Published(m.sent))),
+        "abort" => {
+            (cfg.gate.read::<Abort>(sealed, now, false)).map(|m| (m.run, Asks::Abort(m.reason)))
+        }
+        other => {
+            eprintln!(
+                "agent {}: refused a command of unknown kind '{other}'",
+                cfg.name
+            );
+            return;
+        }
     };
-    let same = |run: &str| run == state.run;
-    match sealed.kind.as_str() {
-        "start" => match cfg.gate.read::<Start>(sealed, now, false) {
-            Ok(m) if same(&m.run) => {
-                *state.start_at_ns.lock().unwrap_or_else(|p| p.into_inner()) = Some(m.at_ns);
-            }
-            Ok(_) => {}
-            Err(r) => refused(r),
-        },
-        "lease" => match cfg.gate.read::<Lease>(sealed, now, false) {
-            Ok(m) if same(&m.run) => {
-                *state
-                    .lease_renewed
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner()) = Instant::now();
-            }
-            Ok(_) => {}
-            Err(r) => refused(r),
-        },
-        "published" => match cfg.gate.read::<Published>(sealed, now, false) {
-            Ok(m) if same(&m.run) => {
-                *state.everyone.lock().unwrap_or_else(|p| p.into_inner()) = Some(m.sent);
-            }
-            Ok(_) => {}
-            Err(r) => refused(r),
-        },
-        "abort" => match cfg.gate.read::<Abort>(sealed, now, false) {
-            Ok(m) if same(&m.run) => {
-                eprintln!("agent {}: run {} aborted: {}", cfg.name, m.run, m.reason);
-                state.stop.store(true, Ordering::SeqCst);
-            }
-            Ok(_) => {}
-            Err(r) => refused(r),
-        },
-        other => eprintln!(
-            "agent {}: refused a command of unknown kind '{other}'",
-            cfg.name
-        ),
+    let (run, asks) = match read {
+        Ok(r) => r,
+        Err(r) => {
+            eprintln!(
+                "agent {}: refused {} {}: {r}",
+                cfg.name, sealed.kind, sealed.id
+            );
+            return;
+        }
+    };
+    // A command for a run this agent no longer holds (ended, or never its) changes nothing.
+    let Some(state) = held(&run) else { return };
+    match asks {
+        Asks::Start(at) => *state.start_at_ns.lock().unwrap_or_else(|p| p.into_inner()) = Some(at),
+        Asks::Lease => {
+            *state
+                .lease_renewed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = Instant::now();
+        }
+        Asks::Published(sent) => {
+            *state.everyone.lock().unwrap_or_else(|p| p.into_inner()) = Some(sent);
+        }
+        Asks::Abort(reason) => {
+            eprintln!("agent {}: run {run} aborted: {reason}", cfg.name);
+            state.stop.store(true, Ordering::SeqCst);
+        }
     }
     state.changed.notify_all();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clash;
+
+    #[test]
+    fn an_agent_holds_several_runs_only_as_classes_of_one_workload() {
+        let none = std::iter::empty();
+        assert_eq!(clash(none, "r1", None), None);
+        let one = [("r1", None)];
+        assert_eq!(clash(one.into_iter(), "r2", None), Some("r1"));
+        assert_eq!(clash(one.into_iter(), "r2", Some("w")), Some("r1"));
+        let classes = [("r1", Some("w")), ("r2", Some("w"))];
+        assert_eq!(clash(classes.into_iter(), "r3", Some("w")), None);
+        // Another workload's class, a plain run, or the same run again: refused.
+        assert_eq!(clash(classes.into_iter(), "r3", Some("v")), Some("r1"));
+        assert_eq!(clash(classes.into_iter(), "r3", None), Some("r1"));
+        assert_eq!(clash(classes.into_iter(), "r2", Some("w")), Some("r2"));
+    }
 }

@@ -14,6 +14,8 @@ use crate::scenario::segment::{Peers, Segment};
 /// One run under way on this agent: what the coordinator has told it so far.
 pub(super) struct RunState {
     pub(super) run: String,
+    /// The workload run it is a class of, if any.
+    pub(super) group: Option<String>,
     pub(super) agent: String,
     pub(super) report_to: String,
     pub(super) seg: Segment,

@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
+use super::shared::Start;
 use super::{agent_info, standing, Coordinated, Tracked};
 use crate::control::clock;
-use crate::control::msg::{Abort, Heartbeat, Published, Report, Start};
+use crate::control::msg::{self, Abort, Published, Report};
 
 /// Where following a run stands: started, the publishers' counts relayed, when it is
 /// overdue, when the agents were told to stop, and the progress board.
@@ -43,14 +44,15 @@ impl Coordinated<'_> {
             .iter()
             .all(|t| t.done.is_some() || t.missing.is_some())
         {
-            if !self.listen(reports, tracked, &mut st.board) {
+            if !self.listen(run, reports, tracked, &mut st.board) {
                 break;
             }
             if !st.started && tracked.iter().all(|t| t.ready) {
-                let begins;
-                (begins, st.overdue_at) = self.start(run, tracked);
-                st.sampling = self.monitors.sample_from(begins);
-                st.started = true;
+                if let Some((begins, overdue)) = self.start(run, tracked) {
+                    st.overdue_at = overdue;
+                    st.sampling = self.monitors.sample_from(begins);
+                    st.started = true;
+                }
             }
             if !st.relayed
                 && tracked
@@ -61,7 +63,7 @@ impl Coordinated<'_> {
                 self.relay_published(run, tracked);
                 st.relayed = true;
             }
-            self.mark_silent(tracked);
+            self.mark_silent(run, tracked);
             if self.stop_if_needed(run, tracked, &mut st, stop) {
                 break;
             }
@@ -92,11 +94,12 @@ impl Coordinated<'_> {
     /// connection is gone: every agent not done is then missing.
     fn listen(
         &self,
+        run: &str,
         reports: &std::sync::mpsc::Receiver<crate::control::Inbound>,
         tracked: &mut [Tracked],
         board: &mut crate::dist::progress::Board,
     ) -> bool {
-        self.take_heartbeats(tracked);
+        self.take_heartbeats(run, tracked);
         match reports.recv_timeout(Duration::from_millis(50)) {
             Ok(m) => {
                 if let Ok(r) = serde_json::from_slice::<Report>(&m.payload) {
@@ -115,18 +118,20 @@ impl Coordinated<'_> {
     }
 
     /// Tells every agent the common start, in its own clock; returns that start on this
-    /// machine's clock, and when a run for a duration is overdue.
-    fn start(&self, run: &str, tracked: &[Tracked]) -> (Instant, Option<Instant>) {
+    /// machine's clock, and when a run for a duration is overdue. A workload's class joins the
+    /// classes' one start: nothing until the last class is ready.
+    fn start(&self, run: &str, tracked: &[Tracked]) -> Option<(Instant, Option<Instant>)> {
         let rtt = tracked.iter().map(|t| t.clock.rtt_ns).max().unwrap_or(0);
-        let lead = (4 * rtt as i64).max(300_000_000);
-        let begins = Instant::now() + Duration::from_nanos(lead as u64);
-        let at = clock::now_ns() + lead;
+        let Start { begins, at_ns: at } = match self.together {
+            Some((common, index)) => common.join(index, rtt)?,
+            None => Start::alone(rtt),
+        };
         for t in tracked {
             self.send(
                 &t.hb.name,
                 "start",
                 run,
-                &Start {
+                &msg::Start {
                     run: run.into(),
                     at_ns: at + t.clock.offset_ns,
                 },
@@ -138,7 +143,7 @@ impl Coordinated<'_> {
             let ahead = Duration::from_nanos((at - clock::now_ns()).max(0) as u64);
             Instant::now() + ahead + d + 2 * self.silent_limit
         });
-        (begins, overdue)
+        Some((begins, overdue))
     }
 
     /// Sends every agent every publisher's count, once all publishing agents have reported.
@@ -162,15 +167,15 @@ impl Coordinated<'_> {
         }
     }
 
-    /// Takes every heartbeat that came in: the agent was heard, and says what it is doing.
-    fn take_heartbeats(&self, tracked: &mut [Tracked]) {
-        while let Ok(m) = self.heartbeats.try_recv() {
-            if let Ok(hb) = serde_json::from_slice::<Heartbeat>(&m.payload) {
-                if let Some(t) = tracked.iter_mut().find(|t| t.hb.name == hb.name) {
-                    if t.missing.is_none() {
-                        t.heard = Instant::now();
-                        t.doing = hb.doing;
-                    }
+    /// Takes every heartbeat that came in: the agent was heard, and says what it is doing in
+    /// `run`.
+    fn take_heartbeats(&self, run: &str, tracked: &mut [Tracked]) {
+        self.heard.take();
+        for t in tracked.iter_mut().filter(|t| t.missing.is_none()) {
+            if let Some((at, doing)) = self.heard.of(&t.hb.name, run) {
+                if at > t.heard {
+                    t.heard = at;
+                    t.doing = doing;
                 }
             }
         }
@@ -179,7 +184,7 @@ impl Coordinated<'_> {
     /// Marks missing every agent silent for longer than the limit, saying what it was last
     /// seen doing. First a round trip on the control connection: a coordinator starved of the
     /// CPU reads its heartbeats late, and that is no agent's silence.
-    fn mark_silent(&self, tracked: &mut [Tracked]) {
+    fn mark_silent(&self, run: &str, tracked: &mut [Tracked]) {
         let over = |t: &Tracked| {
             t.done.is_none() && t.missing.is_none() && t.heard.elapsed() > self.silent_limit
         };
@@ -187,7 +192,7 @@ impl Coordinated<'_> {
             return;
         }
         if self.bus.round_trip(self.silent_limit) {
-            self.take_heartbeats(tracked);
+            self.take_heartbeats(run, tracked);
         }
         for t in tracked.iter_mut().filter(|t| over(t)) {
             let doing = t.doing.as_deref().unwrap_or("before its run began");
@@ -301,6 +306,7 @@ impl Coordinated<'_> {
             let mut s = s.lock().unwrap_or_else(|p| p.into_inner());
             for row in &rows {
                 s.write_line(&crate::dist::progress::Line {
+                    class: self.class,
                     scenario: self.scenario,
                     run: self.run_k,
                     row,

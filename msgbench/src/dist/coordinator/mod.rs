@@ -19,6 +19,9 @@ use crate::plan::Validated;
 use crate::result::{AgentEntry, AgentStatus, RunResult, ServerMeta};
 
 mod follow;
+mod shared;
+
+pub use shared::{CommonStart, Heard};
 
 /// How often agents report progress and the coordinator renews the lease.
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
@@ -89,7 +92,8 @@ pub(super) struct Coordinated<'a> {
     pub(super) agents: &'a [Heartbeat],
     pub(super) doc: &'a serde_json::Value,
     pub(super) validated: &'a Validated,
-    pub(super) heartbeats: &'a std::sync::mpsc::Receiver<crate::control::Inbound>,
+    /// The agents' heartbeats, as heard (shared with the other classes of a workload).
+    pub(super) heard: &'a Heard,
     /// The server under test, as the agents were told it (no credentials).
     pub(super) target: String,
     /// The NATS servers the agents were given (`--server`), which the coordinator reads what
@@ -110,6 +114,12 @@ pub(super) struct Coordinated<'a> {
     pub(super) scenario: &'static str,
     /// Which of `--runs` this is, when there are several.
     pub(super) run_k: Option<u32>,
+    /// For a workload's class: its name (on its `--stream-stats` rows), the workload run it
+    /// belongs to (which lets an agent hold it beside the other classes), and the classes'
+    /// one start with its index there.
+    pub(super) class: Option<&'a str>,
+    pub(super) group: Option<&'a str>,
+    pub(super) together: Option<(&'a CommonStart, usize)>,
 }
 
 /// What the coordinator knows of one agent during a run.
@@ -190,6 +200,7 @@ impl Coordinated<'_> {
                 plan: self.doc.clone(),
                 segment: t.seg,
                 progress_ms: PROGRESS_EVERY.as_millis() as u64,
+                group: self.group.map(str::to_string),
             };
             let id = format!("{run}-{}", t.hb.name);
             let answer = self
