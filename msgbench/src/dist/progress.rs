@@ -40,6 +40,10 @@ impl Reporter {
             let mut ticks = Vec::new();
             let mut total = Progress::default();
             let mut zero: Option<Instant> = None;
+            // The meter's clock, from its making, read at the start: the ticks are dated from
+            // the start instead, so that every agent's second k (and the servers' readings,
+            // sampled from the start) is the run's second k, whatever each agent's setup took.
+            let mut offset = 0.0;
             let mut next = every;
             loop {
                 let finished = flag.load(Ordering::Relaxed);
@@ -55,6 +59,7 @@ impl Reporter {
                             total.sub_msgs +=
                                 (setup.received_per_sec * setup.span_s).round() as u64;
                             total.errors += setup.errors;
+                            offset = meter.elapsed().saturating_sub(at.elapsed()).as_secs_f64();
                             zero = Some(at);
                         }
                         _ if !finished => {
@@ -73,7 +78,8 @@ impl Reporter {
                     }
                     next += every;
                 }
-                let t = sampler.tick();
+                let mut t = sampler.tick();
+                t.t_s -= offset;
                 total.elapsed_ms =
                     zero.map_or((t.t_s * 1000.0) as u64, |z| z.elapsed().as_millis() as u64);
                 total.pub_msgs += (t.sent_per_sec * t.span_s).round() as u64;
@@ -92,7 +98,9 @@ impl Reporter {
                 interval_s: every.as_secs_f64(),
                 clients: sampler.clients(),
                 truncated: ticks.len() >= MAX_TICKS,
-                load_start_s: sampler.load_start_s(),
+                // On the ticks' clock: what began before the start (a bucket's fill) is setup,
+                // left out as the ticks leave it out.
+                load_start_s: sampler.load_start_s().map(|s| (s - offset).max(0.0)),
                 ticks,
             }
         });

@@ -174,6 +174,14 @@ classes:
         assert!(errors.is_empty(), "{}: {errors:?}", c["class"]);
         assert_eq!(c["slo_pass"], true, "{}", c["class"]);
         assert!(c["error"].is_null(), "{}", c["error"]);
+        // Every class's seconds are counted from the one start, on every agent: the first
+        // ends a second in, whatever the class's setup took (the catalogue's fill).
+        let first = c["result"]["timeline"]["ticks"][0]["t_s"].as_f64().unwrap();
+        assert!(
+            (0.9..1.5).contains(&first),
+            "{}: first tick at {first} s",
+            c["class"]
+        );
     }
 
     // fan: its publisher and one subscriber on w1 (publishers fill from the first agent),
