@@ -17,7 +17,7 @@ use crate::plan::workload::{Class, Workload};
 use crate::plan::Validated;
 use crate::result::RunResult;
 use crate::scenario::Load;
-use crate::session::mix::{ended, Shown, Together};
+use crate::session::mix::{each, ended, Shown, Together};
 
 /// A workload's fleet, and where each class's load goes.
 pub struct OnAgents {
@@ -68,42 +68,28 @@ impl Together for OnAgents {
         let common = CommonStart::new(classes.len());
         let group = bus::unique();
         let n = self.fleet.agents.len();
-        std::thread::scope(|s| {
-            let running: Vec<_> = (classes.iter().enumerate())
-                .map(|(index, (class, v))| {
-                    let (common, group, aim) = (&common, group.as_str(), &self.aims[index]);
-                    s.spawn(move || {
-                        let agents = match v.split() {
-                            Ok(split) => super::split::chosen(n, index, split.pubs, split.subs)
-                                .into_iter()
-                                .map(|i| self.fleet.agents[i].clone())
-                                .collect(),
-                            Err(_) => self.fleet.agents.clone(),
-                        };
-                        let showing = Showing {
-                            stream: shown.stream.as_deref(),
-                            class: Some(InMix {
-                                name: &class.name,
-                                group,
-                                common,
-                                index,
-                            }),
-                            ..Showing::default()
-                        };
-                        let r = (self.fleet).run_on(&class.plan, v, aim, &agents, showing, stop);
-                        // A class that ended before its agents were ready holds no one back.
-                        common.leave(index);
-                        ended(class, r, shown.progress)
-                    })
-                })
-                .collect();
-            running
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(Error::Usage("a class's run panicked".into())))
-                })
-                .collect()
+        each(classes, |index, class, v| {
+            let agents = match v.split() {
+                Ok(split) => super::split::chosen(n, index, split.pubs, split.subs)
+                    .into_iter()
+                    .map(|i| self.fleet.agents[i].clone())
+                    .collect(),
+                Err(_) => self.fleet.agents.clone(),
+            };
+            let showing = Showing {
+                stream: shown.stream.as_deref(),
+                class: Some(InMix {
+                    name: &class.name,
+                    group: &group,
+                    common: &common,
+                    index,
+                }),
+                ..Showing::default()
+            };
+            let r = (self.fleet).run_on(&class.plan, v, &self.aims[index], &agents, showing, stop);
+            // A class that ended before its agents were ready holds no one back.
+            common.leave(index);
+            ended(class, r, shown.progress)
         })
     }
 }

@@ -79,24 +79,13 @@ impl Together for Mix {
                 _ => None,
             })
             .collect();
-        std::thread::scope(|s| {
-            let running: Vec<_> = (classes.iter().zip(&seconds).enumerate())
-                .map(|(index, ((class, v), second))| {
-                    let on = On {
-                        main: self.targets.main.as_ref(),
-                        second: second.as_ref().or(self.targets.second.as_ref()),
-                        servers: &self.servers,
-                    };
-                    s.spawn(move || one(index, class, v, &on, shown, stop))
-                })
-                .collect();
-            running
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(Error::Usage("a class's run panicked".into())))
-                })
-                .collect()
+        each(classes, |index, class, v| {
+            let on = On {
+                main: self.targets.main.as_ref(),
+                second: seconds[index].as_ref().or(self.targets.second.as_ref()),
+                servers: &self.servers,
+            };
+            one(index, class, v, &on, shown, stop)
         })
     }
 }
@@ -214,6 +203,27 @@ fn one(
         }),
     };
     ended(class, on.run(&class.plan, v, view, stop), shown.progress)
+}
+
+/// Runs `run` for every class at once, each on a thread of its own, and returns their results
+/// in the classes' order: a class that panics is a failed class, not a failed workload.
+pub fn each(
+    classes: &[(&Class, &Validated)],
+    run: impl Fn(usize, &Class, &Validated) -> Result<RunResult> + Sync,
+) -> Vec<Result<RunResult>> {
+    std::thread::scope(|s| {
+        let run = &run;
+        let running: Vec<_> = (classes.iter().enumerate())
+            .map(|(index, (class, v))| s.spawn(move || run(index, class, v)))
+            .collect();
+        running
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::Usage("a class's run panicked".into())))
+            })
+            .collect()
+    })
 }
 
 /// A class's run as it ends, wherever it ran: its plan recorded, judged by its SLOs, and a

@@ -42,7 +42,8 @@ classes:
     )
 }
 
-fn class<'a>(doc: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+/// Class `name`'s entry in a workload's result.
+pub(crate) fn class<'a>(doc: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
     doc["classes"]
         .as_array()
         .unwrap()

@@ -12,13 +12,8 @@ use std::time::{Duration, Instant};
 use msgbench::wire::proto::{self, Parsed, ServerOp};
 
 use crate::support::agent::Agent;
+use crate::workload::class;
 use crate::support::{self, schema_errors, schema_errors_in, stderr, u, TestServer};
-
-fn class<'a>(doc: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    (doc["classes"].as_array().unwrap().iter())
-        .find(|c| c["class"] == name)
-        .unwrap_or_else(|| panic!("no class {name} in {doc}"))
-}
 
 /// The agents a class ran on, in the order of its merged entries, each as (name, pubs, subs).
 fn ran_on(c: &serde_json::Value) -> Vec<(String, u64, u64)> {
