@@ -57,12 +57,13 @@ impl ClassResult {
         let slo_pass =
             (!result.thresholds.is_empty()).then(|| result.thresholds.iter().all(|t| t.pass));
         // On agents, one that sent no result leaves the class's figures partial: a failure of
-        // its own, as it is for a run on agents alone.
+        // its own, as it is for a run on agents alone. (Its result reads as interrupted, since
+        // the class's other agents were told to stop; that is not a signal's interruption.)
         let missing = (result.agents.as_ref()).map_or_else(Vec::new, |a| a.missing.clone());
         let (exit_status, error) = match missing.is_empty() {
             true => (result.exit_code(allow_loss), None),
             false => (
-                worst(&[result.exit_code(allow_loss), exit::AGENT]),
+                exit::AGENT,
                 Some(format!(
                     "agent {} sent no result; the class's figures are partial",
                     missing.join(", ")

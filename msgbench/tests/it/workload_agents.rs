@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use msgbench::wire::proto::{self, Parsed, ServerOp};
 
 use crate::support::agent::Agent;
-use crate::workload::class;
 use crate::support::{self, schema_errors, schema_errors_in, stderr, u, TestServer};
+use crate::workload::class;
 
 /// The agents a class ran on, in the order of its merged entries, each as (name, pubs, subs).
 fn ran_on(c: &serde_json::Value) -> Vec<(String, u64, u64)> {
@@ -304,4 +304,104 @@ fn a_workload_on_agents_refuses_what_it_cannot_draw_or_search_in_one_line() {
         "{}",
         stderr(&out)
     );
+}
+
+#[test]
+fn an_agent_killed_mid_workload_fails_the_classes_it_ran_and_spares_the_others() {
+    let server = TestServer::start();
+    let mut k1 = Agent::start(&server.url, "k1", &[], &[]);
+    let _k2 = Agent::start(&server.url, "k2", &[], &[]);
+    let dir = support::scratch_dir("workload-agents-kill");
+    let file = dir.join("mix.yaml");
+    // `both` spreads over k1 and k2; `spared` (the second class) runs on k2 alone, `lost`
+    // (the third) on k1 alone.
+    std::fs::write(
+        &file,
+        format!(
+            "workload: kill
+duration: 8s
+conn:
+  server: {}
+classes:
+  both:
+    scenario: pubsub
+    rate: 1000
+    subject: wk.both
+  spared:
+    scenario: pub
+    rate: 500
+    subject: wk.spared
+  lost:
+    scenario: pub
+    rate: 500
+    subject: wk.lost
+",
+            server.url
+        ),
+    )
+    .unwrap();
+    let json = dir.join("r.json");
+    let ticks = dir.join("ticks.jsonl");
+    let coord = support::bin()
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--agents",
+            "k1,k2",
+            "--agent-silence",
+            "1s",
+            "--json",
+            json.to_str().unwrap(),
+            "--stream-stats",
+            ticks.to_str().unwrap(),
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Killed once k1 has been seen sending for a second in `both`, not after a guessed time.
+    let bound = Instant::now() + support::HANG;
+    while !std::fs::read_to_string(&ticks)
+        .unwrap_or_default()
+        .lines()
+        .any(|l| {
+            let r: serde_json::Value = serde_json::from_str(l).unwrap_or_default();
+            r["class"] == "both" && r["agent"] == "k1" && r["sent_per_sec"].as_f64() > Some(0.0)
+        })
+    {
+        assert!(Instant::now() < bound, "k1 never sent");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    k1.kill();
+    let out = coord.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(9), "{err}");
+    assert!(err.contains("agent k1 has been silent for "), "{err}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let errors = schema_errors_in("workload-result-v1.schema.json", &doc);
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(doc["exit_status"], 9);
+    // The class k1 shared: its partial result kept, k1 named as the agent that sent none.
+    let both = class(&doc, "both");
+    assert_eq!(both["exit_status"], 9);
+    assert_eq!(
+        both["result"]["agents"]["missing"],
+        serde_json::json!(["k1"])
+    );
+    assert!(
+        both["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("agent k1")),
+        "{}",
+        both["error"]
+    );
+    // The class k1 ran alone: nothing to keep, and it says why.
+    let lost = class(&doc, "lost");
+    assert_eq!(lost["exit_status"], 9);
+    assert!(lost["error"].as_str().is_some_and(|e| e.contains("k1")));
+    // The class on k2 alone ran its whole 8 s, undisturbed.
+    let spared = class(&doc, "spared");
+    assert_eq!(spared["exit_status"], 0, "{}", spared["error"]);
+    let sent = u(&spared["result"]["throughput"]["msgs"]);
+    assert!((3_500..=4_100).contains(&sent), "spared sent {sent}");
 }
