@@ -5,18 +5,24 @@ that goes first alternating). A benchmark, not a test: the figures never decide 
 status; it is 1 only when a run failed, 2 when it cannot start.
 
     python3 bench/run_mix.py [--msgbench PATH | --no-build] [--rounds 5]
-                             [--cases pub,latency,request] [--out bench/RESULTS-mix.md]
+                             [--cases pub,latency,request] [--agents N]
+                             [--out bench/RESULTS-mix.md]
 
 Reported per case: the median of each figure run directly and as a class, and class / direct
 (the median of the per-round ratios). Every run gets the same nats-server, started once.
+With --agents N, both sides run on N agents started once on this machine
+(`msgbench agent --insecure-control`, meeting on that server): the scenario with `--agents N`,
+and the workload with `--agents N`.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from benchkit import REPO, build
@@ -76,6 +82,7 @@ def main() -> int:
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--cases", default="pub,latency,request")
+    ap.add_argument("--agents", type=int, default=0)
     ap.add_argument("--out", default=str(REPO / "bench" / "RESULTS-mix.md"))
     a = ap.parse_args()
     cases = a.cases.split(",")
@@ -99,13 +106,23 @@ def main() -> int:
         work = Path(tmp)
         server = NatsServer(server_bin, work)
         server.start()
+        agents = [
+            subprocess.Popen(
+                [binary, "agent", "--control", server.url, "--name", f"mix{k}", "--insecure-control"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )
+            for k in range(1, a.agents + 1)
+        ]
+        on = ["--agents", str(a.agents)] if a.agents else []
+        if agents:
+            time.sleep(1.5)  # the agents' first heartbeats
         try:
             for case in cases:
                 words, flags, keys, figs = CASES[case]
                 wl = work / f"{case}.yaml"
                 wl.write_text(workload_yaml(server.url, keys))
-                direct_cmd = [binary, *words, *flags, "--server", server.url, "--no-progress", "--json", "-"]
-                class_cmd = [binary, "run", str(wl), "--no-progress", "--json", "-"]
+                direct_cmd = [binary, *words, *flags, "--server", server.url, *on, "--no-progress", "--json", "-"]
+                class_cmd = [binary, "run", str(wl), *on, "--no-progress", "--json", "-"]
                 got = {"direct": [], "class": []}
                 for r in range(a.rounds):
                     order = [("direct", direct_cmd), ("class", class_cmd)]
@@ -132,13 +149,17 @@ def main() -> int:
                         fmt(statistics.median(c)) if c else "n/a",
                         fmt_x(statistics.median(ratios)) if ratios else "n/a",
                     ])
-                cmd_text = " ".join(["msgbench", *words, *flags])
+                cmd_text = " ".join(["msgbench", *words, *flags, *on])
+                where = f", both on {a.agents} agents" if a.agents else ""
                 sections.append(
                     f"### {case}\n\n`{cmd_text}` against the same plan as a workload's one class "
-                    f"(`msgbench run`), {a.rounds} rounds alternating:\n\n"
+                    f"(`msgbench run`{where}), {a.rounds} rounds alternating:\n\n"
                     + md_table(["figure", "direct (median)", "as a class (median)", "class / direct"], rows)
                 )
         finally:
+            for ag in agents:
+                ag.terminate()
+                ag.wait(timeout=30)
             server.stop()
     text = "# Mixing: a scenario run directly and as a workload's class\n\n" + "\n\n".join(sections) + "\n"
     Path(a.out).write_text(text)

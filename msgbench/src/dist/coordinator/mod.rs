@@ -161,37 +161,7 @@ impl Coordinated<'_> {
         let mut page = self
             .web
             .map(|w| w.agents_feed(self.scenario, &run_id, self.run_k));
-        let n = self.agents.len() as u32;
-        let segs = super::split::segments(pubs, subs, n, crate::wire::stamp::new_run_tag());
-        if let Some(idle) = segs.iter().position(|s| s.pubs + s.subs == 0) {
-            return Err(Error::Usage(format!(
-                "--agents {n}: {pubs} publisher(s) and {subs} subscriber(s) leave agent {} \
-                 nothing to run",
-                self.agents[idle].name
-            )));
-        }
-        let mut tracked = Vec::new();
-        for (hb, seg) in self.agents.iter().zip(&segs) {
-            let clock = clock::estimate(
-                self.bus,
-                &msg::clock_subject(&hb.name),
-                CLOCK_EXCHANGES,
-                Duration::from_secs(2),
-            )
-            .map_err(|e| Error::Agent(format!("agent {}: {e}", hb.name)))?;
-            tracked.push(Tracked {
-                hb: hb.clone(),
-                seg: *seg,
-                clock,
-                heard: Instant::now(),
-                ready: false,
-                published: None,
-                done: None,
-                missing: None,
-                last: None,
-                doing: None,
-            });
-        }
+        let mut tracked = self.track(pubs, subs)?;
         let reports = self.bus.subscribe(&msg::report_subject(&run))?;
         for (i, t) in tracked.iter().enumerate() {
             let a = Assignment {
@@ -296,6 +266,43 @@ impl Coordinated<'_> {
             s.finish(&mut result);
         }
         Ok(result)
+    }
+
+    /// Each agent's share of `pubs` publishers and `subs` subscribers, and its clock measured:
+    /// what the coordinator knows of it before the run.
+    fn track(&self, pubs: u32, subs: u32) -> Result<Vec<Tracked>> {
+        let n = self.agents.len() as u32;
+        let segs = super::split::segments(pubs, subs, n, crate::wire::stamp::new_run_tag());
+        if let Some(idle) = segs.iter().position(|s| s.pubs + s.subs == 0) {
+            return Err(Error::Usage(format!(
+                "--agents {n}: {pubs} publisher(s) and {subs} subscriber(s) leave agent {} \
+                 nothing to run",
+                self.agents[idle].name
+            )));
+        }
+        let mut tracked = Vec::new();
+        for (hb, seg) in self.agents.iter().zip(&segs) {
+            let clock = clock::estimate(
+                self.bus,
+                &msg::clock_subject(&hb.name),
+                CLOCK_EXCHANGES,
+                Duration::from_secs(2),
+            )
+            .map_err(|e| Error::Agent(format!("agent {}: {e}", hb.name)))?;
+            tracked.push(Tracked {
+                hb: hb.clone(),
+                seg: *seg,
+                clock,
+                heard: Instant::now(),
+                ready: false,
+                published: None,
+                done: None,
+                missing: None,
+                last: None,
+                doing: None,
+            });
+        }
+        Ok(tracked)
     }
 
     /// The run's length when it is given as a duration.
