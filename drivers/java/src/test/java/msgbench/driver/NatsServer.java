@@ -84,9 +84,14 @@ final class NatsServer implements AutoCloseable {
         return "nats://127.0.0.1:" + port;
     }
 
+    /**
+     * The test's own connection. Ten seconds to connect: on a machine kept busy beside the
+     * tests (two spin loops on two cores, and this JVM compiling), jnats' handshake with a
+     * server already up has taken more than the two seconds this once allowed.
+     */
     Connection connect() throws IOException, InterruptedException {
         return Nats.connect(new Options.Builder().server(url())
-                .connectionTimeout(Duration.ofSeconds(2)).noReconnect()
+                .connectionTimeout(Duration.ofSeconds(10)).noReconnect()
                 .errorListener(new io.nats.client.ErrorListener() { })
                 .build());
     }
