@@ -86,10 +86,20 @@ impl Together for OnAgents {
                 }),
                 ..Showing::default()
             };
+            // A class that ends before its agents are ready, by an error or a panic, holds no
+            // one back: it leaves the common start as it unwinds too.
+            let _leaves = Leaves(&common, index);
             let r = (self.fleet).run_on(&class.plan, v, &self.aims[index], &agents, showing, stop);
-            // A class that ended before its agents were ready holds no one back.
-            common.leave(index);
             ended(class, r, shown.progress)
         })
+    }
+}
+
+/// Leaves the common start when dropped (nothing for a class that joined it).
+struct Leaves<'a>(&'a CommonStart, usize);
+
+impl Drop for Leaves<'_> {
+    fn drop(&mut self) {
+        self.0.leave(self.1);
     }
 }

@@ -47,7 +47,8 @@ impl Coordinated<'_> {
             if !self.listen(run, reports, tracked, &mut st.board) {
                 break;
             }
-            if !st.started && tracked.iter().all(|t| t.ready) {
+            // Not once its agents were told to stop: a start then would set them going again.
+            if !st.started && st.aborted.is_none() && tracked.iter().all(|t| t.ready) {
                 if let Some((begins, overdue)) = self.start(run, tracked) {
                     st.overdue_at = overdue;
                     st.sampling = self.monitors.sample_from(begins);
