@@ -11,6 +11,9 @@
 //! significantly worse by more than PCT. With single runs there is no significance to ask for,
 //! so the gate then judges the point estimate alone, and says so.
 //!
+//! One file for one command: its code is the first 585 lines, and the rest are its tests (the
+//! layers test counts only the code, against its 600-line limit).
+//!
 //! A line of the text output shows one statistic: the two figures either side of its arrow are
 //! the centres its ratio divides (geometric means for the log method, means otherwise), printed
 //! with as many digits as it takes for NEW ÷ BASE of the figures as printed to give the factor
