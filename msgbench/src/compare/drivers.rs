@@ -4,7 +4,7 @@
 //! reconciled with the stream as the native run's are).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{json, Value};
@@ -15,7 +15,6 @@ use crate::error::{ErrorCounts, ErrorKind};
 use crate::result::{throughput_sections, LatencyStats, RunResult, ServerMeta};
 use crate::stats::delivery::Delivery;
 use crate::stats::throughput::{ClientRun, Role};
-use crate::stats::timeline::Meter;
 
 /// Where the drivers live: `--drivers`, else `drivers/` in the current directory, else the one
 /// beside the repository this binary was built in.
@@ -88,7 +87,7 @@ pub(super) fn launch_for(name: &str, drivers: &Path) -> std::result::Result<Laun
 }
 
 /// The driver protocol's scenario for this plan.
-fn driver_scenario(plan: &Setup<'_>, stream: Option<&str>) -> Value {
+fn driver_scenario(plan: &Setup<'_>, js: Option<Value>) -> Value {
     let p = &plan.params;
     let num = |k: &str| p.get(k).and_then(Value::as_f64);
     let ms = |k: &str| num(k).map(|s| (s * 1000.0).round() as u64);
@@ -110,7 +109,7 @@ fn driver_scenario(plan: &Setup<'_>, stream: Option<&str>) -> Value {
         "warmup_ms": ms("warmup_secs").unwrap_or(0),
         "timeout_ms": ms("timeout_secs").unwrap_or(5000),
         "connect_timeout_ms": plan.connect_timeout.as_millis() as u64,
-        "js": stream.map(|s| json!({"stream": s, "mode": plan.js.as_ref().map_or("async", |j| j.mode.as_str())})),
+        "js": js,
     })
 }
 
@@ -141,41 +140,13 @@ pub(super) fn run_driver(
 ) -> Outcome {
     let launch = launch_for(name, drivers).map_err(|why| (Some("driver_missing"), why))?;
     let started_at = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let go = |stream: Option<&str>| {
-        let scenario = driver_scenario(plan, stream);
+    let mut go = |js: Option<Value>| {
+        let scenario = driver_scenario(plan, js);
         driver::run(&launch, &scenario, limits(&scenario), stop)
     };
-    let (finished, js) = if let Some(js) = &plan.js {
-        let (out, report) = crate::scenario::js::around_driver(js, &plan.target, |cfg| {
-            let out = go(Some(&cfg.name));
-            let acks = out.as_ref().ok().and_then(|f| driver_acks(&f.result));
-            (out, acks)
-        })
-        .map_err(|e| (None, e.to_string()))?;
-        (out, report)
-    } else if let Some(reply) = &plan.responder {
-        // The echo service runs beside the driver and stops when it is done.
-        let done = AtomicBool::new(false);
-        let (target, done_ref) = (&plan.target, &done);
-        let out = std::thread::scope(|s| {
-            let service = s.spawn(move || {
-                crate::scenario::request::run_reply(
-                    reply,
-                    target,
-                    &Meter::default(),
-                    done_ref,
-                    None,
-                )
-            });
-            std::thread::sleep(Duration::from_millis(200));
-            let out = go(None);
-            done.store(true, Ordering::Relaxed);
-            let _ = service.join();
-            out
-        });
-        (out, None)
-    } else {
-        (go(None), None)
+    let (finished, own) = match &plan.around {
+        Some(around) => (around.run(&plan.target, &mut go)).map_err(|e| (None, e.to_string()))?,
+        None => (go(None), None),
     };
     let f = finished.map_err(|f| {
         let why = if f.stderr_tail.is_empty() {
@@ -198,7 +169,9 @@ pub(super) fn run_driver(
         config: None,
     };
     let mut r = from_driver(plan.scenario, started_at, params, server, &f.result);
-    r.jetstream = js;
+    if let Some(section) = own {
+        r.own.put_boxed(section);
+    }
     Ok((r, f.client, f.cpu_seconds, f.peak_rss_bytes))
 }
 
@@ -222,17 +195,6 @@ fn expected_of_driver(
         _ => 1,
     };
     (sent, sent * fanout)
-}
-
-fn driver_acks(result: &Value) -> Option<crate::scenario::js::DriverAcks> {
-    let js = result.get("js")?;
-    let n = |k: &str| js.get(k).and_then(Value::as_u64).unwrap_or(0);
-    Some(crate::scenario::js::DriverAcks {
-        acked: n("acked"),
-        first_seq: n("first_seq"),
-        last_seq: n("last_seq"),
-        duplicate_acks: n("duplicate_acks"),
-    })
 }
 
 /// A driver's result in the native result's shape: msgbench computes the rates, spreads and

@@ -40,8 +40,8 @@ struct Setup<'a> {
     allow_loss: bool,
     target: Target,
     native: Box<NativeRun<'a>>,
-    js: Option<crate::scenario::js::JsPubOptions>,
-    responder: Option<crate::scenario::request::ReplyOptions>,
+    /// What the scenario runs around each driver (a stream, an echo service).
+    around: Option<std::sync::Arc<dyn crate::scenario::Around>>,
     /// `--connect-timeout`, which drivers get too.
     connect_timeout: Duration,
 }
@@ -239,8 +239,7 @@ fn plan(p: &crate::plan::Plan) -> Result<Setup<'static>> {
                 },
             )
         }),
-        js: c.js,
-        responder: c.responder,
+        around: c.around,
     })
 }
 

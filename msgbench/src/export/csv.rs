@@ -39,7 +39,7 @@ pub struct Csv;
 
 impl Exporter for Csv {
     fn serialize(&self, result: &RunResult) -> Vec<u8> {
-        if result.conns.is_some() {
+        if result.own.family() == crate::metric::Family::Connections {
             return conns(result).into_bytes();
         }
         let mut out = String::from(HEADER);

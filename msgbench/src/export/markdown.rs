@@ -1,23 +1,22 @@
 //! `--markdown FILE`: the run's headline figures as a Markdown table, ready to paste into a pull
 //! request or an issue: what ran against what, throughput per side, latency percentiles,
-//! delivery, errors and the thresholds. A `conns` run, whose load is connections, shows its own
-//! figures instead of throughput, latency and delivery ([`conns_rows`]).
+//! delivery, the rows of the run's own sections (JetStream's reconciliation, gRPC's calls by
+//! status, …, as their scenarios show them), errors and the thresholds. A `conns` run, whose
+//! load is connections, shows its own rows instead of throughput, latency and delivery.
 
 use std::fmt::Write;
 
 use super::Exporter;
 use crate::format::{duration_ns, group, ibytes};
-use crate::result::{ConnsReport, RunResult};
+use crate::metric::Family;
+use crate::result::RunResult;
 
 pub struct Markdown;
 
 impl Exporter for Markdown {
     fn serialize(&self, r: &RunResult) -> Vec<u8> {
         let mut o = String::new();
-        let against = match &r.grpc {
-            Some(g) => format!("{} {} at {}", g.kind, g.method, r.server.url),
-            None => format!("nats-server {}", r.server.version),
-        };
+        let against = r.params.describe().target(&r.server);
         let _ = writeln!(
             o,
             "**msgbench {}** against {against} ({}), {}\n",
@@ -33,10 +32,22 @@ impl Exporter for Markdown {
         let mut row = |k: &str, v: String| {
             let _ = writeln!(o, "| {k} | {v} |");
         };
-        if let Some(c) = &r.conns {
-            conns_rows(&mut row, c);
-        } else {
+        // A run whose load is connections has no messages' figures: its own rows stand there.
+        if r.own.family() == Family::Messages {
             message_rows(&mut row, r);
+        }
+        for section in r.own.iter() {
+            let Some(shown) = crate::scenario::registry::shown(section.key()) else {
+                continue;
+            };
+            for line in (shown.rows)(&section.to_value()) {
+                let text = match line.verdict {
+                    Some((true, v)) => format!("{}, {v}", line.text),
+                    Some((false, v)) => format!("{}, **{v}**", line.text),
+                    None => line.text,
+                };
+                row(&line.label, text);
+            }
         }
         let errors: Vec<String> = r.errors.iter().map(|(k, n)| format!("{k} {n}")).collect();
         row(
@@ -93,21 +104,6 @@ fn message_rows(row: &mut impl FnMut(&str, String), r: &RunResult) {
         }
         row("latency max", latency_cell(l, "max_ns", l.max_ns));
     }
-    if let Some(g) = &r.grpc {
-        let status: Vec<String> = g
-            .status
-            .iter()
-            .map(|(k, n)| format!("{k} {}", group(*n)))
-            .collect();
-        row(
-            "calls by status",
-            if status.is_empty() {
-                "none".into()
-            } else {
-                status.join(", ")
-            },
-        );
-    }
     let d = &r.delivery;
     let opt = |v: Option<u64>| v.map_or("unknown".to_string(), group);
     row(
@@ -123,87 +119,6 @@ fn message_rows(row: &mut impl FnMut(&str, String), r: &RunResult) {
     );
 }
 
-/// Connections up and never, how fast, the whole first connect's percentiles, failures, the
-/// checks, memory per connection and the herd: each "—" where it could not be measured.
-fn conns_rows(row: &mut impl FnMut(&str, String), c: &ConnsReport) {
-    let dash = || "—".to_string();
-    row(
-        "connections",
-        format!(
-            "{} of {} up ({} never), {} up at the end",
-            group(c.connected),
-            group(c.clients),
-            group(c.never_connected),
-            group(c.up_at_end)
-        ),
-    );
-    row(
-        "connects/s",
-        c.connects_per_sec
-            .map_or_else(dash, |r| group(r.round() as u64)),
-    );
-    let total = c.connect_latency.total.as_ref();
-    for (label, pick) in [
-        (
-            "P50",
-            (|p| p.p50_us) as fn(&crate::result::PhaseTimes) -> f64,
-        ),
-        ("P90", |p| p.p90_us),
-        ("P99", |p| p.p99_us),
-        ("P99.9", |p| p.p999_us),
-        ("max", |p| p.max_us),
-    ] {
-        row(
-            &format!("connect {label}"),
-            total.map_or_else(dash, |p| duration_ns(pick(p) * 1e3)),
-        );
-    }
-    let failures: Vec<String> = c.failures.iter().map(|(k, n)| format!("{k} {n}")).collect();
-    row(
-        "failures",
-        if failures.is_empty() {
-            "none".into()
-        } else {
-            failures.join(", ")
-        },
-    );
-    if let Some(k) = &c.checks {
-        row(
-            "checks",
-            format!(
-                "{} of {} received, missed {} ({} excused by the fault)",
-                group(k.received),
-                group(k.expected),
-                group(k.missed),
-                group(k.excused_by_fault)
-            ),
-        );
-    }
-    let kib = |b: Option<f64>| b.map_or_else(dash, ibytes);
-    row(
-        "memory a connection",
-        format!(
-            "msgbench {}, server {}",
-            kib(c.memory.per_connection_bytes),
-            kib(c.memory.server_per_connection_bytes)
-        ),
-    );
-    if let Some(h) = &c.herd {
-        let ms = |v: Option<f64>| v.map_or_else(|| "never".into(), |v| duration_ns(v * 1e6));
-        row(
-            &format!("herd ({})", h.fault),
-            format!(
-                "{} lost, {} back, {} never; back 50% {} / 99% {} / 100% {} after the kill",
-                group(h.lost),
-                group(h.back),
-                group(h.never_back),
-                ms(h.to_50pct_ms),
-                ms(h.to_99pct_ms),
-                ms(h.to_100pct_ms)
-            ),
-        );
-    }
-}
 /// A latency figure, or, between agents, that it is below the clock offsets' uncertainty.
 fn latency_cell(l: &crate::result::LatencyStats, figure: &str, ns: u64) -> String {
     match l.unresolved(figure) {
@@ -212,5 +127,43 @@ fn latency_cell(l: &crate::result::LatencyStats, figure: &str, ns: u64) -> Strin
             duration_ns(u as f64)
         ),
         None => duration_ns(ns as f64),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorCounts;
+    use crate::result::{JsReport, ServerMeta};
+
+    fn run(scenario: &'static str) -> RunResult {
+        RunResult::new(
+            scenario,
+            "2026-11-29T12:00:00Z".into(),
+            serde_json::Value::Null,
+            ServerMeta::for_tests(),
+            &ErrorCounts::default(),
+            false,
+        )
+    }
+
+    #[test]
+    fn a_runs_own_sections_are_rows_as_their_scenarios_show_them() {
+        let mut r = run("js.pub");
+        let mut js = JsReport::of("file", "async", Vec::new());
+        (js.acked, js.stored, js.reconciled) = (1200, Some(1201), false);
+        r.own.put(js);
+        let md = String::from_utf8(Markdown.serialize(&r)).unwrap();
+        assert!(
+            md.contains("| JetStream acks | 1,200 acked, 1,201 stored, **not reconciled** |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| throughput |"),
+            "a message run keeps its rows: {md}"
+        );
+        // A section no scenario shows (none here) adds nothing, and a run with none has none.
+        let bare = String::from_utf8(Markdown.serialize(&run("pub"))).unwrap();
+        assert!(!bare.contains("JetStream"), "{bare}");
     }
 }

@@ -10,6 +10,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::{RunResult, Section};
+use crate::error::exit;
+use crate::metric::Family;
+
 #[derive(Debug, Clone, Serialize)]
 pub struct ConnsReport {
     pub clients: u64,
@@ -39,6 +43,32 @@ pub struct ConnsReport {
     /// On an agent: what the coordinator merges the run's section from. Absent elsewhere.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub share: Option<ConnsShare>,
+}
+
+impl Section for ConnsReport {
+    fn key(&self) -> &'static str {
+        "conns"
+    }
+
+    /// A connection the restart cut that was not back when the hold ended; then connections
+    /// that never came up (the section says by which failure); then a check a connection
+    /// should have received, unless the restart excused it (the cut connection's checks
+    /// during its outage are the herd's measurement).
+    fn exit(&self, _: &RunResult) -> Option<u8> {
+        if self.herd.as_ref().is_some_and(|h| h.never_back > 0) {
+            Some(exit::DISCONNECTED)
+        } else if self.never_connected > 0 {
+            Some(exit::CONNECT)
+        } else {
+            (self.checks.as_ref())
+                .is_some_and(|k| k.missed > k.excused_by_fault)
+                .then_some(exit::LOSS)
+        }
+    }
+
+    fn family(&self) -> Option<Family> {
+        Some(Family::Connections)
+    }
 }
 
 /// An agent's part of a `conns` run on agents, besides its own figures: what merges exactly
@@ -244,7 +274,7 @@ mod tests {
             &ErrorCounts::default(),
             false,
         );
-        r.conns = Some(ConnsReport {
+        r.own.put(ConnsReport {
             clients: 10,
             connected: 10,
             never_connected: 0,

@@ -1,13 +1,15 @@
 //! The result of one run: the value every exporter serialises, and whose JSON form is the
 //! versioned schema `msgbench.result/v1` (see `schema/result-v1.schema.json`).
 //!
-//! Later scenarios add sections (latency, JetStream acks) as optional fields; existing fields
-//! keep their names and meanings within a schema version.
+//! Sections every run may have (latency, pacing, a fault) are optional fields; a section
+//! only some scenarios' runs have (JetStream acks, a consumer, gRPC calls, connections) is
+//! one of the result's own ([`Own`]), under its key. Existing fields keep their names and
+//! meanings within a schema version.
 //!
 //! This file holds the top-level result and the latency and pacing types its common fields
 //! hold, which every exporter reads; where it was measured is `meta.rs`, the throughput
 //! sections `throughput.rs`, and a section only some runs have lives in a file of its own
-//! (sections.rs, stages.rs, conns.rs, agents.rs, params.rs).
+//! (sections.rs, stages.rs, conns.rs, agents.rs, params.rs, own.rs).
 
 use std::collections::BTreeMap;
 
@@ -42,9 +44,11 @@ pub use stages::{ScheduleReport, StageStats};
 pub use throughput::{throughput_sections, ClientStats, RoleStats};
 
 mod clock_limit;
+mod own;
 mod params;
 pub use clock_limit::ClockLimit;
-pub use params::{Describe, Own, Params, ScenarioParams, Section, Untyped};
+pub use own::{by_kind, count_in, Boxed, Own, Row, Section, Shown};
+pub use params::{Describe, Params, ScenarioParams, Untyped};
 
 use crate::error::exit;
 use crate::metric::PERCENTILES;
@@ -98,12 +102,6 @@ pub struct RunResult {
     /// The injected fault and how long delivery took to recover from it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fault: Option<crate::stats::recovery::FaultReport>,
-    /// JetStream publishing: acknowledgements reconciled with the stream's state.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub jetstream: Option<JsReport>,
-    /// JetStream publishing: every publish in one class, acknowledged or not, stored or not.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub durability: Option<Durability>,
     /// `latency` with a second server (`--server-b`, or a cluster's second node): the server
     /// its subscriber used; `server` is the publisher's.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -117,15 +115,6 @@ pub struct RunResult {
     /// The impaired link the run went over (`--link`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub link: Option<LinkReport>,
-    /// JetStream consuming: how the consumers pulled and whether every message arrived once.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub consumer: Option<ConsumeReport>,
-    /// gRPC runs: the method, calls by status, messages both ways, per-call latency.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub grpc: Option<GrpcReport>,
-    /// `conns`: connecting, holding and reconnecting many connections.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub conns: Option<ConnsReport>,
     /// The machine msgbench ran on.
     pub host: Host,
     /// Second by second: rates per client, latency, errors.
@@ -141,8 +130,9 @@ pub struct RunResult {
     /// A `--rate-schedule` run's figures stage by stage.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub schedule: Option<ScheduleReport>,
-    /// Sections only one scenario has, each under its own key, defined in the scenario's
-    /// module (so a new scenario adds its figures without a line here).
+    /// Sections only some runs have, each under its own key (`jetstream`, `durability`,
+    /// `consumer`, `grpc`, `conns`, `object_store`, `server_side`, `limit`), held alike
+    /// ([`Own`]), so a new scenario adds its figures without a line here.
     #[serde(flatten)]
     pub own: Own,
     #[serde(skip)]
@@ -398,15 +388,10 @@ impl RunResult {
             },
             failure: errors.fatal().map(crate::error::ErrorKind::as_str),
             fault: None,
-            jetstream: None,
-            durability: None,
-            consumer: None,
             link: None,
             cluster: None,
             server_b: None,
             thresholds: Vec::new(),
-            grpc: None,
-            conns: None,
             own: Own::default(),
             host: Host::this(),
             timeline: None,
@@ -447,6 +432,12 @@ impl RunResult {
         chosen
     }
 
+    /// Messages the run counted as lost; a count it could not take (a publisher alone, whose
+    /// arrivals nobody here saw) is no loss: its stream's reconciliation, if any, judges.
+    fn lost_counted(&self) -> bool {
+        self.delivery.lost > 0 && !self.delivery.unmeasured.lost
+    }
+
     /// The exit status this result calls for: an interruption first, then a connection the
     /// run lost for good (which explains any loss that follows from it), then loss, then a
     /// fault asked for and never injected, then a failed threshold.
@@ -466,39 +457,17 @@ impl RunResult {
             }
             return mix::worst(&codes);
         }
+        // What the run's own sections call for: a connection that never came (back) comes
+        // before loss, which it explains; loss counts unless allowed.
+        let own: Vec<u8> = self.own.iter().filter_map(|s| s.exit(self)).collect();
+        let first_own = own.iter().copied().find(|c| *c != exit::LOSS);
         if self.interrupted {
             exit::INTERRUPTED
         } else if let Some(kind) = self.fatal {
             kind.exit_code()
-        } else if self
-            .conns
-            .as_ref()
-            .and_then(|c| c.herd.as_ref())
-            .is_some_and(|h| h.never_back > 0)
-        {
-            // `conns`: a connection the restart cut that was not back when the hold ended.
-            exit::DISCONNECTED
-        } else if self.conns.as_ref().is_some_and(|c| c.never_connected > 0) {
-            // `conns`: connections that never came up (the result says by which failure).
-            exit::CONNECT
-        } else if (self.delivery.lost > 0
-            // `conns`: a check a connection should have received, unless the restart excused
-            // it (the cut connection's checks during its outage are the herd's measurement).
-            || self.conns.as_ref().is_some_and(|c| {
-                c.checks
-                    .as_ref()
-                    .is_some_and(|k| k.missed > k.excused_by_fault)
-            })
-            || self.js_unreconciled()
-            || self.consumer.as_ref().is_some_and(|c| !c.reconciled)
-            // Replicas that disagree with their leader: a write one of them lacks, or holds
-            // alone, is as much a failure of durability as one lost.
-            || (self.durability.as_ref())
-                .and_then(|d| d.divergent.as_ref())
-                .is_some_and(|v| !v.is_empty())
-            || self.own.iter().any(|s| s.failed()))
-            && !allow_loss
-        {
+        } else if let Some(code) = first_own {
+            code
+        } else if (self.lost_counted() || own.contains(&exit::LOSS)) && !allow_loss {
             exit::LOSS
         } else if (self.fault.as_ref()).is_some_and(|f| f.missed() > 0 && !f.missed_allowed) {
             // A fault asked for and never injected: the run did not test what it was asked to.
@@ -508,35 +477,5 @@ impl RunResult {
         } else {
             exit::OK
         }
-    }
-
-    /// Whether the publishes' reconciliation with the streams fails the run: a stream that did
-    /// not reconcile for more than writes stored without an acknowledgement that are allowed.
-    pub fn js_unreconciled(&self) -> bool {
-        (self.jetstream.as_ref())
-            .is_some_and(|js| !js.reconciled && !self.indeterminate_allowed(js))
-    }
-
-    /// A write can be stored while its acknowledgement is lost (with a connection, a node, a
-    /// timeout): indeterminate, and allowed when the run saw why, each such write one of its
-    /// own publishes given up on ([`Durability::explained`]); where they were not told apart,
-    /// allowed under a fault msgbench injected. Such a run fails the reconciliation only by
-    /// what the verdict calls a failure: an acknowledged write lost or duplicated.
-    fn indeterminate_allowed(&self, js: &JsReport) -> bool {
-        let Some(d) = self.durability.as_ref() else {
-            return false;
-        };
-        let explained = match &d.explained {
-            Some(e) => e.unexplained == 0,
-            None => self.fault.is_some(),
-        };
-        explained
-            && d.lost == Some(0)
-            && d.duplicated.unwrap_or(0) == 0
-            && js.streams.iter().all(|s| {
-                s.duplicate_acks == 0
-                    && s.stored.is_some()
-                    && s.stored == s.unacked_stored.map(|u| u + s.acked)
-            })
     }
 }

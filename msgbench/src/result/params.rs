@@ -1,5 +1,4 @@
-//! A run's parameters, as its scenario typed them, and the sections of figures only one
-//! scenario has ([`Own`]). Each scenario has a serde struct of its own
+//! A run's parameters, as its scenario typed them. Each scenario has a serde struct of its own
 //! (the result file's `params`, described per scenario in the schema), and says in words what
 //! the run was (the first line of the text output). The result holds it behind
 //! [`ScenarioParams`], so this leaf knows no scenario; a reader that needs a field asks for
@@ -36,6 +35,10 @@ pub trait Describe {
             server.version,
             self.shape()
         )
+    }
+    /// What the run was against, in a few words ("nats-server 2.15.2").
+    fn target(&self, server: &crate::result::ServerMeta) -> String {
+        format!("nats-server {}", server.version)
     }
     /// The headline throughput's name ("NATS Core publisher stats").
     fn title(&self) -> &'static str {
@@ -194,59 +197,6 @@ impl<P: ScenarioParams> From<P> for Params {
     }
 }
 
-/// A section of figures that only one scenario's runs have, defined in that scenario's module.
-/// The result holds it by what every reader needs: its key and JSON in the result file. Its
-/// lines in the text output are its scenario's [`Describe::account`].
-pub trait Section: fmt::Debug + Send + Sync + 'static {
-    /// Its key in the result file.
-    fn key(&self) -> &'static str;
-    fn to_value(&self) -> Value;
-    /// Whether its figures fail the run (the exit status of loss, unless `--allow-loss`): an
-    /// object read back that does not match its digest, say. None do by default.
-    fn failed(&self) -> bool {
-        false
-    }
-    fn clone_box(&self) -> Box<dyn Section>;
-    fn as_any(&self) -> &dyn Any;
-}
-
-/// A result's scenario-own sections, each written under its key beside the common ones.
-#[derive(Debug, Default)]
-pub struct Own(Vec<Box<dyn Section>>);
-
-impl Own {
-    /// Adds a section (replacing one with the same key).
-    pub fn put(&mut self, s: impl Section) {
-        self.0.retain(|o| o.key() != s.key());
-        self.0.push(Box::new(s));
-    }
-
-    /// The section of type `S`, if the result has it.
-    pub fn get<S: 'static>(&self) -> Option<&S> {
-        self.0.iter().find_map(|s| s.as_any().downcast_ref::<S>())
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = &dyn Section> {
-        self.0.iter().map(AsRef::as_ref)
-    }
-}
-
-impl Clone for Own {
-    fn clone(&self) -> Self {
-        Self(self.0.iter().map(|s| s.clone_box()).collect())
-    }
-}
-
-impl Serialize for Own {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(Some(self.0.len()))?;
-        for section in &self.0 {
-            m.serialize_entry(section.key(), &section.to_value())?;
-        }
-        m.end()
-    }
-}
 impl super::RunResult {
     /// Names each side's series by what it counts, as the scenario's parameters say: a
     /// `js pub` run's replies are acknowledgements, not a subscriber's deliveries.

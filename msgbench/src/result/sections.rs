@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::LatencyStats;
+use super::{LatencyStats, RunResult, Section};
 use crate::engine::jsapi::{StreamConfig, StreamState};
+use crate::error::exit;
 
 /// How one threshold fared, as a result records it.
 #[derive(Debug, Clone, Serialize)]
@@ -112,6 +113,48 @@ impl JsReport {
             streams,
             persist: None,
         }
+    }
+}
+
+impl Section for JsReport {
+    fn key(&self) -> &'static str {
+        "jetstream"
+    }
+
+    fn exit(&self, r: &RunResult) -> Option<u8> {
+        self.unreconciled(r).then_some(exit::LOSS)
+    }
+}
+
+impl JsReport {
+    /// Whether the publishes' reconciliation with the streams fails run `r`: a stream that
+    /// did not reconcile for more than writes stored without an acknowledgement that are
+    /// allowed.
+    pub fn unreconciled(&self, r: &RunResult) -> bool {
+        !self.reconciled && !self.indeterminate_allowed(r)
+    }
+
+    /// A write can be stored while its acknowledgement is lost (with a connection, a node, a
+    /// timeout): indeterminate, and allowed when the run saw why, each such write one of its
+    /// own publishes given up on ([`Durability::explained`]); where they were not told apart,
+    /// allowed under a fault msgbench injected. Such a run fails the reconciliation only by
+    /// what the verdict calls a failure: an acknowledged write lost or duplicated.
+    fn indeterminate_allowed(&self, r: &RunResult) -> bool {
+        let Some(d) = r.own.get::<Durability>() else {
+            return false;
+        };
+        let explained = match &d.explained {
+            Some(e) => e.unexplained == 0,
+            None => r.fault.is_some(),
+        };
+        explained
+            && d.lost == Some(0)
+            && d.duplicated.unwrap_or(0) == 0
+            && self.streams.iter().all(|s| {
+                s.duplicate_acks == 0
+                    && s.stored.is_some()
+                    && s.stored == s.unacked_stored.map(|u| u + s.acked)
+            })
     }
 }
 
@@ -406,6 +449,36 @@ pub struct GrpcReport {
     pub template_errors: u64,
     pub connections: u32,
     pub tls: bool,
+}
+
+impl Section for Durability {
+    fn key(&self) -> &'static str {
+        "durability"
+    }
+
+    /// Replicas that disagree with their leader: a write one of them lacks, or holds alone,
+    /// is as much a failure of durability as one lost.
+    fn exit(&self, _: &RunResult) -> Option<u8> {
+        (self.divergent.as_ref())
+            .is_some_and(|v| !v.is_empty())
+            .then_some(exit::LOSS)
+    }
+}
+
+impl Section for ConsumeReport {
+    fn key(&self) -> &'static str {
+        "consumer"
+    }
+
+    fn exit(&self, _: &RunResult) -> Option<u8> {
+        (!self.reconciled).then_some(exit::LOSS)
+    }
+}
+
+impl Section for GrpcReport {
+    fn key(&self) -> &'static str {
+        "grpc"
+    }
 }
 
 /// One direction of the link.

@@ -10,6 +10,7 @@
 
 use std::fmt::Debug;
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -60,6 +61,8 @@ pub trait Scenario: Send + Sync + 'static {
     const COMPARE_ABOUT: Option<&'static str> = None;
     /// Its line under `msgbench capacity`, where what a search probes is narrower than ABOUT.
     const CAPACITY_ABOUT: Option<&'static str> = None;
+    /// How the reports show the sections of its own that its results hold.
+    const SHOWN: &'static [crate::result::Shown] = &[];
     /// Per-scenario touches to its command: defaults of shared flags.
     fn command(cmd: clap::Command) -> clap::Command {
         cmd
@@ -272,16 +275,40 @@ pub trait Runnable: Debug + Send + Sync {
 }
 
 /// A scenario as `compare` runs it through drivers: the driver protocol's name for it, its
-/// parameters, and the services msgbench runs beside a driver.
+/// parameters, and what msgbench runs around a driver.
 #[derive(Debug, Clone)]
 pub struct Compared {
     /// The driver protocol's scenario name.
     pub kind: &'static str,
     pub params: serde_json::Value,
-    /// `js-pub`: the stream setup and reconciliation msgbench does around the driver.
-    pub js: Option<crate::scenario::js::JsPubOptions>,
-    /// `request`: the echo service the drivers are measured against.
-    pub responder: Option<crate::scenario::request::ReplyOptions>,
+    /// What the scenario runs around each driver: `js pub` makes the stream and reconciles
+    /// it, `request` answers with its echo service; none for the rest.
+    pub around: Option<Arc<dyn Around>>,
     /// `--connect-timeout`, which drivers get too.
     pub connect_timeout: Duration,
+}
+
+/// How a driver ended, as `compare` ran it.
+pub type DriverOutcome =
+    std::result::Result<crate::engine::driver::Finished, crate::engine::driver::Failed>;
+
+/// A driver's run: given the driver protocol's `js` object (the stream to publish to) where
+/// the scenario has one.
+pub type DriverRun<'a> = dyn FnMut(Option<serde_json::Value>) -> DriverOutcome + 'a;
+
+/// What a scenario does around a client library's driver under `msgbench compare`, so that
+/// compare names no scenario.
+pub trait Around: Debug + Send + Sync {
+    /// Runs `driver` inside the scenario's set-up, and gives back how it ended with the
+    /// section of the scenario's own that the driver's result gets (the stream's
+    /// reconciliation).
+    ///
+    /// # Errors
+    /// The set-up's, before the driver runs (a stream that cannot be made, a service that
+    /// cannot start).
+    fn run(
+        &self,
+        target: &Target,
+        driver: &mut DriverRun<'_>,
+    ) -> Result<(DriverOutcome, Option<Box<dyn crate::result::Section>>)>;
 }

@@ -59,6 +59,11 @@ pub fn by_words(words: &[&str]) -> Option<&'static dyn Entry> {
     ALL.iter().copied().find(|e| e.words() == words)
 }
 
+/// How the reports show the section under `key`, whichever scenario's results hold it.
+pub fn shown(key: &str) -> Option<&'static crate::result::Shown> {
+    (ALL.iter().flat_map(|e| e.shown())).find(|s| s.key == key)
+}
+
 /// A scenario as the registry holds it.
 pub trait Entry: Sync {
     fn name(&self) -> &'static str;
@@ -70,6 +75,8 @@ pub trait Entry: Sync {
     fn capacity(&self) -> Option<&'static str>;
     /// Its line under `compare` or `capacity` (`capacity` true), where it differs from ABOUT.
     fn about_in(&self, capacity: bool) -> Option<&'static str>;
+    /// How the reports show its own sections ([`Scenario::SHOWN`]).
+    fn shown(&self) -> &'static [crate::result::Shown];
     /// Its command, named by its last word, with every flag and any helper subcommand.
     fn command(&self) -> clap::Command {
         self.load_command()
@@ -140,6 +147,10 @@ impl<S: Scenario> Entry for Of<S> {
         } else {
             S::COMPARE_ABOUT
         }
+    }
+
+    fn shown(&self) -> &'static [crate::result::Shown] {
+        S::SHOWN
     }
 
     fn command(&self) -> clap::Command {

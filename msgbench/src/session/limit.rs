@@ -18,18 +18,6 @@ impl Section for Limit {
     fn key(&self) -> &'static str {
         "limit"
     }
-
-    fn to_value(&self) -> serde_json::Value {
-        serde_json::to_value(self).expect("the limit serialises")
-    }
-
-    fn clone_box(&self) -> Box<dyn Section> {
-        Box::new(self.clone())
-    }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 /// Judges `r` and puts the verdict in it; a run without a timeline has nothing to judge.

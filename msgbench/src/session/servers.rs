@@ -122,18 +122,6 @@ impl Section for ServerSide {
     fn key(&self) -> &'static str {
         "server_side"
     }
-
-    fn to_value(&self) -> serde_json::Value {
-        serde_json::to_value(self).expect("the server side serialises")
-    }
-
-    fn clone_box(&self) -> Box<dyn Section> {
-        Box::new(self.clone())
-    }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 /// Stops the sampler and puts what it found in `r`, each event with the run's figures just

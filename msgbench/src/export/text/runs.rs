@@ -38,7 +38,7 @@ const CONNS_LINE_METRICS: [&str; 6] = [
 
 /// The figures of `r`'s scenario: summarised, and on each run's line.
 fn metrics_of(r: &RunResult) -> (&'static [&'static str], &'static [&'static str]) {
-    if r.conns.is_some() {
+    if r.own.family() == crate::metric::Family::Connections {
         (&CONNS_RUN_METRICS, &CONNS_LINE_METRICS)
     } else {
         (&RUN_METRICS, &LINE_METRICS)

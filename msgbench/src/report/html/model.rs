@@ -47,11 +47,13 @@ pub(super) struct Run {
     pub(super) cluster: Option<Cluster>,
     pub(super) rtt_ns: Option<Rtt>,
     pub(super) failure: Option<String>,
-    pub(super) jetstream: Option<Value>,
-    pub(super) consumer: Option<Value>,
     pub(super) schedule: Option<Schedule>,
     pub(super) fault: Option<super::faults::Fault>,
     pub(super) server_side: Option<super::servers::ServerSide>,
+    /// Every other key of the file: the sections of the run's own (`jetstream`, `conns`, …)
+    /// among them, which the tables show as their scenarios say, looked up by key.
+    #[serde(flatten)]
+    pub(super) own: serde_json::Map<String, Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -7,8 +7,6 @@
 
 use std::fmt::Write as _;
 
-use serde_json::Value;
-
 use super::model::Input;
 use super::page::swatch;
 use super::plural;
@@ -119,47 +117,7 @@ pub(super) fn summary(o: &mut String, results: &[Input]) {
     metric_row(o, results, "lost", "lost", Unit::Count, true);
     metric_row(o, results, "duplicated", "duplicated", Unit::Count, false);
     errors_row(o, results);
-    if results.iter().any(|r| r.run.jetstream.is_some()) {
-        text_row(o, results, "jetstream", "JetStream acks", |r| {
-            let js = r.run.jetstream.as_ref()?;
-            let n = |k: &str| {
-                js.get(k)
-                    .and_then(Value::as_f64)
-                    .map_or("?".into(), format::count)
-            };
-            Some(format!(
-                "{} acked, {} stored, {}",
-                n("acked"),
-                n("stored"),
-                verdict(
-                    js.get("reconciled").and_then(Value::as_bool) == Some(true),
-                    "reconciled",
-                    "not reconciled"
-                )
-            ))
-        });
-    }
-    if results.iter().any(|r| r.run.consumer.is_some()) {
-        text_row(o, results, "consumer", "consumer", |r| {
-            let c = r.run.consumer.as_ref()?;
-            let n = |k: &str| {
-                c.get(k)
-                    .and_then(Value::as_f64)
-                    .map_or("?".into(), format::count)
-            };
-            Some(format!(
-                "{} of {} consumed, {} redelivered, {}",
-                n("consumed"),
-                n("expected"),
-                n("redelivered"),
-                verdict(
-                    c.get("reconciled").and_then(Value::as_bool) == Some(true),
-                    "reconciled",
-                    "not reconciled"
-                )
-            ))
-        });
-    }
+    own_rows(o, results);
     if results.iter().any(|r| r.run.failure.is_some()) {
         text_row(o, results, "failure", "connection lost", |r| {
             r.run
@@ -175,6 +133,39 @@ pub(super) fn summary(o: &mut String, results: &[Input]) {
 }
 
 /// `✓ yes` / `✗ no`, marked by symbol as well as colour.
+/// The rows of the runs' own sections (JetStream's reconciliation, a consumer's count,
+/// gRPC's calls by status, …), each as its scenario shows it, in the order the results
+/// hold them; a row a run lacks is an empty cell.
+fn own_rows(o: &mut String, results: &[Input]) {
+    let rows_of = |r: &Input, key: &str| -> Vec<crate::result::Row> {
+        match (r.run.own.get(key), crate::scenario::registry::shown(key)) {
+            (Some(v), Some(shown)) if !v.is_null() => (shown.rows)(v),
+            _ => Vec::new(),
+        }
+    };
+    let mut labels: Vec<(&str, String)> = Vec::new();
+    for r in results {
+        for key in r.run.own.keys() {
+            for row in rows_of(r, key) {
+                if !labels.iter().any(|(k, l)| k == key && *l == row.label) {
+                    labels.push((key, row.label));
+                }
+            }
+        }
+    }
+    for (key, label) in &labels {
+        text_row(o, results, key, label, |r| {
+            let row = rows_of(r, key)
+                .into_iter()
+                .find(|row| row.label == *label)?;
+            Some(match row.verdict {
+                Some((ok, words)) => format!("{}, {}", esc(&row.text), verdict(ok, words, words)),
+                None => esc(&row.text),
+            })
+        });
+    }
+}
+
 fn verdict(ok: bool, yes: &str, no: &str) -> String {
     if ok {
         format!("<span class=\"pass\">✓ {}</span>", esc(yes))

@@ -565,3 +565,43 @@ fn a_run_that_sampled_nothing_has_no_cpu_chart_and_no_server_events() {
     assert!(!html.contains("id=\"server-events\""));
     assert!(!html.contains("xref observed"));
 }
+
+#[test]
+fn each_runs_own_sections_are_rows_as_their_scenarios_show_them() {
+    let mut js = full_result();
+    js["scenario"] = "js.pub".into();
+    js["jetstream"] = serde_json::json!({"acked": 1200, "stored": 1201, "reconciled": false});
+    let mut conns = full_result();
+    conns["scenario"] = "conns".into();
+    conns["conns"] = serde_json::json!({"clients": 40, "connected": 39, "never_connected": 1,
+        "up_at_end": 39, "connects_per_sec": 812.4, "connect_latency": {"total": null},
+        "failures": {"refused": 1}, "checks": null, "memory": {}, "herd": null});
+    let html = render(&[doc("js.json", js), doc("conns.json", conns)]).unwrap();
+    let row = |key: &str, label: &str| {
+        let start = html
+            .find(&format!(
+                "<tr data-metric=\"{key}\"><th scope=\"row\">{label}</th>"
+            ))
+            .unwrap_or_else(|| panic!("no {key} row {label}"));
+        html[start..start + html[start..].find("</tr>").unwrap()].to_string()
+    };
+    let acks = row("jetstream", "JetStream acks");
+    assert!(
+        acks.contains("1,200 acked, 1,201 stored, <span class=\"fail\">✗ not reconciled</span>"),
+        "{acks}"
+    );
+    // The conns run has no JetStream section: its cell is empty, and the reverse.
+    assert!(acks.contains("data-input=\"conns.json\" data-metric=\"jetstream\"></td>"));
+    let up = row("conns", "connections");
+    assert!(
+        up.contains(">39 of 40 up (1 never), 39 up at the end</td>"),
+        "{up}"
+    );
+    assert!(row("conns", "failures").contains(">refused 1</td>"));
+    assert!(
+        row("conns", "connect P99").contains(">—</td>"),
+        "not measured"
+    );
+    // Keys no scenario shows (the run's plan, its agents) add no row.
+    assert!(!html.contains("data-metric=\"schema\""));
+}

@@ -84,7 +84,7 @@ pub(super) fn conclude(opts: &ConnsOptions, merged: &mut RunResult) -> Result<()
     let last = shares.iter().filter_map(|s| s.last_up_ms).reduce(f64::max);
     let span_ms = first.zip(last).map(|(a, b)| b - a);
     let checks = merge_checks(parts.iter().filter_map(|(_, p)| p.checks.as_ref()));
-    merged.conns = Some(ConnsReport {
+    merged.own.put(ConnsReport {
         clients: sum(|p| p.clients),
         connected,
         never_connected: sum(|p| p.never_connected),

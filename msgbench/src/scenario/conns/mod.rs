@@ -26,6 +26,7 @@ mod memory;
 mod merged;
 mod options;
 mod run;
+mod shown;
 mod summary;
 mod text;
 
@@ -39,6 +40,7 @@ super::registry::flags!(ConnsArgs, conn);
 
 impl super::Scenario for Conns {
     type Args = ConnsArgs;
+    const SHOWN: &'static [crate::result::Shown] = &[shown::CONNS];
     const NAME: &'static str = "conns";
     const WORDS: &'static [&'static str] = &["conns"];
     const ABOUT: &'static str = "Connections as the load: open N at a connect rate, optionally \
@@ -138,7 +140,7 @@ impl Describe for Params {
     }
 
     fn account(&self, o: &mut String, r: &RunResult, _delivery: &dyn Fn(&mut String)) {
-        if let Some(c) = &r.conns {
+        if let Some(c) = r.own.get::<crate::result::ConnsReport>() {
             o.push_str(&text::report(c));
         }
     }

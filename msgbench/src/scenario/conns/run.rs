@@ -134,7 +134,7 @@ pub fn run(
     );
     result.delivery.accounting = "none";
     result.delivery.unmeasured = crate::stats::delivery::Unmeasured::ALL;
-    result.conns = Some(report);
+    result.own.put(report);
     Ok(result)
 }
 

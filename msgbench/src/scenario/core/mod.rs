@@ -141,8 +141,7 @@ impl Runnable for Options {
         Ok(Compared {
             kind: "pubsub",
             params: serde_json::to_value(Options::params(self)).expect("serialises"),
-            js: None,
-            responder: None,
+            around: None,
             connect_timeout: self.conn.dial.connect_timeout,
         })
     }

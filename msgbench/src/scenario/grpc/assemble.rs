@@ -114,7 +114,7 @@ pub(super) fn assemble(
     let mut params = o.params();
     params.url = Some(service.url.clone());
     params.kind = Some(def.method.kind.as_str());
-    RunResult {
+    let mut r = RunResult {
         plan: None,
         throughput,
         by_role,
@@ -123,7 +123,6 @@ pub(super) fn assemble(
         latency: Some(LatencyStats::of(&m.corrected)),
         latency_uncorrected: o.pace.is_open().then(|| LatencyStats::of(&m.uncorrected)),
         pacing,
-        grpc: Some(report(o, def, clients, &m)),
         ..RunResult::new(
             "grpc",
             started_at,
@@ -132,7 +131,9 @@ pub(super) fn assemble(
             errors,
             stop.load(Ordering::Relaxed),
         )
-    }
+    };
+    r.own.put(report(o, def, clients, &m));
+    r
 }
 
 /// The `grpc` section: calls by status, messages and bytes both ways, and the latencies only
@@ -304,7 +305,7 @@ pub(super) fn conclude(o: &GrpcOptions, merged: &mut RunResult) -> crate::error:
     let mut params = o.params();
     params.kind = kind;
     merged.params = crate::result::Params::of(params);
-    merged.grpc = Some(GrpcReport {
+    merged.own.put(GrpcReport {
         method: first.method.clone(),
         kind: kind.unwrap_or("unary"),
         schema: first.schema.clone(),

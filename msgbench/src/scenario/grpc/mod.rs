@@ -37,6 +37,7 @@ super::registry::flags!(GrpcArgs, pace = pace);
 
 impl super::Scenario for Grpc {
     type Args = GrpcArgs;
+    const SHOWN: &'static [crate::result::Shown] = &[text::SHOWN];
     const NAME: &'static str = "grpc";
     const WORDS: &'static [&'static str] = &["grpc"];
     const ABOUT: &'static str = "gRPC load against any service (unary, client/server \
@@ -193,6 +194,16 @@ impl Describe for Params {
         )
     }
 
+    /// "unary log.v1.Log/Append at http://127.0.0.1:50051".
+    fn target(&self, server: &ServerMeta) -> String {
+        format!(
+            "{} {} at {}",
+            self.kind.unwrap_or("unary"),
+            self.call,
+            server.url
+        )
+    }
+
     fn title(&self) -> &'static str {
         "gRPC requests answered OK"
     }
@@ -206,7 +217,7 @@ impl Describe for Params {
     }
 
     fn account(&self, o: &mut String, r: &RunResult, delivery: &dyn Fn(&mut String)) {
-        match &r.grpc {
+        match r.own.get::<crate::result::GrpcReport>() {
             Some(g) => o.push_str(&text::calls(g)),
             None => delivery(o),
         }

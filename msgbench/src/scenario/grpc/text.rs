@@ -118,3 +118,15 @@ pub(super) fn calls(g: &GrpcReport) -> String {
     }
     o
 }
+
+/// How the reports show the `grpc` section read from a result file: the finished calls by
+/// status.
+pub(super) const SHOWN: crate::result::Shown = crate::result::Shown {
+    key: "grpc",
+    rows: |g| {
+        vec![crate::result::Row::new(
+            "calls by status",
+            crate::result::by_kind(g.get("status")),
+        )]
+    },
+};

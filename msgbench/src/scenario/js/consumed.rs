@@ -161,8 +161,6 @@ pub(super) fn assemble(run: Run<'_>, owed: Owed, pulled: Pulled, meter: &Meter) 
             unmeasured: Default::default(),
         },
         latency: (!latency.is_empty()).then(|| LatencyStats::of(&latency)),
-        // An agent given publishers alone consumed nothing to speak of.
-        consumer: (!run.share || !consumers.is_empty()).then_some(report),
         ..RunResult::new(
             "js.consume",
             run.started_at,
@@ -172,6 +170,10 @@ pub(super) fn assemble(run: Run<'_>, owed: Owed, pulled: Pulled, meter: &Meter) 
             run.interrupted,
         )
     };
+    // An agent given publishers alone consumed nothing to speak of.
+    if !run.share || !consumers.is_empty() {
+        result.own.put(report);
+    }
     if let Some(published) = owed.published {
         add_publisher(&mut result, published);
     }
@@ -215,7 +217,7 @@ fn add_publisher(result: &mut RunResult, (published, js, _): Published) {
     // A scheduled publisher's stages.
     result.schedule = published.schedule;
     result.failure = result.failure.or(published.failure);
-    result.jetstream = Some(js);
+    result.own.put(js);
 }
 
 /// One agent's consumer section, as its result document has it.
@@ -279,7 +281,7 @@ pub(super) fn conclude(
                 .filter_map(|a| a.part::<u64>("/delivery/sent"))
                 .sum();
             let storage = super::publish::storage_of(&reports, &opts.stream);
-            merged.jetstream = Some(JsReport::of(&storage, "async", reports));
+            merged.own.put(JsReport::of(&storage, "async", reports));
             (acked, owed, sent)
         }
     };
@@ -298,7 +300,7 @@ pub(super) fn conclude(
         .into_iter()
         .find(|e| *e == ended)
         .unwrap_or("failed");
-    merged.consumer = Some(ConsumeReport {
+    merged.own.put(ConsumeReport {
         stream: opts.stream.name.clone(),
         consumer: shares[0].consumer.clone(),
         mode: opts.mode.as_str(),

@@ -20,7 +20,7 @@ use super::stream::Opened;
 use crate::engine::jsapi::{Api, StreamState};
 use crate::engine::request::JsAcks;
 use crate::error::ErrorKind;
-use crate::result::{Durability, LostByPosition, RunResult};
+use crate::result::{Durability, JsReport, LostByPosition, RunResult};
 
 /// How many lost sequences the result names.
 const LOST_LISTED: usize = 10;
@@ -293,7 +293,7 @@ pub(super) fn across_agents(
 pub(super) fn judge(result: &mut RunResult, d: Durability) {
     // Every sequence acknowledged, late ones included (a publish counted as timed out whose
     // acknowledgement came after all).
-    let acked = (result.jetstream.as_ref()).map_or(result.delivery.received, |js| js.acked);
+    let acked = (result.own.get::<JsReport>()).map_or(result.delivery.received, |js| js.acked);
     let dl = &mut result.delivery;
     dl.expected = acked;
     // A verdict that could not tell what was lost leaves what the stream holds unknown too:
@@ -307,7 +307,7 @@ pub(super) fn judge(result: &mut RunResult, d: Durability) {
     for p in &mut dl.publishers {
         p.lost = 0;
     }
-    result.durability = Some(d);
+    result.own.put(d);
 }
 
 /// The publishes not acknowledged, by why: refusals by the error kind the server answered

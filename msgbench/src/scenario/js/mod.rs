@@ -30,6 +30,7 @@ mod planted_loss;
 mod pubflags;
 mod publish;
 mod replicas;
+mod shown;
 mod stream;
 mod streamflags;
 mod text;
@@ -37,7 +38,6 @@ mod text;
 pub use args::{JsConsumeArgs, JsPubArgs, KvArgs};
 pub use options::{JsConsumeOptions, JsPubOptions, KvOptions, Source};
 pub use params::{ConsumeParams, JsPubParams, KvParams};
-pub use publish::{around_driver, DriverAcks};
 
 /// `msgbench js pub`.
 pub struct JsPub;
@@ -54,6 +54,7 @@ super::registry::flags!(KvArgs, conn, pace = pace);
 
 impl Scenario for JsPub {
     type Args = JsPubArgs;
+    const SHOWN: &'static [crate::result::Shown] = &[shown::JETSTREAM];
     const NAME: &'static str = "js.pub";
     const WORDS: &'static [&'static str] = &["js", "pub"];
     const ABOUT: &'static str = "Publish to a stream, sync (one at a time), async (a window in \
@@ -75,6 +76,7 @@ impl Scenario for JsPub {
 
 impl Scenario for JsConsume {
     type Args = JsConsumeArgs;
+    const SHOWN: &'static [crate::result::Shown] = &[shown::JETSTREAM, shown::CONSUMER];
     const NAME: &'static str = "js.consume";
     const WORDS: &'static [&'static str] = &["js", "consume"];
     const ABOUT: &'static str = "Consume from a stream with a pull consumer (fetch, consume) or \
@@ -87,6 +89,7 @@ impl Scenario for JsConsume {
 
 impl Scenario for KvPut {
     type Args = KvArgs;
+    const SHOWN: &'static [crate::result::Shown] = &[shown::JETSTREAM];
     const NAME: &'static str = "kv.put";
     const WORDS: &'static [&'static str] = &["kv", "put"];
     const ABOUT: &'static str = "Write values to keys of a bucket, timing each acknowledgement.";
@@ -170,8 +173,7 @@ impl Runnable for JsPubOptions {
         Ok(Compared {
             kind: "js_pub",
             params: serde_json::to_value(JsPubParams::of(self)).expect("params serialise"),
-            js: Some(self.clone()),
-            responder: None,
+            around: Some(std::sync::Arc::new(publish::AroundDriver(self.clone()))),
             connect_timeout: self.publish.conn.dial.connect_timeout,
         })
     }

@@ -13,9 +13,9 @@ use crate::engine::jsapi::{Api, StreamConfig};
 use crate::engine::jsfast::API_LEVEL;
 use crate::engine::request::JsAcks;
 use crate::error::{Error, ErrorKind, Result};
-use crate::result::{JsReport, Params, RunResult};
+use crate::result::{JsReport, Params, RunResult, Section};
 use crate::scenario::request;
-use crate::scenario::Share;
+use crate::scenario::{Around, DriverOutcome, DriverRun, Share};
 use crate::server::Target;
 use crate::stats::acks::AckSet;
 use crate::stats::timeline::Meter;
@@ -71,7 +71,7 @@ fn publish(
         share,
     )?;
     report.persist = Some(persist);
-    result.jetstream = Some(report);
+    result.own.put(report);
     // On agents the coordinator judges, once every agent is done.
     if share.is_none() {
         let shape = super::explain::Shape {
@@ -161,7 +161,7 @@ pub(super) fn conclude(opts: &JsPubOptions, merged: &mut RunResult, target: &Tar
     }
     let verdict =
         super::durability::across_agents(merged, js.reconciled, (js.acked, js.deduplicated));
-    merged.jetstream = Some(js);
+    merged.own.put(js);
     super::durability::judge(merged, verdict);
     if let Ok(api) = api {
         clean_up(api, &opts.streams, opts.delete_after);
@@ -218,21 +218,53 @@ pub(super) fn across_agents(
 
 /// What a driver (another language's client) said it had acknowledged in a `js pub` run.
 #[derive(Debug, Clone, Copy)]
-pub struct DriverAcks {
-    pub acked: u64,
-    pub first_seq: u64,
-    pub last_seq: u64,
-    pub duplicate_acks: u64,
+struct DriverAcks {
+    acked: u64,
+    first_seq: u64,
+    last_seq: u64,
+    duplicate_acks: u64,
 }
 
-/// `js pub` through a driver: sets up the streams as [`run_pub`] does, lets `publish` run the
-/// driver, then reconciles the sequences it reports with the stream. A driver reports its
+impl DriverAcks {
+    /// From the `js` object of a driver's result; none where it has none.
+    fn of(result: &serde_json::Value) -> Option<Self> {
+        let js = result.get("js")?;
+        let n = |k: &str| js.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+        Some(Self {
+            acked: n("acked"),
+            first_seq: n("first_seq"),
+            last_seq: n("last_seq"),
+            duplicate_acks: n("duplicate_acks"),
+        })
+    }
+}
+
+/// `js pub` through a driver: sets up the streams as [`run_pub`] does, runs the driver on the
+/// first, then reconciles the sequences it reports with the stream. A driver reports its
 /// acknowledgements as a range (`first_seq..=last_seq`), so one stream only; a count that does
 /// not fill its range fails the reconciliation.
-///
+#[derive(Debug)]
+pub(super) struct AroundDriver(pub(super) JsPubOptions);
+
+impl Around for AroundDriver {
+    fn run(
+        &self,
+        target: &Target,
+        driver: &mut DriverRun<'_>,
+    ) -> Result<(DriverOutcome, Option<Box<dyn Section>>)> {
+        let (out, report) = around_driver(&self.0, target, |cfg| {
+            let js = serde_json::json!({"stream": cfg.name, "mode": self.0.mode.as_str()});
+            let out = driver(Some(js));
+            let acks = out.as_ref().ok().and_then(|f| DriverAcks::of(&f.result));
+            (out, acks)
+        })?;
+        Ok((out, report.map(|r| Box::new(r) as Box<dyn Section>)))
+    }
+}
+
 /// # Errors
 /// As [`run_pub`], before and after publishing.
-pub fn around_driver<T>(
+fn around_driver<T>(
     opts: &JsPubOptions,
     target: &Target,
     publish: impl FnOnce(&StreamConfig) -> (T, Option<DriverAcks>),

@@ -6,13 +6,13 @@
 use std::fmt::Write;
 
 use crate::format::group;
-use crate::result::RunResult;
+use crate::result::{ConsumeReport, Durability, JsReport, RunResult};
 
 /// The verdict on every publish, in place of the delivery line: what the stream holds of what
 /// was acknowledged, and why the rest was not acknowledged; the delivery line when the run has
 /// no verdict (on an agent, whose coordinator judges).
 pub(super) fn durability(o: &mut String, r: &RunResult, delivery: &dyn Fn(&mut String)) {
-    let Some(d) = &r.durability else {
+    let Some(d) = r.own.get::<Durability>() else {
         delivery(o);
         return;
     };
@@ -221,8 +221,12 @@ const DIVERGENT_LISTED: usize = 10;
 /// to speak of, and no line (the result says why none was read).
 fn replicas(o: &mut String, r: &RunResult, d: &crate::result::Durability) {
     let Some(replicas) = &d.replicas else {
-        let replicated = (r.jetstream.iter().flat_map(|js| &js.streams))
-            .any(|s| s.config.as_ref().is_some_and(|c| c.num_replicas > 1));
+        let replicated = (r
+            .own
+            .get::<JsReport>()
+            .into_iter()
+            .flat_map(|js| &js.streams))
+        .any(|s| s.config.as_ref().is_some_and(|c| c.num_replicas > 1));
         if let Some(why) = d.replicas_not_read.as_ref().filter(|_| replicated) {
             let _ = writeln!(o, "Replicas: not read back ({why})");
         }
@@ -314,7 +318,9 @@ fn messages_compared(replicas: &[crate::result::ReplicaState], took_ns: Option<u
 /// In a `js consume` report (`consuming`) its line names the publishes, so that it never reads
 /// as the consumer's verdict.
 pub(super) fn jetstream(o: &mut String, r: &RunResult, consuming: bool) {
-    let Some(js) = &r.jetstream else { return };
+    let Some(js) = r.own.get::<JsReport>() else {
+        return;
+    };
     let line = |st: &crate::result::StreamReport| {
         let (Some(after), Some(stored)) = (st.after, st.stored) else {
             return format!(
@@ -420,7 +426,7 @@ fn reconciliation(o: &mut String, r: &RunResult, js: &crate::result::JsReport, c
         };
         return;
     }
-    if !r.js_unreconciled() {
+    if !js.unreconciled(r) {
         // What kept the streams from reconciling exactly is allowed: writes stored without an
         // acknowledgement, each explained on the Durability line.
         let _ = writeln!(
@@ -436,7 +442,7 @@ fn reconciliation(o: &mut String, r: &RunResult, js: &crate::result::JsReport, c
 
 /// A banner per stream that did not reconcile: the check that failed first, then its figures.
 fn not_reconciled(o: &mut String, r: &RunResult, js: &crate::result::JsReport) {
-    let unexplained = (r.durability.as_ref())
+    let unexplained = (r.own.get::<Durability>())
         .and_then(|d| d.explained.as_ref())
         .filter(|e| e.unexplained > 0)
         .map(|e| e.unexplained);
@@ -495,7 +501,9 @@ fn not_reconciled(o: &mut String, r: &RunResult, js: &crate::result::JsReport) {
 /// How the consumers pulled, and whether every message owed to them arrived exactly once: a
 /// check of its own, named apart from the publishes' reconciliation.
 pub(super) fn consumer(o: &mut String, r: &RunResult) {
-    let Some(c) = &r.consumer else { return };
+    let Some(c) = r.own.get::<ConsumeReport>() else {
+        return;
+    };
     let _ = writeln!(
         o,
         "Consumer {} on stream {}: {} pull requests, {} acks sent, {} redelivered, ended {}",

@@ -117,8 +117,7 @@ impl crate::scenario::Runnable for LatencyOptions {
         Ok(crate::scenario::Compared {
             kind: "latency",
             params: serde_json::to_value(LatencyOptions::params(self)).expect("serialises"),
-            js: None,
-            responder: None,
+            around: None,
             connect_timeout: self.conn.dial.connect_timeout,
         })
     }

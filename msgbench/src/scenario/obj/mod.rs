@@ -42,6 +42,7 @@ super::registry::flags!(ObjGetArgs, conn);
 
 impl Scenario for ObjPut {
     type Args = ObjPutArgs;
+    const SHOWN: &'static [crate::result::Shown] = &[report::SHOWN];
     const NAME: &'static str = "obj.put";
     const WORDS: &'static [&'static str] = &["obj", "put"];
     const ABOUT: &'static str = "Put objects into a bucket in chunks, timing each object and \
@@ -53,6 +54,7 @@ impl Scenario for ObjPut {
 
 impl Scenario for ObjGet {
     type Args = ObjGetArgs;
+    const SHOWN: &'static [crate::result::Shown] = &[report::SHOWN];
     const NAME: &'static str = "obj.get";
     const WORDS: &'static [&'static str] = &["obj", "get"];
     const ABOUT: &'static str = "Get the objects an earlier obj put wrote, timing each object \

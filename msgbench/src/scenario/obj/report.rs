@@ -160,22 +160,12 @@ impl Section for ObjReport {
         "object_store"
     }
 
-    fn to_value(&self) -> serde_json::Value {
-        serde_json::to_value(self).expect("the object store section serialises")
-    }
-
-    fn failed(&self) -> bool {
-        self.failed > 0
+    /// An object not written, missing when read back, or not matching its digest.
+    fn exit(&self, _: &RunResult) -> Option<u8> {
+        (self.failed > 0
             || self.missing.is_some_and(|n| n > 0)
-            || self.digest_mismatches.is_some_and(|n| n > 0)
-    }
-
-    fn clone_box(&self) -> Box<dyn Section> {
-        Box::new(self.clone())
-    }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
+            || self.digest_mismatches.is_some_and(|n| n > 0))
+        .then_some(crate::error::exit::LOSS)
     }
 }
 
@@ -366,4 +356,44 @@ pub(super) fn conclude(
         }
     }
     Ok(())
+}
+
+/// How the reports show the `object_store` section read from a result file: objects
+/// completed of those asked for, and whether every one was whole (put, or read back matching
+/// its digest).
+pub(super) const SHOWN: crate::result::Shown = crate::result::Shown {
+    key: "object_store",
+    rows: shown_rows,
+};
+
+fn shown_rows(o: &serde_json::Value) -> Vec<crate::result::Row> {
+    use crate::result::count_in;
+    let op = o
+        .get("op")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("?");
+    let mut text = format!(
+        "{} of {} {op} whole, {} failed",
+        count_in(o, "completed"),
+        count_in(o, "objects"),
+        count_in(o, "failed"),
+    );
+    // A put has no missing objects or digests to compare: null, and left out.
+    let mut whole = o.get("failed").and_then(serde_json::Value::as_u64) == Some(0);
+    for (key, words) in [
+        ("missing", "missing"),
+        ("digest_mismatches", "not matching their digest"),
+    ] {
+        if let Some(n) = o.get(key).and_then(serde_json::Value::as_u64) {
+            text.push_str(&format!(", {} {words}", group(n)));
+            whole &= n == 0;
+        }
+    }
+    vec![crate::result::Row::judged(
+        "objects",
+        text,
+        whole,
+        "all whole",
+        "not all whole",
+    )]
 }

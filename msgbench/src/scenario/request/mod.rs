@@ -21,8 +21,7 @@ mod reply;
 mod run;
 
 pub use args::{ReplyArgs, RequestArgs};
-pub use options::{DrawnSizes, DrawnSubjects, ReplyOptions, RequestOptions};
-pub use reply::run_reply;
+pub use options::{Announce, DrawnSizes, DrawnSubjects, ReplyOptions, RequestOptions};
 pub use run::{run_request, run_requests};
 
 /// `msgbench request`.
@@ -85,14 +84,14 @@ impl Runnable for RequestOptions {
             duration: Duration::from_secs(24 * 3600),
             server: self.server.clone(),
             conn: self.conn,
-            // Its lifetime is the driver's run, not the day it is bounded by.
-            announce: false,
+            // Its lifetime is the driver's run, not the day it is bounded by; the driver
+            // starts once it is up.
+            announce: Announce::Quiet,
         };
         Ok(Compared {
             kind: "request",
             params: self.params_value(),
-            js: None,
-            responder: Some(responder),
+            around: Some(std::sync::Arc::new(reply::Echo(responder))),
             connect_timeout: self.conn.dial.connect_timeout,
         })
     }

@@ -219,9 +219,19 @@ pub struct ReplyOptions {
     pub duration: Duration,
     pub server: ServerChoice,
     pub conn: crate::options::conn::ConnOptions,
-    /// Say on stderr what is being served: the `reply` command does; a service started for
-    /// someone else's run (compare's drivers) does not.
-    pub announce: bool,
+    /// Who hears that the service is up, once every responder is subscribed.
+    pub announce: Announce,
+}
+
+/// Who hears that a reply service is up.
+#[derive(Debug, Clone)]
+pub enum Announce {
+    /// A line on stderr saying what is served: the `reply` command.
+    Line,
+    /// Nobody.
+    Quiet,
+    /// A run waiting on the service (compare's drivers), which starts once it hears.
+    Ready(std::sync::mpsc::SyncSender<()>),
 }
 
 impl ReplyOptions {
@@ -243,7 +253,7 @@ impl ReplyOptions {
             } else {
                 Duration::from_secs(60)
             }),
-            announce: true,
+            announce: Announce::Line,
             server: server_choice(&a.conn)?,
             conn: {
                 let c = crate::options::conn::ConnOptions::new(&a.conn)?;

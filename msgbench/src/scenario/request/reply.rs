@@ -7,12 +7,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::options::ReplyOptions;
+use super::options::{Announce, ReplyOptions};
 use crate::engine::conn::Conn;
 use crate::engine::load::{self, RespondSpec};
-use crate::error::{ErrorCounts, Result};
-use crate::result::{throughput_sections, RunResult, ServerMeta};
-use crate::scenario::Share;
+use crate::error::{Error, ErrorCounts, Result};
+use crate::result::{throughput_sections, RunResult, Section, ServerMeta};
+use crate::scenario::{Around, DriverOutcome, DriverRun, Share};
 use crate::server::Target;
 use crate::stats::delivery::Delivery;
 use crate::stats::throughput::{ClientRun, Role};
@@ -80,13 +80,17 @@ pub fn run_reply(
                 run
             }));
         }
-        if opts.announce {
-            eprintln!(
+        match &opts.announce {
+            Announce::Line => eprintln!(
                 "serving requests on '{}' with {} responder(s) for up to {}",
                 opts.subject,
                 opts.clients,
                 humantime::format_duration(opts.duration)
-            );
+            ),
+            Announce::Quiet => {}
+            Announce::Ready(up) => {
+                let _ = up.try_send(());
+            }
         }
         Ok(threads
             .into_iter()
@@ -115,4 +119,41 @@ pub fn run_reply(
             stop.load(Ordering::Relaxed),
         )
     })
+}
+
+/// `request` under `msgbench compare`: the drivers are measured against msgbench's own echo
+/// service, as the native run is. The service runs beside the driver, which starts once every
+/// responder is subscribed, and stops when the driver is done.
+#[derive(Debug)]
+pub(super) struct Echo(pub(super) ReplyOptions);
+
+impl Around for Echo {
+    fn run(
+        &self,
+        target: &Target,
+        driver: &mut DriverRun<'_>,
+    ) -> Result<(DriverOutcome, Option<Box<dyn Section>>)> {
+        let (up, heard) = std::sync::mpsc::sync_channel(1);
+        let opts = ReplyOptions {
+            announce: Announce::Ready(up),
+            ..self.0.clone()
+        };
+        let done = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let done = &done;
+            // The options move in, so a service that ends before it is up drops the sender and
+            // the wait below ends with it.
+            let service = s.spawn(move || run_reply(&opts, target, &Meter::default(), done, None));
+            if heard.recv().is_err() {
+                let failed = service.join().expect("the echo service panicked");
+                return Err(failed.err().unwrap_or_else(|| {
+                    Error::Usage("the echo service ended before it was up".into())
+                }));
+            }
+            let out = driver(None);
+            done.store(true, Ordering::Relaxed);
+            let _ = service.join();
+            Ok((out, None))
+        })
+    }
 }
