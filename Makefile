@@ -98,10 +98,13 @@ drivers:
 test-drivers: nats-server drivers
 	bash scripts/drivers.sh test
 
-# One short compare through every driver that is built: each must return a result. With
-# MSGBENCH_REQUIRE_DRIVERS=1 (CI) a driver that cannot start fails it, named.
+# Two short compares through every driver that is built, request/reply and a JetStream
+# publish (whose stream msgbench makes and reconciles around each driver): each must return a
+# result and pass. With MSGBENCH_REQUIRE_DRIVERS=1 (CI) a driver that cannot start fails it,
+# named.
 compare-smoke: nats-server drivers
 	$(CARGO) run --quiet --locked -- compare --clients $(COMPARE_CLIENTS) request --msgs 2000 --no-progress
+	$(CARGO) run --quiet --locked -- compare --clients $(COMPARE_CLIENTS) js-pub --msgs 2000 --no-progress
 
 COMPARE_CLIENTS ?= native,go,node,node-old,python,rust,java
 
