@@ -178,36 +178,42 @@ impl Frame {
     /// Appends message `seq` to `out`; returns its payload's length.
     #[inline]
     pub fn append(&self, out: &mut Vec<u8>, seq: u64) -> usize {
+        let Some(l) = &self.line else {
+            // The common case, first and alone: a fixed control line and size (drawn sizes
+            // always write their line), so the frame as built and its stamp.
+            let at = out.len();
+            out.extend_from_slice(&self.bytes);
+            self.stamp(out, at, seq);
+            return self.payload_len;
+        };
         let payload_len = match &self.sizes {
             Some(d) => d.of(seq),
             None => self.payload_len,
         };
-        if let Some(l) = &self.line {
-            let (mut n1, mut n2) = (itoa::Buffer::new(), itoa::Buffer::new());
-            let suffix: [&[u8]; 3] = match l.multi {
-                Some(keys) => [
-                    &l.subject,
-                    b".",
-                    n1.format(l.key_base + keys.of(seq)).as_bytes(),
-                ],
-                None => [&l.subject, b"", b""],
-            };
-            let reply: [&[u8]; 2] = match &l.reply_prefix {
-                Some(prefix) => [prefix, n2.format(seq).as_bytes()],
-                None => [b"", b""],
-            };
-            let reply: &[&[u8]] = if l.reply_prefix.is_some() {
-                &reply
-            } else {
-                &[]
-            };
-            match &l.template {
-                Some(t) => t.0.with_subject(&mut t.1.at(seq), |subject| {
-                    proto::encode_pub_line_parts(out, subject, reply, self.headers_len, payload_len)
-                }),
-                None => {
-                    proto::encode_pub_line_parts(out, &suffix, reply, self.headers_len, payload_len)
-                }
+        let (mut n1, mut n2) = (itoa::Buffer::new(), itoa::Buffer::new());
+        let suffix: [&[u8]; 3] = match l.multi {
+            Some(keys) => [
+                &l.subject,
+                b".",
+                n1.format(l.key_base + keys.of(seq)).as_bytes(),
+            ],
+            None => [&l.subject, b"", b""],
+        };
+        let reply: [&[u8]; 2] = match &l.reply_prefix {
+            Some(prefix) => [prefix, n2.format(seq).as_bytes()],
+            None => [b"", b""],
+        };
+        let reply: &[&[u8]] = if l.reply_prefix.is_some() {
+            &reply
+        } else {
+            &[]
+        };
+        match &l.template {
+            Some(t) => t.0.with_subject(&mut t.1.at(seq), |subject| {
+                proto::encode_pub_line_parts(out, subject, reply, self.headers_len, payload_len)
+            }),
+            None => {
+                proto::encode_pub_line_parts(out, &suffix, reply, self.headers_len, payload_len)
             }
         }
         let at = out.len();
@@ -217,13 +223,19 @@ impl Frame {
         } else {
             out.extend_from_slice(&self.bytes);
         }
+        self.stamp(out, at, seq);
+        payload_len
+    }
+
+    /// Writes message `seq`'s stamp (and send time) into the message appended at `at`.
+    #[inline(always)]
+    fn stamp(&self, out: &mut [u8], at: usize, seq: u64) {
         if let Some(off) = self.seq_at {
             out[at + off..at + off + 8].copy_from_slice(&seq.to_le_bytes());
         }
         if let Some(off) = self.time_at {
             out[at + off..at + off + 8].copy_from_slice(&jsframe::unix_ns().to_le_bytes());
         }
-        payload_len
     }
 }
 
