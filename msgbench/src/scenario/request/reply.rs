@@ -123,7 +123,7 @@ pub fn run_reply(
 
 /// `request` under `msgbench compare`: the drivers are measured against msgbench's own echo
 /// service, as the native run is. The service runs beside the driver, which starts once every
-/// responder is subscribed, and stops when the driver is done.
+/// responder has sent its subscription, and stops when the driver is done.
 #[derive(Debug)]
 pub(super) struct Echo(pub(super) ReplyOptions);
 
