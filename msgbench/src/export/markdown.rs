@@ -16,7 +16,7 @@ pub struct Markdown;
 impl Exporter for Markdown {
     fn serialize(&self, r: &RunResult) -> Vec<u8> {
         let mut o = String::new();
-        let against = r.params.describe().target(&r.server);
+        let against = r.params.describe().target(r);
         let _ = writeln!(
             o,
             "**msgbench {}** against {against} ({}), {}\n",
@@ -36,8 +36,8 @@ impl Exporter for Markdown {
         if r.own.family() == Family::Messages {
             message_rows(&mut row, r);
         }
-        for section in r.own.iter() {
-            let Some(shown) = crate::scenario::registry::shown(section.key()) else {
+        for shown in crate::scenario::registry::all_shown() {
+            let Some(section) = r.own.iter().find(|s| s.key() == shown.key) else {
                 continue;
             };
             for line in (shown.rows)(&section.to_value()) {

@@ -22,7 +22,8 @@ pub trait Section: Boxed + fmt::Debug + Send + Sync + 'static {
     /// The exit status its figures call for, where they fail the run: loss (`exit::LOSS`, which
     /// `--allow-loss` excuses) for a stream that did not reconcile or an object that does not
     /// match its digest, say. `r` is the whole result, for what the section alone cannot
-    /// judge (a fault msgbench injected). None by default.
+    /// judge (a fault msgbench injected). None where the figures pass (never `exit::OK`: a
+    /// code other than loss stands before every later check of the run). None by default.
     fn exit(&self, r: &RunResult) -> Option<u8> {
         let _ = r;
         None

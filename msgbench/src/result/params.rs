@@ -36,9 +36,9 @@ pub trait Describe {
             self.shape()
         )
     }
-    /// What the run was against, in a few words ("nats-server 2.15.2").
-    fn target(&self, server: &crate::result::ServerMeta) -> String {
-        format!("nats-server {}", server.version)
+    /// What run `r` was against, in a few words ("nats-server 2.15.2").
+    fn target(&self, r: &crate::result::RunResult) -> String {
+        format!("nats-server {}", r.server.version)
     }
     /// The headline throughput's name ("NATS Core publisher stats").
     fn title(&self) -> &'static str {

@@ -61,7 +61,16 @@ pub fn by_words(words: &[&str]) -> Option<&'static dyn Entry> {
 
 /// How the reports show the section under `key`, whichever scenario's results hold it.
 pub fn shown(key: &str) -> Option<&'static crate::result::Shown> {
-    (ALL.iter().flat_map(|e| e.shown())).find(|s| s.key == key)
+    all_shown().find(|s| s.key == key)
+}
+
+/// Every section the reports show, once each, in the order the scenarios list them: the order
+/// of their rows.
+pub fn all_shown() -> impl Iterator<Item = &'static crate::result::Shown> {
+    let every = ALL.iter().flat_map(|e| e.shown().iter());
+    (every.clone().enumerate())
+        .filter(move |(i, s)| !every.clone().take(*i).any(|t| t.key == s.key))
+        .map(|(_, s)| s)
 }
 
 /// A scenario as the registry holds it.

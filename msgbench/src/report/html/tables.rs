@@ -132,10 +132,9 @@ pub(super) fn summary(o: &mut String, results: &[Input]) {
     o.push_str("</tbody></table></div>\n</section>\n");
 }
 
-/// `✓ yes` / `✗ no`, marked by symbol as well as colour.
 /// The rows of the runs' own sections (JetStream's reconciliation, a consumer's count,
-/// gRPC's calls by status, …), each as its scenario shows it, in the order the results
-/// hold them; a row a run lacks is an empty cell.
+/// gRPC's calls by status, …), each as its scenario shows it, sections in the order the
+/// scenarios list them (a file's keys come back sorted); a row a run lacks is an empty cell.
 fn own_rows(o: &mut String, results: &[Input]) {
     let rows_of = |r: &Input, key: &str| -> Vec<crate::result::Row> {
         match (r.run.own.get(key), crate::scenario::registry::shown(key)) {
@@ -144,10 +143,10 @@ fn own_rows(o: &mut String, results: &[Input]) {
         }
     };
     let mut labels: Vec<(&str, String)> = Vec::new();
-    for r in results {
-        for key in r.run.own.keys() {
+    for key in crate::scenario::registry::all_shown().map(|s| s.key) {
+        for r in results {
             for row in rows_of(r, key) {
-                if !labels.iter().any(|(k, l)| k == key && *l == row.label) {
+                if !labels.iter().any(|(k, l)| *k == key && *l == row.label) {
                     labels.push((key, row.label));
                 }
             }
@@ -166,6 +165,7 @@ fn own_rows(o: &mut String, results: &[Input]) {
     }
 }
 
+/// `✓ yes` / `✗ no`, marked by symbol as well as colour.
 fn verdict(ok: bool, yes: &str, no: &str) -> String {
     if ok {
         format!("<span class=\"pass\">✓ {}</span>", esc(yes))

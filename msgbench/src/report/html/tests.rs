@@ -571,6 +571,10 @@ fn each_runs_own_sections_are_rows_as_their_scenarios_show_them() {
     let mut js = full_result();
     js["scenario"] = "js.pub".into();
     js["jetstream"] = serde_json::json!({"acked": 1200, "stored": 1201, "reconciled": false});
+    // A file's keys come back sorted ("consumer" before "jetstream"); the rows keep the
+    // scenarios' order.
+    js["consumer"] = serde_json::json!({"consumed": 1200, "expected": 1200, "redelivered": 0,
+        "reconciled": true});
     let mut conns = full_result();
     conns["scenario"] = "conns".into();
     conns["conns"] = serde_json::json!({"clients": 40, "connected": 39, "never_connected": 1,
@@ -590,6 +594,14 @@ fn each_runs_own_sections_are_rows_as_their_scenarios_show_them() {
         acks.contains("1,200 acked, 1,201 stored, <span class=\"fail\">✗ not reconciled</span>"),
         "{acks}"
     );
+    let consumer = row("consumer", "consumer");
+    assert!(
+        consumer.contains(
+            "1,200 of 1,200 consumed, 0 redelivered, <span class=\"pass\">✓ reconciled</span>"
+        ),
+        "{consumer}"
+    );
+    assert!(html.find("JetStream acks").unwrap() < html.find("1,200 of 1,200 consumed").unwrap());
     // The conns run has no JetStream section: its cell is empty, and the reverse.
     assert!(acks.contains("data-input=\"conns.json\" data-metric=\"jetstream\"></td>"));
     let up = row("conns", "connections");

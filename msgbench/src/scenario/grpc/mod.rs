@@ -194,14 +194,13 @@ impl Describe for Params {
         )
     }
 
-    /// "unary log.v1.Log/Append at http://127.0.0.1:50051".
-    fn target(&self, server: &ServerMeta) -> String {
-        format!(
-            "{} {} at {}",
-            self.kind.unwrap_or("unary"),
-            self.call,
-            server.url
-        )
+    /// "unary log.v1.Log/Append at http://127.0.0.1:50051": the method as the run resolved
+    /// it, where the result has its section.
+    fn target(&self, r: &RunResult) -> String {
+        let g = r.own.get::<crate::result::GrpcReport>();
+        let kind = g.map_or(self.kind.unwrap_or("unary"), |g| g.kind);
+        let method = g.map_or(self.call.as_str(), |g| g.method.as_str());
+        format!("{kind} {method} at {}", r.server.url)
     }
 
     fn title(&self) -> &'static str {
