@@ -11,18 +11,15 @@
 //! significantly worse by more than PCT. With single runs there is no significance to ask for,
 //! so the gate then judges the point estimate alone, and says so.
 //!
-//! One file for one command: its code is the first 585 lines, and the rest are its tests (the
-//! layers test counts only the code, against its 600-line limit).
-//!
 //! A line of the text output shows one statistic: the two figures either side of its arrow are
 //! the centres its ratio divides (geometric means for the log method, means otherwise), printed
 //! with as many digits as it takes for NEW ÷ BASE of the figures as printed to give the factor
 //! printed and its direction. A reader can check every line by dividing; the medians, which the
 //! ratio does not come from, stay in the JSON.
 //!
-//! One responsibility, the comparison and its text: 582 lines before its tests, under the 600 a
-//! file aims for; the rest of the file is its tests (the 3,000-case check that every printed
-//! line divides to its ratio among them).
+//! One responsibility, one command: the comparison and its text. Its code is the first 582
+//! lines, under the 600 the layers test allows; the rest of the file is its tests (the
+//! 3,000-case check that every printed line divides to its ratio among them).
 
 use std::io::Write;
 
