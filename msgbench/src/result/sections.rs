@@ -89,6 +89,12 @@ pub struct JsReport {
     pub unacked_stored: Option<u64>,
     /// Every stream reconciled.
     pub reconciled: bool,
+    /// Where `reconciled` is false: whether what kept the streams from reconciling is allowed
+    /// (writes stored without an acknowledgement, each explained, and no acknowledged write
+    /// lost or duplicated; [`JsReport::unreconciled`]), as judged with the run's durability
+    /// verdict. A reader of the file sees the run's own judgement here, which the section's
+    /// figures alone cannot give. Null where the streams reconciled, or no verdict judged them.
+    pub unacked_allowed: Option<bool>,
     pub streams: Vec<StreamReport>,
     /// The streams' persist mode as the server reports it after creating them (`default` or
     /// `async`); null where it was not read.
@@ -110,6 +116,7 @@ impl JsReport {
             stored: known(|s| s.stored),
             unacked_stored: known(|s| s.unacked_stored),
             reconciled: streams.iter().all(|s| s.reconciled),
+            unacked_allowed: None,
             streams,
             persist: None,
         }

@@ -212,6 +212,26 @@ fn acks_lost_with_the_connection(s: &TestServer, stream: &str, plant: bool) -> (
     (out, v)
 }
 
+/// The HTML report's "JetStream acks" row for the result `v`, drawn from its file as a user
+/// would: the verdict it shows must be the one the run exited with.
+fn acks_row(v: &Value) -> String {
+    let dir = scratch_dir("fates-report");
+    let (json, html) = (dir.join("result.json"), dir.join("report.html"));
+    std::fs::write(&json, v.to_string()).unwrap();
+    let out = support::run(&[
+        "report",
+        json.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let page = std::fs::read_to_string(&html).unwrap();
+    let start = page
+        .find("<th scope=\"row\">JetStream acks</th>")
+        .expect("the report has a JetStream acks row");
+    page[start..start + page[start..].find("</tr>").unwrap()].to_string()
+}
+
 #[test]
 fn writes_stored_without_an_acknowledgement_lost_with_the_connection_are_explained_and_pass() {
     // The user's own server, no fault injected by msgbench: what explains the writes is what
@@ -248,6 +268,22 @@ fn writes_stored_without_an_acknowledgement_lost_with_the_connection_are_explain
         "{text}"
     );
     assert!(text.contains("lost in flight"), "{text}");
+    // The file carries the run's judgement, and the report shows it: allowed, not "not
+    // reconciled" beside exit 0.
+    assert_eq!(v["jetstream"]["reconciled"], false, "{}", v["jetstream"]);
+    assert_eq!(
+        v["jetstream"]["unacked_allowed"], true,
+        "{}",
+        v["jetstream"]
+    );
+    let row = acks_row(&v);
+    assert!(
+        row.contains(&format!(
+            "({} without an acknowledgement), <span class=\"pass\">✓ explained, allowed</span>",
+            grouped(u(&v["jetstream"]["unacked_stored"]))
+        )),
+        "{row}"
+    );
 }
 
 #[test]
@@ -272,6 +308,16 @@ fn a_write_another_client_stored_during_the_run_is_unexplained_and_fails_it() {
     );
     assert!(text.contains("!! NOT RECONCILED"), "{text}");
     assert!(text.contains("no publish of this run"), "{text}");
+    assert_eq!(
+        v["jetstream"]["unacked_allowed"], false,
+        "{}",
+        v["jetstream"]
+    );
+    let row = acks_row(&v);
+    assert!(
+        row.contains("<span class=\"fail\">✗ not reconciled</span>"),
+        "{row}"
+    );
 }
 
 #[test]

@@ -617,3 +617,33 @@ fn each_runs_own_sections_are_rows_as_their_scenarios_show_them() {
     // Keys no scenario shows (the run's plan, its agents) add no row.
     assert!(!html.contains("data-metric=\"schema\""));
 }
+
+#[test]
+fn a_stream_unreconciled_only_by_writes_the_run_allowed_reads_as_allowed() {
+    // The run judged the writes stored without an acknowledgement explained, and exited 0:
+    // the row must not say "not reconciled". An older file, without the judgement, still does.
+    let with = |allowed: serde_json::Value| {
+        let mut js = full_result();
+        js["scenario"] = "js.pub".into();
+        js["jetstream"] = serde_json::json!({"acked": 1200, "stored": 1204,
+            "unacked_stored": 4, "reconciled": false, "unacked_allowed": allowed});
+        render(&[doc("js.json", js)]).unwrap()
+    };
+    let allowed = with(true.into());
+    assert!(
+        allowed.contains(
+            "1,200 acked, 1,204 stored (4 without an acknowledgement), \
+             <span class=\"pass\">✓ explained, allowed</span>"
+        ),
+        "{allowed}"
+    );
+    for judged in [false.into(), serde_json::Value::Null] {
+        let html = with(judged);
+        assert!(
+            html.contains(
+                "1,200 acked, 1,204 stored, <span class=\"fail\">✗ not reconciled</span>"
+            ),
+            "{html}"
+        );
+    }
+}

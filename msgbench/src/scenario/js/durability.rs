@@ -308,6 +308,14 @@ pub(super) fn judge(result: &mut RunResult, d: Durability) {
         p.lost = 0;
     }
     result.own.put(d);
+    // The verdict written beside the figures, for what reads the file (a report): the same
+    // judgement the exit status makes.
+    let allowed = (result.own.get::<JsReport>())
+        .filter(|js| !js.reconciled)
+        .map(|js| !js.unreconciled(result));
+    if let Some(js) = result.own.get_mut::<JsReport>() {
+        js.unacked_allowed = allowed;
+    }
 }
 
 /// The publishes not acknowledged, by why: refusals by the error kind the server answered
