@@ -219,8 +219,8 @@ pub struct ReplyOptions {
     pub duration: Duration,
     pub server: ServerChoice,
     pub conn: crate::options::conn::ConnOptions,
-    /// Who hears that the service is up: once every responder has sent its subscription (a
-    /// process started then takes far longer to connect than the server to read them).
+    /// Who hears that the service is up: once the server has confirmed every responder's
+    /// subscription.
     pub announce: Announce,
 }
 

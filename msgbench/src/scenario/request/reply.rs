@@ -20,7 +20,7 @@ use crate::stats::timeline::Meter;
 use crate::wire::proto;
 
 /// The queue group responders join, so each request is answered once.
-use super::connect::{connect_to, subscribe};
+use super::connect::connect_to;
 use super::run::QUEUE;
 
 /// Runs `msgbench reply`: responders in a queue group until the count or the time is reached.
@@ -56,11 +56,14 @@ pub fn run_reply(
     let served = &served_meter.msgs;
     let runs: Vec<ClientRun> = std::thread::scope(|s| -> Result<_> {
         let (mut threads, mut readers) = (Vec::new(), Vec::new());
-        for c in conns {
-            let Conn { reader, shared, .. } = c;
+        for mut c in conns {
             let mut cmd = Vec::new();
             proto::encode_sub(&mut cmd, &opts.subject, Some(QUEUE), 1);
-            subscribe(&shared, cmd)?;
+            // Confirmed by a PONG: "up" must mean the server routes requests here, or the first
+            // requests of a run started on hearing it would find no responder. (A request that
+            // comes before the PONG is not answered: nobody was told yet that the service is up.)
+            c.subscribe_and_confirm(&cmd, opts.conn.dial.connect_timeout)?;
+            let Conn { reader, shared, .. } = c;
             readers.push((reader, shared));
         }
         // Every responder is subscribed; on agents, the service starts with the others'.
@@ -122,8 +125,8 @@ pub fn run_reply(
 }
 
 /// `request` under `msgbench compare`: the drivers are measured against msgbench's own echo
-/// service, as the native run is. The service runs beside the driver, which starts once every
-/// responder has sent its subscription, and stops when the driver is done.
+/// service, as the native run is. The service runs beside the driver, which starts once the
+/// server has confirmed every responder's subscription, and stops when the driver is done.
 #[derive(Debug)]
 pub(super) struct Echo(pub(super) ReplyOptions);
 
