@@ -216,16 +216,9 @@ fn acks_lost_with_the_connection(s: &TestServer, stream: &str, plant: bool) -> (
 /// would: the verdict it shows must be the one the run exited with.
 fn acks_row(v: &Value) -> String {
     let dir = scratch_dir("fates-report");
-    let (json, html) = (dir.join("result.json"), dir.join("report.html"));
+    let json = dir.join("result.json");
     std::fs::write(&json, v.to_string()).unwrap();
-    let out = support::run(&[
-        "report",
-        json.to_str().unwrap(),
-        "-o",
-        html.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let page = std::fs::read_to_string(&html).unwrap();
+    let page = support::report_page(&json);
     let start = page
         .find("<th scope=\"row\">JetStream acks</th>")
         .expect("the report has a JetStream acks row");

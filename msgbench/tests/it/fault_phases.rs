@@ -9,7 +9,7 @@
 //! stream stored, which differs by the late ones), and the structure of each phase; no timing
 //! is asserted (the figures belong to the machine).
 
-use crate::support::{run, run_json, schema_errors, scratch_dir, stderr, u};
+use crate::support::{self, run_json, schema_errors, scratch_dir, stderr, u};
 use serde_json::Value;
 
 /// A phase's count: 0 for a null phase (no publish due in it was acknowledged).
@@ -95,15 +95,7 @@ fn killing_and_restarting_the_leader_gives_each_fault_phases_that_add_up_to_what
     // The report marks each fault where the timeline places it, and lists its figures.
     let json = dir.join("run.json");
     std::fs::write(&json, serde_json::to_vec(&v).unwrap()).unwrap();
-    let html = dir.join("report.html");
-    let out = run(&[
-        "report",
-        json.to_str().unwrap(),
-        "-o",
-        html.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let page = std::fs::read_to_string(&html).unwrap();
+    let page = support::report_page(&json);
     let start = v["timeline"]["load_start_s"].as_f64().unwrap();
     let chart = svg_of(&page, "throughput-timeline");
     for (e, name) in events.iter().zip(["kill-leader", "restart-leader"]) {

@@ -504,7 +504,7 @@ fn a_bucket_that_exists_is_used_as_it_is_unless_its_settings_are_given() {
 fn a_js_pub_run_names_its_series_publishes_and_acknowledgements_everywhere() {
     let s = TestServer::start();
     let dir = support::scratch_dir("js-series");
-    let (json, html) = (dir.join("r.json"), dir.join("r.html"));
+    let json = dir.join("r.json");
     let out = run(&[
         "js",
         "pub",
@@ -531,14 +531,7 @@ fn a_js_pub_run_names_its_series_publishes_and_acknowledgements_everywhere() {
             .all(|l| l.contains("  publishes ") && l.contains("  acknowledgements ")),
         "{err}"
     );
-    let out = run(&[
-        "report",
-        json.to_str().unwrap(),
-        "-o",
-        html.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let page = std::fs::read_to_string(&html).unwrap();
+    let page = support::report_page(&json);
     assert!(
         page.contains(">acknowledgements/s</th>"),
         "no acknowledgements row"

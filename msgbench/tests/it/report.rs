@@ -21,7 +21,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::{run, schema_errors_in, scratch_dir, stderr, TestServer};
+use crate::support::{self, run, schema_errors_in, scratch_dir, stderr, TestServer};
 use crate::webdriver::{browser_available, Browser};
 use base64::Engine as _;
 use serde_json::{json, Value};
@@ -1135,14 +1135,8 @@ pub(crate) fn server_events_drawn_in_a_real_browser(v: &Value, injected: f64) {
     let dir = scratch_dir("report-events");
     let json_path = dir.join("kill.json");
     std::fs::write(&json_path, serde_json::to_vec(v).unwrap()).unwrap();
-    let html_path = dir.join("kill.html");
-    let out = run(&[
-        "report",
-        json_path.to_str().unwrap(),
-        "-o",
-        html_path.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    support::report_page(&json_path);
+    let html_path = json_path.with_extension("html");
     let Some(programs) =
         browser_available("report server-events browser test", "report-events-browser")
     else {

@@ -221,6 +221,20 @@ pub fn run(args: &[&str]) -> Output {
     bin().args(args).output().expect("msgbench runs")
 }
 
+/// The HTML report `msgbench report` draws from the result file `json`, written beside it
+/// (`json` with the extension `html`).
+pub fn report_page(json: &Path) -> String {
+    let html = json.with_extension("html");
+    let out = run(&[
+        "report",
+        json.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    std::fs::read_to_string(&html).unwrap()
+}
+
 /// Runs msgbench with `--json -` added and parses stdout.
 pub fn run_json(args: &[&str]) -> (Output, serde_json::Value) {
     let mut all = args.to_vec();
