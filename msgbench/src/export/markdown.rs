@@ -104,18 +104,15 @@ fn message_rows(row: &mut impl FnMut(&str, String), r: &RunResult) {
         }
         row("latency max", latency_cell(l, "max_ns", l.max_ns));
     }
+    // The text's own words, so the two never disagree on what was counted.
     let d = &r.delivery;
-    let opt = |v: Option<u64>| v.map_or("unknown".to_string(), group);
     row(
         "delivery",
-        format!(
-            "{} of {} received, lost {}, duplicated {}, reordered {}",
-            group(d.received),
-            group(d.expected),
-            group(d.lost),
-            opt(d.duplicated),
-            opt(d.reordered)
-        ),
+        if d.accounting == "none" {
+            super::text::delivery_unchecked(r)
+        } else {
+            super::text::delivery_clause(d)
+        },
     );
 }
 
@@ -145,6 +142,36 @@ mod tests {
             &ErrorCounts::default(),
             false,
         )
+    }
+
+    #[test]
+    fn the_delivery_row_shows_a_count_the_run_did_not_take_as_such_never_as_0() {
+        let md = |r: &RunResult| String::from_utf8(Markdown.serialize(r)).unwrap();
+        // A publisher alone: what it sent, and that nobody here counted arrivals.
+        let mut r = run("pub");
+        (r.delivery.sent, r.delivery.accounting) = (1000, "none");
+        r.delivery.unmeasured = crate::stats::delivery::Unmeasured::ARRIVALS;
+        assert!(
+            md(&r).contains(
+                "| delivery | 1,000 sent; not checked here (this run has no subscriber of its own) |"
+            ),
+            "{}",
+            md(&r)
+        );
+        // A subscriber for a time, without stamps: no count was owed, nothing tells a loss.
+        let mut r = run("sub");
+        (r.delivery.received, r.delivery.accounting) = (800, "count");
+        r.delivery.unmeasured = crate::stats::delivery::Unmeasured {
+            received: false,
+            ..crate::stats::delivery::Unmeasured::ALL
+        };
+        assert!(
+            md(&r).contains(
+                "| delivery | received 800, lost unknown, duplicated unknown, reordered unknown |"
+            ),
+            "{}",
+            md(&r)
+        );
     }
 
     #[test]

@@ -21,6 +21,8 @@ const WORDS: usize = (WINDOW / 64) as usize;
 pub struct SeqTracker {
     /// One past the highest sequence seen.
     next: u64,
+    /// The lowest sequence seen; `u64::MAX` before any.
+    first: u64,
     /// Bit `s % WINDOW` is set when sequence `s` (within the window below `next`) was seen.
     seen: Box<[u64; WORDS]>,
     pub unique: u64,
@@ -33,6 +35,7 @@ impl Default for SeqTracker {
     fn default() -> Self {
         Self {
             next: 0,
+            first: u64::MAX,
             seen: Box::new([0; WORDS]),
             unique: 0,
             duplicated: 0,
@@ -52,6 +55,7 @@ impl SeqTracker {
     /// Records one arrival of `seq`.
     #[inline]
     pub fn record(&mut self, seq: u64) {
+        self.first = self.first.min(seq);
         if seq >= self.next {
             // Slots between the old high mark and `seq` now stand for newer sequences that have
             // not been seen: clear them. A jump of a whole window clears everything.
@@ -86,6 +90,12 @@ impl SeqTracker {
     /// One past the highest sequence seen: every sequence below it was sent.
     pub fn high_mark(&self) -> u64 {
         self.next
+    }
+
+    /// The lowest sequence seen: where a subscriber that may have joined a publisher's stream
+    /// late starts counting it (0 before any).
+    pub fn first(&self) -> u64 {
+        self.first.min(self.next)
     }
 }
 
@@ -226,16 +236,39 @@ pub struct Delivery {
     pub unmeasured: Unmeasured,
 }
 
+/// The four counts of a delivery section as the run took them: None where it could not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    pub sent: Option<u64>,
+    pub expected: Option<u64>,
+    pub received: Option<u64>,
+    pub lost: Option<u64>,
+}
+
+impl Delivery {
+    /// The counts as measured, each None where [`Delivery::unmeasured`] says the run could not
+    /// take it: what the result file writes, and what every output shows.
+    pub fn counts(&self) -> Counts {
+        let count = |skip: bool, n: u64| (!skip).then_some(n);
+        let u = self.unmeasured;
+        Counts {
+            sent: count(u.sent, self.sent),
+            expected: count(u.expected, self.expected),
+            received: count(u.received, self.received),
+            lost: count(u.lost, self.lost),
+        }
+    }
+}
+
 impl Serialize for Delivery {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let count = |skip: bool, n: u64| (!skip).then_some(n);
-        let u = self.unmeasured;
+        let c = self.counts();
         let mut m = s.serialize_map(None)?;
-        m.serialize_entry("sent", &count(u.sent, self.sent))?;
-        m.serialize_entry("expected", &count(u.expected, self.expected))?;
-        m.serialize_entry("received", &count(u.received, self.received))?;
-        m.serialize_entry("lost", &count(u.lost, self.lost))?;
+        m.serialize_entry("sent", &c.sent)?;
+        m.serialize_entry("expected", &c.expected)?;
+        m.serialize_entry("received", &c.received)?;
+        m.serialize_entry("lost", &c.lost)?;
         m.serialize_entry("duplicated", &self.duplicated)?;
         m.serialize_entry("reordered", &self.reordered)?;
         m.serialize_entry("unstamped", &self.unstamped)?;
@@ -266,8 +299,11 @@ pub struct PublisherDelivery {
 pub enum Expectation<'a> {
     /// This run's publishers sent these counts (index = publisher id), under this run tag.
     Published { run_tag: u16, sent: &'a [u64] },
-    /// Publishers are elsewhere; each subscriber expected this many messages.
-    PerSubscriber(u64),
+    /// Publishers are elsewhere, started before this run or after it: each subscriber expected
+    /// this many messages, or (listening for a time) no count. Each publisher's sequences are
+    /// counted from the first one a subscriber saw: those before it may have been sent before
+    /// the subscriber was there, and are not owed to it.
+    PerSubscriber(Option<u64>),
 }
 
 /// Combines subscriber logs with what was sent into the result's delivery section.
@@ -341,20 +377,22 @@ pub fn summarize(subs: &[(u64, &DeliveryLog)], expect: &Expectation<'_>) -> Deli
             }
         }
         Expectation::PerSubscriber(each) => {
-            let expected = each * n_subs;
-            // Stamps still bound what was sent: every sequence below a publisher's high mark
-            // was published. Losses beyond the highest sequence seen are only visible in totals.
+            let expected = each.map_or(0, |e| e * n_subs);
+            // Stamps still bound what was sent: every sequence of a publisher from the first
+            // any subscriber saw to the highest was published. Losses beyond the highest
+            // sequence seen are only visible in totals.
             let sent = subs
                 .iter()
                 .flat_map(|(_, l)| l.trackers())
                 .fold(std::collections::BTreeMap::new(), |mut m, (k, t)| {
-                    let e = m.entry(*k).or_insert(0u64);
-                    *e = (*e).max(t.high_mark());
+                    let (first, high) = m.entry(*k).or_insert((u64::MAX, 0u64));
+                    (*first, *high) = ((*first).min(t.first()), (*high).max(t.high_mark()));
                     m
                 })
                 .values()
+                .map(|(first, high)| high - first)
                 .sum::<u64>();
-            if stamped {
+            let mut d = if stamped {
                 Delivery {
                     sent,
                     expected,
@@ -370,8 +408,15 @@ pub fn summarize(subs: &[(u64, &DeliveryLog)], expect: &Expectation<'_>) -> Deli
                     unmeasured: Unmeasured::default(),
                 }
             } else {
-                count_only(sent, expected, received, lost, unstamped)
-            }
+                // Without every stamp, what was sent is not known; without an expected count
+                // either, neither is what was lost.
+                let mut d = count_only(sent, expected, received, lost, unstamped);
+                d.unmeasured.sent = true;
+                d.unmeasured.lost = each.is_none();
+                d
+            };
+            d.unmeasured.expected = each.is_none();
+            d
         }
     }
 }
@@ -405,16 +450,18 @@ pub fn missed_by_subscriber(subs: &[(u64, &DeliveryLog)], expect: &Expectation<'
                 sent.iter().sum::<u64>().saturating_sub(*received)
             }
             Expectation::PerSubscriber(each) if stamped => {
-                // Every sequence below a publisher's high mark was sent: a gap is certain loss
-                // even when the expected count was met.
+                // Every sequence between the first and the highest seen of a publisher was
+                // sent: a gap is certain loss even when the expected count was met.
                 let unique: u64 = log.trackers().map(|(_, t)| t.unique).sum();
                 let gaps: u64 = log
                     .trackers()
-                    .map(|(_, t)| t.high_mark().saturating_sub(t.unique))
+                    .map(|(_, t)| (t.high_mark() - t.first()).saturating_sub(t.unique))
                     .sum();
-                each.saturating_sub(unique).max(gaps)
+                each.unwrap_or(0).saturating_sub(unique).max(gaps)
             }
-            Expectation::PerSubscriber(each) => each.saturating_sub(*received),
+            // Without stamps and without an expected count, nothing tells a loss: 0 here, and
+            // `lost` unmeasured in the summary.
+            Expectation::PerSubscriber(each) => each.map_or(0, |e| e.saturating_sub(*received)),
         })
         .collect()
 }
@@ -567,11 +614,11 @@ mod tests {
         }
         let subs = [(5, &gappy), (10, &a)];
         assert_eq!(
-            missed_by_subscriber(&subs, &Expectation::PerSubscriber(6)),
+            missed_by_subscriber(&subs, &Expectation::PerSubscriber(Some(6))),
             vec![2, 0]
         );
         assert_eq!(
-            missed_by_subscriber(&subs, &Expectation::PerSubscriber(25)),
+            missed_by_subscriber(&subs, &Expectation::PerSubscriber(Some(25))),
             vec![20, 5]
         );
     }
@@ -615,10 +662,47 @@ mod tests {
             a.record(stamp(0, s));
         }
         // Expected 10: 5 unique arrived -> 5 lost (of which 2 are gaps below the high mark).
-        let d = summarize(&[(5, &a)], &Expectation::PerSubscriber(10));
+        let d = summarize(&[(5, &a)], &Expectation::PerSubscriber(Some(10)));
         assert_eq!((d.sent, d.expected, d.lost), (7, 10, 5));
         // Expected only 5 but a gap of 2 is certain loss.
-        let d = summarize(&[(5, &a)], &Expectation::PerSubscriber(5));
+        let d = summarize(&[(5, &a)], &Expectation::PerSubscriber(Some(5)));
         assert_eq!(d.lost, 2);
+    }
+
+    #[test]
+    fn a_subscriber_that_joined_a_stream_late_is_owed_nothing_sent_before_it() {
+        // A publisher elsewhere had sent 1,000 messages before this subscriber was there: it
+        // sees 1000..1010, less 1004.
+        let mut late = DeliveryLog::new(None);
+        for s in (1000..1010).filter(|s| *s != 1004) {
+            late.record(stamp(0, s));
+        }
+        for each in [Some(9), None] {
+            let d = summarize(&[(9, &late)], &Expectation::PerSubscriber(each));
+            let c = d.counts();
+            assert_eq!((c.sent, c.lost), (Some(10), Some(1)), "{each:?}");
+            assert_eq!(
+                missed_by_subscriber(&[(9, &late)], &Expectation::PerSubscriber(each)),
+                vec![1]
+            );
+            // Listening for a time, no count was owed: expected is not a figure.
+            assert_eq!(c.expected, each.map(|_| 9), "{each:?}");
+        }
+    }
+
+    #[test]
+    fn unstamped_messages_for_a_time_leave_what_was_sent_and_lost_unmeasured() {
+        let mut plain = DeliveryLog::new(None);
+        for _ in 0..8 {
+            plain.record(None);
+        }
+        let c = summarize(&[(8, &plain)], &Expectation::PerSubscriber(None)).counts();
+        assert_eq!(
+            (c.sent, c.expected, c.received, c.lost),
+            (None, None, Some(8), None)
+        );
+        // With a count owed, the shortfall is a loss; what was sent is still not known.
+        let c = summarize(&[(8, &plain)], &Expectation::PerSubscriber(Some(10))).counts();
+        assert_eq!((c.sent, c.expected, c.lost), (None, Some(10), Some(2)));
     }
 }

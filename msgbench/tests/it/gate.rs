@@ -46,7 +46,7 @@ fn passing_gates_exit_0_and_are_reported() {
     assert!(table.starts_with("**msgbench pubsub**"), "{table}");
     assert!(table.contains("| figure | value |\n|---|---|\n"), "{table}");
     assert!(
-        table.contains("| delivery | 20,000 of 20,000 received, lost 0,"),
+        table.contains("| delivery | received 20,000 of 20,000 expected, lost 0,"),
         "{table}"
     );
     assert!(table.contains("| pub (1 client) |"), "{table}");

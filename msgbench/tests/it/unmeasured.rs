@@ -334,3 +334,80 @@ fn conns_without_checks_or_a_restart_has_no_misses_or_herd() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
 }
+
+/// A `msgbench pub` at a rate into `subject` for long enough, once its first second has been
+/// sent: a subscriber started now joins a stream already under way. `payload` makes its
+/// messages unstamped.
+fn publishing(s: &TestServer, subject: &str, payload: Option<&str>) -> std::process::Child {
+    let dir = support::scratch_dir("unmeasured-late");
+    let ticks = dir.join("ticks.jsonl");
+    let mut args = vec![
+        "pub",
+        "--server",
+        &s.url,
+        "--rate",
+        "1000",
+        "--duration",
+        "60s",
+        "--subject",
+        subject,
+        "--no-progress",
+        "--stream-stats",
+        ticks.to_str().unwrap(),
+    ];
+    if let Some(p) = payload {
+        args.extend(["--payload", p]);
+    }
+    let mut child = support::spawn_piped(&args);
+    support::wait_for_tick(&ticks, &mut child, |t| {
+        support::tick_f(t, "sent_per_sec") > 0.0
+    });
+    child
+}
+
+#[test]
+fn a_subscriber_for_a_time_owes_no_count_and_what_was_sent_before_it_joined_is_not_lost() {
+    let s = TestServer::start();
+    // Stamped: loss is the gaps from the first message seen of each publisher; the thousand
+    // sent before the subscriber was there are not lost, and no count was expected.
+    let mut publisher = publishing(&s, "late.stamped", None);
+    let args = [
+        "sub",
+        "--server",
+        &s.url,
+        "--duration",
+        "1s",
+        "--subject",
+        "late.stamped",
+    ];
+    check(&args, "lost", &with(true, &["shortfall_pct"]));
+    let (out, v) = run_json(&[&args[..], &["--threshold", "lost==0"]].concat());
+    let _ = publisher.kill();
+    let d = &v["delivery"];
+    assert_eq!(out.status.code(), Some(0), "{d}: {}", stderr(&out));
+    assert!(d["expected"].is_null(), "{d}");
+    assert!(support::u(&d["received"]) > 0, "{d}");
+    assert_eq!(support::u(&d["sent"]), support::u(&d["received"]), "{d}");
+    // Unstamped: nothing tells what was sent or lost.
+    let dir = support::scratch_dir("unmeasured-payload");
+    let payload = dir.join("payload");
+    std::fs::write(&payload, b"12345678").unwrap();
+    let mut publisher = publishing(&s, "late.plain", payload.to_str());
+    check(
+        &[
+            "sub",
+            "--server",
+            &s.url,
+            "--duration",
+            "1s",
+            "--subject",
+            "late.plain",
+        ],
+        "received",
+        &with(
+            true,
+            &["sent", "lost", "duplicated", "reordered", "shortfall_pct"],
+        ),
+    );
+    let _ = publisher.kill();
+}

@@ -2,6 +2,7 @@
 //! connections (reconnects, slow consumers). A scenario's own sections (JetStream's
 //! reconciliation with the stream) are its own, asked of its parameters.
 
+use crate::stats::delivery::Delivery;
 use std::fmt::Write;
 
 use super::*;
@@ -123,50 +124,78 @@ pub(super) fn connections(o: &mut String, r: &RunResult) {
 pub(super) fn delivery(o: &mut String, r: &RunResult) {
     let d = &r.delivery;
     if d.accounting == "none" {
-        // Nothing in this process subscribed, so delivery was not checked here; whoever
-        // received (a `sub` or requesters elsewhere) counts it on their side.
-        let line = if r.scenario == "reply" {
-            format!(
-                "Delivery: answered {}; the requesters count the round trips",
-                crate::format::counted(d.received, "request")
-            )
-        } else {
-            format!(
-                "Delivery: {} sent; not checked here (this run has no subscriber of its own)",
-                group(d.sent)
-            )
-        };
-        let _ = writeln!(o, "{line}");
+        let _ = writeln!(o, "Delivery: {}", unchecked(r));
         return;
     }
-    let opt = |v: Option<u64>| v.map_or("unknown".to_string(), group);
-    let _ = writeln!(
-        o,
-        "Delivery ({}): received {} of {} expected, lost {}, duplicated {}, reordered {}",
-        d.accounting,
-        group(d.received),
-        group(d.expected),
-        group(d.lost),
-        opt(d.duplicated),
-        opt(d.reordered)
-    );
+    let _ = writeln!(o, "Delivery ({}): {}", d.accounting, clause(d));
+    let c = d.counts();
     if d.accounting == "count" {
         let _ = writeln!(
             o,
-            "  messages carry no stamp (size < 16 B or --payload): loss is counted from totals"
+            "  messages carry no stamp (size < 16 B or --payload): {}",
+            if c.lost.is_some() {
+                "loss is counted from totals"
+            } else {
+                "with no count expected either, loss is not known"
+            }
         );
     }
-    if d.lost > 0 {
-        let pct = if d.expected > 0 {
-            100.0 * d.lost as f64 / d.expected as f64
-        } else {
-            100.0
-        };
-        let _ = writeln!(
-            o,
-            "!! LOSS: {} of {} expected messages were not delivered ({pct:.2}%) !!",
-            group(d.lost),
-            group(d.expected)
-        );
+    match (c.lost, c.expected) {
+        (Some(lost @ 1..), Some(expected)) => {
+            let pct = if expected > 0 {
+                100.0 * lost as f64 / expected as f64
+            } else {
+                100.0
+            };
+            let _ = writeln!(
+                o,
+                "!! LOSS: {} of {} expected messages were not delivered ({pct:.2}%) !!",
+                group(lost),
+                group(expected)
+            );
+        }
+        (Some(lost @ 1..), None) => {
+            let _ = writeln!(
+                o,
+                "!! LOSS: {} messages were not delivered (gaps in their publishers' sequences) !!",
+                group(lost)
+            );
+        }
+        _ => {}
+    }
+}
+
+/// What arrived against what was owed, each count as measured: one that was not is
+/// "unknown" (and an expected count that was not is left out), never 0. The text's delivery
+/// line and the Markdown table's delivery row.
+pub(in crate::export) fn clause(d: &Delivery) -> String {
+    let c = d.counts();
+    let opt = |v: Option<u64>| v.map_or("unknown".to_string(), group);
+    let of = c
+        .expected
+        .map_or_else(String::new, |e| format!(" of {} expected", group(e)));
+    format!(
+        "received {}{of}, lost {}, duplicated {}, reordered {}",
+        opt(c.received),
+        opt(c.lost),
+        opt(d.duplicated),
+        opt(d.reordered)
+    )
+}
+
+/// Delivery where nothing in this process received the messages (`accounting` "none"):
+/// whoever did (a `sub`, requesters elsewhere) counts it on their side.
+pub(in crate::export) fn unchecked(r: &RunResult) -> String {
+    let d = &r.delivery;
+    match d.counts().sent {
+        _ if r.scenario == "reply" => format!(
+            "answered {}; the requesters count the round trips",
+            crate::format::counted(d.received, "request")
+        ),
+        Some(sent) => format!(
+            "{} sent; not checked here (this run has no subscriber of its own)",
+            group(sent)
+        ),
+        None => "not counted (this run's load is not messages of its own)".to_string(),
     }
 }

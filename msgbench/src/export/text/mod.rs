@@ -24,6 +24,7 @@ mod stages;
 
 use agents::agents;
 use clients::role_detail;
+pub(super) use delivery::{clause as delivery_clause, unchecked as delivery_unchecked};
 use delivery::{connections, delivery};
 pub use latency::calibration;
 use latency::{latency, pacing, proxy_cost};

@@ -123,15 +123,20 @@ fn delivery(run: &Run<'_>, m: &Measured, sent: &[u64]) -> (Delivery, Vec<(u32, u
                     run_tag: run.run_tag,
                     sent,
                 },
-                (_, Stop::Count(n)) => Expectation::PerSubscriber(n),
-                // `sub --duration` has no expected count; what arrived is what was expected.
-                (_, Stop::For(_)) => Expectation::PerSubscriber(0),
+                (_, Stop::Count(n)) => Expectation::PerSubscriber(Some(n)),
+                // `sub --duration` is owed no count: only the stamps' gaps tell a loss.
+                (_, Stop::For(_)) => Expectation::PerSubscriber(None),
             };
-            let ids = m.subs.iter().map(|r| r.out.run.id);
-            let missed: Vec<(u32, u64)> = ids
-                .zip(delivery::missed_by_subscriber(&logs, &expect))
-                .collect();
-            (delivery::summarize(&logs, &expect), missed)
+            let summary = delivery::summarize(&logs, &expect);
+            // Each subscriber's misses, where loss was counted at all.
+            let missed: Vec<(u32, u64)> = if summary.counts().lost.is_some() {
+                let ids = m.subs.iter().map(|r| r.out.run.id);
+                ids.zip(delivery::missed_by_subscriber(&logs, &expect))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            (summary, missed)
         }
     }
 }
