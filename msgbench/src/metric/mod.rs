@@ -345,11 +345,20 @@ impl Metric {
                     "no reading of every server's CPU came with messages moving"
                 })
             }
-            Kind::ServerEvents => doc
-                .pointer("/server_side/events")
-                .and_then(Value::as_array)
-                .map(|e| e.len() as f64)
-                .ok_or("no server was sampled in this run (--server-monitor)"),
+            Kind::ServerEvents => {
+                let side = (doc.get("server_side").filter(|v| !v.is_null()))
+                    .ok_or("no server was sampled in this run (--server-monitor)")?;
+                // Events are counted only where every server was read: one whose monitor never
+                // answered had events nobody saw.
+                let all_read = (side.get("servers").and_then(Value::as_array))
+                    .is_some_and(|s| s.iter().all(|s| s["answered"].as_u64() > Some(0)));
+                if !all_read {
+                    return Err("a server's monitor never answered in this run");
+                }
+                (side.get("events").and_then(Value::as_array))
+                    .map(|e| e.len() as f64)
+                    .ok_or("no server was sampled in this run (--server-monitor)")
+            }
             Kind::Errors => doc
                 .get("errors")
                 .and_then(Value::as_object)
@@ -575,6 +584,13 @@ mod tests {
         assert_eq!(
             read("server_cpu_per_msg", &unread),
             Err("no reading of every server's CPU came with messages moving")
+        );
+        // A server whose monitor never answered had events nobody saw: not 0.
+        let never = json!({"server_side": {"events": [], "cpu_ns_per_msg": null, "servers": [
+            {"name": "n1", "answered": 12}, {"name": "n2", "answered": 0}]}});
+        assert_eq!(
+            read("server_events", &never),
+            Err("a server's monitor never answered in this run")
         );
         let none = json!({"throughput": {"msgs_per_sec": 5.0}});
         for n in ["server_cpu_per_msg", "server_events"] {

@@ -181,7 +181,7 @@ fn an_endpoint_that_is_not_a_nats_monitor_is_refused_before_the_load() {
 }
 
 #[test]
-fn a_monitor_that_does_not_answer_is_one_warning_and_null_figures() {
+fn a_monitor_that_does_not_answer_is_one_warning_and_null_figures_and_no_event_count() {
     let s = TestServer::start();
     let url = format!("http://127.0.0.1:{}", dead_port());
     let (out, v) = run_json(&[
@@ -192,9 +192,17 @@ fn a_monitor_that_does_not_answer_is_one_warning_and_null_figures() {
         &url,
         "--duration",
         "2s",
+        "--threshold",
+        "server_events==0",
     ]);
     let err = stderr(&out);
-    assert!(out.status.success(), "{err}");
+    // Events on a server never read are not "none": the gate fails as not measured.
+    assert_eq!(out.status.code(), Some(8), "{err}");
+    assert!(
+        err.contains("FAIL server_events==0 (not measured: a server's monitor never answered"),
+        "{err}"
+    );
+    assert!(err.contains("Server events: not known (never read: "), "{err}");
     assert_eq!(schema_errors(&v), Vec::<String>::new());
     let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("warning:")).collect();
     assert_eq!(warnings.len(), 1, "{err}");
@@ -208,6 +216,7 @@ fn a_monitor_that_does_not_answer_is_one_warning_and_null_figures() {
     );
     assert_eq!(u(&v["server_side"]["servers"][0]["answered"]), 0);
     assert!(u(&v["throughput"]["msgs"]) > 0, "the load went on");
+    assert_eq!(v["thresholds"][0]["measured"], serde_json::Value::Null);
 }
 
 #[test]

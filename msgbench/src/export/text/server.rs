@@ -66,8 +66,21 @@ pub(super) fn servers(o: &mut String, r: &RunResult) {
             duration_ns(ns)
         );
     }
+    let unread: Vec<&str> = (side.servers.iter())
+        .filter(|s| s.answered == 0)
+        .map(|s| s.name.as_str())
+        .collect();
     if side.events.is_empty() {
-        let _ = writeln!(o, "Server events: none seen");
+        if unread.is_empty() {
+            let _ = writeln!(o, "Server events: none seen");
+        } else {
+            // Not "none": a server never read had events nobody saw.
+            let _ = writeln!(
+                o,
+                "Server events: not known (never read: {})",
+                unread.join(", ")
+            );
+        }
         return;
     }
     let _ = writeln!(o, "Server events ({}):", side.events.len());
