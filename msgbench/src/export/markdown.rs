@@ -49,6 +49,19 @@ impl Exporter for Markdown {
                 row(&line.label, text);
             }
         }
+        if let Some(f) = &r.fault {
+            // A fault never injected fails the run unless allowed: the table says so too.
+            let (asked, missed) = (f.faults.len().max(1), f.missed());
+            let injected = format!("{} of {asked} injected", asked - missed);
+            row(
+                "faults",
+                match (missed, f.missed_allowed) {
+                    (0, _) => injected,
+                    (_, true) => format!("{injected}; allowed by --allow-missed-faults"),
+                    (_, false) => format!("{injected}; **{missed} never injected**"),
+                },
+            );
+        }
         let errors: Vec<String> = r.errors.iter().map(|(k, n)| format!("{k} {n}")).collect();
         row(
             "errors",
@@ -169,6 +182,39 @@ mod tests {
             md(&r).contains(
                 "| delivery | received 800, lost unknown, duplicated unknown, reordered unknown |"
             ),
+            "{}",
+            md(&r)
+        );
+    }
+
+    #[test]
+    fn a_fault_never_injected_is_a_failure_in_the_table_unless_allowed() {
+        use crate::stats::recovery::{FaultKind, FaultReport, FaultSpec, Owed};
+        let mut r = run("js.pub");
+        let spec = FaultSpec {
+            kind: FaultKind::Restart,
+            target: None,
+            at: std::time::Duration::from_secs(60),
+            hold: std::time::Duration::ZERO,
+            corrupt: None,
+        };
+        r.fault = Some(FaultReport::new(
+            spec,
+            None,
+            None,
+            &[],
+            (Owed::rate(1.0), 1.0),
+            0,
+        ));
+        let md = |r: &RunResult| String::from_utf8(Markdown.serialize(r)).unwrap();
+        assert!(
+            md(&r).contains("| faults | 0 of 1 injected; **1 never injected** |"),
+            "{}",
+            md(&r)
+        );
+        r.fault.as_mut().unwrap().missed_allowed = true;
+        assert!(
+            md(&r).contains("| faults | 0 of 1 injected; allowed by --allow-missed-faults |"),
             "{}",
             md(&r)
         );

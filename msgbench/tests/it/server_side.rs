@@ -202,7 +202,10 @@ fn a_monitor_that_does_not_answer_is_one_warning_and_null_figures_and_no_event_c
         err.contains("FAIL server_events==0 (not measured: a server's monitor never answered"),
         "{err}"
     );
-    assert!(err.contains("Server events: not known (never read: "), "{err}");
+    assert!(
+        err.contains("Server events: not known (never read: "),
+        "{err}"
+    );
     assert_eq!(schema_errors(&v), Vec::<String>::new());
     let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("warning:")).collect();
     assert_eq!(warnings.len(), 1, "{err}");

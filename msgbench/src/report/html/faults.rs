@@ -25,6 +25,8 @@ pub(super) struct Fault {
     #[serde(flatten)]
     first: Event,
     faults: Vec<Event>,
+    /// `--allow-missed-faults`: a fault never injected does not fail the run.
+    missed_allowed: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -138,6 +140,14 @@ pub(super) fn table(o: &mut String, results: &[Input]) {
             let mut at = ns(e.injected_at_ns);
             if let Some(err) = &e.error {
                 let _ = write!(at, " <span class=\"fail\">{}</span>", esc(err));
+            } else if e.injected_at_ns.is_none() {
+                // A fault asked for and never injected fails the run unless allowed: the
+                // table says so as the exit status does.
+                at = if fault.missed_allowed {
+                    "not injected (allowed)".to_string()
+                } else {
+                    "<span class=\"fail\">✗ not injected</span>".to_string()
+                };
             }
             let _ = write!(
                 o,

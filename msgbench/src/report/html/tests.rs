@@ -647,3 +647,38 @@ fn a_stream_unreconciled_only_by_writes_the_run_allowed_reads_as_allowed() {
         );
     }
 }
+
+#[test]
+fn replicas_that_differ_from_their_leader_and_a_fault_never_injected_read_as_failures() {
+    // Each exits the run non-zero (3 and 10): the report must not show them as passing.
+    let mut v = full_result();
+    v["scenario"] = "js.pub".into();
+    v["durability"] = serde_json::json!({"divergent": [{"stream": "s", "node": "n2",
+        "leader": "n1", "what": "missing", "seq": 7}], "divergent_count": 3});
+    v["fault"] = serde_json::json!({"kind": "restart", "injected_at_ns": null,
+        "missed_allowed": false});
+    let html = render(&[doc("div.json", v.clone())]).unwrap();
+    assert!(
+        html.contains("3 differences from their leader, <span class=\"fail\">✗ divergent</span>"),
+        "{html}"
+    );
+    assert!(
+        html.contains("<span class=\"fail\">✗ not injected</span>"),
+        "{html}"
+    );
+    // Copies that agree, and a miss the run allowed.
+    v["durability"] = serde_json::json!({"divergent": [], "divergent_count": 0});
+    v["fault"]["missed_allowed"] = true.into();
+    let html = render(&[doc("ok.json", v.clone())]).unwrap();
+    assert!(
+        html.contains(
+            "every copy read agrees with its leader, <span class=\"pass\">✓ agree</span>"
+        ),
+        "{html}"
+    );
+    assert!(html.contains(">not injected (allowed)<"), "{html}");
+    // Replicas not read: no row.
+    v["durability"] = serde_json::json!({"divergent": null});
+    let html = render(&[doc("unread.json", v)]).unwrap();
+    assert!(!html.contains(">replicas</th>"), "{html}");
+}

@@ -54,7 +54,7 @@ super::registry::flags!(KvArgs, conn, pace = pace);
 
 impl Scenario for JsPub {
     type Args = JsPubArgs;
-    const SHOWN: &'static [crate::result::Shown] = &[shown::JETSTREAM];
+    const SHOWN: &'static [crate::result::Shown] = &[shown::JETSTREAM, shown::DURABILITY];
     const NAME: &'static str = "js.pub";
     const WORDS: &'static [&'static str] = &["js", "pub"];
     const ABOUT: &'static str = "Publish to a stream, sync (one at a time), async (a window in \
@@ -89,7 +89,7 @@ impl Scenario for JsConsume {
 
 impl Scenario for KvPut {
     type Args = KvArgs;
-    const SHOWN: &'static [crate::result::Shown] = &[shown::JETSTREAM];
+    const SHOWN: &'static [crate::result::Shown] = &[shown::JETSTREAM, shown::DURABILITY];
     const NAME: &'static str = "kv.put";
     const WORDS: &'static [&'static str] = &["kv", "put"];
     const ABOUT: &'static str = "Write values to keys of a bucket, timing each acknowledgement.";

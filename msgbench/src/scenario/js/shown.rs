@@ -1,5 +1,6 @@
 //! How the reports show the JetStream sections read from a result file: the publishes'
-//! acknowledgements reconciled with the stream, and what the consumers were owed and got.
+//! acknowledgements reconciled with the stream, the replicas' agreement with their leader, and
+//! what the consumers were owed and got.
 
 use crate::result::{count_in, Row, Shown};
 
@@ -32,6 +33,34 @@ pub(super) const JETSTREAM: Shown = Shown {
                 "reconciled"
             },
             "not reconciled",
+        )]
+    },
+};
+
+pub(super) const DURABILITY: Shown = Shown {
+    key: "durability",
+    rows: |d| {
+        // Only where the replicas were read back. A copy that differs from its leader fails the
+        // run as loss does (the section's exit), so the row judges by the same rule.
+        let Some(divergent) = d.get("divergent").and_then(serde_json::Value::as_array) else {
+            return Vec::new();
+        };
+        let text = if divergent.is_empty() {
+            "every copy read agrees with its leader".to_string()
+        } else {
+            let n = (d.get("divergent_count").and_then(serde_json::Value::as_u64))
+                .unwrap_or(divergent.len() as u64);
+            format!(
+                "{} from their leader",
+                crate::format::counted(n, "difference")
+            )
+        };
+        vec![Row::judged(
+            "replicas",
+            text,
+            divergent.is_empty(),
+            "agree",
+            "divergent",
         )]
     },
 };
