@@ -36,7 +36,9 @@ pub struct StageStats {
     /// what `msgs_per_sec` is made of; null with `received`.
     pub arrived_within: Option<u64>,
     /// Expected (sent, times the subscribers when each receives every message) but never
-    /// arrived; null with `received`.
+    /// arrived; null with `received`, and in JetStream publishing, whose loss (an acknowledged
+    /// write missing from the stream) is judged for the whole run: there `received` counts
+    /// acknowledgements, and what was not acknowledged is not lost.
     pub lost: Option<u64>,
     /// Achieved throughput: what arrived while the stage ran (whenever it was due) over the
     /// stage's length, per subscriber in `pubsub`, so it compares with `target_rate` and falls

@@ -545,3 +545,39 @@ fn a_js_pub_run_names_its_series_publishes_and_acknowledgements_everywhere() {
         "no client named by its acks"
     );
 }
+
+/// A JetStream publish on a rate schedule: each stage counts the acknowledgements of what was
+/// due in it, and its `lost` is null, since a write not acknowledged is not lost and an
+/// acknowledged one missing from the stream is judged for the whole run (a stage's "lost" once
+/// counted the publishes not acknowledged, which a capacity probe's SLO read as loss).
+#[test]
+fn a_js_pub_on_a_rate_schedule_counts_each_stages_acknowledgements_and_no_stage_loss() {
+    let s = TestServer::start();
+    let (out, v) = run_json(&[
+        "js",
+        "pub",
+        "--server",
+        &s.url,
+        "--mode",
+        "async",
+        "--stream",
+        "staged",
+        "--rate-schedule",
+        "300@1s,600@1s",
+    ]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(schema_errors(&v), Vec::<String>::new());
+    let stages = v["schedule"]["stages"].as_array().expect("stages");
+    assert_eq!(stages.len(), 2, "{stages:?}");
+    for st in stages {
+        assert!(st["lost"].is_null(), "{st}");
+        assert!(
+            u(&st["received"]) > 0 && u(&st["received"]) <= u(&st["sent"]),
+            "{st}"
+        );
+    }
+    let acked: u64 = stages.iter().map(|st| u(&st["received"])).sum();
+    assert_eq!(acked, u(&v["jetstream"]["acked"]), "{}", v["jetstream"]);
+    assert_eq!(u(&v["delivery"]["lost"]), 0, "{}", v["delivery"]);
+}

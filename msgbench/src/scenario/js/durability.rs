@@ -307,6 +307,12 @@ pub(super) fn judge(result: &mut RunResult, d: Durability) {
     for p in &mut dl.publishers {
         p.lost = 0;
     }
+    // A stage's shortfall of acknowledgements is not loss either, and which stage an
+    // acknowledged write missing from the stream was due in is not known: null, never a count
+    // of another kind under the same name (a capacity probe's SLO on `lost` reads the run's).
+    for st in (result.schedule.iter_mut()).flat_map(|s| s.stages.iter_mut()) {
+        st.lost = None;
+    }
     result.own.put(d);
     // The verdict written beside the figures, for what reads the file (a report): the same
     // judgement the exit status makes.
