@@ -49,6 +49,21 @@ impl Exporter for Markdown {
                 row(&line.label, text);
             }
         }
+        if let Some(runs) = &r.runs {
+            let which = format!(
+                "{}; the figures are run {}'s, the median by {}",
+                runs.n,
+                runs.representative + 1,
+                runs.representative_by
+            );
+            row(
+                "runs",
+                match super::text::failed_runs(runs) {
+                    Some(failed) => format!("{which}; **{failed}**"),
+                    None => which,
+                },
+            );
+        }
         if let Some(f) = &r.fault {
             // A fault never injected fails the run unless allowed: the table says so too.
             let (asked, missed) = (f.faults.len().max(1), f.missed());
@@ -217,6 +232,37 @@ mod tests {
             md(&r).contains("| faults | 0 of 1 injected; allowed by --allow-missed-faults |"),
             "{}",
             md(&r)
+        );
+    }
+
+    #[test]
+    fn a_run_of_several_that_failed_is_named_in_the_runs_row() {
+        use crate::metric::runs::{RunEntry, RunsReport};
+        let mut r = run("pubsub");
+        let entry = |exit_status| RunEntry {
+            run_id: "r".into(),
+            started_at: "2026-11-29T12:00:00Z".into(),
+            interrupted: false,
+            exit_status,
+        };
+        r.runs = Some(RunsReport {
+            n: 3,
+            representative: 1,
+            representative_by: "msgs_per_sec".into(),
+            runs: vec![entry(0), entry(0), entry(3)],
+            metrics: Default::default(),
+        });
+        let md = String::from_utf8(Markdown.serialize(&r)).unwrap();
+        assert!(
+            md.contains(
+                "| runs | 3; the figures are run 2's, the median by msgs_per_sec; **run 3 exited 3** |"
+            ),
+            "{md}"
+        );
+        let text = String::from_utf8(crate::export::text::Text.serialize(&r)).unwrap();
+        assert!(
+            text.contains("!! run 3 exited 3: the exit status is the worst run's"),
+            "{text}"
         );
     }
 

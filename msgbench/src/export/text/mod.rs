@@ -29,6 +29,7 @@ use delivery::{connections, delivery};
 pub use latency::calibration;
 use latency::{latency, pacing, proxy_cost};
 pub use mix::{class_line, mix};
+pub(super) use runs::failed_runs;
 pub use runs::run_line;
 use runs::runs;
 use stages::stages;

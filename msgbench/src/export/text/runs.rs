@@ -85,6 +85,14 @@ pub(super) fn runs(o: &mut String, r: &RunResult) {
         runs.n,
         runs.representative + 1
     );
+    if let Some(failed) = failed_runs(runs) {
+        // The figures above can be a run that passed while another failed: the exit status is
+        // the worst run's, and this says which.
+        let _ = writeln!(
+            o,
+            "!! {failed}: the exit status is the worst run's; each run's figures are in the result's runs !!"
+        );
+    }
     let names = metrics_of(r).0;
     let w = names.iter().map(|n| n.len()).fold(13, usize::max);
     for &name in names {
@@ -106,4 +114,14 @@ pub(super) fn runs(o: &mut String, r: &RunResult) {
             figure(name, m.mad),
         );
     }
+}
+
+/// The runs that failed on their own (`run 4 exited 3, run 5 exited 9`), none when all passed:
+/// the text's banner and the Markdown table's runs row.
+pub(in crate::export) fn failed_runs(runs: &crate::metric::runs::RunsReport) -> Option<String> {
+    let failed: Vec<String> = (runs.runs.iter().enumerate())
+        .filter(|(_, e)| e.exit_status != crate::error::exit::OK)
+        .map(|(i, e)| format!("run {} exited {}", i + 1, e.exit_status))
+        .collect();
+    (!failed.is_empty()).then(|| failed.join(", "))
 }

@@ -186,6 +186,14 @@ pub(super) struct Runs {
     pub(super) n: u64,
     pub(super) representative: Option<u64>,
     pub(super) representative_by: Option<String>,
+    pub(super) runs: Vec<RunExit>,
+}
+
+/// One of `--runs`, as far as the report needs it: the status it exited with on its own.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(super) struct RunExit {
+    pub(super) exit_status: u8,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -257,6 +257,21 @@ fn header(o: &mut String, results: &[Input], cals: &[CalInput], caps: &[CapInput
                         .unwrap_or_default()
                 );
             }
+            // The run exits with the worst of them: a failed one is named, since the tables
+            // show another's figures.
+            for (i, r) in runs
+                .runs
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.exit_status != 0)
+            {
+                let _ = write!(
+                    o,
+                    " <span class=\"fail\">✗ run {} exited {}</span>",
+                    i + 1,
+                    r.exit_status
+                );
+            }
         }
         o.push_str("</span>");
         if run.interrupted {

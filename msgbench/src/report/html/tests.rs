@@ -682,3 +682,17 @@ fn replicas_that_differ_from_their_leader_and_a_fault_never_injected_read_as_fai
     let html = render(&[doc("unread.json", v)]).unwrap();
     assert!(!html.contains(">replicas</th>"), "{html}");
 }
+
+#[test]
+fn a_run_of_several_that_failed_is_named_beside_the_representatives_figures() {
+    let mut v = full_result();
+    let html = render(&[doc("ok.json", v.clone())]).unwrap();
+    assert!(!html.contains("exited"), "every run passed");
+    v["runs"]["runs"] = serde_json::json!([{"exit_status": 0}, {"exit_status": 0},
+        {"exit_status": 3}]);
+    let html = render(&[doc("one-failed.json", v)]).unwrap();
+    assert!(
+        html.contains("(charts show run 2 of them, the median by p99) <span class=\"fail\">✗ run 3 exited 3</span>"),
+        "{html}"
+    );
+}
