@@ -35,7 +35,7 @@ use crate::support::{scratch_dir, Scratch, CLEARED_ENV, HANG};
 const EXCLUDED: &[(&str, &str, &str)] = &[
     (
         "docs/agents.md",
-        "msgbench pubsub --pubs 2 --subs 2 --rate 20000 --duration 20s --timeout 2s",
+        "msgbench pubsub --pubs 2 --subs 2 --rate 20000 --duration 20s --agent-silence 2s",
         "it needs an agent killed by hand mid-run; tests/it/agents.rs kills one and checks the \
          partial result",
     ),
