@@ -416,13 +416,22 @@ pub(super) fn throughput_over_time(
             .collect()
     } else {
         type Pick = fn(&Tick) -> f64;
-        let totals: [(&str, Pick, &'static str); 2] = [
-            (pubs, |k| k.sent_per_sec, PALETTE[0]),
-            (subs, |k| k.received_per_sec, PALETTE[1]),
+        let totals: [(&str, &str, Pick, &'static str); 2] = [
+            (pubs, "pub", |k| k.sent_per_sec, PALETTE[0]),
+            (subs, "sub", |k| k.received_per_sec, PALETTE[1]),
         ];
+        // A side the run does not have (nothing here subscribes in `pub`) is not drawn as a
+        // line at zero; a side it has that got nothing is.
+        // (A file that lists no clients cannot tell the two apart: both are drawn.)
+        let absent = |role: &str, pick: Pick| {
+            n > 0
+                && !t.clients.iter().any(|c| c.role == role)
+                && t.ticks.iter().all(|k| pick(k) == 0.0)
+        };
         totals
             .iter()
-            .map(|(id, pick, color)| svg::Line {
+            .filter(|(_, role, pick, _)| !absent(role, *pick))
+            .map(|(id, _, pick, color)| svg::Line {
                 id: (*id).into(),
                 color,
                 dashed: false,

@@ -696,3 +696,34 @@ fn a_run_of_several_that_failed_is_named_beside_the_representatives_figures() {
         "{html}"
     );
 }
+
+#[test]
+fn a_side_the_run_does_not_have_is_no_line_at_zero_on_the_throughput_chart() {
+    // Twenty publishers (too many for a line each) and nothing here subscribing: the totals
+    // are drawn, the publishes' only.
+    let mut v = full_result();
+    v["timeline"]["clients"] = (0..20)
+        .map(|i| serde_json::json!({"role": "pub", "id": i}))
+        .collect();
+    v["timeline"]["ticks"] = (1..=3)
+        .map(|s| {
+            serde_json::json!({"t_s": f64::from(s), "span_s": 1.0, "msgs": vec![50; 20],
+                               "sent_per_sec": 1000.0, "received_per_sec": 0.0, "errors": 0})
+        })
+        .collect();
+    let html = render(&[doc("a.json", v.clone())]).unwrap();
+    assert_eq!(
+        series_values(&html, "throughput-timeline", "sent"),
+        vec![1000.0; 3]
+    );
+    let start = html.find("data-chart=\"throughput-timeline\"").unwrap();
+    let chart = &html[start..start + html[start..].find("</svg>").unwrap()];
+    assert!(!chart.contains("data-series=\"received\""), "{chart}");
+    // With subscribers that got nothing, their zero is a figure, and is drawn.
+    v["timeline"]["clients"][19]["role"] = "sub".into();
+    let html = render(&[doc("a.json", v)]).unwrap();
+    assert_eq!(
+        series_values(&html, "throughput-timeline", "received"),
+        vec![0.0; 3]
+    );
+}
