@@ -19,8 +19,8 @@ use crate::stats::throughput::{ClientRun, Role};
 use crate::stats::timeline::Meter;
 use crate::wire::proto;
 
+use super::connect::{connect_to, subscribe};
 /// The queue group responders join, so each request is answered once.
-use super::connect::connect_to;
 use super::run::QUEUE;
 
 /// Runs `msgbench reply`: responders in a queue group until the count or the time is reached.
@@ -55,26 +55,30 @@ pub fn run_reply(
     let served_meter = meter.client(Role::Sub, 0, false);
     let served = &served_meter.msgs;
     let runs: Vec<ClientRun> = std::thread::scope(|s| -> Result<_> {
-        let (mut threads, mut readers) = (Vec::new(), Vec::new());
-        for mut c in conns {
+        // Each responder reads from the moment it subscribes: a request the server routes here
+        // before it confirms the subscription (another member of the queue group is already
+        // serving) is answered, not dropped. The service is up once every subscription is
+        // confirmed; until then, and on any failure, `done` ends what was started.
+        let (mut threads, mut tickets) = (Vec::new(), Vec::new());
+        let fail = |e: Error| {
+            done.store(true, Ordering::Relaxed);
+            Err(e)
+        };
+        for (i, c) in conns.into_iter().enumerate() {
+            let Conn {
+                mut reader, shared, ..
+            } = c;
             let mut cmd = Vec::new();
             proto::encode_sub(&mut cmd, &opts.subject, Some(QUEUE), 1);
-            // Confirmed by a PONG: "up" must mean the server routes requests here, or the first
-            // requests of a run started on hearing it would find no responder. (A request that
-            // comes before the PONG is not answered: nobody was told yet that the service is up.)
-            c.subscribe_and_confirm(&cmd, opts.conn.dial.connect_timeout)?;
-            let Conn { reader, shared, .. } = c;
-            readers.push((reader, shared));
-        }
-        // Every responder is subscribed; on agents, the service starts with the others'.
-        let start = crate::scenario::segment::start(share, stop)?;
-        let until = start + opts.duration;
-        for (i, (mut reader, shared)) in readers.into_iter().enumerate() {
+            match subscribe(&shared, cmd) {
+                Ok(ticket) => tickets.push((Arc::clone(&shared), ticket)),
+                Err(e) => return fail(e),
+            }
             let spec = RespondSpec {
                 id: base + i as u32,
                 delay: opts.delay,
                 max: opts.max,
-                until: Some(until),
+                until: None,
             };
             let done = &done;
             threads.push(s.spawn(move || {
@@ -83,6 +87,18 @@ pub fn run_reply(
                 run
             }));
         }
+        let timeout = opts.conn.dial.connect_timeout;
+        if tickets.iter().any(|(sh, t)| !sh.wait_pong(*t, timeout)) {
+            return fail(Error::Connect {
+                url: url.to_string(),
+                reason: "the server did not confirm a subscription".into(),
+            });
+        }
+        // On agents, the service's time starts with the others'.
+        let start = match crate::scenario::segment::start(share, stop) {
+            Ok(at) => at,
+            Err(e) => return fail(e),
+        };
         match &opts.announce {
             Announce::Line => eprintln!(
                 "serving requests on '{}' with {} responder(s) for up to {}",
@@ -95,6 +111,16 @@ pub fn run_reply(
                 let _ = up.try_send(());
             }
         }
+        // Served for --duration from the start, unless --msgs, an interruption or a lost
+        // connection ends every responder first.
+        let until = start + opts.duration;
+        while !stop.load(Ordering::Relaxed) && !threads.iter().all(|h| h.is_finished()) {
+            let Some(left) = until.checked_duration_since(std::time::Instant::now()) else {
+                break;
+            };
+            std::thread::sleep(left.min(std::time::Duration::from_millis(100)));
+        }
+        done.store(true, Ordering::Relaxed);
         Ok(threads
             .into_iter()
             .map(|h| h.join().expect("responder panicked"))
