@@ -105,8 +105,12 @@ pub fn hold_view(r: &RunResult) -> Value {
         serde_json::to_value(&hold.latency_uncorrected).expect("serialises");
     doc["throughput"]["msgs_per_sec"] = hold.msgs_per_sec.into();
     doc["delivery"]["sent"] = hold.sent.into();
-    if let (Some(received), Some(lost)) = (hold.received, hold.lost) {
+    // Each where the stage has it: a JetStream stage counts acknowledgements but leaves loss
+    // to the run's stream verdict.
+    if let Some(received) = hold.received {
         doc["delivery"]["received"] = received.into();
+    }
+    if let Some(lost) = hold.lost {
         doc["delivery"]["lost"] = lost.into();
     }
     doc

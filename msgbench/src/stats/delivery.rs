@@ -301,8 +301,8 @@ pub enum Expectation<'a> {
     Published { run_tag: u16, sent: &'a [u64] },
     /// Publishers are elsewhere, started before this run or after it: each subscriber expected
     /// this many messages, or (listening for a time) no count. Each publisher's sequences are
-    /// counted from the first one a subscriber saw: those before it may have been sent before
-    /// the subscriber was there, and are not owed to it.
+    /// counted from the first any subscriber saw: those before it may have been sent before
+    /// the subscribers were there, and are not owed to them.
     PerSubscriber(Option<u64>),
 }
 
@@ -381,16 +381,17 @@ pub fn summarize(subs: &[(u64, &DeliveryLog)], expect: &Expectation<'_>) -> Deli
             // Stamps still bound what was sent: every sequence of a publisher from the first
             // any subscriber saw to the highest was published. Losses beyond the highest
             // sequence seen are only visible in totals.
+            let firsts = first_seen(subs);
             let sent = subs
                 .iter()
                 .flat_map(|(_, l)| l.trackers())
                 .fold(std::collections::BTreeMap::new(), |mut m, (k, t)| {
-                    let (first, high) = m.entry(*k).or_insert((u64::MAX, 0u64));
-                    (*first, *high) = ((*first).min(t.first()), (*high).max(t.high_mark()));
+                    let high = m.entry(*k).or_insert(0u64);
+                    *high = (*high).max(t.high_mark());
                     m
                 })
-                .values()
-                .map(|(first, high)| high - first)
+                .iter()
+                .map(|(k, high)| high - firsts.get(k).copied().unwrap_or(0))
                 .sum::<u64>();
             let mut d = if stamped {
                 Delivery {
@@ -416,9 +417,29 @@ pub fn summarize(subs: &[(u64, &DeliveryLog)], expect: &Expectation<'_>) -> Deli
                 d
             };
             d.unmeasured.expected = each.is_none();
+            // No stamp arrived at all (nothing did, or a subject nobody publishes to): nothing
+            // tells what was sent, nor, owed no count, what was lost.
+            if !subs.iter().any(|(_, l)| l.trackers().next().is_some()) {
+                d.unmeasured.sent = true;
+                d.unmeasured.lost |= each.is_none();
+            }
             d
         }
     }
+}
+
+/// The first sequence any subscriber saw of each publisher: where the run's view of a stream
+/// that may have started before it begins. Every subscriber is owed what followed, so one
+/// that missed the head the others saw has lost it; what came before the first any of them
+/// saw cannot be told from loss (a subscriber started before its publisher that lost the
+/// stream's first messages), and is not counted.
+fn first_seen(subs: &[(u64, &DeliveryLog)]) -> std::collections::BTreeMap<PublisherKey, u64> {
+    let mut firsts = std::collections::BTreeMap::new();
+    for (k, t) in subs.iter().flat_map(|(_, l)| l.trackers()) {
+        let f = firsts.entry(*k).or_insert(u64::MAX);
+        *f = (*f).min(t.first());
+    }
+    firsts
 }
 
 /// Whether every message every subscriber received carried a stamp of this run: only then is
@@ -433,6 +454,7 @@ fn all_stamped(subs: &[(u64, &DeliveryLog)]) -> bool {
 /// expected.
 pub fn missed_by_subscriber(subs: &[(u64, &DeliveryLog)], expect: &Expectation<'_>) -> Vec<u64> {
     let stamped = all_stamped(subs);
+    let firsts = first_seen(subs);
     subs.iter()
         .map(|(received, log)| match expect {
             Expectation::Published { run_tag, sent } if stamped => sent
@@ -455,7 +477,10 @@ pub fn missed_by_subscriber(subs: &[(u64, &DeliveryLog)], expect: &Expectation<'
                 let unique: u64 = log.trackers().map(|(_, t)| t.unique).sum();
                 let gaps: u64 = log
                     .trackers()
-                    .map(|(_, t)| (t.high_mark() - t.first()).saturating_sub(t.unique))
+                    .map(|(k, t)| {
+                        let first = firsts.get(k).copied().unwrap_or(0);
+                        (t.high_mark().saturating_sub(first)).saturating_sub(t.unique)
+                    })
                     .sum();
                 each.unwrap_or(0).saturating_sub(unique).max(gaps)
             }
@@ -688,6 +713,39 @@ mod tests {
             // Listening for a time, no count was owed: expected is not a figure.
             assert_eq!(c.expected, each.map(|_| 9), "{each:?}");
         }
+    }
+
+    #[test]
+    fn a_subscriber_that_missed_the_head_another_saw_lost_it() {
+        // Both subscribed before the stream; one saw 0..100, the other only 50..100.
+        let (mut a, mut b) = (DeliveryLog::new(None), DeliveryLog::new(None));
+        for s in 0..100 {
+            a.record(stamp(0, s));
+        }
+        for s in 50..100 {
+            b.record(stamp(0, s));
+        }
+        let subs = [(100, &a), (50, &b)];
+        let expect = Expectation::PerSubscriber(None);
+        assert_eq!(missed_by_subscriber(&subs, &expect), vec![0, 50]);
+        let c = summarize(&subs, &expect).counts();
+        assert_eq!(
+            (c.sent, c.received, c.lost),
+            (Some(100), Some(150), Some(50))
+        );
+    }
+
+    #[test]
+    fn a_subscriber_that_got_nothing_knows_nothing_of_what_was_sent() {
+        let none = DeliveryLog::new(None);
+        let c = summarize(&[(0, &none)], &Expectation::PerSubscriber(None)).counts();
+        assert_eq!(
+            (c.sent, c.expected, c.received, c.lost),
+            (None, None, Some(0), None)
+        );
+        // Owed a count, all of it was lost.
+        let c = summarize(&[(0, &none)], &Expectation::PerSubscriber(Some(10))).counts();
+        assert_eq!((c.sent, c.expected, c.lost), (None, Some(10), Some(10)));
     }
 
     #[test]

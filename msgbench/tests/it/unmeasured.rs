@@ -335,10 +335,21 @@ fn conns_without_checks_or_a_restart_has_no_misses_or_herd() {
     assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
 }
 
+/// A publisher running beside a test, killed and reaped when dropped (also when an assertion
+/// fails first).
+struct Publishing(std::process::Child);
+
+impl Drop for Publishing {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A `msgbench pub` at a rate into `subject` for long enough, once its first second has been
 /// sent: a subscriber started now joins a stream already under way. `payload` makes its
 /// messages unstamped.
-fn publishing(s: &TestServer, subject: &str, payload: Option<&str>) -> std::process::Child {
+fn publishing(s: &TestServer, subject: &str, payload: Option<&str>) -> Publishing {
     let dir = support::scratch_dir("unmeasured-late");
     let ticks = dir.join("ticks.jsonl");
     let mut args = vec![
@@ -358,8 +369,8 @@ fn publishing(s: &TestServer, subject: &str, payload: Option<&str>) -> std::proc
     if let Some(p) = payload {
         args.extend(["--payload", p]);
     }
-    let mut child = support::spawn_piped(&args);
-    support::wait_for_tick(&ticks, &mut child, |t| {
+    let mut child = Publishing(support::spawn_piped(&args));
+    support::wait_for_tick(&ticks, &mut child.0, |t| {
         support::tick_f(t, "sent_per_sec") > 0.0
     });
     child
@@ -370,7 +381,7 @@ fn a_subscriber_for_a_time_owes_no_count_and_what_was_sent_before_it_joined_is_n
     let s = TestServer::start();
     // Stamped: loss is the gaps from the first message seen of each publisher; the thousand
     // sent before the subscriber was there are not lost, and no count was expected.
-    let mut publisher = publishing(&s, "late.stamped", None);
+    let publisher = publishing(&s, "late.stamped", None);
     let args = [
         "sub",
         "--server",
@@ -382,7 +393,7 @@ fn a_subscriber_for_a_time_owes_no_count_and_what_was_sent_before_it_joined_is_n
     ];
     check(&args, "lost", &with(true, &["shortfall_pct"]));
     let (out, v) = run_json(&[&args[..], &["--threshold", "lost==0"]].concat());
-    let _ = publisher.kill();
+    drop(publisher);
     let d = &v["delivery"];
     assert_eq!(out.status.code(), Some(0), "{d}: {}", stderr(&out));
     assert!(d["expected"].is_null(), "{d}");
@@ -392,7 +403,7 @@ fn a_subscriber_for_a_time_owes_no_count_and_what_was_sent_before_it_joined_is_n
     let dir = support::scratch_dir("unmeasured-payload");
     let payload = dir.join("payload");
     std::fs::write(&payload, b"12345678").unwrap();
-    let mut publisher = publishing(&s, "late.plain", payload.to_str());
+    let _publisher = publishing(&s, "late.plain", payload.to_str());
     check(
         &[
             "sub",
@@ -409,5 +420,4 @@ fn a_subscriber_for_a_time_owes_no_count_and_what_was_sent_before_it_joined_is_n
             &["sent", "lost", "duplicated", "reordered", "shortfall_pct"],
         ),
     );
-    let _ = publisher.kill();
 }

@@ -217,7 +217,7 @@ impl Coordinated<'_> {
 
     /// Tells the agents still running to stop when the run is overdue, one failed or went
     /// missing, or the coordinator was interrupted. True once they have had one more
-    /// `--timeout` to send what they measured: the rest are then missing.
+    /// `--agent-silence` to send what they measured: the rest are then missing.
     fn stop_if_needed(
         &self,
         run: &str,

@@ -83,7 +83,13 @@ pub(super) fn servers(o: &mut String, r: &RunResult) {
         }
         return;
     }
-    let _ = writeln!(o, "Server events ({}):", side.events.len());
+    // What was seen is listed; its count is not the servers' while one was never read.
+    let of_whom = if unread.is_empty() {
+        String::new()
+    } else {
+        format!("; not counting {}, never read", unread.join(", "))
+    };
+    let _ = writeln!(o, "Server events ({}{of_whom}):", side.events.len());
     for e in &side.events {
         let of = [e.stream.as_deref(), e.consumer.as_deref()]
             .into_iter()
