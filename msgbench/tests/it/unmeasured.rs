@@ -336,8 +336,8 @@ fn conns_without_checks_or_a_restart_has_no_misses_or_herd() {
 }
 
 /// A publisher running beside a test, killed and reaped when dropped (also when an assertion
-/// fails first).
-struct Publishing(std::process::Child);
+/// fails first); its folder (the ticks it writes) lives as long.
+struct Publishing(std::process::Child, support::Scratch);
 
 impl Drop for Publishing {
     fn drop(&mut self) {
@@ -369,7 +369,7 @@ fn publishing(s: &TestServer, subject: &str, payload: Option<&str>) -> Publishin
     if let Some(p) = payload {
         args.extend(["--payload", p]);
     }
-    let mut child = Publishing(support::spawn_piped(&args));
+    let mut child = Publishing(support::spawn_piped(&args), dir);
     support::wait_for_tick(&ticks, &mut child.0, |t| {
         support::tick_f(t, "sent_per_sec") > 0.0
     });
