@@ -337,12 +337,15 @@ fn conns_without_checks_or_a_restart_has_no_misses_or_herd() {
 
 /// A publisher running beside a test, killed and reaped when dropped (also when an assertion
 /// fails first); its folder (the ticks it writes) lives as long.
-struct Publishing(std::process::Child, support::Scratch);
+struct Publishing {
+    child: std::process::Child,
+    _dir: support::Scratch,
+}
 
 impl Drop for Publishing {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -369,8 +372,11 @@ fn publishing(s: &TestServer, subject: &str, payload: Option<&str>) -> Publishin
     if let Some(p) = payload {
         args.extend(["--payload", p]);
     }
-    let mut child = Publishing(support::spawn_piped(&args), dir);
-    support::wait_for_tick(&ticks, &mut child.0, |t| {
+    let mut child = Publishing {
+        child: support::spawn_piped(&args),
+        _dir: dir,
+    };
+    support::wait_for_tick(&ticks, &mut child.child, |t| {
         support::tick_f(t, "sent_per_sec") > 0.0
     });
     child
