@@ -348,6 +348,15 @@ pub(super) fn throughput_timeline(r: &Input) -> Option<String> {
     throughput_over_time(t, &r.label, &super::faults::marks(r, t), r.series_names())
 }
 
+/// Whether a timeline lacks a side: no client of `role`, and nothing counted on it (`pick`).
+/// Such a side is not drawn as a line at zero; a side the run has that got nothing is. A file
+/// that lists no clients cannot tell the two apart: its sides are all drawn.
+fn side_absent(t: &Timeline, role: &str, pick: fn(&Tick) -> f64) -> bool {
+    !t.clients.is_empty()
+        && !t.clients.iter().any(|c| c.role == role)
+        && t.ticks.iter().all(|k| pick(k) == 0.0)
+}
+
 /// [`throughput_timeline`] of a timeline and its label: the report's chart of a result, and
 /// the live page's of a run under way. `faults` are drawn across it, each a line at its
 /// injection shaded to its undo.
@@ -420,17 +429,9 @@ pub(super) fn throughput_over_time(
             (pubs, "pub", |k| k.sent_per_sec, PALETTE[0]),
             (subs, "sub", |k| k.received_per_sec, PALETTE[1]),
         ];
-        // A side the run does not have (nothing here subscribes in `pub`) is not drawn as a
-        // line at zero; a side it has that got nothing is.
-        // (A file that lists no clients cannot tell the two apart: both are drawn.)
-        let absent = |role: &str, pick: Pick| {
-            n > 0
-                && !t.clients.iter().any(|c| c.role == role)
-                && t.ticks.iter().all(|k| pick(k) == 0.0)
-        };
         totals
             .iter()
-            .filter(|(_, role, pick, _)| !absent(role, *pick))
+            .filter(|(_, role, pick, _)| !side_absent(t, role, *pick))
             .map(|(id, _, pick, color)| svg::Line {
                 id: (*id).into(),
                 color,
