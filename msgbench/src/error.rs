@@ -22,7 +22,8 @@ pub mod exit {
     /// The run completed but messages were lost, and `--allow-loss` was not given.
     pub const LOSS: u8 = 3;
     /// No connection could be made: nothing listening, no answer within the connect timeout, or
-    /// the server refused the handshake (authorization, TLS required, too many connections).
+    /// the server refused the handshake (authorization, TLS required, too many connections) or a
+    /// subscription the run needs.
     pub const CONNECT: u8 = 4;
     /// A connection was lost during the run and not recovered (no `--reconnect`, or it gave up).
     pub const DISCONNECTED: u8 = 5;
@@ -127,6 +128,18 @@ impl Error {
     /// A usage error naming a flag and what is wrong with its value.
     pub fn flag(flag: &str, value: &str, why: impl fmt::Display) -> Self {
         Error::Usage(format!("invalid value '{value}' for {flag}: {why}"))
+    }
+
+    /// The server refused a subscription the run needs. A refused SUB leaves the connection up,
+    /// so the load would go on unanswered; `why` is the server's text, which names the subject.
+    pub fn refused_subscription(url: impl fmt::Display, why: &str) -> Self {
+        Error::Connect {
+            url: url.to_string(),
+            reason: format!(
+                "the server refused a subscription: {why} (the user needs permission to \
+                 subscribe to it)"
+            ),
+        }
     }
 
     /// Wraps an I/O error with what was being attempted.
@@ -383,6 +396,9 @@ pub struct ErrorCounts {
     reconnects: Mutex<Vec<u64>>,
     /// `ErrorKind as usize + 1` of the first unrecovered failure; 0 while there is none.
     fatal: AtomicUsize,
+    /// The text of the first permissions violation: it names what the server refused, which a
+    /// count cannot.
+    first_refusal: Mutex<Option<String>>,
 }
 
 /// Reconnect durations kept per run: enough for any fault-injection run, bounded for a flapping
@@ -433,6 +449,24 @@ impl ErrorCounts {
                 .compare_exchange(0, kind as usize + 1, Ordering::AcqRel, Ordering::Acquire);
     }
 
+    /// A `-ERR` the server sent: counted by kind, and the first permissions violation's text kept.
+    pub fn server_error(&self, text: &[u8]) {
+        let kind = ServerErrorKind::from_text(text);
+        self.add(kind.counted());
+        if kind == ServerErrorKind::PermissionsViolation {
+            let mut r = self.first_refusal.lock().unwrap_or_else(|p| p.into_inner());
+            r.get_or_insert_with(|| {
+                let t = String::from_utf8_lossy(text);
+                t.trim().trim_matches('\'').to_string()
+            });
+        }
+    }
+
+    /// The first permissions violation the server sent, as it wrote it.
+    pub fn first_refusal(&self) -> Option<String> {
+        (self.first_refusal.lock().unwrap_or_else(|p| p.into_inner())).clone()
+    }
+
     /// The failure that ended a connection for good, if any.
     pub fn fatal(&self) -> Option<ErrorKind> {
         match self.fatal.load(Ordering::Acquire) {
@@ -466,6 +500,26 @@ impl ErrorCounts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_server_error_is_counted_and_the_first_refusal_kept_as_written() {
+        let e = ErrorCounts::default();
+        e.server_error(b"'Slow Consumer'");
+        assert_eq!(e.first_refusal(), None);
+        e.server_error(b"'Permissions Violation for Subscription to \"a\"' ");
+        e.server_error(b"'Permissions Violation for Publish to \"b\"'");
+        assert_eq!(
+            e.first_refusal().as_deref(),
+            Some("Permissions Violation for Subscription to \"a\"")
+        );
+        assert_eq!(
+            e.snapshot(),
+            [
+                (ErrorKind::SlowConsumer, 1),
+                (ErrorKind::PermissionsViolation, 2)
+            ]
+        );
+    }
 
     #[test]
     fn classifies_server_error_texts() {

@@ -207,3 +207,47 @@ fn credential_flags_that_cannot_work_are_named() {
     assert!(stderr(&out).contains("--nkey"), "{}", stderr(&out));
     assert_eq!(stderr(&out).lines().count(), 1);
 }
+
+#[test]
+fn a_subscription_the_server_refuses_stops_the_run_before_its_load_naming_the_subject() {
+    // The connection stays up after a refused SUB, so a run that went on would receive or
+    // serve nothing for its whole --duration. `inbox` may subscribe to inboxes only; `svc` to
+    // the service's subject only, not to its own reply inbox.
+    let s = TestServer::with_config(
+        "authorization { users = [ \
+         {user: inbox, password: pw, permissions: {subscribe: {allow: [\"_INBOX.>\"]}}}, \
+         {user: svc, password: pw, permissions: {subscribe: {allow: [\"svc\"]}}} ] }",
+    );
+    let cases: [(&str, &[&str], &str); 8] = [
+        ("inbox", &["sub"], "\"svc\""),
+        // Above 16 subscribers, the epoll fleet subscribes.
+        ("inbox", &["sub", "--clients", "40"], "\"svc\""),
+        ("inbox", &["pubsub"], "\"svc\""),
+        ("inbox", &["latency"], "\"svc\""),
+        ("inbox", &["reply"], "\"svc\""),
+        ("inbox", &["request"], "\"svc\""),
+        ("svc", &["request"], "\"_INBOX."),
+        ("svc", &["request", "--rate", "100"], "\"_INBOX."),
+    ];
+    for (user, args, subject) in cases {
+        let started = std::time::Instant::now();
+        let out = bin()
+            .args(args)
+            .args(["--server", &s.url, "--user", user, "--subject", "svc"])
+            .args(["--duration", "60s", "--no-progress"])
+            .env("NATS_PASSWORD", "pw")
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(4), "{user} {args:?}: {err}");
+        assert!(
+            err.contains("refused a subscription: Permissions Violation") && err.contains(subject),
+            "{user} {args:?}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{user} {args:?}: {err}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "{user} {args:?}: stopped before its load, not after its --duration"
+        );
+    }
+}

@@ -325,10 +325,13 @@ impl Conn {
     /// dropped, so use it only before any can arrive.
     ///
     /// # Errors
-    /// [`Error::Connect`] when the server does not answer within `timeout`.
+    /// [`Error::Connect`] when the server does not answer within `timeout`, or refused the
+    /// subscription.
     pub fn subscribe_and_confirm(&mut self, sub: &[u8], timeout: Duration) -> Result<()> {
-        self.shared.remember_sub(sub);
-        self.confirm(sub, timeout, "subscribing")
+        match self.subscribe_checked(sub, timeout)? {
+            Some(why) => Err(Error::refused_subscription(&self.url, &why)),
+            None => Ok(()),
+        }
     }
 
     /// As [`Conn::subscribe_and_confirm`], and returns the text of the first `-ERR` the server

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use super::writer::{io_kind, Shared, MAX_PINGS_OUT};
 use crate::engine::tls::{self, RawIn, Session};
-use crate::error::{ErrorKind, ServerErrorKind};
+use crate::error::ErrorKind;
 use crate::wire::proto::{self, Msg, Parsed, ProtocolError, ServerOp};
 
 /// Read buffer size. Large enough that one read syscall carries thousands of small messages.
@@ -303,11 +303,7 @@ impl Reader {
                         let _ = shared.write_all(b"PONG\r\n");
                     }
                     ServerOp::Pong => shared.pong_received(),
-                    ServerOp::Err(text) => {
-                        shared
-                            .errors
-                            .add(ServerErrorKind::from_text(text).counted());
-                    }
+                    ServerOp::Err(text) => shared.errors.server_error(text),
                     ServerOp::Info(_) | ServerOp::Ok => {}
                 }
                 stop

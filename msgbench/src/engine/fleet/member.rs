@@ -22,7 +22,7 @@ use super::buf::Buf;
 use super::{Board, ConnectTimes, Failure, FleetSpec, Interest, Recovery};
 use crate::engine::conn::connect_command;
 use crate::engine::load::{SubControl, UNKNOWN};
-use crate::error::{ErrorCounts, ServerErrorKind};
+use crate::error::ErrorCounts;
 use crate::stats::delivery::{DeliveryLog, PublisherKey};
 use crate::stats::throughput::{ClientRun, Role};
 use crate::stats::timeline::ClientMeter;
@@ -478,8 +478,7 @@ impl Member {
                     }
                 },
                 ServerOp::Err(text) => {
-                    let kind = ServerErrorKind::from_text(text);
-                    spec.errors.add(kind.counted());
+                    spec.errors.server_error(text);
                     if matches!(self.phase, Phase::Connect | Phase::Info | Phase::Tls) {
                         self.rbuf.consume(used);
                         return Err(Failure::Rejected);

@@ -232,6 +232,13 @@ impl<'a> Run<'a> {
             armed.abort();
             return Err(self.not_connected("the server did not confirm the subscription".into()));
         }
+        // A refused SUB leaves the connection up: the run would go on receiving nothing. Its
+        // -ERR is read before the PONG, so it is known by now.
+        let errors = (armed.subs.first().map(|t| &t.shared.errors)).or(fleet.map(|f| &f.errors));
+        if let Some(why) = errors.and_then(|e| e.first_refusal()) {
+            armed.abort();
+            return Err(Error::refused_subscription(&self.url, &why));
+        }
         if self.opts.scenario == ScenarioKind::Sub && self.share.is_none() {
             eprintln!("waiting for messages on '{}'", self.subject);
         }

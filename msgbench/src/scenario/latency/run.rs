@@ -395,6 +395,10 @@ impl<'a> Run<'a> {
             shared.close();
             return Err(self.not_connected("the server did not confirm the subscription"));
         }
+        if let Some(why) = shared.errors.first_refusal() {
+            shared.close();
+            return Err(Error::refused_subscription(&self.url, &why));
+        }
         Ok(SubSide { shared, handle })
     }
 

@@ -94,6 +94,9 @@ pub fn run_reply(
                 reason: "the server did not confirm a subscription".into(),
             });
         }
+        if let Some(why) = errors.first_refusal() {
+            return fail(Error::refused_subscription(&url, &why));
+        }
         // On agents, the service's time starts with the others'.
         let start = match crate::scenario::segment::start(share, stop) {
             Ok(at) => at,

@@ -18,7 +18,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::{Scope, ScopedJoinHandle};
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::assemble;
 use super::connect::{connect, mine, subscribe, Clients};
@@ -370,19 +370,29 @@ impl<'a> Run<'a> {
         Ok(serving)
     }
 
-    /// Waits for the PONG after each SUB in `serving` and `more`; on a missing one, closes
-    /// them all.
+    /// How long a subscription may take to be confirmed. Confirming is setting up, like the
+    /// handshake: it gets --connect-timeout at least. --timeout is how long a request waits for
+    /// its reply, and may be set to milliseconds that a busy host takes to answer a PING.
+    fn setup_timeout(&self) -> Duration {
+        self.opts.timeout.max(self.opts.conn.dial.connect_timeout)
+    }
+
+    /// Waits for the PONG after each SUB in `serving` and `more`; on a missing one, or one the
+    /// server refused, closes them all.
     fn confirmed(&self, serving: &Serving<'_>, more: &[(Arc<conn::Shared>, u64)]) -> Result<()> {
-        // Confirming a subscription is setting up, like the handshake: it gets
-        // --connect-timeout at least. --timeout is how long a request waits for its reply, and
-        // may be set to milliseconds that a busy host takes to answer a PING (issue 42).
-        let timeout = self.opts.timeout.max(self.opts.conn.dial.connect_timeout);
+        let timeout = self.setup_timeout();
         if (serving.tickets.iter().chain(more)).any(|(sh, t)| !sh.wait_pong(*t, timeout)) {
             serving.abort(more);
             return Err(Error::Connect {
                 url: self.url.clone(),
                 reason: "the server did not confirm a subscription".into(),
             });
+        }
+        // A refused SUB leaves the connection up and the service unreachable: every request
+        // would go unanswered, which reads as the service's fault rather than the user's.
+        if let Some(why) = self.errors.first_refusal() {
+            serving.abort(more);
+            return Err(Error::refused_subscription(&self.url, &why));
         }
         Ok(())
     }
@@ -412,7 +422,7 @@ impl<'a> Run<'a> {
     ) -> Result<Vec<Requester<'s, 'e>>> {
         let mut ready = Vec::new();
         for (i, mut c) in requesters.into_iter().enumerate() {
-            if let Err(e) = c.subscribe_and_confirm(&self.reply_sub(i), self.opts.timeout) {
+            if let Err(e) = c.subscribe_and_confirm(&self.reply_sub(i), self.setup_timeout()) {
                 serving.abort(&[]);
                 return Err(e);
             }
@@ -507,7 +517,7 @@ impl<'a> Run<'a> {
                 flush_timeout: self.opts.timeout,
                 start_at: Some(zero),
                 late_bound: crate::scenario::pacing::PACING_LATE_BOUND,
-                lag_from: std::time::Duration::ZERO,
+                lag_from: Duration::ZERO,
             };
             let (window, times, progress) = (
                 &self.windows[i],
