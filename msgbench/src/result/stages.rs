@@ -96,6 +96,15 @@ impl ScheduleReport {
         }
     }
 
+    /// For JetStream publishing, whose `received` counts acknowledgements: what was not
+    /// acknowledged is not lost, and loss (an acknowledged write missing from the stream) is
+    /// judged for the whole run, not by the stage it was due in. Each stage's `lost` is null.
+    pub fn loss_judged_for_the_run(&mut self) {
+        for st in &mut self.stages {
+            st.lost = None;
+        }
+    }
+
     /// With the run's warm-up (none when zero).
     #[must_use]
     pub fn with_warmup(mut self, warmup: std::time::Duration) -> Self {

@@ -1194,6 +1194,37 @@ fn a_rate_schedule_steps_on_every_agent_and_its_stages_add_up() {
         .map(|s| u(&s["sent"]))
         .collect();
     assert_eq!(sent, [500, 1000]);
+    // JetStream publishes on a schedule: a stage's `received` counts acknowledgements, and
+    // what was not acknowledged is no stage's loss, in each agent's own result as in the
+    // merged one (only the coordinator reads the stream).
+    let (out, doc, _d) = coordinate(&[
+        "js",
+        "pub",
+        "--mode",
+        "async",
+        "--stream",
+        "staged",
+        "--clients",
+        "2",
+        "--rate-schedule",
+        "500@1s,1000@1s",
+        "--server",
+        &server.url,
+        "--agents",
+        "2",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut acked = 0;
+    for a in doc["agents"]["agents"].as_array().unwrap() {
+        for st in a["result"]["schedule"]["stages"].as_array().unwrap() {
+            assert!(st["lost"].is_null(), "{}: lost {}", a["name"], st["lost"]);
+            acked += u(&st["received"]);
+        }
+    }
+    let stages = doc["schedule"]["stages"].as_array().unwrap();
+    assert!(stages.iter().all(|st| st["lost"].is_null()), "{stages:?}");
+    let merged: u64 = stages.iter().map(|st| u(&st["received"])).sum();
+    assert_eq!((acked, merged), (u(&doc["jetstream"]["acked"]), acked));
 }
 
 #[test]

@@ -20,7 +20,7 @@ use super::stream::Opened;
 use crate::engine::jsapi::{Api, StreamState};
 use crate::engine::request::JsAcks;
 use crate::error::ErrorKind;
-use crate::result::{Durability, JsReport, LostByPosition, RunResult};
+use crate::result::{Durability, JsReport, LostByPosition, RunResult, ScheduleReport};
 
 /// How many lost sequences the result names.
 const LOST_LISTED: usize = 10;
@@ -307,12 +307,13 @@ pub(super) fn judge(result: &mut RunResult, d: Durability) {
     for p in &mut dl.publishers {
         p.lost = 0;
     }
-    // A stage's shortfall of acknowledgements is not loss either, and which stage an
-    // acknowledged write missing from the stream was due in is not known: null, never a count
-    // of another kind under the same name (a capacity probe's SLO on `lost` reads the run's).
-    for st in (result.schedule.iter_mut()).flat_map(|s| s.stages.iter_mut()) {
-        st.lost = None;
-    }
+    // A stage's shortfall of acknowledgements is not loss either (a capacity probe's SLO on
+    // `lost` reads the run's). Each host's own stages already say so; stages merged from agents
+    // are made anew, so they are told again.
+    result
+        .schedule
+        .iter_mut()
+        .for_each(ScheduleReport::loss_judged_for_the_run);
     result.own.put(d);
     // The verdict written beside the figures, for what reads the file (a report): the same
     // judgement the exit status makes.

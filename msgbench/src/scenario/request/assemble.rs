@@ -199,6 +199,10 @@ fn stages(run: &Run<'_>, pub_outs: &[PubOutcome]) -> Option<ScheduleReport> {
                 *t += n;
             }
         }
-        ScheduleReport::new(sc, &sent_by_stage, 1, Some(totals.take()))
+        let mut report = ScheduleReport::new(sc, &sent_by_stage, 1, Some(totals.take()));
+        if run.opts.js_bases.is_some() {
+            report.loss_judged_for_the_run();
+        }
+        report
     })
 }
