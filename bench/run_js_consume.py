@@ -116,7 +116,7 @@ class JsConsume(Suite):
         return [
             self.bin(tool), "js", "consume", "--server", url, "--publish", "none", "--mode", case.mode,
             "--ack", case.ack, "--batch", str(a.batch), "--msgs", str(a.msgs), "--stream", STREAM,
-            "--subject", SUBJECT, "--json", str(self.json_file(case, tool)), "--no-progress",
+            "--json", str(self.json_file(case, tool)), "--no-progress",
         ]  # fmt: skip
 
     def fill_commands(self) -> list[list[str]]:

@@ -34,7 +34,6 @@ fn fill(url: &str, stream: &str) {
 
 /// Consumes everything `fill` stored and returns (messages consumed, writes made).
 fn consume(url: &str, stream: &str, mode: &str, ack: &str) -> (u64, u64) {
-    let subject = format!("{stream}.x");
     let (out, v) = run_json(&[
         "js",
         "consume",
@@ -50,8 +49,6 @@ fn consume(url: &str, stream: &str, mode: &str, ack: &str) -> (u64, u64) {
         &MSGS.to_string(),
         "--stream",
         stream,
-        "--subject",
-        &subject,
     ]);
     assert!(out.status.success(), "{mode}/{ack}: {}", stderr(&out));
     assert!(schema_errors(&v).is_empty(), "{:?}", schema_errors(&v));

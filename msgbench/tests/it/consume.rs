@@ -212,16 +212,7 @@ fn consuming_what_another_run_stored() {
     // Asking for more than the stream holds takes what it holds.
     let (out, v) = consume(
         &s.url,
-        &[
-            "--publish",
-            "none",
-            "--msgs",
-            "5000",
-            "--stream",
-            "kept",
-            "--subject",
-            "kept.x",
-        ],
+        &["--publish", "none", "--msgs", "5000", "--stream", "kept"],
     );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(u(&v["consumer"]["expected"]), 1200, "{}", v["consumer"]);
@@ -246,8 +237,6 @@ fn consuming_what_another_run_stored() {
         "none",
         "--stream",
         "empty",
-        "--subject",
-        "empty.x",
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
@@ -265,8 +254,6 @@ fn consuming_what_another_run_stored() {
         "none",
         "--stream",
         "nosuch",
-        "--subject",
-        "nosuch.x",
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);

@@ -499,6 +499,31 @@ fn bad_input_gets_one_line_naming_the_flag_and_exit_2() {
             vec!["sub".into(), "--payload".into(), "Cargo.toml".into()],
             "--payload",
         ),
+        // `pub` counts no loss, so nothing for --allow-loss to allow.
+        (vec!["pub".into(), "--allow-loss".into()], "--allow-loss"),
+        // A consume of the stream as it is publishes nothing to shape.
+        (
+            vec![
+                "js".into(),
+                "consume".into(),
+                "--publish".into(),
+                "none".into(),
+                "--subject".into(),
+                "orders.eu".into(),
+            ],
+            "--subject",
+        ),
+        (
+            vec![
+                "js".into(),
+                "consume".into(),
+                "--publish".into(),
+                "none".into(),
+                "--size".into(),
+                "4KiB".into(),
+            ],
+            "--size",
+        ),
         (vec!["nosuchcommand".into()], "nosuchcommand"),
         // Faults and connection keeping.
         (with(&["--ping-interval", "0s"]), "--ping-interval"),

@@ -94,6 +94,13 @@ impl Template {
                 per_target,
             });
         }
+        let any_stream = (parsed.iter()).any(|l| l.parts.iter().any(|p| matches!(p, Part::Stream)));
+        if streams > 1 && !any_stream {
+            return Err(TemplateError(format!(
+                "--streams {streams} sets the values of {{{{stream}}}}, and {origin} has none: put \
+                 {{{{stream}}}} where a message names its target stream"
+            )));
+        }
         let t = Self {
             lines: parsed,
             desc,
@@ -445,5 +452,17 @@ mod tests {
         assert!(e.0.starts_with("f.jsonl line 2:"), "{e}");
         let e = Template::new(&[], "f.jsonl", desc(), 1).unwrap_err();
         assert!(e.0.contains("no message"), "{e}");
+        // --streams has nothing to act on without {{stream}}.
+        let e = Template::new(
+            &[r#"{"stream":"s-{{client}}"}"#.into()],
+            "--data",
+            desc(),
+            3,
+        )
+        .unwrap_err();
+        assert!(
+            e.0.starts_with("--streams 3") && e.0.contains("{{stream}}"),
+            "{e}"
+        );
     }
 }

@@ -129,6 +129,13 @@ impl Options {
         if scenario == ScenarioKind::Sub {
             refuse_publishing_flags(load)?;
         }
+        if scenario == ScenarioKind::Pub && load.allow_loss {
+            return Err(Error::Usage(
+                "--allow-loss acts on loss, and `pub` counts none (it has no subscriber of its \
+                 own); give it to `sub` or `pubsub`"
+                    .into(),
+            ));
+        }
         let server = server_choice(conn)?;
         let (pace, schedule_stop) = pace(&load.pace)?;
         let stop = match (schedule_stop, load.pace.duration) {

@@ -205,9 +205,10 @@ fn plan(o: &GrpcOptions, m: &Method) -> Result<Plan> {
     })
 }
 
-/// A template error as one line that names --data (and the file and line, for @FILE).
+/// A template error as one line that names --data (and the file and line, for @FILE), or the
+/// flag it names itself.
 pub(super) fn data_error(e: g::template::TemplateError) -> Error {
-    if e.0.starts_with("--data") {
+    if e.0.starts_with("--") {
         Error::Usage(e.0)
     } else {
         Error::Usage(format!("--data {}", e.0))

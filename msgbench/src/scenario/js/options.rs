@@ -334,6 +334,18 @@ impl JsConsumeOptions {
                  it is (give --publish before or live to have msgbench make and fill it)"
             )));
         }
+        // What shapes the messages msgbench publishes has nothing to act on when it publishes
+        // none; the defaults are told from typed values by value.
+        let shaping = [
+            ("--size", a.size != 128),
+            ("--subject", a.target.subject != "msgbench.js"),
+        ];
+        if let (Source::Stream, Some((flag, _))) = (source, shaping.iter().find(|(_, on)| *on)) {
+            return Err(Error::Usage(format!(
+                "{flag} shapes the messages msgbench publishes, and --publish none publishes \
+                 none: it consumes the whole stream as it is"
+            )));
+        }
         if source == Source::Stream && a.target.purge {
             return Err(Error::Usage(
                 "--purge with --publish none would leave nothing to consume".into(),
