@@ -288,6 +288,36 @@ pub struct Compared {
     pub connect_timeout: Duration,
 }
 
+/// The drivers run what driver protocol v1 carries: one literal subject, one fixed size, a
+/// fixed rate or none. A flag that shapes the load past that would leave the native column
+/// measuring another load than the drivers', so the first of `shaping` that was given is
+/// refused, by its flag.
+///
+/// # Errors
+/// [`Error::Usage`] naming the flag.
+pub fn refuse_for_drivers(shaping: &[(&str, bool)]) -> Result<()> {
+    match shaping.iter().find(|(_, on)| *on) {
+        Some((flag, _)) => Err(Error::Usage(format!(
+            "{flag} does not apply to `msgbench compare`: the drivers send one literal subject \
+             at one fixed size and a fixed rate (driver protocol v1), so the columns would not \
+             measure the same load; use it with `msgbench <scenario>` directly"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The flags of a pace that drivers cannot follow: a schedule of stages, Poisson arrivals.
+pub fn pace_shaping(pace: &crate::engine::pace::Pace) -> [(&'static str, bool); 2] {
+    let s = pace.schedule();
+    [
+        ("--rate-schedule", s.is_some_and(|s| !s.is_fixed())),
+        (
+            "--arrivals poisson",
+            s.is_some_and(|s| s.poisson_seed().is_some()),
+        ),
+    ]
+}
+
 /// How a driver ended, as `compare` ran it.
 pub type DriverOutcome =
     std::result::Result<crate::engine::driver::Finished, crate::engine::driver::Failed>;

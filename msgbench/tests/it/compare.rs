@@ -185,3 +185,49 @@ fn flags_drivers_cannot_report_are_refused_in_one_line() {
         assert!(err.contains(flag), "{flag}: {err}");
     }
 }
+
+#[test]
+fn load_shapes_drivers_cannot_send_are_refused_in_one_line() {
+    // Driver protocol v1 carries one literal subject, one size and a fixed rate: the native
+    // column alone following these would measure another load than the drivers'.
+    let cases: [(&str, &[&str]); 12] = [
+        (
+            "--rate-schedule",
+            &["pubsub", "--rate-schedule", "1000@1s,2000@1s"],
+        ),
+        (
+            "--arrivals poisson",
+            &["pubsub", "--rate", "1000", "--arrivals", "poisson"],
+        ),
+        ("--size", &["pubsub", "--size", "uniform:64B..4KiB"]),
+        (
+            "--subject",
+            &["pubsub", "--subject", "o.{a}", "--token", "a=x,y"],
+        ),
+        ("--header", &["pubsub", "-H", "X:1"]),
+        ("--multisubject", &["pubsub", "--multisubject"]),
+        ("--sub-stall", &["pubsub", "--sub-stall", "100:1s"]),
+        (
+            "--rate-schedule",
+            &["request", "--rate-schedule", "100@1s,200@1s"],
+        ),
+        ("--arrivals poisson", &["request", "--rate", "100", "--arrivals", "poisson"]),
+        (
+            "--rate-schedule",
+            &["latency", "--rate-schedule", "100@1s,200@1s"],
+        ),
+        ("--hist", &["latency", "--hist", "h"]),
+        ("--size", &["js-pub", "--size", "uniform:64B..4KiB"]),
+    ];
+    for (flag, extra) in cases {
+        let mut args = vec!["--clients", "native,go"];
+        args.extend(extra);
+        let (code, err, _) = compare(&args);
+        assert_eq!(code, Some(2), "{extra:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{extra:?}: {err}");
+        assert!(
+            err.contains(flag) && err.contains("msgbench compare"),
+            "{extra:?}: {err}"
+        );
+    }
+}

@@ -138,6 +138,17 @@ impl Runnable for Options {
                 self.scenario.as_str()
             )));
         }
+        let [schedule, poisson] = crate::scenario::pace_shaping(&self.pace);
+        crate::scenario::refuse_for_drivers(&[
+            schedule,
+            poisson,
+            ("--size (a distribution)", !self.sizes.is_fixed()),
+            ("--subject (a template)", self.template.is_some()),
+            ("--multisubject", self.multisubject.is_some()),
+            ("--header", !self.headers.is_empty()),
+            ("--payload", self.payload.is_some()),
+            ("--sub-stall", self.sub_stall.is_some()),
+        ])?;
         Ok(Compared {
             kind: "pubsub",
             params: serde_json::to_value(Options::params(self)).expect("serialises"),

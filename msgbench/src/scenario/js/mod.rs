@@ -170,6 +170,13 @@ impl Runnable for JsPubOptions {
                     .into(),
             ));
         }
+        let [schedule, poisson] = crate::scenario::pace_shaping(&self.publish.pace);
+        crate::scenario::refuse_for_drivers(&[
+            schedule,
+            poisson,
+            ("--size (a distribution)", self.publish.sizes.is_some()),
+            ("--subject (a template)", self.publish.template.is_some()),
+        ])?;
         Ok(Compared {
             kind: "js_pub",
             params: serde_json::to_value(JsPubParams::of(self)).expect("params serialise"),

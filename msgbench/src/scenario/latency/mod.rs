@@ -114,6 +114,11 @@ impl crate::scenario::Runnable for LatencyOptions {
         )
     }
     fn compare(&self) -> Result<crate::scenario::Compared> {
+        crate::scenario::refuse_for_drivers(&[
+            ("--rate-schedule", !self.schedule.is_fixed()),
+            ("--server-b", self.server_b.is_some()),
+            ("--hist", self.hist.is_some()),
+        ])?;
         Ok(crate::scenario::Compared {
             kind: "latency",
             params: serde_json::to_value(LatencyOptions::params(self)).expect("serialises"),

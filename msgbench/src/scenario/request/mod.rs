@@ -75,9 +75,17 @@ impl Runnable for RequestOptions {
         run::run_request(self, ctx.target()?, ctx.meter, ctx.stop, ctx.share)
     }
     fn compare(&self) -> Result<Compared> {
-        // Drivers are measured against msgbench's own echo service, as the native run is.
-        let responder = ReplyOptions {
-            clients: self.responders.max(1),
+        let [schedule, poisson] = crate::scenario::pace_shaping(&self.pace);
+        crate::scenario::refuse_for_drivers(&[
+            schedule,
+            poisson,
+            ("--size (a distribution)", self.sizes.is_some()),
+            ("--subject (a template)", self.template.is_some()),
+        ])?;
+        // Drivers ask the service the native run asks: msgbench's own echo service, or with
+        // --responders 0 the user's, already running.
+        let echo = (self.responders > 0).then(|| ReplyOptions {
+            clients: self.responders,
             delay: self.delay,
             subject: self.subject.clone(),
             max: None,
@@ -87,11 +95,11 @@ impl Runnable for RequestOptions {
             // Its lifetime is the driver's run, not the day it is bounded by; the driver
             // starts once it is up.
             announce: Announce::Quiet,
-        };
+        });
         Ok(Compared {
             kind: "request",
             params: self.params_value(),
-            around: Some(std::sync::Arc::new(reply::Echo(responder))),
+            around: echo.map(|r| std::sync::Arc::new(reply::Echo(r)) as _),
             connect_timeout: self.conn.dial.connect_timeout,
         })
     }
