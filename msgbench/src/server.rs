@@ -67,8 +67,14 @@ impl Target {
                     .and_then(|j| j.get_mut("config"))
                     .map(serde_json::Value::take)
             });
+            let shown = (self.settings.iter())
+                .map(|s| ServerSetting {
+                    key: s.key.clone(),
+                    value: crate::options::server_config::shown(&s.key, &s.value),
+                })
+                .collect();
             result.server.config = Some(crate::result::ServerConfig {
-                settings: self.settings.clone(),
+                settings: shown,
                 jetstream_reported: varz,
             });
         }
@@ -138,6 +144,7 @@ pub fn resolve(choice: &ServerChoice, link: Option<LinkSpec>) -> Result<Target> 
             settings,
             partitions,
             lazy,
+            auth,
         } => {
             let binary = find_binary(binary.as_deref())?;
             let how = Start {
@@ -150,7 +157,7 @@ pub fn resolve(choice: &ServerChoice, link: Option<LinkSpec>) -> Result<Target> 
                 let one = EmbeddedServer::start_with(&binary, &[], &how)?;
                 (vec![one], None)
             };
-            let urls = match &mesh {
+            let urls: Vec<ServerUrl> = match &mesh {
                 // Clients reach each node through its proxy, so a partition cuts them off too.
                 Some(m) => (m.client_ports.iter())
                     .map(|&port| ServerUrl {
@@ -160,6 +167,12 @@ pub fn resolve(choice: &ServerChoice, link: Option<LinkSpec>) -> Result<Target> 
                     .collect(),
                 None => servers.iter().map(|s| s.url.clone()).collect(),
             };
+            let urls = (urls.into_iter())
+                .map(|u| ServerUrl {
+                    auth: auth.clone(),
+                    ..u
+                })
+                .collect();
             let first = servers.remove(0);
             (urls, Some(first), servers, mesh)
         }

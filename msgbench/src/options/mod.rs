@@ -33,6 +33,9 @@ pub enum ServerChoice {
         partitions: bool,
         /// The run's faults act on the disks: each store sits on msgbench's lazy filesystem.
         lazy: bool,
+        /// The credentials clients present (from flags, the environment or a context): a
+        /// `--server-config` may have the servers ask for them.
+        auth: url::Auth,
     },
 }
 
@@ -222,10 +225,18 @@ pub fn check_rate(rate: f64) -> Result<()> {
 
 /// The servers `--server` (or NATS_URL) names, or the embedded one.
 pub fn server_choice(conn: &ConnArgs) -> Result<ServerChoice> {
+    server_choice_with(conn, None)
+}
+
+/// As [`server_choice`], with a list given by a flag of the scenario's own in its place
+/// (`latency --server-a URLS`): the connection flags act on those servers as on `--server`'s,
+/// credentials included, and what starts a local server is refused beside them.
+pub fn server_choice_with(conn: &ConnArgs, given: Option<(&str, &str)>) -> Result<ServerChoice> {
     let sources = auth::sources(conn)?;
-    let (list, flag) = match (conn.server.as_deref(), &sources.url) {
-        (Some(s), _) if !s.trim().is_empty() => (Some(s), "--server"),
-        (_, Some(ctx)) => (Some(ctx.as_str()), "--context"),
+    let (list, flag) = match (given, conn.server.as_deref(), &sources.url) {
+        (Some((list, flag)), _, _) => (Some(list), flag),
+        (None, Some(s), _) if !s.trim().is_empty() => (Some(s), "--server"),
+        (None, _, Some(ctx)) => (Some(ctx.as_str()), "--context"),
         _ => (None, "--server"),
     };
     if let (Some(_), Some(binary)) = (list, &conn.nats_server) {
@@ -277,11 +288,14 @@ pub fn server_choice(conn: &ConnArgs) -> Result<ServerChoice> {
         ServerChoice::Urls(_) => {}
     }
     // Credentials from flags, the environment or the context go to every server whose URL
-    // carries none of its own.
-    if let ServerChoice::Urls(urls) = &mut choice {
-        for u in urls.iter_mut().filter(|u| u.auth == url::Auth::None) {
-            u.auth = sources.auth.clone();
+    // carries none of its own, and to the servers msgbench starts.
+    match &mut choice {
+        ServerChoice::Urls(urls) => {
+            for u in urls.iter_mut().filter(|u| u.auth == url::Auth::None) {
+                u.auth = sources.auth.clone();
+            }
         }
+        ServerChoice::Embedded { auth, .. } => *auth = sources.auth,
     }
     Ok(choice)
 }
@@ -300,6 +314,7 @@ pub fn server_choice_from(
             settings: Vec::new(),
             partitions: false,
             lazy: false,
+            auth: url::Auth::None,
         }),
         Some(list) => url::parse_servers(list)
             .map(ServerChoice::Urls)

@@ -23,6 +23,20 @@ const JETSTREAM_KEYS: &[&str] = &[
     "unique_tag",
 ];
 
+/// The last part of a key whose value is a secret: never written into a result, a recorded
+/// plan or a text line, only into the server's own config file.
+const SECRET_KEYS: &[&str] = &["password", "pass", "token", "auth_token", "nkey", "seed"];
+
+/// What a result and a plan show of a setting's value: a secret's is redacted.
+pub fn shown(key: &str, value: &str) -> String {
+    let last = key.rsplit('.').next().unwrap_or(key).to_ascii_lowercase();
+    if SECRET_KEYS.contains(&last.as_str()) {
+        "(redacted)".into()
+    } else {
+        value.into()
+    }
+}
+
 /// Settings msgbench itself gives every server it starts (its address, ports, storage,
 /// cluster and name): another value would break what it relies on.
 const OWN_KEYS: &[&str] = &[

@@ -260,6 +260,18 @@ fn strip_credentials(v: &mut Value) {
                         let clean: Vec<String> = s.split(',').map(without_userinfo).collect();
                         *s = clean.join(",");
                     }
+                    // `--server-config authorization.password=…`: the key stays, the value
+                    // does not.
+                    Value::Array(items) if k == "server_config" => {
+                        for item in items.iter_mut() {
+                            if let Some((key, value)) =
+                                item.as_str().and_then(|s| s.split_once('='))
+                            {
+                                let shown = crate::options::server_config::shown(key, value);
+                                *item = Value::String(format!("{key}={shown}"));
+                            }
+                        }
+                    }
                     _ => strip_credentials(child),
                 }
             }

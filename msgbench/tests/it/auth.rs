@@ -251,3 +251,51 @@ fn a_subscription_the_server_refuses_stops_the_run_before_its_load_naming_the_su
         );
     }
 }
+
+#[test]
+fn latency_between_two_named_servers_takes_the_credentials_and_refuses_a_local_cluster() {
+    let s = TestServer::with_config("authorization { user: lat, password: lat-s3cret }");
+    let out = bin()
+        .args(["latency", "--server-a", &s.url, "--server-b", &s.url])
+        .args(["--user", "lat", "--msgs", "200", "--rate", "1000"])
+        .args(["--warmup", "0s", "--no-progress", "--json", "-"])
+        .env("NATS_PASSWORD", "lat-s3cret")
+        .output()
+        .unwrap();
+    accepted(&out, "user_password", &["lat-s3cret"]);
+    let out = bin()
+        .args(["latency", "--server-a", &s.url, "--cluster", "3"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--cluster"), "{}", stderr(&out));
+}
+
+#[test]
+fn the_server_msgbench_starts_gets_the_credentials_its_config_asks_for() {
+    // msgbench starts the server here; --server-config has it ask for a user.
+    let config = [
+        "--server-config",
+        "authorization.user=emb",
+        "--server-config",
+        "authorization.password=emb-s3cret",
+    ];
+    let run = |user: &[(&str, &str)]| {
+        let mut c = bin();
+        c.args(["pub", "--msgs", "100", "--no-progress", "--json", "-"])
+            .args(config)
+            .env_remove("NATS_URL");
+        for (k, v) in user {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    };
+    // The password reaches the server, and neither the result nor the text shows it (nor the
+    // one in the server's settings).
+    let out = run(&[("NATS_USER", "emb"), ("NATS_PASSWORD", "emb-s3cret")]);
+    accepted(&out, "user_password", &["emb-s3cret"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let settings = &v["server"]["config"]["settings"];
+    assert_eq!(settings[1]["value"], "(redacted)", "{settings}");
+    refused(&run(&[]), "no credentials");
+}

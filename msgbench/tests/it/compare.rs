@@ -211,7 +211,10 @@ fn load_shapes_drivers_cannot_send_are_refused_in_one_line() {
             "--rate-schedule",
             &["request", "--rate-schedule", "100@1s,200@1s"],
         ),
-        ("--arrivals poisson", &["request", "--rate", "100", "--arrivals", "poisson"]),
+        (
+            "--arrivals poisson",
+            &["request", "--rate", "100", "--arrivals", "poisson"],
+        ),
         (
             "--rate-schedule",
             &["latency", "--rate-schedule", "100@1s,200@1s"],

@@ -9,7 +9,7 @@ use crate::cli::BusyPoll;
 use crate::engine::cpu::Free;
 use crate::engine::pace::Stop;
 use crate::error::{Error, Result};
-use crate::options::{check_subject, server_choice, server_choice_from, ServerChoice};
+use crate::options::{check_subject, server_choice_with, ServerChoice};
 use crate::stats::schedule::RateSchedule;
 use crate::wire::stamp::SEQ_LEN;
 
@@ -192,14 +192,9 @@ impl LatencyOptions {
         }
         check_subject(&a.subject, false)
             .map_err(|why| Error::flag("--subject", &a.subject, why))?;
-        let server_a = match &a.server_a {
-            Some(list) => server_choice_from(Some(list), "--server-a", None)?,
-            None => server_choice(&a.conn)?,
-        };
-        let server_b = a
-            .server_b
-            .as_deref()
-            .map(|list| server_choice_from(Some(list), "--server-b", None))
+        let server_a = server_choice_with(&a.conn, a.server_a.as_deref().zip(Some("--server-a")))?;
+        let server_b = (a.server_b.as_deref())
+            .map(|list| server_choice_with(&a.conn, Some((list, "--server-b"))))
             .transpose()?;
         let conn = crate::options::conn::ConnOptions::new(&a.conn)?;
         if let Stop::For(length) = stop {
