@@ -169,7 +169,7 @@ pub fn resolve(choice: &ServerChoice, link: Option<LinkSpec>) -> Result<Target> 
             };
             let urls = (urls.into_iter())
                 .map(|u| ServerUrl {
-                    auth: auth.clone(),
+                    auth: (**auth).clone(),
                     ..u
                 })
                 .collect();

@@ -34,8 +34,8 @@ pub enum ServerChoice {
         /// The run's faults act on the disks: each store sits on msgbench's lazy filesystem.
         lazy: bool,
         /// The credentials clients present (from flags, the environment or a context): a
-        /// `--server-config` may have the servers ask for them.
-        auth: url::Auth,
+        /// `--server-config` may have the servers ask for them. Boxed: most runs have none.
+        auth: Box<url::Auth>,
     },
 }
 
@@ -295,7 +295,7 @@ pub fn server_choice_with(conn: &ConnArgs, given: Option<(&str, &str)>) -> Resul
                 u.auth = sources.auth.clone();
             }
         }
-        ServerChoice::Embedded { auth, .. } => *auth = sources.auth,
+        ServerChoice::Embedded { auth, .. } => **auth = sources.auth,
     }
     Ok(choice)
 }
@@ -314,7 +314,7 @@ pub fn server_choice_from(
             settings: Vec::new(),
             partitions: false,
             lazy: false,
-            auth: url::Auth::None,
+            auth: Box::default(),
         }),
         Some(list) => url::parse_servers(list)
             .map(ServerChoice::Urls)
