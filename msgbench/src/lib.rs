@@ -250,6 +250,11 @@ fn run_tool(command: Command, stop: &AtomicBool) -> Result<u8> {
             }
             let conn = options::conn::ConnOptions::new(&a.conn)?;
             conn.no_fault("calibrate")?;
+            options::monitor::refuse_typed(
+                &a.conn,
+                "calibrate",
+                "it times round trips, with no timeline to sample the server on",
+            )?;
             let target = server::resolve(&options::server_choice(&a.conn)?, conn.link)?;
             let opts = scenario::calibrate::CalibrateOptions {
                 conn,
@@ -347,6 +352,7 @@ fn print_plan(plan: &Plan) -> Result<u8> {
 fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
     let conn = options::conn::ConnOptions::new(&args.conn)?;
     conn.no_fault("demo")?;
+    let servers = session::servers::Servers::check_conn(&args.conn)?;
     // One server for the whole suite.
     let target = server::resolve(&options::server_choice(&args.conn)?, conn.link)?;
     let no_js = no_jetstream(&target, &conn)?;
@@ -382,10 +388,13 @@ fn demo(args: &DemoArgs, stop: &AtomicBool) -> Result<u8> {
             "storage": "memory", "purge": true, "delete_after": true}}),
         ),
     ];
-    let here = session::Local::on(plan::Targets {
-        main: Some(target),
-        second: None,
-    });
+    let here = session::Local::on(
+        plan::Targets {
+            main: Some(target),
+            second: None,
+        },
+        servers,
+    );
     let mut worst = exit::OK;
     let runs = suite
         .into_iter()

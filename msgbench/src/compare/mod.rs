@@ -267,6 +267,13 @@ pub fn preflight(clients: &[String], planned: &crate::plan::Plan) -> Result<()> 
 /// (the output flags by the one table of refusals, a fault here).
 fn refuse_what_drivers_cannot_report(p: &crate::plan::Plan) -> Result<()> {
     crate::session::refusals::check(p.out(), crate::session::refusals::Mode::Compare)?;
+    if let Some(c) = p.conn() {
+        crate::options::monitor::refuse_typed(
+            c,
+            "compare",
+            "drivers report only at the end of a run, so no client's timeline holds the              server's samples; use it with `msgbench <scenario>` directly",
+        )?;
+    }
     if p.conn().is_some_and(|c| c.fault.is_some()) {
         return Err(Error::Usage(
             "--fault does not apply to `msgbench compare`: its recovery figures need \

@@ -75,3 +75,18 @@ impl Monitors {
         Ok(Self { endpoints, tls })
     }
 }
+
+/// Refuses `--server-monitor` for `command`, which samples no server. The variable may be set
+/// for every run in an environment, so only a value other than its own is refused.
+///
+/// # Errors
+/// [`Error::Usage`] naming the flag and the command.
+pub fn refuse_typed(conn: &ConnArgs, command: &str, why: &str) -> Result<()> {
+    let from_env = std::env::var("MSGBENCH_SERVER_MONITOR").ok();
+    match conn.server_monitor.as_deref() {
+        Some(v) if !v.trim().is_empty() && Some(v) != from_env.as_deref() => Err(Error::Usage(
+            format!("--server-monitor does not apply to `msgbench {command}`: {why}"),
+        )),
+        _ => Ok(()),
+    }
+}

@@ -37,12 +37,10 @@ impl Local {
         })
     }
 
-    /// Runs on servers already found or started (the default suite's one server).
-    pub fn on(targets: Targets) -> Self {
-        Self {
-            targets,
-            servers: Servers::default(),
-        }
+    /// Runs on servers already found or started (the default suite's one server), sampling
+    /// the endpoints `servers` checked.
+    pub fn on(targets: Targets, servers: Servers) -> Self {
+        Self { targets, servers }
     }
 }
 

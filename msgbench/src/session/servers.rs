@@ -35,9 +35,16 @@ impl Servers {
     /// [`Error::Usage`] naming the endpoint (without its credentials) that is not a URL or
     /// answered as something other than a NATS monitoring endpoint.
     pub fn check(plan: &Plan) -> Result<Self> {
-        let Some(conn) = plan.conn() else {
-            return Ok(Self::default());
-        };
+        plan.conn()
+            .map_or_else(|| Ok(Self::default()), Self::check_conn)
+    }
+
+    /// As [`Servers::check`], for the connection flags of a command that is not one plan (the
+    /// default suite).
+    ///
+    /// # Errors
+    /// As [`Servers::check`].
+    pub fn check_conn(conn: &crate::cli::ConnArgs) -> Result<Self> {
         let monitors = Monitors::from_conn(conn)?;
         for e in &monitors.endpoints {
             if let Err(why) = monitor::check(e, monitors.tls.clone(), CHECK_LIMIT) {

@@ -176,6 +176,10 @@ fn flags_drivers_cannot_report_are_refused_in_one_line() {
         ("--live", vec!["--live"]),
         ("--stream-stats", vec!["--stream-stats", "s.jsonl"]),
         ("--fault", vec!["--fault", "kill@1s"]),
+        (
+            "--server-monitor",
+            vec!["--server-monitor", "http://127.0.0.1:1"],
+        ),
     ] {
         let mut args = vec!["--clients", "native", "pubsub", "--msgs", "100"];
         args.extend(extra);

@@ -524,6 +524,14 @@ fn bad_input_gets_one_line_naming_the_flag_and_exit_2() {
             ],
             "--size",
         ),
+        (
+            vec![
+                "calibrate".into(),
+                "--server-monitor".into(),
+                "http://127.0.0.1:1".into(),
+            ],
+            "--server-monitor",
+        ),
         (vec!["nosuchcommand".into()], "nosuchcommand"),
         // Faults and connection keeping.
         (with(&["--ping-interval", "0s"]), "--ping-interval"),
@@ -885,9 +893,24 @@ fn nats_url_and_server_lists_are_honoured() {
 #[test]
 fn the_default_suite_runs_pub_pubsub_latency_request_and_js_pub() {
     let s = TestServer::start();
-    let out = run(&["demo", "--server", &s.url, "--no-progress"]);
+    let monitor = s.monitor_url();
+    let out = run(&[
+        "demo",
+        "--server",
+        &s.url,
+        "--server-monitor",
+        &monitor,
+        "--no-progress",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
+    // The server named by --server-monitor is sampled in each of the five runs.
+    assert_eq!(
+        text.matches(&format!("Server {monitor} (nats-server"))
+            .count(),
+        5,
+        "{text}"
+    );
     let at: Vec<usize> = [
         "== pub\n",
         "== pubsub\n",
