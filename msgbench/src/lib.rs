@@ -233,6 +233,13 @@ fn check_plan(plan: &Plan) -> Result<Validated> {
     if let Some(url) = o.history_file.as_deref().and_then(std::path::Path::to_str) {
         history::store::refuse_password("--history-file", url).map_err(error::Error::Usage)?;
     }
+    let many = (o.runs > 1).then(|| {
+        format!(
+            "--runs {} would leave only the last run's, beside figures of all {}",
+            o.runs, o.runs
+        )
+    });
+    output::dest::one_run_here(plan, many)?;
     if o.distributed() {
         return dist::fleet::preflight(plan).map(|p| p.validated);
     }

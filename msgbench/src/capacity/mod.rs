@@ -343,6 +343,10 @@ pub fn preflight(
         };
         check(plan.out(), here)?;
     }
+    crate::output::dest::one_run_here(
+        plan,
+        Some("a search runs a probe per rate and would leave only the last one's".into()),
+    )?;
     let json = plan.out().json.clone();
     let first = probe_plan(plan, search.start_rate, search)?.validate()?;
     if first.common().allow_loss {

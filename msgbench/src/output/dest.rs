@@ -24,6 +24,27 @@ pub fn check_plan(plan: &Plan) -> Result<()> {
     check_all(destinations(plan.out(), plan.files()))
 }
 
+/// A scenario's own files (`latency --hist`) hold one run, written where its clients run:
+/// refused when the plan runs more than once (`many` says how) or on agents.
+///
+/// # Errors
+/// [`Error::Usage`] naming the flag.
+pub fn one_run_here(plan: &Plan, many: Option<String>) -> Result<()> {
+    let Some((flag, _)) = plan.files().into_iter().next() else {
+        return Ok(());
+    };
+    let agents = plan
+        .out()
+        .distributed()
+        .then(|| "with --agents the clients run, and would write them, on the agents".to_string());
+    match many.or(agents) {
+        Some(why) => Err(Error::Usage(format!(
+            "{flag} writes one run's files on this host, and {why}"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Checks the files a command that is not one plan would write, each named by its flag (`-`,
 /// standard output, is left out).
 ///

@@ -532,6 +532,33 @@ fn bad_input_gets_one_line_naming_the_flag_and_exit_2() {
             ],
             "--server-monitor",
         ),
+        // --hist holds one run's histograms, written on this host.
+        (
+            ["latency", "--hist", "h", "--runs", "3"]
+                .map(String::from)
+                .to_vec(),
+            "--hist",
+        ),
+        (
+            [
+                "latency",
+                "--hist",
+                "h",
+                "--agents",
+                "2",
+                "--server",
+                "nats://127.0.0.1:1",
+            ]
+            .map(String::from)
+            .to_vec(),
+            "--hist",
+        ),
+        (
+            ["capacity", "latency", "--slo", "p99<1s", "--hist", "h"]
+                .map(String::from)
+                .to_vec(),
+            "--hist",
+        ),
         (vec!["nosuchcommand".into()], "nosuchcommand"),
         // Faults and connection keeping.
         (with(&["--ping-interval", "0s"]), "--ping-interval"),
