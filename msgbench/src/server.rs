@@ -150,6 +150,7 @@ pub fn resolve(choice: &ServerChoice, link: Option<LinkSpec>) -> Result<Target> 
             let how = Start {
                 settings,
                 lazy: *lazy,
+                auth,
             };
             let (mut servers, mesh) = if *nodes > 1 {
                 cluster::start(&binary, *nodes, &how, *partitions)?
@@ -157,7 +158,7 @@ pub fn resolve(choice: &ServerChoice, link: Option<LinkSpec>) -> Result<Target> 
                 let one = EmbeddedServer::start_with(&binary, &[], &how)?;
                 (vec![one], None)
             };
-            let urls: Vec<ServerUrl> = match &mesh {
+            let urls = match &mesh {
                 // Clients reach each node through its proxy, so a partition cuts them off too.
                 Some(m) => (m.client_ports.iter())
                     .map(|&port| ServerUrl {
@@ -167,12 +168,6 @@ pub fn resolve(choice: &ServerChoice, link: Option<LinkSpec>) -> Result<Target> 
                     .collect(),
                 None => servers.iter().map(|s| s.url.clone()).collect(),
             };
-            let urls = (urls.into_iter())
-                .map(|u| ServerUrl {
-                    auth: (**auth).clone(),
-                    ..u
-                })
-                .collect();
             let first = servers.remove(0);
             (urls, Some(first), servers, mesh)
         }
@@ -209,6 +204,9 @@ pub fn resolve(choice: &ServerChoice, link: Option<LinkSpec>) -> Result<Target> 
 pub struct Start<'a> {
     pub settings: &'a [ServerSetting],
     pub lazy: bool,
+    /// The credentials every connection to them presents, msgbench's own (a cluster forming,
+    /// a fault finding the leader) as the clients'.
+    pub auth: &'a url::Auth,
 }
 
 /// A running local `nats-server`. Dropping it stops the server and removes its directory.
@@ -255,6 +253,7 @@ impl EmbeddedServer {
         let how = Start {
             settings,
             lazy: false,
+            auth: &url::Auth::None,
         };
         Self::start_with(binary, extra, &how)
     }
@@ -284,7 +283,7 @@ impl EmbeddedServer {
             url: ServerUrl {
                 host: "127.0.0.1".into(),
                 port: 0,
-                auth: url::Auth::None,
+                auth: how.auth.clone(),
                 tls: false,
                 tls_name: None,
             },

@@ -298,4 +298,35 @@ fn the_server_msgbench_starts_gets_the_credentials_its_config_asks_for() {
     let settings = &v["server"]["config"]["settings"];
     assert_eq!(settings[1]["value"], "(redacted)", "{settings}");
     refused(&run(&[]), "no credentials");
+    // A local cluster forms, and a fault finds its stream's leader, with them too: msgbench's
+    // own connections present what the clients do.
+    let out = bin()
+        .args([
+            "js",
+            "pub",
+            "--cluster",
+            "3",
+            "--replicas",
+            "3",
+            "--reconnect",
+        ])
+        .args([
+            "--rate",
+            "500",
+            "--msgs",
+            "600",
+            "--fault",
+            "kill-leader@300ms",
+        ])
+        .args(["--no-progress", "--json", "-"])
+        .args(config)
+        .env_remove("NATS_URL")
+        .env("NATS_USER", "emb")
+        .env("NATS_PASSWORD", "emb-s3cret")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kill = &v["fault"]["faults"][0];
+    assert_eq!(kill["nodes"][0], kill["leader_before"], "{kill}");
 }

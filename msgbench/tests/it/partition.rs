@@ -20,6 +20,7 @@ fn every_route_between_nodes_crosses_a_proxy() {
         &msgbench::server::Start {
             settings: &[],
             lazy: false,
+            auth: &Default::default(),
         },
         true,
     )

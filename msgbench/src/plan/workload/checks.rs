@@ -141,7 +141,14 @@ pub fn distinct_subjects(classes: &[Class]) -> Result<(), String> {
             continue;
         };
         let mut mine: Vec<String> = Vec::new();
-        for key in ["subject", "stream"] {
+        // A consume of a stream as it is (`publish: none`) sends on no subject.
+        let sends = find(obj, "publish").and_then(Value::as_str) != Some("none");
+        let keys: &[&str] = if sends {
+            &["subject", "stream"]
+        } else {
+            &["stream"]
+        };
+        for key in keys {
             if let Some(Value::String(s)) = find(obj, key) {
                 mine.push(format!("{key} '{s}'"));
             }

@@ -128,6 +128,17 @@ fn bad_workloads_are_refused_naming_the_class_and_the_key() {
 }
 
 #[test]
+fn consumers_of_streams_as_they_are_send_on_no_subject_and_may_share_the_default() {
+    // Each class's subject is the default; neither publishes, so they do not meet.
+    let two = "classes:\n  a:\n    scenario: js consume\n    publish: none\n    stream: s1\n  \
+               b:\n    scenario: js consume\n    publish: none\n    stream: s2\n";
+    assert_eq!(read(two).expect("accepted").classes.len(), 2);
+    // One stream consumed by both is still refused.
+    let e = refusal(&two.replace("s2", "s1"));
+    assert!(e.contains("stream 's1'"), "{e}");
+}
+
+#[test]
 fn an_slo_on_a_figure_the_class_does_not_produce_is_refused_naming_the_class() {
     let w =
         read("classes:\n  a:\n    scenario: pub\n    rate: 5\n    slo: connect_p99<1s\n").unwrap();

@@ -51,6 +51,7 @@ fn synced_writes_the_filesystem_lost_are_reported_lost_exactly_and_as_postfix() 
     let how = Start {
         settings: &settings,
         lazy: true,
+        auth: &crate::wire::url::Auth::None,
     };
     let binary = find_binary(None).expect("these tests need nats-server");
     let server = EmbeddedServer::start_with(&binary, &[], &how).unwrap();
