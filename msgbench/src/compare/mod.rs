@@ -271,7 +271,8 @@ fn refuse_what_drivers_cannot_report(p: &crate::plan::Plan) -> Result<()> {
         crate::options::monitor::refuse_typed(
             c,
             "compare",
-            "drivers report only at the end of a run, so no client's timeline holds the              server's samples; use it with `msgbench <scenario>` directly",
+            "drivers report only at the end of a run, so no client's timeline holds the \
+             server's samples; use it with `msgbench <scenario>` directly",
         )?;
     }
     if p.conn().is_some_and(|c| c.fault.is_some()) {

@@ -25,16 +25,31 @@ const JETSTREAM_KEYS: &[&str] = &[
 
 /// The last part of a key whose value is a secret: never written into a result, a recorded
 /// plan or a text line, only into the server's own config file.
-const SECRET_KEYS: &[&str] = &["password", "pass", "token", "auth_token", "nkey", "seed"];
+const SECRET_KEYS: &[&str] = &[
+    "password",
+    "pass",
+    "token",
+    "auth_token",
+    "nkey",
+    "seed",
+    "key",
+    "prev_key",
+];
 
 /// What a result and a plan show of a setting's value: a secret's is redacted.
 pub fn shown(key: &str, value: &str) -> String {
-    let last = key.rsplit('.').next().unwrap_or(key).to_ascii_lowercase();
-    if SECRET_KEYS.contains(&last.as_str()) {
+    if is_secret(key) {
         "(redacted)".into()
     } else {
         value.into()
     }
+}
+
+/// Whether `key` (as typed: untrimmed, bare or dotted) names a secret.
+pub fn is_secret(key: &str) -> bool {
+    let key = key.trim();
+    let last = key.rsplit('.').next().unwrap_or(key).to_ascii_lowercase();
+    SECRET_KEYS.contains(&last.as_str())
 }
 
 /// Settings msgbench itself gives every server it starts (its address, ports, storage,
@@ -130,7 +145,12 @@ pub fn parse_all(items: &[String]) -> crate::error::Result<Vec<ServerSetting>> {
             return Err(crate::error::Error::flag(
                 "--server-config",
                 item,
-                format!("{} is given already (as {}={})", s.key, o.key, o.value),
+                format!(
+                    "{} is given already (as {}={})",
+                    s.key,
+                    o.key,
+                    shown(&o.key, &o.value)
+                ),
             ));
         }
         settings.push(s);

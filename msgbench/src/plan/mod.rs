@@ -144,6 +144,16 @@ impl Plan {
                     .into(),
             ));
         }
+        let secret = (self.conn().into_iter().flat_map(|c| &c.server_config))
+            .filter_map(|item| item.split_once('='))
+            .find(|(key, _)| crate::options::server_config::is_secret(key));
+        if let Some((key, _)) = secret {
+            return Err(Error::Usage(format!(
+                "--print-plan: a plan holds credentials by reference only, and --server-config \
+                 {} sets a secret, which the plan would hold in clear",
+                key.trim()
+            )));
+        }
         Ok(v)
     }
 

@@ -132,4 +132,19 @@ fn credentials_stay_out_of_plans() {
         .unwrap();
     assert_eq!(doc["conn"]["user"], "alice");
     assert_eq!(doc["conn"]["creds"], "/etc/app.creds");
+    // A secret in a server setting is refused for a plan file, and left out of a result's.
+    let setting = plan_of(
+        "pub --server-config sync_interval=always --server-config authorization.password=hunter2",
+    );
+    let m = usage(setting.to_json().map(|_| plan_of("pub")));
+    assert!(
+        m.contains("authorization.password") && !m.contains("hunter2"),
+        "{m}"
+    );
+    let recorded = setting.recorded().to_string();
+    assert!(!recorded.contains("hunter2"), "{recorded}");
+    assert!(
+        recorded.contains("sync_interval=always") && recorded.contains("password=(redacted)"),
+        "{recorded}"
+    );
 }

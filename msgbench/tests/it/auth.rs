@@ -298,6 +298,21 @@ fn the_server_msgbench_starts_gets_the_credentials_its_config_asks_for() {
     let settings = &v["server"]["config"]["settings"];
     assert_eq!(settings[1]["value"], "(redacted)", "{settings}");
     refused(&run(&[]), "no credentials");
+    // The text's first line names the settings, the secret's value redacted.
+    let out = bin()
+        .args(["pub", "--msgs", "100", "--no-progress"])
+        .args(config)
+        .env_remove("NATS_URL")
+        .env("NATS_USER", "emb")
+        .env("NATS_PASSWORD", "emb-s3cret")
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("authorization.password=(redacted)") && !text.contains("emb-s3cret"),
+        "{text}"
+    );
     // A local cluster forms, and a fault finds its stream's leader, with them too: msgbench's
     // own connections present what the clients do.
     let out = bin()

@@ -194,7 +194,7 @@ fn flags_drivers_cannot_report_are_refused_in_one_line() {
 fn load_shapes_drivers_cannot_send_are_refused_in_one_line() {
     // Driver protocol v1 carries one literal subject, one size and a fixed rate: the native
     // column alone following these would measure another load than the drivers'.
-    let cases: [(&str, &[&str]); 12] = [
+    let cases: [(&str, &[&str]); 13] = [
         (
             "--rate-schedule",
             &["pubsub", "--rate-schedule", "1000@1s,2000@1s"],
@@ -224,6 +224,10 @@ fn load_shapes_drivers_cannot_send_are_refused_in_one_line() {
             &["latency", "--rate-schedule", "100@1s,200@1s"],
         ),
         ("--hist", &["latency", "--hist", "h"]),
+        (
+            "--arrivals poisson",
+            &["latency", "--rate", "100", "--arrivals", "poisson"],
+        ),
         ("--size", &["js-pub", "--size", "uniform:64B..4KiB"]),
     ];
     for (flag, extra) in cases {

@@ -532,6 +532,23 @@ fn bad_input_gets_one_line_naming_the_flag_and_exit_2() {
             ],
             "--server-monitor",
         ),
+        // A fault acts on the server msgbench starts, which --server-a is not.
+        (
+            [
+                "latency",
+                "--server-a",
+                "nats://127.0.0.1:1",
+                "--fault",
+                "kill@1s",
+                "--rate",
+                "100",
+                "--duration",
+                "3s",
+            ]
+            .map(String::from)
+            .to_vec(),
+            "--server-a",
+        ),
         // --hist holds one run's histograms, written on this host.
         (
             ["latency", "--hist", "h", "--runs", "3"]

@@ -116,6 +116,7 @@ impl crate::scenario::Runnable for LatencyOptions {
     fn compare(&self) -> Result<crate::scenario::Compared> {
         crate::scenario::refuse_for_drivers(&[
             ("--rate-schedule", !self.schedule.is_fixed()),
+            ("--arrivals poisson", self.schedule.poisson_seed().is_some()),
             ("--server-b", self.server_b.is_some()),
             ("--hist", self.hist.is_some()),
         ])?;

@@ -196,6 +196,18 @@ impl LatencyOptions {
         let server_b = (a.server_b.as_deref())
             .map(|list| server_choice_with(&a.conn, Some((list, "--server-b"))))
             .transpose()?;
+        let named = matches!(server_a, ServerChoice::Urls(_)) || server_b.is_some();
+        if named && (a.conn.fault.is_some() || a.conn.nemesis.is_some()) {
+            let flag = if a.conn.fault.is_some() {
+                "--fault"
+            } else {
+                "--nemesis"
+            };
+            return Err(Error::Usage(format!(
+                "{flag} acts on the server msgbench starts itself; it cannot be combined with \
+                 --server-a or --server-b"
+            )));
+        }
         let conn = crate::options::conn::ConnOptions::new(&a.conn)?;
         if let Stop::For(length) = stop {
             conn.faults_within(&a.conn, length)?;
