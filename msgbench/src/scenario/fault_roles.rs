@@ -10,8 +10,10 @@ use serde_json::Value;
 use crate::server::EmbeddedServer;
 use crate::stats::faults::FaultTarget;
 
-/// How long one question to one node may take.
-const ASK: Duration = Duration::from_millis(500);
+/// How long one question to one node may take. A cluster writing under load answers its
+/// JetStream API late (seconds, on two busy cores with `sync_interval=always`): a shorter wait
+/// took a slow leader for none and left a fault aimed at it not injected.
+const ASK: Duration = Duration::from_secs(2);
 
 /// The nodes of a local cluster (node `i` is `msgbench-i`) and the subject the run publishes
 /// on.

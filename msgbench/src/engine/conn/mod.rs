@@ -30,7 +30,7 @@ pub(crate) use dial::connect_command;
 pub use dial::{connect, connect_for_check};
 pub use reader::{End, Event, Flow, Reader};
 pub use window::Answer;
-pub use writer::{SendError, Shared};
+pub use writer::{SendError, Shared, Unconfirmed};
 
 /// How connections are dialled and kept alive.
 #[derive(Debug, Clone, Copy)]

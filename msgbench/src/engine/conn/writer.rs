@@ -299,6 +299,21 @@ impl Shared {
         }
     }
 
+    /// Waits for the PONG after SUBs written before `ticket`: once it arrived, the server has
+    /// registered them, or refused one. A refused SUB leaves the connection up (the run would
+    /// go on receiving nothing); its `-ERR` is read before the PONG, so it is known by then.
+    ///
+    /// # Errors
+    /// [`Unconfirmed`]: no PONG in `timeout`, or the first permissions violation of the run.
+    pub fn confirm_subscribed(&self, ticket: u64, timeout: Duration) -> Result<(), Unconfirmed> {
+        if !self.wait_pong(ticket, timeout) {
+            return Err(Unconfirmed::NoAnswer);
+        }
+        self.errors
+            .first_refusal()
+            .map_or(Ok(()), |why| Err(Unconfirmed::Refused(why)))
+    }
+
     /// Sends what is in `pending` plus a PING, and waits for the PONG: once it arrives, the
     /// server has processed everything written before it.
     ///
@@ -459,6 +474,27 @@ impl Reader {
                 std::thread::sleep(wake.saturating_duration_since(Instant::now()).min(tick));
             }
             wait = (wait * 2).min(BACKOFF_MAX);
+        }
+    }
+}
+
+/// Why subscriptions were not confirmed (see [`Shared::confirm_subscribed`]).
+#[derive(Debug)]
+pub enum Unconfirmed {
+    NoAnswer,
+    /// The server's text of a permissions violation, which names the subject.
+    Refused(String),
+}
+
+impl Unconfirmed {
+    /// The run's error, about the server at `url`.
+    pub fn error(self, url: impl std::fmt::Display) -> Error {
+        match self {
+            Self::NoAnswer => Error::Connect {
+                url: url.to_string(),
+                reason: "the server did not confirm a subscription".into(),
+            },
+            Self::Refused(why) => Error::refused_subscription(url, &why),
         }
     }
 }

@@ -16,7 +16,7 @@ use std::time::{Instant, SystemTime};
 use super::assemble;
 use super::connect::{self, Clients, Mine};
 use super::options::{Options, ScenarioKind};
-use crate::engine::conn::{self, Conn, Reader};
+use crate::engine::conn::{self, Conn, Reader, Unconfirmed};
 use crate::engine::fleet::{Ending, Fleet, FleetSpec};
 use crate::engine::load::{
     self, Frame, PubOutcome, PubSpec, Recovering, Staged, StampKind, SubControl, SubOutcome,
@@ -222,22 +222,16 @@ impl<'a> Run<'a> {
         };
         self.subscribe(s, subs, fleet, &mut armed)?;
         // The PONG after SUB means the server has registered the interest: only then can a
-        // publisher's first message be counted on to reach the subscriber.
-        if armed
-            .subs
-            .iter()
-            .any(|t| !t.shared.wait_pong(t.ticket, self.opts.timeout))
-        {
+        // publisher's first message be counted on to reach the subscriber. The fleet's
+        // subscribers are ready by now, and a refusal among them counted.
+        let fleet_refused = fleet.and_then(|f| f.errors.first_refusal());
+        let confirmed = (armed.subs.iter())
+            .try_for_each(|t| t.shared.confirm_subscribed(t.ticket, self.opts.timeout))
+            .and(fleet_refused.map_or(Ok(()), |why| Err(Unconfirmed::Refused(why))));
+        if let Err(e) = confirmed {
             // Closing ends every subscriber's read loop, so the scope can be left.
             armed.abort();
-            return Err(self.not_connected("the server did not confirm the subscription".into()));
-        }
-        // A refused SUB leaves the connection up: the run would go on receiving nothing. Its
-        // -ERR is read before the PONG, so it is known by now.
-        let errors = (armed.subs.first().map(|t| &t.shared.errors)).or(fleet.map(|f| &f.errors));
-        if let Some(why) = errors.and_then(|e| e.first_refusal()) {
-            armed.abort();
-            return Err(Error::refused_subscription(&self.url, &why));
+            return Err(e.error(&self.url));
         }
         if self.opts.scenario == ScenarioKind::Sub && self.share.is_none() {
             eprintln!("waiting for messages on '{}'", self.subject);

@@ -13,7 +13,7 @@ use super::pubflags::{
     check_persist, dedup, drawn_sizes, drawn_subjects, fast_flow, persist_mode, window,
     DEFAULT_WINDOW,
 };
-use super::streamflags::{check_captured, check_name, given, setup, stream_configs};
+use super::streamflags::{as_it_is, check_captured, check_name, setup, stream_configs};
 use crate::cli::{JsPubMode, Persist, Publish, Storage};
 use crate::engine::jsapi::{Setup, StreamConfig};
 use crate::engine::jsframe::{JsFraming, MAX_BATCH};
@@ -328,28 +328,8 @@ impl JsConsumeOptions {
             };
             return Err(Error::flag(flag, &value, "applies to --publish live"));
         }
-        if let (Source::Stream, Some(flag)) = (source, given(&a.target)) {
-            return Err(Error::Usage(format!(
-                "{flag} asks for a stream msgbench makes; --publish none consumes the stream as \
-                 it is (give --publish before or live to have msgbench make and fill it)"
-            )));
-        }
-        // What shapes the messages msgbench publishes has nothing to act on when it publishes
-        // none; the defaults are told from typed values by value.
-        let shaping = [
-            ("--size", a.size != 128),
-            ("--subject", a.target.subject != "msgbench.js"),
-        ];
-        if let (Source::Stream, Some((flag, _))) = (source, shaping.iter().find(|(_, on)| *on)) {
-            return Err(Error::Usage(format!(
-                "{flag} shapes the messages msgbench publishes, and --publish none publishes \
-                 none: it consumes the whole stream as it is"
-            )));
-        }
-        if source == Source::Stream && a.target.purge {
-            return Err(Error::Usage(
-                "--purge with --publish none would leave nothing to consume".into(),
-            ));
+        if source == Source::Stream {
+            as_it_is(a)?;
         }
         let stream = stream_configs(&a.target, None)?.remove(0);
         let conn = ConnOptions::new(&a.conn)?;

@@ -2,7 +2,7 @@
 //! configuration per stream (or per target subject of a write flood), whether a stream that
 //! exists is used as found, and that every publish subject is one its stream captures.
 
-use super::args::StreamArgs;
+use super::args::{JsConsumeArgs, StreamArgs};
 use crate::cli::{Discard, Storage};
 use crate::engine::jsapi::{Setup, StreamConfig};
 use crate::error::{Error, Result};
@@ -92,6 +92,34 @@ pub(super) fn given(t: &StreamArgs) -> Option<&'static str> {
     ]
     .into_iter()
     .find_map(|(flag, on)| on.then_some(flag))
+}
+
+/// `js consume --publish none` consumes the stream as it is: the flags that would make it,
+/// fill it or shape what is published into it have nothing to act on, and are refused.
+pub(super) fn as_it_is(a: &JsConsumeArgs) -> Result<()> {
+    if let Some(flag) = given(&a.target) {
+        return Err(Error::Usage(format!(
+            "{flag} asks for a stream msgbench makes; --publish none consumes the stream as it \
+             is (give --publish before or live to have msgbench make and fill it)"
+        )));
+    }
+    // The defaults are told from typed values by value.
+    let shaping = [
+        ("--size", a.size != 128),
+        ("--subject", a.target.subject != "msgbench.js"),
+    ];
+    if let Some((flag, _)) = shaping.iter().find(|(_, on)| *on) {
+        return Err(Error::Usage(format!(
+            "{flag} shapes the messages msgbench publishes, and --publish none publishes none: \
+             it consumes the whole stream as it is"
+        )));
+    }
+    if a.target.purge {
+        return Err(Error::Usage(
+            "--purge with --publish none would leave nothing to consume".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// The publishers' subjects must be ones their streams capture (`options::capture`): checked here

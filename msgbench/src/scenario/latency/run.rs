@@ -391,13 +391,9 @@ impl<'a> Run<'a> {
             .map_err(|e| e.during("cannot subscribe"))?;
         let sh = shared.clone();
         let handle = s.spawn(move || self.receive(reader, &sh, interval_log));
-        if !shared.wait_pong(ticket, self.opts.timeout) {
+        if let Err(e) = shared.confirm_subscribed(ticket, self.opts.timeout) {
             shared.close();
-            return Err(self.not_connected("the server did not confirm the subscription"));
-        }
-        if let Some(why) = shared.errors.first_refusal() {
-            shared.close();
-            return Err(Error::refused_subscription(&self.url, &why));
+            return Err(e.error(&self.url));
         }
         Ok(SubSide { shared, handle })
     }

@@ -88,14 +88,9 @@ pub fn run_reply(
             }));
         }
         let timeout = opts.conn.dial.connect_timeout;
-        if tickets.iter().any(|(sh, t)| !sh.wait_pong(*t, timeout)) {
-            return fail(Error::Connect {
-                url: url.to_string(),
-                reason: "the server did not confirm a subscription".into(),
-            });
-        }
-        if let Some(why) = errors.first_refusal() {
-            return fail(Error::refused_subscription(&url, &why));
+        if let Err(e) = (tickets.iter()).try_for_each(|(sh, t)| sh.confirm_subscribed(*t, timeout))
+        {
+            return fail(e.error(&url));
         }
         // On agents, the service's time starts with the others'.
         let start = match crate::scenario::segment::start(share, stop) {

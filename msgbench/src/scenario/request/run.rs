@@ -381,18 +381,11 @@ impl<'a> Run<'a> {
     /// server refused, closes them all.
     fn confirmed(&self, serving: &Serving<'_>, more: &[(Arc<conn::Shared>, u64)]) -> Result<()> {
         let timeout = self.setup_timeout();
-        if (serving.tickets.iter().chain(more)).any(|(sh, t)| !sh.wait_pong(*t, timeout)) {
+        let confirmed = (serving.tickets.iter().chain(more))
+            .try_for_each(|(sh, t)| sh.confirm_subscribed(*t, timeout));
+        if let Err(e) = confirmed {
             serving.abort(more);
-            return Err(Error::Connect {
-                url: self.url.clone(),
-                reason: "the server did not confirm a subscription".into(),
-            });
-        }
-        // A refused SUB leaves the connection up and the service unreachable: every request
-        // would go unanswered, which reads as the service's fault rather than the user's.
-        if let Some(why) = self.errors.first_refusal() {
-            serving.abort(more);
-            return Err(Error::refused_subscription(&self.url, &why));
+            return Err(e.error(&self.url));
         }
         Ok(())
     }
