@@ -54,6 +54,10 @@ pub enum Error {
     /// No TCP connection could be made to any of the given servers.
     #[error("cannot connect to {url}: {reason}")]
     Connect { url: String, reason: String },
+    /// After the handshake, the server answered something the run needs (a subscription, an
+    /// API request) with `-ERR`: not retried, as no retry would be answered otherwise.
+    #[error("{url}: {reason}")]
+    Refused { url: String, reason: String },
     /// The server answered the handshake with `-ERR`.
     #[error("{url} refused the connection: {kind} ({text})")]
     Rejected {
@@ -118,7 +122,7 @@ impl Error {
             | Error::JetStream { .. }
             | Error::Destination { .. }
             | Error::Listen { .. } => exit::USAGE,
-            Error::Connect { .. } | Error::Rejected { .. } => exit::CONNECT,
+            Error::Connect { .. } | Error::Rejected { .. } | Error::Refused { .. } => exit::CONNECT,
             Error::Protocol { .. } => exit::PROTOCOL,
             Error::Io { .. } | Error::Rescued { .. } => exit::FAILURE,
             Error::Agent(_) => exit::AGENT,
@@ -130,15 +134,20 @@ impl Error {
         Error::Usage(format!("invalid value '{value}' for {flag}: {why}"))
     }
 
-    /// The server refused a subscription the run needs. A refused SUB leaves the connection up,
-    /// so the load would go on unanswered; `why` is the server's text, which names the subject.
-    pub fn refused_subscription(url: impl fmt::Display, why: &str) -> Self {
-        Error::Connect {
+    /// The server answered something the run needs (a subscription, an API request) with
+    /// `-ERR`: a permissions violation leaves the connection up, so the run would go on
+    /// unanswered. `why` is the server's text, which names the subject.
+    pub fn refused(url: impl fmt::Display, why: &str) -> Self {
+        let reason = if ServerErrorKind::from_text(why.as_bytes())
+            == ServerErrorKind::PermissionsViolation
+        {
+            format!("the server refused a permission the run needs: {why}")
+        } else {
+            format!("the server answered with an error: {why}")
+        };
+        Error::Refused {
             url: url.to_string(),
-            reason: format!(
-                "the server refused a subscription: {why} (the user needs permission to \
-                 subscribe to it)"
-            ),
+            reason,
         }
     }
 

@@ -180,6 +180,8 @@ fn workload(
         o.control.clone_from(&out.control);
         o.sign.clone_from(&out.sign);
         o.agent_silence = out.agent_silence;
+        output::dest::one_run_here(&c.plan, None)
+            .map_err(|e| error::Error::Usage(format!("class '{}': {e}", c.name)))?;
     }
     let validated = w.validate()?;
     if agents {

@@ -164,14 +164,9 @@ pub fn run(opts: &CalibrateOptions, target: &Target, stop: &AtomicBool) -> Resul
             load::respond(&mut reader, &sh, &spec, served, done_ref, stop);
             sh.close();
         });
-        let confirmed = shared.wait_pong(ticket, TIMEOUT);
-        let result = if confirmed {
-            nats_round_trips(requester, &frame, opts.samples, stop)
-        } else {
-            Err(Error::Connect {
-                url: url.clone(),
-                reason: "the server did not confirm the responder's subscription".into(),
-            })
+        let result = match shared.confirm_subscribed(ticket, TIMEOUT) {
+            Ok(()) => nats_round_trips(requester, &frame, opts.samples, stop),
+            Err(e) => Err(e.error(&url)),
         };
         done.store(true, Ordering::Relaxed);
         shared.close();

@@ -218,7 +218,7 @@ fn a_subscription_the_server_refuses_stops_the_run_before_its_load_naming_the_su
          {user: inbox, password: pw, permissions: {subscribe: {allow: [\"_INBOX.>\"]}}}, \
          {user: svc, password: pw, permissions: {subscribe: {allow: [\"svc\"]}}} ] }",
     );
-    let cases: [(&str, &[&str], &str); 8] = [
+    let cases: [(&str, &[&str], &str); 9] = [
         ("inbox", &["sub"], "\"svc\""),
         // Above 16 subscribers, the epoll fleet subscribes.
         ("inbox", &["sub", "--clients", "40"], "\"svc\""),
@@ -228,6 +228,8 @@ fn a_subscription_the_server_refuses_stops_the_run_before_its_load_naming_the_su
         ("inbox", &["request"], "\"svc\""),
         ("svc", &["request"], "\"_INBOX."),
         ("svc", &["request", "--rate", "100"], "\"_INBOX."),
+        // The JetStream API's inbox, before the stream is set up.
+        ("svc", &["js", "pub"], "\"_INBOX."),
     ];
     for (user, args, subject) in cases {
         let started = std::time::Instant::now();
@@ -241,7 +243,8 @@ fn a_subscription_the_server_refuses_stops_the_run_before_its_load_naming_the_su
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(4), "{user} {args:?}: {err}");
         assert!(
-            err.contains("refused a subscription: Permissions Violation") && err.contains(subject),
+            err.contains("refused a permission the run needs: Permissions Violation")
+                && err.contains(subject),
             "{user} {args:?}: {err}"
         );
         assert_eq!(err.lines().count(), 1, "{user} {args:?}: {err}");

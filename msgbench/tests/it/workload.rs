@@ -233,6 +233,13 @@ fn bad_workloads_and_flags_that_cannot_act_are_one_line_before_anything_runs() {
             vec!["--json", "/nonexistent-dir/r.json"],
             vec!["--json"],
         ),
+        // A class's --hist is written where its subscriber runs: on agents, not here.
+        (
+            "duration: 2s\nclasses:\n  l:\n    scenario: latency\n    rate: 100\n    hist: h\n"
+                .to_string(),
+            vec!["--agents", "2"],
+            vec!["class 'l'", "--hist", "--agents"],
+        ),
     ];
     for (i, (text, flags, words)) in cases.iter().enumerate() {
         let file = dir.join(format!("w{i}.yaml"));

@@ -329,7 +329,7 @@ impl Conn {
     /// subscription.
     pub fn subscribe_and_confirm(&mut self, sub: &[u8], timeout: Duration) -> Result<()> {
         match self.subscribe_checked(sub, timeout)? {
-            Some(why) => Err(Error::refused_subscription(&self.url, &why)),
+            Some(why) => Err(Error::refused(&self.url, &why)),
             None => Ok(()),
         }
     }
@@ -432,7 +432,7 @@ impl Conn {
             url: self.url.to_string(),
             reason: format!("connection lost while requesting {subject}"),
         })?;
-        let mut got = None;
+        let (mut got, mut refused) = (None, None);
         let shared = &self.shared;
         let waited = self.reader.until(deadline, |op| match op {
             ServerOp::Msg(m) if m.sid == API_SID => {
@@ -442,6 +442,18 @@ impl Conn {
             ServerOp::Ping => {
                 let _ = shared.write_all(b"PONG\r\n");
                 false
+            }
+            // The inbox's SUB or the request's PUB refused: no reply will come.
+            ServerOp::Err(text)
+                if ServerErrorKind::from_text(text) == ServerErrorKind::PermissionsViolation =>
+            {
+                refused = Some(
+                    String::from_utf8_lossy(text)
+                        .trim()
+                        .trim_matches('\'')
+                        .to_string(),
+                );
+                true
             }
             _ => false,
         });
@@ -453,6 +465,9 @@ impl Conn {
         waited.map_err(|e| {
             handshake_error(e, &self.url, &format!("waiting for a reply from {subject}"))
         })?;
+        if let Some(why) = refused {
+            return Err(Error::refused(&self.url, &why));
+        }
         Ok(got.expect("until returned after the reply"))
     }
 }

@@ -494,7 +494,7 @@ impl Unconfirmed {
                 url: url.to_string(),
                 reason: "the server did not confirm a subscription".into(),
             },
-            Self::Refused(why) => Error::refused_subscription(url, &why),
+            Self::Refused(why) => Error::refused(url, &why),
         }
     }
 }
