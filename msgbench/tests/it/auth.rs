@@ -283,33 +283,26 @@ fn the_server_msgbench_starts_gets_the_credentials_its_config_asks_for() {
         "--server-config",
         "authorization.password=emb-s3cret",
     ];
-    let run = |user: &[(&str, &str)]| {
+    let user = [("NATS_USER", "emb"), ("NATS_PASSWORD", "emb-s3cret")];
+    let run = |args: &[&str], env: &[(&str, &str)]| {
         let mut c = bin();
-        c.args(["pub", "--msgs", "100", "--no-progress", "--json", "-"])
-            .args(config)
-            .env_remove("NATS_URL");
-        for (k, v) in user {
+        c.args(args).args(config).env_remove("NATS_URL");
+        for (k, v) in env {
             c.env(k, v);
         }
         c.output().unwrap()
     };
+    let publish = ["pub", "--msgs", "100", "--no-progress", "--json", "-"];
     // The password reaches the server, and neither the result nor the text shows it (nor the
     // one in the server's settings).
-    let out = run(&[("NATS_USER", "emb"), ("NATS_PASSWORD", "emb-s3cret")]);
+    let out = run(&publish, &user);
     accepted(&out, "user_password", &["emb-s3cret"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let settings = &v["server"]["config"]["settings"];
     assert_eq!(settings[1]["value"], "(redacted)", "{settings}");
-    refused(&run(&[]), "no credentials");
+    refused(&run(&publish, &[]), "no credentials");
     // The text's first line names the settings, the secret's value redacted.
-    let out = bin()
-        .args(["pub", "--msgs", "100", "--no-progress"])
-        .args(config)
-        .env_remove("NATS_URL")
-        .env("NATS_USER", "emb")
-        .env("NATS_PASSWORD", "emb-s3cret")
-        .output()
-        .unwrap();
+    let out = run(&publish[..4], &user);
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
     assert!(out.status.success(), "{text}");
     assert!(
@@ -318,31 +311,9 @@ fn the_server_msgbench_starts_gets_the_credentials_its_config_asks_for() {
     );
     // A local cluster forms, and a fault finds its stream's leader, with them too: msgbench's
     // own connections present what the clients do.
-    let out = bin()
-        .args([
-            "js",
-            "pub",
-            "--cluster",
-            "3",
-            "--replicas",
-            "3",
-            "--reconnect",
-        ])
-        .args([
-            "--rate",
-            "500",
-            "--msgs",
-            "600",
-            "--fault",
-            "kill-leader@300ms",
-        ])
-        .args(["--no-progress", "--json", "-"])
-        .args(config)
-        .env_remove("NATS_URL")
-        .env("NATS_USER", "emb")
-        .env("NATS_PASSWORD", "emb-s3cret")
-        .output()
-        .unwrap();
+    let cluster = "js pub --cluster 3 --replicas 3 --reconnect --rate 500 --msgs 600 \
+                   --fault kill-leader@300ms --no-progress --json -";
+    let out = run(&cluster.split_whitespace().collect::<Vec<_>>(), &user);
     assert!(out.status.success(), "{}", stderr(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let kill = &v["fault"]["faults"][0];
