@@ -182,6 +182,14 @@ pub enum ServerErrorKind {
 }
 
 impl ServerErrorKind {
+    /// The text of a `-ERR` as the server meant it: without its quotes and surrounding space.
+    pub fn shown(text: &[u8]) -> String {
+        String::from_utf8_lossy(text)
+            .trim()
+            .trim_matches('\'')
+            .to_string()
+    }
+
     /// Classifies the text of a `-ERR` (without quotes). Matching is on stable phrases the server
     /// has used for years, case-insensitively; anything unrecognised is `Other` and still counted.
     pub fn from_text(text: &[u8]) -> Self {
@@ -464,10 +472,7 @@ impl ErrorCounts {
         self.add(kind.counted());
         if kind == ServerErrorKind::PermissionsViolation {
             let mut r = self.first_refusal.lock().unwrap_or_else(|p| p.into_inner());
-            r.get_or_insert_with(|| {
-                let t = String::from_utf8_lossy(text);
-                t.trim().trim_matches('\'').to_string()
-            });
+            r.get_or_insert_with(|| ServerErrorKind::shown(text));
         }
     }
 

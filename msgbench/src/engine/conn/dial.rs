@@ -358,12 +358,7 @@ impl Conn {
                     false
                 }
                 ServerOp::Err(text) => {
-                    refused.get_or_insert_with(|| {
-                        String::from_utf8_lossy(text)
-                            .trim()
-                            .trim_matches('\'')
-                            .to_string()
-                    });
+                    refused.get_or_insert_with(|| ServerErrorKind::shown(text));
                     false
                 }
                 _ => false,
@@ -447,12 +442,7 @@ impl Conn {
             ServerOp::Err(text)
                 if ServerErrorKind::from_text(text) == ServerErrorKind::PermissionsViolation =>
             {
-                refused = Some(
-                    String::from_utf8_lossy(text)
-                        .trim()
-                        .trim_matches('\'')
-                        .to_string(),
-                );
+                refused = Some(ServerErrorKind::shown(text));
                 true
             }
             _ => false,
