@@ -218,7 +218,7 @@ fn a_subscription_the_server_refuses_stops_the_run_before_its_load_naming_the_su
          {user: inbox, password: pw, permissions: {subscribe: {allow: [\"_INBOX.>\"]}}}, \
          {user: svc, password: pw, permissions: {subscribe: {allow: [\"svc\"]}}} ] }",
     );
-    let cases: [(&str, &[&str], &str); 9] = [
+    let cases: [(&str, &[&str], &str); 10] = [
         ("inbox", &["sub"], "\"svc\""),
         // Above 16 subscribers, the epoll fleet subscribes.
         ("inbox", &["sub", "--clients", "40"], "\"svc\""),
@@ -230,13 +230,24 @@ fn a_subscription_the_server_refuses_stops_the_run_before_its_load_naming_the_su
         ("svc", &["request", "--rate", "100"], "\"_INBOX."),
         // The JetStream API's inbox, before the stream is set up.
         ("svc", &["js", "pub"], "\"_INBOX."),
+        // conns holds its connections for --hold, not a --duration.
+        (
+            "inbox",
+            &["conns", "--clients", "20", "--subscribe", "shared"],
+            "\"svc\"",
+        ),
     ];
     for (user, args, subject) in cases {
         let started = std::time::Instant::now();
+        let how_long = if args[0] == "conns" {
+            "--hold"
+        } else {
+            "--duration"
+        };
         let out = bin()
             .args(args)
             .args(["--server", &s.url, "--user", user, "--subject", "svc"])
-            .args(["--duration", "60s", "--no-progress"])
+            .args([how_long, "60s", "--no-progress"])
             .env("NATS_PASSWORD", "pw")
             .output()
             .unwrap();

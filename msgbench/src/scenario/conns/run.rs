@@ -256,6 +256,13 @@ fn hold(
         let ids = block.base..block.base + block.count;
         let fleet = Fleet::start(s, spec, &ctl, stop, ids, &[]);
         open(su, &fleet, stop);
+        // A refused SUB leaves its connection up, so the hold would check subscriptions that
+        // are not there: stop before it, with the server's words, which name the subject.
+        if let Some(why) = su.errors.first_refusal() {
+            fleet.stop();
+            let url = su.target.urls.first().map(ToString::to_string);
+            return Err(Error::refused(url.unwrap_or_default(), &why));
+        }
         let rss_connected = memory::bytes(None, Figure::Resident);
         let server_connected = server_mem.read();
         let buffers_connected = fleet.board().buffer_bytes();
